@@ -1,0 +1,51 @@
+"""jitguard: find and fix Triton JIT recompilation.
+
+    import jitguard
+    with jitguard.watch() as rec:
+        serve_a_few_requests()
+    print(rec.variants("fused_moe_kernel"))
+
+`import jitguard` imports neither torch nor Triton; each name below loads its module on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "watch": "jitguard.monitor",
+    "install": "jitguard.monitor",
+    "uninstall": "jitguard.monitor",
+    "mark_serving": "jitguard.monitor",
+    "mark_warmup": "jitguard.monitor",
+    "set_process_info": "jitguard.monitor",
+    "Recorder": "jitguard.monitor",
+    "RecompileError": "jitguard.monitor",
+    "RecompileWarning": "jitguard.monitor",
+    "offline": "jitguard.offline",
+    "no_recompiles": "jitguard.no_recompiles",
+    "sweep": "jitguard.sweep",
+    "assert_max_variants": "jitguard.sweep",
+    "warmup": "jitguard.warmup",
+    "CompileEvent": "jitguard.events",
+    "ParamSpec": "jitguard.events",
+    "explain_recompile": "jitguard.explain",
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'jitguard' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

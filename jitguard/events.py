@@ -1,0 +1,177 @@
+"""Records jitguard writes: one `CompileEvent` per Triton compile, one `ProcessRecord` per process.
+
+Both serialise to one JSON object per line (NDJSON). The field names are a contract (DESIGN.md):
+`jitguard report` reads them back from every process of a server, and `jitguard fix --from`
+reads the merged report.
+
+This module imports neither Triton nor torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+# A parameter's specialization class, in Triton's terms:
+#   int:  "one" (== 1, baked in as a constant), "div16" (% 16 == 0), "plain", "off" (do_not_specialize)
+#   ptr:  "aligned16" (data_ptr % 16 == 0), "unaligned", "off" (not specialized on alignment)
+#   others: None
+SPEC_CLASSES = ("one", "div16", "plain", "aligned16", "unaligned", "off")
+
+# Machine-readable advice codes, shared by explain, report and the codemod.
+ADVICE_CODES = (
+    "do_not_specialize",
+    "do_not_specialize_on_alignment",
+    "int64",  # annotate the parameter `tl.int64` and add it to do_not_specialize
+    "caller_alignment",  # a pointer flips alignment: demote it, or fix the caller's slicing
+    "constexpr_values",  # a constexpr takes many values: make it a runtime argument or bucket it
+    "expected",  # dtype, launch options, autotune configs: information only
+)
+
+
+@dataclass
+class ParamSpec:
+    """How Triton specialized one kernel parameter for one compiled variant.
+
+    `value` is the value of a `tl.constexpr` parameter (or None); `observed` is what the call that
+    compiled this variant passed: an int/float/bool for scalars, {"dtype", "shape", "align"} for
+    tensors (align = data_ptr % 16), None when unknown.
+    """
+
+    kind: str  # "int" | "ptr" | "float" | "bool" | "constexpr" | "tuple" | "none"
+    type: str | None = None  # Triton type: "i32", "i64", "*bf16", "fp32", ...
+    spec: str | None = None  # one of SPEC_CLASSES, or None
+    value: Any = None
+    observed: Any = None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ParamSpec":
+        return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls)})
+
+
+@dataclass
+class Cause:
+    """One reason a new variant was compiled: `param` changed from `before` to `after`."""
+
+    param: str
+    before: str
+    after: str
+    advice: str | None
+    message: str = ""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class CompileEvent:
+    """One compile of one Triton kernel, as seen by the monitor."""
+
+    kernel: str
+    module: str = ""
+    file: str = ""
+    line: int = 0
+    call_site: str = ""
+    pid: int = 0
+    ppid: int = 0
+    rank: int | None = None
+    role: str | None = None
+    device: int = 0
+    phase: str = "warmup"  # "warmup" | "serving"
+    variant: int = 1
+    key: str = ""
+    params: dict[str, ParamSpec] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    compile_ms: float | None = None
+    disk_cache_hit: bool | None = None
+    causes: list[Cause] = field(default_factory=list)
+    triton_version: str = ""
+    time: float = 0.0
+    is_manual_warmup: bool = False
+    autotuning: bool = False  # compiled while @triton.autotune benchmarked its configs
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["type"] = "compile"
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "CompileEvent":
+        known = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in known}
+        kwargs["params"] = {n: ParamSpec.from_dict(p) for n, p in (data.get("params") or {}).items()}
+        kwargs["causes"] = [Cause(**{k: c.get(k) for k in ("param", "before", "after", "advice", "message")})
+                            for c in (data.get("causes") or [])]
+        return cls(**kwargs)
+
+    @property
+    def is_recompile(self) -> bool:
+        """True for the second and later variants of a kernel in one process."""
+        return self.variant > 1
+
+
+@dataclass
+class ProcessRecord:
+    """Written once per process, first line of its NDJSON file."""
+
+    pid: int
+    ppid: int
+    argv: list[str]
+    role: str | None = None
+    rank: int | None = None
+    triton_version: str = ""
+    host: str = ""
+    time: float = 0.0
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["type"] = "process"
+        return data
+
+
+def to_json_line(record: CompileEvent | ProcessRecord | dict) -> str:
+    """One record as one JSON line (no trailing newline); never fails on odd values."""
+    data = record if isinstance(record, dict) else record.to_dict()
+    return json.dumps(data, default=repr, separators=(",", ":"))
+
+
+@dataclass
+class NdjsonReadResult:
+    """Records read from one NDJSON file, and how many lines could not be parsed."""
+
+    records: list[dict]
+    skipped_lines: int = 0
+
+
+def read_ndjson(path: str | os.PathLike) -> NdjsonReadResult:
+    """Read an NDJSON file; a truncated or garbled line (a process killed mid-write) is skipped and counted."""
+    records: list[dict] = []
+    skipped = 0
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                skipped += 1
+                continue
+            if isinstance(obj, dict):
+                records.append(obj)
+            else:
+                skipped += 1
+    return NdjsonReadResult(records, skipped)
+
+
+def iter_compile_events(records: list[dict]) -> Iterator[CompileEvent]:
+    """The compile events among NDJSON records."""
+    for record in records:
+        if record.get("type") == "compile":
+            yield CompileEvent.from_dict(record)

@@ -1,0 +1,227 @@
+"""Why a kernel compiled again: compare a new variant with the nearest earlier one, per parameter.
+
+Pure: no I/O, no Triton. Input is what the monitor recorded (`ParamSpec` per parameter, launch
+options); output is a list of `Cause`, each naming a parameter by its source name, its class
+before and after in words, and an advice code (see `jitguard.events.ADVICE_CODES`).
+
+    >>> from jitguard.events import ParamSpec
+    >>> old = {"n": ParamSpec("int", "i32", "div16", observed=16)}
+    >>> new = {"n": ParamSpec("int", "i32", "plain", observed=17)}
+    >>> [(c.param, c.before, c.after) for c in explain_recompile(new, {}, [(old, {})])]
+    [('n', 'int32 divisible by 16', 'int32, value 17')]
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Sequence
+
+from jitguard.events import Cause, CompileEvent, ParamSpec
+
+_CWD = os.getcwd().rstrip("/") + "/"
+
+Variant = tuple[dict[str, ParamSpec], dict[str, Any]]  # (params, launch options)
+
+_INT_WORDS = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+              "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64"}
+_INT_SPEC_CLASSES = {"one", "div16", "plain", "off"}
+# Options worth naming when they differ between variants (others are derived or rarely set).
+_NAMED_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "debug", "enable_fp_fusion",
+                  "launch_cooperative_grid", "instrumentation_mode")
+
+
+def _type_words(ty: str | None) -> str:
+    if not ty:
+        return "?"
+    if ty.startswith("*"):
+        return f"pointer to {ty[1:]}"
+    return _INT_WORDS.get(ty, ty)
+
+
+def describe_spec(spec: ParamSpec, show_observed: bool = True) -> str:
+    """A parameter's class in words, e.g. 'int32 divisible by 16' or 'pointer to bf16, 16-byte aligned'."""
+    if spec.kind == "constexpr":
+        return f"constexpr {spec.value!r}"
+    if spec.kind == "none":
+        return "None"
+    if spec.kind == "int":
+        if spec.spec == "one":
+            return "the constant 1 (specialized int)"
+        base = _type_words(spec.type)
+        shown = show_observed and isinstance(spec.observed, int) and not isinstance(spec.observed, bool)
+        if spec.spec == "div16":
+            return f"{base} divisible by 16" + (f" (value {spec.observed})" if shown and spec.observed != 16 else "")
+        if spec.spec == "off":
+            return f"{base} (not specialized)" + (f", value {spec.observed}" if shown else "")
+        return f"{base}, value {spec.observed}" if shown else f"{base} not divisible by 16"
+    if spec.kind == "ptr":
+        base = _type_words(spec.type)
+        if spec.spec == "aligned16":
+            return f"{base}, 16-byte aligned"
+        if spec.spec == "unaligned":
+            align = spec.observed.get("align") if isinstance(spec.observed, dict) else None
+            return f"{base}, not 16-byte aligned" + (f" (address % 16 = {align})" if show_observed and align else "")
+        return base
+    if spec.kind == "tuple":
+        return f"tuple {spec.value!r}" if spec.value is not None else "tuple"
+    return _type_words(spec.type)
+
+
+def _int_advice(name: str, before: ParamSpec, after: ParamSpec, history: Sequence[ParamSpec]) -> tuple[str, str]:
+    if "i64" in (before.type, after.type) and before.type != after.type:
+        return "int64", (f"{name} crossed 2**31: annotate it `{name}: tl.int64` and add it to do_not_specialize "
+                         "(do_not_specialize alone still compiles an i32 and an i64 variant)")
+    classes = {s.spec for s in history} | {before.spec, after.spec}
+    if "one" in classes:
+        return "do_not_specialize", (f"{name} took the value 1 and other values: do_not_specialize "
+                                     "compiles one variant for all of them")
+    return "do_not_specialize_on_alignment", (
+        f"{name} flips between divisible-by-16 and not: do_not_specialize_on_alignment keeps one variant "
+        "(it still specializes the value 1: if {0} can be 1, use do_not_specialize)".format(name))
+
+
+def _cause_for_param(name: str, before: ParamSpec | None, after: ParamSpec,
+                     history: Sequence[ParamSpec]) -> Cause | None:
+    if before is None:
+        return Cause(name, "absent", describe_spec(after), "expected", f"{name} is new in this variant")
+    words_before, words_after = describe_spec(before), describe_spec(after)
+    if before.kind == "constexpr" or after.kind == "constexpr":
+        if before.kind == after.kind and before.value == after.value:
+            return None
+        distinct = {repr(s.value) for s in history if s.kind == "constexpr"} | {repr(before.value), repr(after.value)}
+        if len(distinct) >= 3:
+            return Cause(name, words_before, words_after, "constexpr_values",
+                         f"{name} is a tl.constexpr that took {len(distinct)} values (one compile each): "
+                         "make it a runtime argument, or bucket its values (e.g. next power of 2)")
+        return Cause(name, words_before, words_after, "expected", f"constexpr {name} changed value")
+    same_class = (before.kind, before.type, before.spec) == (after.kind, after.type, after.spec)
+    if same_class:
+        return None
+    if before.kind == "int" and after.kind == "int" and {before.spec, after.spec} <= _INT_SPEC_CLASSES:
+        advice, message = _int_advice(name, before, after, history)
+        return Cause(name, describe_spec(before), describe_spec(after), advice, message)
+    if before.kind == "ptr" and after.kind == "ptr":
+        if before.type != after.type:
+            return Cause(name, words_before, words_after, "expected", f"{name} changed dtype: one variant per dtype")
+        return Cause(name, words_before, words_after, "caller_alignment",
+                     f"{name} is sometimes 16-byte aligned and sometimes not (a sliced tensor such as x[1:]): "
+                     "fix the caller's slicing, or add it to do_not_specialize_on_alignment")
+    if before.kind == "none" or after.kind == "none":
+        return Cause(name, words_before, words_after, "expected", f"{name} switched between None and a value")
+    return Cause(name, words_before, words_after, "expected", f"{name} changed type")
+
+
+def _option_causes(before: dict[str, Any], after: dict[str, Any]) -> list[Cause]:
+    causes = []
+    for option in _NAMED_OPTIONS:
+        if option in before or option in after:
+            if before.get(option) != after.get(option):
+                causes.append(Cause(option, f"{option}={before.get(option)!r}", f"{option}={after.get(option)!r}",
+                                    "expected", f"launch option {option} changed"))
+    return causes
+
+
+def _difference(a: Variant, b: Variant) -> int:
+    params_a, opts_a = a
+    params_b, opts_b = b
+    diff = 0
+    for name in set(params_a) | set(params_b):
+        pa, pb = params_a.get(name), params_b.get(name)
+        if pa is None or pb is None or (pa.kind, pa.type, pa.spec, pa.value) != (pb.kind, pb.type, pb.spec, pb.value):
+            diff += 1
+    diff += sum(1 for o in _NAMED_OPTIONS if opts_a.get(o) != opts_b.get(o))
+    return diff
+
+
+def nearest_variant(new: Variant, earlier: Sequence[Variant]) -> int:
+    """Index of the earlier variant that differs from `new` in the fewest parameters (latest on ties)."""
+    best, best_diff = -1, None
+    for index, old in enumerate(earlier):
+        diff = _difference(new, old)
+        if best_diff is None or diff <= best_diff:
+            best, best_diff = index, diff
+    return best
+
+
+def explain_recompile(params: dict[str, ParamSpec], options: dict[str, Any],
+                      earlier: Sequence[Variant]) -> list[Cause]:
+    """Every parameter and launch option that differs from the nearest earlier variant.
+
+    Returns [] for a first compile. When nothing differs (same key, e.g. a cleared cache or another
+    device), returns one cause saying so.
+    """
+    if not earlier:
+        return []
+    nearest = earlier[nearest_variant((params, options), earlier)]
+    old_params, old_options = nearest
+    causes: list[Cause] = []
+    for name, after in params.items():
+        history = [variant[0][name] for variant in earlier if name in variant[0]]
+        cause = _cause_for_param(name, old_params.get(name), after, history)
+        if cause is not None:
+            causes.append(cause)
+    causes.extend(_option_causes(old_options, options))
+    if not causes:
+        causes.append(Cause("(none)", "same key", "same key", "expected",
+                            "no parameter or option differs: the in-memory cache was cleared, or another device"))
+    return causes
+
+
+_DEMOTING_ADVICE = {"do_not_specialize": "do_not_specialize", "int64": "do_not_specialize",
+                    "do_not_specialize_on_alignment": "do_not_specialize_on_alignment",
+                    "caller_alignment": "do_not_specialize_on_alignment"}
+
+
+def fix_hint(causes: Iterable[Cause]) -> str:
+    """The decorator arguments that would remove these causes, e.g. 'do_not_specialize=["n"]'; '' if none."""
+    lists: dict[str, list[str]] = {}
+    for cause in causes:
+        option = _DEMOTING_ADVICE.get(cause.advice or "")
+        if option and cause.param not in lists.setdefault(option, []):
+            lists[option].append(cause.param)
+    parts = []
+    for option in ("do_not_specialize", "do_not_specialize_on_alignment"):
+        names = lists.get(option)
+        if names:
+            parts.append(f"{option}=[" + ", ".join(f'"{n}"' for n in names) + "]")
+    int64 = [c.param for c in causes if c.advice == "int64"]
+    if int64:
+        parts.append("annotate " + ", ".join(f"{n}: tl.int64" for n in int64))
+    constexprs = [c.param for c in causes if c.advice == "constexpr_values"]
+    if constexprs:
+        parts.append("make runtime or bucket " + ", ".join(constexprs))
+    return "; ".join(parts)
+
+
+def _short_path(path: str, keep: int = 3) -> str:
+    """A path relative to the working directory when under it, else its last `keep` components."""
+    if path.startswith(_CWD):
+        return path[len(_CWD):]
+    pieces = path.replace("\\", "/").split("/")
+    return ".../" + "/".join(pieces[-keep:]) if len(pieces) > keep else path
+
+
+def format_event_line(event: CompileEvent) -> str:
+    """The grep-able log line for one compile: `[jitguard] recompile kernel#3 (file:line) 412 ms, ...`."""
+    what = "recompile" if event.is_recompile else "compile"
+    where = f"{_short_path(event.file)}:{event.line}" if event.file else "?"
+    ms = f"{event.compile_ms:.0f} ms" if event.compile_ms is not None else "? ms"
+    if event.disk_cache_hit:
+        ms += " (disk cache hit)"
+    head = f"[jitguard] {what} {event.kernel}#{event.variant} ({where}) {ms}"
+    if event.call_site:
+        head += f", called from {_short_path(event.call_site)}"
+    if event.phase == "serving":
+        head += " [serving]"
+    if event.autotuning:
+        head += " [autotune]"
+    if event.is_manual_warmup:
+        head += " [warmup()]"
+    if not event.causes:
+        return head
+    reasons = "; ".join(f"{c.param}: {c.before} -> {c.after}" for c in event.causes)
+    line = f"{head}: {reasons}"
+    hint = fix_hint(event.causes)
+    if hint:
+        line += f"; fix: {hint}"
+    return line

@@ -1,0 +1,524 @@
+"""The runtime monitor: hooks Triton's compile path and records a `CompileEvent` per compile.
+
+Nothing runs on a cache hit: Triton calls the hooks only when its in-memory cache misses. The
+hooks chain whatever was installed before (and pass its return value on unchanged: jitguard's own
+code never asks Triton to skip a compile), notice when another tool replaces them, and never let
+an internal error reach the host program (it is logged once).
+
+    >>> import jitguard
+    >>> with jitguard.watch() as rec:          # doctest: +SKIP
+    ...     run_my_model()
+    >>> rec.variants("fused_moe_kernel")       # doctest: +SKIP
+    2
+
+Modes: "log" (a line per recompile on stderr), "warn" (a `RecompileWarning` for every compile
+after `mark_serving()`), "error" (raise `RecompileError` instead). A per-kernel variant budget
+acts the same way whatever the phase.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import socket
+import sys
+import threading
+import time
+import warnings
+from typing import Any, Callable, Iterator
+
+from jitguard.events import CompileEvent, ProcessRecord, to_json_line
+from jitguard.explain import explain_recompile, fix_hint, format_event_line
+
+MODES = ("log", "warn", "error")
+
+
+class RecompileError(AssertionError):
+    """A kernel compiled where it must not: after `mark_serving()` in error mode, over budget, or
+    inside `no_recompiles()`. The message lists every new variant with its causes."""
+
+    def __init__(self, message: str, events: list[CompileEvent] | None = None) -> None:
+        super().__init__(message)
+        self.events = list(events or [])
+
+
+class RecompileWarning(UserWarning):
+    """A kernel compiled during serving (mode "warn")."""
+
+
+class Recorder:
+    """Collects the compile events seen while it is attached (see `watch`)."""
+
+    def __init__(self) -> None:
+        self.events: list[CompileEvent] = []
+        self._lock = threading.Lock()
+
+    def _add(self, event: CompileEvent) -> None:
+        with self._lock:
+            self.events.append(event)
+
+    def variants(self, kernel_name: str) -> int:
+        """How many new variants of `kernel_name` were compiled while recording."""
+        return sum(1 for e in self.events if e.kernel == kernel_name)
+
+    @property
+    def recompiles(self) -> list[CompileEvent]:
+        """Events that were not the first variant of their kernel in this process."""
+        return [e for e in self.events if e.is_recompile]
+
+    def kernels(self) -> dict[str, int]:
+        """{kernel name: new variants} for everything recorded."""
+        counts: dict[str, int] = {}
+        for event in self.events:
+            counts[event.kernel] = counts.get(event.kernel, 0) + 1
+        return counts
+
+    def clear(self) -> None:
+        with self._lock:
+            self.events.clear()
+
+
+class NdjsonSink:
+    """Appends one JSON line per event to `<dir>/<host>-<pid>.ndjson`, one write() per line.
+
+    A line is in the file as soon as the event happens: a process killed later loses nothing
+    written before. After a fork the child opens its own file.
+    """
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self._fd: int | None = None
+        self._pid: int | None = None
+        self._lock = threading.Lock()
+        self.process_info: dict[str, Any] = {}
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.directory, f"{socket.gethostname()}-{os.getpid()}.ndjson")
+
+    def _open(self) -> None:
+        os.makedirs(self.directory, exist_ok=True)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._pid = os.getpid()
+        record = ProcessRecord(pid=os.getpid(), ppid=os.getppid(), argv=redact_argv(sys.argv),
+                               role=self.process_info.get("role"), rank=self.process_info.get("rank"),
+                               triton_version=self.process_info.get("triton_version", ""),
+                               host=socket.gethostname(), time=time.time())
+        os.write(self._fd, (to_json_line(record) + "\n").encode())
+
+    def write(self, record: Any) -> None:
+        line = (to_json_line(record) + "\n").encode()
+        with self._lock:
+            if self._fd is None or self._pid != os.getpid():
+                self._open()
+            assert self._fd is not None
+            os.write(self._fd, line)
+
+    def write_process_record(self) -> None:
+        """Write this process's record now (it is otherwise written with the first event)."""
+        with self._lock:
+            if self._fd is None or self._pid != os.getpid():
+                self._open()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None and self._pid == os.getpid():
+                os.close(self._fd)
+            self._fd = None
+
+
+_SECRET_WORDS = ("token", "secret", "password", "passwd", "key", "credential", "auth")
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """argv with the values of secret-looking flags (--api-key X, --hf-token=X) replaced by '***'."""
+    out: list[str] = []
+    redact_next = False
+    for arg in argv:
+        if redact_next:
+            out.append("***")
+            redact_next = False
+            continue
+        if arg.startswith("-"):
+            flag, eq, _ = arg.partition("=")
+            if any(word in flag.lower() for word in _SECRET_WORDS):
+                if eq:
+                    out.append(f"{flag}=***")
+                else:
+                    out.append(arg)
+                    redact_next = True
+                continue
+        out.append(arg)
+    return out
+
+
+class _KernelHistory:
+    """What one kernel compiled in this process: {key: (params, options)}."""
+
+    def __init__(self) -> None:
+        self.variants: dict[Any, tuple] = {}
+
+
+class Monitor:
+    """The one installed monitor (see module docstring). Use `install()` / `watch()`, not this class."""
+
+    def __init__(self, mode: str = "log", directory: str | None = None,
+                 budget: int | dict[str, int] | None = None, summary: bool = True,
+                 log_first_compiles: bool = False, stream: Any = None) -> None:
+        if mode not in MODES:
+            raise ValueError(f"jitguard: mode must be one of {', '.join(MODES)}, not {mode!r}")
+        self.mode = mode
+        self.budget = budget
+        self.summary = summary
+        self.log_first_compiles = log_first_compiles
+        self.stream = stream
+        self.sink = NdjsonSink(directory) if directory else None
+        self.phase = "warmup"
+        self.role: str | None = None
+        self.rank: int | None = _rank_from_env()
+        self.events: list[CompileEvent] = []
+        self.recorders: list[Recorder] = []
+        self.listeners: list[Callable[[CompileEvent], None]] = []
+        self._histories: dict[Any, _KernelHistory] = {}
+        self._previous: dict[str, Callable | None] = {}
+        self._ours: dict[str, Callable] = {}
+        self._local = threading.local()
+        self._lock = threading.RLock()
+        self._reported_errors: set[str] = set()
+        self._reported_replacements: set[str] = set()
+        self._installed = False
+        self._skip_dirs: tuple[str, ...] = ()
+
+    # --- install / uninstall ------------------------------------------------------------------
+
+    def install(self) -> None:
+        from jitguard import triton_compat as tc
+        self._tc = tc
+        self.triton_version = tc.TRITON_VERSION
+        jitguard_dir = os.path.dirname(os.path.abspath(__file__))
+        dirs = [tc.TRITON_DIR + os.sep, jitguard_dir + os.sep, os.path.dirname(contextlib.__file__) + os.sep]
+        torch_dir = tc.torch_dir()
+        if torch_dir:
+            dirs.append(torch_dir + os.sep)
+        self._skip_dirs = tuple(dirs)
+        self._ours = {"pre_compile": self._pre_compile_hook, "post_compile": self._post_compile_hook,
+                      "listener": self._listener_hook}
+        for slot, hook in self._ours.items():
+            self._previous[slot] = tc.get_hook(slot)
+            tc.set_hook(slot, hook)
+        if self.sink is not None:
+            self.sink.process_info = {"role": self.role, "rank": self.rank, "triton_version": self.triton_version}
+        self._installed = True
+
+    def uninstall(self) -> None:
+        """Put back the hooks that were there before, unless another tool replaced ours since."""
+        if not self._installed:
+            return
+        for slot, hook in self._ours.items():
+            current = self._tc.get_hook(slot)
+            if current is hook:
+                self._tc.set_hook(slot, self._previous.get(slot))
+        self._installed = False
+        if self.sink is not None:
+            self.sink.close()
+
+    def replaced_hooks(self) -> dict[str, Any]:
+        """{slot: what is there now} for every slot where our hook is no longer installed."""
+        if not self._installed:
+            return {}
+        out = {}
+        for slot, hook in self._ours.items():
+            current = self._tc.get_hook(slot)
+            if slot == "listener" and not self._tc.has_listener():
+                continue
+            if current is not hook:
+                out[slot] = current
+        return out
+
+    def _check_replacements(self) -> None:
+        for slot, current in self.replaced_hooks().items():
+            if slot not in self._reported_replacements:
+                self._reported_replacements.add(slot)
+                name = getattr(current, "__qualname__", None) or repr(current)
+                self._write_line(f"[jitguard] warning: another tool replaced Triton's {slot} hook with {name}; "
+                                 "jitguard may miss compiles (install jitguard last, or have that tool chain hooks)")
+
+    # --- the hooks (called by Triton, only on the compile path) -------------------------------
+
+    def _pre_compile_hook(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            pending = getattr(self._local, "pending", None)
+            if pending is None:
+                pending = self._local.pending = {}
+            pending[_pending_key(kwargs)] = time.perf_counter()
+            self._local.cache_hit = None
+        except Exception as exc:  # noqa: BLE001 - never reach the host program
+            self._internal_error(exc)
+        previous = self._previous.get("pre_compile")
+        if previous is not None:
+            return previous(*args, **kwargs)  # its answer (even "skip") is its own business
+        return None
+
+    def _listener_hook(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            cache_hit = kwargs.get("cache_hit", args[4] if len(args) > 4 else None)
+            self._local.cache_hit = bool(cache_hit) if cache_hit is not None else None
+        except Exception as exc:  # noqa: BLE001
+            self._internal_error(exc)
+        previous = self._previous.get("listener")
+        if previous is not None:
+            return previous(*args, **kwargs)
+        return None
+
+    def _post_compile_hook(self, *args: Any, **kwargs: Any) -> Any:
+        event = None
+        try:
+            event = self._record(kwargs, sys._getframe(1))
+        except Exception as exc:  # noqa: BLE001
+            self._internal_error(exc)
+        previous = self._previous.get("post_compile")
+        result = previous(*args, **kwargs) if previous is not None else None
+        if event is not None:
+            self._enforce(event)  # may raise RecompileError / warn: the kernel is compiled and cached
+        return result
+
+    # --- building the event -------------------------------------------------------------------
+
+    def _record(self, hook_kwargs: dict, frame: Any) -> CompileEvent | None:
+        tc = self._tc
+        info = hook_kwargs.get("fn")
+        jit_fn = getattr(info, "jit_function", None)
+        if jit_fn is None:
+            return None
+        compile_info = hook_kwargs.get("compile") or {}
+        key = hook_kwargs.get("key")
+        started = (getattr(self._local, "pending", None) or {}).pop(_pending_key(hook_kwargs), None)
+        compile_ms = (time.perf_counter() - started) * 1000.0 if started is not None else None
+        cache_hit = getattr(self._local, "cache_hit", None) if tc.has_listener() else None
+        self._local.cache_hit = None
+        device = compile_info.get("device", 0)
+        if not isinstance(device, int):
+            device = getattr(device, "index", 0) or 0
+        bound_args = tc.find_bound_args(jit_fn, frame)
+        params = tc.param_specs(jit_fn, compile_info, bound_args)
+        options = tc.launch_options(compile_info)
+        file, line = tc.kernel_location(jit_fn)
+        with self._lock:
+            history = self._histories.setdefault(jit_fn, _KernelHistory())
+            cache = tc.kernel_cache(jit_fn, device)
+            # Forget variants Triton no longer holds (a cleared cache, keys-only sweeps that ended).
+            history.variants = {k: v for k, v in history.variants.items() if k in cache and k != key}
+            causes = explain_recompile(params, options, list(history.variants.values()))
+            history.variants[key] = (params, options)
+            variant = max(len(cache), len(history.variants))
+        event = CompileEvent(
+            kernel=tc.kernel_name(jit_fn), module=getattr(jit_fn, "module", "") or "", file=file, line=line,
+            call_site=tc.user_call_site(frame, self._skip_dirs), pid=os.getpid(), ppid=os.getppid(),
+            rank=self.rank, role=self.role, device=device, phase=self.phase, variant=variant,
+            key=tc.key_string(key), params=params, options=options, compile_ms=compile_ms,
+            disk_cache_hit=cache_hit, causes=causes, triton_version=self.triton_version, time=time.time(),
+            is_manual_warmup=bool(hook_kwargs.get("is_manual_warmup")), autotuning=tc.is_autotuning(frame))
+        self._dispatch(event)
+        return event
+
+    def _dispatch(self, event: CompileEvent) -> None:
+        with self._lock:
+            self.events.append(event)
+            recorders = list(self.recorders)
+            listeners = list(self.listeners)
+        for recorder in recorders:
+            recorder._add(event)
+        if self.sink is not None:
+            self.sink.process_info.update(role=self.role, rank=self.rank)
+            self.sink.write(event)
+        for listener in listeners:
+            listener(event)
+        if event.is_recompile or self.log_first_compiles or event.phase == "serving":
+            self._write_line(format_event_line(event))
+        self._check_replacements()
+
+    # --- modes and budgets --------------------------------------------------------------------
+
+    def _over_budget(self, event: CompileEvent) -> int | None:
+        if self.budget is None:
+            return None
+        limit = self.budget.get(event.kernel) if isinstance(self.budget, dict) else self.budget
+        if limit is not None and event.variant > limit:
+            return limit
+        return None
+
+    def _enforce(self, event: CompileEvent) -> None:
+        limit = self._over_budget(event)
+        problem = None
+        if limit is not None:
+            problem = f"{event.kernel} compiled variant #{event.variant}, over its budget of {limit}"
+        elif event.phase == "serving":
+            problem = f"{event.kernel} compiled during serving"
+        if problem is None:
+            return
+        message = f"[jitguard] {problem}: {format_event_line(event)}"
+        if self.mode == "error":
+            raise RecompileError(message, [event])
+        if self.mode == "warn":
+            warnings.warn(message, RecompileWarning, stacklevel=2)
+        elif limit is not None:
+            self._write_line(message)
+
+    # --- output -------------------------------------------------------------------------------
+
+    def _write_line(self, line: str) -> None:
+        try:
+            stream = self.stream or sys.stderr
+            stream.write(line + "\n")
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed stderr must not break the host
+            pass
+
+    def _internal_error(self, exc: BaseException) -> None:
+        kind = f"{type(exc).__name__}: {exc}"
+        if kind in self._reported_errors:
+            return
+        self._reported_errors.add(kind)
+        self._write_line(f"[jitguard] internal error (reported once; the program goes on): {kind}")
+
+    def summary_lines(self) -> list[str]:
+        """The end-of-process table: kernel, variants, total compile ms, top causes."""
+        return format_summary(self.events)
+
+
+def _pending_key(hook_kwargs: dict) -> tuple:
+    info = hook_kwargs.get("fn")
+    return (id(getattr(info, "jit_function", None)), repr(hook_kwargs.get("key")))
+
+
+def _rank_from_env() -> int | None:
+    for name in ("RANK", "LOCAL_RANK"):
+        value = os.environ.get(name)
+        if value is not None and value.strip().lstrip("-").isdigit():
+            return int(value)
+    return None
+
+
+def format_summary(events: list[CompileEvent]) -> list[str]:
+    """A table of compiles per kernel: variants, total compile ms, top causes with the fix."""
+    if not events:
+        return []
+    by_kernel: dict[str, list[CompileEvent]] = {}
+    for event in events:
+        by_kernel.setdefault(event.kernel, []).append(event)
+    rows = []
+    for kernel, kernel_events in sorted(by_kernel.items(), key=lambda kv: -len(kv[1])):
+        total_ms = sum(e.compile_ms or 0.0 for e in kernel_events)
+        counts: dict[str, int] = {}
+        for event in kernel_events:
+            for cause in event.causes:
+                counts[cause.param] = counts.get(cause.param, 0) + 1
+        top = ", ".join(f"{name} x{n}" for name, n in sorted(counts.items(), key=lambda kv: -kv[1])[:3])
+        all_causes = [c for e in kernel_events for c in e.causes]
+        rows.append((kernel, str(len(kernel_events)), f"{total_ms:.0f}", top or "-", fix_hint(all_causes) or "-"))
+    header = ("kernel", "variants", "compile ms", "causes", "fix")
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(4)]
+    lines = ["[jitguard] compile summary (this process)"]
+    lines.append("  " + "  ".join(h.ljust(w) for h, w in zip(header[:4], widths)) + "  " + header[4])
+    for row in rows:
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + row[4])
+    return lines
+
+
+# --- the module-level API (the one installed monitor) ------------------------------------------
+
+_monitor: Monitor | None = None
+_atexit_registered = False
+
+
+def current() -> Monitor | None:
+    """The installed monitor, or None."""
+    return _monitor
+
+
+def install(mode: str | None = None, dir: str | None = None,  # noqa: A002 - matches the env name
+            budget: int | dict[str, int] | None = None, summary: bool | None = None,
+            log_first_compiles: bool = False) -> Monitor:
+    """Install the monitor (idempotent: a second call returns the installed one).
+
+    Defaults come from JITGUARD_MODE, JITGUARD_DIR and JITGUARD_SUMMARY (0 turns the exit table off).
+    """
+    global _monitor, _atexit_registered
+    if _monitor is not None:
+        return _monitor
+    mode = mode or os.environ.get("JITGUARD_MODE") or "log"
+    directory = dir or os.environ.get("JITGUARD_DIR") or None
+    if summary is None:
+        summary = os.environ.get("JITGUARD_SUMMARY", "1") not in ("0", "false", "no")
+    monitor = Monitor(mode=mode, directory=directory, budget=budget, summary=summary,
+                      log_first_compiles=log_first_compiles)
+    monitor.install()
+    _monitor = monitor
+    if not _atexit_registered:
+        atexit.register(_at_exit)
+        _atexit_registered = True
+    return monitor
+
+
+def uninstall() -> None:
+    """Remove the monitor and put back the hooks that were installed before it."""
+    global _monitor
+    if _monitor is not None:
+        _monitor.uninstall()
+        _monitor = None
+
+
+def _at_exit() -> None:
+    monitor = _monitor
+    if monitor is None or not monitor.summary:
+        return
+    for line in monitor.summary_lines():
+        monitor._write_line(line)
+
+
+def mark_serving() -> None:
+    """From now on, compiles are "during serving": warn/error modes act on them."""
+    monitor = install()
+    monitor.phase = "serving"
+    monitor._check_replacements()
+
+
+def mark_warmup() -> None:
+    """Back to the warm-up phase (e.g. between test cases)."""
+    if _monitor is not None:
+        _monitor.phase = "warmup"
+
+
+def set_process_info(role: str | None = None, rank: int | None = None) -> None:
+    """Name this process's role ("engine core", "worker") and rank for every later event."""
+    monitor = install()
+    if role is not None:
+        monitor.role = role
+    if rank is not None:
+        monitor.rank = rank
+    if monitor.sink is not None:
+        monitor.sink.process_info.update(role=monitor.role, rank=monitor.rank)
+
+
+@contextlib.contextmanager
+def watch(mode: str = "log", dir: str | None = None,  # noqa: A002
+          budget: int | dict[str, int] | None = None) -> Iterator[Recorder]:
+    """Record every compile inside the block; installs the monitor for the block if it is not installed.
+
+    When a monitor is already installed (by `jitguard run`, say), its mode and directory stay.
+    """
+    installed_here = _monitor is None
+    monitor = install(mode=mode, dir=dir, budget=budget, summary=False) if installed_here else _monitor
+    assert monitor is not None
+    recorder = Recorder()
+    with monitor._lock:
+        monitor.recorders.append(recorder)
+    try:
+        yield recorder
+    finally:
+        with monitor._lock:
+            if recorder in monitor.recorders:
+                monitor.recorders.remove(recorder)
+        if installed_here:
+            uninstall()

@@ -1,0 +1,233 @@
+"""The compile-only backend: real Triton compiles for sm_90 on a machine with no GPU.
+
+`offline()` makes a fake CUDA driver the active one. A real `@triton.jit` kernel called with CPU
+torch tensors then goes through the real `JITFunction.run` (binder, in-memory cache, hooks) and,
+with `compile=True`, the real compiler down to a cubin via the `ptxas` shipped in the wheel.
+Launches do nothing. With `compile=False` the compiler is skipped: keys, hooks and variant counts
+are real, so a sweep over thousands of token counts takes seconds.
+
+    >>> import jitguard
+    >>> with jitguard.offline(compile=False), jitguard.watch() as rec:   # doctest: +SKIP
+    ...     for n in range(1, 100):
+    ...         my_kernel[(1,)](x, n, BLOCK=128)
+    ...     rec.variants("my_kernel")
+    3
+
+`JITGUARD_OFFLINE=sm90` activates it (compile=True) for a whole process (see `activate_from_env`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Iterator
+
+from jitguard import triton_compat
+
+H100_MAX_SHARED_MEM = 232448  # bytes per block, sm_90 (H100 and H200)
+
+
+class _NoOpLauncher:
+    """Stands in for the CUDA launcher: accepts every launch and does nothing."""
+
+    def __init__(self, src: Any, metadata: Any) -> None:
+        self.metadata = metadata
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+class _OfflineUtils:
+    def __init__(self, arch: int) -> None:
+        self.arch = arch
+
+    def load_binary(self, name: str, kernel: Any, shared: int, device: int) -> tuple:
+        return triton_compat.load_binary_result(None, None, 0, 0, 1024)
+
+    def unload_module(self, module: Any) -> None:
+        return None
+
+    def get_device_properties(self, device: int) -> dict:
+        return {"max_shared_mem": H100_MAX_SHARED_MEM, "multiprocessor_count": 132, "sm_clock_rate": 1980000,
+                "mem_clock_rate": 3201000, "mem_bus_width": 6144, "warpSize": 32, "max_num_regs": 65536}
+
+    def set_current_device(self, device: int) -> None:
+        return None
+
+
+def _fake_bench(kernel_call: Any, quantiles: Any = None, **kwargs: Any) -> Any:
+    """Autotune's benchmark, offline: run the call once (so the config compiles) and report 1 ms."""
+    kernel_call()
+    if quantiles is not None:
+        return [1.0 for _ in quantiles]
+    return 1.0
+
+
+def _make_driver_class() -> type:
+    from triton.backends.driver import DriverBase
+    from triton.backends.compiler import GPUTarget
+
+    class OfflineCudaDriver(DriverBase):
+        """A CUDA driver with no GPU behind it: targets sm_`arch`, launches nothing."""
+
+        def __init__(self, arch: int = 90) -> None:
+            self.arch = arch
+            self.utils = _OfflineUtils(arch)
+            self.launcher_cls = _NoOpLauncher
+            self._device = 0
+            self.backend = "cuda"
+
+        @classmethod
+        def is_active(cls) -> bool:
+            return True
+
+        def get_current_target(self) -> Any:
+            return GPUTarget("cuda", self.arch, 32)
+
+        def get_current_device(self) -> int:
+            return self._device
+
+        def set_current_device(self, device: int) -> None:
+            self._device = device
+
+        def get_current_stream(self, device: int | None = None) -> int:
+            return 0
+
+        def get_device_capability(self, device: int = 0) -> tuple[int, int]:
+            return divmod(self.arch, 10)
+
+        def map_python_to_cpp_type(self, ty: str) -> str:
+            return "void*" if ty.startswith("*") else ty
+
+        def get_active_torch_device(self) -> Any:
+            import torch
+            return torch.device("cpu")
+
+        def get_device_interface(self) -> Any:
+            import torch
+            return torch.cpu
+
+        def get_benchmarker(self) -> Any:
+            return _fake_bench
+
+        def get_empty_cache_for_benchmark(self) -> Any:
+            import torch
+            return torch.empty(1, dtype=torch.int32)
+
+        def clear_cache(self, cache: Any) -> None:
+            return None
+
+        def assemble_tensormap_to_arg(self, tensormaps_info: Any, args: Any) -> Any:
+            return args
+
+    return OfflineCudaDriver
+
+
+class _KeysOnlyKernel:
+    """What `compile=False` puts in Triton's cache instead of a compiled kernel."""
+
+    def __init__(self, src: Any, options: dict) -> None:
+        self.src = src
+        self.name = getattr(getattr(src, "fn", None), "__name__", "?")
+        self.function = None
+        self.packed_metadata = ()
+        self.n_regs = 0
+        self.n_spills = 0
+        self.asm: dict = {}
+        self.metadata = type("KeysOnlyMetadata", (), dict(options or {}, shared=0, name=self.name))()
+
+    def launch_metadata(self, grid: Any, stream: Any, *args: Any) -> None:
+        return None
+
+    def run(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def __getitem__(self, grid: Any) -> Any:
+        return lambda *args, **kwargs: None
+
+
+_state = {"depth": 0, "keys_only": 0}
+_state_lock = threading.RLock()
+_real_compile: Any = None
+_stubbed_kernels: list = []  # JITFunctions whose cache holds _KeysOnlyKernel entries
+
+
+def _dispatching_compile(src: Any, target: Any = None, options: Any = None, **kwargs: Any) -> Any:
+    """Installed as `triton.compiler.compile`: skips the compiler while a keys-only context is active."""
+    if _state["keys_only"] > 0 and hasattr(src, "fn"):
+        jit_fn = triton_compat.unwrap_jit_function(src.fn)
+        if jit_fn is not None and jit_fn not in _stubbed_kernels:
+            _stubbed_kernels.append(jit_fn)
+        return _KeysOnlyKernel(src, options or {})
+    return _real_compile(src, target=target, options=options, **kwargs)
+
+
+def _install_compile_dispatch() -> None:
+    global _real_compile
+    import triton.compiler as tc
+    if _real_compile is not None:
+        return
+    # Binders created from now on capture the dispatcher as `self.compile`. A kernel that already
+    # ran on a real GPU in this process keeps the real compiler (and its GPU cache): don't mix.
+    _real_compile = tc.compile
+    tc.compile = _dispatching_compile
+
+
+def _drop_stub_entries() -> None:
+    for jit_fn in _stubbed_kernels:
+        for cache in triton_compat.all_kernel_caches(jit_fn):
+            for key in [k for k, v in cache.items() if isinstance(v, _KeysOnlyKernel)]:
+                del cache[key]
+    _stubbed_kernels.clear()
+
+
+_saved_drivers: list = []
+_env_driver: Any = None
+
+
+@contextlib.contextmanager
+def offline(arch: int = 90, compile: bool = True) -> Iterator[Any]:  # noqa: A002 - the public name
+    """Activate the compile-only backend for sm_`arch` (see module docstring); restores the previous driver.
+
+    `compile=False` computes keys only: entries it puts in Triton's cache are dropped on exit, so a
+    later `compile=True` context compiles for real.
+    """
+    if arch < 70:
+        raise ValueError(f"offline(arch={arch}): jitguard's offline backend targets CUDA sm_70 or newer")
+    driver_class = _make_driver_class()
+    with _state_lock:
+        _saved_drivers.append(triton_compat.get_active_driver_raw())
+        triton_compat.set_active_driver_raw(driver_class(arch))
+        _install_compile_dispatch()
+        _state["depth"] += 1
+        if not compile:
+            _state["keys_only"] += 1
+    try:
+        yield triton_compat.get_active_driver_raw()
+    finally:
+        with _state_lock:
+            if not compile:
+                _state["keys_only"] -= 1
+                if _state["keys_only"] == 0:
+                    _drop_stub_entries()
+            _state["depth"] -= 1
+            triton_compat.set_active_driver_raw(_saved_drivers.pop())
+
+
+def is_active() -> bool:
+    """Whether an offline context (or JITGUARD_OFFLINE) is active in this process."""
+    return _state["depth"] > 0 or _env_driver is not None
+
+
+def activate_from_env(value: str | None) -> bool:
+    """Activate the backend for the whole process from `JITGUARD_OFFLINE` ("sm90", "90", "1"); True if done."""
+    global _env_driver
+    if not value or value.lower() in ("0", "false", "no", "off"):
+        return False
+    digits = "".join(ch for ch in value if ch.isdigit())
+    arch = int(digits) if digits and value.lower() not in ("1", "true", "yes", "on") else 90
+    if _env_driver is None:
+        _env_driver = _make_driver_class()(arch)
+        triton_compat.set_active_driver_raw(_env_driver)
+        _install_compile_dispatch()
+    return True

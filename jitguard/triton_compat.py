@@ -1,0 +1,322 @@
+"""Every difference between Triton versions (3.2 .. 3.9+) that jitguard touches lives here.
+
+- hook slots: `triton.knobs.runtime.jit_cache_hook` / `jit_post_compile_hook` and
+  `triton.knobs.compilation.listener` on 3.4+; `JITFunction.cache_hook` / `compiled_hook` before;
+- the hook's `compile` dict: constants and attributes keyed by path tuples (3.3+) or by name and an
+  `AttrsDescriptor` (3.2);
+- the active driver slot, the per-device kernel caches, `load_binary`'s return shape.
+
+Importing this module imports Triton.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable
+
+import triton
+from triton.runtime.jit import JITFunction
+
+from jitguard.events import ParamSpec
+
+TRITON_VERSION: str = triton.__version__
+VERSION: tuple[int, int] = tuple(int(p) for p in TRITON_VERSION.split(".")[:2])  # type: ignore[assignment]
+HAS_KNOBS: bool = VERSION >= (3, 4)
+
+if HAS_KNOBS:
+    import triton.knobs as _knobs
+
+TRITON_DIR = os.path.dirname(os.path.abspath(triton.__file__))
+
+
+# --- hook slots -------------------------------------------------------------------------------
+
+HOOK_SLOTS = ("pre_compile", "post_compile", "listener")
+
+
+def get_hook(slot: str) -> Callable | None:
+    """The callable currently installed in a hook slot (None if empty or unsupported)."""
+    if slot == "pre_compile":
+        return _knobs.runtime.jit_cache_hook if HAS_KNOBS else JITFunction.cache_hook
+    if slot == "post_compile":
+        return _knobs.runtime.jit_post_compile_hook if HAS_KNOBS else JITFunction.compiled_hook
+    if slot == "listener":
+        return _knobs.compilation.listener if HAS_KNOBS else None
+    raise ValueError(f"unknown hook slot {slot!r}")
+
+
+def set_hook(slot: str, hook: Callable | None) -> None:
+    """Put `hook` in a slot; the listener slot is a no-op before 3.4 (it does not exist there)."""
+    if slot == "pre_compile":
+        if HAS_KNOBS:
+            _knobs.runtime.jit_cache_hook = hook
+        else:
+            JITFunction.cache_hook = hook
+    elif slot == "post_compile":
+        if HAS_KNOBS:
+            _knobs.runtime.jit_post_compile_hook = hook
+        else:
+            JITFunction.compiled_hook = hook
+    elif slot == "listener":
+        if HAS_KNOBS:
+            _knobs.compilation.listener = hook
+    else:
+        raise ValueError(f"unknown hook slot {slot!r}")
+
+
+def has_listener() -> bool:
+    """Whether this Triton reports disk-cache hits through `knobs.compilation.listener` (3.4+)."""
+    return HAS_KNOBS
+
+
+# --- the active driver ------------------------------------------------------------------------
+
+def get_active_driver_raw() -> Any:
+    """The driver slot as it is, without creating the default driver (which fails with no GPU)."""
+    from triton.runtime.driver import driver
+    if hasattr(driver, "_active"):
+        return driver._active
+    return driver.active  # 3.2/3.3: a LazyProxy that has not initialised anything yet
+
+
+def set_active_driver_raw(value: Any) -> None:
+    """Put a driver (or the saved raw slot value) back in place."""
+    from triton.runtime.driver import driver
+    if hasattr(driver, "_active"):
+        driver._active = value
+    else:
+        driver.active = value
+
+
+def load_binary_result(module: Any, function: Any, n_regs: int, n_spills: int, n_max_threads: int) -> tuple:
+    """What `driver.utils.load_binary` returns: 4 values before 3.4, 5 from 3.4."""
+    if VERSION >= (3, 4):
+        return module, function, n_regs, n_spills, n_max_threads
+    return module, function, n_regs, n_spills
+
+
+# --- kernels and their caches ------------------------------------------------------------------
+
+def unwrap_jit_function(fn: Any) -> JITFunction | None:
+    """The JITFunction under autotune/heuristics wrappers, or None."""
+    seen = 0
+    while fn is not None and not isinstance(fn, JITFunction) and seen < 16:
+        fn = getattr(fn, "fn", None)
+        seen += 1
+    return fn if isinstance(fn, JITFunction) else None
+
+
+def kernel_cache(jit_fn: JITFunction, device: int) -> dict:
+    """The in-memory cache {key: CompiledKernel} of one kernel on one device."""
+    if hasattr(jit_fn, "device_caches"):
+        if device not in jit_fn.device_caches:
+            return {}
+        return jit_fn.device_caches[device][0]
+    return jit_fn.cache[device]  # 3.2
+
+
+def all_kernel_caches(jit_fn: JITFunction) -> list[dict]:
+    """Every per-device in-memory cache of one kernel."""
+    if hasattr(jit_fn, "device_caches"):
+        return [entry[0] for entry in jit_fn.device_caches.values()]
+    return list(jit_fn.cache.values())
+
+
+def kernel_name(jit_fn: JITFunction) -> str:
+    return getattr(jit_fn.fn, "__name__", None) or getattr(jit_fn, "__name__", "?")
+
+
+def kernel_location(jit_fn: JITFunction) -> tuple[str, int]:
+    """Source file and `def` line of a kernel."""
+    code = getattr(jit_fn.fn, "__code__", None)
+    if code is None:
+        return "", 0
+    return code.co_filename, code.co_firstlineno
+
+
+def param_names(jit_fn: JITFunction) -> list[str]:
+    return [p.name for p in jit_fn.params]
+
+
+# --- what the compile hook tells ---------------------------------------------------------------
+
+_INT_TYPES = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}
+_BOOL_TYPES = {"i1", "u1"}
+
+
+def _kind_of_type(ty: str) -> str:
+    if ty.startswith("*"):
+        return "ptr"
+    if ty in _INT_TYPES:
+        return "int"
+    if ty in _BOOL_TYPES:
+        return "bool"
+    if ty.startswith("fp") or ty.startswith("bf"):
+        return "float"
+    return ty
+
+
+def _observed(value: Any) -> Any:
+    if isinstance(value, (bool, int, float)) or value is None:
+        return value
+    data_ptr = getattr(value, "data_ptr", None)
+    if callable(data_ptr):
+        try:
+            return {"dtype": str(getattr(value, "dtype", "")).replace("torch.", ""),
+                    "shape": list(getattr(value, "shape", [])), "align": int(data_ptr()) % 16}
+        except Exception:  # noqa: BLE001 - a fake or exotic tensor: not worth failing for
+            return None
+    return None
+
+
+def _constants_by_index(jit_fn: JITFunction, constants: dict) -> dict[int, Any]:
+    names = param_names(jit_fn)
+    out: dict[int, Any] = {}
+    for key, value in (constants or {}).items():
+        if isinstance(key, tuple) and len(key) == 1 and isinstance(key[0], int):
+            out[key[0]] = value
+        elif isinstance(key, int):
+            out[key] = value
+        elif isinstance(key, str) and key in names:
+            out[names.index(key)] = value
+    return out
+
+
+def _attrs_by_index(configs: Any) -> tuple[set[int], set[int]]:
+    """(indices divisible by 16, indices equal to 1) from the hook's `configs`."""
+    divisible: set[int] = set()
+    equal_one: set[int] = set()
+    if not configs:
+        return divisible, equal_one
+    config = configs[0]
+    if isinstance(config, dict):  # 3.3+: {(idx,): [['tt.divisibility', 16]], ...}
+        for key, attrs in config.items():
+            if isinstance(key, tuple) and len(key) == 1 and any(a and a[0] == "tt.divisibility" for a in attrs):
+                divisible.add(key[0])
+    else:  # 3.2: AttrsDescriptor
+        divisible.update(getattr(config, "divisibility_16", None) or [])
+        equal_one.update(getattr(config, "equal_to_1", None) or [])
+    return divisible, equal_one
+
+
+def param_specs(jit_fn: JITFunction, compile_info: dict, bound_args: dict | None) -> dict[str, ParamSpec]:
+    """Classify every parameter of one compiled variant (see `ParamSpec`)."""
+    signature = compile_info.get("signature") or {}
+    constants = _constants_by_index(jit_fn, compile_info.get("constants") or {})
+    divisible, equal_one = _attrs_by_index(compile_info.get("configs"))
+    specs: dict[str, ParamSpec] = {}
+    for index, param in enumerate(jit_fn.params):
+        name = param.name
+        arg = bound_args.get(name) if bound_args else None
+        observed = _observed(arg)
+        if param.is_constexpr:
+            value = constants.get(index, arg)
+            specs[name] = ParamSpec("constexpr", "constexpr", None, _plain(value), None)
+            continue
+        ty = signature.get(name)
+        if isinstance(ty, tuple):
+            specs[name] = ParamSpec("tuple", str(ty), None, None, None)
+            continue
+        if ty == "constexpr" or (ty is None and index in constants) or index in equal_one:
+            value = constants.get(index, arg)
+            if value is None:
+                specs[name] = ParamSpec("none", None, None, None, None)
+            elif value == 1 and not isinstance(value, bool):
+                specs[name] = ParamSpec("int", "i32", "one", None, 1)
+            else:
+                specs[name] = ParamSpec("constexpr", "constexpr", None, _plain(value), None)
+            continue
+        if ty is None:
+            specs[name] = ParamSpec("none" if arg is None else "?", None, None, None, observed)
+            continue
+        if ty == "*i8" and arg is None:  # 3.2 passes None as a byte pointer
+            specs[name] = ParamSpec("none", None, None, None, None)
+            continue
+        kind = _kind_of_type(ty)
+        spec = None
+        if kind == "int":
+            if param.do_not_specialize:
+                spec = "off"
+            else:
+                spec = "div16" if index in divisible else "plain"
+        elif kind == "ptr":
+            if param.do_not_specialize or param.do_not_specialize_on_alignment:
+                spec = "off"
+            else:
+                spec = "aligned16" if index in divisible else "unaligned"
+        specs[name] = ParamSpec(kind, ty, spec, None, observed)
+    return specs
+
+
+def _plain(value: Any) -> Any:
+    """A constexpr value as JSON can hold it."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    inner = getattr(value, "value", None)  # tl.constexpr wrapper
+    if isinstance(inner, (bool, int, float, str)):
+        return inner
+    return repr(value)
+
+
+def launch_options(compile_info: dict) -> dict[str, Any]:
+    """The launch options of one compile (num_warps, num_stages, ...)."""
+    names = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "launch_cooperative_grid", "maxnreg")
+    return {n: compile_info[n] for n in names if n in compile_info}
+
+
+def key_string(key: Any) -> str:
+    return key if isinstance(key, str) else repr(key)
+
+
+# --- the call being compiled --------------------------------------------------------------------
+
+def find_bound_args(jit_fn: JITFunction, start_frame: Any) -> dict | None:
+    """The arguments of the `JITFunction.run` call that is compiling `jit_fn` (read off its frame).
+
+    Only called on the compile path, never on a cache hit.
+    """
+    frame = start_frame
+    depth = 0
+    while frame is not None and depth < 12:
+        if frame.f_code.co_name == "run" and frame.f_locals.get("self") is jit_fn:
+            bound = frame.f_locals.get("bound_args")
+            if bound is not None:
+                try:
+                    return dict(bound)
+                except Exception:  # noqa: BLE001
+                    return None
+            return None
+        frame = frame.f_back
+        depth += 1
+    return None
+
+
+def is_autotuning(start_frame: Any) -> bool:
+    """Whether this compile happens while `@triton.autotune` benchmarks its configs."""
+    frame = start_frame
+    depth = 0
+    while frame is not None and depth < 24:
+        if frame.f_code.co_name in ("_bench", "kernel_call") and frame.f_code.co_filename.startswith(TRITON_DIR):
+            return True
+        frame = frame.f_back
+        depth += 1
+    return False
+
+
+def user_call_site(start_frame: Any, skip_dirs: tuple[str, ...]) -> str:
+    """'path:line' of the first frame outside Triton, torch and jitguard."""
+    frame = start_frame
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(skip_dirs) and not filename.startswith("<"):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
+
+
+def torch_dir() -> str | None:
+    module = sys.modules.get("torch")
+    if module is None or not getattr(module, "__file__", None):
+        return None
+    return os.path.dirname(os.path.abspath(module.__file__))

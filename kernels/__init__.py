@@ -1,0 +1,1 @@
+"""jitguard.kernels: Triton kernels that compile one variant for every token count."""
