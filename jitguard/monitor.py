@@ -28,7 +28,7 @@ import time
 import warnings
 from typing import Any, Callable, Iterator
 
-from jitguard.events import CompileEvent, ProcessRecord, to_json_line
+from jitguard.events import Cause, CompileEvent, ProcessRecord, to_json_line
 from jitguard.explain import explain_recompile, fix_hint, format_event_line
 
 MODES = ("log", "warn", "error")
@@ -305,6 +305,8 @@ class Monitor:
         options = tc.launch_options(compile_info)
         file, line = tc.kernel_location(jit_fn)
         with self._lock:
+            if jit_fn not in self._histories:
+                self._warn_unknown_demotions(jit_fn)
             history = self._histories.setdefault(jit_fn, _KernelHistory())
             cache = tc.kernel_cache(jit_fn, device)
             # Forget variants Triton no longer holds (a cleared cache, keys-only sweeps that ended).
@@ -312,6 +314,9 @@ class Monitor:
             causes = explain_recompile(params, options, list(history.variants.values()))
             history.variants[key] = (params, options)
             variant = max(len(cache), len(history.variants))
+        if variant > 1 and not causes:
+            causes = [Cause("(unknown)", "variants compiled before jitguard was watching", "this variant", None,
+                            "install jitguard earlier (jitguard run, or JITGUARD=1) to see what changed")]
         event = CompileEvent(
             kernel=tc.kernel_name(jit_fn), module=getattr(jit_fn, "module", "") or "", file=file, line=line,
             call_site=tc.user_call_site(frame, self._skip_dirs), pid=os.getpid(), ppid=os.getppid(),
@@ -321,6 +326,13 @@ class Monitor:
             is_manual_warmup=bool(hook_kwargs.get("is_manual_warmup")), autotuning=tc.is_autotuning(frame))
         self._dispatch(event)
         return event
+
+    def _warn_unknown_demotions(self, jit_fn: Any) -> None:
+        for option, entry in self._tc.unknown_demotion_names(jit_fn):
+            file, line = self._tc.kernel_location(jit_fn)
+            self._write_line(f"[jitguard] warning: {self._tc.kernel_name(jit_fn)} ({file}:{line}): {option} lists "
+                             f"{entry!r}, which is not a parameter; Triton ignores it silently "
+                             f"(parameters: {', '.join(self._tc.param_names(jit_fn))})")
 
     def _dispatch(self, event: CompileEvent) -> None:
         with self._lock:

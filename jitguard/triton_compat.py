@@ -320,3 +320,19 @@ def torch_dir() -> str | None:
     if module is None or not getattr(module, "__file__", None):
         return None
     return os.path.dirname(os.path.abspath(module.__file__))
+
+
+def unknown_demotion_names(jit_fn: JITFunction) -> list[tuple[str, Any]]:
+    """(option, entry) for each do_not_specialize[_on_alignment] entry that names no parameter.
+
+    Triton ignores such entries silently, so the parameter stays specialized.
+    """
+    names = param_names(jit_fn)
+    out = []
+    for option in ("do_not_specialize", "do_not_specialize_on_alignment"):
+        for entry in getattr(jit_fn, option, None) or []:
+            if isinstance(entry, str) and entry not in names:
+                out.append((option, entry))
+            elif isinstance(entry, int) and not 0 <= entry < len(names):
+                out.append((option, entry))
+    return out

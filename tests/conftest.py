@@ -1,0 +1,27 @@
+"""Test session set-up: a fresh Triton cache per session, so compiles are real compiles."""
+
+import os
+import tempfile
+
+# Set before Triton reads it; every test session compiles from a cold disk cache.
+os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="jitguard-triton-cache-")
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # silences Triton 3.9's fp-fusion notice
+
+import pytest  # noqa: E402
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    if _cuda_available():
+        return
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
