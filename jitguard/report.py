@@ -1,0 +1,441 @@
+"""Merge the per-process NDJSON logs of one run into one report: per kernel and per process.
+
+`jitguard run` (and the vLLM plugin) leave one `<host>-<pid>.ndjson` file per process in a
+directory. `build_report(directory)` reads them all and returns a plain dict, the JSON that
+`jitguard report --json` prints and `jitguard fix --from` reads:
+
+    >>> report = build_report("jitguard-logs/run-1")            # doctest: +SKIP
+    >>> [(k["name"], k["variants"]) for k in report["kernels"]]  # doctest: +SKIP
+    [('fused_moe_kernel', 22)]
+
+`format_text` and `format_markdown` render that dict as tables. A truncated last line (a process
+killed while writing) is skipped and counted, never fatal.
+
+This module imports neither Triton nor torch.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from jitguard.events import CompileEvent, read_ndjson
+from jitguard.explain import fix_hint
+
+REPORT_FORMAT = 1
+
+# When a parameter's causes carry several advice codes (across processes too), the strongest wins:
+# int64 needs the annotation on top of do_not_specialize; a parameter that ever took the value 1
+# needs do_not_specialize, which also covers the alignment flips.
+_ADVICE_PRIORITY = ("int64", "do_not_specialize", "do_not_specialize_on_alignment", "caller_alignment",
+                    "constexpr_values", "expected")
+
+PHASES = ("warmup", "serving")
+
+
+class ReportInputError(ValueError):
+    """The report's input is unusable: no such path, or no NDJSON logs in it."""
+
+
+@dataclass
+class ProcessLog:
+    """One process as read back from its log file: its record (if it wrote one) and its compiles."""
+
+    host: str
+    pid: int
+    ppid: int | None
+    argv: list[str]
+    role: str | None
+    rank: int | None
+    triton_version: str
+    started: float | None
+    file: str
+    events: list[CompileEvent] = field(default_factory=list)
+    skipped_lines: int = 0
+
+
+@dataclass
+class MergedLogs:
+    """Everything read from one directory of logs."""
+
+    directory: str
+    files: list[str]
+    processes: list[ProcessLog]
+    skipped_lines: int
+
+    @property
+    def events(self) -> list[CompileEvent]:
+        return [event for process in self.processes for event in process.events]
+
+
+def log_files(path: str | os.PathLike) -> list[str]:
+    """The NDJSON logs at `path` (a directory of them, or one file), sorted; raises ReportInputError."""
+    path = os.fspath(path)
+    if os.path.isfile(path):
+        return [path]
+    if not os.path.isdir(path):
+        raise ReportInputError(f"{path}: no such directory")
+    files = sorted(glob.glob(os.path.join(path, "*.ndjson")))
+    if not files:
+        raise ReportInputError(f"{path}: no *.ndjson logs here (write them with `jitguard run` or JITGUARD_DIR)")
+    return files
+
+
+def _host_pid_from_name(path: str) -> tuple[str, int]:
+    stem = os.path.basename(path).rsplit(".", 1)[0]
+    host, _, pid = stem.rpartition("-")
+    return host, int(pid) if pid.isdigit() else 0
+
+
+def _read_one_file(path: str) -> tuple[list[ProcessLog], int]:
+    try:
+        result = read_ndjson(path)
+    except OSError as exc:
+        raise ReportInputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    host, pid = _host_pid_from_name(path)
+    processes: list[ProcessLog] = []
+    current: ProcessLog | None = None
+    for record in result.records:
+        kind = record.get("type")
+        if kind == "process":
+            same = (current is not None and current.pid == record.get("pid")
+                    and current.ppid == record.get("ppid") and current.argv == (record.get("argv") or []))
+            if same:
+                # A second record of the same process (e.g. the vLLM plugin, then the monitor): merge.
+                assert current is not None
+                current.role = record.get("role") or current.role
+                current.rank = record.get("rank") if record.get("rank") is not None else current.rank
+                current.triton_version = record.get("triton_version") or current.triton_version
+                continue
+            current = ProcessLog(host=record.get("host") or host, pid=int(record.get("pid") or pid),
+                                 ppid=record.get("ppid"), argv=list(record.get("argv") or []),
+                                 role=record.get("role"), rank=record.get("rank"),
+                                 triton_version=record.get("triton_version") or "",
+                                 started=record.get("time"), file=path)
+            processes.append(current)
+        elif kind == "compile":
+            try:
+                event = CompileEvent.from_dict(record)
+            except (TypeError, ValueError):
+                result.skipped_lines += 1
+                continue
+            if current is None:  # the process record was lost (e.g. a garbled first line)
+                current = ProcessLog(host=host, pid=event.pid or pid, ppid=event.ppid, argv=[], role=event.role,
+                                     rank=event.rank, triton_version=event.triton_version, started=None, file=path)
+                processes.append(current)
+            current.events.append(event)
+            # The role and rank can be named after the process record was written.
+            if event.role:
+                current.role = event.role
+            if event.rank is not None:
+                current.rank = event.rank
+    if processes:
+        processes[-1].skipped_lines += result.skipped_lines
+    return processes, result.skipped_lines
+
+
+def load_logs(path: str | os.PathLike) -> MergedLogs:
+    """Read every `*.ndjson` log at `path` (a directory, or a single file)."""
+    files = log_files(path)
+    processes: list[ProcessLog] = []
+    skipped = 0
+    for file in files:
+        file_processes, file_skipped = _read_one_file(file)
+        skipped += file_skipped
+        if not file_processes and file_skipped:
+            host, pid = _host_pid_from_name(file)
+            file_processes = [ProcessLog(host=host, pid=pid, ppid=None, argv=[], role=None, rank=None,
+                                         triton_version="", started=None, file=file, skipped_lines=file_skipped)]
+        processes.extend(file_processes)
+    processes.sort(key=lambda p: (p.started if p.started is not None else float("inf"), p.pid))
+    directory = os.fspath(path) if os.path.isdir(path) else os.path.dirname(os.fspath(path))
+    return MergedLogs(directory=directory, files=files, processes=processes, skipped_lines=skipped)
+
+
+def spec_words(spec: Any) -> str:
+    """A parameter's specialization in a few words: 'i32 div16', '*fp32 aligned16', 'constexpr 64'."""
+    if spec.kind == "constexpr":
+        return f"constexpr {spec.value!r}"
+    if spec.kind == "none":
+        return "None"
+    parts = [spec.type or spec.kind]
+    if spec.spec:
+        parts.append(spec.spec)
+    return " ".join(parts)
+
+
+def _strongest_advice(codes: Iterable[str | None]) -> str | None:
+    present = {code for code in codes if code}
+    for code in _ADVICE_PRIORITY:
+        if code in present:
+            return code
+    return sorted(present)[0] if present else None
+
+
+def _process_label(process: ProcessLog) -> dict[str, Any]:
+    return {"host": process.host, "pid": process.pid, "role": process.role, "rank": process.rank}
+
+
+def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEvent]]) -> dict[str, Any]:
+    events = [event for _, event in items]
+    first = events[0]
+    by_phase = {phase: {"compiles": 0, "compile_ms": 0.0} for phase in PHASES}
+    for event in events:
+        bucket = by_phase.setdefault(event.phase, {"compiles": 0, "compile_ms": 0.0})
+        bucket["compiles"] += 1
+        bucket["compile_ms"] += event.compile_ms or 0.0
+    for bucket in by_phase.values():
+        bucket["compile_ms"] = round(bucket["compile_ms"], 3)
+
+    by_process: dict[tuple[str, int], dict[str, Any]] = {}
+    keys_by_process: dict[tuple[str, int], set[str]] = {}
+    for process, event in items:
+        slot = (process.host, process.pid)
+        entry = by_process.setdefault(slot, dict(_process_label(process), compiles=0, compile_ms=0.0))
+        entry["compiles"] += 1
+        entry["compile_ms"] = round(entry["compile_ms"] + (event.compile_ms or 0.0), 3)
+        keys_by_process.setdefault(slot, set()).add(event.key)
+    for slot, entry in by_process.items():
+        entry["variants"] = len(keys_by_process[slot])
+
+    params: dict[str, dict[str, Any]] = {}
+    for event in events:
+        for param_name, spec in event.params.items():
+            entry = params.setdefault(param_name, {"specs_seen": [], "recompiles_caused": 0, "advice": None,
+                                                   "_codes": []})
+            words = spec_words(spec)
+            if words not in entry["specs_seen"]:
+                entry["specs_seen"].append(words)
+
+    causes: dict[tuple, dict[str, Any]] = {}
+    for event in events:
+        counted: set[str] = set()
+        for cause in event.causes:
+            slot = (cause.param, cause.before, cause.after, cause.advice)
+            entry = causes.get(slot)
+            if entry is None:
+                entry = causes[slot] = {"param": cause.param, "before": cause.before, "after": cause.after,
+                                        "advice": cause.advice, "message": cause.message, "count": 0}
+            entry["count"] += 1
+            if cause.param in params and cause.param not in counted:
+                counted.add(cause.param)
+                params[cause.param]["recompiles_caused"] += 1
+                params[cause.param]["_codes"].append(cause.advice)
+            elif cause.param not in params and cause.param != "(none)" and cause.param not in counted:
+                # A launch option (num_warps, ...): listed with the parameters so nothing is hidden.
+                counted.add(cause.param)
+                option = params.setdefault(cause.param, {"specs_seen": [], "recompiles_caused": 0,
+                                                         "advice": None, "_codes": []})
+                option["recompiles_caused"] += 1
+                option["_codes"].append(cause.advice)
+    for entry in params.values():
+        entry["advice"] = _strongest_advice(entry.pop("_codes"))
+
+    all_causes = [cause for event in events for cause in event.causes]
+    total_ms = sum(event.compile_ms or 0.0 for event in events)
+    return {
+        "name": name,
+        "module": first.module,
+        "file": file,
+        "line": first.line,
+        "variants": len({event.key for event in events}),
+        "compiles": len(events),
+        "recompiles": sum(1 for event in events if event.is_recompile),
+        "compile_ms": round(total_ms, 3),
+        "by_phase": by_phase,
+        "by_process": sorted(by_process.values(), key=lambda p: (p["rank"] is None, p["rank"] or 0, p["pid"])),
+        "params": params,
+        "causes": sorted(causes.values(), key=lambda c: -c["count"]),
+        "fix": fix_hint(all_causes) or None,
+    }
+
+
+def build_report(path: str | os.PathLike | MergedLogs) -> dict[str, Any]:
+    """The merged report of every log at `path` (or of already loaded logs), as a JSON-ready dict."""
+    logs = path if isinstance(path, MergedLogs) else load_logs(path)
+    grouped: dict[tuple[str, str], list[tuple[ProcessLog, CompileEvent]]] = {}
+    for process in logs.processes:
+        for event in process.events:
+            grouped.setdefault((event.kernel, event.file), []).append((process, event))
+    kernels = [_kernel_entry(name, file, items) for (name, file), items in grouped.items()]
+    kernels.sort(key=lambda k: (-k["compiles"], -k["compile_ms"], k["name"]))
+
+    processes = []
+    for process in logs.processes:
+        events = process.events
+        processes.append({
+            "host": process.host, "pid": process.pid, "ppid": process.ppid, "role": process.role,
+            "rank": process.rank, "argv": process.argv, "triton_version": process.triton_version,
+            "started": process.started, "compiles": len(events),
+            "recompiles": sum(1 for e in events if e.is_recompile),
+            "serving_compiles": sum(1 for e in events if e.phase == "serving"),
+            "compile_ms": round(sum(e.compile_ms or 0.0 for e in events), 3),
+            "kernels": sorted({e.kernel for e in events}),
+            "file": os.path.basename(process.file), "skipped_lines": process.skipped_lines,
+        })
+    events = logs.events
+    return {
+        "jitguard_report": REPORT_FORMAT,
+        "directory": os.path.abspath(logs.directory),
+        "files": len(logs.files),
+        "skipped_lines": logs.skipped_lines,
+        "totals": {
+            "processes": len(processes),
+            "kernels": len(kernels),
+            "compiles": len(events),
+            "recompiles": sum(1 for e in events if e.is_recompile),
+            "serving_compiles": sum(1 for e in events if e.phase == "serving"),
+            "compile_ms": round(sum(e.compile_ms or 0.0 for e in events), 3),
+        },
+        "processes": processes,
+        "kernels": kernels,
+        "timeline": _timeline(logs),
+    }
+
+
+def _timeline(logs: MergedLogs) -> list[dict[str, Any]]:
+    """One point per compile (for the HTML page): process, time, ms, phase, kernel, variant."""
+    points = []
+    for index, process in enumerate(logs.processes):
+        for event in process.events:
+            points.append({"process": index, "time": event.time, "compile_ms": event.compile_ms,
+                           "phase": event.phase, "kernel": event.kernel, "variant": event.variant,
+                           "causes": [f"{c.param}: {c.before} -> {c.after}" for c in event.causes]})
+    return points
+
+
+# --- text and markdown ------------------------------------------------------------------------
+
+def _role_words(entry: dict[str, Any]) -> str:
+    role = entry.get("role") or "-"
+    if entry.get("rank") is not None:
+        role += f" (rank {entry['rank']})"
+    return role
+
+
+def _argv_words(argv: list[str], width: int = 60) -> str:
+    text = " ".join(argv) if argv else "?"
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _short_file(path: str) -> str:
+    cwd = os.getcwd().rstrip(os.sep) + os.sep
+    if path.startswith(cwd):
+        return path[len(cwd):]
+    pieces = path.split(os.sep)
+    return os.sep.join(pieces[-2:]) if len(pieces) > 2 else path
+
+
+def _ms(value: float) -> str:
+    return f"{value:.0f}"
+
+
+def _table(header: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
+    lines = [indent + "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
+    for row in rows:
+        lines.append(indent + "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+    return lines
+
+
+def _process_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    header = ["pid", "ppid", "role", "compiles", "recompiles", "compile ms", "argv"]
+    rows = [[str(p["pid"]), str(p["ppid"] if p["ppid"] is not None else "?"), _role_words(p), str(p["compiles"]),
+             str(p["recompiles"]), _ms(p["compile_ms"]), _argv_words(p["argv"])] for p in report["processes"]]
+    return header, rows
+
+
+def _kernel_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    header = ["kernel", "where", "variants", "compiles", "processes", "warmup ms", "serving ms", "fix"]
+    rows = []
+    for k in report["kernels"]:
+        rows.append([k["name"], f"{_short_file(k['file'])}:{k['line']}", str(k["variants"]), str(k["compiles"]),
+                     str(len(k["by_process"])), _ms(k["by_phase"]["warmup"]["compile_ms"]),
+                     _ms(k["by_phase"]["serving"]["compile_ms"]), k["fix"] or "-"])
+    return header, rows
+
+
+def _summary_line(report: dict[str, Any]) -> str:
+    t = report["totals"]
+    return (f"{t['processes']} process(es), {t['kernels']} kernel(s), {t['compiles']} compile(s) "
+            f"({t['recompiles']} recompile(s), {t['serving_compiles']} during serving), "
+            f"{t['compile_ms'] / 1000:.1f} s compiling")
+
+
+def _skipped_line(report: dict[str, Any]) -> str | None:
+    if not report["skipped_lines"]:
+        return None
+    files = [p["file"] for p in report["processes"] if p["skipped_lines"]]
+    return (f"skipped {report['skipped_lines']} unreadable line(s) (a process killed while writing?) in "
+            + ", ".join(files))
+
+
+def format_text(report: dict[str, Any]) -> str:
+    """The report as plain-text tables: summary, processes, kernels, then each kernel's causes."""
+    lines = [f"[jitguard] report of {report['directory']}: {_summary_line(report)}"]
+    skipped = _skipped_line(report)
+    if skipped:
+        lines.append(f"[jitguard] {skipped}")
+    lines.append("")
+    lines.append("Processes")
+    lines.extend(_table(*_process_rows(report)))
+    if report["kernels"]:
+        lines.append("")
+        lines.append("Kernels")
+        lines.extend(_table(*_kernel_rows(report)))
+    for k in report["kernels"]:
+        lines.append("")
+        lines.append(f"{k['name']} ({_short_file(k['file'])}:{k['line']}): {k['variants']} variant(s), "
+                     f"{k['compiles']} compile(s), {_ms(k['compile_ms'])} ms")
+        per_process = ", ".join(f"pid {p['pid']}" + (f" rank {p['rank']}" if p["rank"] is not None else "")
+                                + (f" {p['role']}" if p["role"] else "") + f": {p['variants']}"
+                                for p in k["by_process"])
+        lines.append(f"  variants per process: {per_process}")
+        if k["causes"]:
+            rows = [[c["param"], f"{c['before']} -> {c['after']}", str(c["count"]), c["advice"] or "-"]
+                    for c in k["causes"]]
+            lines.extend(_table(["param", "change", "count", "advice"], rows))
+        if k["fix"]:
+            lines.append(f"  fix: {k['fix']}")
+    return "\n".join(lines) + "\n"
+
+
+def _md_escape(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines.extend("| " + " | ".join(_md_escape(c) for c in row) + " |" for row in rows)
+    return lines
+
+
+def format_markdown(report: dict[str, Any]) -> str:
+    """The report as GitHub-flavoured markdown (for an issue or a PR comment)."""
+    lines = ["# jitguard report", "", _summary_line(report) + "."]
+    skipped = _skipped_line(report)
+    if skipped:
+        lines += ["", f"> {skipped}"]
+    lines += ["", "## Processes", ""]
+    header, rows = _process_rows(report)
+    lines += _md_table(header, [row[:-1] + [f"`{row[-1]}`"] for row in rows])
+    if report["kernels"]:
+        lines += ["", "## Kernels", ""]
+        header, rows = _kernel_rows(report)
+        lines += _md_table(header, [row[:-1] + [f"`{row[-1]}`" if row[-1] != "-" else "-"] for row in rows])
+    for k in report["kernels"]:
+        lines += ["", f"### `{k['name']}`", "",
+                  f"{k['variants']} variant(s), {k['compiles']} compile(s), {_ms(k['compile_ms'])} ms "
+                  f"({_short_file(k['file'])}:{k['line']})."]
+        lines += ["", *_md_table(["pid", "role", "variants", "compile ms"],
+                                 [[str(p["pid"]), _role_words(p), str(p["variants"]), _ms(p["compile_ms"])]
+                                  for p in k["by_process"]])]
+        if k["causes"]:
+            lines += ["", *_md_table(["param", "before", "after", "count", "advice"],
+                                     [[c["param"], c["before"], c["after"], str(c["count"]), c["advice"] or "-"]
+                                      for c in k["causes"]])]
+        if k["fix"]:
+            lines += ["", f"Fix: `{k['fix']}`"]
+    return "\n".join(lines) + "\n"
