@@ -1,0 +1,561 @@
+"""Fused inverse RoPE + FP8 e4m3 quantization, one compiled variant for every token count.
+
+For each (token, head) row of ``o`` [T, H, D] (bf16), rotate the rope slice by -theta
+(GPT-J interleaved or NeoX half-split pairs, cos/sin from ``cos_sin_cache[positions]``), then
+quantize the row to FP8 e4m3 per ``group_size`` elements (or per head) with fp32,
+power-of-two, or packed UE8M0 scales.
+
+Why it never recompiles across T: the only token-count-derived argument is ``num_tokens``
+(``do_not_specialize``); every size derived from it (rows, tiles, the output's group stride
+``T * d``, the padded scale stride ``align(T, 4)``) is computed inside the kernel, and the
+grid is not part of Triton's key. The positions pointer is exempt from alignment
+specialization because callers slice it out of persistent buffers.
+
+Layouts: the output buffer is ``[n_groups, T, H / n_groups * D]`` (n_groups=1 is plain
+``[T, H, D]``; n_groups>1 is upstream vLLM's grouped layout for the o-projection). Scales are
+``[T, H * chunks]`` row-major, or MN-major (stride 1 along T, T padded to a multiple of 4,
+padding rows zero) as DeepGEMM's TMA-aligned scale layout. ``fused_inv_rope_fp8_quant``
+reproduces upstream vLLM's function signature and outputs.
+
+Example::
+
+    out, scales = inv_rope_fp8(o, positions, cos_sin_cache)        # [T, H, D] fp8, [T, H, 4]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+from .inv_rope_fp8_reference import AMAX_EPS, FP8_DTYPE, FP8_MAX
+
+SCALE_FORMATS = ("fp32", "pow2", "ue8m0_packed")
+SCALE_LAYOUTS = ("row", "mn_major")
+STYLES = ("gptj", "neox")
+INPUT_DTYPES = (torch.bfloat16, torch.float16)
+CACHE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+POSITION_DTYPES = (torch.int64, torch.int32)
+
+# Elements handled per loop iteration of one program; with 4 warps that is 16 elements
+# (two 16-byte bf16 vectors) per thread.
+_ELEMENTS_PER_TILE = 2048
+_NUM_WARPS = 4
+# Resident programs per SM the grid is capped at; each loops over tiles (grid-stride).
+_PROGRAMS_PER_SM = 16
+_DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offline backend).
+
+
+@triton.jit(do_not_specialize=["num_tokens"], do_not_specialize_on_alignment=["positions_ptr"])
+def inv_rope_fp8_kernel(
+    o_ptr,
+    positions_ptr,
+    cos_sin_ptr,
+    out_ptr,
+    scale_ptr,
+    num_tokens,
+    o_stride_token,
+    o_stride_head,
+    cache_stride_pos,
+    NUM_HEADS: tl.constexpr,
+    HEADS_PER_GROUP: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    ROPE_START: tl.constexpr,
+    HALF_ROPE: tl.constexpr,
+    HALF_ROPE_P2: tl.constexpr,
+    NEOX: tl.constexpr,
+    GROUP: tl.constexpr,
+    CHUNKS: tl.constexpr,
+    CHUNKS_P2: tl.constexpr,
+    QUANTIZE: tl.constexpr,
+    POW2_SCALES: tl.constexpr,
+    PACKED_SCALES: tl.constexpr,
+    SCALE_MN_MAJOR: tl.constexpr,
+    FP8_MAX_VALUE: tl.constexpr,
+    EPS: tl.constexpr,
+    SCALE_COLS_P2: tl.constexpr,
+    ROWS: tl.constexpr,
+):
+    """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles."""
+    D_TILE: tl.constexpr = CHUNKS_P2 * GROUP
+    ROPE_END: tl.constexpr = ROPE_START + 2 * HALF_ROPE
+    ROW_WIDTH: tl.constexpr = HEADS_PER_GROUP * HEAD_DIM
+    SCALES_PER_ROW: tl.constexpr = CHUNKS // 4 if PACKED_SCALES else CHUNKS
+    pid = tl.program_id(0)
+    num_programs = tl.num_programs(0)
+    n_tokens = num_tokens.to(tl.int64)
+    n_rows = n_tokens * NUM_HEADS
+    n_tiles = tl.cdiv(n_rows, ROWS)
+    # Derived here, not passed: both vary with T and would flip Triton's int classes.
+    padded_tokens = (n_tokens + 3) // 4 * 4
+    group_stride = n_tokens * ROW_WIDTH
+
+    if QUANTIZE and SCALE_MN_MAJOR:
+        if pid == 0:
+            # TMA-aligned scales: zero the 0..3 padding tokens so consumers read finite data.
+            pad_t = n_tokens + tl.arange(0, 4)
+            pad_cols = tl.arange(0, SCALE_COLS_P2)
+            pad_mask = (pad_t < padded_tokens)[:, None] & (pad_cols < NUM_HEADS * SCALES_PER_ROW)[None, :]
+            pad_addr = pad_cols[None, :].to(tl.int64) * padded_tokens + pad_t[:, None]
+            if PACKED_SCALES:
+                zeros = tl.zeros((4, SCALE_COLS_P2), dtype=tl.int32)
+            else:
+                zeros = tl.zeros((4, SCALE_COLS_P2), dtype=tl.float32)
+            tl.store(scale_ptr + pad_addr, zeros, mask=pad_mask)
+
+    cols = tl.arange(0, D_TILE)
+    col_ok = cols < HEAD_DIM
+    keep_cols = col_ok & ((cols < ROPE_START) | (cols >= ROPE_END))
+    pair = tl.arange(0, HALF_ROPE_P2)
+    pair_ok = pair < HALF_ROPE
+    if NEOX:
+        col_a = ROPE_START + pair
+        col_b = ROPE_START + HALF_ROPE + pair
+    else:
+        col_a = ROPE_START + 2 * pair
+        col_b = ROPE_START + 2 * pair + 1
+    chunk_a = col_a // GROUP
+    chunk_b = col_b // GROUP
+    chunk_ids = tl.arange(0, CHUNKS_P2)
+
+    for tile in range(pid, n_tiles, num_programs):
+        rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
+        row_ok = rows < n_rows
+        token = rows // NUM_HEADS
+        head = rows % NUM_HEADS
+        in_base = token * o_stride_token + head * o_stride_head
+        out_base = (head // HEADS_PER_GROUP) * group_stride + token * ROW_WIDTH + (head % HEADS_PER_GROUP) * HEAD_DIM
+
+        x = tl.load(
+            o_ptr + in_base[:, None] + cols[None, :], mask=row_ok[:, None] & col_ok[None, :], other=0.0
+        ).to(tl.float32)
+
+        # Rope slice: pairs (a, b) re-read from L1, cos/sin from the position's cache row.
+        pos = tl.load(positions_ptr + token, mask=row_ok, other=0).to(tl.int64)
+        cache_row = cos_sin_ptr + pos * cache_stride_pos
+        pair_mask = row_ok[:, None] & pair_ok[None, :]
+        cos = tl.load(cache_row[:, None] + pair[None, :], mask=pair_mask, other=1.0).to(tl.float32)
+        sin = tl.load(cache_row[:, None] + HALF_ROPE + pair[None, :], mask=pair_mask, other=0.0).to(tl.float32)
+        a = tl.load(o_ptr + in_base[:, None] + col_a[None, :], mask=pair_mask, other=0.0).to(tl.float32)
+        b = tl.load(o_ptr + in_base[:, None] + col_b[None, :], mask=pair_mask, other=0.0).to(tl.float32)
+        # Inverse rotation (by -theta).
+        new_a = a * cos + b * sin
+        new_b = b * cos - a * sin
+
+        keep_mask = row_ok[:, None] & keep_cols[None, :]
+        out_rows = out_ptr + out_base
+        if QUANTIZE:
+            kept_abs = tl.where(keep_cols[None, :], tl.abs(x), 0.0)
+            amax = tl.max(tl.reshape(kept_abs, (ROWS, CHUNKS_P2, GROUP)), axis=2)
+            for c in tl.static_range(ROPE_START // GROUP, (ROPE_END - 1) // GROUP + 1):
+                rope_amax = tl.maximum(
+                    tl.max(tl.where((chunk_a == c)[None, :], tl.abs(new_a), 0.0), axis=1),
+                    tl.max(tl.where((chunk_b == c)[None, :], tl.abs(new_b), 0.0), axis=1),
+                )
+                amax = tl.where((chunk_ids == c)[None, :], tl.maximum(amax, rope_amax[:, None]), amax)
+            scale = tl.maximum(amax, EPS) * (1.0 / FP8_MAX_VALUE)
+            if POW2_SCALES:
+                # Exact round-up to a power of two (log2/exp2 are approximate on the GPU).
+                bits = scale.to(tl.int32, bitcast=True)
+                exponent = ((bits >> 23) & 0xFF) + ((bits & 0x7FFFFF) != 0).to(tl.int32)
+                scale = (exponent << 23).to(tl.float32, bitcast=True)
+            inverse = tl.math.div_rn(tl.full(scale.shape, 1.0, tl.float32), scale)
+
+            inverse_cols = tl.reshape(
+                tl.broadcast_to(inverse[:, :, None], (ROWS, CHUNKS_P2, GROUP)), (ROWS, D_TILE)
+            )
+            q = tl.clamp(x * inverse_cols, -FP8_MAX_VALUE, FP8_MAX_VALUE)
+            tl.store(out_rows[:, None] + cols[None, :], q.to(out_ptr.dtype.element_ty), mask=keep_mask)
+
+            inverse_a = tl.zeros((ROWS, HALF_ROPE_P2), dtype=tl.float32)
+            inverse_b = tl.zeros((ROWS, HALF_ROPE_P2), dtype=tl.float32)
+            for c in tl.static_range(ROPE_START // GROUP, (ROPE_END - 1) // GROUP + 1):
+                inverse_c = tl.sum(tl.where((chunk_ids == c)[None, :], inverse, 0.0), axis=1)
+                inverse_a = tl.where((chunk_a == c)[None, :], inverse_c[:, None], inverse_a)
+                inverse_b = tl.where((chunk_b == c)[None, :], inverse_c[:, None], inverse_b)
+            q_a = tl.clamp(new_a * inverse_a, -FP8_MAX_VALUE, FP8_MAX_VALUE)
+            q_b = tl.clamp(new_b * inverse_b, -FP8_MAX_VALUE, FP8_MAX_VALUE)
+            tl.store(out_rows[:, None] + col_a[None, :], q_a.to(out_ptr.dtype.element_ty), mask=pair_mask)
+            tl.store(out_rows[:, None] + col_b[None, :], q_b.to(out_ptr.dtype.element_ty), mask=pair_mask)
+
+            # Scale column of (head, chunk) is head * SCALES_PER_ROW + chunk for every grouping.
+            if PACKED_SCALES:
+                exponents = (scale.to(tl.int32, bitcast=True) >> 23) & 0xFF
+                shifts = (tl.arange(0, 4) * 8)[None, None, :]
+                words = tl.sum(tl.reshape(exponents, (ROWS, CHUNKS_P2 // 4, 4)) << shifts, axis=2)
+                word_ids = tl.arange(0, CHUNKS_P2 // 4)
+                scale_col = head[:, None] * SCALES_PER_ROW + word_ids[None, :]
+                scale_mask = row_ok[:, None] & (word_ids < SCALES_PER_ROW)[None, :]
+                scale_values = words
+            else:
+                scale_col = head[:, None] * SCALES_PER_ROW + chunk_ids[None, :]
+                scale_mask = row_ok[:, None] & (chunk_ids < CHUNKS)[None, :]
+                scale_values = scale
+            if SCALE_MN_MAJOR:
+                scale_addr = scale_col * padded_tokens + token[:, None]
+            else:
+                scale_addr = token[:, None] * (NUM_HEADS * SCALES_PER_ROW) + scale_col
+            tl.store(scale_ptr + scale_addr, scale_values, mask=scale_mask)
+        else:
+            tl.store(out_rows[:, None] + cols[None, :], x.to(out_ptr.dtype.element_ty), mask=keep_mask)
+            tl.store(out_rows[:, None] + col_a[None, :], new_a.to(out_ptr.dtype.element_ty), mask=pair_mask)
+            tl.store(out_rows[:, None] + col_b[None, :], new_b.to(out_ptr.dtype.element_ty), mask=pair_mask)
+
+
+@dataclass(frozen=True)
+class InvRopeFp8Layout:
+    """Everything about one call that is fixed per model: becomes the kernel's constexprs.
+
+    Built by :func:`plan_inv_rope_fp8`; none of it depends on the token count.
+    """
+
+    num_heads: int
+    head_dim: int
+    n_groups: int
+    rope_start: int
+    rope_dim: int
+    style: str
+    group_size: int | None
+    scale_format: str
+    scale_layout: str
+    quantize: bool
+
+    @property
+    def group(self) -> int:
+        """Elements per quantization group (the power-of-two tile width for per-head)."""
+        return triton.next_power_of_2(self.head_dim) if self.group_size is None else self.group_size
+
+    @property
+    def chunks(self) -> int:
+        """Quantization groups per head."""
+        return 1 if self.group_size is None else self.head_dim // self.group_size
+
+    @property
+    def scales_per_head(self) -> int:
+        """Scale entries per head: chunks, or int32 words of four UE8M0 bytes."""
+        return self.chunks // 4 if self.scale_format == "ue8m0_packed" else self.chunks
+
+    @property
+    def heads_per_group(self) -> int:
+        """Heads in one output group."""
+        return self.num_heads // self.n_groups
+
+    def constexprs(self) -> dict[str, Any]:
+        """The kernel's compile-time arguments for this layout."""
+        chunks_p2 = triton.next_power_of_2(self.chunks)
+        return dict(
+            NUM_HEADS=self.num_heads,
+            HEADS_PER_GROUP=self.heads_per_group,
+            HEAD_DIM=self.head_dim,
+            ROPE_START=self.rope_start,
+            HALF_ROPE=self.rope_dim // 2,
+            HALF_ROPE_P2=triton.next_power_of_2(max(self.rope_dim // 2, 1)),
+            NEOX=self.style == "neox",
+            GROUP=self.group,
+            CHUNKS=self.chunks,
+            CHUNKS_P2=chunks_p2,
+            QUANTIZE=self.quantize,
+            POW2_SCALES=self.scale_format != "fp32",
+            PACKED_SCALES=self.scale_format == "ue8m0_packed",
+            SCALE_MN_MAJOR=self.scale_layout == "mn_major",
+            SCALE_COLS_P2=triton.next_power_of_2(self.num_heads * self.scales_per_head),
+            FP8_MAX_VALUE=FP8_MAX,
+            EPS=AMAX_EPS,
+        )
+
+
+def _fail(argument: str, message: str) -> None:
+    raise ValueError(f"inv_rope_fp8: {argument}: {message}")
+
+
+def _fail_type(argument: str, message: str) -> None:
+    raise TypeError(f"inv_rope_fp8: {argument}: {message}")
+
+
+def plan_inv_rope_fp8(
+    o: torch.Tensor,
+    positions: torch.Tensor,
+    cos_sin_cache: torch.Tensor,
+    *,
+    rope_dim: int | None = None,
+    rope_start: int | None = None,
+    style: str = "gptj",
+    group_size: int | None = 128,
+    scale_format: str = "fp32",
+    scale_layout: str = "row",
+    n_groups: int = 1,
+    quantize: bool = True,
+) -> InvRopeFp8Layout:
+    """Check the inputs and options; raise a one-line ``TypeError``/``ValueError`` naming the
+    argument on anything the kernel cannot take. Returns the layout for :func:`launch_inv_rope_fp8`.
+    """
+    for name, tensor in (("o", o), ("positions", positions), ("cos_sin_cache", cos_sin_cache)):
+        if not isinstance(tensor, torch.Tensor):
+            _fail_type(name, f"expected a torch.Tensor, got {type(tensor).__name__}")
+    if o.dtype not in INPUT_DTYPES:
+        _fail_type("o", f"dtype must be bfloat16 or float16, got {o.dtype}")
+    if o.dim() != 3:
+        _fail("o", f"expected [tokens, heads, head_dim], got shape {tuple(o.shape)}")
+    if o.shape[-1] > 1 and o.stride(-1) != 1:
+        _fail("o", f"last dimension must be contiguous (stride 1), got strides {o.stride()}")
+    num_tokens, num_heads, head_dim = o.shape
+    if positions.dtype not in POSITION_DTYPES:
+        _fail_type("positions", f"dtype must be int64 or int32, got {positions.dtype}")
+    if positions.dim() != 1 or positions.shape[0] != num_tokens:
+        _fail("positions", f"expected shape [{num_tokens}] (one per token of o), got {tuple(positions.shape)}")
+    if cos_sin_cache.dtype not in CACHE_DTYPES:
+        _fail_type("cos_sin_cache", f"dtype must be float32, bfloat16 or float16, got {cos_sin_cache.dtype}")
+    if cos_sin_cache.dim() != 2:
+        _fail("cos_sin_cache", f"expected [max_position, rope_dim], got shape {tuple(cos_sin_cache.shape)}")
+    if cos_sin_cache.shape[1] > 1 and cos_sin_cache.stride(1) != 1:
+        _fail("cos_sin_cache", f"last dimension must be contiguous, got strides {cos_sin_cache.stride()}")
+    for name, tensor in (("positions", positions), ("cos_sin_cache", cos_sin_cache)):
+        if tensor.device != o.device:
+            _fail(name, f"is on {tensor.device} but o is on {o.device}")
+    rope_dim = cos_sin_cache.shape[1] if rope_dim is None else rope_dim
+    if rope_dim != cos_sin_cache.shape[1]:
+        _fail("rope_dim", f"{rope_dim} does not match cos_sin_cache's last dimension {cos_sin_cache.shape[1]}")
+    if rope_dim <= 0 or rope_dim % 2:
+        _fail("rope_dim", f"must be a positive even number, got {rope_dim}")
+    rope_start = head_dim - rope_dim if rope_start is None else rope_start
+    if rope_start < 0 or rope_start + rope_dim > head_dim:
+        _fail("rope_dim", f"rope slice [{rope_start}, {rope_start + rope_dim}) does not fit in head_dim {head_dim}")
+    if style not in STYLES:
+        _fail("style", f"must be one of {STYLES}, got {style!r}")
+    if scale_format not in SCALE_FORMATS:
+        _fail("scale_format", f"must be one of {SCALE_FORMATS}, got {scale_format!r}")
+    if scale_layout not in SCALE_LAYOUTS:
+        _fail("scale_layout", f"must be one of {SCALE_LAYOUTS}, got {scale_layout!r}")
+    if group_size is not None:
+        if group_size <= 0 or group_size & (group_size - 1) or head_dim % group_size:
+            _fail("group_size", f"must be a power of two dividing head_dim {head_dim} (or None), got {group_size}")
+    chunks = 1 if group_size is None else head_dim // group_size
+    if scale_format == "ue8m0_packed" and chunks % 4:
+        _fail("scale_format", f"'ue8m0_packed' packs 4 groups per head; head_dim {head_dim} has {chunks}")
+    if n_groups <= 0 or num_heads % n_groups:
+        _fail("n_groups", f"must divide the number of heads {num_heads}, got {n_groups}")
+    return InvRopeFp8Layout(
+        num_heads=num_heads,
+        head_dim=head_dim,
+        n_groups=n_groups,
+        rope_start=rope_start,
+        rope_dim=rope_dim,
+        style=style,
+        group_size=group_size,
+        scale_format=scale_format,
+        scale_layout=scale_layout,
+        quantize=quantize,
+    )
+
+
+def check_positions_in_range(positions: torch.Tensor, max_position: int) -> None:
+    """Raise ``ValueError`` if a position indexes outside ``cos_sin_cache`` (syncs the device)."""
+    if positions.numel() == 0:
+        return
+    low, high = (int(v) for v in torch.aminmax(positions))
+    if low < 0 or high >= max_position:
+        _fail("positions", f"values must lie in [0, {max_position}) (cos_sin_cache rows), got [{low}, {high}]")
+
+
+def allocate_inv_rope_fp8_outputs(
+    layout: InvRopeFp8Layout, num_tokens: int, device: torch.device, input_dtype: torch.dtype = torch.bfloat16
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fresh output and scale buffers for ``num_tokens`` tokens.
+
+    Output buffer ``[n_groups, T, heads_per_group * D]`` (fp8; the input dtype when not
+    quantizing); scale buffer ``[T, H * scales_per_head]`` row-major or
+    ``[H * scales_per_head, align(T, 4)]`` MN-major (fp32; int32 when packed).
+    """
+    out_dtype = FP8_DTYPE if layout.quantize else input_dtype
+    out = torch.empty(
+        (layout.n_groups, num_tokens, layout.heads_per_group * layout.head_dim), dtype=out_dtype, device=device
+    )
+    scale_dtype = torch.int32 if layout.scale_format == "ue8m0_packed" else torch.float32
+    scale_cols = layout.num_heads * layout.scales_per_head
+    if not layout.quantize:
+        scales = torch.empty(0, dtype=scale_dtype, device=device)
+    elif layout.scale_layout == "mn_major":
+        scales = torch.empty((scale_cols, (num_tokens + 3) // 4 * 4), dtype=scale_dtype, device=device)
+    else:
+        scales = torch.empty((num_tokens, scale_cols), dtype=scale_dtype, device=device)
+    return out, scales
+
+
+def _sm_count(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return _DEFAULT_SM_COUNT
+
+
+def launch_inv_rope_fp8(
+    layout: InvRopeFp8Layout,
+    o: torch.Tensor,
+    positions: torch.Tensor,
+    cos_sin_cache: torch.Tensor,
+    out: torch.Tensor,
+    scales: torch.Tensor,
+    *,
+    kernel: Any = None,
+    rows_per_tile: int | None = None,
+    num_warps: int = _NUM_WARPS,
+    programs_per_sm: int = _PROGRAMS_PER_SM,
+) -> None:
+    """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
+
+    ``out`` may have another dtype than fp8 (fp32 keeps the pre-cast values, used to check
+    the maths under ``TRITON_INTERPRET=1``). ``kernel`` swaps in another build of the same
+    function (the interpreter, or a copy with default specialization for comparisons);
+    ``rows_per_tile``, ``num_warps`` and ``programs_per_sm`` are tuning knobs for benchmarks.
+    """
+    num_tokens = o.shape[0]
+    if num_tokens == 0:
+        return
+    constexprs = layout.constexprs()
+    tile_width = constexprs["CHUNKS_P2"] * constexprs["GROUP"]
+    rows = rows_per_tile or max(1, _ELEMENTS_PER_TILE // tile_width)
+    n_tiles = triton.cdiv(num_tokens * layout.num_heads, rows)
+    grid = (min(n_tiles, _sm_count(o.device) * programs_per_sm),)
+    # With one token the token stride is never used; normalise it so a view's odd stride
+    # cannot become a new specialization.
+    token_stride = o.stride(0) if num_tokens > 1 else layout.num_heads * o.stride(1)
+    (kernel or inv_rope_fp8_kernel)[grid](
+        o,
+        positions,
+        cos_sin_cache,
+        out,
+        scales,
+        num_tokens,
+        token_stride,
+        o.stride(1),
+        cos_sin_cache.stride(0),
+        ROWS=rows,
+        num_warps=num_warps,
+        # No fma contraction: the GPU then rounds exactly like the torch reference.
+        enable_fp_fusion=False,
+        **constexprs,
+    )
+
+
+def output_views(
+    layout: InvRopeFp8Layout, out: torch.Tensor, scales: torch.Tensor, num_tokens: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The user-facing views of the buffers from :func:`allocate_inv_rope_fp8_outputs`.
+
+    ``out``: ``[T, H, D]`` (n_groups=1) or ``[T, n_groups, heads_per_group * D]``;
+    ``scales``: ``[T, H, scales_per_head]`` or ``[T, n_groups, heads_per_group * scales_per_head]``.
+    """
+    if layout.n_groups == 1:
+        out_view = out.view(num_tokens, layout.num_heads, layout.head_dim)
+        inner, outer = layout.scales_per_head, layout.num_heads
+    else:
+        out_view = out.transpose(0, 1)
+        inner, outer = layout.heads_per_group * layout.scales_per_head, layout.n_groups
+    if not layout.quantize:
+        return out_view, scales
+    if layout.scale_layout == "mn_major":
+        padded = scales.shape[1]
+        strides = (1, inner * padded, padded)
+    else:
+        strides = (outer * inner, inner, 1)
+    return out_view, scales.as_strided((num_tokens, outer, inner), strides)
+
+
+def inv_rope_fp8(
+    o: torch.Tensor,
+    positions: torch.Tensor,
+    cos_sin_cache: torch.Tensor,
+    *,
+    rope_dim: int | None = None,
+    rope_start: int | None = None,
+    style: str = "gptj",
+    group_size: int | None = 128,
+    scale_format: str = "fp32",
+    scale_layout: str = "row",
+    n_groups: int = 1,
+    quantize: bool = True,
+    check_positions: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inverse RoPE on the rope slice of each head, then FP8 e4m3 quantization.
+
+    Args:
+        o: ``[T, H, D]`` bf16/fp16; any strides with the last dimension contiguous.
+        positions: ``[T]`` int64 (or int32) rows of ``cos_sin_cache``.
+        cos_sin_cache: ``[max_position, rope_dim]``, cos half then sin half.
+        rope_dim, rope_start: the rotated slice (default: the last ``rope_dim`` dims).
+        style: "gptj" (interleaved pairs) or "neox" (half-split pairs).
+        group_size: elements per scale (a power of two dividing D), or None for one per head.
+        scale_format: "fp32" (amax / 448), "pow2" (rounded up to a power of two, fp32) or
+            "ue8m0_packed" (four exponent bytes per int32, lowest first).
+        scale_layout: "row" ([T, ...] contiguous) or "mn_major" (stride 1 along T, T padded
+            to a multiple of 4 with zero scales, DeepGEMM's TMA-aligned layout).
+        n_groups: >1 gives upstream vLLM's grouped output ``[T, n_groups, H/n_groups*D]``,
+            a view of a ``[n_groups, T, ...]`` buffer.
+        quantize: False returns the rotated values in the input dtype and empty scales.
+        check_positions: verify positions are inside the cache (one device sync; skipped
+            while a CUDA graph is being captured).
+
+    Returns:
+        ``(out, scales)``: out ``[T, H, D]`` fp8 (``[T, n_groups, H/n_groups*D]`` when
+        grouped); scales ``[T, H, scales_per_head]`` (``[T, n_groups, ...]`` when grouped).
+    """
+    layout = plan_inv_rope_fp8(
+        o,
+        positions,
+        cos_sin_cache,
+        rope_dim=rope_dim,
+        rope_start=rope_start,
+        style=style,
+        group_size=group_size,
+        scale_format=scale_format,
+        scale_layout=scale_layout,
+        n_groups=n_groups,
+        quantize=quantize,
+    )
+    capturing = o.device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+    if check_positions and not capturing:
+        check_positions_in_range(positions, cos_sin_cache.shape[0])
+    num_tokens = o.shape[0]
+    out, scales = allocate_inv_rope_fp8_outputs(layout, num_tokens, o.device, o.dtype)
+    launch_inv_rope_fp8(layout, o, positions, cos_sin_cache, out, scales)
+    return output_views(layout, out, scales, num_tokens)
+
+
+def fused_inv_rope_fp8_quant(
+    o: torch.Tensor,
+    positions: torch.Tensor,
+    cos_sin_cache: torch.Tensor,
+    n_groups: int,
+    heads_per_group: int,
+    nope_dim: int = 448,
+    rope_dim: int = 64,
+    quant_group_size: int = 128,
+    tma_aligned_scales: bool = False,
+    quantize: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Drop-in for vLLM's DeepSeek-V4 ``fused_inv_rope_fp8_quant`` (same arguments and outputs).
+
+    Output ``[T, n_groups, heads_per_group * D]`` fp8; scales ``[T, n_groups, k]``,
+    power-of-two fp32 (``k`` = groups) or packed UE8M0 int32 when ``tma_aligned_scales``,
+    MN-major with T padded to 4.
+    """
+    if o.dim() == 3 and o.shape[1] != n_groups * heads_per_group:
+        _fail("o", f"has {o.shape[1]} heads, expected n_groups * heads_per_group = {n_groups * heads_per_group}")
+    if o.dim() == 3 and o.shape[2] != nope_dim + rope_dim:
+        _fail("o", f"head_dim {o.shape[2]} != nope_dim + rope_dim = {nope_dim + rope_dim}")
+    return inv_rope_fp8(
+        o,
+        positions,
+        cos_sin_cache,
+        rope_dim=rope_dim,
+        rope_start=nope_dim,
+        style="gptj",
+        group_size=quant_group_size,
+        scale_format="ue8m0_packed" if tma_aligned_scales else "pow2",
+        scale_layout="mn_major",
+        n_groups=n_groups,
+        quantize=quantize,
+        check_positions=False,
+    )
