@@ -1,0 +1,109 @@
+"""Tile configurations for the fused-MoE GEMMs: a small table per shape class.
+
+A shape class is (precision, expert class): "bf16" or "fp8", and "few" (E <= 16, large experts,
+Mixtral-like) or "many" (E > 16, small experts, Qwen3/DeepSeek-like). Each class maps a token
+count M to one :class:`MoeTileConfigs` row (one tile for gate_up, one for down, the same token
+tile so one alignment serves both). The number of distinct rows an M range touches is the number
+of compiled variants per GEMM over that range.
+
+The swap-AB heuristic lives in this table: rows with a token tile below 64 run swapped (weights
+in wgmma's 64-row slot, tokens in its N slot). ``benchmarks/tune_fused_moe.py`` measures swap on
+and off and candidate tiles on a GPU and prints a replacement for ``TILE_TABLE``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """One GEMM launch configuration (token tile = block_m)."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int
+    num_warps: int
+    num_stages: int
+    swap_ab: bool
+
+    def check(self, where: str) -> None:
+        """Raise ValueError naming ``where`` if the tile cannot be compiled by the MoE GEMM."""
+        for name in ("block_m", "block_n", "block_k"):
+            v = getattr(self, name)
+            if v < 8 or v & (v - 1):
+                raise ValueError(f"{where}: {name} must be a power of two >= 8, got {v}")
+        if self.block_n < 16:
+            raise ValueError(f"{where}: block_n must be >= 16 (gate/up interleave), got {self.block_n}")
+        if self.group_m < 1:
+            raise ValueError(f"{where}: group_m must be >= 1, got {self.group_m}")
+
+
+@dataclass(frozen=True)
+class MoeTileConfigs:
+    """The two GEMM tiles of one table row; both share the token tile ``block_m``."""
+
+    gate_up: TileConfig
+    down: TileConfig
+
+    @property
+    def block_m(self) -> int:
+        return self.gate_up.block_m
+
+
+def _t(bm: int, bn: int, bk: int, gm: int, warps: int, stages: int, swap: bool) -> TileConfig:
+    return TileConfig(bm, bn, bk, gm, warps, stages, swap)
+
+
+def _same(cfg: TileConfig) -> MoeTileConfigs:
+    return MoeTileConfigs(cfg, cfg)
+
+
+# (max M of the row or None for "and above", configs). Starting points: token tile sized to the
+# most pairs one expert can receive (M <= 8 means <= 8 per expert), swapped below 64; large-M
+# tiles follow the shapes that tuned well for upstream's kernel on H200.
+TILE_TABLE: dict[tuple[str, str], list[tuple[int | None, MoeTileConfigs]]] = {
+    ("bf16", "few"): [
+        (8, _same(_t(8, 64, 128, 1, 4, 5, True))),
+        (16, _same(_t(16, 64, 128, 1, 4, 5, True))),
+        (64, _same(_t(32, 64, 128, 8, 4, 4, True))),
+        (256, _same(_t(64, 128, 64, 8, 4, 4, False))),
+        (None, _same(_t(128, 256, 64, 16, 8, 3, False))),
+    ],
+    ("bf16", "many"): [
+        (8, _same(_t(8, 64, 128, 1, 4, 5, True))),
+        (128, _same(_t(16, 64, 128, 1, 4, 4, True))),
+        (512, _same(_t(32, 64, 128, 8, 4, 4, True))),
+        (2048, _same(_t(64, 128, 64, 8, 4, 4, False))),
+        (None, _same(_t(128, 256, 64, 16, 8, 3, False))),
+    ],
+    ("fp8", "few"): [
+        (8, _same(_t(8, 64, 128, 1, 4, 5, True))),
+        (16, _same(_t(16, 64, 128, 1, 4, 5, True))),
+        (64, _same(_t(32, 64, 128, 8, 4, 4, True))),
+        (256, _same(_t(64, 128, 128, 8, 4, 4, False))),
+        (None, _same(_t(128, 256, 128, 16, 8, 3, False))),
+    ],
+    ("fp8", "many"): [
+        (8, _same(_t(8, 64, 128, 1, 4, 5, True))),
+        (128, _same(_t(16, 64, 128, 1, 4, 4, True))),
+        (512, _same(_t(32, 64, 128, 8, 4, 4, True))),
+        (2048, _same(_t(64, 128, 128, 8, 4, 4, False))),
+        (None, _same(_t(128, 256, 128, 16, 8, 3, False))),
+    ],
+}
+
+
+def shape_class(num_experts: int, fp8: bool) -> tuple[str, str]:
+    """The table key of an MoE layer: precision and few/many experts."""
+    return ("fp8" if fp8 else "bf16", "few" if num_experts <= 16 else "many")
+
+
+def select_tile_configs(num_tokens: int, num_experts: int, fp8: bool) -> MoeTileConfigs:
+    """The table row for ``num_tokens`` (M) tokens of a layer with ``num_experts`` experts."""
+    rows = TILE_TABLE[shape_class(num_experts, fp8)]
+    for max_m, cfgs in rows:
+        if max_m is None or num_tokens <= max_m:
+            return cfgs
+    return rows[-1][1]

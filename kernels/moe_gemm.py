@@ -1,0 +1,304 @@
+"""Grouped expert GEMMs over expert-sorted token tiles, and the weighted top-k reduce.
+
+One Triton kernel, ``moe_grouped_gemm_kernel``, serves both GEMMs of an MoE layer:
+
+- gate_up (``GATED``): rows of w13 are read interleaved (gate row c, up row c, gate row c+1, ...)
+  so one dot covers both halves; the epilogue splits them and writes ``silu(gate) * up``. Because
+  both halves sit in one tile, a 64-row weight tile is 32 output columns: twice the thread blocks
+  of a split layout at decode, and no separate activation kernel.
+- down (``MUL_WEIGHT``): multiplies each row by its routing weight and writes one row per pair.
+
+``SWAP_AB`` computes the tile as weights x tokens^T: the weight tile (BLOCK_N >= 64 rows) takes
+wgmma's M slot and the token tile (8..32 tokens) its N slot, so small token tiles still run on
+Hopper's wgmma (and, for FP8, on FP8 tensor cores instead of an f16 conversion).
+
+Quantization (``QUANT``): 0 none; 1 per-tensor (one activation scale, one weight scale per
+expert); 2 per-channel (one activation scale per row, one weight scale per output row);
+3 block (activation scales per row and 128 columns, weight scales per 128x128 block).
+
+Every token-count-derived integer is in ``do_not_specialize``: the kernel compiles once per tile
+configuration for every M.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+# Triton 3.9's interpreter (TRITON_INTERPRET=1) returns garbage for tl.dot on bf16 operands
+# (fp16, fp32 and fp8 are right): under the interpreter only, bf16 tiles are upcast first.
+_INTERPRETER_BF16_DOT_IS_WRONG = os.environ.get("TRITON_INTERPRET") == "1"
+
+QUANT_NONE = 0
+QUANT_TENSOR = 1
+QUANT_CHANNEL = 2
+QUANT_BLOCK = 3
+
+
+@triton.jit(do_not_specialize=["num_pairs"])
+def moe_grouped_gemm_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    a_scale_ptr,
+    b_scale_ptr,
+    topk_weights_ptr,
+    sorted_ids_ptr,
+    expert_ids_ptr,
+    num_padded_ptr,
+    num_pairs,
+    N,
+    K,
+    stride_am,
+    stride_be,
+    stride_bn,
+    stride_cm,
+    stride_asm,
+    stride_bse,
+    stride_bsn,
+    stride_bsk,
+    A_ROWS_PER_PAIR_DIV: tl.constexpr,
+    GATED: tl.constexpr,
+    MUL_WEIGHT: tl.constexpr,
+    QUANT: tl.constexpr,
+    SCALE_BLOCK_N: tl.constexpr,
+    SCALE_BLOCK_K: tl.constexpr,
+    SWAP_AB: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    DOT_IN_FP32: tl.constexpr = False,
+):
+    """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
+
+    ``N`` is the number of output columns (for ``GATED``, half of B's rows). A row of A is
+    ``pair // A_ROWS_PER_PAIR_DIV`` (top_k for the gate_up GEMM, 1 for the down GEMM).
+    """
+    pid = tl.program_id(0)
+    # For GATED the weight tile holds BLOCK_N rows but yields BLOCK_N // 2 output columns.
+    OUT_N: tl.constexpr = BLOCK_N // 2 if GATED else BLOCK_N
+    num_pid_n = tl.cdiv(N, OUT_N)
+    num_pid_m = tl.num_programs(0) // num_pid_n
+    # Grouped ordering: GROUP_M token tiles share each weight tile while it is in L2.
+    pids_per_group = GROUP_M * num_pid_n
+    group = pid // pids_per_group
+    first_m = group * GROUP_M
+    group_m = tl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % pids_per_group) % group_m
+    pid_n = (pid % pids_per_group) // group_m
+
+    num_padded = tl.load(num_padded_ptr)
+    if pid_m * BLOCK_M >= num_padded:
+        return
+    expert = tl.load(expert_ids_ptr + pid_m).to(tl.int64)
+    if expert < 0:
+        return
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    pairs = tl.load(sorted_ids_ptr + offs_m)
+    pair_mask = pairs < num_pairs
+    a_rows = (pairs // A_ROWS_PER_PAIR_DIV).to(tl.int64)
+    a_rows = tl.where(pair_mask, a_rows, 0)
+
+    # Weight rows of this tile. GATED interleaves gate (even) and up (odd) rows.
+    offs_bn = tl.arange(0, BLOCK_N)
+    if GATED:
+        out_col = pid_n * OUT_N + offs_bn // 2
+        b_rows = (offs_bn % 2) * N + out_col
+        b_row_mask = out_col < N
+    else:
+        b_rows = pid_n * BLOCK_N + offs_bn
+        b_row_mask = b_rows < N
+    b_rows = tl.where(b_row_mask, b_rows, 0)
+    offs_k = tl.arange(0, BLOCK_K)
+    b_base = b_ptr + expert * stride_be
+
+    if SWAP_AB:
+        # acc is [BLOCK_N, BLOCK_M]: weights in wgmma's M slot, tokens in its N slot.
+        a_ptrs = a_ptr + a_rows[None, :] * stride_am + offs_k[:, None]
+        b_ptrs = b_base + b_rows[:, None].to(tl.int64) * stride_bn + offs_k[None, :]
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    else:
+        a_ptrs = a_ptr + a_rows[:, None] * stride_am + offs_k[None, :]
+        b_ptrs = b_base + b_rows[None, :].to(tl.int64) * stride_bn + offs_k[:, None]
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+
+    if QUANT == 3:
+        a_scale_rows = a_scale_ptr + a_rows * stride_asm
+        b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
+
+    for kb in range(0, tl.cdiv(K, BLOCK_K)):
+        k_left = K - kb * BLOCK_K
+        k_mask = offs_k < k_left
+        if SWAP_AB:
+            a = tl.load(a_ptrs, mask=pair_mask[None, :] & k_mask[:, None], other=0.0)
+            b = tl.load(b_ptrs, mask=b_row_mask[:, None] & k_mask[None, :], other=0.0)
+        else:
+            a = tl.load(a_ptrs, mask=pair_mask[:, None] & k_mask[None, :], other=0.0)
+            b = tl.load(b_ptrs, mask=b_row_mask[None, :] & k_mask[:, None], other=0.0)
+        if DOT_IN_FP32:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        if QUANT == 3:
+            k_group = (kb * BLOCK_K) // SCALE_BLOCK_K
+            a_s = tl.load(a_scale_rows + k_group, mask=pair_mask, other=0.0)
+            b_s = tl.load(b_scale_rows + k_group * stride_bsk, mask=b_row_mask, other=0.0)
+            if SWAP_AB:
+                acc += tl.dot(b, a) * b_s[:, None] * a_s[None, :]
+            else:
+                acc += tl.dot(a, b) * a_s[:, None] * b_s[None, :]
+        else:
+            if SWAP_AB:
+                acc = tl.dot(b, a, acc)
+            else:
+                acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K
+
+    if SWAP_AB:
+        acc = tl.trans(acc)  # back to [BLOCK_M, BLOCK_N]
+
+    if QUANT == 1:
+        acc = acc * (tl.load(a_scale_ptr) * tl.load(b_scale_ptr + expert * stride_bse))
+    elif QUANT == 2:
+        a_s = tl.load(a_scale_ptr + a_rows * stride_asm, mask=pair_mask, other=0.0)
+        b_s = tl.load(b_scale_ptr + expert * stride_bse + b_rows * stride_bsn, mask=b_row_mask, other=0.0)
+        acc = acc * a_s[:, None] * b_s[None, :]
+
+    if GATED:
+        gate, up = tl.split(tl.reshape(acc, (BLOCK_M, OUT_N, 2)))
+        out = gate / (1.0 + tl.exp(-gate)) * up
+    else:
+        out = acc
+    if MUL_WEIGHT:
+        w = tl.load(topk_weights_ptr + pairs, mask=pair_mask, other=0.0).to(tl.float32)
+        out = out * w[:, None]
+
+    offs_cn = pid_n * OUT_N + tl.arange(0, OUT_N)
+    c_ptrs = c_ptr + pairs[:, None].to(tl.int64) * stride_cm + offs_cn[None, :]
+    tl.store(c_ptrs, out.to(c_ptr.dtype.element_ty), mask=pair_mask[:, None] & (offs_cn[None, :] < N))
+
+
+@triton.jit(do_not_specialize=["num_tokens"])
+def moe_topk_reduce_kernel(
+    pair_out_ptr,
+    topk_ids_ptr,
+    out_ptr,
+    num_tokens,
+    H,
+    num_experts,
+    TOP_K: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+):
+    """out[t, :] = sum over j of pair_out[t * TOP_K + j, :], skipping dropped experts (fp32 sum)."""
+    token = tl.program_id(0).to(tl.int64)
+    offs = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    h_mask = offs < H
+    acc = tl.zeros((BLOCK_H,), dtype=tl.float32)
+    for j in tl.static_range(TOP_K):
+        expert = tl.load(topk_ids_ptr + token * TOP_K + j)
+        used = (expert >= 0) & (expert < num_experts)
+        # Rows of dropped pairs were never written: load (in bounds) and discard.
+        row = tl.load(pair_out_ptr + (token * TOP_K + j) * H + offs, mask=h_mask, other=0.0)
+        acc += tl.where(used, row.to(tl.float32), 0.0)
+    tl.store(out_ptr + token * H + offs, acc.to(out_ptr.dtype.element_ty), mask=h_mask)
+
+
+def launch_moe_gemm(
+    a,
+    w,
+    out,
+    routing,
+    cfg,
+    *,
+    gated: bool,
+    a_rows_per_pair_div: int,
+    topk_weights=None,
+    quant: int = QUANT_NONE,
+    a_scale=None,
+    w_scale=None,
+    scale_block: tuple[int, int] = (128, 128),
+) -> None:
+    """Launch ``moe_grouped_gemm_kernel`` over ``routing`` (an AlignedRouting) with ``cfg``.
+
+    ``a`` [rows, K] and ``w`` [E, rows_w, K] need contiguous K; ``out`` [pairs, N] contiguous N.
+    The grid is sized from host-known numbers only (worst-case padded length), so the launch is
+    CUDA-graph capturable; surplus programs exit after reading ``routing.num_padded``.
+    """
+    K = a.shape[1]
+    n_out = out.shape[1]
+    out_n_per_tile = cfg.block_n // 2 if gated else cfg.block_n
+    num_m_tiles = routing.sorted_ids.numel() // cfg.block_m
+    grid = (num_m_tiles * triton.cdiv(n_out, out_n_per_tile),)
+    if grid[0] == 0:
+        return
+    block_k = cfg.block_k
+    if quant == QUANT_BLOCK:
+        block_k = min(block_k, scale_block[1])
+    # Strides of scales the kernel does not read are passed as 0 so they add no variants.
+    if quant == QUANT_BLOCK:
+        stride_asm = a_scale.stride(0)
+        stride_bse, stride_bsn, stride_bsk = w_scale.stride(0), w_scale.stride(1), w_scale.stride(2)
+    elif quant == QUANT_CHANNEL:
+        stride_asm = a_scale.stride(0)
+        stride_bse, stride_bsn, stride_bsk = w_scale.stride(0), w_scale.stride(1), 0
+    elif quant == QUANT_TENSOR:
+        stride_asm = 0
+        stride_bse, stride_bsn, stride_bsk = w_scale.stride(0), 0, 0
+    else:
+        stride_asm = stride_bse = stride_bsn = stride_bsk = 0
+    moe_grouped_gemm_kernel[grid](
+        a,
+        w,
+        out,
+        a_scale if a_scale is not None else a,
+        w_scale if w_scale is not None else a,
+        topk_weights if topk_weights is not None else a,
+        routing.sorted_ids,
+        routing.expert_ids,
+        routing.num_padded,
+        routing.num_pairs,
+        n_out,
+        K,
+        a.stride(0),
+        w.stride(0),
+        w.stride(1),
+        out.stride(0),
+        stride_asm,
+        stride_bse,
+        stride_bsn,
+        stride_bsk,
+        A_ROWS_PER_PAIR_DIV=a_rows_per_pair_div,
+        GATED=gated,
+        MUL_WEIGHT=topk_weights is not None,
+        QUANT=quant,
+        SCALE_BLOCK_N=scale_block[0],
+        SCALE_BLOCK_K=scale_block[1],
+        SWAP_AB=cfg.swap_ab,
+        BLOCK_M=cfg.block_m,
+        BLOCK_N=cfg.block_n,
+        BLOCK_K=block_k,
+        GROUP_M=cfg.group_m,
+        DOT_IN_FP32=_INTERPRETER_BF16_DOT_IS_WRONG and a.dtype == torch.bfloat16,
+        num_warps=cfg.num_warps,
+        num_stages=cfg.num_stages,
+    )
+
+
+_REDUCE_BLOCK_H = 1024
+
+
+def launch_topk_reduce(pair_out, topk_ids, out, num_experts: int) -> None:
+    """out[t] = sum_j pair_out[t * top_k + j] over the used experts of token t."""
+    num_tokens, top_k = topk_ids.shape
+    H = out.shape[1]
+    if num_tokens == 0:
+        return
+    grid = (num_tokens, triton.cdiv(H, _REDUCE_BLOCK_H))
+    moe_topk_reduce_kernel[grid](
+        pair_out, topk_ids, out, num_tokens, H, num_experts, TOP_K=top_k, BLOCK_H=_REDUCE_BLOCK_H
+    )
