@@ -451,10 +451,11 @@ def current() -> Monitor | None:
 
 def install(mode: str | None = None, dir: str | None = None,  # noqa: A002 - matches the env name
             budget: int | dict[str, int] | None = None, summary: bool | None = None,
-            log_first_compiles: bool = False) -> Monitor:
+            log_first_compiles: bool = False, stream: Any = None) -> Monitor:
     """Install the monitor (idempotent: a second call returns the installed one).
 
     Defaults come from JITGUARD_MODE, JITGUARD_DIR and JITGUARD_SUMMARY (0 turns the exit table off).
+    Log lines go to `stream` (default: stderr).
     """
     global _monitor, _atexit_registered
     if _monitor is not None:
@@ -464,7 +465,7 @@ def install(mode: str | None = None, dir: str | None = None,  # noqa: A002 - mat
     if summary is None:
         summary = os.environ.get("JITGUARD_SUMMARY", "1") not in ("0", "false", "no")
     monitor = Monitor(mode=mode, directory=directory, budget=budget, summary=summary,
-                      log_first_compiles=log_first_compiles)
+                      log_first_compiles=log_first_compiles, stream=stream)
     monitor.install()
     _monitor = monitor
     if not _atexit_registered:
