@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from jitguard.events import CompileEvent, read_ndjson
+from jitguard.events import Cause, CompileEvent, read_ndjson
 from jitguard.explain import fix_hint
 
 REPORT_FORMAT = 1
@@ -233,7 +233,8 @@ def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEve
     for entry in params.values():
         entry["advice"] = _strongest_advice(entry.pop("_codes"))
 
-    all_causes = [cause for event in events for cause in event.causes]
+    # One fix per parameter, from its strongest advice across every process.
+    strongest = [Cause(name, "", "", entry["advice"]) for name, entry in params.items() if entry["advice"]]
     total_ms = sum(event.compile_ms or 0.0 for event in events)
     return {
         "name": name,
@@ -248,7 +249,7 @@ def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEve
         "by_process": sorted(by_process.values(), key=lambda p: (p["rank"] is None, p["rank"] or 0, p["pid"])),
         "params": params,
         "causes": sorted(causes.values(), key=lambda c: -c["count"]),
-        "fix": fix_hint(all_causes) or None,
+        "fix": fix_hint(strongest) or None,
     }
 
 

@@ -1,0 +1,154 @@
+"""Start the jitguard monitor in a process the moment it first imports Triton, and not before.
+
+`jitguard run`'s sitecustomize (and the vLLM plugin) call `install_import_hook()`. If Triton is
+already imported the monitor starts at once; otherwise a finder at the front of `sys.meta_path`
+waits for `import triton` and starts the monitor right after Triton's own `__init__` has run. A
+process that never imports Triton (a resource tracker, a tokenizer worker) pays one string
+comparison per import and nothing else.
+
+Only `os` and `sys` are imported here: the sitecustomize loads this file at every interpreter
+start, by path, without importing the jitguard package.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_state = {"activated_pid": None, "failed": False}
+_pending_process_info: dict = {}
+
+
+class _ActivatingLoader:
+    """Wraps Triton's loader for one import: runs it, then starts the monitor."""
+
+    def __init__(self, loader, spec, watcher) -> None:  # type: ignore[no-untyped-def]
+        self._loader = loader
+        self._spec = spec
+        self._watcher = watcher
+
+    def create_module(self, spec):  # type: ignore[no-untyped-def]
+        create = getattr(self._loader, "create_module", None)
+        return create(spec) if create is not None else None
+
+    def exec_module(self, module) -> None:  # type: ignore[no-untyped-def]
+        # Put the real loader back first, so Triton (and importlib.resources) never see this wrapper.
+        self._spec.loader = self._loader
+        try:
+            module.__loader__ = self._loader
+        except AttributeError:
+            pass
+        self._loader.exec_module(module)
+        self._watcher.triton_imported()
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._loader, name)
+
+
+class TritonImportWatcher:
+    """A `sys.meta_path` finder that answers only for `triton`, by asking the other finders."""
+
+    jitguard_triton_watcher = True
+
+    def find_spec(self, fullname: str, path=None, target=None):  # type: ignore[no-untyped-def]
+        if fullname != "triton":
+            return None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _ActivatingLoader(spec.loader, spec, self)
+        return spec
+
+    def triton_imported(self) -> None:
+        remove_import_hook()
+        activate_monitor()
+
+
+def _watchers() -> list:
+    return [finder for finder in sys.meta_path if getattr(finder, "jitguard_triton_watcher", False)]
+
+
+def install_import_hook() -> None:
+    """Start the monitor now if Triton is imported, else when it first is (idempotent)."""
+    if "triton" in sys.modules:
+        activate_monitor()
+    elif not _watchers():
+        sys.meta_path.insert(0, TritonImportWatcher())
+
+
+def remove_import_hook() -> None:
+    """Take the watcher out of `sys.meta_path` (the monitor, if started, stays)."""
+    for finder in _watchers():
+        sys.meta_path.remove(finder)
+
+
+def set_pending_process_info(role: str | None = None, rank: int | None = None) -> None:
+    """Name this process's role and rank: now if the monitor runs, else when it starts."""
+    if role is not None:
+        _pending_process_info["role"] = role
+    if rank is not None:
+        _pending_process_info["rank"] = rank
+    if _state["activated_pid"] == os.getpid():
+        from jitguard import monitor
+        monitor.set_process_info(role=role, rank=rank)
+        if monitor.current() is not None and monitor.current().sink is not None:  # type: ignore[union-attr]
+            monitor.current().sink.write_process_record()  # type: ignore[union-attr]
+
+
+def _make_jitguard_importable() -> None:
+    try:
+        import jitguard  # noqa: F401
+    except ImportError:
+        # Another interpreter than the one jitguard is installed in: use the copy this file belongs to.
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        if root not in sys.path:
+            sys.path.append(root)
+
+
+def _multiprocessing_name() -> str | None:
+    # A spawn or forkserver child otherwise shows only its parent's argv: name it by its Process name.
+    mp = sys.modules.get("multiprocessing")
+    if mp is None:
+        return None
+    try:
+        name = mp.current_process().name
+    except Exception:  # noqa: BLE001
+        return None
+    return None if name == "MainProcess" else name
+
+
+def activate_monitor() -> bool:
+    """Start the monitor in this process (offline backend first, if JITGUARD_OFFLINE asks); True if running.
+
+    Never raises: a failure is reported once on stderr and the program goes on unwatched.
+    """
+    if _state["activated_pid"] == os.getpid():
+        return True
+    try:
+        _make_jitguard_importable()
+        from jitguard import monitor
+        from jitguard.offline import activate_from_env
+
+        activate_from_env(os.environ.get("JITGUARD_OFFLINE"))
+        installed = monitor.install()
+        role = _pending_process_info.get("role") or _multiprocessing_name()
+        if role is not None or _pending_process_info.get("rank") is not None:
+            monitor.set_process_info(role=role, rank=_pending_process_info.get("rank"))
+        if installed.sink is not None:
+            installed.sink.write_process_record()
+    except Exception as exc:  # noqa: BLE001 - the host program must start whatever happens here
+        if not _state["failed"]:
+            _state["failed"] = True
+            sys.stderr.write(f"[jitguard] could not start the monitor in pid {os.getpid()}: "
+                             f"{type(exc).__name__}: {exc}\n")
+        return False
+    _state["activated_pid"] = os.getpid()
+    return True

@@ -1,0 +1,143 @@
+"""`jitguard run [--dir D] [--mode M] [--offline] -- CMD ...`: watch every process of a command.
+
+The command runs with jitguard's bootstrap `sitecustomize` first on PYTHONPATH and JITGUARD=1,
+so every Python process it starts (subprocess, multiprocessing spawn / forkserver / fork,
+torch.multiprocessing) starts the monitor on its first `import triton` and logs each compile to
+`D/<host>-<pid>.ndjson`. Signals are forwarded to the command; when it ends (killed or not) the
+merged report is printed on stderr and `jitguard run` exits with the command's exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any, Sequence
+
+import click
+
+BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap")
+
+_FORWARDED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2",
+                                                              "SIGINT", "SIGWINCH", "SIGCONT") if hasattr(signal, name))
+
+
+class LaunchError(RuntimeError):
+    """The command could not be started (not found, not executable)."""
+
+
+def default_log_dir() -> str:
+    """A fresh directory under ./jitguard-logs, named by the start time."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return os.path.join("jitguard-logs", f"run-{stamp}-{os.getpid()}")
+
+
+def child_environment(log_dir: str, mode: str, offline_arch: str | None,
+                      base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for the watched command: bootstrap first on PYTHONPATH, JITGUARD_* set."""
+    env = dict(os.environ if base is None else base)
+    old_path = env.get("PYTHONPATH", "")
+    parts = [p for p in old_path.split(os.pathsep) if p and os.path.abspath(p) != BOOTSTRAP_DIR]
+    env["PYTHONPATH"] = os.pathsep.join([BOOTSTRAP_DIR] + parts)
+    env["JITGUARD"] = "1"
+    env["JITGUARD_DIR"] = os.path.abspath(log_dir)
+    env["JITGUARD_MODE"] = mode
+    env["JITGUARD_SUMMARY"] = "0"  # one merged report at the end instead of a table per process
+    if offline_arch:
+        env["JITGUARD_OFFLINE"] = offline_arch
+    else:
+        env.pop("JITGUARD_OFFLINE", None)
+    return env
+
+
+def _tty_delivers_sigint_to_child() -> bool:
+    # Ctrl-C on a terminal reaches the whole foreground process group, the child included:
+    # forwarding it as well would interrupt the child twice.
+    try:
+        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def run_watched(command: Sequence[str], env: dict[str, str]) -> int:
+    """Run `command` with `env`, forwarding signals; return its exit code (128+N if killed by signal N)."""
+    try:
+        child = subprocess.Popen(list(command), env=env)
+    except FileNotFoundError as exc:
+        raise LaunchError(f"{command[0]}: command not found") from exc
+    except PermissionError as exc:
+        raise LaunchError(f"{command[0]}: permission denied") from exc
+
+    def forward(signum: int, frame: Any) -> None:
+        if signum == signal.SIGINT and _tty_delivers_sigint_to_child():
+            return
+        try:
+            child.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    previous = {}
+    for signum in _FORWARDED_SIGNALS:
+        try:
+            previous[signum] = signal.signal(signum, forward)
+        except (ValueError, OSError):  # not the main thread, or not catchable here
+            pass
+    try:
+        while True:
+            try:
+                returncode = child.wait()
+                break
+            except InterruptedError:
+                continue
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def print_run_report(log_dir: str, stream: Any = None) -> None:
+    """Print the merged report of `log_dir` (or why there is none) to `stream` (stderr by default)."""
+    from jitguard.report import ReportInputError, build_report, format_text
+
+    stream = stream or sys.stderr
+    try:
+        report = build_report(log_dir)
+    except ReportInputError:
+        stream.write(f"[jitguard] no process imported Triton (no logs in {log_dir})\n")
+        return
+    stream.write("\n" + format_text(report))
+    stream.write(f"[jitguard] logs: {log_dir}  (jitguard report {log_dir} --json > report.json)\n")
+    stream.flush()
+
+
+@click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--dir", "log_dir", type=click.Path(file_okay=False, path_type=str), default=None,
+              help="Where each process writes <host>-<pid>.ndjson (default: ./jitguard-logs/run-<time>-<pid>).")
+@click.option("--mode", type=click.Choice(["log", "warn", "error"]), default="log", show_default=True,
+              help="What a compile during serving does: log it, warn, or raise RecompileError.")
+@click.option("--offline", "offline_arch", flag_value="sm90", default=None,
+              help="Use the compile-only sm_90 backend in every process (real compiles, no GPU).")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run_command(log_dir: str | None, mode: str, offline_arch: str | None, command: tuple[str, ...]) -> None:
+    """Run COMMAND with every Python process watched, then print the merged report.
+
+    Example: jitguard run -- python -m vllm.entrypoints.openai.api_server --model M
+    """
+    log_dir = log_dir or default_log_dir()
+    if os.path.isdir(log_dir) and any(name.endswith(".ndjson") for name in os.listdir(log_dir)):
+        click.echo(f"[jitguard] note: {log_dir} already holds logs; the report will include them", err=True)
+    try:
+        os.makedirs(log_dir, exist_ok=True)
+    except OSError as exc:
+        click.echo(f"jitguard run: {log_dir}: cannot create ({exc.strerror or exc})", err=True)
+        sys.exit(2)
+    env = child_environment(log_dir, mode, offline_arch)
+    try:
+        returncode = run_watched(command, env)
+    except LaunchError as exc:
+        click.echo(f"jitguard run: {exc}", err=True)
+        sys.exit(2)
+    print_run_report(log_dir)
+    sys.exit(returncode)
