@@ -1,0 +1,274 @@
+"""`no_recompiles()`: fail when a Triton kernel compiles a new variant after its warm-up calls.
+
+    import jitguard
+
+    with jitguard.no_recompiles(warmup=1):
+        for num_tokens in (16, 17, 32):
+            my_kernel[(1,)](x, y, num_tokens, BLOCK=128)
+
+raises, on exit, a `RecompileError` (an `AssertionError`) that lists every new variant:
+
+    Expected no new Triton variants after warm-up (the first call of each kernel), but 1 was compiled:
+
+    my_kernel (kernels/ops.py:12): 1 variant in warm-up, 1 new after it
+      variant #2 at call 2, called from tests/test_ops.py:31
+        num_tokens: int32 divisible by 16 -> int32, value 17
+      fix: @triton.jit(do_not_specialize_on_alignment=["num_tokens"])
+        num_tokens flips between divisible-by-16 and not: ...
+
+"Warm-up" means a kernel's first `warmup` calls inside the block: they may compile anything. Calls
+count only inside the block; `kernel.warmup(...)` calls never count and may always compile; the
+compiles `@triton.autotune` makes while benchmarking belong to the call that triggered them.
+
+By default the block is isolated (`isolate=True`): each kernel starts the block with an empty
+in-memory cache (restored on exit), so the verdict depends only on the calls made in the block,
+not on what ran before it (test order, pytest-xdist). Pass `isolate=False` to assert that code
+warmed up before the block compiles nothing more (then `warmup=0` is the usual choice).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from contextlib import ContextDecorator
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from jitguard.call_scope import CallScope, KernelCall, KernelId, kernel_id_of
+from jitguard.events import Cause, CompileEvent
+from jitguard.explain import fix_hint
+
+
+@dataclass
+class ScopedCompile:
+    """A compile seen inside a `no_recompiles` block, with the number of the call that caused it."""
+
+    event: CompileEvent
+    call_number: int  # this kernel's n-th call in the block; 0 when compiled outside a tracked call
+    after_warmup: bool
+
+    @property
+    def kernel(self) -> KernelId:
+        return KernelId.of_event(self.event)
+
+
+class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public name is a function-like verb
+    """Context manager (and decorator): raise `RecompileError` if a kernel compiles a new variant after warm-up.
+
+    `warmup`: how many calls of each kernel may compile (int >= 0). `kernels`: only judge these
+    kernels (names, or the kernel objects themselves); None judges every kernel. `isolate`: see the
+    module docstring. Inside the block, `.compiles` lists every compile seen and `.new_variants`
+    the ones after warm-up.
+    """
+
+    def __init__(self, warmup: int = 1, kernels: Iterable[Any] | str | None = None, *, isolate: bool = True) -> None:
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise ValueError(f"jitguard.no_recompiles: warmup must be an int >= 0 (calls per kernel), not {warmup!r}")
+        super().__init__(isolate=isolate)
+        self.warmup = warmup
+        self._kernel_names, self._kernel_ids = _kernel_filter(kernels)
+        self.kernels = kernels
+        self._reset()
+
+    def _reset(self) -> None:
+        self.calls: dict[KernelId, int] = {}
+        self.compiles: list[ScopedCompile] = []
+        self._seen_keys: dict[KernelId, set[str]] = {}
+
+    @property
+    def new_variants(self) -> list[ScopedCompile]:
+        """Compiles after warm-up so far: what the block will fail on."""
+        return [c for c in self.compiles if c.after_warmup]
+
+    # --- scope hooks ---------------------------------------------------------------------------
+
+    def _judges(self, kernel: KernelId) -> bool:
+        if not self._kernel_names and not self._kernel_ids:
+            return True
+        return kernel.name in self._kernel_names or kernel in self._kernel_ids
+
+    def call_started(self, call: KernelCall) -> None:
+        if call.manual_warmup or not self._judges(call.kernel):
+            return
+        number = self.calls.get(call.kernel, 0) + 1
+        self.calls[call.kernel] = number
+        call.numbers[id(self)] = number
+
+    def compile_seen(self, event: CompileEvent, call: KernelCall | None) -> None:
+        kernel = KernelId.of_event(event)
+        if not self._judges(kernel):
+            return
+        seen = self._seen_keys.setdefault(kernel, set())
+        if event.key and event.key in seen:
+            return  # a variant this block already has, compiled again by a nested isolated block
+        seen.add(event.key)
+        number = call.numbers.get(id(self), 0) if call is not None and call.kernel == kernel else 0
+        if number == 0 and not (call is not None and call.manual_warmup):
+            number = self.calls.get(kernel, 0)  # compiled outside a tracked call: charge the latest one
+        manual = event.is_manual_warmup or (call is not None and call.manual_warmup)
+        after_warmup = not manual and number > self.warmup
+        self.compiles.append(ScopedCompile(event, number, after_warmup))
+
+    # --- context manager -----------------------------------------------------------------------
+
+    def __enter__(self) -> "no_recompiles":
+        self._reset()
+        self.open()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        self.close()
+        if exc is not None:
+            if self.new_variants and hasattr(exc, "add_note"):
+                exc.add_note(self.failure_message())
+            return False
+        if self.internal_errors:
+            first = self.internal_errors[0]
+            raise RuntimeError(f"jitguard.no_recompiles could not judge this block: "
+                               f"{type(first).__name__}: {first}") from first
+        if self.new_variants:
+            from jitguard.monitor import RecompileError
+            raise RecompileError(self.failure_message(), [c.event for c in self.new_variants])
+        self._check_named_kernels_were_called()
+        return False
+
+    def _check_named_kernels_were_called(self) -> None:
+        called_names = {k.name for k in self.calls}
+        missing = sorted(n for n in self._kernel_names if n not in called_names)
+        missing += sorted(k.name for k in self._kernel_ids if k not in self.calls)
+        if missing:
+            seen = ", ".join(sorted(called_names)) or "none"
+            raise ValueError(f"jitguard.no_recompiles(kernels=...): no kernel named {', '.join(map(repr, missing))} "
+                             f"was called inside the block (kernels called: {seen}); misspelled?")
+
+    # --- the message ---------------------------------------------------------------------------
+
+    def failure_message(self) -> str:
+        """The text of the `RecompileError`: every new variant, its causes, call site and the fix."""
+        return format_new_variants(self.compiles, self.warmup, self._warmup_subject())
+
+    def _warmup_subject(self) -> str:
+        if not self._kernel_names and not self._kernel_ids:
+            return "each kernel"
+        names = sorted(self._kernel_names | {k.name for k in self._kernel_ids})
+        return ", ".join(names)
+
+
+def _kernel_filter(kernels: Iterable[Any] | str | None) -> tuple[set[str], set[KernelId]]:
+    if kernels is None:
+        return set(), set()
+    if isinstance(kernels, str) or not isinstance(kernels, Iterable):
+        kernels = [kernels]
+    names: set[str] = set()
+    ids: set[KernelId] = set()
+    for kernel in kernels:
+        if isinstance(kernel, str):
+            names.add(kernel)
+            continue
+        from jitguard.triton_compat import unwrap_jit_function
+        jit_fn = unwrap_jit_function(kernel)
+        if jit_fn is None:
+            raise TypeError(f"jitguard.no_recompiles(kernels=...): {kernel!r} is neither a kernel name nor a "
+                            "@triton.jit kernel")
+        ids.add(kernel_id_of(jit_fn))
+    return names, ids
+
+
+# --- formatting ----------------------------------------------------------------------------------
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _warmup_words(warmup: int, subject: str) -> str:
+    if warmup == 0:
+        return "no warm-up calls"
+    calls = "the first call" if warmup == 1 else f"the first {warmup} calls"
+    return f"{calls} of {subject}"
+
+
+def short_path(path: str) -> str:
+    """`path` relative to the working directory when it is under it (keeps ':line' suffixes)."""
+    cwd = os.getcwd().rstrip(os.sep) + os.sep
+    return path[len(cwd):] if path.startswith(cwd) else path
+
+
+def format_new_variants(compiles: list[ScopedCompile], warmup: int, subject: str = "each kernel") -> str:
+    """The failure text: a headline in the style 'Expected ... but N were compiled', then per kernel
+    each new variant with its call, call site and causes by argument name, then the fix."""
+    new = [c for c in compiles if c.after_warmup]
+    was = "was" if len(new) == 1 else "were"
+    lines = [f"Expected no new Triton variants after warm-up ({_warmup_words(warmup, subject)}), "
+             f"but {len(new)} {was} compiled:"]
+    by_kernel: dict[KernelId, list[ScopedCompile]] = {}
+    for item in compiles:
+        by_kernel.setdefault(item.kernel, []).append(item)
+    for kernel, items in by_kernel.items():
+        late = [c for c in items if c.after_warmup]
+        if not late:
+            continue
+        early = len(items) - len(late)
+        lines.append("")
+        lines.append(f"{kernel.name} ({short_path(kernel.where())}): {_plural(early, 'variant')} in warm-up, "
+                     f"{len(late)} new after it")
+        for item in late:
+            event = item.event
+            tags = " [autotune config]" if event.autotuning else ""
+            site = f", called from {short_path(event.call_site)}" if event.call_site else ""
+            lines.append(f"  variant #{event.variant} at call {item.call_number}{tags}{site}")
+            for cause in event.causes:
+                lines.append(f"    {cause.param}: {cause.before} -> {cause.after}")
+            if not event.causes:
+                lines.append("    (first variant of this kernel in the block: it was not called during warm-up)")
+        lines.extend(_fix_lines([c for item in late for c in item.event.causes]))
+    if warmup == 0 and any(c.call_number == 1 for c in new):
+        lines.append("")
+        lines.append("note: with warmup=0 an isolated block compiles on each kernel's first call; use warmup=1, "
+                     "call kernel.warmup(...) inside the block, or isolate=False to rely on warm-up done before it")
+    return "\n".join(lines)
+
+
+def without_weaker_advice(causes: list[Cause]) -> list[Cause]:
+    """Drop alignment-only advice for a parameter that also needs do_not_specialize (which covers it)."""
+    strong = {c.param for c in causes if c.advice in ("do_not_specialize", "int64")}
+    weak = ("do_not_specialize_on_alignment", "caller_alignment")
+    return [c for c in causes if not (c.param in strong and c.advice in weak)]
+
+
+def _fix_lines(causes: list[Cause]) -> list[str]:
+    causes = without_weaker_advice(causes)
+    hint = fix_hint(causes)
+    messages: list[str] = []
+    for cause in causes:
+        if cause.advice and cause.advice != "expected" and cause.message and cause.message not in messages:
+            messages.append(cause.message)
+    if hint:
+        decorator = hint if not hint.startswith("do_not_specialize") else None
+        if decorator is None:
+            parts = hint.split("; ")
+            jit_args = ", ".join(p for p in parts if p.startswith("do_not_specialize"))
+            rest = [p for p in parts if not p.startswith("do_not_specialize")]
+            decorator = f"@triton.jit({jit_args})" + (f"; {'; '.join(rest)}" if rest else "")
+        out = [f"  fix: {decorator}"]
+    else:
+        expected = sorted({c.param for c in causes if c.advice == "expected"})
+        if expected:
+            out = [f"  no decorator fix: {', '.join(expected)} changed in an expected way (dtype, launch options, "
+                   "constexpr or autotune config); call these variants during warm-up, or raise warmup"]
+        else:
+            out = ["  fix: call this kernel during warm-up with the arguments it will see later"]
+    out.extend(f"    {message}" for message in messages)
+    return out
+
+
+class _CallableModule(types.ModuleType):
+    """`import jitguard.no_recompiles` makes `jitguard.no_recompiles` this module (Python sets a
+    package's attribute to its submodule): keep `jitguard.no_recompiles(...)` working anyway."""
+
+    def __call__(self, warmup: int = 1, kernels: Iterable[Any] | str | None = None, *,
+                 isolate: bool = True) -> no_recompiles:
+        return no_recompiles(warmup, kernels, isolate=isolate)
+
+
+sys.modules[__name__].__class__ = _CallableModule
