@@ -201,10 +201,13 @@ def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEve
         entry["variants"] = len(keys_by_process[slot])
 
     params: dict[str, dict[str, Any]] = {}
+    one_seen: dict[str, bool] = {}
     for event in events:
         for param_name, spec in event.params.items():
             entry = params.setdefault(param_name, {"specs_seen": [], "recompiles_caused": 0, "advice": None,
                                                    "_codes": []})
+            if spec.kind == "int" and spec.spec == "one":
+                one_seen[param_name] = True
             words = spec_words(spec)
             if words not in entry["specs_seen"]:
                 entry["specs_seen"].append(words)
@@ -230,11 +233,15 @@ def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEve
                                                          "advice": None, "_codes": []})
                 option["recompiles_caused"] += 1
                 option["_codes"].append(cause.advice)
-    for entry in params.values():
+    for param_name, entry in params.items():
         entry["advice"] = _strongest_advice(entry.pop("_codes"))
+        # do_not_specialize_on_alignment still specializes the value 1: if any process passed 1
+        # (and so compiled a variant for it), only do_not_specialize gives one variant everywhere.
+        if entry["advice"] == "do_not_specialize_on_alignment" and one_seen.get(param_name):
+            entry["advice"] = "do_not_specialize"
 
     # One fix per parameter, from its strongest advice across every process.
-    strongest = [Cause(name, "", "", entry["advice"]) for name, entry in params.items() if entry["advice"]]
+    strongest = [Cause(param, "", "", entry["advice"]) for param, entry in params.items() if entry["advice"]]
     total_ms = sum(event.compile_ms or 0.0 for event in events)
     return {
         "name": name,

@@ -1,0 +1,155 @@
+"""`jitguard run`: exit codes, signals, a killed child, the user's sitecustomize, cheap non-Triton processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from jitguard.launcher import BOOTSTRAP_DIR
+from jitguard.report import build_report
+
+TINY_KERNEL = textwrap.dedent("""
+    import triton, triton.language as tl
+
+    class DevicePointer:
+        dtype = "float32"
+        def data_ptr(self):
+            return 1 << 20
+
+    @triton.jit
+    def tiny_kernel(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+""")
+
+
+@pytest.fixture(scope="module")
+def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("triton-cache"))
+
+
+def jitguard_run(args: list[str], tmp_path: Path, triton_cache: str, extra_env: dict | None = None,
+                 **kwargs) -> subprocess.CompletedProcess:
+    env = dict(os.environ, TRITON_CACHE_DIR=triton_cache, **(extra_env or {}))
+    for name in ("JITGUARD", "JITGUARD_DIR", "JITGUARD_OFFLINE"):
+        env.pop(name, None)
+    return subprocess.run([sys.executable, "-m", "jitguard", "run", "--dir", str(tmp_path / "logs"), *args],
+                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path, **kwargs)
+
+
+def write_script(tmp_path: Path, name: str, body: str) -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+def test_exit_code_of_the_command_is_returned(tmp_path: Path, triton_cache: str) -> None:
+    proc = jitguard_run(["--", sys.executable, "-c", "raise SystemExit(5)"], tmp_path, triton_cache)
+    assert proc.returncode == 5
+    assert "no process imported Triton" in proc.stderr
+
+
+def test_command_not_found_is_a_one_line_input_error(tmp_path: Path, triton_cache: str) -> None:
+    proc = jitguard_run(["--", "no-such-program-jitguard"], tmp_path, triton_cache)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "jitguard run: no-such-program-jitguard: command not found"
+
+
+def test_missing_command_is_a_usage_error(tmp_path: Path, triton_cache: str) -> None:
+    proc = jitguard_run([], tmp_path, triton_cache)
+    assert proc.returncode == 2 and "COMMAND" in proc.stderr
+
+
+def test_environment_reaches_the_command(tmp_path: Path, triton_cache: str) -> None:
+    code = ("import os, json; print(json.dumps({k: os.environ.get(k) for k in "
+            "('JITGUARD', 'JITGUARD_DIR', 'JITGUARD_MODE', 'JITGUARD_OFFLINE', 'JITGUARD_SUMMARY', 'PYTHONPATH')}))")
+    proc = jitguard_run(["--mode", "error", "--offline", "--", sys.executable, "-c", code], tmp_path, triton_cache,
+                        extra_env={"PYTHONPATH": "/somewhere/else"})
+    env = json.loads(proc.stdout)
+    assert env["JITGUARD"] == "1" and env["JITGUARD_MODE"] == "error" and env["JITGUARD_OFFLINE"] == "sm90"
+    assert env["JITGUARD_DIR"] == str(tmp_path / "logs") and env["JITGUARD_SUMMARY"] == "0"
+    assert env["PYTHONPATH"].split(os.pathsep) == [BOOTSTRAP_DIR, "/somewhere/else"]
+
+
+def test_process_without_triton_stays_unwatched_and_cheap(tmp_path: Path, triton_cache: str) -> None:
+    code = "import sys, json; print(json.dumps(sorted(sys.modules)))"
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    watched = jitguard_run(["--", sys.executable, "-c", code], tmp_path, triton_cache)
+    extra = set(json.loads(watched.stdout)) - set(json.loads(plain.stdout))
+    # The bootstrap loads its import watcher and a little of importlib; never jitguard, Triton or torch.
+    assert "jitguard.bootstrap.triton_hook" in extra
+    assert not {m for m in extra if m.split(".")[0] in ("triton", "torch")}
+    assert "jitguard.monitor" not in extra and "jitguard" not in extra
+    assert not list((tmp_path / "logs").glob("*.ndjson"))
+
+
+def test_import_triton_starts_the_monitor_with_the_real_loader(tmp_path: Path, triton_cache: str) -> None:
+    code = ("import triton, jitguard.monitor as m; "
+            "print(type(triton.__spec__.loader).__name__, type(triton.__loader__).__name__, m.current() is not None)")
+    proc = jitguard_run(["--", sys.executable, "-c", code], tmp_path, triton_cache)
+    assert proc.returncode == 0, proc.stderr
+    loader, loader_attr, running = proc.stdout.split()
+    assert loader == loader_attr == "SourceFileLoader" and running == "True"
+    report = build_report(tmp_path / "logs")
+    assert [p["compiles"] for p in report["processes"]] == [0]  # listed, with no compiles
+
+
+def test_users_own_sitecustomize_still_runs(tmp_path: Path, triton_cache: str) -> None:
+    user_dir = tmp_path / "user_site"
+    user_dir.mkdir()
+    (user_dir / "sitecustomize.py").write_text("import os\nos.environ['USER_SITECUSTOMIZE_RAN'] = 'yes'\nMARK = 42\n")
+    code = "import os, sitecustomize; print(os.environ.get('USER_SITECUSTOMIZE_RAN'), sitecustomize.MARK)"
+    proc = jitguard_run(["--", sys.executable, "-c", code], tmp_path, triton_cache,
+                        extra_env={"PYTHONPATH": str(user_dir)})
+    assert proc.stdout.split() == ["yes", "42"], proc.stderr
+
+
+def test_child_killed_by_sigkill_still_gets_a_report(tmp_path: Path, triton_cache: str) -> None:
+    script = write_script(tmp_path, "killed.py", TINY_KERNEL + textwrap.dedent("""
+        import os, signal
+        x = DevicePointer()
+        for n in (1, 16, 17):
+            tiny_kernel[(1,)](x, n, BLOCK=16)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """))
+    proc = jitguard_run(["--offline", "--", sys.executable, script, "--api-key", "sk-secret-1",
+                         "--hf-token=hf-secret-2"], tmp_path, triton_cache)
+    assert proc.returncode == 128 + signal.SIGKILL
+    assert "1 process(es), 1 kernel(s), 3 compile(s) (2 recompile(s)" in proc.stderr
+    assert 'do_not_specialize=["n"]' in proc.stderr
+    logs = "".join(p.read_text() for p in (tmp_path / "logs").glob("*.ndjson"))
+    assert "sk-secret-1" not in logs and "hf-secret-2" not in logs
+    assert build_report(tmp_path / "logs")["processes"][0]["argv"][1:] == ["--api-key", "***", "--hf-token=***"]
+
+
+def test_sigterm_is_forwarded_and_its_exit_code_returned(tmp_path: Path, triton_cache: str) -> None:
+    ready = tmp_path / "ready"
+    script = write_script(tmp_path, "sleeper.py", f"""
+        import signal, sys, time
+        def on_term(signum, frame):
+            print("child got SIGTERM", flush=True)
+            sys.exit(3)
+        signal.signal(signal.SIGTERM, on_term)
+        open({str(ready)!r}, "w").close()
+        time.sleep(60)
+    """)
+    env = dict(os.environ, TRITON_CACHE_DIR=triton_cache)
+    launcher = subprocess.Popen([sys.executable, "-m", "jitguard", "run", "--dir", str(tmp_path / "logs"), "--",
+                                 sys.executable, script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    launcher.send_signal(signal.SIGTERM)
+    out, err = launcher.communicate(timeout=30)
+    assert launcher.returncode == 3, err
+    assert "child got SIGTERM" in out
+    assert "no process imported Triton" in err
