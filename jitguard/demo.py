@@ -54,12 +54,12 @@ class TraceStep:
     num_tokens: int
 
 
-def demo_trace(steps: int = 48, seed: int = 0) -> list[TraceStep]:
+def demo_trace(steps: int = 64, seed: int = 0) -> list[TraceStep]:
     """A seeded serving trace: prompt lengths log-uniform in 1..2048, decode batches 1..64 that grow and shrink."""
     rng = random.Random(seed)
-    trace: list[TraceStep] = []
+    trace: list[TraceStep] = [TraceStep("prefill", int(round(2 ** rng.uniform(4, 11)))), TraceStep("decode", 1)]
     batch = 1
-    for _ in range(steps):
+    for _ in range(steps - 2):
         if rng.random() < 0.3:
             trace.append(TraceStep("prefill", int(round(2 ** rng.uniform(0, 11)))))
             batch = min(64, batch + 1)
@@ -164,6 +164,7 @@ def run_demo(steps: int, seed: int, echo: Any = click.echo) -> tuple[PassResult,
     use_gpu = torch.cuda.is_available()
     trace = demo_trace(steps, seed)
     work = Path(tempfile.mkdtemp(prefix="jitguard-demo-"))
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9's default, without its notice
     os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache-before")
     stock = work / "stock" / "kernels.py"
     stock.parent.mkdir()
@@ -204,7 +205,7 @@ def run_demo(steps: int, seed: int, echo: Any = click.echo) -> tuple[PassResult,
 
 
 @click.command("demo")
-@click.option("--steps", default=48, show_default=True, help="Engine steps in the seeded trace.")
+@click.option("--steps", default=64, show_default=True, help="Engine steps in the seeded trace.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the trace generator.")
 def demo_command(steps: int, seed: int) -> None:
     """Show a recompile storm and its fix on an embedded kernel (CPU-only; uses the GPU if there is one)."""

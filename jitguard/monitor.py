@@ -197,7 +197,11 @@ class Monitor:
         self._tc = tc
         self.triton_version = tc.TRITON_VERSION
         jitguard_dir = os.path.dirname(os.path.abspath(__file__))
-        dirs = [tc.TRITON_DIR + os.sep, jitguard_dir + os.sep, os.path.dirname(contextlib.__file__) + os.sep]
+        # jitguard's own machinery is skipped, not its demo or kernels: those are real call sites.
+        internal = ("monitor.py", "offline.py", "triton_compat.py", "no_recompiles.py", "sweep.py",
+                    "pytest_plugin.py", "warmup.py")
+        dirs = [tc.TRITON_DIR + os.sep, os.path.dirname(contextlib.__file__) + os.sep]
+        dirs += [os.path.join(jitguard_dir, name) for name in internal]
         torch_dir = tc.torch_dir()
         if torch_dir:
             dirs.append(torch_dir + os.sep)

@@ -1,0 +1,43 @@
+"""The command line: fast help, exit codes, and the demo end to end on the offline backend."""
+
+import os
+import subprocess
+import sys
+import time
+
+from click.testing import CliRunner
+
+from jitguard.cli import COMMANDS, main
+
+
+def test_help_is_fast_and_imports_nothing_heavy():
+    code = ("import sys, time; t = time.perf_counter(); from jitguard.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print('TIME', time.perf_counter() - t, 'torch' in sys.modules, 'triton' in sys.modules)")
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    wall = time.perf_counter() - start
+    _, seconds, torch_loaded, triton_loaded = out.strip().splitlines()[-1].split()
+    assert (torch_loaded, triton_loaded) == ("False", "False")
+    assert float(seconds) < 0.5 and wall < 2.0
+    for name in COMMANDS:
+        assert name in out
+
+
+def test_unknown_command_is_a_usage_error():
+    result = CliRunner().invoke(main, ["frobnicate"])
+    assert result.exit_code == 2
+    assert "No such command" in result.output
+
+
+def test_demo_shows_the_storm_and_the_fix(tmp_path):
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "jitguard", "demo", "--steps", "40", "--seed", "1"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "[jitguard] recompile per_token_quant_kernel#2" in out
+    assert '+@triton.jit(do_not_specialize=["num_tokens"]' in out
+    before = int(out.split("  before")[1].split()[0])
+    after = int(out.split("  after")[1].split()[0])
+    assert before >= 3 and after == 1
