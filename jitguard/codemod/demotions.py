@@ -1,0 +1,142 @@
+"""What `jitguard fix` is asked to do: `--param KERNEL:PARAM[:align]` and `--from REPORT`.
+
+A report is either the runtime report (`jitguard report DIR --json`, with `kernels`) or the
+static scan (`jitguard scan --json`, with `findings`); the kind is detected from its keys.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+#: advice code -> the decorator option that carries it out (None: nothing to rewrite).
+OPTION_FOR_ADVICE: dict[str, str | None] = {
+    "do_not_specialize": "do_not_specialize",
+    "int64": "do_not_specialize",
+    "do_not_specialize_on_alignment": "do_not_specialize_on_alignment",
+    "caller_alignment": "do_not_specialize_on_alignment",
+    "constexpr_values": None,
+    "expected": None,
+}
+
+#: why some advice is not a decorator edit, said once per code in the summary.
+NO_REWRITE_REASON = {
+    "constexpr_values": "a tl.constexpr takes many values: make it a runtime argument or bucket it (hand edit)",
+    "expected": "expected recompiles (dtype, launch options, autotune configs): nothing to change",
+}
+
+
+class DemotionInputError(ValueError):
+    """A `--param` or `--from` input that cannot be used; the message names it."""
+
+
+@dataclass(frozen=True)
+class Demotion:
+    """One request: stop specializing `param` of `kernel` the way `option` says.
+
+    `kernel` is a function name or a dotted qualified name (`Class.kernel`); `file`/`line` come
+    from a report and pick among same-named kernels; `origin` says where the request came from.
+    """
+
+    kernel: str
+    param: str
+    option: str
+    origin: str
+    file: str | None = None
+    line: int | None = None
+    advice: str | None = None
+
+
+@dataclass(frozen=True)
+class AdviceNote:
+    """Advice in a report that needs no decorator change (said in the summary)."""
+
+    kernel: str
+    param: str
+    advice: str
+
+
+def parse_param_option(text: str) -> Demotion:
+    """Parse `KERNEL:PARAM` (do_not_specialize) or `KERNEL:PARAM:align` (..._on_alignment)."""
+    parts = text.split(":")
+    if len(parts) not in (2, 3) or not all(part.strip() for part in parts):
+        raise DemotionInputError(f"--param {text!r}: expected KERNEL:PARAM or KERNEL:PARAM:align")
+    option = "do_not_specialize"
+    if len(parts) == 3:
+        if parts[2] != "align":
+            raise DemotionInputError(f"--param {text!r}: the only suffix is ':align', not {parts[2]!r}")
+        option = "do_not_specialize_on_alignment"
+    return Demotion(kernel=parts[0].strip(), param=parts[1].strip(), option=option, origin="--param")
+
+
+def _advice_request(
+    origin: str, kernel: str, param: str, advice: object, file: object, line: object
+) -> Demotion | AdviceNote | None:
+    if advice is None:
+        return None
+    if not isinstance(advice, str) or advice not in OPTION_FOR_ADVICE:
+        raise DemotionInputError(f"{origin}: kernel `{kernel}` parameter `{param}`: unknown advice {advice!r}")
+    option = OPTION_FOR_ADVICE[advice]
+    if option is None:
+        return AdviceNote(kernel, param, advice)
+    return Demotion(
+        kernel=kernel,
+        param=param,
+        option=option,
+        origin=origin,
+        file=file if isinstance(file, str) else None,
+        line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+        advice=advice,
+    )
+
+
+def load_report(path: str | Path) -> tuple[list[Demotion], list[AdviceNote]]:
+    """Read a runtime report or a scan JSON and return its rewrite requests and its notes.
+
+    Raises DemotionInputError (with the file name) when the file is unreadable, not JSON, or
+    neither kind of report.
+    """
+    origin = str(path)
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DemotionInputError(f"{origin}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise DemotionInputError(f"{origin}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise DemotionInputError(f"{origin}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    requests: list[Demotion | AdviceNote | None] = []
+    if isinstance(data, dict) and isinstance(data.get("kernels"), list):
+        for index, kernel in enumerate(data["kernels"]):
+            if not isinstance(kernel, dict) or not isinstance(kernel.get("name"), str):
+                raise DemotionInputError(f"{origin}: kernels[{index}] has no name")
+            params = kernel.get("params") or {}
+            if not isinstance(params, dict):
+                raise DemotionInputError(f"{origin}: kernel `{kernel['name']}`: params is not an object")
+            for param, info in params.items():
+                advice = info.get("advice") if isinstance(info, dict) else None
+                requests.append(
+                    _advice_request(origin, kernel["name"], param, advice, kernel.get("file"), kernel.get("line"))
+                )
+    elif isinstance(data, dict) and isinstance(data.get("findings"), list):
+        for index, finding in enumerate(data["findings"]):
+            if not isinstance(finding, dict) or not finding.get("kernel") or not finding.get("param"):
+                continue  # file-level findings name no parameter: nothing to rewrite
+            requests.append(
+                _advice_request(
+                    origin,
+                    str(finding["kernel"]),
+                    str(finding["param"]),
+                    finding.get("advice"),
+                    finding.get("file"),
+                    finding.get("line"),
+                )
+            )
+    else:
+        raise DemotionInputError(
+            f"{origin}: not a jitguard report or scan (expected a 'kernels' or 'findings' list)"
+        )
+    demotions = [item for item in requests if isinstance(item, Demotion)]
+    notes = [item for item in requests if isinstance(item, AdviceNote)]
+    return demotions, notes

@@ -1,0 +1,145 @@
+"""Files for `fix` and `scan`: walk PATHs, read sources safely, write atomically, run in parallel."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import click
+
+# Directories a walk never enters (an explicitly named path is always used).
+SKIPPED_DIRECTORIES = frozenset(
+    {".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "node_modules", "site-packages",
+     ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist", ".eggs"}
+)
+
+# Below this many files the pool costs more than it saves.
+PARALLEL_THRESHOLD = 16
+# A progress bar is drawn only for trees at least this large (and only on a terminal).
+PROGRESS_THRESHOLD = 200
+
+
+class PathInputError(ValueError):
+    """A PATH argument that cannot be used (does not exist)."""
+
+
+def python_files(paths: Sequence[str | Path]) -> list[Path]:
+    """Every `*.py`/`*.pyi` under `paths` (files named directly are kept whatever their suffix).
+
+    Raises PathInputError for a path that does not exist. The result is sorted and unique.
+    """
+    found: set[Path] = set()
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise PathInputError(f"{raw}: no such file or directory")
+        if not path.is_dir():
+            found.add(path)
+            continue
+        for root, directories, files in os.walk(path):
+            directories[:] = [d for d in directories if d not in SKIPPED_DIRECTORIES and not d.endswith(".egg-info")]
+            for name in files:
+                if name.endswith((".py", ".pyi")):
+                    found.add(Path(root, name))
+    return sorted(found)
+
+
+class SourceError(Exception):
+    """A file that cannot be used as Python source; str() is the one-line reason."""
+
+
+def read_source(path: Path) -> bytes:
+    """The bytes of `path`, checked to be UTF-8 text; raises SourceError with a short reason."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SourceError(f"cannot read ({exc.strerror or exc})") from None
+    if b"\x00" in data:
+        raise SourceError("binary file (contains NUL bytes), not Python source")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"not UTF-8 (byte {exc.start})") from None
+    return data
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` via a temporary file and a rename in the same directory.
+
+    An interrupted run leaves either the old file or the new one, never a mix; the file's
+    permission bits are kept.
+    """
+    mode = path.stat().st_mode & 0o7777
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".jitguard-tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where and whether to draw a progress bar."""
+
+    label: str
+    enabled: bool
+
+
+def progress_for(label: str, total: int, stream: object = None) -> Progress:
+    """A progress bar on stderr when stderr is a terminal and the tree is large."""
+    stream = sys.stderr if stream is None else stream
+    interactive = bool(getattr(stream, "isatty", lambda: False)())
+    return Progress(label, interactive and total >= PROGRESS_THRESHOLD)
+
+
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+
+
+def map_files(
+    function: Callable[[_Item], _Result], items: Sequence[_Item], jobs: int, progress: Progress | None = None
+) -> Iterator[_Result]:
+    """`map(function, items)` in input order, on `jobs` processes when there are enough items.
+
+    `function` must be a module-level function (it is pickled to the workers).
+    """
+    results: Iterable[_Result]
+    pool: ProcessPoolExecutor | None = None
+    if jobs > 1 and len(items) >= PARALLEL_THRESHOLD:
+        pool = ProcessPoolExecutor(max_workers=jobs)
+        chunk = max(1, min(64, len(items) // (jobs * 8)))
+        results = pool.map(function, items, chunksize=chunk)
+    else:
+        results = map(function, items)
+    try:
+        if progress is not None and progress.enabled:
+            with click.progressbar(results, length=len(items), label=progress.label, file=sys.stderr) as bar:
+                yield from bar
+        else:
+            yield from results
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+
+
+def default_jobs() -> int:
+    """One worker per CPU this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)

@@ -1,0 +1,254 @@
+"""Rewrite Triton `jit` decorators so chosen parameters stop specializing.
+
+Only the bytes of the decorator expression that must change are replaced; everything else in
+the file, comments and line endings included, is kept byte for byte. The decorator expression
+itself is edited as a libcst tree, so its own comments and layout survive too.
+
+    >>> src = b"import triton\\n@triton.jit\\ndef k(x_ptr, n):\\n    pass\\n"
+    >>> print(fix_source(src, {("k", 3): [("n", "do_not_specialize")]}).source.decode())
+    import triton
+    @triton.jit(do_not_specialize=["n"])
+    def k(x_ptr, n):
+        pass
+    <BLANKLINE>
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import libcst as cst
+
+from jitguard.codemod.kernels import DEMOTION_OPTIONS, TritonKernel, find_kernels, parse_source
+
+#: (kernel name, `def` line) -> [(parameter, option)], the plan for one file.
+FilePlan = Mapping[tuple[str, int], Sequence[tuple[str, str]]]
+
+
+class FixError(Exception):
+    """A requested change that cannot be made; the message names kernel and parameter."""
+
+
+@dataclass
+class KernelChange:
+    """What `fix_source` did (or would do) to one kernel."""
+
+    kernel: str
+    line: int
+    added: dict[str, list[str]]  # option -> parameter names added
+    already: list[str] = field(default_factory=list)  # parameters that were demoted already
+
+
+@dataclass
+class FixOutcome:
+    """The new source, what changed, and the requests that could not be applied."""
+
+    source: bytes
+    changes: list[KernelChange]
+    errors: list[str]
+
+    @property
+    def changed(self) -> bool:
+        """True when at least one decorator was rewritten."""
+        return any(change.added for change in self.changes)
+
+
+_Element = TypeVar("_Element", cst.Element, cst.Arg)
+
+
+def _plain_whitespace(whitespace: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:
+    """The same line break and indent, without a comment (a copied comment would duplicate it)."""
+    if isinstance(whitespace, cst.ParenthesizedWhitespace):
+        return cst.ParenthesizedWhitespace(
+            first_line=cst.TrailingWhitespace(),
+            empty_lines=[],
+            indent=whitespace.indent,
+            last_line=whitespace.last_line,
+        )
+    return whitespace
+
+
+def _append(
+    elements: Sequence[_Element],
+    new: list[_Element],
+    opening: cst.BaseParenthesizableWhitespace,
+) -> list[_Element]:
+    """`elements + new`, with separators that follow the existing layout (one line or one per line)."""
+    if not elements:
+        separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        return [item.with_changes(comma=separator) for item in new[:-1]] + [new[-1]]
+    last = elements[-1]
+    trailing = last.comma
+    if len(elements) >= 2 and isinstance(elements[-2].comma, cst.Comma):
+        previous = elements[-2].comma
+        separator = previous.with_changes(whitespace_after=_plain_whitespace(previous.whitespace_after))
+    elif isinstance(opening, cst.ParenthesizedWhitespace):
+        separator = cst.Comma(whitespace_after=_plain_whitespace(opening))
+    else:
+        separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    head = [*elements[:-1], last.with_changes(comma=separator)]
+    body = [item.with_changes(comma=separator) for item in new[:-1]]
+    return head + body + [new[-1].with_changes(comma=trailing)]
+
+
+def _string(name: str, quote: str) -> cst.SimpleString:
+    return cst.SimpleString(f"{quote}{name}{quote}")
+
+
+def _option_arg(option: str, names: list[str], quote: str) -> cst.Arg:
+    elements = _append([], [cst.Element(_string(name, quote)) for name in names], cst.SimpleWhitespace(""))
+    return cst.Arg(
+        keyword=cst.Name(option),
+        value=cst.List(elements),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+
+
+def _extend_sequence(value: cst.BaseExpression, names: list[str], quote: str) -> cst.BaseExpression:
+    if not isinstance(value, (cst.List, cst.Tuple)):
+        raise FixError("is not a literal list")
+    new = [cst.Element(_string(name, quote)) for name in names]
+    if isinstance(value, cst.List):
+        return value.with_changes(elements=_append(value.elements, new, value.lbracket.whitespace_after))
+    if not value.lpar:  # a bare tuple `a, b` cannot be a keyword value without parentheses
+        raise FixError("is not a literal list")
+    elements = _append(value.elements, new, value.lpar[0].whitespace_after)
+    if len(elements) == 1:  # ("a",) is a tuple only with its comma
+        elements[0] = elements[0].with_changes(comma=cst.Comma())
+    return value.with_changes(elements=elements)
+
+
+def add_demotions(decorator: cst.BaseExpression, additions: Mapping[str, list[str]], quote: str = '"') -> cst.BaseExpression:
+    """Return `decorator` (`triton.jit`, `jit(...)`, ...) with `additions` merged into its options.
+
+    `additions` maps an option (`do_not_specialize` or `do_not_specialize_on_alignment`) to
+    parameter names that are not listed yet; existing entries keep their place and spelling.
+    """
+    wanted = {option: names for option, names in additions.items() if names}
+    if not wanted:
+        return decorator
+    if not isinstance(decorator, cst.Call):
+        args = [_option_arg(option, wanted[option], quote) for option in DEMOTION_OPTIONS if option in wanted]
+        return cst.Call(func=decorator, args=_append([], args, cst.SimpleWhitespace("")))
+    args = list(decorator.args)
+    missing: list[cst.Arg] = []
+    for option in DEMOTION_OPTIONS:
+        if option not in wanted:
+            continue
+        for position, arg in enumerate(args):
+            if arg.keyword is not None and arg.keyword.value == option:
+                try:
+                    args[position] = arg.with_changes(value=_extend_sequence(arg.value, wanted[option], quote))
+                except FixError as exc:
+                    raise FixError(f"{option} {exc}") from None
+                break
+        else:
+            missing.append(_option_arg(option, wanted[option], quote))
+    if missing:
+        args = _append(args, missing, decorator.whitespace_before_args)
+    return decorator.with_changes(args=args)
+
+
+def _preferred_quote(decorator_text: str, source: bytes) -> str:
+    for quote in ('"', "'"):
+        if quote in decorator_text:
+            return quote
+    return "'" if source.count(b"'") > source.count(b'"') else '"'
+
+
+def _line_offsets(source: bytes) -> list[int]:
+    """Byte offset of the start of each line (1-based line n starts at offsets[n-1])."""
+    offsets = [0]
+    for line in source.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(line))
+    return offsets
+
+
+def plan_for_kernel(kernel: TritonKernel, requests: Sequence[tuple[str, str]]) -> tuple[KernelChange, list[str]]:
+    """Decide which names to add to which option of one kernel; return the change and errors."""
+    change = KernelChange(kernel.name, kernel.line, {})
+    errors: list[str] = []
+    where = f"kernel `{kernel.name}` (line {kernel.line})"
+    listed = {option: kernel.demoted(option) for option in DEMOTION_OPTIONS}
+    for param_name, option in requests:
+        if option not in DEMOTION_OPTIONS:
+            errors.append(f"{where}: unknown option `{option}`")
+            continue
+        param = kernel.param(param_name)
+        if param is None:
+            known = ", ".join(p.name for p in kernel.params)
+            errors.append(f"{where} has no parameter `{param_name}` (parameters: {known})")
+            continue
+        if param.is_constexpr:
+            errors.append(
+                f"{where}: `{param_name}` is tl.constexpr and cannot be demoted (Triton raises a "
+                "CompilationError); make it a runtime argument or bucket its values"
+            )
+            continue
+        stronger = listed["do_not_specialize"]
+        if param_name in listed[option] or (option != "do_not_specialize" and param_name in stronger):
+            if param_name not in change.already:
+                change.already.append(param_name)
+            continue
+        existing = kernel.demotions.get(option)
+        if existing is not None and not existing.literal:
+            errors.append(f"{where}: {option} is not a literal list; add `{param_name}` to it by hand")
+            continue
+        added = change.added.setdefault(option, [])
+        if param_name not in added:
+            added.append(param_name)
+    return change, errors
+
+
+def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None = None) -> FixOutcome:
+    """Apply `plan` to the kernels of one file; other bytes are returned unchanged.
+
+    A plan entry whose kernel is not found is reported in `errors`, as is every request that
+    cannot be applied (not a parameter, a constexpr, a non-literal list).
+    """
+    if kernels is None:
+        kernels = find_kernels(source)
+    by_key = {(kernel.name, kernel.line): kernel for kernel in kernels}
+    changes: list[KernelChange] = []
+    errors: list[str] = []
+    edits: list[tuple[TritonKernel, dict[str, list[str]]]] = []
+    for key, requests in plan.items():
+        kernel = by_key.get(key)
+        if kernel is None:
+            errors.append(f"kernel `{key[0]}` not found at line {key[1]}")
+            continue
+        change, kernel_errors = plan_for_kernel(kernel, requests)
+        errors.extend(kernel_errors)
+        changes.append(change)
+        if change.added:
+            edits.append((kernel, change.added))
+    if not edits:
+        return FixOutcome(source, changes, errors)
+    offsets = _line_offsets(source)
+    pieces: list[bytes] = []
+    cursor = 0
+    # Edit from the top; spans never overlap since each kernel has its own decorator.
+    for kernel, added in sorted(edits, key=lambda item: item[0].decorator_span):
+        line, col, end_line, end_col = kernel.decorator_span
+        start, end = offsets[line - 1] + col, offsets[end_line - 1] + end_col
+        text = source[start:end].decode("utf-8")
+        try:
+            new_text = cst.Module([]).code_for_node(
+                add_demotions(cst.parse_expression(text), added, _preferred_quote(text, source))
+            )
+        except FixError as exc:
+            errors.append(f"kernel `{kernel.name}` (line {kernel.line}): {exc}; edit it by hand")
+            added.clear()
+            continue
+        pieces += [source[cursor:start], new_text.encode("utf-8")]
+        cursor = end
+    pieces.append(source[cursor:])
+    new_source = b"".join(pieces)
+    try:
+        parse_source(new_source)
+    except (SyntaxError, ValueError) as exc:  # a bug here must never reach the user's file
+        raise RuntimeError(f"jitguard produced invalid Python ({exc}); nothing written") from exc
+    return FixOutcome(new_source, changes, errors)
+

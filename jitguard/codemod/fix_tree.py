@@ -1,0 +1,219 @@
+"""`jitguard fix` over a tree: find the requested kernels, plan each file's edits, apply them.
+
+Two passes: a parallel survey (which file defines which kernel; only files whose text defines a
+requested name are parsed), then the edits on the few files that need them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jitguard.codemod.demotions import Demotion
+from jitguard.codemod.files import Progress, SourceError, map_files, read_source, write_atomically
+from jitguard.codemod.fix import FixOutcome, KernelChange, fix_source
+from jitguard.codemod.kernels import find_kernels, might_contain_kernels, parse_source
+from jitguard.codemod.scan import scan_kernel
+
+
+@dataclass(frozen=True)
+class KernelSite:
+    """Where one kernel is defined."""
+
+    path: Path
+    name: str
+    qualname: str
+    line: int
+    first_line: int
+    end_line: int
+
+
+@dataclass
+class FileSurvey:
+    """Pass one over a file: its kernels, warnings about existing lists, or why it was skipped."""
+
+    path: Path
+    digest: str = ""
+    kernels: list[KernelSite] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        return f"syntax error at line {exc.lineno}: {exc.msg}"
+    return str(exc)
+
+
+def survey_file(task: tuple[Path, bytes | None]) -> FileSurvey:
+    """Read and parse one file if its text may define a requested kernel (`task[1]` a regex)."""
+    path, defines = task
+    survey = FileSurvey(path)
+    try:
+        source = read_source(path)
+    except SourceError as exc:
+        survey.error = str(exc)
+        return survey
+    survey.digest = hashlib.sha256(source).hexdigest()
+    if not might_contain_kernels(source) or (defines is not None and not re.search(defines, source)):
+        return survey
+    try:
+        tree = parse_source(source)
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        survey.error = _error_text(exc)
+        return survey
+    lines = source.decode("utf-8").splitlines()
+    for kernel in find_kernels(source, tree):
+        survey.kernels.append(
+            KernelSite(path, kernel.name, kernel.qualname, kernel.line, kernel.first_line, kernel.end_line)
+        )
+        for finding in scan_kernel(kernel, str(path), lines):
+            if finding.rule in ("JG104", "JG105"):
+                survey.warnings.append(f"{path}:{finding.line}: {finding.message}")
+    return survey
+
+
+def definition_pattern(demotions: Sequence[Demotion]) -> bytes:
+    """A regex that matches `def NAME` for every kernel the requests name."""
+    names = sorted({demotion.kernel.rsplit(".", 1)[-1] for demotion in demotions})
+    return rb"\bdef[ \t]+(?:" + b"|".join(re.escape(name.encode()) for name in names) + rb")\b"
+
+
+def _matches(spec: str, site: KernelSite) -> bool:
+    return spec in (site.name, site.qualname) or site.qualname.endswith("." + spec)
+
+
+def _shared_tail(a: Path, b: Path) -> int:
+    count = 0
+    for left, right in zip(reversed(a.parts), reversed(b.parts)):
+        if left != right:
+            break
+        count += 1
+    return count
+
+
+def choose_sites(demotion: Demotion, sites: Sequence[KernelSite]) -> list[KernelSite]:
+    """The kernels a request means: same name; then the best file-path match; then the line."""
+    candidates = [site for site in sites if _matches(demotion.kernel, site)]
+    if demotion.file and len(candidates) > 1:
+        wanted = Path(demotion.file)
+        scores = [_shared_tail(wanted, site.path.resolve()) for site in candidates]
+        best = max(scores)
+        if best > 0:
+            candidates = [site for site, score in zip(candidates, scores) if score == best]
+    if demotion.line is not None and len(candidates) > 1:
+        around = [site for site in candidates if site.first_line <= demotion.line <= site.end_line]
+        candidates = around or candidates
+    return candidates
+
+
+@dataclass
+class FileResult:
+    """Pass two over one file: the outcome, or the error that stopped it."""
+
+    path: Path
+    original: bytes = b""
+    outcome: FixOutcome | None = None
+    error: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        """True when the file's bytes would change."""
+        return self.outcome is not None and self.outcome.source != self.original
+
+
+@dataclass
+class FixRun:
+    """Everything a `fix` run found and did, for the command to print."""
+
+    files_checked: int = 0
+    results: list[FileResult] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # one line each, already prefixed with a path
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def changes(self) -> list[tuple[Path, KernelChange]]:
+        """Every kernel whose decorator changes, with its file."""
+        return [
+            (result.path, change)
+            for result in self.results
+            if result.outcome is not None
+            for change in result.outcome.changes
+            if change.added
+        ]
+
+
+def fix_paths(
+    files: Sequence[Path], demotions: Sequence[Demotion], jobs: int = 1, progress: Progress | None = None
+) -> FixRun:
+    """Plan and compute the edits that `demotions` ask for in `files` (nothing is written here)."""
+    run = FixRun(files_checked=len(files))
+    if not demotions:
+        return run
+    pattern = definition_pattern(demotions)
+    surveys = list(map_files(survey_file, [(path, pattern) for path in files], jobs, progress))
+    sites: list[KernelSite] = []
+    digests: dict[Path, str] = {}
+    for survey in surveys:
+        if survey.error:
+            run.errors.append(f"{survey.path}: {survey.error}")
+        run.warnings.extend(survey.warnings)
+        sites.extend(survey.kernels)
+        digests[survey.path] = survey.digest
+    plans: dict[Path, dict[tuple[str, int], list[tuple[str, str]]]] = defaultdict(lambda: defaultdict(list))
+    for demotion in demotions:
+        chosen = choose_sites(demotion, sites)
+        if not chosen:
+            where = f" (reported at {demotion.file}:{demotion.line})" if demotion.file else ""
+            line = f"{demotion.origin}: kernel `{demotion.kernel}`{where} not found under the given paths"
+            if line not in run.errors:
+                run.errors.append(line)
+            continue
+        for site in chosen:
+            request = (demotion.param, demotion.option)
+            planned = plans[site.path][(site.name, site.line)]
+            if request not in planned:
+                planned.append(request)
+    for path in sorted(plans):
+        result = FileResult(path)
+        run.results.append(result)
+        try:
+            result.original = read_source(path)
+        except SourceError as exc:
+            result.error = str(exc)
+            run.errors.append(f"{path}: {exc}")
+            continue
+        if hashlib.sha256(result.original).hexdigest() != digests.get(path):
+            result.error = "changed while jitguard was running; run it again"
+            run.errors.append(f"{path}: {result.error}")
+            continue
+        result.outcome = fix_source(result.original, plans[path])
+        run.errors.extend(f"{path}: {message}" for message in result.outcome.errors)
+    return run
+
+
+def write_changes(run: FixRun) -> list[str]:
+    """Write every changed file atomically; return error lines for files that could not be written."""
+    errors: list[str] = []
+    for result in run.results:
+        if result.changed and result.outcome is not None:
+            try:
+                write_atomically(result.path, result.outcome.source)
+            except OSError as exc:
+                errors.append(f"{result.path}: cannot write ({exc.strerror or exc})")
+    return errors
+
+
+def unified_diff(result: FileResult) -> str:
+    """The change to one file as a unified diff (a/ and b/ prefixes, like git)."""
+    if result.outcome is None:
+        return ""
+    before = result.original.decode("utf-8").splitlines(keepends=True)
+    after = result.outcome.source.decode("utf-8").splitlines(keepends=True)
+    name = result.path.as_posix()
+    return "".join(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}"))
