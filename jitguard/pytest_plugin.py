@@ -1,8 +1,273 @@
-"""jitguard's pytest plugin (registered by the `pytest11` entry point). Work in progress (issue 5)."""
+"""jitguard's pytest plugin (loaded by the `pytest11` entry point): fail a test that adds a recompile.
+
+    @pytest.mark.no_recompiles(warmup=1)
+    def test_decode_sizes(jitguard_backend):
+        x = torch.randn(4096, device=jitguard_backend.device)
+        for num_tokens in (16, 17, 32):
+            my_op(x, num_tokens)
+
+- marker `no_recompiles(warmup=1, kernels=None)`: the test body runs inside
+  `jitguard.no_recompiles(warmup, kernels)`: a kernel that compiles a new variant after its first
+  `warmup` calls in the body fails the test with the list of new variants, their causes by
+  argument name, call sites and the fix. Marked tests get the `jitguard_backend` fixture.
+- fixture `jitguard_backend`: the real GPU when `torch.cuda.is_available()`, else the compile-only
+  backend `jitguard.offline()`; `.device` is the torch device to put tensors on.
+  `--jitguard-backend=offline-keys` computes keys only (fast), `=cuda` / `=offline` force one.
+- fixture `jitguard`: the `Recorder` of every compile during the test (`.events`, `.variants(name)`).
+- `--jitguard`: a terminal summary of compiles per test and per kernel (works with pytest-xdist).
+- `--jitguard-strict`: every test runs as if marked `no_recompiles()`.
+
+Verdicts do not depend on test order or on xdist: a guarded test body starts with empty
+in-memory caches for the kernels it calls (see `jitguard.no_recompiles`, `isolate`).
+Importing this module imports neither Triton nor torch.
+"""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from typing import Any, Iterator
 
-def pytest_configure(config) -> None:  # noqa: ANN001
-    config.addinivalue_line("markers", "no_recompiles(warmup=1, kernels=None): fail the test when a kernel "
-                            "compiles a new variant after its warm-up calls")
+import pytest
+
+MARKER = "no_recompiles"
+_MARKER_ARGS = ("warmup", "kernels")
+_PROPERTY = "jitguard"  # name of the user property that carries a test's compiles to the controller
+
+
+@dataclass(frozen=True)
+class Backend:
+    """What `jitguard_backend` picked: `name` "cuda" or "offline", `device` the torch device for
+    tensors ("cuda" or "cpu"), `compiles` False when only keys are computed (offline-keys)."""
+
+    name: str
+    device: str
+    compiles: bool = True
+
+
+# --- options, marker, configuration ---------------------------------------------------------------
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("jitguard", "Triton recompilation (jitguard)")
+    group.addoption("--jitguard", action="store_true", default=False,
+                    help="print a summary of Triton compiles per test and per kernel")
+    group.addoption("--jitguard-strict", action="store_true", default=False,
+                    help="fail any test whose kernels compile a new variant after their first call "
+                         "(as if every test were marked no_recompiles)")
+    group.addoption("--jitguard-backend", choices=("auto", "cuda", "offline", "offline-keys"), default="auto",
+                    help="backend of the jitguard_backend fixture: auto (GPU if CUDA is available, else offline), "
+                         "cuda, offline (compile for sm_90 without a GPU), offline-keys (keys only, no compiler)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "no_recompiles(warmup=1, kernels=None): fail the test when a Triton kernel compiles a new variant "
+        "after its first `warmup` calls in the test body (kernels: only judge these names)")
+    config.pluginmanager.register(JitguardSession(config), "jitguard-session")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker(MARKER) is not None:
+            names = getattr(item, "fixturenames", None)
+            if names is not None and "jitguard_backend" not in names:
+                names.insert(0, "jitguard_backend")  # first, so fixtures that call kernels see it
+
+
+# --- fixtures ---------------------------------------------------------------------------------------
+
+@pytest.fixture
+def jitguard_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """The backend kernels run on in this test: the GPU when CUDA is available, else `jitguard.offline()`."""
+    import torch
+    choice = request.config.getoption("jitguard_backend")
+    cuda = torch.cuda.is_available()
+    if choice == "auto":
+        choice = "cuda" if cuda else "offline"
+    if choice == "cuda":
+        if not cuda:
+            pytest.fail("jitguard: --jitguard-backend=cuda but torch.cuda.is_available() is False", pytrace=False)
+        yield Backend("cuda", "cuda", True)
+        return
+    from jitguard.offline import offline
+    compiles = choice == "offline"
+    with offline(compile=compiles):
+        yield Backend("offline", "cpu", compiles)
+
+
+@pytest.fixture
+def jitguard() -> Iterator[Any]:
+    """The `Recorder` of every Triton compile during this test (`.events`, `.variants(name)`, `.recompiles`)."""
+    from jitguard.monitor import watch
+    with watch() as recorder:
+        yield recorder
+
+
+# --- running a test ---------------------------------------------------------------------------------
+
+def _guard_for(item: pytest.Item, strict: bool) -> Any:
+    marker = item.get_closest_marker(MARKER)
+    if marker is None and not strict:
+        return None
+    from jitguard.no_recompiles import no_recompiles
+    if marker is None:
+        return no_recompiles(warmup=1)
+    unknown = sorted(set(marker.kwargs) - set(_MARKER_ARGS))
+    if unknown or len(marker.args) > len(_MARKER_ARGS):
+        bad = ", ".join(unknown) or f"{len(marker.args)} positional arguments"
+        pytest.fail(f"jitguard: @pytest.mark.no_recompiles got {bad}; it takes warmup=1, kernels=None",
+                    pytrace=False)
+    options = dict(zip(_MARKER_ARGS, marker.args))
+    options.update(marker.kwargs)
+    try:
+        return no_recompiles(**options)
+    except (TypeError, ValueError) as exc:
+        pytest.fail(f"jitguard: @pytest.mark.no_recompiles: {exc}", pytrace=False)
+
+
+_RECORDER = pytest.StashKey[Any]()
+_GUARD = pytest.StashKey[Any]()
+_FAILED_BY_GUARD = pytest.StashKey[str]()
+
+
+class JitguardSession:
+    """The plugin's per-session part: guards marked tests, records compiles, prints the summary."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.summary = bool(config.getoption("jitguard"))
+        self.strict = bool(config.getoption("jitguard_strict"))
+        self.installed_monitor = False
+        self.per_test: dict[str, list[dict]] = {}  # nodeid -> compiles, read back from the reports
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[Any]:
+        if not self.summary:
+            return (yield)
+        from jitguard import monitor
+        if monitor.current() is None:
+            monitor.install(summary=False)  # one monitor for the session: variant numbers stay process-wide
+            self.installed_monitor = True
+        with monitor.watch() as recorder:
+            item.stash[_RECORDER] = recorder
+            try:
+                return (yield)
+            finally:
+                del item.stash[_RECORDER]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Iterator[Any]:
+        guard = _guard_for(item, self.strict)
+        if guard is None:
+            return (yield)
+        item.stash[_GUARD] = guard
+        from jitguard.monitor import RecompileError
+        try:
+            with guard:
+                result = yield
+        except RecompileError as exc:
+            item.stash[_FAILED_BY_GUARD] = str(exc) + "\n\n" + self._checked_by(item)
+            raise
+        return result
+
+    def _checked_by(self, item: pytest.Item) -> str:
+        marker = item.get_closest_marker(MARKER)
+        if marker is None:
+            why = "--jitguard-strict (every test runs as if marked no_recompiles(warmup=1))"
+        else:
+            shown = [repr(a) for a in marker.args] + [f"{k}={v!r}" for k, v in marker.kwargs.items()]
+            why = f"@pytest.mark.no_recompiles({', '.join(shown)})"
+        path, line, _ = item.location
+        where = f"{path}:{line + 1}" if line is not None else path
+        return f"(checked by jitguard: {why} on {item.name}, {where})"
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Iterator[Any]:
+        if call.when == "teardown" and _RECORDER in item.stash:
+            guard = item.stash.get(_GUARD, None)
+            item.user_properties.append((_PROPERTY, json.dumps(_compiles_of(item.stash[_RECORDER], guard))))
+        report = yield
+        message = item.stash.get(_FAILED_BY_GUARD, None)
+        if call.when == "call" and message is not None and report.failed:
+            report.longrepr = message  # the list of new variants says it all: no plugin traceback
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        for name, value in getattr(report, "user_properties", ()):
+            if name == _PROPERTY:
+                self.per_test[report.nodeid] = json.loads(value)
+
+    def pytest_sessionfinish(self) -> None:
+        if self.installed_monitor:
+            from jitguard import monitor
+            monitor.uninstall()
+            self.installed_monitor = False
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.summary or hasattr(self.config, "workerinput"):
+            return
+        lines = summary_lines(self.per_test)
+        terminalreporter.write_sep("=", lines[0])
+        for line in lines[1:]:
+            terminalreporter.write_line(line)
+
+
+def _compiles_of(recorder: Any, guard: Any) -> list[dict]:
+    late = {id(c.event) for c in guard.new_variants} if guard is not None else set()
+    out = []
+    for event in recorder.events:
+        out.append({"kernel": event.kernel, "where": f"{event.file}:{event.line}", "variant": event.variant,
+                    "ms": event.compile_ms, "disk_hit": event.disk_cache_hit, "after_warmup": id(event) in late,
+                    "causes": [[c.param, c.advice] for c in event.causes]})
+    return out
+
+
+def summary_lines(per_test: dict[str, list[dict]]) -> list[str]:
+    """The `--jitguard` summary: compiles per test, then per kernel (variants, ms, tests, causes)."""
+    lines = ["jitguard: Triton compiles"]
+    compiled = {nodeid: compiles for nodeid, compiles in per_test.items() if compiles}
+    if not compiled:
+        lines.append(f"no Triton kernel compiled in {len(per_test)} tests")
+        return lines
+    lines.append(f"per test ({len(compiled)} of {len(per_test)} tests compiled):")
+    width = max(len(n) for n in compiled)
+    for nodeid in sorted(compiled):
+        compiles = compiled[nodeid]
+        per_kernel: dict[str, int] = {}
+        for c in compiles:
+            per_kernel[c["kernel"]] = per_kernel.get(c["kernel"], 0) + 1
+        ms = sum(c["ms"] or 0.0 for c in compiles)
+        hits = sum(1 for c in compiles if c["disk_hit"])
+        late = sum(1 for c in compiles if c["after_warmup"])
+        kernels = ", ".join(f"{k} x{n}" for k, n in per_kernel.items())
+        extra = f", {hits} from disk cache" if hits else ""
+        verdict = f"  {late} NEW AFTER WARM-UP" if late else ""
+        what = "compile" if len(compiles) == 1 else "compiles"
+        lines.append(f"  {nodeid.ljust(width)}  {len(compiles)} {what} ({ms:.0f} ms{extra}): {kernels}{verdict}")
+    lines.append("per kernel:")
+    rows: dict[tuple[str, str], dict] = {}
+    for nodeid, compiles in compiled.items():
+        for c in compiles:
+            row = rows.setdefault((c["kernel"], c["where"]), {"compiles": 0, "ms": 0.0, "tests": set(),
+                                                              "late": 0, "causes": {}})
+            row["compiles"] += 1
+            row["ms"] += c["ms"] or 0.0
+            row["tests"].add(nodeid)
+            row["late"] += 1 if c["after_warmup"] else 0
+            for param, advice in c["causes"]:
+                key = f"{param} ({advice})" if advice and advice != "expected" else param
+                row["causes"][key] = row["causes"].get(key, 0) + 1
+    header = ("kernel", "compiles", "ms", "tests", "after warm-up", "causes")
+    table = []
+    for (kernel, where), row in sorted(rows.items(), key=lambda kv: -kv[1]["compiles"]):
+        causes = ", ".join(f"{k} x{n}" for k, n in sorted(row["causes"].items(), key=lambda kv: -kv[1]))
+        table.append((kernel, str(row["compiles"]), f"{row['ms']:.0f}", str(len(row["tests"])), str(row["late"]),
+                      causes or "-"))
+    widths = [max(len(r[i]) for r in table + [header]) for i in range(5)]
+    for row in [header] + table:
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row[:5], widths)) + "  " + row[5])
+    lines.append("(a guarded test compiles its kernels afresh, often from Triton's disk cache: see jitguard.no_recompiles)")
+    return lines

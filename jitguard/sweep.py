@@ -24,10 +24,9 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from jitguard.call_scope import CallScope, KernelCall, KernelId, open_scopes
 from jitguard.events import Cause, CompileEvent
 from jitguard.explain import fix_hint
-from jitguard.no_recompiles import short_path, without_weaker_advice
+from jitguard.no_recompiles import CallScope, KernelCall, KernelId, open_scopes, short_path, without_weaker_advice
 
 
 @dataclass
