@@ -153,3 +153,20 @@ def test_sigterm_is_forwarded_and_its_exit_code_returned(tmp_path: Path, triton_
     assert launcher.returncode == 3, err
     assert "child got SIGTERM" in out
     assert "no process imported Triton" in err
+
+
+def _sitecustomize_import_ms(env: dict) -> float:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"], env=env, capture_output=True,
+                          text=True, check=True)
+    for line in proc.stderr.splitlines():
+        fields = [f.strip() for f in line.split("|")]
+        if len(fields) == 3 and fields[2] == "sitecustomize":
+            return int(fields[1]) / 1000.0
+    raise AssertionError(f"no sitecustomize import in:\n{proc.stderr[-2000:]}")
+
+
+def test_bootstrap_costs_under_20_ms_in_a_process_without_triton(tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=BOOTSTRAP_DIR, JITGUARD="1", JITGUARD_DIR=str(tmp_path))
+    # The best of a few runs: the cost of the bootstrap itself, not of a busy machine.
+    best = min(_sitecustomize_import_ms(env) for _ in range(5))
+    assert best < 20.0, f"the bootstrap sitecustomize took {best:.1f} ms to import"
