@@ -51,7 +51,7 @@ def _moe_count_kernel(
     tl.store(rank_ptr + offs, rank, mask=valid)
 
 
-@triton.jit(do_not_specialize=["num_blocks"])
+@triton.jit(do_not_specialize=["num_blocks", "block_size"])
 def _moe_block_experts_kernel(
     counts_ptr,
     starts_ptr,
