@@ -70,15 +70,25 @@ def _plain_whitespace(whitespace: cst.BaseParenthesizableWhitespace) -> cst.Base
     return whitespace
 
 
+def _has_comment(whitespace: object) -> bool:
+    return isinstance(whitespace, cst.ParenthesizedWhitespace) and whitespace.first_line.comment is not None
+
+
 def _append(
     elements: Sequence[_Element],
     new: list[_Element],
     opening: cst.BaseParenthesizableWhitespace,
-) -> list[_Element]:
-    """`elements + new`, with separators that follow the existing layout (one line or one per line)."""
+    closing: cst.BaseParenthesizableWhitespace | None = None,
+) -> tuple[list[_Element], cst.BaseParenthesizableWhitespace | None]:
+    """`elements + new`, with separators that follow the existing layout (one line or one per line).
+
+    `closing` is the whitespace before the closing bracket; a comment there belongs to the old
+    last element, so it moves to the line of that element. Returns the elements and the new
+    closing whitespace (None: unchanged).
+    """
     if not elements:
         separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        return [item.with_changes(comma=separator) for item in new[:-1]] + [new[-1]]
+        return [item.with_changes(comma=separator) for item in new[:-1]] + [new[-1]], None
     last = elements[-1]
     trailing = last.comma
     if len(elements) >= 2 and isinstance(elements[-2].comma, cst.Comma):
@@ -88,9 +98,27 @@ def _append(
         separator = cst.Comma(whitespace_after=_plain_whitespace(opening))
     else:
         separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    head = [*elements[:-1], last.with_changes(comma=separator)]
+    last_separator = separator
+    new_closing = None
+    # The comment that ends the old last line: after its trailing comma (calls) or before the bracket.
+    if isinstance(trailing, cst.Comma) and _has_comment(trailing.whitespace_after):
+        commented = trailing.whitespace_after
+        trailing = trailing.with_changes(whitespace_after=_plain_whitespace(commented))
+    elif closing is not None and _has_comment(closing):
+        commented = closing
+        new_closing = _plain_whitespace(closing)
+    else:
+        commented = None
+    if commented is not None and isinstance(separator.whitespace_after, cst.ParenthesizedWhitespace):
+        last_separator = separator.with_changes(
+            whitespace_after=separator.whitespace_after.with_changes(first_line=commented.first_line)  # type: ignore[union-attr]
+        )
+    else:
+        new_closing = None
+        trailing = last.comma
+    head = [*elements[:-1], last.with_changes(comma=last_separator)]
     body = [item.with_changes(comma=separator) for item in new[:-1]]
-    return head + body + [new[-1].with_changes(comma=trailing)]
+    return head + body + [new[-1].with_changes(comma=trailing)], new_closing
 
 
 def _string(name: str, quote: str) -> cst.SimpleString:
@@ -98,7 +126,7 @@ def _string(name: str, quote: str) -> cst.SimpleString:
 
 
 def _option_arg(option: str, names: list[str], quote: str) -> cst.Arg:
-    elements = _append([], [cst.Element(_string(name, quote)) for name in names], cst.SimpleWhitespace(""))
+    elements, _ = _append([], [cst.Element(_string(name, quote)) for name in names], cst.SimpleWhitespace(""))
     return cst.Arg(
         keyword=cst.Name(option),
         value=cst.List(elements),
@@ -111,10 +139,15 @@ def _extend_sequence(value: cst.BaseExpression, names: list[str], quote: str) ->
         raise FixError("is not a literal list")
     new = [cst.Element(_string(name, quote)) for name in names]
     if isinstance(value, cst.List):
-        return value.with_changes(elements=_append(value.elements, new, value.lbracket.whitespace_after))
+        elements, closing = _append(value.elements, new, value.lbracket.whitespace_after, value.rbracket.whitespace_before)
+        if closing is not None:
+            value = value.with_changes(rbracket=value.rbracket.with_changes(whitespace_before=closing))
+        return value.with_changes(elements=elements)
     if not value.lpar:  # a bare tuple `a, b` cannot be a keyword value without parentheses
         raise FixError("is not a literal list")
-    elements = _append(value.elements, new, value.lpar[0].whitespace_after)
+    elements, closing = _append(value.elements, new, value.lpar[0].whitespace_after, value.rpar[0].whitespace_before)
+    if closing is not None:
+        value = value.with_changes(rpar=[value.rpar[0].with_changes(whitespace_before=closing), *value.rpar[1:]])
     if len(elements) == 1:  # ("a",) is a tuple only with its comma
         elements[0] = elements[0].with_changes(comma=cst.Comma())
     return value.with_changes(elements=elements)
@@ -131,7 +164,7 @@ def add_demotions(decorator: cst.BaseExpression, additions: Mapping[str, list[st
         return decorator
     if not isinstance(decorator, cst.Call):
         args = [_option_arg(option, wanted[option], quote) for option in DEMOTION_OPTIONS if option in wanted]
-        return cst.Call(func=decorator, args=_append([], args, cst.SimpleWhitespace("")))
+        return cst.Call(func=decorator, args=_append([], args, cst.SimpleWhitespace(""))[0])
     args = list(decorator.args)
     missing: list[cst.Arg] = []
     for option in DEMOTION_OPTIONS:
@@ -147,7 +180,7 @@ def add_demotions(decorator: cst.BaseExpression, additions: Mapping[str, list[st
         else:
             missing.append(_option_arg(option, wanted[option], quote))
     if missing:
-        args = _append(args, missing, decorator.whitespace_before_args)
+        args, _ = _append(args, missing, decorator.whitespace_before_args)
     return decorator.with_changes(args=args)
 
 

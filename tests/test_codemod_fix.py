@@ -1,0 +1,503 @@
+"""`jitguard fix` at the source level: (before, after) tables, idempotency, untouched files."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jitguard.codemod.fix import fix_source
+from jitguard.codemod.kernels import find_kernels
+
+DNS = "do_not_specialize"
+ALIGN = "do_not_specialize_on_alignment"
+
+
+def _src(text: str) -> bytes:
+    return textwrap.dedent(text).lstrip("\n").encode()
+
+
+def _plan(source: bytes, kernel: str, requests: list[tuple[str, str]]) -> dict:
+    matches = [k for k in find_kernels(source) if k.name == kernel]
+    assert len(matches) == 1, f"expected one kernel {kernel!r}, found {len(matches)}"
+    return {(kernel, matches[0].line): requests}
+
+
+# (id, before, kernel, requests, after)
+DECORATOR_FORMS = [
+    (
+        "bare-triton-jit",
+        """
+        import triton
+        @triton.jit
+        def add(x_ptr, n):
+            pass
+        """,
+        "add", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=["n"])
+        def add(x_ptr, n):
+            pass
+        """,
+    ),
+    (
+        "empty-call",
+        """
+        import triton
+        @triton.jit()
+        def add(x_ptr, n):
+            pass
+        """,
+        "add", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=["n"])
+        def add(x_ptr, n):
+            pass
+        """,
+    ),
+    (
+        "call-with-debug",
+        """
+        import triton
+        @triton.jit(debug=True)
+        def add(x_ptr, n):
+            pass
+        """,
+        "add", [("n", ALIGN)],
+        """
+        import triton
+        @triton.jit(debug=True, do_not_specialize_on_alignment=["n"])
+        def add(x_ptr, n):
+            pass
+        """,
+    ),
+    (
+        "from-triton-import-jit",
+        """
+        from triton import jit
+        @jit
+        def add(x_ptr, n):  # kernel
+            pass
+        """,
+        "add", [("n", DNS)],
+        """
+        from triton import jit
+        @jit(do_not_specialize=["n"])
+        def add(x_ptr, n):  # kernel
+            pass
+        """,
+    ),
+    (
+        "module-alias",
+        """
+        import triton as tr
+        @tr.jit
+        def add(x_ptr, n):
+            pass
+        """,
+        "add", [("n", DNS)],
+        """
+        import triton as tr
+        @tr.jit(do_not_specialize=["n"])
+        def add(x_ptr, n):
+            pass
+        """,
+    ),
+    (
+        "jit-alias",
+        """
+        from triton import jit as tjit
+        @tjit
+        def add(x_ptr, n):
+            pass
+        """,
+        "add", [("n", DNS)],
+        """
+        from triton import jit as tjit
+        @tjit(do_not_specialize=["n"])
+        def add(x_ptr, n):
+            pass
+        """,
+    ),
+    (
+        "reexported-module",
+        """
+        from vllm.triton_utils import tl, triton
+        @triton.jit
+        def add(x_ptr, n, BLOCK: tl.constexpr):
+            pass
+        """,
+        "add", [("n", DNS)],
+        """
+        from vllm.triton_utils import tl, triton
+        @triton.jit(do_not_specialize=["n"])
+        def add(x_ptr, n, BLOCK: tl.constexpr):
+            pass
+        """,
+    ),
+    (
+        "under-autotune-and-heuristics",
+        """
+        import triton
+        @triton.autotune(configs=[triton.Config({}, num_warps=4)], key=["n"])
+        @triton.heuristics({"EVEN": lambda args: args["n"] % 16 == 0})
+        @triton.jit
+        def add(x_ptr, n, EVEN):
+            pass
+        """,
+        "add", [("n", DNS)],
+        """
+        import triton
+        @triton.autotune(configs=[triton.Config({}, num_warps=4)], key=["n"])
+        @triton.heuristics({"EVEN": lambda args: args["n"] % 16 == 0})
+        @triton.jit(do_not_specialize=["n"])
+        def add(x_ptr, n, EVEN):
+            pass
+        """,
+    ),
+    (
+        "staticmethod-in-class-with-comments",
+        """
+        import triton
+        class Kernel:
+            @staticmethod
+            # why this kernel exists
+            @triton.jit
+            def kernel(x_ptr, num_tokens, stride):
+                pass
+        """,
+        "kernel", [("num_tokens", DNS), ("stride", DNS)],
+        """
+        import triton
+        class Kernel:
+            @staticmethod
+            # why this kernel exists
+            @triton.jit(do_not_specialize=["num_tokens", "stride"])
+            def kernel(x_ptr, num_tokens, stride):
+                pass
+        """,
+    ),
+    (
+        "nested-definition",
+        """
+        import triton
+        def make():
+            @triton.jit
+            def inner(x_ptr, n):
+                pass
+            return inner
+        """,
+        "inner", [("n", DNS)],
+        """
+        import triton
+        def make():
+            @triton.jit(do_not_specialize=["n"])
+            def inner(x_ptr, n):
+                pass
+            return inner
+        """,
+    ),
+    (
+        "merge-names-and-indices-keep-order",
+        """
+        import triton
+        @triton.jit(do_not_specialize=[2, "m"])
+        def add(x_ptr, n, k, m):
+            pass
+        """,
+        "add", [("k", DNS), ("n", DNS), ("m", DNS)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=[2, "m", "n"])
+        def add(x_ptr, n, k, m):
+            pass
+        """,
+    ),
+    (
+        "merge-single-quotes-tuple",
+        """
+        import triton
+        @triton.jit(do_not_specialize=('m',))
+        def add(x_ptr, n, m):
+            pass
+        """,
+        "add", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=('m', 'n',))
+        def add(x_ptr, n, m):
+            pass
+        """,
+    ),
+    (
+        "multiline-list-with-comments",
+        """
+        import triton
+        @triton.jit(
+            do_not_specialize=[  # dynamic sizes
+                "m",  # tokens
+            ],
+            debug=False,
+        )
+        def add(x_ptr, n, m):
+            pass
+        """,
+        "add", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(
+            do_not_specialize=[  # dynamic sizes
+                "m",  # tokens
+                "n",
+            ],
+            debug=False,
+        )
+        def add(x_ptr, n, m):
+            pass
+        """,
+    ),
+    (
+        "multiline-call-new-keyword",
+        """
+        import triton
+        @triton.jit(
+            launch_metadata=None,
+        )
+        def add(x_ptr, n, m):
+            pass
+        """,
+        "add", [("n", DNS), ("x_ptr", ALIGN)],
+        """
+        import triton
+        @triton.jit(
+            launch_metadata=None,
+            do_not_specialize=["n"],
+            do_not_specialize_on_alignment=["x_ptr"],
+        )
+        def add(x_ptr, n, m):
+            pass
+        """,
+    ),
+    (
+        "multiline-call-comment-on-last-argument",
+        """
+        import triton
+        @triton.jit(
+            debug=False,  # keep me
+        )
+        def add(x_ptr, n):
+            pass
+        """,
+        "add", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(
+            debug=False,  # keep me
+            do_not_specialize=["n"],
+        )
+        def add(x_ptr, n):
+            pass
+        """,
+    ),
+    (
+        "multiline-list-without-trailing-comma",
+        """
+        import triton
+        @triton.jit(do_not_specialize=[
+            "m"  # tokens
+        ])
+        def add(x_ptr, n, m):
+            pass
+        """,
+        "add", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=[
+            "m",  # tokens
+            "n"
+        ])
+        def add(x_ptr, n, m):
+            pass
+        """,
+    ),
+    (
+        "align-already-covered-by-dns",
+        """
+        import triton
+        @triton.jit(do_not_specialize=["n"])
+        def add(x_ptr, n):
+            pass
+        """,
+        "add", [("n", ALIGN)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=["n"])
+        def add(x_ptr, n):
+            pass
+        """,
+    ),
+    (
+        "only-the-named-kernel-changes",
+        """
+        import triton
+
+        @triton.jit
+        def other(x_ptr, n):
+            pass
+
+        @triton.jit
+        def add(x_ptr, n):
+            pass
+        """,
+        "add", [("n", DNS)],
+        """
+        import triton
+
+        @triton.jit
+        def other(x_ptr, n):
+            pass
+
+        @triton.jit(do_not_specialize=["n"])
+        def add(x_ptr, n):
+            pass
+        """,
+    ),
+]
+
+
+@pytest.mark.parametrize("before, kernel, requests, after", [case[1:] for case in DECORATOR_FORMS],
+                         ids=[case[0] for case in DECORATOR_FORMS])
+def test_fix_rewrites_each_decorator_form(before: str, kernel: str, requests: list, after: str) -> None:
+    source = _src(before)
+    outcome = fix_source(source, _plan(source, kernel, requests))
+    assert outcome.errors == []
+    assert outcome.source.decode() == _src(after).decode()
+    ast.parse(outcome.source)
+
+
+@pytest.mark.parametrize("before, kernel, requests, after", [case[1:] for case in DECORATOR_FORMS],
+                         ids=[case[0] for case in DECORATOR_FORMS])
+def test_second_run_changes_nothing(before: str, kernel: str, requests: list, after: str) -> None:
+    once = fix_source(_src(before), _plan(_src(before), kernel, requests)).source
+    twice = fix_source(once, _plan(once, kernel, requests))
+    assert twice.source == once
+    assert not twice.changed
+
+
+def test_crlf_and_non_ascii_bytes_around_the_decorator_are_kept() -> None:
+    source = "# café ☕\r\nimport triton\r\n@triton.jit\r\ndef add(x_ptr, n):  # ünïcode\r\n    pass\r\n".encode()
+    outcome = fix_source(source, _plan(source, "add", [("n", DNS)]))
+    expected = "# café ☕\r\nimport triton\r\n@triton.jit(do_not_specialize=[\"n\"])\r\ndef add(x_ptr, n):  # ünïcode\r\n    pass\r\n"
+    assert outcome.source.decode() == expected
+
+
+def test_constexpr_parameter_is_refused_with_a_reason() -> None:
+    source = _src("""
+        import triton
+        import triton.language as tl
+        @triton.jit
+        def add(x_ptr, num_tokens: tl.constexpr):
+            pass
+    """)
+    outcome = fix_source(source, _plan(source, "add", [("num_tokens", DNS)]))
+    assert outcome.source == source
+    assert len(outcome.errors) == 1
+    assert "`num_tokens` is tl.constexpr" in outcome.errors[0]
+
+
+def test_unknown_parameter_is_an_error_that_lists_the_real_ones() -> None:
+    source = _src("""
+        import triton
+        @triton.jit
+        def add(x_ptr, n):
+            pass
+    """)
+    outcome = fix_source(source, _plan(source, "add", [("nn", DNS)]))
+    assert outcome.source == source
+    assert outcome.errors == ["kernel `add` (line 3) has no parameter `nn` (parameters: x_ptr, n)"]
+
+
+def test_non_literal_list_is_left_for_a_human() -> None:
+    source = _src("""
+        import triton
+        DYNAMIC = ["m"]
+        @triton.jit(do_not_specialize=DYNAMIC)
+        def add(x_ptr, n, m):
+            pass
+    """)
+    outcome = fix_source(source, _plan(source, "add", [("n", DNS)]))
+    assert outcome.source == source
+    assert "not a literal list" in outcome.errors[0]
+
+
+def test_valid_requests_apply_when_another_request_on_the_kernel_fails() -> None:
+    source = _src("""
+        import triton
+        @triton.jit
+        def add(x_ptr, n, BLOCK: "tl.constexpr"):
+            pass
+    """)
+    outcome = fix_source(source, _plan(source, "add", [("BLOCK", DNS), ("n", DNS)]))
+    assert b'@triton.jit(do_not_specialize=["n"])' in outcome.source
+    assert len(outcome.errors) == 1
+
+
+def test_other_jit_decorators_are_not_triton_kernels() -> None:
+    source = _src("""
+        import triton
+        from numba import jit
+        import torch
+        @jit
+        def a(x, n): pass
+        @torch.jit.script
+        def b(x, n): pass
+        @triton.experimental.gluon.jit
+        def c(x, n): pass
+    """)
+    assert find_kernels(source) == []
+
+
+# Building blocks of files that mention jit and Triton but define no Triton kernel.
+_HEADERS = st.sampled_from([
+    "import triton\n", "from numba import jit\n", "import torch\n", "import triton.language as tl\n",
+    "# -*- coding: utf-8 -*-\n", "", "from cutlass import cute\n",
+])
+_DECORATORS = st.sampled_from(["@jit\n", "@torch.jit.script\n", "@cute.jit\n", "@functools.cache\n",
+                               "@staticmethod\n", ""])
+_NAMES = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True).filter(
+    lambda n: n not in {"if", "in", "is", "or", "as", "def", "for", "not", "and", "del", "try", "with", "else",
+                        "elif", "from", "pass", "class", "while", "yield", "async", "await", "break", "raise",
+                        "global", "lambda", "import", "return", "except", "assert", "finally", "continue",
+                        "nonlocal"})
+_COMMENTS = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), max_size=20)
+
+
+@st.composite
+def _kernel_free_files(draw: st.DrawFn) -> tuple[bytes, list[str]]:
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    parts = draw(st.lists(_HEADERS, max_size=3))
+    names = []
+    for _ in range(draw(st.integers(0, 4))):
+        name = draw(_NAMES)
+        names.append(name)
+        comment = draw(_COMMENTS).replace("\r", " ").replace("\n", " ")
+        parts.append(f"{draw(_DECORATORS)}def {name}(x_ptr, n):  # {comment}\n    return n\n\n")
+    text = "".join(parts).replace("\n", newline)
+    return text.encode("utf-8"), names
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_kernel_free_files())
+def test_files_without_triton_kernels_come_out_byte_identical(case: tuple[bytes, list[str]]) -> None:
+    source, names = case
+    kernels = find_kernels(source)
+    assert kernels == []
+    plan = {(name, line): [("n", DNS)] for line, name in enumerate(names, start=1)}
+    outcome = fix_source(source, plan, kernels)
+    assert outcome.source == source
+    assert len(outcome.errors) == len(plan)
