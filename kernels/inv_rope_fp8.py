@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,7 +89,7 @@ def inv_rope_fp8_kernel(
     num_programs = tl.num_programs(0)
     n_tokens = num_tokens.to(tl.int64)
     n_rows = n_tokens * NUM_HEADS
-    n_tiles = tl.cdiv(n_rows, ROWS)
+    n_tiles = (n_rows + ROWS - 1) // ROWS
     # Derived here, not passed: both vary with T and would flip Triton's int classes.
     padded_tokens = (n_tokens + 3) // 4 * 4
     group_stride = n_tokens * ROW_WIDTH
@@ -384,6 +385,7 @@ def allocate_inv_rope_fp8_outputs(
     return out, scales
 
 
+@functools.lru_cache(maxsize=None)
 def _sm_count(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count

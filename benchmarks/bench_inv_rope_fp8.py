@@ -1,0 +1,439 @@
+"""GPU benchmark of jitguard.kernels.inv_rope_fp8 against plain torch and vLLM's kernel.
+
+One run does, in order:
+1. the recompile story: with a cold Triton cache (a fresh process and cache directory each),
+   50 new token counts through vLLM's kernel and ours, each as shipped and as a copy under
+   Triton's default specialization: compiles, compile seconds, request-path seconds;
+2. the copy bandwidth of this GPU (the ceiling: bytes read + written);
+3. correctness for T in the issue's list against the plain-torch reference (fp8 equal to the
+   reference's own cast except ties, scales within 1e-6 relative) and agreement with vLLM's;
+4. time per call (CUDA graph, median of >= 100 replays, inputs rotated to defeat L2 where they
+   fit in it) and GB/s for ours, vLLM's, and plain torch, DeepSeek-V4 TP8 layout
+   (16 heads of 512 = nope 448 + rope 64, GPT-J, 128-groups, UE8M0-valued fp32 scales, MN-major);
+5. a small sweep of our tile size, warps and grid cap at a few T.
+
+Usage:
+    python benchmarks/bench_inv_rope_fp8.py --upstream PATH/TO/fused_inv_rope_fp8_quant.py --out DIR
+
+PATH is vLLM's ``vllm/models/deepseek_v4/common/ops/fused_inv_rope_fp8_quant.py`` extracted from a
+vllm wheel; it is loaded at run time with its vllm imports stubbed (never copied into this repo).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[1]
+HEADS, HEAD_DIM, NOPE_DIM, ROPE_DIM, GROUP = 16, 512, 448, 64, 128
+N_GROUPS, HEADS_PER_GROUP = 4, 4
+MAX_POSITION = 16384
+CHECK_TOKENS = (1, 2, 3, 13, 16, 17, 62, 64, 100, 1000, 4097, 8192)
+TIME_TOKENS = (1, 2, 4, 8, 16, 64, 256, 1024, 4096, 8192, 16384, 32768, 65536)
+SWEEP_TOKENS = (16, 4096, 32768)
+L2_DEFEAT_BYTES = 240 * 2**20  # 4x the H200's ~60 MB L2
+
+
+def import_kernels() -> Any:
+    """jitguard.kernels.inv_rope_fp8, installed or straight from this checkout."""
+    try:
+        from jitguard.kernels import inv_rope_fp8
+    except ImportError:
+        sys.path.insert(0, str(REPO))
+        import jitguard
+
+        spec = importlib.util.spec_from_file_location(
+            "jitguard.kernels", REPO / "kernels" / "__init__.py", submodule_search_locations=[str(REPO / "kernels")]
+        )
+        package = importlib.util.module_from_spec(spec)
+        sys.modules["jitguard.kernels"] = package
+        spec.loader.exec_module(package)
+        jitguard.kernels = package
+        from jitguard.kernels import inv_rope_fp8
+    return inv_rope_fp8
+
+
+def load_upstream(path: str) -> Any:
+    """Load vLLM's kernel file by path with the few vllm names it imports stubbed."""
+    import triton
+    import triton.language as tl
+
+    class _Generic:
+        def __class_getitem__(cls, item: Any) -> Any:
+            return cls
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+    platform = types.SimpleNamespace(is_arch_support_pdl=lambda: False, get_device_capability=lambda: None)
+    stubs = {
+        "vllm": {},
+        "vllm.model_executor": {},
+        "vllm.model_executor.warmup": {},
+        "vllm.model_executor.warmup.jit_warmup": {"kernel_launcher": lambda fn: fn},
+        "vllm.model_executor.warmup.jit_warmup_triton_helper": {
+            "LaunchSpec": tuple, "TritonWarmupTensor": object, "VllmTritonJitKernel": _Generic,
+        },
+        "vllm.platforms": {"current_platform": platform},
+        "vllm.triton_utils": {"tl": tl, "triton": triton},
+        "vllm.utils": {},
+        "vllm.utils.torch_utils": {"direct_register_custom_op": lambda **kwargs: None},
+    }
+    for name, attrs in stubs.items():
+        module = sys.modules.setdefault(name, types.ModuleType(name))
+        for key, value in attrs.items():
+            setattr(module, key, value)
+    spec = importlib.util.spec_from_file_location("vllm_upstream_inv_rope_fp8", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def upstream_kernel(module: Any) -> Any:
+    """The @triton.jit function inside vLLM's file (a class attribute since 0.33)."""
+    for owner in (getattr(module, "FusedInvRopeFP8QuantKernel", None), module):
+        for name in ("kernel", "_fused_inv_rope_fp8_quant_per_head"):
+            fn = getattr(owner, name, None) if owner is not None else None
+            if fn is not None and hasattr(fn, "fn"):
+                return fn
+    raise SystemExit("bench_inv_rope_fp8: --upstream: no inverse-RoPE Triton kernel found in that file")
+
+
+def call_upstream(kernel: Any, o: Any, positions: Any, cos_sin_cache: Any) -> tuple[Any, Any]:
+    """Launch vLLM's kernel the way vLLM 0.33 does on SM90 (PDL off): grouped fp8 output,
+    MN-major fp32 scales with T padded to 4, grid (align(T, 4), heads), one warp."""
+    import torch
+
+    tokens = o.shape[0]
+    chunks = HEAD_DIM // GROUP
+    scale_cols = HEADS_PER_GROUP * chunks
+    padded = (tokens + 3) // 4 * 4
+    out = torch.empty((N_GROUPS, tokens, HEADS_PER_GROUP * HEAD_DIM), dtype=torch.float8_e4m3fn, device=o.device)
+    scales = torch.empty(N_GROUPS * scale_cols * padded, dtype=torch.float32, device=o.device).as_strided(
+        (N_GROUPS, tokens, scale_cols), (scale_cols * padded, 1, padded)
+    )
+    kernel[(padded, HEADS)](
+        o, positions, cos_sin_cache, out, scales, tokens,
+        heads_per_group=HEADS_PER_GROUP, o_stride_token=o.stride(0), o_stride_head=o.stride(1),
+        cache_stride_pos=cos_sin_cache.stride(0), out_stride_group=out.stride(0), out_stride_token=out.stride(1),
+        scale_stride_group=scales.stride(0), scale_stride_k=scales.stride(2), fp8_max=448.0, eps=1e-10,
+        QUANT_GROUP_SIZE=GROUP, CHUNKS_PER_HEAD=chunks, NOPE_DIM=NOPE_DIM, HALF_ROPE=ROPE_DIM // 2,
+        QUANTIZE=True, TMA_ALIGNED_SCALES=False, launch_pdl=False, num_warps=1, num_stages=1,
+    )
+    return out.transpose(0, 1), scales.transpose(0, 1)
+
+
+def make_inputs(tokens: int, seed: int, device: str = "cuda") -> dict:
+    import torch
+
+    gen = torch.Generator(device=device).manual_seed(seed)
+    o = (torch.randn(tokens, HEADS, HEAD_DIM, device=device, generator=gen) * 3).to(torch.bfloat16)
+    angles = torch.rand(MAX_POSITION, ROPE_DIM // 2, device=device, generator=gen) * 6.3
+    cache = torch.cat((angles.cos(), angles.sin()), dim=-1).float().contiguous()
+    positions = torch.randint(0, MAX_POSITION, (tokens,), device=device, generator=gen)
+    return dict(o=o, positions=positions, cos_sin_cache=cache)
+
+
+def minimal_bytes(tokens: int) -> int:
+    """Each input read once, each output written once."""
+    elements = tokens * HEADS * HEAD_DIM
+    scales = tokens * HEADS * (HEAD_DIM // GROUP) * 4
+    return elements * 2 + elements + scales + tokens * 8 + tokens * ROPE_DIM * 4
+
+
+# ---- 1. recompile story (child processes) -----------------------------------------------
+
+STORY_MODES = ("upstream_default_spec", "upstream_as_shipped", "ours_default_spec", "ours")
+
+
+def story_token_counts() -> list[int]:
+    """vLLM-like: the CUDA-graph decode sizes, then prefill lengths (fixed seed)."""
+    import random
+
+    decode = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128]
+    rng = random.Random(0)
+    prefill: list[int] = []
+    while len(prefill) < 50 - len(decode):
+        value = rng.randint(129, 8192)
+        if value not in prefill:
+            prefill.append(value)
+    return decode + prefill
+
+
+def story_child(mode: str, upstream_path: str | None) -> dict:
+    """Runs in a fresh process with an empty TRITON_CACHE_DIR (set by the parent)."""
+    import torch
+    import triton
+
+    irf = import_kernels()
+    import jitguard
+
+    tokens_seq = story_token_counts()
+    inputs = make_inputs(max(tokens_seq), seed=0)
+    torch.cuda.synchronize()
+    o, positions, cache = inputs["o"], inputs["positions"], inputs["cos_sin_cache"]
+    if mode.startswith("upstream"):
+        kernel = upstream_kernel(load_upstream(upstream_path))
+        if mode == "upstream_default_spec":
+            kernel = triton.jit(kernel.fn)
+
+        def call(tokens: int) -> None:
+            call_upstream(kernel, o[:tokens], positions[:tokens], cache)
+    else:
+        kernel = triton.jit(irf.inv_rope_fp8_kernel.fn) if mode == "ours_default_spec" else None
+        layout = irf.plan_inv_rope_fp8(
+            o[:1], positions[:1], cache, rope_start=NOPE_DIM, group_size=GROUP, scale_format="pow2",
+            scale_layout="mn_major", n_groups=N_GROUPS,
+        )
+
+        def call(tokens: int) -> None:
+            out, scales = irf.allocate_inv_rope_fp8_outputs(layout, tokens, o.device)
+            irf.launch_inv_rope_fp8(layout, o[:tokens], positions[:tokens], cache, out, scales, kernel=kernel)
+
+    def one_pass() -> float:
+        start = time.perf_counter()
+        for tokens in tokens_seq:
+            call(tokens)
+            torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    with jitguard.watch() as recorder:
+        cold = one_pass()
+    warm = one_pass()
+    events = recorder.events
+    return dict(
+        mode=mode,
+        token_counts=len(tokens_seq),
+        compiles=len(events),
+        compile_s=sum(event.compile_ms or 0 for event in events) / 1000,
+        cold_pass_s=cold,
+        warm_pass_s=warm,
+        request_path_s=cold - warm,
+        causes=sorted({cause.param for event in events for cause in event.causes}),
+    )
+
+
+def recompile_story(upstream_path: str | None) -> list[dict]:
+    rows = []
+    for mode in STORY_MODES:
+        if mode.startswith("upstream") and not upstream_path:
+            continue
+        with tempfile.TemporaryDirectory() as cache_dir:
+            env = dict(os.environ, TRITON_CACHE_DIR=cache_dir, JITGUARD_MODE="log")
+            argv = [sys.executable, __file__, "--story-child", mode] + (["--upstream", upstream_path] if upstream_path else [])
+            child = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=400)
+        if child.returncode != 0:
+            rows.append(dict(mode=mode, error=child.stderr[-2000:]))
+            continue
+        rows.append(json.loads(child.stdout.strip().splitlines()[-1]))
+    return rows
+
+
+# ---- 2-5. bandwidth, correctness, timing ------------------------------------------------
+
+
+def copy_bandwidth_gbs() -> float:
+    import torch
+
+    src = torch.randn(2**28, device="cuda")  # 1 GiB
+    dst = torch.empty_like(src)
+    times = []
+    for _ in range(30):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        dst.copy_(src)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1000)
+    return 2 * src.numel() * 4 / statistics.median(times[5:]) / 1e9
+
+
+def graph_time_us(make_call: Callable[[int], Callable[[], Any]], sets: int, inner: int, replays: int = 100) -> float:
+    """Median time of one call: a CUDA graph of ``inner`` calls cycling over ``sets`` input sets."""
+    import torch
+
+    calls = [make_call(i % sets) for i in range(inner)]
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for call in calls:
+            call()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for call in calls:
+            call()
+    for _ in range(3):
+        graph.replay()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(replays)]
+    for start, end in events:
+        start.record()
+        graph.replay()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(start.elapsed_time(end) for start, end in events) * 1000 / inner
+
+
+def check_correctness(irf: Any, reference: Any, upstream: Any) -> list[dict]:
+    import torch
+
+    rows = []
+    for tokens in CHECK_TOKENS:
+        inputs = make_inputs(tokens, seed=tokens)
+        out, scales = irf.fused_inv_rope_fp8_quant(**inputs, n_groups=N_GROUPS, heads_per_group=HEADS_PER_GROUP)
+        ref = reference.inv_rope_fp8_reference(**inputs, scale_format="pow2")
+        got = out.reshape(tokens, HEADS, HEAD_DIM)
+        got_scales = scales.reshape(tokens, HEADS, HEAD_DIM // GROUP)
+        expected = ref.precast.to(torch.float8_e4m3fn)
+        differ = got.view(torch.uint8) != expected.view(torch.uint8)
+        a, e, p = got.float()[differ], expected.float()[differ], ref.precast[differ]
+        ties = int(((a - p).abs() == (e - p).abs()).sum())
+        scale_rel = float(((got_scales - ref.scales).abs() / ref.scales).max())
+        row = dict(tokens=tokens, fp8_mismatch=int(differ.sum()), fp8_mismatch_ties=ties, scale_max_rel=scale_rel,
+                   ok=int(differ.sum()) == ties and scale_rel <= 1e-6)
+        if upstream is not None:
+            up_out, up_scales = call_upstream(upstream, **inputs)
+            up_out = up_out.reshape(tokens, HEADS, HEAD_DIM)
+            row["vs_upstream_fp8_mismatch"] = int((up_out.view(torch.uint8) != got.view(torch.uint8)).sum())
+            row["vs_upstream_scale_mismatch"] = int((up_scales.reshape(tokens, HEADS, -1) != got_scales).sum())
+        rows.append(row)
+    return rows
+
+
+def time_implementations(irf: Any, reference: Any, upstream: Any, copy_gbs: float) -> list[dict]:
+    rows = []
+    for tokens in TIME_TOKENS:
+        nbytes = minimal_bytes(tokens)
+        sets = max(1, min(16, math.ceil(L2_DEFEAT_BYTES / nbytes))) if nbytes > 2**20 else 1
+        inner = max(sets, 16 if tokens < 4096 else 4)
+        input_sets = [make_inputs(tokens, seed=s) for s in range(sets)]
+        impls: dict[str, Callable[[dict], Callable[[], Any]]] = {
+            "ours": lambda i: lambda: irf.fused_inv_rope_fp8_quant(**i, n_groups=N_GROUPS, heads_per_group=HEADS_PER_GROUP),
+            "ours_row_fp32": lambda i: lambda: irf.inv_rope_fp8(**i, check_positions=False),
+        }
+        if upstream is not None:
+            impls["vllm"] = lambda i: lambda: call_upstream(upstream, **i)
+        if tokens <= 16384:
+            impls["torch"] = lambda i: lambda: reference.inv_rope_fp8_reference(**i, scale_format="pow2")
+        row: dict[str, Any] = dict(tokens=tokens, bytes=nbytes, l2_sets=sets)
+        for name, make in impls.items():
+            us = graph_time_us(lambda k: make(input_sets[k]), sets, inner)
+            row[f"{name}_us"] = us
+            row[f"{name}_pct_copy"] = 100 * nbytes / (us * 1e-6) / 1e9 / copy_gbs
+        rows.append(row)
+        del input_sets
+    return rows
+
+
+def sweep_configs(irf: Any, copy_gbs: float) -> list[dict]:
+    rows = []
+    for tokens in SWEEP_TOKENS:
+        nbytes = minimal_bytes(tokens)
+        sets = max(1, min(8, math.ceil(L2_DEFEAT_BYTES / nbytes))) if nbytes > 2**20 else 1
+        inputs = [make_inputs(tokens, seed=s) for s in range(sets)]
+        layout = irf.plan_inv_rope_fp8(
+            inputs[0]["o"], inputs[0]["positions"], inputs[0]["cos_sin_cache"], rope_start=NOPE_DIM,
+            scale_format="pow2", scale_layout="mn_major", n_groups=N_GROUPS,
+        )
+        buffers = [irf.allocate_inv_rope_fp8_outputs(layout, tokens, "cuda") for _ in range(sets)]
+        for rows_per_tile, num_warps in ((2, 2), (4, 2), (4, 4), (8, 4), (8, 8), (16, 8)):
+            for programs_per_sm in (8, 16, 32, 10**6):
+                def make(k: int, r=rows_per_tile, w=num_warps, p=programs_per_sm) -> Callable[[], Any]:
+                    return lambda: irf.launch_inv_rope_fp8(
+                        layout, **inputs[k], out=buffers[k][0], scales=buffers[k][1],
+                        rows_per_tile=r, num_warps=w, programs_per_sm=p,
+                    )
+                us = graph_time_us(make, sets, max(sets, 16 if tokens < 4096 else 4))
+                rows.append(dict(tokens=tokens, rows_per_tile=rows_per_tile, num_warps=num_warps,
+                                 programs_per_sm=programs_per_sm, us=us,
+                                 pct_copy=100 * nbytes / (us * 1e-6) / 1e9 / copy_gbs))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--upstream", help="path to vLLM's fused_inv_rope_fp8_quant.py (from a vllm wheel)")
+    parser.add_argument("--out", default=".", help="directory for results.json")
+    parser.add_argument("--skip-sweep", action="store_true")
+    parser.add_argument("--story-child", choices=STORY_MODES, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.upstream and not os.path.isfile(args.upstream):
+        raise SystemExit(f"bench_inv_rope_fp8: --upstream: no such file: {args.upstream}")
+    if args.story_child:
+        print(json.dumps(story_child(args.story_child, args.upstream)))
+        return
+
+    story = recompile_story(args.upstream)
+    import torch
+    import triton
+
+    irf = import_kernels()
+    from jitguard.kernels import inv_rope_fp8_reference as reference
+
+    upstream = upstream_kernel(load_upstream(args.upstream)) if args.upstream else None
+    env = dict(
+        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        gpu=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
+        sms=torch.cuda.get_device_properties(0).multi_processor_count,
+    )
+    copy_gbs = copy_bandwidth_gbs()
+    correctness = check_correctness(irf, reference, upstream)
+    timing = time_implementations(irf, reference, upstream, copy_gbs)
+    sweep = [] if args.skip_sweep else sweep_configs(irf, copy_gbs)
+    results = dict(env=env, copy_gbs=copy_gbs, story=story, correctness=correctness, timing=timing, sweep=sweep)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "inv_rope_fp8_results.json").write_text(json.dumps(results, indent=1))
+    print_tables(results)
+
+
+def print_tables(results: dict) -> None:
+    env = results["env"]
+    print(f"\n{env['date']} {env['gpu']} torch {env['torch']} triton {env['triton']}; copy {results['copy_gbs']:.0f} GB/s")
+    print("\nrecompile story (cold cache, 50 new token counts):")
+    print("| kernel | compiles | compile s | request-path s | params that flipped |")
+    print("|---|---|---|---|---|")
+    for row in results["story"]:
+        if "error" in row:
+            print(f"| {row['mode']} | error: {row['error'].splitlines()[-1] if row['error'] else '?'} | | | |")
+            continue
+        print(f"| {row['mode']} | {row['compiles']} | {row['compile_s']:.2f} | {row['request_path_s']:.2f} | "
+              f"{', '.join(row['causes']) or '-'} |")
+    print("\ncorrectness (ours vs reference; vs vLLM):")
+    print("| T | ok | fp8 mismatches (ties) | scale max rel | fp8 != vLLM | scales != vLLM |")
+    print("|---|---|---|---|---|---|")
+    for row in results["correctness"]:
+        print(f"| {row['tokens']} | {row['ok']} | {row['fp8_mismatch']} ({row['fp8_mismatch_ties']}) | "
+              f"{row['scale_max_rel']:.1e} | {row.get('vs_upstream_fp8_mismatch', '-')} | "
+              f"{row.get('vs_upstream_scale_mismatch', '-')} |")
+    print("\ntime per call, us (and % of copy bandwidth), CUDA graph median of 100 replays:")
+    names = [n[:-3] for n in results["timing"][0] if n.endswith("_us")]
+    print("| T | MB | " + " | ".join(names) + " | ours / vLLM |")
+    print("|---|---|" + "---|" * len(names) + "---|")
+    for row in results["timing"]:
+        cells = [f"{row[n + '_us']:.1f} ({row[n + '_pct_copy']:.0f}%)" if n + "_us" in row else "-" for n in names]
+        speedup = f"{row['vllm_us'] / row['ours_us']:.2f}x" if "vllm_us" in row else "-"
+        print(f"| {row['tokens']} | {row['bytes'] / 1e6:.2f} | " + " | ".join(cells) + f" | {speedup} |")
+    if results["sweep"]:
+        print("\nconfig sweep (ours, upstream layout): rows/tile, warps, programs/SM -> us (% copy)")
+        for tokens in SWEEP_TOKENS:
+            best = sorted((r for r in results["sweep"] if r["tokens"] == tokens), key=lambda r: r["us"])[:4]
+            print(f"T={tokens}: " + "; ".join(
+                f"{r['rows_per_tile']}/{r['num_warps']}/{r['programs_per_sm']} {r['us']:.1f} ({r['pct_copy']:.0f}%)"
+                for r in best))
+
+
+if __name__ == "__main__":
+    main()
