@@ -248,26 +248,30 @@ def summary_lines(per_test: dict[str, list[dict]]) -> list[str]:
         what = "compile" if len(compiles) == 1 else "compiles"
         lines.append(f"  {nodeid.ljust(width)}  {len(compiles)} {what} ({ms:.0f} ms{extra}): {kernels}{verdict}")
     lines.append("per kernel:")
+    from jitguard.events import Cause
+    from jitguard.explain import fix_hint
+    from jitguard.no_recompiles import short_path, without_weaker_advice
     rows: dict[tuple[str, str], dict] = {}
     for nodeid, compiles in compiled.items():
         for c in compiles:
-            row = rows.setdefault((c["kernel"], c["where"]), {"compiles": 0, "ms": 0.0, "tests": set(),
-                                                              "late": 0, "causes": {}})
+            row = rows.setdefault((c["kernel"], c["where"]), {"compiles": 0, "ms": 0.0, "tests": set(), "late": 0,
+                                                              "causes": []})
             row["compiles"] += 1
             row["ms"] += c["ms"] or 0.0
             row["tests"].add(nodeid)
             row["late"] += 1 if c["after_warmup"] else 0
-            for param, advice in c["causes"]:
-                key = f"{param} ({advice})" if advice and advice != "expected" else param
-                row["causes"][key] = row["causes"].get(key, 0) + 1
-    header = ("kernel", "compiles", "ms", "tests", "after warm-up", "causes")
+            row["causes"].extend(Cause(param, "", "", advice) for param, advice in c["causes"])
+    header = ("kernel", "defined at", "compiles", "ms", "tests", "after warm-up", "causes", "fix")
     table = []
     for (kernel, where), row in sorted(rows.items(), key=lambda kv: -kv[1]["compiles"]):
-        causes = ", ".join(f"{k} x{n}" for k, n in sorted(row["causes"].items(), key=lambda kv: -kv[1]))
-        table.append((kernel, str(row["compiles"]), f"{row['ms']:.0f}", str(len(row["tests"])), str(row["late"]),
-                      causes or "-"))
-    widths = [max(len(r[i]) for r in table + [header]) for i in range(5)]
+        per_param: dict[str, int] = {}
+        for cause in row["causes"]:
+            per_param[cause.param] = per_param.get(cause.param, 0) + 1
+        causes = ", ".join(f"{p} x{n}" for p, n in sorted(per_param.items(), key=lambda kv: -kv[1]))
+        table.append((kernel, short_path(where), str(row["compiles"]), f"{row['ms']:.0f}", str(len(row["tests"])),
+                      str(row["late"]), causes or "-", fix_hint(without_weaker_advice(row["causes"])) or "-"))
+    widths = [max(len(r[i]) for r in table + [header]) for i in range(len(header) - 1)]
     for row in [header] + table:
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row[:5], widths)) + "  " + row[5])
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row[:-1], widths)) + "  " + row[-1])
     lines.append("(a guarded test compiles its kernels afresh, often from Triton's disk cache: see jitguard.no_recompiles)")
     return lines
