@@ -1,0 +1,237 @@
+"""`jitguard fix` / `jitguard scan` as a user runs them: files on disk, exit codes, messages."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from jitguard.codemod.commands import fix_command, scan_command
+
+KERNEL = textwrap.dedent("""\
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def scale_rows(x_ptr, out_ptr, num_tokens, stride_x, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = tl.arange(0, BLOCK)
+        mask = pid < num_tokens
+        tl.store(out_ptr + pid * stride_x + offs, tl.load(x_ptr + pid * stride_x + offs, mask=mask), mask=mask)
+""")
+FIXED_DECORATOR = '@triton.jit(do_not_specialize=["num_tokens"])'
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "rows.py").write_text(KERNEL)
+    (tmp_path / "pkg" / "plain.py").write_text("def f(x):\n    return x\n")
+    return tmp_path
+
+
+def _run(command, args: list[str]):
+    return CliRunner().invoke(command, [str(a) for a in args])
+
+
+def _report(path: Path, kernel: str = "scale_rows", file: str = "/srv/app/pkg/rows.py", **params: str) -> Path:
+    report = {
+        "processes": [],
+        "kernels": [
+            {
+                "name": kernel, "module": "pkg.rows", "file": file, "line": 5, "variants": 3, "compile_ms": 120.0,
+                "by_phase": {}, "params": {name: {"specs_seen": [], "recompiles_caused": 2, "advice": advice}
+                                           for name, advice in params.items()},
+            }
+        ],
+    }
+    path.write_text(json.dumps(report))
+    return path
+
+
+def test_fix_in_place_writes_only_the_decorator_and_exits_0(tree: Path) -> None:
+    target = tree / "pkg" / "rows.py"
+    result = _run(fix_command, ["--param", "scale_rows:num_tokens", tree])
+    assert result.exit_code == 0, result.output
+    assert target.read_text() == KERNEL.replace("@triton.jit", FIXED_DECORATOR)
+    assert "Fixed 1 kernel in 1 file (1 parameter)" in result.stderr
+    again = _run(fix_command, ["--param", "scale_rows:num_tokens", tree])
+    assert again.exit_code == 0 and "Nothing to fix" in again.stderr
+
+
+def test_check_exits_1_and_diff_prints_without_writing(tree: Path) -> None:
+    target = tree / "pkg" / "rows.py"
+    check = _run(fix_command, ["--check", "--param", "scale_rows:num_tokens", tree])
+    assert check.exit_code == 1
+    assert "would add do_not_specialize += num_tokens" in check.stdout
+    diff = _run(fix_command, ["--diff", "--param", "scale_rows:stride_x:align", tree])
+    assert diff.exit_code == 1
+    assert f"+++ b/{target.as_posix()}" in diff.stdout
+    assert '+@triton.jit(do_not_specialize_on_alignment=["stride_x"])' in diff.stdout
+    assert target.read_text() == KERNEL
+
+
+def test_fix_from_runtime_report_maps_advice_codes(tree: Path) -> None:
+    report = _report(tree / "report.json", num_tokens="int64", stride_x="caller_alignment",
+                     BLOCK="constexpr_values", x_ptr="expected")
+    result = _run(fix_command, ["--from", report, tree / "pkg"])
+    assert result.exit_code == 0, result.output
+    assert ('@triton.jit(do_not_specialize=["num_tokens"], do_not_specialize_on_alignment=["stride_x"])'
+            in (tree / "pkg" / "rows.py").read_text())
+    assert "advice `constexpr_values`" in result.stderr and "advice `expected`" in result.stderr
+
+
+def test_report_kernel_that_no_longer_exists_is_an_input_error(tree: Path) -> None:
+    report = _report(tree / "report.json", kernel="gone_kernel", num_tokens="do_not_specialize")
+    result = _run(fix_command, ["--from", report, tree])
+    assert result.exit_code == 2
+    assert "kernel `gone_kernel` (reported at /srv/app/pkg/rows.py:5) not found under the given paths" in result.stderr
+
+
+def test_report_file_path_picks_among_same_named_kernels(tree: Path) -> None:
+    (tree / "other").mkdir()
+    (tree / "other" / "rows.py").write_text(KERNEL)
+    (tree / "other" / "copy.py").write_text(KERNEL)
+    report = _report(tree / "report.json", file="/srv/app/other/rows.py", num_tokens="do_not_specialize")
+    result = _run(fix_command, ["--from", report, tree])
+    assert result.exit_code == 0, result.output
+    assert FIXED_DECORATOR in (tree / "other" / "rows.py").read_text()
+    assert (tree / "other" / "copy.py").read_text() == KERNEL
+    assert (tree / "pkg" / "rows.py").read_text() == KERNEL
+
+
+def test_fix_from_scan_json_round_trip(tree: Path) -> None:
+    scan = _run(scan_command, ["--json", tree])
+    assert scan.exit_code == 1  # num_tokens is a warning
+    payload = json.loads(scan.stdout)
+    assert payload["files"] == 2
+    assert {"rule": "JG101", "param": "num_tokens", "advice": "do_not_specialize"}.items() <= payload["findings"][0].items()
+    (tree / "scan.json").write_text(scan.stdout)
+    fixed = _run(fix_command, ["--from", tree / "scan.json", tree / "pkg"])
+    assert fixed.exit_code == 0, fixed.output
+    assert FIXED_DECORATOR in (tree / "pkg" / "rows.py").read_text()
+    rescan = _run(scan_command, [tree / "pkg"])
+    assert rescan.exit_code == 0, rescan.output
+
+
+def test_bad_files_get_one_line_each_and_the_run_goes_on(tree: Path) -> None:
+    pkg = tree / "pkg"
+    (pkg / "broken.py").write_text("import triton\n@triton.jit\ndef scale_rows(x_ptr, num_tokens:\n")
+    (pkg / "binary.py").write_bytes(b"\x00\x01@triton.jit\x00")
+    (pkg / "latin.py").write_bytes("import triton\n# caf\xe9\n".encode("latin-1"))
+    for command, args in ((fix_command, ["--param", "scale_rows:num_tokens"]), (scan_command, [])):
+        result = _run(command, [*args, tree])
+        assert result.exit_code == 2, result.output
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        assert f"error: {pkg / 'broken.py'}: syntax error at line 3" in "\n".join(errors)
+        assert f"error: {pkg / 'binary.py'}: binary file" in "\n".join(errors)
+        assert f"error: {pkg / 'latin.py'}: not UTF-8" in "\n".join(errors)
+        assert len(errors) == 3
+    # the good file was still fixed
+    assert FIXED_DECORATOR in (pkg / "rows.py").read_text()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_unreadable_file_is_reported(tree: Path) -> None:
+    bad = tree / "pkg" / "secret.py"
+    bad.write_text(KERNEL)
+    bad.chmod(0)
+    try:
+        result = _run(scan_command, [tree])
+    finally:
+        bad.chmod(0o644)
+    assert result.exit_code == 2
+    assert f"error: {bad}: cannot read" in result.stderr
+
+
+def test_unreadable_file_is_reported_even_as_root(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = tree / "pkg" / "rows.py"
+    real = Path.read_bytes
+
+    def deny(self: Path) -> bytes:
+        if self == bad:
+            raise PermissionError(13, "Permission denied")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", deny)
+    result = _run(scan_command, ["-j", "1", tree])
+    assert result.exit_code == 2
+    assert f"error: {bad}: cannot read (Permission denied)" in result.stderr
+
+
+def test_directory_without_python_files_and_missing_path(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("nothing")
+    result = _run(scan_command, [tmp_path / "empty"])
+    assert result.exit_code == 0
+    assert f"warning: no Python files found under {tmp_path / 'empty'}" in result.stderr
+    missing = _run(scan_command, [tmp_path / "nope"])
+    assert missing.exit_code == 2
+    assert "no such file or directory" in missing.output
+
+
+def test_bad_param_and_bad_report_are_usage_errors(tree: Path) -> None:
+    assert _run(fix_command, ["--param", "scale_rows", tree]).exit_code == 2
+    assert _run(fix_command, [tree]).exit_code == 2
+    (tree / "junk.json").write_text("{not json")
+    result = _run(fix_command, ["--from", tree / "junk.json", tree])
+    assert result.exit_code == 2 and "junk.json: not JSON" in result.output
+    (tree / "other.json").write_text('{"hello": 1}')
+    result = _run(fix_command, ["--from", tree / "other.json", tree])
+    assert result.exit_code == 2 and "not a jitguard report or scan" in result.output
+
+
+def test_constexpr_and_unknown_parameter_are_errors_naming_the_kernel(tree: Path) -> None:
+    result = _run(fix_command, ["--param", "scale_rows:BLOCK", "--param", "scale_rows:nope", tree])
+    assert result.exit_code == 2
+    assert "`BLOCK` is tl.constexpr" in result.stderr
+    assert "has no parameter `nope`" in result.stderr
+
+
+def test_interrupted_write_leaves_the_original_file(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tree / "pkg" / "rows.py"
+
+    def crash(source: str, destination: str) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("jitguard.codemod.files.os.replace", crash)
+    result = _run(fix_command, ["--param", "scale_rows:num_tokens", tree])
+    assert result.exit_code != 0
+    assert target.read_text() == KERNEL
+    assert sorted(p.name for p in (tree / "pkg").iterdir()) == ["plain.py", "rows.py"]  # no temp file left
+
+
+def test_parallel_run_matches_serial_run(tmp_path: Path) -> None:
+    for index in range(40):
+        (tmp_path / f"k{index:02d}.py").write_text(KERNEL.replace("scale_rows", f"scale_rows_{index}"))
+    serial = _run(scan_command, ["--json", "-j", "1", tmp_path])
+    parallel = _run(scan_command, ["--json", "-j", "2", tmp_path])
+    assert json.loads(serial.stdout) == json.loads(parallel.stdout)
+    params = [arg for index in range(40) for arg in ("--param", f"scale_rows_{index}:num_tokens")]
+    fixed = _run(fix_command, ["-j", "2", *params, tmp_path])
+    assert fixed.exit_code == 0, fixed.output
+    assert "Fixed 40 kernels in 40 files" in fixed.stderr
+    assert all(FIXED_DECORATOR in path.read_text() for path in tmp_path.glob("k*.py"))
+
+
+def test_python_dash_m_jitguard_runs_both_commands(tree: Path) -> None:
+    scan = subprocess.run([sys.executable, "-m", "jitguard", "scan", str(tree)], capture_output=True, text=True)
+    assert scan.returncode == 1, scan.stderr
+    assert "JG101 [token-count-specialized] scale_rows.num_tokens" in scan.stdout
+    fix = subprocess.run([sys.executable, "-m", "jitguard", "fix", "--check", "--param", "scale_rows:num_tokens",
+                          str(tree)], capture_output=True, text=True)
+    assert fix.returncode == 1, fix.stderr
+    assert "Would fix 1 kernel in 1 file" in fix.stderr
+
+
+def test_pre_commit_hook_runs_the_scan() -> None:
+    hooks = (Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text()
+    assert "id: jitguard-check" in hooks
+    assert "entry: jitguard scan" in hooks
