@@ -121,6 +121,23 @@ def _option_causes(before: dict[str, Any], after: dict[str, Any]) -> list[Cause]
     return causes
 
 
+def _mark_tile_config_switches(causes: list[Cause], params: dict[str, ParamSpec]) -> None:
+    """Several constexprs/options changing together is a tile-config switch, not a leaked runtime size.
+
+    A runtime value turned constexpr (a heuristic's next_pow2(n), `num_tokens: tl.constexpr`) moves
+    alone; an autotune or tile-table config moves BLOCK_M, BLOCK_N, num_warps... together.
+    """
+    knobs = [c for c in causes if c.param in _NAMED_OPTIONS
+             or (c.param in params and params[c.param].kind == "constexpr")]
+    if len(knobs) < 2:
+        return
+    names = ", ".join(c.param for c in knobs)
+    for cause in knobs:
+        if cause.advice == "constexpr_values":
+            cause.advice = "expected"
+            cause.message = f"{cause.param} changed with {names}: a different tile config (expected)"
+
+
 def _difference(a: Variant, b: Variant) -> int:
     params_a, opts_a = a
     params_b, opts_b = b
@@ -161,6 +178,7 @@ def explain_recompile(params: dict[str, ParamSpec], options: dict[str, Any],
         if cause is not None:
             causes.append(cause)
     causes.extend(_option_causes(old_options, options))
+    _mark_tile_config_switches(causes, params)
     if not causes:
         causes.append(Cause("(none)", "same key", "same key", "expected",
                             "no parameter or option differs: the in-memory cache was cleared, or another device"))

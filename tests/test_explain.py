@@ -74,3 +74,15 @@ def test_log_line_is_grepable_and_carries_the_fix():
 def test_explain_imports_no_triton():
     code = "import sys, jitguard.explain; print('triton' in sys.modules or 'torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_constexprs_moving_together_are_a_tile_config_not_a_leak():
+    def variant(block_m, block_n, warps):
+        return ({"BLOCK_M": ParamSpec("constexpr", "constexpr", value=block_m),
+                 "BLOCK_N": ParamSpec("constexpr", "constexpr", value=block_n)}, {"num_warps": warps})
+    earlier = [variant(16, 64, 4), variant(32, 64, 4)]
+    causes = explain_recompile(*variant(64, 128, 8), earlier)
+    assert {c.param for c in causes} == {"BLOCK_M", "BLOCK_N", "num_warps"}
+    assert all(c.advice == "expected" for c in causes)
+    alone = explain_recompile(*variant(128, 64, 4), earlier)  # BLOCK_M alone took a third value
+    assert [(c.param, c.advice) for c in alone] == [("BLOCK_M", "constexpr_values")]
