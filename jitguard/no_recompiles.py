@@ -312,6 +312,7 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
         self.calls: dict[KernelId, int] = {}
         self.compiles: list[ScopedCompile] = []
         self._seen_keys: dict[KernelId, set[str]] = {}
+        self._called_names: set[str] = set()  # every kernel called, judged or not
 
     @property
     def new_variants(self) -> list[ScopedCompile]:
@@ -326,6 +327,7 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
         return kernel.name in self._kernel_names or kernel in self._kernel_ids
 
     def call_started(self, call: KernelCall) -> None:
+        self._called_names.add(call.kernel.name)
         if call.manual_warmup or not self._judges(call.kernel):
             return
         number = self.calls.get(call.kernel, 0) + 1
@@ -373,11 +375,10 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
 
     def _check_named_kernels_were_called(self) -> None:
         __tracebackhide__ = True
-        called_names = {k.name for k in self.calls}
-        missing = sorted(n for n in self._kernel_names if n not in called_names)
+        missing = sorted(n for n in self._kernel_names if n not in self._called_names)
         missing += sorted(k.name for k in self._kernel_ids if k not in self.calls)
         if missing:
-            seen = ", ".join(sorted(called_names)) or "none"
+            seen = ", ".join(sorted(self._called_names)) or "none"
             raise ValueError(f"jitguard.no_recompiles(kernels=...): no kernel named {', '.join(map(repr, missing))} "
                              f"was called inside the block (kernels called: {seen}); misspelled?")
 
