@@ -17,6 +17,8 @@ import sys
 
 _state = {"activated_pid": None, "failed": False}
 _pending_process_info: dict = {}
+_pending_listeners: dict = {}
+_attached: dict = {"monitor": None, "listeners": {}}  # what add_listener put on which monitor
 
 
 class _ActivatingLoader:
@@ -90,17 +92,55 @@ def remove_import_hook() -> None:
         sys.meta_path.remove(finder)
 
 
+def _running_monitor():  # type: ignore[no-untyped-def]
+    module = sys.modules.get("jitguard.monitor")
+    return module.current() if module is not None else None
+
+
 def set_pending_process_info(role: str | None = None, rank: int | None = None) -> None:
-    """Name this process's role and rank: now if the monitor runs, else when it starts."""
+    """Name this process's role and rank: now if the monitor runs (a fork inherits it), else when it starts."""
     if role is not None:
         _pending_process_info["role"] = role
     if rank is not None:
         _pending_process_info["rank"] = rank
-    if _state["activated_pid"] == os.getpid():
+    if _running_monitor() is not None:
         from jitguard import monitor
         monitor.set_process_info(role=role, rank=rank)
-        if monitor.current() is not None and monitor.current().sink is not None:  # type: ignore[union-attr]
-            monitor.current().sink.write_process_record()  # type: ignore[union-attr]
+
+
+def set_pending_phase(phase: str) -> None:
+    """Enter `phase` ("serving") when the monitor starts in this process (now, if it runs)."""
+    _pending_process_info["phase"] = phase
+    if _running_monitor() is not None:
+        _apply_phase(phase)
+
+
+def _apply_phase(phase: str) -> None:
+    from jitguard import monitor
+    if phase == "serving":
+        monitor.mark_serving()
+    else:
+        monitor.mark_warmup()
+
+
+def add_listener(listener, key: str) -> None:  # type: ignore[no-untyped-def]
+    """Call `listener(event)` for every compile, from when the monitor starts (one listener per key)."""
+    _pending_listeners[key] = listener
+    running = _running_monitor()
+    if running is not None:
+        _attach_listeners(running)
+
+
+def _attach_listeners(running) -> None:  # type: ignore[no-untyped-def]
+    if _attached["monitor"] is not running:
+        _attached["monitor"], _attached["listeners"] = running, {}
+    attached = _attached["listeners"]
+    for key, listener in _pending_listeners.items():
+        if attached.get(key) is not listener:
+            if attached.get(key) in running.listeners:
+                running.listeners.remove(attached[key])
+            running.listeners.append(listener)
+            attached[key] = listener
 
 
 def _make_jitguard_importable() -> None:
@@ -142,6 +182,9 @@ def activate_monitor() -> bool:
         role = _pending_process_info.get("role") or _multiprocessing_name()
         if role is not None or _pending_process_info.get("rank") is not None:
             monitor.set_process_info(role=role, rank=_pending_process_info.get("rank"))
+        _attach_listeners(installed)
+        if _pending_process_info.get("phase"):
+            _apply_phase(_pending_process_info["phase"])
         if installed.sink is not None:
             installed.sink.write_process_record()
     except Exception as exc:  # noqa: BLE001 - the host program must start whatever happens here
