@@ -286,6 +286,12 @@ def fused_moe(
     return out
 
 
+def _expert_scale(scale, e: int, quant: int):
+    if quant == QUANT_NONE:
+        return None
+    return scale[e : e + 1]
+
+
 def _dequant_weight(w: torch.Tensor, scale, quant: int, blk: tuple[int, int]) -> torch.Tensor:
     wf = w.float()
     if quant == QUANT_NONE:
@@ -333,8 +339,6 @@ def fused_moe_reference(
         x, w13, w2, topk_weights, topk_ids,
         use_fp8_w8a8=use_fp8_w8a8, per_channel_quant=per_channel_quant, block_shape=block_shape,
     )
-    w13f = _dequant_weight(w13, w1_scale, shape.quant, shape.scale_block)
-    w2f = _dequant_weight(w2, w2_scale, shape.quant, shape.scale_block)
     emulate = quantize_activations and shape.fp8
     mode = _act_quant_mode(shape.quant) if shape.fp8 else ""
     xf = _fp8_round_trip(x, mode, shape.scale_block[1]) if emulate else x.float()
@@ -345,7 +349,8 @@ def fused_moe_reference(
         tok, slot = (topk_ids == e).nonzero(as_tuple=True)
         if tok.numel() == 0:
             continue
-        h = xf[tok] @ w13f[e].T
+        # Dequantize one expert at a time: the whole layer in fp32 can be tens of GB.
+        h = xf[tok] @ _dequant_weight(w13[e : e + 1], _expert_scale(w1_scale, e, shape.quant), shape.quant, shape.scale_block)[0].T
         acts[e] = (tok, slot, torch.nn.functional.silu(h[:, :I]) * h[:, I:])
     if emulate:
         # The tensor scale of the intermediate spans every pair, so quantize all pairs at once.
@@ -357,6 +362,7 @@ def fused_moe_reference(
         inter[used] = _fp8_round_trip(inter[used], mode, shape.scale_block[1])
         acts = {e: (tok, slot, inter[tok * shape.top_k + slot]) for e, (tok, slot, _) in acts.items()}
     for e, (tok, slot, act) in acts.items():
-        y = (act @ w2f[e].T) * topk_weights[tok, slot].float()[:, None]
+        w2f = _dequant_weight(w2[e : e + 1], _expert_scale(w2_scale, e, shape.quant), shape.quant, shape.scale_block)[0]
+        y = (act @ w2f.T) * topk_weights[tok, slot].float()[:, None]
         out.index_add_(0, tok, y)
     return out

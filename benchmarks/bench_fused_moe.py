@@ -1,0 +1,458 @@
+"""H200 benchmark of jitguard's fused-MoE GEMMs against vLLM's Triton kernel and plain torch.
+
+For each shape and token count M: correctness of the whole layer against an fp32 reference, then
+each GEMM's time (CUDA graph, L2 defeated by rotating layer copies whose active weights total
+>= 4x L2, median of >= 100 replays), weight GB/s and its ratio to the copy and read-only
+bandwidths measured in the same run. Side by side: ours with the table's tiles, ours with swap-AB
+off (same tiles), vLLM's ``fused_moe_kernel`` (loaded at run time from a file the user supplies,
+with its H200-tuned configs, fed the same routing and the same quantized activations), and plain
+torch (bf16 only).
+
+    python benchmarks/bench_fused_moe.py --vllm-file .vendor/vllm_fused_moe.py \
+        --vllm-configs .vendor/configs --out results.json
+
+GEMM1 differs in what it writes: ours writes silu(gate)*up ([pairs, I]), vLLM's writes
+gate|up ([pairs, 2I]) and needs a separate activation kernel that is not timed here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import sys
+import time
+import types
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def import_kernels():
+    """jitguard.kernels from an install, or straight from this checkout (the GPU host has no install)."""
+    try:
+        import jitguard.kernels.fused_moe  # noqa: F401
+    except ImportError:
+        sys.path.insert(0, str(ROOT))
+        import jitguard  # noqa: F401
+
+        spec = importlib.util.spec_from_file_location(
+            "jitguard.kernels", ROOT / "kernels" / "__init__.py", submodule_search_locations=[str(ROOT / "kernels")]
+        )
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["jitguard.kernels"] = module
+        spec.loader.exec_module(module)
+    from jitguard.kernels import fused_moe, moe_align, moe_configs, moe_gemm, moe_quant
+
+    return fused_moe, moe_align, moe_configs, moe_gemm, moe_quant
+
+
+fm, moe_align, moe_configs, moe_gemm, moe_quant = import_kernels()
+
+
+# ---- vLLM's kernel, loaded from a user-supplied file with its vllm imports stubbed ---------------
+
+class _Stub:
+    """Stands in for any vllm name the file imports; falsy, callable, attribute-transparent."""
+
+    def __getattr__(self, name):
+        return _Stub()
+
+    def __call__(self, *args, **kwargs):
+        return _Stub()
+
+    def __bool__(self):
+        return False
+
+    def __or__(self, other):  # annotations such as `Stub | None` are evaluated at import
+        return self
+
+    __ror__ = __or__
+
+    def __getitem__(self, item):
+        return self
+
+
+def load_vllm_kernel(path: str):
+    stub_names = [
+        "vllm", "vllm.envs", "vllm._custom_ops", "vllm.logger", "vllm.platforms", "vllm.triton_utils",
+        "vllm.triton_utils.allocation", "vllm.utils", "vllm.utils.math_utils", "vllm.utils.platform_utils",
+        "vllm.utils.torch_utils", "vllm.model_executor", "vllm.model_executor.layers",
+        "vllm.model_executor.layers.fused_moe", "vllm.model_executor.layers.fused_moe.modular_kernel",
+        "vllm.model_executor.layers.fused_moe.activation", "vllm.model_executor.layers.fused_moe.config",
+        "vllm.model_executor.layers.fused_moe.moe_align_block_size", "vllm.model_executor.layers.fused_moe.utils",
+    ]
+    saved = {n: sys.modules.get(n) for n in stub_names}
+    for name in stub_names:
+        mod = types.ModuleType(name)
+        mod.__getattr__ = lambda attr: _Stub()  # type: ignore[attr-defined]
+        sys.modules[name] = mod
+    sys.modules["vllm.triton_utils"].tl = tl
+    sys.modules["vllm.triton_utils"].triton = triton
+    try:
+        spec = importlib.util.spec_from_file_location("vllm_fused_moe_under_test", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        for name, old in saved.items():
+            if old is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = old
+    return module
+
+
+def vllm_config(configs_dir: str | None, E: int, I: int, scheme: str | None, M: int, vllm) -> tuple[dict, str]:
+    dtype = None if scheme is None else "fp8_w8a8"
+    block = [128, 128] if scheme == "block" else None
+    name = f"E={E},N={I},device_name=NVIDIA_H200"
+    if dtype:
+        name += f",dtype={dtype}"
+    if block:
+        name += ",block_shape=[128,128]"
+    path = Path(configs_dir or "") / f"{name}.json"
+    if configs_dir and path.exists():
+        table = {int(k): v for k, v in json.loads(path.read_text()).items()}
+        cfg = table[min(table, key=lambda m: abs(m - M))]
+        return dict(cfg), "tuned"
+    return vllm.get_default_config(M, E, I, 0, 8, dtype, block), "default"
+
+
+def launch_vllm_gemm(vllm, a, w, c, a_scale, w_scale, topk_weights, routing, top_k, cfg, scheme, mul_weight):
+    cfg = dict(cfg)
+    bm = cfg["BLOCK_SIZE_M"]
+    EM = routing.sorted_ids.numel()
+    if a.shape[0] < bm:
+        EM = min(EM, a.shape[0] * top_k * bm)
+    grid = (triton.cdiv(EM, bm) * triton.cdiv(w.shape[1], cfg["BLOCK_SIZE_N"]),)
+    block_k = cfg.pop("BLOCK_SIZE_K")
+    if scheme == "block":
+        block_k = min(block_k, 128)
+    cfg.pop("SPLIT_K", None)
+    fp8 = scheme is not None
+    swap = fp8 and bm < 64 and cfg["BLOCK_SIZE_N"] >= 64  # upstream's enable_swap_ab on sm_90
+    if a_scale is not None and a_scale.dim() == 1 and scheme == "channel":
+        a_scale = a_scale[:, None]
+    vllm.fused_moe_kernel[grid](
+        a, w, c, None, a_scale, w_scale, topk_weights, routing.sorted_ids, routing.expert_ids,
+        routing.num_padded, w.shape[1], w.shape[2], EM, routing.num_pairs,
+        a.stride(0), a.stride(1), w.stride(0), w.stride(2), w.stride(1), c.stride(0), c.stride(1),
+        a_scale.stride(0) if a_scale is not None and a_scale.dim() == 2 else 0,
+        a_scale.stride(1) if a_scale is not None and a_scale.dim() == 2 else 0,
+        w_scale.stride(0) if w_scale is not None else 0,
+        w_scale.stride(2) if w_scale is not None and w_scale.dim() == 3 else 0,
+        w_scale.stride(1) if w_scale is not None and w_scale.dim() >= 2 and w_scale.size(1) > 1 else 0,
+        0, 0,
+        128 if scheme == "block" else 0, 128 if scheme == "block" else 0,
+        naive_block_assignment=False, MUL_ROUTED_WEIGHT=mul_weight, top_k=top_k,
+        compute_type=tl.bfloat16, use_fp8_w8a8=fp8, use_int8_w8a8=False, use_int8_w8a16=False,
+        per_channel_quant=scheme == "channel", HAS_BIAS=False, BLOCK_SIZE_K=block_k, SWAP_AB=swap,
+        SPLIT_K=1, USE_TD=False, **cfg,
+    )
+
+
+# ---- measurement ---------------------------------------------------------------------------------
+
+def time_graph(step, n_layers: int, replays: int) -> float:
+    """Median microseconds per layer-call of ``step(layer)`` captured n_layers times in one graph."""
+    for layer in range(n_layers):
+        step(layer)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph, stream=stream):
+            for layer in range(n_layers):
+                step(layer)
+    torch.cuda.current_stream().wait_stream(stream)
+    for _ in range(3):
+        graph.replay()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
+    for s, e in zip(starts, ends):
+        s.record()
+        graph.replay()
+        e.record()
+    torch.cuda.synchronize()
+    ms = statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+    del graph
+    return ms * 1000.0 / n_layers
+
+
+@triton.jit
+def _read_only_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, ITERS: tl.constexpr):
+    pid = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    base = pid.to(tl.int64) * BLOCK * ITERS
+    for i in range(ITERS):
+        offs = base + i * BLOCK + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + offs, mask=offs < n, other=0.0).to(tl.float32)
+    tl.store(out_ptr + pid, tl.sum(acc, 0))
+
+
+def measure_bandwidths(replays: int) -> tuple[float, float]:
+    """(copy GB/s counting read + write, read-only GB/s) on 2 GiB buffers."""
+    n = 1 << 30
+    src = torch.randn(n, dtype=torch.bfloat16, device="cuda")
+    dst = torch.empty_like(src)
+    copy_us = time_graph(lambda _: dst.copy_(src), 1, replays)
+    block, iters = 4096, 16
+    grid = triton.cdiv(n, block * iters)
+    partial = torch.empty(grid, dtype=torch.float32, device="cuda")
+    read_us = time_graph(lambda _: _read_only_kernel[(grid,)](src, partial, n, BLOCK=block, ITERS=iters), 1, replays)
+    assert abs(float(partial.sum()) - float(src.float().sum())) < 1e-2 * n ** 0.5 * 10
+    del src, dst
+    return 2 * n * 2 / copy_us / 1e3, n * 2 / read_us / 1e3
+
+
+# ---- one shape ---------------------------------------------------------------------------------
+
+def quantize_weight(w: torch.Tensor, scheme: str):
+    if scheme == "tensor":
+        s = w.abs().amax(dim=(1, 2)).float() / 448.0
+        return (w / s[:, None, None]).to(torch.float8_e4m3fn), s
+    if scheme == "channel":
+        s = w.abs().amax(dim=2).float() / 448.0
+        return (w / s[:, :, None]).to(torch.float8_e4m3fn), s
+    E, R, K = w.shape
+    b = w.view(E, R // 128, 128, K // 128, 128)
+    s = b.abs().amax(dim=(2, 4)).float() / 448.0
+    return (b / s[:, :, None, :, None]).view(E, R, K).to(torch.float8_e4m3fn), s
+
+
+def make_layer(E, H, I, scheme, gen_seed):
+    g = torch.Generator(device="cuda").manual_seed(gen_seed)
+    w13 = torch.randn(E, 2 * I, H, device="cuda", dtype=torch.bfloat16, generator=g) / H**0.5
+    w2 = torch.randn(E, H, I, device="cuda", dtype=torch.bfloat16, generator=g) / I**0.5
+    if scheme is None:
+        return w13, w2, None, None
+    q13, s13 = quantize_weight(w13, scheme)
+    del w13
+    q2, s2 = quantize_weight(w2, scheme)
+    return q13, q2, s13, s2
+
+
+def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
+    name, E, k, H, I, scheme = case
+    fp8 = scheme is not None
+    wbytes = 1 if fp8 else 2
+    expert_bytes13 = 2 * I * H * wbytes
+    expert_bytes2 = H * I * wbytes
+    # Rotate enough layer copies that the experts one M=1 call reads total >= 4x L2.
+    active_min = k * (expert_bytes13 + expert_bytes2)
+    n_layers = max(1, -(-4 * l2_bytes // active_min))
+    layers = [make_layer(E, H, I, scheme, 1234 + i) for i in range(n_layers)]
+    qkw = {}
+    if scheme == "channel":
+        qkw = {"per_channel_quant": True}
+    elif scheme == "block":
+        qkw = {"block_shape": [128, 128]}
+    quant = {None: moe_gemm.QUANT_NONE, "tensor": moe_gemm.QUANT_TENSOR, "channel": moe_gemm.QUANT_CHANNEL,
+             "block": moe_gemm.QUANT_BLOCK}[scheme]
+    act_mode = {"tensor": "tensor", "channel": "row", "block": "group"}.get(scheme)
+    rows = []
+    for M in ms:
+        g = torch.Generator(device="cuda").manual_seed(M)
+        x = torch.randn(M, H, device="cuda", dtype=torch.bfloat16, generator=g)
+        logits = torch.randn(M, E, device="cuda", generator=g)
+        tw, ti = torch.topk(torch.softmax(logits, -1), k)
+        ti = ti.to(torch.int32)
+        e_act = int(torch.unique(ti).numel())
+        w13, w2, s13, s2 = layers[0]
+        fkw = dict(qkw, use_fp8_w8a8=fp8, w1_scale=s13, w2_scale=s2) if fp8 else {}
+        row = {"case": name, "M": M, "E_act": e_act, "n_layers": n_layers}
+        # Correctness of the whole layer, every path, against fp32 references.
+        ref = fm.fused_moe_reference(x, w13, w2, tw, ti, **fkw)
+        ref_q = fm.fused_moe_reference(x, w13, w2, tw, ti, quantize_activations=True, **fkw) if fp8 else ref
+
+        def rel(o, r):
+            return float((o.float() - r).norm() / r.norm())
+
+        cfgs = moe_configs.select_tile_configs(M, E, fp8)
+        row["tile"] = f"BM{cfgs.block_m} BN{cfgs.gate_up.block_n} BK{cfgs.gate_up.block_k} swap={cfgs.gate_up.swap_ab}"
+        out = fm.fused_moe(x, w13, w2, tw, ti, **fkw)
+        row["err_ours"] = rel(out, ref)
+        row["err_ours_vs_qref"] = rel(out, ref_q)
+        out_ns = fm.fused_moe(x, w13, w2, tw, ti, swap_ab=False, **fkw)
+        row["err_ours_noswap"] = rel(out_ns, ref)
+
+        # Inputs of each GEMM, prepared once (quantization is not part of the GEMM timing).
+        shape = fm.check_moe_inputs(x, w13, w2, tw, ti, **({"use_fp8_w8a8": True, **qkw} if fp8 else {}))
+        routing = moe_align.moe_align_block_size(ti, E, cfgs.block_m)
+        inter = fm.moe_gate_up(x, w13, routing, cfgs.gate_up, shape, w1_scale=s13)
+        if fp8:
+            a1, a1s = moe_quant.quantize_fp8(x, act_mode)
+            a2, a2s = moe_quant.quantize_fp8(inter, act_mode)
+        else:
+            a1, a1s, a2, a2s = x, None, inter, None
+        c1 = torch.empty(M * k, I, device="cuda", dtype=torch.bfloat16)
+        c2 = torch.empty(M * k, H, device="cuda", dtype=torch.bfloat16)
+        flat_w = tw.reshape(-1).float().contiguous()
+
+        def ours(cfg, which):
+            def step(layer):
+                lw13, lw2, ls13, ls2 = layers[layer]
+                if which == 1:
+                    moe_gemm.launch_moe_gemm(a1, lw13, c1, routing, cfg, gated=True, a_rows_per_pair_div=k,
+                                             quant=quant, a_scale=a1s, w_scale=ls13)
+                else:
+                    moe_gemm.launch_moe_gemm(a2, lw2, c2, routing, cfg, gated=False, a_rows_per_pair_div=1,
+                                             topk_weights=flat_w, quant=quant, a_scale=a2s, w_scale=ls2)
+            return step
+
+        res = {}
+        res["ours1"] = time_graph(ours(cfgs.gate_up, 1), n_layers, replays)
+        res["ours2"] = time_graph(ours(cfgs.down, 2), n_layers, replays)
+        if cfgs.gate_up.swap_ab:
+            ns1 = moe_configs.TileConfig(**{**cfgs.gate_up.__dict__, "swap_ab": False})
+            ns2 = moe_configs.TileConfig(**{**cfgs.down.__dict__, "swap_ab": False})
+            res["noswap1"] = time_graph(ours(ns1, 1), n_layers, replays)
+            res["noswap2"] = time_graph(ours(ns2, 2), n_layers, replays)
+        # Full layer (align + quant + both GEMMs + reduce), ours.
+        full_out = torch.empty_like(x)
+        res["ours_layer"] = time_graph(
+            lambda l: fm.fused_moe(x, layers[l][0], layers[l][1], tw, ti, out=full_out,
+                                   **(dict(qkw, use_fp8_w8a8=True, w1_scale=layers[l][2], w2_scale=layers[l][3]) if fp8 else {})),
+            n_layers, replays)
+
+        if vllm is not None:
+            vcfg, source = vllm_config(configs_dir, E, I, scheme, M, vllm)
+            row["vllm_cfg"] = f"{source} BM{vcfg['BLOCK_SIZE_M']} BN{vcfg['BLOCK_SIZE_N']} BK{vcfg['BLOCK_SIZE_K']}"
+            vrouting = moe_align.moe_align_block_size(ti, E, vcfg["BLOCK_SIZE_M"])
+            v1 = torch.empty(M * k, 2 * I, device="cuda", dtype=torch.bfloat16)
+            v2 = torch.empty(M * k, H, device="cuda", dtype=torch.bfloat16)
+            launch_vllm_gemm(vllm, a1, w13, v1, a1s, s13, None, vrouting, k, vcfg, scheme, False)
+            vact = torch.nn.functional.silu(v1[:, :I].float()) * v1[:, I:].float()
+            va2, va2s = (moe_quant.quantize_fp8(vact.to(torch.bfloat16), act_mode) if fp8 else (vact.to(torch.bfloat16), None))
+            launch_vllm_gemm(vllm, va2, w2, v2, va2s, s2, flat_w, vrouting, 1, vcfg, scheme, True)
+            row["err_vllm"] = rel(v2.float().view(M, k, H).sum(1), ref)
+
+            def vstep(which):
+                def step(layer):
+                    lw13, lw2, ls13, ls2 = layers[layer]
+                    if which == 1:
+                        launch_vllm_gemm(vllm, a1, lw13, v1, a1s, ls13, None, vrouting, k, vcfg, scheme, False)
+                    else:
+                        launch_vllm_gemm(vllm, a2, lw2, v2, a2s, ls2, flat_w, vrouting, 1, vcfg, scheme, True)
+                return step
+
+            res["vllm1"] = time_graph(vstep(1), n_layers, replays)
+            res["vllm2"] = time_graph(vstep(2), n_layers, replays)
+
+        if not fp8:
+            # Plain torch with the routing known on the host: one matmul per active expert.
+            ids_cpu = ti.cpu()
+            groups = []
+            for e in torch.unique(ids_cpu).tolist():
+                tok, slot = (ids_cpu == e).nonzero(as_tuple=True)
+                groups.append((e, tok.cuda(), (tok * k + slot).cuda()))
+            t1 = torch.empty(M * k, 2 * I, device="cuda", dtype=torch.bfloat16)
+            t2 = torch.empty(M * k, H, device="cuda", dtype=torch.bfloat16)
+
+            def tstep(which):
+                def step(layer):
+                    lw13, lw2 = layers[layer][0], layers[layer][1]
+                    for e, tok, pair in groups:
+                        if which == 1:
+                            t1[pair] = x[tok] @ lw13[e].T
+                        else:
+                            t2[pair] = (inter[pair] @ lw2[e].T) * flat_w[pair].unsqueeze(1).to(torch.bfloat16)
+                return step
+
+            res["torch1"] = time_graph(tstep(1), n_layers, replays)
+            res["torch2"] = time_graph(tstep(2), n_layers, replays)
+
+        bytes1 = e_act * expert_bytes13
+        bytes2 = e_act * expert_bytes2
+        for key, us in res.items():
+            row[f"{key}_us"] = us
+            b = bytes1 if key.endswith("1") else bytes2 if key.endswith("2") else bytes1 + bytes2
+            row[f"{key}_GBs"] = b / us / 1e3
+            row[f"{key}_pct_copy"] = 100 * b / us / 1e3 / bw[0]
+            row[f"{key}_pct_read"] = 100 * b / us / 1e3 / bw[1]
+        rows.append(row)
+        log(json.dumps(row))
+        print(f"{name} M={M} err={row['err_ours']:.1e} " + " ".join(f"{k}={v:.1f}" for k, v in res.items()), flush=True)
+        del x, ref, ref_q, out, out_ns, inter, c1, c2
+    del layers
+    torch.cuda.empty_cache()
+    return rows
+
+
+# (name, E, top_k, H, I, FP8 scheme or None), in the order they run.
+CASES = {
+    "qwen3-30b-bf16": ("qwen3-30b-bf16", 128, 8, 2048, 768, None),
+    "mixtral-bf16": ("mixtral-bf16", 8, 2, 4096, 14336, None),
+    "deepseek-v3-tp2-fp8-block": ("deepseek-v3-tp2-fp8-block", 256, 8, 7168, 1024, "block"),
+    "qwen3-30b-fp8-block": ("qwen3-30b-fp8-block", 128, 8, 2048, 768, "block"),
+    "mixtral-fp8-tensor": ("mixtral-fp8-tensor", 8, 2, 4096, 14336, "tensor"),
+}
+
+
+def format_table(rows, bw) -> str:
+    lines = [f"copy {bw[0]:.0f} GB/s, read-only {bw[1]:.0f} GB/s; times in us per GEMM; % = weight bytes / time / copy bw",
+             "| case | M | tile | err | G1 ours | G1 noswap | G1 vllm | G1 torch | G2 ours | G2 noswap | G2 vllm | G2 torch | layer ours |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def cell(r, key):
+        if f"{key}_us" not in r:
+            return "-"
+        return f"{r[key + '_us']:.1f} ({r[key + '_pct_copy']:.0f}%)"
+
+    for r in rows:
+        err = f"{r['err_ours']:.1e}"
+        if "err_vllm" in r:
+            err += f"/v{r['err_vllm']:.1e}"
+        lines.append("| " + " | ".join([r["case"], str(r["M"]), r["tile"], err] + [
+            cell(r, k) for k in ("ours1", "noswap1", "vllm1", "torch1", "ours2", "noswap2", "vllm2", "torch2", "ours_layer")
+        ]) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--vllm-file", help="vLLM's model_executor/layers/fused_moe/fused_moe.py (not in this repo)")
+    p.add_argument("--vllm-configs", help="folder with vLLM's H200 fused-MoE config JSON files")
+    p.add_argument("--cases", default=",".join(CASES))
+    p.add_argument("--ms", default="1,2,4,8,16,32,64,4096")
+    p.add_argument("--replays", type=int, default=100)
+    p.add_argument("--out", default="fused_moe_bench.json")
+    p.add_argument("--time-budget", type=float, default=1e9, help="start no new case after this many seconds")
+    args = p.parse_args()
+    assert args.replays >= 100, "median of >= 100 replays"
+    torch.backends.cuda.matmul.allow_tf32 = False
+    vllm = load_vllm_kernel(args.vllm_file) if args.vllm_file else None
+    props = torch.cuda.get_device_properties(0)
+    l2 = getattr(props, "L2_cache_size", 60 << 20)
+    bw = measure_bandwidths(args.replays)
+    print(f"# {props.name}, torch {torch.__version__}, triton {triton.__version__}, L2 {l2 >> 20} MiB, "
+          f"copy {bw[0]:.0f} GB/s, read {bw[1]:.0f} GB/s", flush=True)
+    ms = [int(m) for m in args.ms.split(",")]
+    all_rows = []
+    t0 = time.time()
+    with open(args.out + ".log", "w") as log_file:
+        def log(line):
+            log_file.write(line + "\n")
+            log_file.flush()
+        for name in args.cases.split(","):
+            if time.time() - t0 > args.time_budget:
+                print(f"# {name} skipped: time budget spent", flush=True)
+                continue
+            all_rows += run_case(CASES[name], ms, vllm, args.vllm_configs, bw, args.replays, l2, log)
+            print(f"# {name} done at {time.time() - t0:.0f}s", flush=True)
+            # Keep partial results if a later case fails.
+            Path(args.out).write_text(json.dumps({"gpu": props.name, "torch": torch.__version__,
+                                                  "triton": triton.__version__, "copy_GBs": bw[0],
+                                                  "read_GBs": bw[1], "rows": all_rows}, indent=1))
+    print(format_table(all_rows, bw))
+
+
+if __name__ == "__main__":
+    main()
