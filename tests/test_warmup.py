@@ -1,0 +1,178 @@
+"""Warm-up plans: record real compiles, build a plan, replay it in a fresh process, then the same
+traffic compiles nothing new. A variant the plan cannot rebuild is reported by name."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from jitguard.warmup import WarmupError, build_plan, warmup, warmup_plan_command
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Traffic over the test kernels that covers every class the plan must rebuild: an int that is
+# 1, divisible by 16 and other; an unaligned pointer; an explicit num_warps; bf16/fp8 pointers;
+# an i64-annotated int above 2**31; a heuristics-wrapped kernel.
+PROGRAM = textwrap.dedent('''
+    import json, sys
+    import torch
+    import jitguard
+    from tests import kernels_for_tests as K
+
+    def traffic():
+        x = torch.zeros(64)
+        y = torch.zeros(64)
+        for n in (1, 16, 17, 33):
+            K.add_one_kernel[(1,)](x, y, n, BLOCK=64)
+        K.add_one_kernel[(1,)](x[1:], y, 16, BLOCK=64, num_warps=2)
+        K.add_one_kernel[(1,)](x.to(torch.bfloat16), y.to(torch.float8_e4m3fn), 16, BLOCK=64)
+        K.add_one_int64[(1,)](x, y, 2**31 + 5, BLOCK=64)
+        K.add_one_heuristic[(1,)](x, y, 40)
+
+    mode = sys.argv[1]
+    with jitguard.offline(compile=True):
+        result = None
+        if mode == "replay":
+            result = jitguard.warmup(sys.argv[2])
+        # "record" writes every compile to NDJSON logs, as `jitguard run` does.
+        with jitguard.watch(dir=sys.argv[2] if mode == "record" else None) as rec:
+            traffic()
+        print(json.dumps({
+            "compiled": [o.label for o in result.compiled] if result else [],
+            "failures": [o.label for o in result.failures] if result else [],
+            "traffic_compiles": [e.kernel for e in rec.events],
+        }))
+''')
+
+
+def _python(script: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, str(script), *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=240)
+
+
+def test_plan_from_real_compiles_makes_the_same_traffic_compile_nothing(tmp_path: Path) -> None:
+    script = tmp_path / "program.py"
+    script.write_text(PROGRAM)
+    logs = tmp_path / "logs"
+    recorded = _python(script, "record", str(logs))
+    assert recorded.returncode == 0, recorded.stderr
+    cold = json.loads(recorded.stdout.strip().splitlines()[-1])
+
+    # The CLI, from the directory of logs.
+    plan_path = tmp_path / "plan.json"
+    cli = CliRunner().invoke(warmup_plan_command, [str(logs), "-o", str(plan_path)])
+    assert cli.exit_code == 0, cli.output
+    plan = json.loads(plan_path.read_text())
+    variants = {k["name"]: len(k["variants"]) for k in plan["kernels"]}
+    # add_one_kernel: n one/div16/plain (33 is plain again), unaligned + num_warps=2, bf16/fp8 dtypes.
+    assert variants == {"add_one_kernel": 5, "add_one_int64": 1, "add_one_heuristic": 1}
+    assert f"{plan['variants']} variant(s)" in cli.output
+
+    assert len(cold["traffic_compiles"]) == plan["variants"]  # without the plan, the traffic compiles
+
+    replay = _python(script, "replay", str(plan_path))
+    assert replay.returncode == 0, replay.stderr
+    outcome = json.loads(replay.stdout.strip().splitlines()[-1])
+    assert outcome["failures"] == []
+    assert len(outcome["compiled"]) == plan["variants"]
+    assert outcome["traffic_compiles"] == []
+    assert "[jitguard] warm-up 1/7" in replay.stderr
+    assert "add_one_kernel: 5 variant(s)" in replay.stderr
+
+
+def test_report_json_is_accepted_while_its_logs_exist(tmp_path: Path) -> None:
+    from jitguard.events import CompileEvent, ParamSpec, to_json_line
+    from jitguard.report import build_report
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    event = CompileEvent(kernel="add_one_kernel", module="tests.kernels_for_tests", file="k.py", key="k1",
+                         params={"n": ParamSpec("int", "i32", "div16")}, options={"num_warps": 4})
+    (logs / "host-1.ndjson").write_text(to_json_line(event) + "\n")
+    report_path = tmp_path / "report.json"
+    report_path.write_text(json.dumps(build_report(logs)))
+    assert build_plan(str(report_path))["variants"] == 1
+    for file in logs.iterdir():
+        file.unlink()
+    logs.rmdir()
+    result = CliRunner().invoke(warmup_plan_command, [str(report_path), "-o", str(tmp_path / "p.json")])
+    assert result.exit_code == 2
+    assert "pass the directory of NDJSON logs instead" in result.output
+
+
+def test_cli_input_errors_exit_2_with_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(warmup_plan_command, [str(tmp_path / "missing"), "-o", str(tmp_path / "p.json")])
+    assert result.exit_code == 2
+    assert "missing: no such directory" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def _plan_for(name: str, module: str, file: str, params: dict) -> dict:
+    return {"jitguard_warmup_plan": 1, "kernels": [{
+        "name": name, "module": module, "qualname": name, "file": file, "line": 1,
+        "variants": [{"params": params, "options": {"num_warps": 4}, "launch_kwargs": {}, "key": ""}]}]}
+
+
+_ADD_ONE_PARAMS = {"x_ptr": {"kind": "ptr", "type": "*fp32", "spec": "aligned16"},
+                   "y_ptr": {"kind": "ptr", "type": "*fp32", "spec": "aligned16"},
+                   "n": {"kind": "int", "type": "i32", "spec": "plain"},
+                   "BLOCK": {"kind": "constexpr", "type": "constexpr", "value": 64}}
+
+
+def test_a_kernel_that_is_gone_is_a_named_failure() -> None:
+    import jitguard
+
+    plan = _plan_for("renamed_kernel", "tests.kernels_for_tests", "", _ADD_ONE_PARAMS)
+    plan["kernels"] += _plan_for("k", "no_such_module_xyz", "/nonexistent/k.py", _ADD_ONE_PARAMS)["kernels"]
+    stream = io.StringIO()
+    with jitguard.offline(compile=False):
+        result = warmup(plan, stream=stream)
+        with pytest.raises(WarmupError) as raised:
+            warmup(plan, stream=io.StringIO(), strict=True)
+    assert [o.label for o in result.failures] == ["renamed_kernel#1", "k#1"]
+    assert "kernel 'renamed_kernel' is gone: module tests.kernels_for_tests" in result.failures[0].reason
+    assert "no_such_module_xyz" in result.failures[1].reason and "/nonexistent/k.py: no such file" in result.failures[1].reason
+    assert "FAILED renamed_kernel#1" in stream.getvalue()
+    assert "renamed_kernel#1" in str(raised.value) and "k#1" in str(raised.value)
+
+
+def test_variants_that_cannot_be_rebuilt_are_named_not_skipped() -> None:
+    import jitguard
+
+    events = [
+        {"type": "compile", "kernel": "add_one_kernel", "module": "tests.kernels_for_tests", "key": "a",
+         "params": {**_ADD_ONE_PARAMS, "x_ptr": {"kind": "ptr", "type": "*fp4e2m1", "spec": "aligned16"}}},
+        {"type": "compile", "kernel": "add_one_kernel", "module": "tests.kernels_for_tests", "key": "b",
+         "params": {**_ADD_ONE_PARAMS, "n": {"kind": "tuple", "type": "('i32', 'i32')"}}},
+    ]
+    plan = build_plan(events)
+    with jitguard.offline(compile=False):
+        result = warmup(plan, stream=io.StringIO())
+    assert [o.label for o in result.failures] == ["add_one_kernel#1", "add_one_kernel#2"]
+    assert "unknown pointer dtype '*fp4e2m1'" in result.failures[0].reason
+    assert "'n' is a tuple" in result.failures[1].reason
+
+
+def test_kernel_module_not_importable_is_loaded_by_file(tmp_path: Path) -> None:
+    import jitguard
+
+    source = (REPO / "tests" / "kernels_for_tests.py").read_text()
+    file = tmp_path / "moved_kernels.py"
+    file.write_text(source)
+    plan = _plan_for("add_one_kernel", "a_package_that_was_renamed.kernels", str(file), _ADD_ONE_PARAMS)
+    try:
+        with jitguard.offline(compile=False):
+            result = warmup(plan, stream=io.StringIO())
+        assert result.ok, result.summary()
+        assert [o.label for o in result.compiled] == ["add_one_kernel#1"]
+    finally:
+        sys.modules.pop("a_package_that_was_renamed.kernels", None)
