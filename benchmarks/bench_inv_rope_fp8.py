@@ -343,7 +343,15 @@ def time_implementations(irf: Any, reference: Any, upstream: Any, copy_gbs: floa
     return rows
 
 
+SWEEP_CONFIGS = ((1, 1), (2, 1), (4, 1), (2, 2), (4, 2), (8, 2), (8, 4))  # (rows per tile, warps)
+SWEEP_PROGRAMS_PER_SM = (16, 32, 64)
+
+
 def sweep_configs(irf: Any, copy_gbs: float) -> list[dict]:
+    """Tile rows, warps, prefetch and grid cap of our kernel; each config's output is compared
+    bit for bit with the default launch's."""
+    import torch
+
     rows = []
     for tokens in SWEEP_TOKENS:
         nbytes = minimal_bytes(tokens)
@@ -353,19 +361,38 @@ def sweep_configs(irf: Any, copy_gbs: float) -> list[dict]:
             inputs[0]["o"], inputs[0]["positions"], inputs[0]["cos_sin_cache"], rope_start=NOPE_DIM,
             scale_format="pow2", scale_layout="mn_major", n_groups=N_GROUPS,
         )
+        expected = irf.allocate_inv_rope_fp8_outputs(layout, tokens, "cuda")
+        irf.launch_inv_rope_fp8(layout, **inputs[0], out=expected[0], scales=expected[1])
         buffers = [irf.allocate_inv_rope_fp8_outputs(layout, tokens, "cuda") for _ in range(sets)]
-        for rows_per_tile, num_warps in ((2, 2), (4, 2), (4, 4), (8, 4), (8, 8), (16, 8)):
-            for programs_per_sm in (8, 16, 32, 10**6):
-                def make(k: int, r=rows_per_tile, w=num_warps, p=programs_per_sm) -> Callable[[], Any]:
-                    return lambda: irf.launch_inv_rope_fp8(
-                        layout, **inputs[k], out=buffers[k][0], scales=buffers[k][1],
-                        rows_per_tile=r, num_warps=w, programs_per_sm=p,
-                    )
-                us = graph_time_us(make, sets, max(sets, 16 if tokens < 4096 else 4))
-                rows.append(dict(tokens=tokens, rows_per_tile=rows_per_tile, num_warps=num_warps,
-                                 programs_per_sm=programs_per_sm, us=us,
-                                 pct_copy=100 * nbytes / (us * 1e-6) / 1e9 / copy_gbs))
+        for rows_per_tile, num_warps in SWEEP_CONFIGS:
+            for prefetch in (False, True):
+                for programs_per_sm in SWEEP_PROGRAMS_PER_SM:
+                    knobs = dict(rows_per_tile=rows_per_tile, num_warps=num_warps, programs_per_sm=programs_per_sm,
+                                 prefetch=prefetch)
+
+                    def make(k: int, knobs=knobs) -> Callable[[], Any]:
+                        return lambda: irf.launch_inv_rope_fp8(
+                            layout, **inputs[k], out=buffers[k][0], scales=buffers[k][1], **knobs
+                        )
+
+                    for out in buffers[0]:
+                        out.view(torch.uint8).fill_(0xFF)
+                    make(0)()
+                    same = all(torch.equal(x.view(torch.uint8), y.view(torch.uint8)) for x, y in zip(buffers[0], expected))
+                    us = graph_time_us(make, sets, max(sets, 16 if tokens < 4096 else 4))
+                    rows.append(dict(tokens=tokens, **knobs, same_output=same, us=us,
+                                     pct_copy=100 * nbytes / (us * 1e-6) / 1e9 / copy_gbs))
     return rows
+
+
+def compiled_variants(kernel: Any) -> list[dict]:
+    """Registers and spills of every variant of a kernel compiled in this process."""
+    found = []
+    for caches in getattr(kernel, "device_caches", {}).values():
+        for key, compiled in caches[0].items():
+            found.append(dict(key=str(key)[-400:], num_warps=compiled.metadata.num_warps,
+                              n_regs=getattr(compiled, "n_regs", None), n_spills=getattr(compiled, "n_spills", None)))
+    return found
 
 
 def main() -> None:
@@ -373,6 +400,7 @@ def main() -> None:
     parser.add_argument("--upstream", help="path to vLLM's fused_inv_rope_fp8_quant.py (from a vllm wheel)")
     parser.add_argument("--out", default=".", help="directory for results.json")
     parser.add_argument("--skip-sweep", action="store_true")
+    parser.add_argument("--sweep-only", action="store_true", help="only the copy ceiling and the config sweep")
     parser.add_argument("--story-child", choices=STORY_MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.upstream and not os.path.isfile(args.upstream):
@@ -381,7 +409,7 @@ def main() -> None:
         print(json.dumps(story_child(args.story_child, args.upstream)))
         return
 
-    story = recompile_story(args.upstream)
+    story = [] if args.sweep_only else recompile_story(args.upstream)
     import torch
     import triton
 
@@ -402,19 +430,25 @@ def main() -> None:
 
     results["copy_gbs"] = copy_gbs = copy_bandwidth_gbs()
     save()
-    results["correctness"] = check_correctness(irf, reference, upstream)
-    save()
-    results["timing"] = time_implementations(irf, reference, upstream, copy_gbs)
-    save()
+    if not args.sweep_only:
+        results["correctness"] = check_correctness(irf, reference, upstream)
+        save()
+        results["timing"] = time_implementations(irf, reference, upstream, copy_gbs)
+        save()
     if not args.skip_sweep:
         results["sweep"] = sweep_configs(irf, copy_gbs)
         save()
+    results["variants"] = compiled_variants(irf.inv_rope_fp8_kernel)
+    save()
     print_tables(results)
 
 
 def print_tables(results: dict) -> None:
     env = results["env"]
     print(f"\n{env['date']} {env['gpu']} torch {env['torch']} triton {env['triton']}; copy {results['copy_gbs']:.0f} GB/s")
+    if not results["story"]:
+        print_sweep(results)
+        return
     print("\nrecompile story (cold cache, 50 new token counts):")
     print("| kernel | compiles | compile s | request-path s | params that flipped |")
     print("|---|---|---|---|---|")
@@ -439,13 +473,21 @@ def print_tables(results: dict) -> None:
         cells = [f"{row[n + '_us']:.1f} ({row[n + '_pct_copy']:.0f}%)" if n + "_us" in row else "-" for n in names]
         speedup = f"{row['vllm_us'] / row['ours_us']:.2f}x" if "vllm_us" in row else "-"
         print(f"| {row['tokens']} | {row['bytes'] / 1e6:.2f} | " + " | ".join(cells) + f" | {speedup} |")
-    if results["sweep"]:
-        print("\nconfig sweep (ours, upstream layout): rows/tile, warps, programs/SM -> us (% copy)")
-        for tokens in SWEEP_TOKENS:
-            best = sorted((r for r in results["sweep"] if r["tokens"] == tokens), key=lambda r: r["us"])[:4]
-            print(f"T={tokens}: " + "; ".join(
-                f"{r['rows_per_tile']}/{r['num_warps']}/{r['programs_per_sm']} {r['us']:.1f} ({r['pct_copy']:.0f}%)"
-                for r in best))
+    print_sweep(results)
+
+
+def print_sweep(results: dict) -> None:
+    if not results["sweep"]:
+        return
+    print("\nconfig sweep (ours, upstream layout): rows/tile / warps / prefetch / programs per SM -> us (% copy)")
+    print("all configs give the default's output bit for bit:", all(r["same_output"] for r in results["sweep"]))
+    for tokens in SWEEP_TOKENS:
+        best = sorted((r for r in results["sweep"] if r["tokens"] == tokens), key=lambda r: r["us"])[:5]
+        print(f"T={tokens}: " + "; ".join(
+            f"{r['rows_per_tile']}/{r['num_warps']}/{int(r['prefetch'])}/{r['programs_per_sm']} {r['us']:.1f} "
+            f"({r['pct_copy']:.0f}%)" for r in best))
+    for variant in results.get("variants", []):
+        print(f"variant warps={variant['num_warps']} regs={variant['n_regs']} spills={variant['n_spills']}")
 
 
 if __name__ == "__main__":

@@ -47,7 +47,27 @@ _ELEMENTS_PER_TILE = 2048
 _NUM_WARPS = 4
 # Resident programs per SM the grid is capped at; each loops over tiles (grid-stride).
 _PROGRAMS_PER_SM = 16
+_PREFETCH = True
 _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offline backend).
+
+
+@triton.jit
+def _load_tile(
+    o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b, pair_ok,
+    NUM_HEADS: tl.constexpr, ROWS: tl.constexpr,
+):
+    """Raw loads of one tile: the rows, their rope pairs (re-read, L1 hits) and positions."""
+    rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
+    row_ok = rows < n_rows
+    token = rows // NUM_HEADS
+    head = rows % NUM_HEADS
+    row_ptr = o_ptr + (token * o_stride_token + head * o_stride_head)[:, None]
+    pair_mask = row_ok[:, None] & pair_ok[None, :]
+    x = tl.load(row_ptr + cols[None, :], mask=row_ok[:, None] & col_ok[None, :], other=0.0)
+    a = tl.load(row_ptr + col_a[None, :], mask=pair_mask, other=0.0)
+    b = tl.load(row_ptr + col_b[None, :], mask=pair_mask, other=0.0)
+    pos = tl.load(positions_ptr + token, mask=row_ok, other=0).to(tl.int64)
+    return x, a, b, pos
 
 
 @triton.jit(do_not_specialize=["num_tokens"], do_not_specialize_on_alignment=["positions_ptr"])
@@ -79,6 +99,7 @@ def inv_rope_fp8_kernel(
     EPS: tl.constexpr,
     SCALE_COLS_P2: tl.constexpr,
     ROWS: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles."""
     D_TILE: tl.constexpr = CHUNKS_P2 * GROUP
@@ -87,7 +108,7 @@ def inv_rope_fp8_kernel(
     SCALES_PER_ROW: tl.constexpr = CHUNKS // 4 if PACKED_SCALES else CHUNKS
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
-    n_tokens = num_tokens.to(tl.int64)
+    n_tokens = tl.cast(num_tokens, tl.int64)  # a constexpr under default specialization
     n_rows = n_tokens * NUM_HEADS
     n_tiles = (n_rows + ROWS - 1) // ROWS
     # Derived here, not passed: both vary with T and would flip Triton's int classes.
@@ -122,26 +143,37 @@ def inv_rope_fp8_kernel(
     chunk_b = col_b // GROUP
     chunk_ids = tl.arange(0, CHUNKS_P2)
 
+    if PREFETCH:
+        x_next, a_next, b_next, pos_next = _load_tile(
+            o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
+            pair_ok, NUM_HEADS, ROWS,
+        )
     for tile in range(pid, n_tiles, num_programs):
         rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
         row_ok = rows < n_rows
         token = rows // NUM_HEADS
         head = rows % NUM_HEADS
-        in_base = token * o_stride_token + head * o_stride_head
         out_base = (head // HEADS_PER_GROUP) * group_stride + token * ROW_WIDTH + (head % HEADS_PER_GROUP) * HEAD_DIM
-
-        x = tl.load(
-            o_ptr + in_base[:, None] + cols[None, :], mask=row_ok[:, None] & col_ok[None, :], other=0.0
-        ).to(tl.float32)
-
-        # Rope slice: pairs (a, b) re-read from L1, cos/sin from the position's cache row.
-        pos = tl.load(positions_ptr + token, mask=row_ok, other=0).to(tl.int64)
-        cache_row = cos_sin_ptr + pos * cache_stride_pos
+        if PREFETCH:
+            # This tile's loads were issued one iteration ago; issue the next tile's now, so
+            # each program keeps a tile of reads in flight while it computes.
+            x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
+            x_next, a_next, b_next, pos_next = _load_tile(
+                o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, cols, col_ok,
+                col_a, col_b, pair_ok, NUM_HEADS, ROWS,
+            )
+        else:
+            x_raw, a_raw, b_raw, pos = _load_tile(
+                o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
+                pair_ok, NUM_HEADS, ROWS,
+            )
+        x = x_raw.to(tl.float32)
+        a = a_raw.to(tl.float32)
+        b = b_raw.to(tl.float32)
         pair_mask = row_ok[:, None] & pair_ok[None, :]
+        cache_row = cos_sin_ptr + pos * cache_stride_pos
         cos = tl.load(cache_row[:, None] + pair[None, :], mask=pair_mask, other=1.0).to(tl.float32)
         sin = tl.load(cache_row[:, None] + HALF_ROPE + pair[None, :], mask=pair_mask, other=0.0).to(tl.float32)
-        a = tl.load(o_ptr + in_base[:, None] + col_a[None, :], mask=pair_mask, other=0.0).to(tl.float32)
-        b = tl.load(o_ptr + in_base[:, None] + col_b[None, :], mask=pair_mask, other=0.0).to(tl.float32)
         # Inverse rotation (by -theta).
         new_a = a * cos + b * sin
         new_b = b * cos - a * sin
@@ -404,13 +436,15 @@ def launch_inv_rope_fp8(
     rows_per_tile: int | None = None,
     num_warps: int = _NUM_WARPS,
     programs_per_sm: int = _PROGRAMS_PER_SM,
+    prefetch: bool = _PREFETCH,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
     ``out`` may have another dtype than fp8 (fp32 keeps the pre-cast values, used to check
     the maths under ``TRITON_INTERPRET=1``). ``kernel`` swaps in another build of the same
     function (the interpreter, or a copy with default specialization for comparisons);
-    ``rows_per_tile``, ``num_warps`` and ``programs_per_sm`` are tuning knobs for benchmarks.
+    ``rows_per_tile``, ``num_warps``, ``programs_per_sm`` and ``prefetch`` are tuning knobs for
+    benchmarks.
     """
     num_tokens = o.shape[0]
     if num_tokens == 0:
@@ -434,6 +468,7 @@ def launch_inv_rope_fp8(
         o.stride(1),
         cos_sin_cache.stride(0),
         ROWS=rows,
+        PREFETCH=prefetch,
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.
         enable_fp_fusion=False,
