@@ -3,8 +3,8 @@
     python tests/multiproc_program.py MANIFEST_DIR
 
 The parent compiles a tiny kernel for a few token counts, then starts: two multiprocessing spawn
-children, a fork child, a forkserver child, a `subprocess` child, a helper that never imports
-Triton, and a spawn child that the parent SIGKILLs after it compiled. Every process that compiles
+children, a fork child, a forkserver child, a torch.multiprocessing.spawn worker (when torch
+imports), a `subprocess` child, a helper that never imports Triton, and a spawn child that the parent SIGKILLs after it compiled. Every process that compiles
 first writes MANIFEST_DIR/<role>.json: its pid and the (kernel, token count) calls it makes, and,
 for the fork child, the calls whose compiled variants it inherits from the parent. The test
 derives the expected compiles from those calls. Nothing here imports jitguard: the bootstrap does.
@@ -84,6 +84,11 @@ def child(manifest_dir: str, role: str, calls: list, inherited: list | None = No
     make_calls(calls)
 
 
+def torch_child(index: int, manifest_dir: str, calls: list) -> None:
+    """A torch.multiprocessing.spawn worker (its entry point takes the worker index first)."""
+    child(manifest_dir, f"torch-spawn-{index}", calls)
+
+
 def doomed_child(manifest_dir: str, calls: list) -> None:
     """Compiles, says so, then waits to be SIGKILLed by the parent."""
     write_manifest(manifest_dir, "killed", calls)
@@ -121,6 +126,15 @@ def main(manifest_dir: str) -> int:
     for worker in workers:
         worker.start()
 
+    torch_workers = None
+    try:
+        import torch.multiprocessing as torch_mp
+    except ImportError:  # torch is optional here: the test expects a torch child only when it imports
+        torch_mp = None
+    if torch_mp is not None:
+        torch_workers = torch_mp.spawn(torch_child, args=(manifest_dir, [["shift_tokens", 4], ["shift_tokens", 20]]),
+                                       nprocs=1, join=False)
+
     doomed = spawn.Process(target=doomed_child, args=(manifest_dir, [["shift_tokens", 2], ["shift_tokens", 96]]))
     doomed.start()
 
@@ -138,6 +152,8 @@ def main(manifest_dir: str) -> int:
     _wait_for(os.path.join(manifest_dir, "killed.ready"))
     os.kill(doomed.pid, signal.SIGKILL)
     doomed.join()
+    if torch_workers is not None:
+        torch_workers.join()
     for worker in workers:
         worker.join()
         if worker.exitcode != 0:
