@@ -235,3 +235,41 @@ def test_pre_commit_hook_runs_the_scan() -> None:
     hooks = (Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text()
     assert "id: jitguard-check" in hooks
     assert "entry: jitguard scan" in hooks
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("JITGUARD_VLLM_TREE"), reason="set JITGUARD_VLLM_TREE to an unpacked vLLM tree")
+def test_real_vllm_tree_scan_and_fix_check() -> None:
+    """Opt-in: a whole vLLM tree scans without errors, and `fix --from scan` changes only decorators."""
+    import ast
+    import difflib
+
+    from jitguard.codemod.demotions import load_report
+    from jitguard.codemod.files import python_files
+    from jitguard.codemod.fix_tree import fix_paths
+    from jitguard.codemod.kernels import find_kernels
+
+    root = Path(os.environ["JITGUARD_VLLM_TREE"])
+    scan = _run(scan_command, ["--json", root])
+    assert scan.exit_code == 1, scan.stderr  # vLLM has warnings, and no unreadable file
+    payload = json.loads(scan.stdout)
+    assert payload["errors"] == [] and payload["kernels"] > 100
+    scan_file = Path(os.environ.get("TMPDIR", "/tmp")) / "jitguard-vllm-scan.json"
+    scan_file.write_text(scan.stdout)
+    demotions, _ = load_report(scan_file)
+    run = fix_paths(python_files([root]), demotions, jobs=2)
+    assert run.errors == []
+    changed = [result for result in run.results if result.changed]
+    assert changed
+    for result in changed:
+        assert result.outcome is not None
+        ast.parse(result.outcome.source)
+        decorator_lines = set()
+        for kernel in find_kernels(result.original):
+            line, _, end_line, _ = kernel.decorator_span
+            decorator_lines.update(range(line, end_line + 1))
+        before = result.original.decode().splitlines()
+        after = result.outcome.source.decode().splitlines()
+        for tag, i1, i2, _, _ in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
+            if tag != "equal":
+                assert set(range(i1 + 1, max(i2, i1 + 1) + 1)) <= decorator_lines, (result.path, tag, i1, i2)

@@ -102,7 +102,7 @@ def fix_command(
         if not show_diff:
             verb = "" if writing else "would add "
             added = "; ".join(f"{option} += {', '.join(names)}" for option, names in change.added.items())
-            click.echo(f"{path}:{change.line}: {change.kernel}: {verb}{added}")
+            click.echo(f"{path}:{change.line}: {change.qualname or change.kernel}: {verb}{added}")
     if writing:
         run.errors += write_changes(run)
     for line in run.warnings:

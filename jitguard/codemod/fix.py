@@ -39,6 +39,7 @@ class KernelChange:
     line: int
     added: dict[str, list[str]]  # option -> parameter names added
     already: list[str] = field(default_factory=list)  # parameters that were demoted already
+    qualname: str = ""  # `Class.kernel` for kernels defined inside a class or function
 
 
 @dataclass
@@ -201,7 +202,7 @@ def _line_offsets(source: bytes) -> list[int]:
 
 def plan_for_kernel(kernel: TritonKernel, requests: Sequence[tuple[str, str]]) -> tuple[KernelChange, list[str]]:
     """Decide which names to add to which option of one kernel; return the change and errors."""
-    change = KernelChange(kernel.name, kernel.line, {})
+    change = KernelChange(kernel.name, kernel.line, {}, qualname=kernel.qualname)
     errors: list[str] = []
     where = f"kernel `{kernel.name}` (line {kernel.line})"
     listed = {option: kernel.demoted(option) for option in DEMOTION_OPTIONS}
@@ -247,7 +248,7 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
     changes: list[KernelChange] = []
     errors: list[str] = []
     edits: list[tuple[TritonKernel, dict[str, list[str]]]] = []
-    for key, requests in plan.items():
+    for key, requests in sorted(plan.items(), key=lambda item: item[0][1]):
         kernel = by_key.get(key)
         if kernel is None:
             errors.append(f"kernel `{key[0]}` not found at line {key[1]}")
