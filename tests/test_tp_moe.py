@@ -1,6 +1,6 @@
 """examples/tp_moe under `jitguard run --offline -- torchrun --nproc-per-node 2`: per-rank reporting.
 
-Two ranks (gloo, CPU, compile-only sm_90 backend) each run the MoE layer over its own token-count
+Two ranks (gloo on CPU with the compile-only sm_90 backend; or, marker `gpu`, NCCL on two GPUs) each run the MoE layer over its own token-count
 stream, once with the stock kernels (do_not_specialize lists stripped) and once with the fixed
 ones. The merged report (`jitguard report DIR --json`) must put every compile on the right rank
 and process, show the stock kernels compiling different variants on the two ranks, and the fixed
@@ -49,16 +49,36 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _run_layer(kernels: str, logs: Path, cache: Path) -> dict:
+def _start_layer(kernels: str, backend: str, logs: Path, cache: Path) -> subprocess.Popen:
     env = dict(os.environ, TRITON_CACHE_DIR=str(cache), OMP_NUM_THREADS="1")
     env.pop("JITGUARD", None)
-    command = [sys.executable, "-m", "jitguard", "run", "--dir", str(logs), "--offline", "--",
+    offline = []
+    if backend == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""  # gloo on CPU even on a GPU host
+        offline = ["--offline"]
+    command = [sys.executable, "-m", "jitguard", "run", "--dir", str(logs), *offline, "--",
                sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(WORLD),
                "--master-port", str(_free_port()), str(PROGRAM), "--kernels", kernels, *SHAPE_ARGS]
     for rank in range(WORLD):
         command += ["--tokens", ",".join(map(str, STREAMS[rank]))]
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=150, cwd=ROOT)
+    with open(logs.with_suffix(".stdout"), "w") as out, open(logs.with_suffix(".stderr"), "w") as err:
+        return subprocess.Popen(command, env=env, stdout=out, stderr=err, cwd=ROOT)
+
+
+def _finish_layer(started: subprocess.Popen, backend: str, logs: Path) -> dict:
+    try:
+        started.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        started.terminate()  # jitguard run forwards it to torchrun, which stops its ranks
+        try:
+            started.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            started.kill()
+            started.wait()
+    proc = subprocess.CompletedProcess(started.args, started.returncode, logs.with_suffix(".stdout").read_text(),
+                                       logs.with_suffix(".stderr").read_text())
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    assert ("nccl on cuda" if backend == "gpu" else "gloo on cpu") in proc.stdout
     report = subprocess.run([sys.executable, "-m", "jitguard", "report", str(logs), "--json"],
                             capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert report.returncode == 0, report.stderr
@@ -67,11 +87,26 @@ def _run_layer(kernels: str, logs: Path, cache: Path) -> dict:
     return {"proc": proc, "report": json.loads(report.stdout), "pid_of_rank": pids}
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    base = tmp_path_factory.mktemp("tp_moe")
-    return {kernels: _run_layer(kernels, base / f"logs-{kernels}", base / "triton-cache")
-            for kernels in ("stock", "fixed")}
+@pytest.fixture(scope="module", params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """Both kernel sets on two ranks: gloo + offline backend on CPU, or NCCL on two GPUs."""
+    backend = request.param
+    if backend == "gpu":
+        import torch
+
+        if torch.cuda.device_count() < WORLD:
+            pytest.skip(f"needs {WORLD} GPUs, found {torch.cuda.device_count()}")
+    base = tmp_path_factory.mktemp(f"tp_moe-{backend}")
+    # Both runs at once: their processes spend much of their time waiting on each other's ranks.
+    started = {kernels: _start_layer(kernels, backend, base / f"logs-{kernels}", base / "triton-cache")
+               for kernels in ("stock", "fixed")}
+    try:
+        return {kernels: _finish_layer(proc, backend, base / f"logs-{kernels}") for kernels, proc in started.items()}
+    finally:
+        for proc in started.values():
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait()
 
 
 def _by_rank(kernel: dict) -> dict[int, dict]:
