@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from jitguard.codemod.commands import fix_command, scan_command
+from jitguard.codemod.files import progress_for
 
 KERNEL = textwrap.dedent("""\
     import triton
@@ -273,3 +275,25 @@ def test_real_vllm_tree_scan_and_fix_check() -> None:
         for tag, i1, i2, _, _ in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
             if tag != "equal":
                 assert set(range(i1 + 1, max(i2, i1 + 1) + 1)) <= decorator_lines, (result.path, tag, i1, i2)
+
+
+def test_ambiguous_param_and_symlinked_file(tree: Path) -> None:
+    (tree / "pkg" / "again.py").write_text(KERNEL)
+    (tree / "link.py").symlink_to(tree / "pkg" / "rows.py")
+    result = _run(fix_command, ["--param", "scale_rows:num_tokens", tree / "pkg", tree / "link.py"])
+    assert result.exit_code == 0, result.output
+    assert "matches 2 kernels" in result.stderr
+    assert (tree / "link.py").is_symlink()
+    assert FIXED_DECORATOR in (tree / "pkg" / "rows.py").read_text()
+    assert FIXED_DECORATOR in (tree / "pkg" / "again.py").read_text()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_only_on_a_terminal_for_large_trees() -> None:
+    assert progress_for("Scanning", 5000, _Terminal()).enabled
+    assert not progress_for("Scanning", 10, _Terminal()).enabled
+    assert not progress_for("Scanning", 5000, io.StringIO()).enabled

@@ -32,7 +32,8 @@ class PathInputError(ValueError):
 def python_files(paths: Sequence[str | Path]) -> list[Path]:
     """Every `*.py`/`*.pyi` under `paths` (files named directly are kept whatever their suffix).
 
-    Raises PathInputError for a path that does not exist. The result is sorted and unique.
+    Raises PathInputError for a path that does not exist. The result is sorted, and a file
+    reached twice (through a symlink, or two overlapping PATHs) is listed once.
     """
     found: set[Path] = set()
     for raw in paths:
@@ -47,7 +48,10 @@ def python_files(paths: Sequence[str | Path]) -> list[Path]:
             for name in files:
                 if name.endswith((".py", ".pyi")):
                     found.add(Path(root, name))
-    return sorted(found)
+    unique: dict[str, Path] = {}
+    for path in sorted(found):
+        unique.setdefault(os.path.realpath(path), path)
+    return sorted(unique.values())
 
 
 class SourceError(Exception):
@@ -73,8 +77,9 @@ def write_atomically(path: Path, data: bytes) -> None:
     """Replace `path` with `data` via a temporary file and a rename in the same directory.
 
     An interrupted run leaves either the old file or the new one, never a mix; the file's
-    permission bits are kept.
+    permission bits are kept, and a symlink keeps pointing at the file it named.
     """
+    path = path.resolve()
     mode = path.stat().st_mode & 0o7777
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".jitguard-tmp", dir=path.parent)
     try:

@@ -18,7 +18,7 @@ from jitguard.codemod.demotions import Demotion
 from jitguard.codemod.files import Progress, SourceError, map_files, read_source, write_atomically
 from jitguard.codemod.fix import FixOutcome, KernelChange, fix_source
 from jitguard.codemod.kernels import find_kernels, might_contain_kernels, parse_source
-from jitguard.codemod.scan import scan_kernel
+from jitguard.codemod.scan import scan_kernel, source_lines
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def survey_file(task: tuple[Path, bytes | None]) -> FileSurvey:
     except (SyntaxError, ValueError, RecursionError) as exc:
         survey.error = _error_text(exc)
         return survey
-    lines = source.decode("utf-8").splitlines()
+    lines = source_lines(source)
     for kernel in find_kernels(source, tree):
         survey.kernels.append(
             KernelSite(path, kernel.name, kernel.qualname, kernel.line, kernel.first_line, kernel.end_line)
@@ -174,6 +174,12 @@ def fix_paths(
             if line not in run.errors:
                 run.errors.append(line)
             continue
+        if len(chosen) > 1 and demotion.origin == "--param":
+            names = ", ".join(f"{site.path}:{site.line}" for site in chosen)
+            line = (f"--param {demotion.kernel}:{demotion.param} matches {len(chosen)} kernels ({names}); "
+                    "name one as Class.kernel or pass its file alone")
+            if line not in run.warnings:
+                run.warnings.append(line)
         for site in chosen:
             request = (demotion.param, demotion.option)
             planned = plans[site.path][(site.name, site.line)]

@@ -297,13 +297,18 @@ def scan_kernel(
     return found
 
 
+def source_lines(source: bytes) -> list[str]:
+    """Lines numbered as Python numbers them (str.splitlines would also split on form feeds)."""
+    return re.split(r"\r\n|\r|\n", source.decode("utf-8"))
+
+
 def scan_source(source: bytes, file: str) -> tuple[list[Finding], int]:
     """Findings and kernel count for one file's bytes; raises SyntaxError/ValueError if unparsable."""
     if not might_contain_kernels(source):
         return [], 0
     tree = parse_source(source)
     kernels = find_kernels(source, tree)
-    lines = source.decode("utf-8").splitlines()
+    lines = source_lines(source)
     helpers = called_names(kernels)
     findings = [
         finding
