@@ -297,3 +297,49 @@ def test_progress_bar_only_on_a_terminal_for_large_trees() -> None:
     assert progress_for("Scanning", 5000, _Terminal()).enabled
     assert not progress_for("Scanning", 10, _Terminal()).enabled
     assert not progress_for("Scanning", 5000, io.StringIO()).enabled
+
+
+ROWS_KERNEL = textwrap.dedent("""\
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def zero_rows(x_ptr, num_tokens, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + row * BLOCK + offs, 0.0, mask=row < num_tokens)
+""")
+
+
+def _variants_over_token_counts(kernel_file: Path, log_dir: Path | None = None) -> int:
+    import contextlib
+    import importlib.util
+
+    torch = pytest.importorskip("torch")
+    import jitguard
+
+    spec = importlib.util.spec_from_file_location(f"rows_{abs(hash(kernel_file.read_text()))}", kernel_file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = torch.zeros(64 * 16)
+    with jitguard.offline(compile=False), jitguard.watch(dir=str(log_dir) if log_dir else None) as recorder, \
+            contextlib.redirect_stderr(io.StringIO()):
+        for n in (1, 2, 3, 16, 17, 32):
+            module.zero_rows[(n,)](x, n, BLOCK=16)
+    return recorder.variants("zero_rows")
+
+
+def test_runtime_report_drives_the_fix_end_to_end(tmp_path: Path) -> None:
+    kernel_file = tmp_path / "rows_kernel.py"
+    kernel_file.write_text(ROWS_KERNEL)
+    assert _variants_over_token_counts(kernel_file, tmp_path / "logs") == 3
+    report = subprocess.run([sys.executable, "-m", "jitguard", "report", str(tmp_path / "logs"), "--json"],
+                            capture_output=True, text=True)
+    assert report.returncode in (0, 1), report.stderr
+    (tmp_path / "report.json").write_text(report.stdout)
+    result = _run(fix_command, ["--from", tmp_path / "report.json", kernel_file])
+    assert result.exit_code == 0, result.output
+    assert kernel_file.read_text() == ROWS_KERNEL.replace("@triton.jit", '@triton.jit(do_not_specialize=["num_tokens"])')
+    assert _variants_over_token_counts(kernel_file) == 1
