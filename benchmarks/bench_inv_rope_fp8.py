@@ -343,8 +343,8 @@ def time_implementations(irf: Any, reference: Any, upstream: Any, copy_gbs: floa
     return rows
 
 
-SWEEP_CONFIGS = ((1, 1), (2, 1), (4, 1), (2, 2), (4, 2), (8, 2), (8, 4))  # (rows per tile, warps)
-SWEEP_PROGRAMS_PER_SM = (16, 32, 64)
+SWEEP_CONFIGS = ((1, 1), (2, 1), (4, 2), (8, 4))  # (rows per tile, warps)
+SWEEP_PROGRAMS_PER_SM = (16, 32)
 
 
 def sweep_configs(irf: Any, copy_gbs: float) -> list[dict]:

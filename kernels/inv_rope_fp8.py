@@ -41,12 +41,11 @@ INPUT_DTYPES = (torch.bfloat16, torch.float16)
 CACHE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 POSITION_DTYPES = (torch.int64, torch.int32)
 
-# Elements handled per loop iteration of one program; with 4 warps that is 16 elements
-# (two 16-byte bf16 vectors) per thread.
-_ELEMENTS_PER_TILE = 2048
-_NUM_WARPS = 4
-# Resident programs per SM the grid is capped at; each loops over tiles (grid-stride).
-_PROGRAMS_PER_SM = 16
+# Measured on an H200 (benchmarks/results/inv_rope_fp8.md): one (token, head) row of 512 per
+# one-warp program, 32 programs per SM (the resident-block limit) looping over rows, with the
+# next row's loads issued before the current one is computed, beat wider tiles and more warps.
+_ELEMENTS_PER_TILE = 512
+_PROGRAMS_PER_SM = 32
 _PREFETCH = True
 _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offline backend).
 
@@ -434,7 +433,7 @@ def launch_inv_rope_fp8(
     *,
     kernel: Any = None,
     rows_per_tile: int | None = None,
-    num_warps: int = _NUM_WARPS,
+    num_warps: int | None = None,
     programs_per_sm: int = _PROGRAMS_PER_SM,
     prefetch: bool = _PREFETCH,
 ) -> None:
@@ -452,6 +451,7 @@ def launch_inv_rope_fp8(
     constexprs = layout.constexprs()
     tile_width = constexprs["CHUNKS_P2"] * constexprs["GROUP"]
     rows = rows_per_tile or max(1, _ELEMENTS_PER_TILE // tile_width)
+    num_warps = num_warps or min(4, max(1, rows * tile_width // 1024))
     n_tiles = triton.cdiv(num_tokens * layout.num_heads, rows)
     grid = (min(n_tiles, _sm_count(o.device) * programs_per_sm),)
     # With one token the token stride is never used; normalise it so a view's odd stride
