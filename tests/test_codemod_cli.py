@@ -234,9 +234,11 @@ def test_python_dash_m_jitguard_runs_both_commands(tree: Path) -> None:
 
 
 def test_pre_commit_hook_runs_the_scan() -> None:
-    hooks = (Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text()
-    assert "id: jitguard-check" in hooks
-    assert "entry: jitguard scan" in hooks
+    yaml = pytest.importorskip("yaml")
+    hooks = yaml.safe_load((Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text())
+    check = {hook["id"]: hook for hook in hooks}["jitguard-check"]
+    assert check["entry"] == "jitguard scan"
+    assert check["language"] == "python" and check["types"] == ["python"]
 
 
 @pytest.mark.slow

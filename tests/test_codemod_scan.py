@@ -116,3 +116,11 @@ def test_non_triton_jit_functions_are_ignored() -> None:
             return x
     """).encode()
     assert scan_source(source, "k.py") == ([], 0)
+
+
+def test_scan_help_lists_every_rule() -> None:
+    from jitguard.codemod.commands import scan_command
+    from jitguard.codemod.scan import RULES
+
+    for rule in RULES.values():
+        assert f"{rule.id} {rule.name}" in (scan_command.help or "")

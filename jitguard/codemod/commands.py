@@ -24,7 +24,7 @@ from jitguard.codemod.demotions import (
 )
 from jitguard.codemod.files import PathInputError, default_jobs, map_files, progress_for, python_files
 from jitguard.codemod.fix_tree import fix_paths, unified_diff, write_changes
-from jitguard.codemod.scan import RULES, FileScan, scan_file
+from jitguard.codemod.scan import FileScan, scan_file
 
 
 def _plural(count: int, word: str) -> str:
@@ -150,11 +150,17 @@ def _count_adviceless_findings(report: str) -> int:
 def scan_command(paths: tuple[str, ...], as_json: bool, show_all: bool, jobs: int | None) -> None:
     """Find recompile risks in Triton kernels, without running them.
 
-    Exit 1 when a warning is found (info findings do not count), 2 on unreadable files.
-    Silence a line with `# jitguard: ignore` or `# jitguard: ignore[JG101]`.
+    Exit 1 when a warning is found (info findings do not count), 2 when a file cannot be read
+    or parsed. Silence a line with `# jitguard: ignore` or `# jitguard: ignore[JG101]`.
 
     \b
     Rules:
+      JG101 token-count-specialized        (warning) int token/batch count not demoted
+      JG102 size-specialized               (info)    int used as a size, not demoted
+      JG103 runtime-size-constexpr         (warning) tl.constexpr named like a token count
+      JG104 unknown-name-in-demotion-list  (warning) do_not_specialize names no parameter
+      JG105 constexpr-in-demotion-list     (warning) do_not_specialize lists a tl.constexpr
+      JG106 derived-stride-specialized     (info)    stride left specialized next to a demoted count
     """
     started = time.perf_counter()
     files = _collect_files(paths)
@@ -195,7 +201,3 @@ def scan_command(paths: tuple[str, ...], as_json: bool, show_all: bool, jobs: in
     if warnings:
         sys.exit(1)
 
-
-scan_command.help = (scan_command.help or "") + "".join(
-    f"\n  {rule.id} {rule.name} ({rule.severity})" for rule in RULES.values()
-)
