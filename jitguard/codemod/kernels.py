@@ -94,8 +94,11 @@ class TritonNames:
 
 
 def might_contain_kernels(source: bytes) -> bool:
-    """Cheap text test: False means the file certainly has no decorated Triton kernel."""
-    return JIT_DECORATOR_LINE.search(source) is not None
+    """Cheap text test: False means the file certainly has no decorated Triton kernel.
+
+    A kernel's decorator needs a name bound by an import that spells `triton` somewhere.
+    """
+    return b"triton" in source and JIT_DECORATOR_LINE.search(source) is not None
 
 
 def _is_triton_module(module: str) -> bool:
