@@ -156,11 +156,11 @@ class CallScope:
         for cache in triton_compat.all_kernel_caches(jit_fn):
             self._set_aside(cache)
         # An autotuner remembers its chosen config per key; a fresh scope benchmarks again.
+        from triton.runtime.autotuner import Autotuner
         wrapper = launcher
         while wrapper is not None and wrapper is not jit_fn:
-            chosen = getattr(wrapper, "cache", None)
-            if isinstance(chosen, dict) and type(wrapper).__name__ == "Autotuner":
-                self._set_aside(chosen)
+            if isinstance(wrapper, Autotuner) and isinstance(getattr(wrapper, "cache", None), dict):
+                self._set_aside(wrapper.cache)
             wrapper = getattr(wrapper, "fn", None)
 
     def _set_aside(self, cache: dict) -> None:
@@ -313,6 +313,7 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
         self.compiles: list[ScopedCompile] = []
         self._seen_keys: dict[KernelId, set[str]] = {}
         self._called_names: set[str] = set()  # every kernel called, judged or not
+        self._lock = threading.Lock()  # kernels may be called from several threads
 
     @property
     def new_variants(self) -> list[ScopedCompile]:
@@ -327,17 +328,22 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
         return kernel.name in self._kernel_names or kernel in self._kernel_ids
 
     def call_started(self, call: KernelCall) -> None:
-        self._called_names.add(call.kernel.name)
-        if call.manual_warmup or not self._judges(call.kernel):
-            return
-        number = self.calls.get(call.kernel, 0) + 1
-        self.calls[call.kernel] = number
-        call.numbers[id(self)] = number
+        with self._lock:
+            self._called_names.add(call.kernel.name)
+            if call.manual_warmup or not self._judges(call.kernel):
+                return
+            number = self.calls.get(call.kernel, 0) + 1
+            self.calls[call.kernel] = number
+            call.numbers[id(self)] = number
 
     def compile_seen(self, event: CompileEvent, call: KernelCall | None) -> None:
         kernel = KernelId.of_event(event)
         if not self._judges(kernel):
             return
+        with self._lock:
+            self._judge_compile(kernel, event, call)
+
+    def _judge_compile(self, kernel: KernelId, event: CompileEvent, call: KernelCall | None) -> None:
         seen = self._seen_keys.setdefault(kernel, set())
         if event.key and event.key in seen:
             return  # a variant this block already has, compiled again by a nested isolated block
