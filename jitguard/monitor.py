@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib.util
 import os
 import socket
 import sys
@@ -197,11 +198,15 @@ class Monitor:
         self._tc = tc
         self.triton_version = tc.TRITON_VERSION
         jitguard_dir = os.path.dirname(os.path.abspath(__file__))
-        # jitguard's own machinery is skipped, not its demo or kernels: those are real call sites.
+        # jitguard's machinery and its kernels' wrappers are skipped (the user's line is the call
+        # site); its demo is not: there the demo is the user.
         internal = ("monitor.py", "offline.py", "triton_compat.py", "no_recompiles.py", "sweep.py",
                     "pytest_plugin.py", "warmup.py")
         dirs = [tc.TRITON_DIR + os.sep, os.path.dirname(contextlib.__file__) + os.sep]
         dirs += [os.path.join(jitguard_dir, name) for name in internal]
+        kernels_spec = importlib.util.find_spec("jitguard.kernels")
+        if kernels_spec is not None and kernels_spec.origin:
+            dirs.append(os.path.dirname(os.path.abspath(kernels_spec.origin)) + os.sep)
         torch_dir = tc.torch_dir()
         if torch_dir:
             dirs.append(torch_dir + os.sep)
