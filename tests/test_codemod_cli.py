@@ -75,7 +75,7 @@ def test_check_exits_1_and_diff_prints_without_writing(tree: Path) -> None:
     assert "would add do_not_specialize += num_tokens" in check.stdout
     diff = _run(fix_command, ["--diff", "--param", "scale_rows:stride_x:align", tree])
     assert diff.exit_code == 1
-    assert f"+++ b/{target.as_posix()}" in diff.stdout
+    assert f"+++ b/{target.as_posix().lstrip('/')}" in diff.stdout
     assert '+@triton.jit(do_not_specialize_on_alignment=["stride_x"])' in diff.stdout
     assert target.read_text() == KERNEL
 
@@ -345,3 +345,34 @@ def test_runtime_report_drives_the_fix_end_to_end(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert kernel_file.read_text() == ROWS_KERNEL.replace("@triton.jit", '@triton.jit(do_not_specialize=["num_tokens"])')
     assert _variants_over_token_counts(kernel_file) == 1
+
+
+def test_scan_json_qualname_picks_the_class_kernel(tmp_path: Path) -> None:
+    source = textwrap.dedent("""\
+        import triton
+
+
+        class First:
+            @staticmethod
+            @triton.jit
+            def kernel(x_ptr, num_tokens, hidden):
+                tl.store(x_ptr, 0, mask=hidden < num_tokens)
+
+
+        class Second:
+            @staticmethod
+            @triton.jit(do_not_specialize=["num_tokens"])
+            def kernel(x_ptr, num_tokens, hidden):
+                tl.store(x_ptr, 0, mask=hidden < num_tokens)
+    """)
+    (tmp_path / "two.py").write_text(source)
+    scan = _run(scan_command, ["--json", tmp_path])
+    findings = json.loads(scan.stdout)["findings"]
+    assert [(f["qualname"], f["param"]) for f in findings if f["rule"] == "JG101"] == [("First.kernel", "num_tokens")]
+    (tmp_path / "scan.json").write_text(scan.stdout)
+    result = _run(fix_command, ["--from", tmp_path / "scan.json", tmp_path / "two.py"])
+    assert result.exit_code == 0, result.output
+    assert "matches" not in result.stderr
+    assert (tmp_path / "two.py").read_text() == source.replace(
+        "@triton.jit\n", '@triton.jit(do_not_specialize=["num_tokens"])\n', 1
+    )

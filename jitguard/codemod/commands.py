@@ -181,7 +181,8 @@ def scan_command(paths: tuple[str, ...], as_json: bool, show_all: bool, jobs: in
     else:
         for finding in findings:
             if finding.severity == "warning" or show_all:
-                subject = f"{finding.kernel}.{finding.param}" if finding.param else finding.kernel
+                kernel = finding.qualname or finding.kernel
+                subject = f"{kernel}.{finding.param}" if finding.param else kernel
                 click.echo(f"{finding.file}:{finding.line}: {finding.rule} [{finding.name}] {subject}: {finding.message}")
     for path, message in errors:
         _echo_err(f"error: {path}: {message}")

@@ -126,7 +126,7 @@ def load_report(path: str | Path) -> tuple[list[Demotion], list[AdviceNote]]:
             requests.append(
                 _advice_request(
                     origin,
-                    str(finding["kernel"]),
+                    str(finding.get("qualname") or finding["kernel"]),
                     str(finding["param"]),
                     finding.get("advice"),
                     finding.get("file"),

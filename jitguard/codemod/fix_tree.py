@@ -221,5 +221,5 @@ def unified_diff(result: FileResult) -> str:
         return ""
     before = result.original.decode("utf-8").splitlines(keepends=True)
     after = result.outcome.source.decode("utf-8").splitlines(keepends=True)
-    name = result.path.as_posix()
+    name = result.path.as_posix().lstrip("/")
     return "".join(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}"))

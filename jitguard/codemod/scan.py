@@ -77,9 +77,10 @@ class Finding:
     advice: str | None
     severity: str
     name: str
+    qualname: str = ""  # `Class.kernel` when the kernel is defined inside a class or function
 
     def to_json(self) -> dict[str, object]:
-        """The JSON record: rule, file, line, kernel, param, message, advice (+ severity, name)."""
+        """The JSON record: rule, file, line, kernel, param, message, advice (+ severity, name, qualname)."""
         return asdict(self)
 
 
@@ -227,7 +228,10 @@ def scan_kernel(
         if _suppressed(lines, line, rule_id) or _suppressed(lines, kernel.line, rule_id):
             return
         rule = RULES[rule_id]
-        found.append(Finding(rule.id, file, line, kernel.name, param, message, rule.advice, rule.severity, rule.name))
+        found.append(
+            Finding(rule.id, file, line, kernel.name, param, message, rule.advice, rule.severity, rule.name,
+                    kernel.qualname)
+        )
 
     names = {param.name for param in kernel.params}
     for option in DEMOTION_OPTIONS:
