@@ -197,19 +197,28 @@ def _read_only_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, ITERS: tl.constexp
     tl.store(out_ptr + pid, tl.sum(acc, 0))
 
 
-def measure_bandwidths(replays: int) -> tuple[float, float]:
-    """(copy GB/s counting read + write, read-only GB/s) on 2 GiB buffers."""
+@triton.jit
+def _copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def measure_bandwidths(replays: int) -> tuple[float, float, float]:
+    """(copy GB/s counting read + write: best of torch and Triton, read-only GB/s, torch copy GB/s), 2 GiB buffers."""
     n = 1 << 30
     src = torch.randn(n, dtype=torch.bfloat16, device="cuda")
     dst = torch.empty_like(src)
-    copy_us = time_graph(lambda _: dst.copy_(src), 1, replays)
+    torch_copy_us = time_graph(lambda _: dst.copy_(src), 1, replays)
+    triton_copy_us = time_graph(lambda _: _copy_kernel[(triton.cdiv(n, 8192),)](src, dst, n, BLOCK=8192), 1, replays)
+    assert torch.equal(dst, src)
+    copy_us = min(torch_copy_us, triton_copy_us)
     block, iters = 4096, 16
     grid = triton.cdiv(n, block * iters)
     partial = torch.empty(grid, dtype=torch.float32, device="cuda")
     read_us = time_graph(lambda _: _read_only_kernel[(grid,)](src, partial, n, BLOCK=block, ITERS=iters), 1, replays)
     assert abs(float(partial.sum()) - float(src.float().sum())) < 1e-2 * n ** 0.5 * 10
     del src, dst
-    return 2 * n * 2 / copy_us / 1e3, n * 2 / read_us / 1e3
+    return 2 * n * 2 / copy_us / 1e3, n * 2 / read_us / 1e3, 2 * n * 2 / torch_copy_us / 1e3
 
 
 # ---- one shape ---------------------------------------------------------------------------------
@@ -239,7 +248,12 @@ def make_layer(E, H, I, scheme, gen_seed):
     return q13, q2, s13, s2
 
 
-def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
+# Alternative decode tiles timed with --explore (M=1 only): input for the next table revision.
+EXPLORE_TILES = [(8, 32, 128, 4, False), (8, 32, 128, 4, True), (16, 64, 128, 4, True), (8, 64, 128, 3, True),
+                 (8, 64, 256, 3, True), (8, 128, 128, 4, True)]
+
+
+def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log, explore=False, explore_ms=(1,)):
     name, E, k, H, I, scheme = case
     fp8 = scheme is not None
     wbytes = 1 if fp8 else 2
@@ -257,6 +271,7 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
     quant = {None: moe_gemm.QUANT_NONE, "tensor": moe_gemm.QUANT_TENSOR, "channel": moe_gemm.QUANT_CHANNEL,
              "block": moe_gemm.QUANT_BLOCK}[scheme]
     act_mode = {"tensor": "tensor", "channel": "row", "block": "group"}.get(scheme)
+    shape_precision = "bf16" if scheme is None else "fp8-block" if scheme == "block" else "fp8"
     rows = []
     for M in ms:
         g = torch.Generator(device="cuda").manual_seed(M)
@@ -275,7 +290,7 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
         def rel(o, r):
             return float((o.float() - r).norm() / r.norm())
 
-        cfgs = moe_configs.select_tile_configs(M, E, fp8)
+        cfgs = moe_configs.select_tile_configs(M, E, shape_precision)
         row["tile"] = f"BM{cfgs.block_m} BN{cfgs.gate_up.block_n} BK{cfgs.gate_up.block_k} swap={cfgs.gate_up.swap_ab}"
         out = fm.fused_moe(x, w13, w2, tw, ti, **fkw)
         row["err_ours"] = rel(out, ref)
@@ -297,13 +312,17 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
         flat_w = tw.reshape(-1).float().contiguous()
 
         def ours(cfg, which):
+            # Each token tile needs its own alignment (blocks of cfg.block_m pairs).
+            tile_routing = routing if cfg.block_m == routing.block_size else \
+                moe_align.moe_align_block_size(ti, E, cfg.block_m)
+
             def step(layer):
                 lw13, lw2, ls13, ls2 = layers[layer]
                 if which == 1:
-                    moe_gemm.launch_moe_gemm(a1, lw13, c1, routing, cfg, gated=True, a_rows_per_pair_div=k,
+                    moe_gemm.launch_moe_gemm(a1, lw13, c1, tile_routing, cfg, gated=True, a_rows_per_pair_div=k,
                                              quant=quant, a_scale=a1s, w_scale=ls13)
                 else:
-                    moe_gemm.launch_moe_gemm(a2, lw2, c2, routing, cfg, gated=False, a_rows_per_pair_div=1,
+                    moe_gemm.launch_moe_gemm(a2, lw2, c2, tile_routing, cfg, gated=False, a_rows_per_pair_div=1,
                                              topk_weights=flat_w, quant=quant, a_scale=a2s, w_scale=ls2)
             return step
 
@@ -345,6 +364,18 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
 
             res["vllm1"] = time_graph(vstep(1), n_layers, replays)
             res["vllm2"] = time_graph(vstep(2), n_layers, replays)
+
+        # The same tiles timed again, last: the spread between the two runs is the noise floor.
+        res["again1"] = time_graph(ours(cfgs.gate_up, 1), n_layers, replays)
+        res["again2"] = time_graph(ours(cfgs.down, 2), n_layers, replays)
+        if explore and M in explore_ms:
+            row["explore"] = {}
+            for bm, bn, bk, st, sw in EXPLORE_TILES:
+                if scheme == "block" and bk > 128:
+                    continue
+                tile = moe_configs.TileConfig(bm, bn, bk, 1, 4, st, sw)
+                row["explore"][f"BM{bm} BN{bn} BK{bk} s{st} swap={sw}"] = (
+                    time_graph(ours(tile, 1), n_layers, replays), time_graph(ours(tile, 2), n_layers, replays))
 
         if not fp8:
             # Plain torch with the routing known on the host: one matmul per active expert.
@@ -397,21 +428,24 @@ CASES = {
 
 
 def format_table(rows, bw) -> str:
-    lines = [f"copy {bw[0]:.0f} GB/s, read-only {bw[1]:.0f} GB/s; times in us per GEMM; % = weight bytes / time / copy bw",
-             "| case | M | tile | err | G1 ours | G1 noswap | G1 vllm | G1 torch | G2 ours | G2 noswap | G2 vllm | G2 torch | layer ours |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"copy {bw[0]:.0f} GB/s, read-only {bw[1]:.0f} GB/s; us per GEMM (weight bytes/time as % of copy / % of read-only);"
+             " 'again' = ours timed a second time, last",
+             "| case | M | tile | err ours/vllm | G1 ours | G1 again | G1 noswap | G1 vllm | G1 torch | G2 ours | G2 again"
+             " | G2 noswap | G2 vllm | G2 torch | layer ours |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def cell(r, key):
         if f"{key}_us" not in r:
             return "-"
-        return f"{r[key + '_us']:.1f} ({r[key + '_pct_copy']:.0f}%)"
+        return f"{r[key + '_us']:.1f} ({r[key + '_pct_copy']:.0f}/{r[key + '_pct_read']:.0f})"
 
     for r in rows:
         err = f"{r['err_ours']:.1e}"
         if "err_vllm" in r:
-            err += f"/v{r['err_vllm']:.1e}"
+            err += f"/{r['err_vllm']:.1e}"
         lines.append("| " + " | ".join([r["case"], str(r["M"]), r["tile"], err] + [
-            cell(r, k) for k in ("ours1", "noswap1", "vllm1", "torch1", "ours2", "noswap2", "vllm2", "torch2", "ours_layer")
+            cell(r, k) for k in ("ours1", "again1", "noswap1", "vllm1", "torch1", "ours2", "again2", "noswap2", "vllm2",
+                                 "torch2", "ours_layer")
         ]) + " |")
     return "\n".join(lines)
 
@@ -424,6 +458,7 @@ def main() -> None:
     p.add_argument("--ms", default="1,2,4,8,16,32,64,4096")
     p.add_argument("--replays", type=int, default=100)
     p.add_argument("--out", default="fused_moe_bench.json")
+    p.add_argument("--explore", default="", help="cases whose M=1 point also times EXPLORE_TILES")
     p.add_argument("--time-budget", type=float, default=1e9, help="start no new case after this many seconds")
     args = p.parse_args()
     assert args.replays >= 100, "median of >= 100 replays"
@@ -433,7 +468,7 @@ def main() -> None:
     l2 = getattr(props, "L2_cache_size", 60 << 20)
     bw = measure_bandwidths(args.replays)
     print(f"# {props.name}, torch {torch.__version__}, triton {triton.__version__}, L2 {l2 >> 20} MiB, "
-          f"copy {bw[0]:.0f} GB/s, read {bw[1]:.0f} GB/s", flush=True)
+          f"copy {bw[0]:.0f} GB/s (torch copy_ {bw[2]:.0f}), read {bw[1]:.0f} GB/s", flush=True)
     ms = [int(m) for m in args.ms.split(",")]
     all_rows = []
     t0 = time.time()
@@ -445,13 +480,18 @@ def main() -> None:
             if time.time() - t0 > args.time_budget:
                 print(f"# {name} skipped: time budget spent", flush=True)
                 continue
-            all_rows += run_case(CASES[name], ms, vllm, args.vllm_configs, bw, args.replays, l2, log)
+            all_rows += run_case(CASES[name], ms, vllm, args.vllm_configs, bw, args.replays, l2, log,
+                                 explore=name in args.explore.split(","))
             print(f"# {name} done at {time.time() - t0:.0f}s", flush=True)
             # Keep partial results if a later case fails.
             Path(args.out).write_text(json.dumps({"gpu": props.name, "torch": torch.__version__,
                                                   "triton": triton.__version__, "copy_GBs": bw[0],
-                                                  "read_GBs": bw[1], "rows": all_rows}, indent=1))
+                                                  "read_GBs": bw[1], "torch_copy_GBs": bw[2],
+                                                  "rows": all_rows}, indent=1))
     print(format_table(all_rows, bw))
+    for r in all_rows:
+        for tile, (g1, g2) in r.get("explore", {}).items():
+            print(f"explore {r['case']} M={r['M']} {tile}: G1 {g1:.1f} us, G2 {g2:.1f} us")
 
 
 if __name__ == "__main__":

@@ -68,6 +68,11 @@ class MoeLayerShape:
     def fp8(self) -> bool:
         return self.quant != QUANT_NONE
 
+    @property
+    def precision(self) -> str:
+        """The tile table's precision class: "bf16", "fp8" or "fp8-block"."""
+        return {QUANT_NONE: "bf16", QUANT_BLOCK: "fp8-block"}.get(self.quant, "fp8")
+
 
 def _shape(t: torch.Tensor) -> tuple[int, ...]:
     return tuple(t.shape)
@@ -270,7 +275,7 @@ def fused_moe(
         raise ValueError(f"fused_moe: out must be {_shape(x)} {x.dtype}, got {_shape(out)} {out.dtype}")
     if shape.num_tokens == 0:
         return out
-    cfgs = tile_configs or select_tile_configs(shape.num_tokens, shape.num_experts, shape.fp8)
+    cfgs = tile_configs or select_tile_configs(shape.num_tokens, shape.num_experts, shape.precision)
     if cfgs.gate_up.block_m != cfgs.down.block_m:
         raise ValueError("fused_moe: tile_configs gate_up and down must share block_m")
     gate_up_cfg, down_cfg = cfgs.gate_up, cfgs.down

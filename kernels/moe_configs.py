@@ -1,6 +1,7 @@
 """Tile configurations for the fused-MoE GEMMs: a small table per shape class.
 
-A shape class is (precision, expert class): "bf16" or "fp8", and "few" (E <= 16, large experts,
+A shape class is (precision, expert class): "bf16", "fp8" (per-tensor or per-channel scales) or
+"fp8-block", and "few" (E <= 16, large experts,
 Mixtral-like) or "many" (E > 16, small experts, Qwen3/DeepSeek-like). Each class maps a token
 count M to one :class:`MoeTileConfigs` row (one tile for gate_up, one for down, the same token
 tile so one alignment serves both). The number of distinct rows an M range touches is the number
@@ -60,23 +61,26 @@ def _same(cfg: TileConfig) -> MoeTileConfigs:
     return MoeTileConfigs(cfg, cfg)
 
 
-# (max M of the row or None for "and above", configs). Starting points: token tile sized to the
-# most pairs one expert can receive (M <= 8 means <= 8 per expert), swapped below 64; large-M
-# tiles follow the shapes that tuned well for upstream's kernel on H200.
+# (max M of the row or None for "and above", configs). Decode rows (M <= 64): token tile sized
+# to the most pairs one expert can receive (M <= 8 means <= 8 per expert), swapped below 64
+# rows. Block-scaled FP8 has its own class: a scale multiply per K step favours smaller tiles.
+# Large-M rows and the fp8-block rows use tile shapes that upstream tuned on H200 for its kernel
+# (vLLM 0.33 configs for E=8 N=14336 and E=128 N=768). Measured on H200:
+# benchmarks/results/fused_moe.md.
 TILE_TABLE: dict[tuple[str, str], list[tuple[int | None, MoeTileConfigs]]] = {
     ("bf16", "few"): [
         (8, _same(_t(8, 64, 128, 1, 4, 5, True))),
         (16, _same(_t(16, 64, 128, 1, 4, 5, True))),
         (64, _same(_t(32, 64, 128, 8, 4, 4, True))),
         (256, _same(_t(64, 128, 64, 8, 4, 4, False))),
-        (None, _same(_t(128, 256, 64, 16, 8, 3, False))),
+        (None, _same(_t(128, 256, 64, 16, 8, 4, False))),
     ],
     ("bf16", "many"): [
         (8, _same(_t(8, 64, 128, 1, 4, 5, True))),
         (128, _same(_t(16, 64, 128, 1, 4, 4, True))),
         (512, _same(_t(32, 64, 128, 8, 4, 4, True))),
         (2048, _same(_t(64, 128, 64, 8, 4, 4, False))),
-        (None, _same(_t(128, 256, 64, 16, 8, 3, False))),
+        (None, _same(_t(128, 256, 64, 16, 8, 4, False))),
     ],
     ("fp8", "few"): [
         (8, _same(_t(8, 64, 128, 1, 4, 5, True))),
@@ -92,17 +96,41 @@ TILE_TABLE: dict[tuple[str, str], list[tuple[int | None, MoeTileConfigs]]] = {
         (2048, _same(_t(64, 128, 128, 8, 4, 4, False))),
         (None, _same(_t(128, 256, 128, 16, 8, 3, False))),
     ],
+    ("fp8-block", "few"): [
+        (2, _same(_t(16, 64, 128, 1, 4, 4, True))),
+        (8, _same(_t(16, 64, 128, 1, 4, 3, True))),
+        (64, _same(_t(32, 128, 128, 1, 4, 3, True))),
+        (None, _same(_t(64, 128, 128, 16, 4, 4, False))),
+    ],
+    ("fp8-block", "many"): [
+        (2, _same(_t(16, 64, 128, 1, 4, 4, True))),
+        (4, _same(_t(16, 128, 128, 1, 4, 3, True))),
+        (8, _same(_t(16, 64, 128, 1, 4, 3, True))),
+        (128, _same(_t(16, 128, 128, 1, 4, 3, True))),
+        (None, _same(_t(64, 128, 128, 16, 4, 4, False))),
+    ],
 }
 
-
-def shape_class(num_experts: int, fp8: bool) -> tuple[str, str]:
-    """The table key of an MoE layer: precision and few/many experts."""
-    return ("fp8" if fp8 else "bf16", "few" if num_experts <= 16 else "many")
+PRECISIONS = ("bf16", "fp8", "fp8-block")
 
 
-def select_tile_configs(num_tokens: int, num_experts: int, fp8: bool) -> MoeTileConfigs:
-    """The table row for ``num_tokens`` (M) tokens of a layer with ``num_experts`` experts."""
-    rows = TILE_TABLE[shape_class(num_experts, fp8)]
+def shape_class(num_experts: int, precision: str) -> tuple[str, str]:
+    """The table key of an MoE layer: precision ("bf16", "fp8", "fp8-block") and few/many experts."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"select_tile_configs: precision must be one of {PRECISIONS}, got {precision!r}")
+    return (precision, "few" if num_experts <= 16 else "many")
+
+
+def select_tile_configs(
+    num_tokens: int, num_experts: int, precision: str = "bf16", *, fp8: bool | None = None
+) -> MoeTileConfigs:
+    """The table row for ``num_tokens`` (M) tokens of a layer with ``num_experts`` experts.
+
+    ``fp8=True/False`` is the older spelling of precision "fp8"/"bf16" (kept for callers).
+    """
+    if fp8 is not None:
+        precision = "fp8" if fp8 else "bf16"
+    rows = TILE_TABLE[shape_class(num_experts, precision)]
     for max_m, cfgs in rows:
         if max_m is None or num_tokens <= max_m:
             return cfgs

@@ -229,6 +229,10 @@ def launch_moe_gemm(
     The grid is sized from host-known numbers only (worst-case padded length), so the launch is
     CUDA-graph capturable; surplus programs exit after reading ``routing.num_padded``.
     """
+    if routing.block_size != cfg.block_m:
+        raise ValueError(
+            f"launch_moe_gemm: routing was aligned to blocks of {routing.block_size} but the tile has block_m={cfg.block_m}"
+        )
     K = a.shape[1]
     n_out = out.shape[1]
     out_n_per_tile = cfg.block_n // 2 if gated else cfg.block_n

@@ -125,7 +125,8 @@ def test_one_variant_per_tile_config_for_m_1_to_8192(scheme, E, k):
         after_first_call = {name: rec.variants(name) for name in helpers}
         for M in range(2, max_m + 1):
             fused_moe(x[:M], w13, w2, tw[:M], ti[:M], **kwargs)
-    rows = {select_tile_configs(M, E, fp8) for M in range(1, max_m + 1)}
+    precision = "bf16" if not fp8 else "fp8-block" if scheme == "block" else "fp8"
+    rows = {select_tile_configs(M, E, precision) for M in range(1, max_m + 1)}
     assert len(rows) >= 3, "the sweep should cross several table rows"
     # gate_up and down are one kernel with different constexprs: two variants per table row.
     assert rec.variants(GEMM_KERNEL) == 2 * len(rows), [e.causes for e in rec.events if e.kernel == GEMM_KERNEL]
