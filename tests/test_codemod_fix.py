@@ -396,6 +396,15 @@ def test_crlf_and_non_ascii_bytes_around_the_decorator_are_kept() -> None:
     assert outcome.source.decode() == expected
 
 
+def test_crlf_inside_a_multiline_decorator_is_kept() -> None:
+    source = b"import triton\r\n@triton.jit(\r\n    debug=False,  # keep\r\n)\r\ndef add(x_ptr, n):\r\n    pass\r\n"
+    outcome = fix_source(source, _plan(source, "add", [("n", DNS)]))
+    assert outcome.source == (
+        b'import triton\r\n@triton.jit(\r\n    debug=False,  # keep\r\n    do_not_specialize=["n"],\r\n)\r\n'
+        b"def add(x_ptr, n):\r\n    pass\r\n"
+    )
+
+
 def test_constexpr_parameter_is_refused_with_a_reason() -> None:
     source = _src("""
         import triton
@@ -501,3 +510,19 @@ def test_files_without_triton_kernels_come_out_byte_identical(case: tuple[bytes,
     outcome = fix_source(source, plan, kernels)
     assert outcome.source == source
     assert len(outcome.errors) == len(plan)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    case=st.sampled_from(DECORATOR_FORMS),
+    newline=st.sampled_from(["\n", "\r\n"]),
+    prefix=st.lists(_COMMENTS.map(lambda c: "# " + c.replace("\r", " ").replace("\n", " ")), max_size=3),
+)
+def test_only_decorator_lines_change_whatever_the_surroundings(case: tuple, newline: str, prefix: list[str]) -> None:
+    _, before, kernel, requests, after = case
+    head = "".join(line + "\n" for line in prefix)
+    source = (head + textwrap.dedent(before).lstrip("\n")).replace("\n", newline).encode()
+    expected = (head + textwrap.dedent(after).lstrip("\n")).replace("\n", newline).encode()
+    outcome = fix_source(source, _plan(source, kernel, requests))
+    assert outcome.source == expected
+    assert fix_source(outcome.source, _plan(outcome.source, kernel, requests)).source == outcome.source

@@ -192,6 +192,13 @@ def _preferred_quote(decorator_text: str, source: bytes) -> str:
     return "'" if source.count(b"'") > source.count(b'"') else '"'
 
 
+def _newline_of(line: bytes) -> str:
+    """The line ending of `line` (a multi-line decorator keeps the file's CRLF or LF)."""
+    if line.endswith(b"\r\n"):
+        return "\r\n"
+    return "\r" if line.endswith(b"\r") else "\n"
+
+
 def _line_offsets(source: bytes) -> list[int]:
     """Byte offset of the start of each line (1-based line n starts at offsets[n-1])."""
     offsets = [0]
@@ -268,9 +275,11 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
         line, col, end_line, end_col = kernel.decorator_span
         start, end = offsets[line - 1] + col, offsets[end_line - 1] + end_col
         text = source[start:end].decode("utf-8")
+        newline = _newline_of(source[offsets[line - 1] : offsets[line]])
         try:
-            new_text = cst.Module([]).code_for_node(
-                add_demotions(cst.parse_expression(text), added, _preferred_quote(text, source))
+            expression = cst.parse_expression(text, cst.PartialParserConfig(default_newline=newline))
+            new_text = cst.Module([], default_newline=newline).code_for_node(
+                add_demotions(expression, added, _preferred_quote(text, source))
             )
         except FixError as exc:
             errors.append(f"kernel `{kernel.name}` (line {kernel.line}): {exc}; edit it by hand")
