@@ -1,7 +1,7 @@
 """examples/tp_moe under `jitguard run --offline -- torchrun --nproc-per-node 2`: per-rank reporting.
 
-Two ranks (gloo on CPU with the compile-only sm_90 backend; or, marker `gpu`, NCCL on two GPUs) each run the MoE layer over its own token-count
-stream, once with the stock kernels (do_not_specialize lists stripped) and once with the fixed
+Two ranks (gloo on CPU with the compile-only sm_90 backend; or, marker `gpu`, NCCL on two GPUs)
+each run the MoE layer over its own token-count stream, once with the stock kernels (do_not_specialize lists stripped) and once with the fixed
 ones. The merged report (`jitguard report DIR --json`) must put every compile on the right rank
 and process, show the stock kernels compiling different variants on the two ranks, and the fixed
 kernels compiling the same variant per tile config on both.
@@ -12,10 +12,10 @@ Expected stock counts come from Triton's rule for a plain int (FACTS.md 1: class
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -43,12 +43,6 @@ def tile_of(num_tokens: int) -> object:
     return select_tile_configs(num_tokens, EXPERTS // WORLD, fp8=False)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _start_layer(kernels: str, backend: str, logs: Path, cache: Path) -> subprocess.Popen:
     env = dict(os.environ, TRITON_CACHE_DIR=str(cache), OMP_NUM_THREADS="1")
     env.pop("JITGUARD", None)
@@ -56,9 +50,10 @@ def _start_layer(kernels: str, backend: str, logs: Path, cache: Path) -> subproc
     if backend == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""  # gloo on CPU even on a GPU host
         offline = ["--offline"]
+    # --standalone: torchrun's rendezvous binds a free port itself (two runs at once never clash).
     command = [sys.executable, "-m", "jitguard", "run", "--dir", str(logs), *offline, "--",
                sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(WORLD),
-               "--master-port", str(_free_port()), str(PROGRAM), "--kernels", kernels, *SHAPE_ARGS]
+               "--standalone", str(PROGRAM), "--kernels", kernels, *SHAPE_ARGS]
     for rank in range(WORLD):
         command += ["--tokens", ",".join(map(str, STREAMS[rank]))]
     with open(logs.with_suffix(".stdout"), "w") as out, open(logs.with_suffix(".stderr"), "w") as err:
@@ -75,16 +70,34 @@ def _finish_layer(started: subprocess.Popen, backend: str, logs: Path) -> dict:
         except subprocess.TimeoutExpired:
             started.kill()
             started.wait()
-    proc = subprocess.CompletedProcess(started.args, started.returncode, logs.with_suffix(".stdout").read_text(),
-                                       logs.with_suffix(".stderr").read_text())
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    assert ("nccl on cuda" if backend == "gpu" else "gloo on cpu") in proc.stdout
+    stdout, stderr = logs.with_suffix(".stdout").read_text(), logs.with_suffix(".stderr").read_text()
+    assert started.returncode == 0, stdout[-2000:] + stderr[-4000:]
+    assert ("nccl on cuda" if backend == "gpu" else "gloo on cpu") in stdout
     report = subprocess.run([sys.executable, "-m", "jitguard", "report", str(logs), "--json"],
                             capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert report.returncode == 0, report.stderr
     # Each rank prints "[rank R] pid P ..." itself: the ground truth for attribution.
-    pids = {int(r): int(p) for r, p in re.findall(r"^\[rank (\d+)\] pid (\d+) ", proc.stdout, re.M)}
-    return {"proc": proc, "report": json.loads(report.stdout), "pid_of_rank": pids}
+    pids = [[int(r), int(p)] for r, p in re.findall(r"^\[rank (\d+)\] pid (\d+) ", stdout, re.M)]
+    return {"stdout": stdout, "stderr": stderr, "report": json.loads(report.stdout), "pid_of_rank": pids}
+
+
+def _run_both(backend: str, base: Path) -> dict[str, dict]:
+    # Both runs at once: their processes spend much of their time waiting on each other's ranks.
+    started = {kernels: _start_layer(kernels, backend, base / f"logs-{kernels}", base / "triton-cache")
+               for kernels in ("stock", "fixed")}
+    try:
+        return {kernels: _finish_layer(proc, backend, base / f"logs-{kernels}") for kernels, proc in started.items()}
+    finally:
+        for proc in started.values():
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait()
+
+
+def _session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.getbasetemp()
+    # Under pytest-xdist each worker has its own basetemp; their common parent is this session's.
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @pytest.fixture(scope="module", params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
@@ -96,17 +109,17 @@ def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
 
         if torch.cuda.device_count() < WORLD:
             pytest.skip(f"needs {WORLD} GPUs, found {torch.cuda.device_count()}")
-    base = tmp_path_factory.mktemp(f"tp_moe-{backend}")
-    # Both runs at once: their processes spend much of their time waiting on each other's ranks.
-    started = {kernels: _start_layer(kernels, backend, base / f"logs-{kernels}", base / "triton-cache")
-               for kernels in ("stock", "fixed")}
-    try:
-        return {kernels: _finish_layer(proc, backend, base / f"logs-{kernels}") for kernels, proc in started.items()}
-    finally:
-        for proc in started.values():
-            if proc.poll() is None:
-                proc.terminate()
-                proc.wait()
+    shared = _session_dir(tmp_path_factory)
+    results = shared / f"tp_moe-{backend}-results.json"
+    with open(shared / f"tp_moe-{backend}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first worker runs the layers; the others read its results
+        if not results.exists():
+            base = tmp_path_factory.mktemp(f"tp_moe-{backend}")
+            results.write_text(json.dumps(_run_both(backend, base)))
+    loaded = json.loads(results.read_text())
+    for run in loaded.values():
+        run["pid_of_rank"] = dict(map(tuple, run["pid_of_rank"]))
+    return loaded
 
 
 def _by_rank(kernel: dict) -> dict[int, dict]:
@@ -123,8 +136,8 @@ def _kernel(report: dict, name: str) -> dict:
 def test_every_compile_is_attributed_to_its_rank_and_process(runs: dict, kernels: str) -> None:
     run = runs[kernels]
     report, pid_of_rank = run["report"], run["pid_of_rank"]
-    assert sorted(pid_of_rank) == [0, 1], run["proc"].stdout
-    assert "variants per process" in run["proc"].stderr  # `jitguard run` printed the merged report
+    assert sorted(pid_of_rank) == [0, 1], run["stdout"]
+    assert "variants per process" in run["stderr"]  # `jitguard run` printed the merged report
 
     compiling = [p for p in report["processes"] if p["compiles"]]
     assert {p["rank"]: p["pid"] for p in compiling} == pid_of_rank

@@ -55,7 +55,8 @@ def parse_stream(text: str) -> list[int]:
     return counts
 
 
-def local_expert_weights(spec: LayerSpec, rank: int, world: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def local_expert_weights(spec: LayerSpec, rank: int, world: int,
+                         device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """w13 [E/N, 2I, H] and w2 [E/N, H, I] of this rank's experts, seeded by global expert id."""
     per_rank = spec.experts // world
     w13, w2 = [], []
