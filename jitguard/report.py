@@ -100,11 +100,12 @@ def _read_one_file(path: str) -> tuple[list[ProcessLog], int]:
     for record in result.records:
         kind = record.get("type")
         if kind == "process":
-            same = (current is not None and current.pid == record.get("pid")
-                    and current.ppid == record.get("ppid") and current.argv == (record.get("argv") or []))
+            same = current is not None and current.pid == record.get("pid") and current.ppid == record.get("ppid")
             if same:
-                # A second record of the same process (e.g. the vLLM plugin, then the monitor): merge.
+                # A second record of the same process (e.g. the monitor, then the vLLM plugin): merge.
+                # Its argv can differ: `python -m pkg.mod` shows "-m" until runpy names the module.
                 assert current is not None
+                current.argv = list(record.get("argv") or current.argv)
                 current.role = record.get("role") or current.role
                 current.rank = record.get("rank") if record.get("rank") is not None else current.rank
                 current.triton_version = record.get("triton_version") or current.triton_version

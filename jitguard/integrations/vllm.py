@@ -73,12 +73,12 @@ def _write_process_record(role: str | None, rank: int | None) -> None:
     running = monitor.current()
     if running is not None:
         monitor.set_process_info(role=role, rank=rank)
-        if running.sink is not None:
-            running.sink.write_process_record()
-        return
-    directory = os.environ.get("JITGUARD_DIR")
+    directory = running.sink.directory if running is not None and running.sink is not None else None
+    directory = directory or os.environ.get("JITGUARD_DIR")
     if not directory:
         return
+    # A record of its own, appended (one write) to this process's file: the monitor's sink writes
+    # its record only once, possibly before vLLM named the process.
     sink = monitor.NdjsonSink(directory)
     sink.process_info = {"role": role, "rank": rank, "triton_version": ""}
     sink.write_process_record()
