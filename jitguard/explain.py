@@ -221,7 +221,12 @@ def _short_path(path: str, keep: int = 3) -> str:
 
 def format_event_line(event: CompileEvent) -> str:
     """The grep-able log line for one compile: `[jitguard] recompile kernel#3 (file:line) 412 ms, ...`."""
-    what = "recompile" if event.is_recompile else "compile"
+    if not event.is_recompile:
+        what = "compile"
+    elif event.causes and all(c.advice == "expected" for c in event.causes):
+        what = "new variant (expected)"  # a tile config, dtype or option switch: nothing to fix
+    else:
+        what = "recompile"
     where = f"{_short_path(event.file)}:{event.line}" if event.file else "?"
     ms = f"{event.compile_ms:.0f} ms" if event.compile_ms is not None else "? ms"
     if event.disk_cache_hit:

@@ -176,7 +176,7 @@ class Monitor:
         self.stream = stream
         self.sink = NdjsonSink(directory) if directory else None
         self.phase = "warmup"
-        self.role: str | None = None
+        self.role: str | None = "torchrun worker" if os.environ.get("TORCHELASTIC_RUN_ID") else None
         self.rank: int | None = _rank_from_env()
         self.events: list[CompileEvent] = []
         self.recorders: list[Recorder] = []

@@ -86,3 +86,9 @@ def test_constexprs_moving_together_are_a_tile_config_not_a_leak():
     assert all(c.advice == "expected" for c in causes)
     alone = explain_recompile(*variant(128, 64, 4), earlier)  # BLOCK_M alone took a third value
     assert [(c.param, c.advice) for c in alone] == [("BLOCK_M", "constexpr_values")]
+
+
+def test_log_line_calls_an_all_expected_variant_what_it_is():
+    event = CompileEvent(kernel="gemm", variant=2, compile_ms=10.0,
+                         causes=[Cause("BLOCK_M", "constexpr 16", "constexpr 64", "expected")])
+    assert format_event_line(event).startswith("[jitguard] new variant (expected) gemm#2 (")
