@@ -36,24 +36,27 @@ class ModelShape:
 
 # Qwen3-30B-A3B-like MoE (E128 top-8, H2048, I768 split over TP2) and DeepSeek-V4-like inverse
 # RoPE (16 heads of 512 per rank, rope on the last 64, 128-element FP8 groups).
-GPU_SHAPE = ModelShape(layers=4, hidden=2048, experts=128, top_k=8, intermediate=384, heads=16, head_dim=512,
-                       rope_dim=64, group_size=128, max_tokens=2048, max_position=16384)
+GPU_SHAPE = ModelShape(layers=2, hidden=2048, experts=128, top_k=8, intermediate=384, heads=16, head_dim=512,
+                       rope_dim=64, group_size=128, max_tokens=512, max_position=16384)
 
 
 class SimModel:
     """One rank's weights and buffers, and `forward(num_tokens, positions)` through the kernels."""
 
-    def __init__(self, shape: ModelShape, kernel_set: str, device: Any, seed: int = 0) -> None:
+    def __init__(self, shape: ModelShape, kernel_set: str, device: Any, seed: int = 0, values: bool = True) -> None:
+        """`values=False` leaves weights uninitialised (a keys-only calibration never reads them)."""
         import torch
 
         self.shape = shape
         self.device = device
         self.moe, self.rope, self.removed = load_kernel_set(kernel_set)
-        gen = torch.Generator(device="cpu").manual_seed(seed)
+        gen = torch.Generator(device=device).manual_seed(seed)
         bf16 = torch.bfloat16
 
         def weights(*size: int) -> Any:
-            return (torch.randn(*size, generator=gen, dtype=torch.float32) * 0.05).to(bf16).to(device)
+            if not values:
+                return torch.empty(*size, dtype=bf16, device=device)
+            return (torch.randn(*size, generator=gen, dtype=bf16, device=device) * 0.05)
 
         s = shape
         self.router = [weights(s.hidden, s.experts) for _ in range(s.layers)]
@@ -62,9 +65,9 @@ class SimModel:
         self.hidden_buffer = weights(s.max_tokens, s.hidden)
         self.attn_buffer = weights(s.max_tokens, s.heads, s.head_dim)
         self.positions_buffer = torch.zeros(s.max_tokens, dtype=torch.int64, device=device)
-        angles = torch.rand(s.max_position, s.rope_dim, generator=gen) * 6.283
+        angles = torch.rand(s.max_position, s.rope_dim, generator=gen, device=device) * 6.283
         half = s.rope_dim // 2
-        self.cos_sin = torch.cat([angles[:, :half].cos(), angles[:, :half].sin()], dim=1).to(device)
+        self.cos_sin = torch.cat([angles[:, :half].cos(), angles[:, :half].sin()], dim=1)
 
     def forward(self, num_tokens: int, segments: list[tuple[int, int]]) -> None:
         """Run every layer for `num_tokens` tokens; `segments` are (first position, length) per request."""

@@ -5,7 +5,7 @@ for each step). The engine and the workers are started with the spawn method.
 
 Messages: front -> engine ("request", Request) / ("stop",); engine -> workers ("step", T,
 segments) / ("stop",); workers -> engine ("ready", rank, info) / ("done", rank, compiles,
-compile_ms) / ("stats", rank, info); engine -> front ("ready", info) / ("first_token", rid,
+compile_ms, step_s) / ("stats", rank, info); engine -> front ("ready", info) / ("first_token", rid,
 step_compile_ms) / ("stats", info).
 """
 
@@ -85,13 +85,15 @@ def worker_main(rank: int, config: EngineConfig, commands: Any, results: Any) ->
             if message[0] == "stop":
                 break
             _, num_tokens, segments = message
+            step_started = time.perf_counter()
             model.forward(num_tokens, segments)
             if config.backend == "cuda":
                 import torch
                 torch.cuda.synchronize()
+            step_s = time.perf_counter() - step_started
             new = recorder.events[seen:]
             seen = len(recorder.events)
-            results.put(("done", rank, len(new), sum(e.compile_ms or 0.0 for e in new)))
+            results.put(("done", rank, len(new), sum(e.compile_ms or 0.0 for e in new), step_s))
         for event in recorder.events:
             stats.serving_compiles += 1
             stats.serving_compile_s += (event.compile_ms or 0.0) / 1000.0
@@ -114,9 +116,9 @@ class _Running:
 def engine_main(config: EngineConfig, inbox: Any, outbox: Any) -> None:
     """The engine core: start the workers (spawn), then schedule steps until told to stop.
 
-    Each step batches one decode token per running request with whole prompts of waiting requests
-    (first come, first served) up to `max_tokens` tokens and `max_num_seqs` requests; a request's
-    first token is out when the step that ran its prompt finishes.
+    Each step batches one decode token per running request with prompt chunks of waiting requests
+    (first come, first served, chunked prefill) up to `max_tokens` tokens and `max_num_seqs`
+    requests; a request's first token is out when the step that ran its last prompt chunk finishes.
     """
     import multiprocessing as mp
 
@@ -147,11 +149,12 @@ def engine_main(config: EngineConfig, inbox: Any, outbox: Any) -> None:
                 return
 
     threading.Thread(target=receive, daemon=True, name="serve-sim-engine-input").start()
-    waiting: list[list[Any]] = []  # [request, compile ms it waited through]
+    waiting: list[list[Any]] = []  # [request, compile ms it waited through, prompt tokens done]
     running: list[_Running] = []
     stopping = False
     step_tokens: list[int] = []
     decode_batches: list[int] = []
+    step_seconds: list[float] = []
     budget = config.shape.max_tokens
 
     def take_arrivals(block: bool) -> None:
@@ -163,7 +166,7 @@ def engine_main(config: EngineConfig, inbox: Any, outbox: Any) -> None:
                 if message[0] == "stop":
                     stopping = True
                 else:
-                    waiting.append([message[1], 0.0])
+                    waiting.append([message[1], 0.0, 0])
         except queue.Empty:
             pass
 
@@ -176,29 +179,39 @@ def engine_main(config: EngineConfig, inbox: Any, outbox: Any) -> None:
         decoding = list(running)
         segments = [(r.prompt_len + r.decoded, 1) for r in decoding]
         tokens = len(segments)
+        # Chunked prefill, first come first served: the head request takes what budget is left;
+        # its first token is out when the step with its last chunk finishes.
         admitted = []
-        while waiting and len(running) + len(admitted) < config.max_num_seqs \
-                and tokens + waiting[0][0].prompt_len <= budget:
-            entry = waiting.pop(0)
-            admitted.append(entry)
-            segments.append((0, entry[0].prompt_len))
-            tokens += entry[0].prompt_len
+        in_prefill = 0
+        while waiting and tokens < budget and len(running) + in_prefill < config.max_num_seqs:
+            entry = waiting[0]
+            request, prefilled = entry[0], entry[2]
+            chunk = min(request.prompt_len - prefilled, budget - tokens)
+            segments.append((prefilled, chunk))
+            tokens += chunk
+            entry[2] += chunk
+            in_prefill += 1
+            if entry[2] < request.prompt_len:
+                break  # budget used up; the rest of this prompt goes in the next step
+            admitted.append(waiting.pop(0))
         if tokens == 0:
             continue
         step_tokens.append(tokens)
         decode_batches.append(len(decoding))
         for command in commands:
             command.put(("step", tokens, segments))
-        compile_ms = 0.0
+        compile_ms = step_s = 0.0
         for _ in workers:
-            kind, rank, count, ms = _get(results, workers)
+            kind, rank, count, ms, worker_step_s = _get(results, workers)
             compile_ms = max(compile_ms, ms)  # the ranks compile in parallel: the step waits for the slowest
+            step_s = max(step_s, worker_step_s)
+        step_seconds.append(step_s)
         take_arrivals(block=False)  # requests that came during the step waited on it too
         for entry in waiting:
             entry[1] += compile_ms
         for item in decoding:
             item.decoded += 1
-        for request, waited_ms in admitted:
+        for request, waited_ms, _ in admitted:
             outbox.put(("first_token", request.rid, waited_ms + compile_ms))
             running.append(_Running(request.rid, request.prompt_len, request.output_len, decoded=1))
         running = [r for r in running if r.decoded < r.output_len]
@@ -211,7 +224,7 @@ def engine_main(config: EngineConfig, inbox: Any, outbox: Any) -> None:
     for worker in workers:
         worker.join(timeout=30)
     outbox.put(("stats", {"workers": sorted(stats, key=lambda s: s.rank), "step_tokens": step_tokens,
-                          "decode_batches": decode_batches}))
+                          "decode_batches": decode_batches, "step_seconds": step_seconds}))
 
 
 def _get(results: Any, workers: list) -> tuple:
