@@ -2,7 +2,8 @@
 
 For each shape class (one representative layer per class) and each row boundary M, every
 candidate tile is timed for both GEMMs (CUDA graph, L2 defeated as in bench_fused_moe.py), swap-AB
-on and off; the fastest gate_up + down pair sharing one token tile wins. Swap-AB is kept only
+on and off; the fastest tile per GEMM wins (this script picks one tile for both GEMMs of a row; the
+table allows a different one per GEMM as long as they share the token tile). Swap-AB is kept only
 where it measured faster than the same tile without it, which is the heuristic the table encodes.
 
     python benchmarks/tune_fused_moe.py --classes bf16-many,fp8-many > table.py
@@ -24,16 +25,18 @@ TileConfig = bench.moe_configs.TileConfig
 
 # (class key) -> (E, top_k, H, I, scheme) of the representative layer.
 CLASSES = {
-    "bf16-few": ((("bf16", "few")), (8, 2, 4096, 14336, None)),
-    "bf16-many": ((("bf16", "many")), (128, 8, 2048, 768, None)),
-    "fp8-few": ((("fp8", "few")), (8, 2, 4096, 14336, "block")),
-    "fp8-many": ((("fp8", "many")), (128, 8, 2048, 768, "block")),
+    "bf16-few": (("bf16", "few"), (8, 2, 4096, 14336, None)),
+    "bf16-many": (("bf16", "many"), (128, 8, 2048, 768, None)),
+    "fp8-few": (("fp8", "few"), (8, 2, 4096, 14336, "tensor")),
+    "fp8-many": (("fp8", "many"), (128, 8, 2048, 768, "tensor")),
+    "fp8-block-few": (("fp8-block", "few"), (8, 2, 4096, 14336, "block")),
+    "fp8-block-many": (("fp8-block", "many"), (256, 8, 7168, 1024, "block")),
 }
 
 
 def candidates(M: int, fp8: bool):
     block_ms = [8, 16, 32] if M <= 64 else [16, 32, 64] if M <= 512 else [64, 128]
-    for bm, bn, bk, stages in itertools.product(block_ms, [64, 128], [64, 128] if not fp8 else [128], [3, 4, 5]):
+    for bm, bn, bk, stages in itertools.product(block_ms, [32, 64, 128], [64, 128] if not fp8 else [128], [3, 4, 5]):
         swaps = [True, False] if bm < 64 else [False]
         for swap in swaps:
             yield TileConfig(bm, bn, bk, 1 if M <= 64 else 8, 4, stages, swap)
@@ -92,6 +95,8 @@ def main() -> None:
             best = None
             timings = {}
             for cfg in candidates(M, scheme is not None):
+                if cfg.block_m > 8 and M <= 8 and cfg.block_m > 16:
+                    continue
                 try:
                     t = sum(time_tile(layer_set, x, ti.int(), tw, cfg, w, scheme, args.replays) for w in (1, 2))
                 except Exception as exc:  # a tile that does not fit (shared memory) is skipped

@@ -106,14 +106,13 @@ def moe_grouped_gemm_kernel(
 
     # Weight rows of this tile. GATED interleaves gate (even) and up (odd) rows.
     offs_bn = tl.arange(0, BLOCK_N)
+    # Rows past N wrap around instead of being masked: the loads stay unmasked along N (as wide
+    # as possible) and the wrapped columns are dropped at the store.
     if GATED:
-        out_col = pid_n * OUT_N + offs_bn // 2
+        out_col = (pid_n * OUT_N + offs_bn // 2) % N
         b_rows = (offs_bn % 2) * N + out_col
-        b_row_mask = out_col < N
     else:
-        b_rows = pid_n * BLOCK_N + offs_bn
-        b_row_mask = b_rows < N
-    b_rows = tl.where(b_row_mask, b_rows, 0)
+        b_rows = (pid_n * BLOCK_N + offs_bn) % N
     offs_k = tl.arange(0, BLOCK_K)
     b_base = b_ptr + expert * stride_be
 
@@ -136,17 +135,17 @@ def moe_grouped_gemm_kernel(
         k_mask = offs_k < k_left
         if SWAP_AB:
             a = tl.load(a_ptrs, mask=pair_mask[None, :] & k_mask[:, None], other=0.0)
-            b = tl.load(b_ptrs, mask=b_row_mask[:, None] & k_mask[None, :], other=0.0)
+            b = tl.load(b_ptrs, mask=k_mask[None, :], other=0.0)
         else:
             a = tl.load(a_ptrs, mask=pair_mask[:, None] & k_mask[None, :], other=0.0)
-            b = tl.load(b_ptrs, mask=b_row_mask[None, :] & k_mask[:, None], other=0.0)
+            b = tl.load(b_ptrs, mask=k_mask[:, None], other=0.0)
         if DOT_IN_FP32:
             a = a.to(tl.float32)
             b = b.to(tl.float32)
         if QUANT == 3:
             k_group = (kb * BLOCK_K) // SCALE_BLOCK_K
             a_s = tl.load(a_scale_rows + k_group, mask=pair_mask, other=0.0)
-            b_s = tl.load(b_scale_rows + k_group * stride_bsk, mask=b_row_mask, other=0.0)
+            b_s = tl.load(b_scale_rows + k_group * stride_bsk)
             if SWAP_AB:
                 acc += tl.dot(b, a) * b_s[:, None] * a_s[None, :]
             else:
@@ -166,7 +165,7 @@ def moe_grouped_gemm_kernel(
         acc = acc * (tl.load(a_scale_ptr) * tl.load(b_scale_ptr + expert * stride_bse))
     elif QUANT == 2:
         a_s = tl.load(a_scale_ptr + a_rows * stride_asm, mask=pair_mask, other=0.0)
-        b_s = tl.load(b_scale_ptr + expert * stride_bse + b_rows * stride_bsn, mask=b_row_mask, other=0.0)
+        b_s = tl.load(b_scale_ptr + expert * stride_bse + b_rows * stride_bsn)
         acc = acc * a_s[:, None] * b_s[None, :]
 
     if GATED:
