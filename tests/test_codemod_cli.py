@@ -376,3 +376,11 @@ def test_scan_json_qualname_picks_the_class_kernel(tmp_path: Path) -> None:
     assert (tmp_path / "two.py").read_text() == source.replace(
         "@triton.jit\n", '@triton.jit(do_not_specialize=["num_tokens"])\n', 1
     )
+
+
+def test_commands_return_exit_codes_when_embedded(tree: Path) -> None:
+    """Other commands (the demo) call fix_command.main(..., standalone_mode=False)."""
+    code = fix_command.main(["--check", "--param", "scale_rows:num_tokens", str(tree)], standalone_mode=False)
+    assert code == 1
+    assert fix_command.main(["--param", "scale_rows:num_tokens", str(tree)], standalone_mode=False) in (0, None)
+    assert scan_command.main([str(tree / "pkg" / "plain.py")], standalone_mode=False) in (0, None)

@@ -7,7 +7,6 @@ found (`scan`), 2 a usage or input error (bad file, unknown kernel, bad report).
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -126,9 +125,9 @@ def fix_command(
         summary += f"; {_plural(len(run.errors), 'error')}"
     _echo_err(summary + ".")
     if run.errors:
-        sys.exit(2)
+        click.get_current_context().exit(2)
     if kernels and not writing:
-        sys.exit(1)
+        click.get_current_context().exit(1)
 
 
 def _count_adviceless_findings(report: str) -> int:
@@ -198,7 +197,7 @@ def scan_command(paths: tuple[str, ...], as_json: bool, show_all: bool, jobs: in
         summary += f"; {_plural(len(errors), 'error')}"
     _echo_err(summary + ".")
     if errors:
-        sys.exit(2)
+        click.get_current_context().exit(2)
     if warnings:
-        sys.exit(1)
+        click.get_current_context().exit(1)
 
