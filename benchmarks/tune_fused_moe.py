@@ -95,8 +95,6 @@ def main() -> None:
             best = None
             timings = {}
             for cfg in candidates(M, scheme is not None):
-                if cfg.block_m > 8 and M <= 8 and cfg.block_m > 16:
-                    continue
                 try:
                     t = sum(time_tile(layer_set, x, ti.int(), tw, cfg, w, scheme, args.replays) for w in (1, 2))
                 except Exception as exc:  # a tile that does not fit (shared memory) is skipped
