@@ -88,6 +88,7 @@ def test_fix_from_runtime_report_maps_advice_codes(tree: Path) -> None:
     assert ('@triton.jit(do_not_specialize=["num_tokens"], do_not_specialize_on_alignment=["stride_x"])'
             in (tree / "pkg" / "rows.py").read_text())
     assert "advice `constexpr_values`" in result.stderr and "advice `expected`" in result.stderr
+    assert "annotate it `num_tokens: tl.int64`" in result.stderr
 
 
 def test_report_kernel_that_no_longer_exists_is_an_input_error(tree: Path) -> None:

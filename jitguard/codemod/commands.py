@@ -108,6 +108,10 @@ def fix_command(
         _echo_err(f"warning: {line}")
     for line in _describe_notes(notes, skipped):
         _echo_err(line)
+    for demotion in demotions:
+        if demotion.advice == "int64":
+            _echo_err(f"note: {demotion.kernel}:{demotion.param} took values of 2**31 or more: besides "
+                      f"do_not_specialize, annotate it `{demotion.param}: tl.int64` (fix edits decorators only)")
     for line in run.errors:
         _echo_err(f"error: {line}")
     changed_files = sum(1 for result in run.results if result.changed)
