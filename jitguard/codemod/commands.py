@@ -22,7 +22,6 @@ from jitguard.codemod.demotions import (
     parse_param_option,
 )
 from jitguard.codemod.files import PathInputError, default_jobs, map_files, progress_for, python_files
-from jitguard.codemod.fix_tree import fix_paths, unified_diff, write_changes
 from jitguard.codemod.scan import FileScan, scan_file
 
 
@@ -77,6 +76,9 @@ def fix_command(
       jitguard fix --from report.json kernels/
       jitguard fix --param fused_moe_kernel:EM --param fused_moe_kernel:num_valid_tokens --diff src/
     """
+    # libcst loads here, not at import: `jitguard scan` (a pre-commit hook) starts faster without it.
+    from jitguard.codemod.fix_tree import fix_paths, unified_diff, write_changes
+
     started = time.perf_counter()
     demotions: list[Demotion] = []
     notes: list[AdviceNote] = []
