@@ -52,7 +52,7 @@ from jitguard.explain import fix_hint
 
 @dataclass(frozen=True)
 class KernelId:
-    """A kernel as the user wrote it: name, source file and the line of its `def`."""
+    """A kernel as the user wrote it: name, source file and the first line of its definition."""
 
     name: str
     file: str
@@ -284,6 +284,7 @@ class ScopedCompile:
     event: CompileEvent
     call_number: int  # this kernel's n-th call in the block; 0 when compiled outside a tracked call
     after_warmup: bool
+    block_line: str = ""  # "file:line" of the statement in the block's own file that led to the call
 
     @property
     def kernel(self) -> KernelId:
@@ -306,6 +307,7 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
         self.warmup = warmup
         self._kernel_names, self._kernel_ids = _kernel_filter(kernels)
         self.kernels = kernels
+        self.block_file: str | None = None  # the test's file; found on entry when not set
         self._reset()
 
     def _reset(self) -> None:
@@ -353,11 +355,25 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
             number = self.calls.get(kernel, 0)  # compiled outside a tracked call: charge the latest one
         manual = event.is_manual_warmup or (call is not None and call.manual_warmup)
         after_warmup = not manual and number > self.warmup
-        self.compiles.append(ScopedCompile(event, number, after_warmup))
+        self.compiles.append(ScopedCompile(event, number, after_warmup, self._line_in_block_file()))
+
+    def _line_in_block_file(self) -> str:
+        """Where the block's own code (the test) was when this compile happened: the kernel's call
+        site is often a library wrapper shared by every step, this says which step it was."""
+        if not self.block_file:
+            return ""
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename == self.block_file:
+                return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+            frame = frame.f_back
+        return ""
 
     # --- context manager -----------------------------------------------------------------------
 
     def __enter__(self) -> "no_recompiles":
+        if self.block_file is None:
+            self.block_file = _caller_file()
         self._reset()
         self.open()
         return self
@@ -399,6 +415,18 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
             return "each kernel"
         names = sorted(self._kernel_names | {k.name for k in self._kernel_ids})
         return ", ".join(names)
+
+
+def _caller_file() -> str:
+    """The file of the code that entered the block (skipping contextlib and this module)."""
+    frame = sys._getframe(2)
+    here = os.path.abspath(__file__)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if os.path.abspath(name) != here and not name.endswith(os.sep + "contextlib.py"):
+            return name
+        frame = frame.f_back
+    return ""
 
 
 def _kernel_filter(kernels: Iterable[Any] | str | None) -> tuple[set[str], set[KernelId]]:
@@ -462,6 +490,8 @@ def format_new_variants(compiles: list[ScopedCompile], warmup: int, subject: str
             event = item.event
             tags = " [autotune config]" if event.autotuning else ""
             site = f", called from {short_path(event.call_site)}" if event.call_site else ""
+            if item.block_line and item.block_line != event.call_site:
+                site += f", reached from {short_path(item.block_line)}"
             lines.append(f"  variant #{event.variant} at call {item.call_number}{tags}{site}")
             for cause in event.causes:
                 lines.append(f"    {cause.param}: {cause.before} -> {cause.after}")

@@ -161,6 +161,7 @@ class JitguardSession:
         guard = _guard_for(item, self.strict)
         if guard is None:
             return (yield)
+        guard.block_file = str(getattr(item, "path", "")) or None  # name the test's own line in messages
         item.stash[_GUARD] = guard
         from jitguard.monitor import RecompileError
         try:

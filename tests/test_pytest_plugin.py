@@ -264,6 +264,7 @@ def test_example_suite_catches_the_stock_kernel_and_passes_the_fixed_one(pyteste
     shown.stdout.fnmatch_lines([
         "Expected no new Triton variants after warm-up (the first call of each kernel), but 2 were compiled:",
         "scale_rows_kernel (tinyops/stock.py:*): 1 variant in warm-up, 2 new after it",
+        "  variant #2 at call 2, called from tinyops/stock.py:*, reached from test_tinyops.py:*",
         "    num_tokens: int32 divisible by 16 -> int32, value 17",
         "    num_tokens: int32, value 17 -> the constant 1 (specialized int)",
         '  fix: @triton.jit(do_not_specialize=["num_tokens"])',
