@@ -325,7 +325,9 @@ def _role_words(entry: dict[str, Any]) -> str:
 
 
 def _argv_words(argv: list[str], width: int = 60) -> str:
-    text = " ".join(argv) if argv else "?"
+    # The script's name, not its directory, is what tells processes apart in a narrow column.
+    shown = [os.path.basename(argv[0]) or argv[0], *argv[1:]] if argv else []
+    text = " ".join(shown) if shown else "?"
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
