@@ -112,6 +112,16 @@ def test_users_own_sitecustomize_still_runs(tmp_path: Path, triton_cache: str) -
     assert proc.stdout.split() == ["yes", "42"], proc.stderr
 
 
+def test_failing_user_sitecustomize_is_reported_and_the_program_runs(tmp_path: Path, triton_cache: str) -> None:
+    user_dir = tmp_path / "user_site"
+    user_dir.mkdir()
+    (user_dir / "sitecustomize.py").write_text("raise RuntimeError('broken user sitecustomize')\n")
+    proc = jitguard_run(["--", sys.executable, "-c", "print('still ran')"], tmp_path, triton_cache,
+                        extra_env={"PYTHONPATH": str(user_dir)})
+    assert proc.returncode == 0 and proc.stdout.strip() == "still ran"
+    assert "Error in sitecustomize" in proc.stderr and "broken user sitecustomize" in proc.stderr
+
+
 def test_child_killed_by_sigkill_still_gets_a_report(tmp_path: Path, triton_cache: str) -> None:
     script = write_script(tmp_path, "killed.py", TINY_KERNEL + textwrap.dedent("""
         import os, signal
@@ -130,14 +140,15 @@ def test_child_killed_by_sigkill_still_gets_a_report(tmp_path: Path, triton_cach
     assert build_report(tmp_path / "logs")["processes"][0]["argv"][1:] == ["--api-key", "***", "--hf-token=***"]
 
 
-def test_sigterm_is_forwarded_and_its_exit_code_returned(tmp_path: Path, triton_cache: str) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_is_forwarded_and_its_exit_code_returned(tmp_path: Path, triton_cache: str, signum: int) -> None:
     ready = tmp_path / "ready"
     script = write_script(tmp_path, "sleeper.py", f"""
         import signal, sys, time
-        def on_term(signum, frame):
-            print("child got SIGTERM", flush=True)
+        def on_signal(signum, frame):
+            print(f"child got {{signal.Signals(signum).name}}", flush=True)
             sys.exit(3)
-        signal.signal(signal.SIGTERM, on_term)
+        signal.signal({int(signum)}, on_signal)
         open({str(ready)!r}, "w").close()
         time.sleep(60)
     """)
@@ -148,10 +159,10 @@ def test_sigterm_is_forwarded_and_its_exit_code_returned(tmp_path: Path, triton_
     deadline = time.monotonic() + 30
     while not ready.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    launcher.send_signal(signal.SIGTERM)
+    launcher.send_signal(signum)
     out, err = launcher.communicate(timeout=30)
     assert launcher.returncode == 3, err
-    assert "child got SIGTERM" in out
+    assert f"child got {signal.Signals(signum).name}" in out
     assert "no process imported Triton" in err
 
 
