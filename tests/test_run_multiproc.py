@@ -123,6 +123,9 @@ def test_spawned_children_are_named_by_their_process_name(multiproc_run: dict) -
     manifests = multiproc_run["manifests"]
     roles = {p["pid"]: p["role"] for p in multiproc_run["report"]["processes"]}
     assert roles[manifests["spawn-a"]["pid"]].startswith("SpawnProcess")
+    assert roles[manifests["forkserver"]["pid"]].startswith("ForkServerProcess")
+    # A fork child inherits the parent's monitor; it is named when multiprocessing starts it.
+    assert roles[manifests["fork"]["pid"]].startswith("ForkProcess")
     assert roles[manifests["parent"]["pid"]] is None
 
 

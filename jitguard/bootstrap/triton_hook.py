@@ -165,6 +165,40 @@ def _multiprocessing_name() -> str | None:
     return None if name == "MainProcess" else name
 
 
+def _default_child_namer(process_name: str) -> None:
+    set_pending_process_info(role=process_name)
+
+
+_child_namer: dict = {"namer": _default_child_namer}
+
+
+def name_multiprocessing_children(namer=None) -> None:  # type: ignore[no-untyped-def]
+    """Name each multiprocessing child (fork ones too) as it starts: `namer(process_name)` runs first thing
+    in the child; by default the role becomes the Process name ("ForkProcess-2").
+
+    A forked child otherwise keeps its parent's role. Idempotent; a later `namer` replaces the earlier.
+    """
+    if namer is not None:
+        _child_namer["namer"] = namer
+    from multiprocessing import process as mp_process
+
+    original = mp_process.BaseProcess._bootstrap
+    if getattr(original, "_jitguard_names_children", False):
+        return
+
+    def _bootstrap(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if os.environ.get("JITGUARD") == "1":
+            try:
+                _child_namer["namer"](self.name)
+            except Exception as exc:  # noqa: BLE001 - the child must start regardless
+                sys.stderr.write(f"[jitguard] could not name process {os.getpid()}: {type(exc).__name__}: {exc}\n")
+        return original(self, *args, **kwargs)
+
+    _bootstrap._jitguard_names_children = True  # type: ignore[attr-defined]
+    _bootstrap.__wrapped__ = original  # type: ignore[attr-defined]
+    mp_process.BaseProcess._bootstrap = _bootstrap
+
+
 def activate_monitor() -> bool:
     """Start the monitor in this process (offline backend first, if JITGUARD_OFFLINE asks); True if running.
 
@@ -183,6 +217,8 @@ def activate_monitor() -> bool:
         if role is not None or _pending_process_info.get("rank") is not None:
             monitor.set_process_info(role=role, rank=_pending_process_info.get("rank"))
         _attach_listeners(installed)
+        if "multiprocessing.process" in sys.modules:  # fork children would otherwise keep this role
+            name_multiprocessing_children()
         if _pending_process_info.get("phase"):
             _apply_phase(_pending_process_info["phase"])
         if installed.sink is not None:

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 _WORKER_MODULE_PREFIXES = ("vllm.v1.worker.", "vllm.worker.")
 _PATCHED_MARK = "_jitguard_marks_serving"
-_state: dict[str, Any] = {"registered_pid": None, "counter": None, "bootstrap_patched": False}
+_state: dict[str, Any] = {"registered_pid": None, "counter": None}
 
 
 def process_role(process_name: str, argv: list[str]) -> tuple[str | None, int | None]:
@@ -89,30 +89,6 @@ def _name_this_process(process_name: str) -> None:
     role, rank = process_role(process_name, list(sys.argv))
     _triton_hook().set_pending_process_info(role=role, rank=rank)
     _write_process_record(role, rank)
-
-
-def _patch_process_bootstrap() -> None:
-    # A forked worker never calls register(): name it when multiprocessing starts it.
-    if _state["bootstrap_patched"]:
-        return
-    from multiprocessing import process as mp_process
-
-    original = mp_process.BaseProcess._bootstrap
-    if getattr(original, _PATCHED_MARK, False):
-        return
-
-    @functools.wraps(original)
-    def bootstrap_naming_jitguard_process(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if os.environ.get("JITGUARD") == "1":
-            try:
-                _name_this_process(self.name)
-            except Exception as exc:  # noqa: BLE001 - the child must start regardless
-                sys.stderr.write(f"[jitguard] could not name process {os.getpid()}: {type(exc).__name__}: {exc}\n")
-        return original(self, *args, **kwargs)
-
-    setattr(bootstrap_naming_jitguard_process, _PATCHED_MARK, True)
-    mp_process.BaseProcess._bootstrap = bootstrap_naming_jitguard_process
-    _state["bootstrap_patched"] = True
 
 
 def mark_serving_now() -> None:
@@ -238,6 +214,7 @@ def register() -> None:
         _count_compiles_in_prometheus()
         hook.install_import_hook()
         _watch_worker_modules()
-        _patch_process_bootstrap()
+        # A forked worker never calls register(): name it when multiprocessing starts it.
+        hook.name_multiprocessing_children(_name_this_process)
     except Exception as exc:  # noqa: BLE001 - never stop vLLM from starting
         sys.stderr.write(f"[jitguard] vLLM plugin failed in pid {os.getpid()}: {type(exc).__name__}: {exc}\n")
