@@ -28,6 +28,9 @@ import torch
 import triton
 import triton.language as tl
 
+from .moe_align import AlignedRouting
+from .moe_configs import TileConfig
+
 # Triton 3.9's interpreter (TRITON_INTERPRET=1) returns garbage for tl.dot on bf16 operands
 # (fp16, fp32 and fp8 are right): under the interpreter only, bf16 tiles are upcast first.
 _INTERPRETER_BF16_DOT_IS_WRONG = os.environ.get("TRITON_INTERPRET") == "1"
@@ -208,18 +211,18 @@ def moe_topk_reduce_kernel(
 
 
 def launch_moe_gemm(
-    a,
-    w,
-    out,
-    routing,
-    cfg,
+    a: torch.Tensor,
+    w: torch.Tensor,
+    out: torch.Tensor,
+    routing: AlignedRouting,
+    cfg: TileConfig,
     *,
     gated: bool,
     a_rows_per_pair_div: int,
-    topk_weights=None,
+    topk_weights: torch.Tensor | None = None,
     quant: int = QUANT_NONE,
-    a_scale=None,
-    w_scale=None,
+    a_scale: torch.Tensor | None = None,
+    w_scale: torch.Tensor | None = None,
     scale_block: tuple[int, int] = (128, 128),
 ) -> None:
     """Launch ``moe_grouped_gemm_kernel`` over ``routing`` (an AlignedRouting) with ``cfg``.
@@ -295,7 +298,7 @@ def launch_moe_gemm(
 _REDUCE_BLOCK_H = 1024
 
 
-def launch_topk_reduce(pair_out, topk_ids, out, num_experts: int) -> None:
+def launch_topk_reduce(pair_out: torch.Tensor, topk_ids: torch.Tensor, out: torch.Tensor, num_experts: int) -> None:
     """out[t] = sum_j pair_out[t * top_k + j] over the used experts of token t."""
     num_tokens, top_k = topk_ids.shape
     H = out.shape[1]
