@@ -71,6 +71,7 @@ def test_warm_up_plan_takes_request_path_compiles_to_zero(tmp_path: Path) -> Non
 
     assert fixed.warmup_failures == []
     assert [w.warmup_compiles for w in fixed.workers] == [result.plan_variants] * config.workers
+    assert [w.profile_compiles for w in fixed.workers] == [0] * config.workers  # the plan covered it
     assert fixed.compiles_on_path == 0
     assert fixed.ttft_quantile(0.99) < upstream.ttft_quantile(0.5)
     assert "fixed+warmup vs upstream: compiles on the request path" in table

@@ -41,6 +41,8 @@ class WorkerStats:
     warmup_compiles: int = 0
     warmup_s: float = 0.0
     warmup_failures: list[str] = field(default_factory=list)
+    profile_compiles: int = 0  # compiled by the start-up profile step
+    profile_s: float = 0.0
     serving_compiles: int = 0
     serving_compile_s: float = 0.0
     serving_by_kernel: dict[str, int] = field(default_factory=dict)
@@ -76,6 +78,16 @@ def worker_main(rank: int, config: EngineConfig, commands: Any, results: Any) ->
         stats.warmup_compiles = len(warm_rec.events)
         stats.warmup_s = result.seconds
         stats.warmup_failures = [f"{o.label}: {o.reason}" for o in result.failures]
+    # A start-up profile step at the full token budget, as vLLM's profile run: it initialises the
+    # libraries (cuBLAS, lazily loaded modules) and compiles whatever variants that size needs.
+    with jitguard.watch() as profile_rec:
+        profile_started = time.perf_counter()
+        model.forward(config.shape.max_tokens, [(0, config.shape.max_tokens)])
+        if config.backend == "cuda":
+            import torch
+            torch.cuda.synchronize()
+        stats.profile_s = time.perf_counter() - profile_started
+    stats.profile_compiles = len(profile_rec.events)
     jitguard.mark_serving()
     results.put(("ready", rank, None))
     with jitguard.watch() as recorder:

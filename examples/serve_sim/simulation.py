@@ -108,6 +108,16 @@ class RunResult:
         return max((w.warmup_s for w in self.workers), default=0.0)
 
     @property
+    def startup_compiles(self) -> int:
+        """Compiles before serving: the warm-up plan plus the profile step, summed over workers."""
+        return sum(w.warmup_compiles + w.profile_compiles for w in self.workers)
+
+    @property
+    def startup_compile_s(self) -> float:
+        """Seconds of warm-up plus profile step of the slowest worker."""
+        return max((w.warmup_s + w.profile_s for w in self.workers), default=0.0)
+
+    @property
     def warmup_failures(self) -> list[str]:
         return [f for w in self.workers for f in w.warmup_failures]
 
@@ -143,11 +153,11 @@ class SimResult:
 
     def format_table(self) -> str:
         """The comparison table (what the command prints)."""
-        header = ["run", "start-up warm-up", "compiles on request path", "compile s on path",
+        header = ["run", "start-up (warm-up + profile step)", "compiles on request path", "compile s on path",
                   "requests delayed by a compile", "TTFT p50", "TTFT p99", "TTFT max", "step p50"]
         rows = []
         for run in self.runs:
-            warm = f"{run.warmup_compiles} compiles, {run.warmup_s:.1f} s" if run.warmup else "none"
+            warm = f"{run.startup_compiles} compiles, {run.startup_compile_s:.1f} s"
             rows.append([run.name, warm, str(run.compiles_on_path), f"{run.compile_s_on_path:.1f}",
                          f"{run.requests_delayed_by_compiles()}/{len(run.ttft_s)}",
                          f"{run.ttft_quantile(0.5) * 1000:.0f} ms", f"{run.ttft_quantile(0.99) * 1000:.0f} ms",
@@ -182,7 +192,9 @@ class SimResult:
         decode = self.runs[0].decode_batches if self.runs else []
         return "\n".join([
             f"serve_sim: front + engine + {c.workers} worker(s) (spawn), backend {c.backend}, "
-            f"{self.environment.get('triton', '?')} / torch {self.environment.get('torch', '?')}",
+            f"{self.environment.get('triton', '?')} / torch {self.environment.get('torch', '?')}, "
+            f"{self.environment.get('gpu') or self.environment.get('machine', '?')}, "
+            f"load {self.environment.get('load_avg_1m', '?')}",
             f"trace (seed {c.trace.seed}): {self.trace_line}",
             f"model per rank: {c.shape.layers} layers of MoE (E{c.shape.experts} top-{c.shape.top_k} "
             f"H{c.shape.hidden} I{c.shape.intermediate}) + inverse RoPE FP8 ({c.shape.heads}x{c.shape.head_dim}); "
@@ -199,6 +211,7 @@ class SimResult:
             "runs": [{"name": r.name, "kernel_set": r.kernel_set, "warmup": r.warmup,
                       "compiles_on_path": r.compiles_on_path, "compile_s_on_path": r.compile_s_on_path,
                       "warmup_compiles": r.warmup_compiles, "warmup_s": r.warmup_s,
+                      "startup_compiles": r.startup_compiles, "startup_compile_s": r.startup_compile_s,
                       "warmup_failures": r.warmup_failures, "startup_s": r.startup_s,
                       "ttft_p50_s": r.ttft_quantile(0.5), "ttft_p99_s": r.ttft_quantile(0.99),
                       "ttft_s": {str(k): v for k, v in sorted(r.ttft_s.items())},
@@ -230,6 +243,8 @@ def environment() -> dict[str, str]:
            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     if torch.cuda.is_available():
         env["gpu"] = torch.cuda.get_device_name(0)
+    if hasattr(os, "getloadavg"):  # CPU compile times depend on what else the machine runs
+        env["load_avg_1m"] = f"{os.getloadavg()[0]:.2f}"
     return env
 
 
