@@ -167,6 +167,7 @@ def engine_main(config: EngineConfig, inbox: Any, outbox: Any) -> None:
     step_tokens: list[int] = []
     decode_batches: list[int] = []
     step_seconds: list[float] = []
+    step_compile_ms: list[float] = []
     budget = config.shape.max_tokens
 
     def take_arrivals(block: bool) -> None:
@@ -218,6 +219,7 @@ def engine_main(config: EngineConfig, inbox: Any, outbox: Any) -> None:
             compile_ms = max(compile_ms, ms)  # the ranks compile in parallel: the step waits for the slowest
             step_s = max(step_s, worker_step_s)
         step_seconds.append(step_s)
+        step_compile_ms.append(compile_ms)
         take_arrivals(block=False)  # requests that came during the step waited on it too
         for entry in waiting:
             entry[1] += compile_ms
@@ -236,7 +238,8 @@ def engine_main(config: EngineConfig, inbox: Any, outbox: Any) -> None:
     for worker in workers:
         worker.join(timeout=30)
     outbox.put(("stats", {"workers": sorted(stats, key=lambda s: s.rank), "step_tokens": step_tokens,
-                          "decode_batches": decode_batches, "step_seconds": step_seconds}))
+                          "decode_batches": decode_batches, "step_seconds": step_seconds,
+                          "step_compile_ms": step_compile_ms}))
 
 
 def _get(results: Any, workers: list) -> tuple:

@@ -86,6 +86,7 @@ class RunResult:
     step_tokens: list[int] = field(default_factory=list)
     decode_batches: list[int] = field(default_factory=list)
     step_seconds: list[float] = field(default_factory=list)
+    step_compile_ms: list[float] = field(default_factory=list)
     log_dir: str = ""
 
     @property
@@ -154,15 +155,14 @@ class SimResult:
     def format_table(self) -> str:
         """The comparison table (what the command prints)."""
         header = ["run", "start-up (warm-up + profile step)", "compiles on request path", "compile s on path",
-                  "requests delayed by a compile", "TTFT p50", "TTFT p99", "TTFT max", "step p50"]
+                  "requests delayed by a compile", "TTFT p50", "TTFT p99", "TTFT max"]
         rows = []
         for run in self.runs:
             warm = f"{run.startup_compiles} compiles, {run.startup_compile_s:.1f} s"
             rows.append([run.name, warm, str(run.compiles_on_path), f"{run.compile_s_on_path:.1f}",
                          f"{run.requests_delayed_by_compiles()}/{len(run.ttft_s)}",
                          f"{run.ttft_quantile(0.5) * 1000:.0f} ms", f"{run.ttft_quantile(0.99) * 1000:.0f} ms",
-                         f"{max(run.ttft_s.values()) * 1000:.0f} ms",
-                         f"{statistics.median(run.step_seconds) * 1000:.1f} ms" if run.step_seconds else "-"])
+                         f"{max(run.ttft_s.values()) * 1000:.0f} ms"])
         widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(header, widths)).rstrip()]
         lines.append("  ".join("-" * w for w in widths))
@@ -175,6 +175,10 @@ class SimResult:
                          f"{run.compile_s_on_path:.1f}, TTFT p50 {_change(p50, run.ttft_quantile(0.5))}, "
                          f"p99 {_change(p99, run.ttft_quantile(0.99))}")
         for run in self.runs:
+            quiet = [t for t, ms in zip(run.step_seconds, run.step_compile_ms) if ms == 0]
+            lines.append(f"{run.name}: {len(run.step_tokens)} steps, tokens per step {_spread(run.step_tokens)}, "
+                         f"decode batch {_spread(run.decode_batches)}, step time without compiles median "
+                         f"{statistics.median(quiet) * 1000:.1f} ms" if quiet else "")
             if run.warmup_failures:
                 lines.append(f"{run.name}: warm-up failures: " + "; ".join(run.warmup_failures))
             kernels: dict[str, int] = {}
@@ -188,8 +192,6 @@ class SimResult:
 
     def format_header(self) -> str:
         c = self.config
-        tokens = self.runs[0].step_tokens if self.runs else []
-        decode = self.runs[0].decode_batches if self.runs else []
         return "\n".join([
             f"serve_sim: front + engine + {c.workers} worker(s) (spawn), backend {c.backend}, "
             f"{self.environment.get('triton', '?')} / torch {self.environment.get('torch', '?')}, "
@@ -199,8 +201,6 @@ class SimResult:
             f"model per rank: {c.shape.layers} layers of MoE (E{c.shape.experts} top-{c.shape.top_k} "
             f"H{c.shape.hidden} I{c.shape.intermediate}) + inverse RoPE FP8 ({c.shape.heads}x{c.shape.head_dim}); "
             f"max {c.shape.max_tokens} tokens / {c.max_num_seqs} requests per step",
-            f"steps ({self.runs[0].name}): {len(tokens)}, tokens per step {_spread(tokens)}, "
-            f"decode batch {_spread(decode)}",
             f"warm-up plan: {self.plan_variants} variants ({self.plan_path})" if self.plan_path else "warm-up plan: none",
         ])
 
@@ -218,6 +218,7 @@ class SimResult:
                       "compile_wait_s": {str(k): v for k, v in sorted(r.compile_wait_s.items())},
                       "workers": [asdict(w) for w in r.workers], "step_tokens": r.step_tokens,
                       "decode_batches": r.decode_batches, "step_seconds": r.step_seconds,
+                      "step_compile_ms": r.step_compile_ms,
                       "log_dir": r.log_dir} for r in self.runs],
         }
 
@@ -328,7 +329,7 @@ def run_simulation(config: SimConfig | None = None, runs: tuple[str, ...] = DEFA
         run = RunResult(name=name, kernel_set=kernel_set, warmup=bool(warm), ttft_s=raw["ttft"],
                         compile_wait_s=raw["step_compile_s"], workers=raw["workers"], startup_s=raw["startup_s"],
                         step_tokens=raw["step_tokens"], decode_batches=raw["decode_batches"],
-                        step_seconds=raw["step_seconds"],
+                        step_seconds=raw["step_seconds"], step_compile_ms=raw["step_compile_ms"],
                         log_dir=engine_config.log_dir or "")
         out.write(f"[serve_sim] run {name}: done in {time.perf_counter() - t0:.1f} s, "
                   f"{run.compiles_on_path} compiles on the request path\n")
