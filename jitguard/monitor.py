@@ -102,11 +102,13 @@ class NdjsonSink:
         os.makedirs(self.directory, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._pid = os.getpid()
-        record = ProcessRecord(pid=os.getpid(), ppid=os.getppid(), argv=redact_argv(sys.argv),
-                               role=self.process_info.get("role"), rank=self.process_info.get("rank"),
-                               triton_version=self.process_info.get("triton_version", ""),
-                               host=socket.gethostname(), time=time.time())
-        os.write(self._fd, (to_json_line(record) + "\n").encode())
+        os.write(self._fd, (to_json_line(self._process_record()) + "\n").encode())
+
+    def _process_record(self) -> ProcessRecord:
+        return ProcessRecord(pid=os.getpid(), ppid=os.getppid(), argv=redact_argv(_process_argv()),
+                             role=self.process_info.get("role"), rank=self.process_info.get("rank"),
+                             triton_version=self.process_info.get("triton_version", ""),
+                             host=socket.gethostname(), time=time.time())
 
     def write(self, record: Any) -> None:
         line = (to_json_line(record) + "\n").encode()
@@ -116,17 +118,31 @@ class NdjsonSink:
             assert self._fd is not None
             os.write(self._fd, line)
 
-    def write_process_record(self) -> None:
-        """Write this process's record now (it is otherwise written with the first event)."""
+    def write_process_record(self, force: bool = False) -> None:
+        """Write this process's record now (it is otherwise written with the first event).
+
+        `force` appends a fresh record even if one was written (a role or rank named later);
+        readers take a process's last record.
+        """
         with self._lock:
             if self._fd is None or self._pid != os.getpid():
                 self._open()
+            elif force:
+                os.write(self._fd, (to_json_line(self._process_record()) + "\n").encode())
 
     def close(self) -> None:
         with self._lock:
             if self._fd is not None and self._pid == os.getpid():
                 os.close(self._fd)
             self._fd = None
+
+
+def _process_argv() -> list[str]:
+    """sys.argv, or the interpreter's own argv while `python -m pkg` has not yet filled sys.argv[0]."""
+    argv = list(sys.argv)
+    if argv and argv[0] == "-m" and getattr(sys, "orig_argv", None):
+        return list(sys.orig_argv[1:])
+    return argv
 
 
 _SECRET_WORDS = ("token", "secret", "password", "passwd", "key", "credential", "auth")
@@ -245,13 +261,25 @@ class Monitor:
                 out[slot] = current
         return out
 
+    def _warn_replaced(self, slot: str, evidence: str) -> None:
+        if slot in self._reported_replacements:
+            return
+        self._reported_replacements.add(slot)
+        current = self._tc.get_hook(slot)
+        name = getattr(current, "__qualname__", None) or repr(current)
+        self._write_line(f"[jitguard] warning: another tool replaced Triton's {slot} hook with {name} and does "
+                         f"not chain to jitguard ({evidence}); jitguard may miss compiles: install jitguard "
+                         "last, or have that tool call the hook it replaced")
+
     def _check_replacements(self) -> None:
-        for slot, current in self.replaced_hooks().items():
-            if slot not in self._reported_replacements:
-                self._reported_replacements.add(slot)
-                name = getattr(current, "__qualname__", None) or repr(current)
-                self._write_line(f"[jitguard] warning: another tool replaced Triton's {slot} hook with {name}; "
-                                 "jitguard may miss compiles (install jitguard last, or have that tool chain hooks)")
+        """Warn when both compile hooks were replaced (nothing shows whether the new ones chain).
+
+        A tool that replaces one slot and chains to us is fine; one that does not chain is caught
+        in the hooks themselves, from the evidence of a pre/post pair that is missing one half.
+        """
+        replaced = self.replaced_hooks()
+        if "pre_compile" in replaced and "post_compile" in replaced:
+            self._warn_replaced("post_compile", "both compile hooks were replaced")
 
     # --- the hooks (called by Triton, only on the compile path) -------------------------------
 
@@ -260,6 +288,9 @@ class Monitor:
             pending = getattr(self._local, "pending", None)
             if pending is None:
                 pending = self._local.pending = {}
+            if pending and "post_compile" in self.replaced_hooks():
+                self._warn_replaced("post_compile", "a compile started and never finished in jitguard")
+            pending.clear()  # a compile that raised never reaches the post hook: forget it
             pending[_pending_key(kwargs)] = time.perf_counter()
             self._local.cache_hit = None
         except Exception as exc:  # noqa: BLE001 - never reach the host program
@@ -303,13 +334,16 @@ class Monitor:
         compile_info = hook_kwargs.get("compile") or {}
         key = hook_kwargs.get("key")
         started = (getattr(self._local, "pending", None) or {}).pop(_pending_key(hook_kwargs), None)
+        if started is None and "pre_compile" in self.replaced_hooks():
+            self._warn_replaced("pre_compile", "a compile finished that jitguard did not see start")
         compile_ms = (time.perf_counter() - started) * 1000.0 if started is not None else None
         cache_hit = getattr(self._local, "cache_hit", None) if tc.has_listener() else None
         self._local.cache_hit = None
         device = compile_info.get("device", 0)
         if not isinstance(device, int):
             device = getattr(device, "index", 0) or 0
-        bound_args = tc.find_bound_args(jit_fn, frame)
+        run_frame = tc.find_run_frame(jit_fn, frame)
+        bound_args = tc.bound_args_of(run_frame)
         params = tc.param_specs(jit_fn, compile_info, bound_args)
         options = tc.launch_options(compile_info)
         file, line = tc.kernel_location(jit_fn)
@@ -328,7 +362,7 @@ class Monitor:
                             "install jitguard earlier (jitguard run, or JITGUARD=1) to see what changed")]
         event = CompileEvent(
             kernel=tc.kernel_name(jit_fn), module=getattr(jit_fn, "module", "") or "", file=file, line=line,
-            call_site=tc.user_call_site(frame, self._skip_dirs), pid=os.getpid(), ppid=os.getppid(),
+            call_site=tc.user_call_site(run_frame or frame, self._skip_dirs), pid=os.getpid(), ppid=os.getppid(),
             rank=self.rank, role=self.role, device=device, phase=self.phase, variant=variant,
             key=tc.key_string(key), params=params, options=options, compile_ms=compile_ms,
             disk_cache_hit=cache_hit, causes=causes, triton_version=self.triton_version, time=time.time(),
@@ -521,6 +555,7 @@ def set_process_info(role: str | None = None, rank: int | None = None) -> None:
         monitor.rank = rank
     if monitor.sink is not None:
         monitor.sink.process_info.update(role=monitor.role, rank=monitor.rank)
+        monitor.sink.write_process_record(force=True)
 
 
 @contextlib.contextmanager

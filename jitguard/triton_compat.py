@@ -271,25 +271,33 @@ def key_string(key: Any) -> str:
 
 # --- the call being compiled --------------------------------------------------------------------
 
-def find_bound_args(jit_fn: JITFunction, start_frame: Any) -> dict | None:
-    """The arguments of the `JITFunction.run` call that is compiling `jit_fn` (read off its frame).
+def find_run_frame(jit_fn: JITFunction, start_frame: Any) -> Any:
+    """The frame of the `JITFunction.run` call that is compiling `jit_fn`, or None.
 
+    Walking from there (not from the hook) keeps other tools' chained hooks out of the call site.
     Only called on the compile path, never on a cache hit.
     """
     frame = start_frame
     depth = 0
-    while frame is not None and depth < 12:
+    while frame is not None and depth < 16:
         if frame.f_code.co_name == "run" and frame.f_locals.get("self") is jit_fn:
-            bound = frame.f_locals.get("bound_args")
-            if bound is not None:
-                try:
-                    return dict(bound)
-                except Exception:  # noqa: BLE001
-                    return None
-            return None
+            return frame
         frame = frame.f_back
         depth += 1
     return None
+
+
+def bound_args_of(run_frame: Any) -> dict | None:
+    """{parameter name: argument} of the call in a `JITFunction.run` frame."""
+    if run_frame is None:
+        return None
+    bound = run_frame.f_locals.get("bound_args")
+    if bound is None:
+        return None
+    try:
+        return dict(bound)
+    except Exception:  # noqa: BLE001 - an exotic mapping: values are a nicety
+        return None
 
 
 def is_autotuning(start_frame: Any) -> bool:

@@ -141,3 +141,27 @@ def test_argv_secrets_are_redacted():
     argv = ["serve", "--api-key", "sk-1", "--hf-token=abc", "--model", "m", "--password", "p"]
     assert monitor.redact_argv(argv) == ["serve", "--api-key", "***", "--hf-token=***", "--model", "m",
                                          "--password", "***"]
+
+
+def test_a_tool_that_chains_on_top_raises_no_alarm(capsys):
+    with jitguard.watch() as rec:
+        ours = triton_compat.get_hook("post_compile")
+
+        def chaining_hook(*args, **kwargs):  # like vLLM's monitor: installed later, calls the previous one
+            return ours(*args, **kwargs)
+
+        triton_compat.set_hook("post_compile", chaining_hook)
+        jitguard.mark_serving()
+        _compile(3)
+        triton_compat.set_hook("post_compile", ours)
+    assert len(rec.events) == 1
+    assert "another tool replaced" not in capsys.readouterr().err
+
+
+def test_call_site_is_the_users_line_even_under_a_chaining_hook():
+    with jitguard.watch() as rec:
+        ours = triton_compat.get_hook("post_compile")
+        triton_compat.set_hook("post_compile", lambda *a, **kw: ours(*a, **kw))
+        _compile(5)
+        triton_compat.set_hook("post_compile", ours)
+    assert rec.events[0].call_site.startswith(__file__)

@@ -72,13 +72,13 @@ def _write_process_record(role: str | None, rank: int | None) -> None:
 
     running = monitor.current()
     if running is not None:
-        monitor.set_process_info(role=role, rank=rank)
-    directory = running.sink.directory if running is not None and running.sink is not None else None
-    directory = directory or os.environ.get("JITGUARD_DIR")
+        monitor.set_process_info(role=role, rank=rank)  # appends an updated record to its file
+        if running.sink is not None:
+            return
+    directory = os.environ.get("JITGUARD_DIR")
     if not directory:
         return
-    # A record of its own, appended (one write) to this process's file: the monitor's sink writes
-    # its record only once, possibly before vLLM named the process.
+    # No monitor yet (Triton not imported): a record of its own, appended to this process's file.
     sink = monitor.NdjsonSink(directory)
     sink.process_info = {"role": role, "rank": rank, "triton_version": ""}
     sink.write_process_record()
