@@ -190,8 +190,20 @@ _DEMOTING_ADVICE = {"do_not_specialize": "do_not_specialize", "int64": "do_not_s
                     "caller_alignment": "do_not_specialize_on_alignment"}
 
 
+def without_weaker_advice(causes: Iterable[Cause]) -> list[Cause]:
+    """Drop alignment-only advice for a parameter that also needs do_not_specialize (which covers it)."""
+    causes = list(causes)
+    strong = {c.param for c in causes if c.advice in ("do_not_specialize", "int64")}
+    weak = ("do_not_specialize_on_alignment", "caller_alignment")
+    return [c for c in causes if not (c.param in strong and c.advice in weak)]
+
+
 def fix_hint(causes: Iterable[Cause]) -> str:
-    """The decorator arguments that would remove these causes, e.g. 'do_not_specialize=["n"]'; '' if none."""
+    """The decorator arguments that would remove these causes, e.g. 'do_not_specialize=["n"]'; '' if none.
+
+    A parameter that needs do_not_specialize is not also listed for do_not_specialize_on_alignment.
+    """
+    causes = without_weaker_advice(causes)
     lists: dict[str, list[str]] = {}
     for cause in causes:
         option = _DEMOTING_ADVICE.get(cause.advice or "")

@@ -216,7 +216,7 @@ class Monitor:
         jitguard_dir = os.path.dirname(os.path.abspath(__file__))
         # jitguard's machinery and its kernels' wrappers are skipped (the user's line is the call
         # site); its demo is not: there the demo is the user.
-        internal = ("monitor.py", "offline.py", "triton_compat.py", "no_recompiles.py", "sweep.py",
+        internal = ("monitor.py", "offline.py", "triton_compat.py", "recompile_guard.py", "variant_sweep.py",
                     "pytest_plugin.py", "warmup.py")
         dirs = [tc.TRITON_DIR + os.sep, os.path.dirname(contextlib.__file__) + os.sep]
         dirs += [os.path.join(jitguard_dir, name) for name in internal]

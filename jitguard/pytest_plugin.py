@@ -110,7 +110,7 @@ def _guard_for(item: pytest.Item, strict: bool) -> Any:
     marker = item.get_closest_marker(MARKER)
     if marker is None and not strict:
         return None
-    from jitguard.no_recompiles import no_recompiles
+    from jitguard.recompile_guard import no_recompiles
     if marker is None:
         return no_recompiles(warmup=1)
     unknown = sorted(set(marker.kwargs) - set(_MARKER_ARGS))
@@ -251,7 +251,8 @@ def summary_lines(per_test: dict[str, list[dict]]) -> list[str]:
     lines.append("per kernel:")
     from jitguard.events import Cause
     from jitguard.explain import fix_hint
-    from jitguard.no_recompiles import short_path, without_weaker_advice
+    from jitguard.explain import without_weaker_advice
+    from jitguard.recompile_guard import short_path
     rows: dict[tuple[str, str], dict] = {}
     for nodeid, compiles in compiled.items():
         for c in compiles:

@@ -14,7 +14,7 @@ fi
 
 # Tests of the tool itself (the monitor, offline backend, report, codemod, plugin), run on every Triton.
 TOOL_TESTS=$(ls tests/test_monitor*.py tests/test_offline.py tests/test_explain*.py tests/test_report*.py \
-  tests/test_no_recompiles.py tests/test_sweep.py 2>/dev/null | tr '\n' ' ')
+  tests/test_no_recompiles.py tests/test_sweep.py tests/test_pytest_plugin.py 2>/dev/null | tr '\n' ' ')
 
 echo "== full suite, newest Triton"
 "$PY" -m pytest -q -n 2 -p no:cacheprovider tests

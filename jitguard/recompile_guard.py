@@ -32,13 +32,12 @@ import functools
 import os
 import sys
 import threading
-import types
 from contextlib import ContextDecorator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from jitguard.events import Cause, CompileEvent
-from jitguard.explain import fix_hint
+from jitguard.explain import fix_hint, without_weaker_advice
 
 
 # --- which kernel call is running; a fresh in-memory cache per block --------------------------------
@@ -505,13 +504,6 @@ def format_new_variants(compiles: list[ScopedCompile], warmup: int, subject: str
     return "\n".join(lines)
 
 
-def without_weaker_advice(causes: list[Cause]) -> list[Cause]:
-    """Drop alignment-only advice for a parameter that also needs do_not_specialize (which covers it)."""
-    strong = {c.param for c in causes if c.advice in ("do_not_specialize", "int64")}
-    weak = ("do_not_specialize_on_alignment", "caller_alignment")
-    return [c for c in causes if not (c.param in strong and c.advice in weak)]
-
-
 def _fix_lines(causes: list[Cause]) -> list[str]:
     causes = without_weaker_advice(causes)
     hint = fix_hint(causes)
@@ -536,15 +528,3 @@ def _fix_lines(causes: list[Cause]) -> list[str]:
             out = ["  fix: call this kernel during warm-up with the arguments it will see later"]
     out.extend(f"    {message}" for message in messages)
     return out
-
-
-class _CallableModule(types.ModuleType):
-    """`import jitguard.no_recompiles` makes `jitguard.no_recompiles` this module (Python sets a
-    package's attribute to its submodule): keep `jitguard.no_recompiles(...)` working anyway."""
-
-    def __call__(self, warmup: int = 1, kernels: Iterable[Any] | str | None = None, *,
-                 isolate: bool = True) -> no_recompiles:
-        return no_recompiles(warmup, kernels, isolate=isolate)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -19,14 +19,13 @@ Like `no_recompiles`, the sweep is isolated: each kernel starts it with an empty
 
 from __future__ import annotations
 
-import sys
-import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from jitguard.events import Cause, CompileEvent
 from jitguard.explain import fix_hint
-from jitguard.no_recompiles import CallScope, KernelCall, KernelId, open_scopes, short_path, without_weaker_advice
+from jitguard.explain import without_weaker_advice
+from jitguard.recompile_guard import CallScope, KernelCall, KernelId, open_scopes, short_path
 
 
 @dataclass
@@ -236,13 +235,3 @@ def _short_values(values: list[Any], limit: int = 12) -> str:
     if len(values) > limit:
         shown.append(f"... ({len(values) - limit} more)")
     return ", ".join(shown)
-
-
-class _CallableModule(types.ModuleType):
-    """`import jitguard.sweep` makes `jitguard.sweep` this module: keep `jitguard.sweep(fn, values)` working."""
-
-    def __call__(self, fn: Callable[[Any], Any], values: Iterable[Any]) -> SweepTable:
-        return sweep(fn, values)
-
-
-sys.modules[__name__].__class__ = _CallableModule
