@@ -423,8 +423,9 @@ def _describe(variant: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _warm_one(jit_fn: Any, variant: dict[str, Any]) -> tuple[str, str]:
-    """Compile one variant; returns (status, reason)."""
+def _warm_one(jit_fn: Any, variant: dict[str, Any], check_key: bool = True) -> tuple[str, str]:
+    """Compile one variant; returns (status, reason). `check_key`: the plan's keys come from this
+    Triton version, so the rebuilt key must equal the recorded one."""
     from triton.runtime.driver import driver
 
     from jitguard import triton_compat
@@ -447,7 +448,7 @@ def _warm_one(jit_fn: Any, variant: dict[str, Any]) -> tuple[str, str]:
     launch_kwargs = variant.get("launch_kwargs")
     if launch_kwargs is None:  # the key did not say which options the call passed: pass them all
         launch_kwargs = {k: v for k, v in (variant.get("options") or {}).items()}
-    recorded_key = variant.get("key") or ""
+    recorded_key = (variant.get("key") or "") if check_key else ""
     cache = triton_compat.kernel_cache(jit_fn, device_index)
     if recorded_key and recorded_key in {triton_compat.key_string(k) for k in cache}:
         return "cached", ""
@@ -483,6 +484,13 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
         except Exception:  # noqa: BLE001 - a closed stream must not stop the warm-up
             pass
 
+    from jitguard import triton_compat
+
+    recorded_versions = data.get("triton_versions") or []
+    same_version = not recorded_versions or triton_compat.TRITON_VERSION in recorded_versions
+    if not same_version:
+        say(f"[jitguard] warm-up: the plan was recorded with Triton {', '.join(recorded_versions)}, this is "
+            f"{triton_compat.TRITON_VERSION}: keys are not compared, re-record the plan to check them")
     for entry in data["kernels"]:
         name = entry.get("name") or "?"
         variants = entry.get("variants") or []
@@ -500,7 +508,7 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
                 outcome.reason = lookup_error
             else:
                 try:
-                    outcome.status, outcome.reason = _warm_one(jit_fn, variant)
+                    outcome.status, outcome.reason = _warm_one(jit_fn, variant, check_key=same_version)
                 except Exception as exc:  # noqa: BLE001 - one bad variant must not stop the others
                     outcome.status, outcome.reason = "failed", f"{type(exc).__name__}: {exc}".splitlines()[0]
             outcome.seconds = time.perf_counter() - t0

@@ -176,3 +176,24 @@ def test_kernel_module_not_importable_is_loaded_by_file(tmp_path: Path) -> None:
         assert [o.label for o in result.compiled] == ["add_one_kernel#1"]
     finally:
         sys.modules.pop("a_package_that_was_renamed.kernels", None)
+
+
+def test_rebuilt_key_is_checked_against_the_recorded_one() -> None:
+    import jitguard
+    from jitguard import triton_compat
+
+    plan = _plan_for("add_one_kernel", "tests.kernels_for_tests", "", _ADD_ONE_PARAMS)
+    plan["kernels"][0]["variants"][0]["key"] = "a key this Triton never makes"
+    plan["triton_versions"] = [triton_compat.TRITON_VERSION]
+    with jitguard.offline(compile=False):
+        result = warmup(plan, stream=io.StringIO())
+    assert [o.label for o in result.failures] == ["add_one_kernel#1"]
+    assert "rebuilt a different variant" in result.failures[0].reason
+
+    # A plan from another Triton version cannot be checked key by key: it compiles and says so.
+    plan["triton_versions"] = ["0.0.1"]
+    stream = io.StringIO()
+    with jitguard.offline(compile=False):
+        result = warmup(plan, stream=stream)
+    assert result.ok and len(result.compiled) == 1
+    assert "recorded with Triton 0.0.1" in stream.getvalue()
