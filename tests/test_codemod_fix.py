@@ -526,3 +526,9 @@ def test_only_decorator_lines_change_whatever_the_surroundings(case: tuple, newl
     outcome = fix_source(source, _plan(source, kernel, requests))
     assert outcome.source == expected
     assert fix_source(outcome.source, _plan(outcome.source, kernel, requests)).source == outcome.source
+
+
+def test_quotes_in_comments_do_not_choose_the_quote_style() -> None:
+    source = b"# it's a kernel, isn't it: 'x' 'y'\nimport triton\n\n\n@triton.jit\ndef k(x_ptr, n):\n    pass\n"
+    outcome = fix_source(source, _plan(source, "k", [("n", "do_not_specialize")]))
+    assert b'@triton.jit(do_not_specialize=["n"])' in outcome.source

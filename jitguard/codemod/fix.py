@@ -15,6 +15,9 @@ itself is edited as a libcst tree, so its own comments and layout survive too.
 
 from __future__ import annotations
 
+import io
+import tokenize
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -186,10 +189,22 @@ def add_demotions(decorator: cst.BaseExpression, additions: Mapping[str, list[st
 
 
 def _preferred_quote(decorator_text: str, source: bytes) -> str:
+    """The decorator's own quote style, else the file's majority among string literals (comments don't count)."""
     for quote in ('"', "'"):
         if quote in decorator_text:
             return quote
-    return "'" if source.count(b"'") > source.count(b'"') else '"'
+    single = double = 0
+    try:
+        for token in tokenize.tokenize(io.BytesIO(source).readline):
+            if token.type == tokenize.STRING:
+                body = token.string.lstrip("rRbBuUfF")
+                if body.startswith("'"):
+                    single += 1
+                elif body.startswith('"'):
+                    double += 1
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return "'" if single > double else '"'
 
 
 def _newline_of(line: bytes) -> str:
