@@ -178,11 +178,14 @@ def test_kernel_module_not_importable_is_loaded_by_file(tmp_path: Path) -> None:
         sys.modules.pop("a_package_that_was_renamed.kernels", None)
 
 
-def test_rebuilt_key_is_checked_against_the_recorded_one() -> None:
+def test_rebuilt_key_is_checked_against_the_recorded_one(tmp_path: Path) -> None:
     import jitguard
     from jitguard import triton_compat
 
-    plan = _plan_for("add_one_kernel", "tests.kernels_for_tests", "", _ADD_ONE_PARAMS)
+    # A private copy of the kernels: no other test has compiled anything of it in this process.
+    file = tmp_path / "private_kernels.py"
+    file.write_text((REPO / "tests" / "kernels_for_tests.py").read_text())
+    plan = _plan_for("add_one_kernel", "", str(file), _ADD_ONE_PARAMS)
     plan["kernels"][0]["variants"][0]["key"] = "a key this Triton never makes"
     plan["triton_versions"] = [triton_compat.TRITON_VERSION]
     with jitguard.offline(compile=False):

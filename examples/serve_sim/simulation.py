@@ -249,38 +249,45 @@ def environment() -> dict[str, str]:
     return env
 
 
-def calibrate_plan(config: SimConfig, kernel_set: str, directory: str) -> tuple[str, int]:
-    """Build the warm-up plan (see module docstring); returns (plan path, variants).
-
-    The calibration's events are written as NDJSON to DIR/calibration-<set>/, so
-    `jitguard warmup-plan DIR/calibration-<set> -o plan.json` makes the same plan.
-    """
+def _calibrate_in_this_process(config: SimConfig, kernel_set: str, directory: str) -> None:
     import jitguard
-    from jitguard.warmup import build_plan
+    from jitguard.events import to_json_line
 
     from .model import SimModel
 
-    from jitguard.events import to_json_line
-    from jitguard.monitor import current
-
     # One layer is enough: every layer launches the same kernels with the same shapes.
     shape = replace(config.shape, layers=1)
-    installed_here = current() is None
-    if installed_here:  # quiet: the calibration's "recompile" lines are expected, not news
-        jitguard.install(summary=False, stream=io.StringIO())
-    try:
-        with jitguard.offline(arch=90, compile=False), jitguard.watch() as recorder:
-            model = SimModel(shape, kernel_set, "cpu", seed=config.trace.seed, values=False)
-            for tokens in range(1, shape.max_tokens + 1):
-                model.forward(tokens, [(0, tokens)])
-    finally:
-        if installed_here:
-            jitguard.uninstall()
+    # Quiet: the calibration's "recompile" lines are expected, not news.
+    jitguard.install(summary=False, stream=io.StringIO())
+    with jitguard.offline(arch=90, compile=False), jitguard.watch() as recorder:
+        model = SimModel(shape, kernel_set, "cpu", seed=config.trace.seed, values=False)
+        for tokens in range(1, shape.max_tokens + 1):
+            model.forward(tokens, [(0, tokens)])
     logs = os.path.join(directory, f"calibration-{kernel_set}")
     os.makedirs(logs, exist_ok=True)
     with open(os.path.join(logs, "calibration.ndjson"), "w", encoding="utf-8") as handle:
         handle.writelines(to_json_line(event) + "\n" for event in recorder.events)
-    plan = build_plan(logs)
+
+
+def calibrate_plan(config: SimConfig, kernel_set: str, directory: str) -> tuple[str, int]:
+    """Build the warm-up plan (see module docstring); returns (plan path, variants).
+
+    The calibration runs in a fresh (spawned) process: in a process that already ran these
+    kernels, Triton's in-memory cache would hide variants from the monitor. Its events are
+    written as NDJSON to DIR/calibration-<set>/, so `jitguard warmup-plan DIR/calibration-<set>
+    -o plan.json` makes the same plan.
+    """
+    import multiprocessing as mp
+
+    from jitguard.warmup import build_plan
+
+    process = mp.get_context("spawn").Process(target=_calibrate_in_this_process, args=(config, kernel_set, directory),
+                                              name=f"serve-sim-calibration-{kernel_set}")
+    process.start()
+    process.join()
+    if process.exitcode != 0:
+        raise RuntimeError(f"serve_sim: the calibration process for {kernel_set} exited with code {process.exitcode}")
+    plan = build_plan(os.path.join(directory, f"calibration-{kernel_set}"))
     path = os.path.join(directory, f"warmup-plan-{kernel_set}.json")
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(plan, handle, indent=1)
