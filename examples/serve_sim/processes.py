@@ -250,7 +250,7 @@ def _get(results: Any, workers: list) -> tuple:
         except queue.Empty:
             dead = [w for w in workers if w.exitcode not in (None, 0)]
             if dead:
-                raise RuntimeError(f"serve_sim: {dead[0].name} exited with code {dead[0].exitcode}")
+                raise RuntimeError(f"serve_sim: {dead[0].name} exited with code {dead[0].exitcode}") from None
 
 
 # --- front ---------------------------------------------------------------------------------------
@@ -319,6 +319,6 @@ def _get_from_engine(outbox: Any, engine: Any, timeout_s: float) -> tuple:
             return outbox.get(timeout=1.0)
         except queue.Empty:
             if engine.exitcode not in (None, 0):
-                raise RuntimeError(f"serve_sim: the engine process exited with code {engine.exitcode}")
+                raise RuntimeError(f"serve_sim: the engine process exited with code {engine.exitcode}") from None
             if time.perf_counter() > deadline:
-                raise TimeoutError(f"serve_sim: no answer from the engine in {timeout_s:.0f} s")
+                raise TimeoutError(f"serve_sim: no answer from the engine in {timeout_s:.0f} s") from None

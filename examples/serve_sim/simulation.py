@@ -175,10 +175,10 @@ class SimResult:
                          f"{run.compile_s_on_path:.1f}, TTFT p50 {_change(p50, run.ttft_quantile(0.5))}, "
                          f"p99 {_change(p99, run.ttft_quantile(0.99))}")
         for run in self.runs:
-            quiet = [t for t, ms in zip(run.step_seconds, run.step_compile_ms) if ms == 0]
+            quiet = [t for t, ms in zip(run.step_seconds, run.step_compile_ms, strict=True) if ms == 0]
+            quiet_words = f"{statistics.median(quiet) * 1000:.1f} ms" if quiet else "-"
             lines.append(f"{run.name}: {len(run.step_tokens)} steps, tokens per step {_spread(run.step_tokens)}, "
-                         f"decode batch {_spread(run.decode_batches)}, step time without compiles median "
-                         f"{statistics.median(quiet) * 1000:.1f} ms" if quiet else "")
+                         f"decode batch {_spread(run.decode_batches)}, step time without compiles median {quiet_words}")
             if run.warmup_failures:
                 lines.append(f"{run.name}: warm-up failures: " + "; ".join(run.warmup_failures))
             kernels: dict[str, int] = {}
