@@ -1,118 +1,547 @@
-"""Tune the fused-MoE tile table on a GPU and print a replacement for ``TILE_TABLE``.
+"""Tune the fused-MoE tile table on a GPU, side by side with vLLM's kernel, and write TILE_TABLE.
 
-For each shape class (one representative layer per class) and each row boundary M, every
-candidate tile is timed for both GEMMs (CUDA graph, L2 defeated as in bench_fused_moe.py), swap-AB
-on and off; the fastest tile per GEMM wins (this script picks one tile for both GEMMs of a row; the
-table allows a different one per GEMM as long as they share the token tile). Swap-AB is kept only
-where it measured faster than the same tile without it, which is the heuristic the table encodes.
+Two steps:
 
-    python benchmarks/tune_fused_moe.py --classes bf16-many,fp8-many > table.py
+    # GPU: time every candidate tile of every tuned row, and vLLM's kernel at the same points
+    python benchmarks/tune_fused_moe.py measure --vllm-file .vendor/vllm_fused_moe.py \
+        --vllm-configs .vendor/configs --out tune.json
+    # anywhere: pick each row's tiles from those timings and rewrite TILE_TABLE in kernels/moe_configs.py
+    python benchmarks/tune_fused_moe.py write-table tune.json
+
+Timing protocol: bench_fused_moe.py's (each GEMM alone, inputs prepared beforehand, CUDA graph over
+layer copies whose weights total >= 4x L2, >= 30 ms warm-up, median of >= 100 replays). Every
+candidate's output is compared with the current table tile's output before it is timed.
+
+Picking a row (``TUNED_ROWS``): both GEMMs of a row share the token tile, so for each token tile
+the best gate_up and the best down tile are found, then the token tile whose worse GEMM is better.
+A tile's score at the row's points is first how far its worst point is behind vLLM (0 when never
+behind), then its mean time relative to vLLM. A swapped tile is only kept when its no-swap twin was
+timed at the same points and was slower.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
+import multiprocessing
+import os
+import re
 import sys
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import torch
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS_FILE = ROOT / "kernels" / "moe_configs.py"
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_fused_moe as bench  # noqa: E402
-
-TileConfig = bench.moe_configs.TileConfig
-
-# (class key) -> (E, top_k, H, I, scheme) of the representative layer.
-CLASSES = {
-    "bf16-few": (("bf16", "few"), (8, 2, 4096, 14336, None)),
-    "bf16-many": (("bf16", "many"), (128, 8, 2048, 768, None)),
-    "fp8-few": (("fp8", "few"), (8, 2, 4096, 14336, "tensor")),
-    "fp8-many": (("fp8", "many"), (128, 8, 2048, 768, "tensor")),
-    "fp8-block-few": (("fp8-block", "few"), (8, 2, 4096, 14336, "block")),
-    "fp8-block-many": (("fp8-block", "many"), (256, 8, 7168, 1024, "block")),
+# Shapes of bench_fused_moe.CASES: (E, top_k, H, I, FP8 scheme or None).
+SHAPES = {
+    "qwen3-30b-bf16": (128, 8, 2048, 768, None),
+    "mixtral-bf16": (8, 2, 4096, 14336, None),
+    "deepseek-v3-tp2-fp8-block": (256, 8, 7168, 1024, "block"),
+    "qwen3-30b-fp8-block": (128, 8, 2048, 768, "block"),
+    "mixtral-fp8-tensor": (8, 2, 4096, 14336, "tensor"),
 }
+SMEM_LIMIT = 224 * 1024
+# Where Point and the precompile workers allocate (a CPU dry run under jitguard.offline sets "cpu").
+DEVICE = os.environ.get("TUNE_FUSED_MOE_DEVICE", "cuda")
 
 
-def candidates(M: int, fp8: bool):
-    block_ms = [8, 16, 32] if M <= 64 else [16, 32, 64] if M <= 512 else [64, 128]
-    for bm, bn, bk, stages in itertools.product(block_ms, [32, 64, 128], [64, 128] if not fp8 else [128], [3, 4, 5]):
-        swaps = [True, False] if bm < 64 else [False]
-        for swap in swaps:
-            yield TileConfig(bm, bn, bk, 1 if M <= 64 else 8, 4, stages, swap)
-    if M > 512:
-        yield TileConfig(128, 256, 64 if not fp8 else 128, 16, 8, 3, False)
+@dataclass(frozen=True)
+class Tile:
+    """A candidate tile (the fields of moe_configs.TileConfig)."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int
+    num_warps: int
+    num_stages: int
+    swap_ab: bool
+
+    def label(self) -> str:
+        return (f"BM{self.block_m} BN{self.block_n} BK{self.block_k} G{self.group_m} w{self.num_warps} "
+                f"s{self.num_stages} {'swap' if self.swap_ab else 'noswap'}")
+
+    def twin(self) -> "Tile":
+        return Tile(**{**asdict(self), "swap_ab": not self.swap_ab})
 
 
-def time_tile(layer_set, x, ti, tw, cfg, which, scheme, replays):
-    E, k, H, I = layer_set["shape"]
-    layers = layer_set["layers"]
-    routing = bench.moe_align.moe_align_block_size(ti, E, cfg.block_m)
-    quant = {None: 0, "tensor": 1, "channel": 2, "block": 3}[scheme]
-    mode = {"tensor": "tensor", "channel": "row", "block": "group"}.get(scheme)
-    M = x.shape[0]
-    if which == 1:
-        a, a_s = bench.moe_quant.quantize_fp8(x, mode) if scheme else (x, None)
-        out = torch.empty(M * k, I, device="cuda", dtype=torch.bfloat16)
+def _fits(t: Tile, elem_bytes: int) -> bool:
+    return t.num_stages * (t.block_m + t.block_n) * t.block_k * elem_bytes <= SMEM_LIMIT
+
+
+def family(name: str, bm: int, scheme: str | None) -> list[Tile]:
+    """Candidate tiles of one family for token tile ``bm``."""
+    nbytes = 1 if scheme else 2
+    ks = [128] if scheme == "block" else [128, 256] if scheme else [64, 128, 256]
+    out: list[Tile] = []
+    if name == "decode":
+        for bn, bk, st in itertools.product([32, 64, 128], ks, [3, 4, 5]):
+            for swap in ([True, False] if bn >= 64 else [False]):
+                out.append(Tile(bm, bn, bk, 1, 4, st, swap))
+        if bm == 8 and scheme is None:  # narrower tiles: more programs for few, short experts
+            out += [Tile(8, 16, 128, 1, 4, 4, False), Tile(8, 16, 256, 1, 4, 3, False)]
+        if scheme == "tensor":  # long K steps for big experts
+            out += [Tile(bm, 64, 512, 1, 4, 3, True), Tile(bm, 64, 512, 1, 4, 4, True)]
+    elif name == "decode-small":
+        for bn, st, swap in itertools.product([64, 128], [4, 5], [True, False]):
+            out.append(Tile(bm, bn, 128, 1, 4, st, swap))
+    elif name == "mid":
+        for bn, bk, st, swap in [(64, 128, 4, True), (64, 128, 5, True), (128, 128, 3, True), (128, 128, 4, True),
+                                 (64, 256, 3, True), (64, 64, 4, True), (128, 64, 4, True)]:
+            if scheme and bk == 64:
+                continue
+            out += [Tile(bm, bn, bk, 1, 4, st, swap), Tile(bm, bn, bk, 1, 4, st, not swap)]
+    elif name == "large":
+        for bn, st, warps in itertools.product([128, 256], [3, 4, 5], [4, 8]):
+            out.append(Tile(bm, bn, 128 if scheme else 64, 16, warps, st, False))
     else:
-        inter = torch.randn(M * k, I, device="cuda", dtype=torch.bfloat16)
-        a, a_s = bench.moe_quant.quantize_fp8(inter, mode) if scheme else (inter, None)
-        out = torch.empty(M * k, H, device="cuda", dtype=torch.bfloat16)
-    flat_w = tw.reshape(-1).float().contiguous()
+        raise ValueError(f"tune_fused_moe: unknown candidate family {name!r}")
+    return [t for t in dict.fromkeys(out) if _fits(t, nbytes)]
 
-    def step(layer):
-        w13, w2, s13, s2 = layers[layer]
-        if which == 1:
-            bench.moe_gemm.launch_moe_gemm(a, w13, out, routing, cfg, gated=True, a_rows_per_pair_div=k,
-                                           quant=quant, a_scale=a_s, w_scale=s13)
-        else:
-            bench.moe_gemm.launch_moe_gemm(a, w2, out, routing, cfg, gated=False, a_rows_per_pair_div=1,
-                                           topk_weights=flat_w, quant=quant, a_scale=a_s, w_scale=s2)
 
-    return bench.time_graph(step, len(layers), replays)
+# Rows to tune, in priority order (a time budget may cut the tail): table class, the row's max M
+# (None: "and above"), the (case, M) points that decide it, and the candidate family per token tile.
+TUNED_ROWS = [
+    {"cls": ("bf16", "many"), "max_m": 1, "points": [("qwen3-30b-bf16", 1)], "bms": {8: "decode"}},
+    {"cls": ("bf16", "many"), "max_m": 2, "points": [("qwen3-30b-bf16", 2)], "bms": {8: "decode"}},
+    {"cls": ("bf16", "many"), "max_m": 4, "points": [("qwen3-30b-bf16", 4)], "bms": {8: "decode"}},
+    {"cls": ("bf16", "many"), "max_m": 8, "points": [("qwen3-30b-bf16", 8)], "bms": {8: "decode"}},
+    {"cls": ("bf16", "few"), "max_m": 1, "points": [("mixtral-bf16", 1)], "bms": {8: "decode", 16: "decode-small"}},
+    {"cls": ("bf16", "few"), "max_m": 2, "points": [("mixtral-bf16", 2)], "bms": {8: "decode", 16: "decode-small"}},
+    {"cls": ("bf16", "few"), "max_m": 4, "points": [("mixtral-bf16", 4)], "bms": {8: "decode", 16: "decode-small"}},
+    {"cls": ("bf16", "few"), "max_m": 8, "points": [("mixtral-bf16", 8)], "bms": {8: "decode", 16: "decode-small"}},
+    {"cls": ("fp8", "few"), "max_m": 1, "points": [("mixtral-fp8-tensor", 1)], "bms": {8: "decode", 16: "decode-small"}},
+    {"cls": ("fp8", "few"), "max_m": 2, "points": [("mixtral-fp8-tensor", 2)], "bms": {8: "decode", 16: "decode-small"}},
+    {"cls": ("fp8", "few"), "max_m": 4, "points": [("mixtral-fp8-tensor", 4)], "bms": {8: "decode", 16: "decode-small"}},
+    {"cls": ("fp8", "few"), "max_m": 8, "points": [("mixtral-fp8-tensor", 8)], "bms": {8: "decode", 16: "decode-small"}},
+    {"cls": ("fp8-block", "many"), "max_m": 1,
+     "points": [("qwen3-30b-fp8-block", 1), ("deepseek-v3-tp2-fp8-block", 1)], "bms": {8: "decode", 16: "decode-small"}},
+    {"cls": ("bf16", "many"), "max_m": 128, "points": [("qwen3-30b-bf16", m) for m in (16, 32, 64)],
+     "bms": {16: "mid"}},
+    {"cls": ("bf16", "few"), "max_m": 64, "points": [("mixtral-bf16", m) for m in (32, 64)], "bms": {32: "mid"}},
+    {"cls": ("fp8-block", "many"), "max_m": None,
+     "points": [("qwen3-30b-fp8-block", 4096), ("deepseek-v3-tp2-fp8-block", 4096)], "bms": {64: "large"}},
+]
+
+
+def row_candidates(row: dict, moe_configs) -> list[Tile]:
+    scheme = SHAPES[row["points"][0][0]][4]
+    tiles: list[Tile] = []
+    for bm, name in row["bms"].items():
+        tiles += family(name, bm, scheme)
+    # The current table tiles of every point are always candidates (the baseline).
+    for case, M in row["points"]:
+        cur = current_tiles(case, M, moe_configs)
+        tiles += [cur[0], cur[1]]
+    return list(dict.fromkeys(tiles))
+
+
+def precision_of(scheme: str | None) -> str:
+    return "bf16" if scheme is None else "fp8-block" if scheme == "block" else "fp8"
+
+
+def current_tiles(case: str, M: int, moe_configs) -> tuple[Tile, Tile]:
+    E, _, _, _, scheme = SHAPES[case]
+    cfgs = moe_configs.select_tile_configs(M, E, precision_of(scheme))
+    return Tile(**asdict(cfgs.gate_up)), Tile(**asdict(cfgs.down))
+
+
+# ---- GPU side ------------------------------------------------------------------------------------
+
+def _bench():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_fused_moe
+
+    return bench_fused_moe
+
+
+class Point:
+    """Prepared inputs of both GEMMs at one (case, M): activations (quantized as the layer would),
+    outputs, routing per token tile, and vLLM's routing and config."""
+
+    def __init__(self, bench, case: str, M: int, layers: list, vllm, configs_dir: str | None):
+        import torch
+
+        E, k, H, I, scheme = SHAPES[case]
+        self.bench, self.case, self.M, self.layers, self.vllm = bench, case, M, layers, vllm
+        self.E, self.k, self.scheme = E, k, scheme
+        g = torch.Generator(device=DEVICE).manual_seed(M)
+        x = torch.randn(M, H, device=DEVICE, dtype=torch.bfloat16, generator=g)
+        logits = torch.randn(M, E, device=DEVICE, generator=g)
+        tw, ti = torch.topk(torch.softmax(logits, -1), k)
+        self.ti = ti.to(torch.int32)
+        self.flat_w = tw.reshape(-1).float().contiguous()
+        inter = torch.randn(M * k, I, device=DEVICE, dtype=torch.bfloat16, generator=g)
+        mode = {"tensor": "tensor", "channel": "row", "block": "group"}.get(scheme)
+        q = bench.moe_quant.quantize_fp8
+        self.a1, self.a1s = q(x, mode) if scheme else (x, None)
+        self.a2, self.a2s = q(inter, mode) if scheme else (inter, None)
+        self.c1 = torch.empty(M * k, I, device=DEVICE, dtype=torch.bfloat16)
+        self.c2 = torch.empty(M * k, H, device=DEVICE, dtype=torch.bfloat16)
+        self.quant = {None: 0, "tensor": 1, "channel": 2, "block": 3}[scheme]
+        self.routings: dict[int, object] = {}
+        if vllm is not None:
+            self.vcfg, self.vsource = bench.vllm_config(configs_dir, E, I, scheme, M, vllm)
+            self.vrouting = bench.moe_align.moe_align_block_size(self.ti, E, self.vcfg["BLOCK_SIZE_M"])
+            self.v1 = torch.empty(M * k, 2 * I, device=DEVICE, dtype=torch.bfloat16)
+            self.v2 = torch.empty(M * k, H, device=DEVICE, dtype=torch.bfloat16)
+
+    def routing(self, bm: int):
+        if bm not in self.routings:
+            self.routings[bm] = self.bench.moe_align.moe_align_block_size(self.ti, self.E, bm)
+        return self.routings[bm]
+
+    def ours_step(self, tile: Tile, which: int):
+        cfg = self.bench.moe_configs.TileConfig(**asdict(tile))
+        routing = self.routing(tile.block_m)
+        gemm = self.bench.moe_gemm
+
+        def step(layer: int) -> None:
+            w13, w2, s13, s2 = self.layers[layer]
+            if which == 1:
+                gemm.launch_moe_gemm(self.a1, w13, self.c1, routing, cfg, gated=True, a_rows_per_pair_div=self.k,
+                                     quant=self.quant, a_scale=self.a1s, w_scale=s13)
+            else:
+                gemm.launch_moe_gemm(self.a2, w2, self.c2, routing, cfg, gated=False, a_rows_per_pair_div=1,
+                                     topk_weights=self.flat_w, quant=self.quant, a_scale=self.a2s, w_scale=s2)
+        return step
+
+    def vllm_step(self, which: int):
+        b = self.bench
+
+        def step(layer: int) -> None:
+            w13, w2, s13, s2 = self.layers[layer]
+            if which == 1:
+                b.launch_vllm_gemm(self.vllm, self.a1, w13, self.v1, self.a1s, s13, None, self.vrouting, self.k,
+                                   self.vcfg, self.scheme, False)
+            else:
+                b.launch_vllm_gemm(self.vllm, self.a2, w2, self.v2, self.a2s, s2, self.flat_w, self.vrouting, 1,
+                                   self.vcfg, self.scheme, True)
+        return step
+
+    def output(self, which: int):
+        return self.c1 if which == 1 else self.c2
+
+
+class _WarmupOnly:
+    """Stands in for a JITFunction: ``kernel[grid](...)`` compiles (into the disk cache) and launches nothing."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.fn.warmup(*args, grid=grid, **kwargs)
+
+
+def _fake_layers(case: str):
+    """One-expert weights of the real per-expert shape: compile keys match the real layer's."""
+    import torch
+
+    E, _, H, I, scheme = SHAPES[case]
+    wd = torch.float8_e4m3fn if scheme else torch.bfloat16
+    w13 = torch.empty(1, 2 * I, H, device=DEVICE, dtype=wd)
+    w2 = torch.empty(1, H, I, device=DEVICE, dtype=wd)
+    if scheme == "tensor":
+        s13, s2 = torch.ones(1, device=DEVICE), torch.ones(1, device=DEVICE)
+    elif scheme == "block":
+        s13 = torch.ones(1, 2 * I // 128, H // 128, device=DEVICE)
+        s2 = torch.ones(1, H // 128, I // 128, device=DEVICE)
+    else:
+        s13 = s2 = None
+    return [(w13, w2, s13, s2)]
+
+
+def _precompile_worker(args) -> list[str]:
+    """Compile (no launch) the given (case, M, tile or None for vLLM, which) launches into the disk cache."""
+    vllm_file, configs_dir, jobs = args
+    bench = _bench()
+    bench.moe_gemm.moe_grouped_gemm_kernel = _WarmupOnly(bench.moe_gemm.moe_grouped_gemm_kernel)
+    vllm = bench.load_vllm_kernel(vllm_file) if vllm_file else None
+    if vllm is not None:
+        vllm.fused_moe_kernel = _WarmupOnly(vllm.fused_moe_kernel)
+    errors = []
+    points: dict[tuple, Point] = {}
+    for case, M, tile, which in jobs:
+        try:
+            key = (case, M)
+            if key not in points:
+                points[key] = Point(bench, case, M, _fake_layers(case), vllm, configs_dir)
+            p = points[key]
+            (p.vllm_step(which) if tile is None else p.ours_step(Tile(**tile), which))(0)
+        except Exception as exc:  # reported; the main process skips what does not compile
+            errors.append(f"{case} M={M} {tile} G{which}: {type(exc).__name__}: {str(exc)[:120]}")
+    return errors
+
+
+def point_summary(rec: dict) -> str:
+    """One line: vLLM, the current tiles (twice) and the fastest candidate per GEMM at one point."""
+    def f(x) -> str:
+        return "-" if x is None else f"{x:.1f}"
+
+    parts = [f"vllm {f(rec.get('vllm', [None])[0])}/{f(rec.get('vllm', [None, None])[1])}",
+             f"current {f(rec['ours'][rec['current'][0]].get('g1'))}/{f(rec['ours'][rec['current'][1]].get('g2'))}"
+             f" (again {f(rec['current_again'][0])}/{f(rec['current_again'][1])})"]
+    for w in (1, 2):
+        timed = [(e[f"g{w}"], lbl) for lbl, e in rec["ours"].items() if f"g{w}" in e]
+        if timed:
+            t, lbl = min(timed)
+            parts.append(f"best G{w} {t:.1f} {lbl}")
+    return "  ".join(parts)
+
+
+def read_only_floor(bench, replays: int, l2: int) -> dict:
+    """Time of one streaming-read launch of the M=1 weight bytes of the Qwen3-like shape (rotated copies)."""
+    import torch
+    import triton
+
+    out = {}
+    for label, nbytes in [("qwen3 fp8 G2 (12.6 MB)", 8 * 2048 * 768), ("qwen3 bf16 G2 / fp8 G1 (25.2 MB)", 16 * 2048 * 768),
+                          ("qwen3 bf16 G1 (50.3 MB)", 32 * 2048 * 768)]:
+        n = nbytes // 2
+        copies = max(1, -(-4 * l2 // nbytes))
+        bufs = [torch.randn(n, device=DEVICE, dtype=torch.bfloat16) for _ in range(copies)]
+        best = None
+        for iters in (1, 2, 4):
+            grid = triton.cdiv(n, 4096 * iters)
+            partial = torch.empty(grid, device=DEVICE, dtype=torch.float32)
+            us = bench.time_graph(lambda i: bench._read_only_kernel[(grid,)](bufs[i], partial, n, BLOCK=4096, ITERS=iters),
+                                  copies, replays)
+            best = us if best is None else min(best, us)
+        out[label] = {"us": best, "GBs": nbytes / best / 1e3}
+        del bufs
+    return out
+
+
+def measure(args) -> None:
+    import torch
+    import triton
+
+    bench = _bench()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    t0 = time.time()
+    moe_configs = bench.moe_configs
+    rows = TUNED_ROWS if not args.rows else [TUNED_ROWS[int(i)] for i in args.rows.split(",")]
+    # Precompile every launch in parallel processes (Triton's disk cache is shared); the timing
+    # loop below then only loads binaries.
+    # Our kernel's compile key does not depend on the token count: one job per (shape, tile, GEMM).
+    # vLLM's kernel specializes on its token-derived integers: one job per point.
+    jobs, seen = [], set()
+    for row in rows:
+        cands = row_candidates(row, moe_configs)
+        for case, M in row["points"]:
+            for which in (1, 2):
+                jobs.append((case, M, None, which))
+                for t in cands:
+                    if (case, t, which) not in seen:
+                        seen.add((case, t, which))
+                        jobs.append((case, M, asdict(t), which))
+    n_workers = max(1, min(args.workers, os.cpu_count() or 1))
+    chunks = [jobs[i::n_workers] for i in range(n_workers)]
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(n_workers) as pool:
+        errors = sum(pool.map(_precompile_worker, [(args.vllm_file, args.vllm_configs, c) for c in chunks]), [])
+    print(f"# precompiled {len(jobs)} launches with {n_workers} processes in {time.time() - t0:.0f}s; "
+          f"{len(errors)} failed", flush=True)
+    for e in errors[:20]:
+        print("#   " + e, flush=True)
+
+    vllm = bench.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
+    props = torch.cuda.get_device_properties(0)
+    l2 = getattr(props, "L2_cache_size", 60 << 20)
+    result = {"gpu": props.name, "torch": torch.__version__, "triton": triton.__version__, "replays": args.replays,
+              "precompile_errors": errors, "rows": [], "points": {}}
+    layer_sets: dict[str, list] = {}
+    t_timing = time.time()
+    for ri, row in enumerate(rows):
+        if time.time() - t_timing > args.time_budget:
+            print(f"# row {ri} {row['cls']} M<={row['max_m']} skipped: time budget spent", flush=True)
+            continue
+        cands = row_candidates(row, moe_configs)
+        result["rows"].append({"index": TUNED_ROWS.index(row), "cls": list(row["cls"]), "max_m": row["max_m"],
+                               "points": [list(p) for p in row["points"]]})
+        for case, M in row["points"]:
+            E, k, H, I, scheme = SHAPES[case]
+            if case not in layer_sets:  # kept for later rows (about 25 GB for all five shapes)
+                wbytes = 1 if scheme else 2
+                n_layers = max(1, -(-4 * l2 // (k * 3 * H * I * wbytes)))
+                layer_sets[case] = [bench.make_layer(E, H, I, scheme, 1234 + i) for i in range(n_layers)]
+            layers = layer_sets[case]
+            p = Point(bench, case, M, layers, vllm, args.vllm_configs)
+            key = f"{case}|{M}"
+            rec = result["points"].setdefault(key, {"case": case, "M": M, "n_layers": len(layers), "ours": {}})
+            cur1, cur2 = current_tiles(case, M, moe_configs)
+            rec["current"] = [cur1.label(), cur2.label()]
+            if vllm is not None:
+                rec["vllm_cfg"] = f"{p.vsource} " + " ".join(f"{a}={b}" for a, b in p.vcfg.items())
+                rec["vllm"] = [bench.time_graph(p.vllm_step(w), len(layers), args.replays) for w in (1, 2)]
+            refs = {}
+            for w, cur in ((1, cur1), (2, cur2)):
+                p.ours_step(cur, w)(0)
+                refs[w] = p.output(w).float().clone()
+            for tile in cands:
+                entry = rec["ours"].setdefault(tile.label(), {"tile": asdict(tile)})
+                for w in (1, 2):
+                    try:
+                        p.output(w).fill_(float("nan"))
+                        p.ours_step(tile, w)(0)
+                        diff = float((p.output(w).float() - refs[w]).norm() / refs[w].norm())
+                        entry[f"diff{w}"] = diff
+                        if not diff < 2e-2:
+                            entry[f"bad{w}"] = True
+                            continue
+                        entry[f"g{w}"] = bench.time_graph(p.ours_step(tile, w), len(layers), args.replays)
+                    except Exception as exc:
+                        entry[f"err{w}"] = f"{type(exc).__name__}: {str(exc)[:100]}"
+            # The current tiles once more, last: the run-to-run spread at this point.
+            rec["current_again"] = [bench.time_graph(p.ours_step(cur, w), len(layers), args.replays)
+                                    for w, cur in ((1, cur1), (2, cur2))]
+            print(f"{case} M={M}: " + point_summary(rec) + f"  [{time.time() - t0:.0f}s]", flush=True)
+            Path(args.out).write_text(json.dumps(result, indent=1))
+    layer_sets.clear()
+    torch.cuda.empty_cache()
+    result["read_only_floor"] = read_only_floor(bench, args.replays, l2)
+    for label, r in result["read_only_floor"].items():
+        print(f"# one read-only launch of {label}: {r['us']:.1f} us = {r['GBs']:.0f} GB/s", flush=True)
+    Path(args.out).write_text(json.dumps(result, indent=1))
+    print(f"# done in {time.time() - t0:.0f}s", flush=True)
+
+
+# ---- choosing rows and writing the table (no GPU) --------------------------------------------------
+
+def _score(times: list[float], refs: list[float]) -> tuple[float, float]:
+    ratios = [t / r for t, r in zip(times, refs)]
+    return (round(max(0.0, max(ratios) - 1.0), 3), sum(ratios) / len(ratios))
+
+
+def choose_row(row: dict, result: dict) -> tuple[Tile, Tile, str] | None:
+    """The (gate_up, down) tiles for one tuned row, and a comment with the times that decided it."""
+    recs = [result["points"].get(f"{case}|{M}") for case, M in row["points"]]
+    if any(r is None for r in recs):
+        return None
+    labels = set.intersection(*(set(r["ours"]) for r in recs))
+    choice = {}
+    for w in (1, 2):
+        # Reference per point: vLLM's time, or the current tile's where vLLM was not run.
+        refs = [r["vllm"][w - 1] if "vllm" in r else r["ours"][r["current"][w - 1]][f"g{w}"] for r in recs]
+        scored = {}
+        for lbl in labels:
+            es = [r["ours"][lbl] for r in recs]
+            if all(f"g{w}" in e for e in es):
+                scored[lbl] = (_score([e[f"g{w}"] for e in es], refs), [e[f"g{w}"] for e in es], Tile(**es[0]["tile"]))
+        choice[w] = scored
+    best_pair, best_key = None, None
+    for bm in sorted({t.block_m for s in choice.values() for _, _, t in s.values()}):
+        picks = []
+        for w in (1, 2):
+            options = {lbl: sc for lbl, sc in choice[w].items() if sc[2].block_m == bm}
+
+            def swap_earned(sc, options=options) -> bool:
+                # Swap only where it measured faster than the same tile without it.
+                twin = options.get(sc[2].twin().label())
+                return not sc[2].swap_ab or (twin is not None and sum(sc[1]) < sum(twin[1]))
+
+            allowed = [sc for sc in options.values() if swap_earned(sc)]
+            if allowed:
+                picks.append(min(allowed, key=lambda sc: sc[0]))
+        if len(picks) < 2:
+            continue
+        key = (max(picks[0][0][0], picks[1][0][0]), picks[0][0][1] + picks[1][0][1])
+        if best_key is None or key < best_key:
+            best_key, best_pair = key, picks
+    if best_pair is None:
+        return None
+    (s1, t1, g1), (s2, t2, g2) = best_pair
+    note = "; ".join(
+        f"{case} M={M}: {a:.1f}/{b:.1f} us" + (f" (vLLM {r['vllm'][0]:.1f}/{r['vllm'][1]:.1f})" if "vllm" in r else "")
+        for (case, M), a, b, r in zip(row["points"], t1, t2, recs))
+    return g1, g2, note
+
+
+def _tile_src(t) -> str:
+    return f"_t({t.block_m}, {t.block_n}, {t.block_k}, {t.group_m}, {t.num_warps}, {t.num_stages}, {t.swap_ab})"
+
+
+def _row_src(g1, g2) -> str:
+    if g1 == g2:
+        return f"_same({_tile_src(g1)})"
+    return f"MoeTileConfigs({_tile_src(g1)}, {_tile_src(g2)})"
+
+
+def write_table(result: dict, path: Path = CONFIGS_FILE) -> str:
+    """Rewrite TILE_TABLE in moe_configs.py with the tuned rows; returns a summary of what changed."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("moe_configs_for_tuning", path)
+    mc = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mc  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(mc)
+    table = {cls: [(m, cfg, None) for m, cfg in rows] for cls, rows in mc.TILE_TABLE.items()}
+    summary = []
+    for row_meta in result["rows"]:
+        row = TUNED_ROWS[row_meta["index"]]
+        picked = choose_row(row, result)
+        if picked is None:
+            summary.append(f"{row['cls']} M<={row['max_m']}: not measured, unchanged")
+            continue
+        g1, g2, note = picked
+        cfg = mc.MoeTileConfigs(mc.TileConfig(**asdict(g1)), mc.TileConfig(**asdict(g2)))
+        rows = table[tuple(row["cls"])]
+        max_m = row["max_m"]
+        rows = [r for r in rows if r[0] != max_m] + [(max_m, cfg, f"tuned: {note}")]
+        rows.sort(key=lambda r: float("inf") if r[0] is None else r[0])
+        table[tuple(row["cls"])] = rows
+        summary.append(f"{row['cls']} M<={max_m}: {g1.label()} | {g2.label()}  ({note})")
+    # Adjacent rows with the same tiles collapse into the higher one (fewer variants).
+    for cls, rows in table.items():
+        merged = []
+        for r in rows:
+            if merged and merged[-1][1] == r[1]:
+                prev = merged.pop()
+                note = "; ".join(n for n in (prev[2], r[2]) if n)
+                r = (r[0], r[1], note or None)
+            merged.append(r)
+        table[cls] = merged
+    lines = ["TILE_TABLE: dict[tuple[str, str], list[tuple[int | None, MoeTileConfigs]]] = {"]
+    for cls, rows in table.items():
+        lines.append(f"    {cls!r}: [")
+        for max_m, cfg, note in rows:
+            if note:
+                lines.append(f"        # {note}")
+            lines.append(f"        ({max_m}, {_row_src(cfg.gate_up, cfg.down)}),")
+        lines.append("    ],")
+    lines.append("}")
+    src = path.read_text()
+    start = src.index("TILE_TABLE: dict[")
+    end = src.index("\n}\n", start) + 3
+    src = src[:start] + "\n".join(lines) + "\n" + src[end:]
+    path.write_text(src)
+    return "\n".join(summary)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--classes", default=",".join(CLASSES))
-    p.add_argument("--ms", default="8,16,64,128,512,2048,8192")
-    p.add_argument("--replays", type=int, default=100)
+    sub = p.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("measure", help="time the candidates on the GPU")
+    m.add_argument("--vllm-file", help="vLLM's model_executor/layers/fused_moe/fused_moe.py (not in this repo)")
+    m.add_argument("--vllm-configs", help="folder with vLLM's H200 fused-MoE config JSON files")
+    m.add_argument("--rows", default="", help="indices into TUNED_ROWS (default: all)")
+    m.add_argument("--replays", type=int, default=100)
+    m.add_argument("--workers", type=int, default=15)
+    m.add_argument("--time-budget", type=float, default=1e9, help="start no new row after this many seconds of timing")
+    m.add_argument("--out", default="tune_fused_moe.json")
+    w = sub.add_parser("write-table", help="rewrite TILE_TABLE from a measure run's JSON")
+    w.add_argument("json")
+    w.add_argument("--configs-file", default=str(CONFIGS_FILE))
     args = p.parse_args()
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    print("TILE_TABLE = {")
-    for cls in args.classes.split(","):
-        key, (E, k, H, I, scheme) = CLASSES[cls]
-        wbytes = 1 if scheme else 2
-        n_layers = max(1, -(-4 * l2 // (k * 3 * H * I * wbytes)))
-        layer_set = {"shape": (E, k, H, I),
-                     "layers": [bench.make_layer(E, H, I, scheme, 7 + i) for i in range(n_layers)]}
-        print(f"    {key!r}: [")
-        ms = [int(m) for m in args.ms.split(",")]
-        for i, M in enumerate(ms):
-            g = torch.Generator(device="cuda").manual_seed(M)
-            x = torch.randn(M, H, device="cuda", dtype=torch.bfloat16, generator=g)
-            tw, ti = torch.topk(torch.randn(M, E, device="cuda", generator=g).softmax(-1), k)
-            best = None
-            timings = {}
-            for cfg in candidates(M, scheme is not None):
-                try:
-                    t = sum(time_tile(layer_set, x, ti.int(), tw, cfg, w, scheme, args.replays) for w in (1, 2))
-                except Exception as exc:  # a tile that does not fit (shared memory) is skipped
-                    print(f"        # skip {cfg}: {type(exc).__name__}", file=sys.stderr)
-                    continue
-                timings[cfg] = t
-                if best is None or t < timings[best]:
-                    best = cfg
-            twin = TileConfig(**{**best.__dict__, "swap_ab": not best.swap_ab})
-            note = f"{timings[best]:.1f} us" + (f", swap flipped {timings[twin]:.1f} us" if twin in timings else "")
-            max_m = None if i == len(ms) - 1 else M
-            c = best
-            print(f"        ({max_m}, _same(_t({c.block_m}, {c.block_n}, {c.block_k}, {c.group_m}, {c.num_warps}, "
-                  f"{c.num_stages}, {c.swap_ab}))),  # M={M}: {note}", flush=True)
-        print("    ],")
-        del layer_set
-        torch.cuda.empty_cache()
-    print("}")
+    if args.command == "measure":
+        if args.replays < 100:
+            p.error("--replays: the median of >= 100 replays")
+        measure(args)
+    else:
+        print(write_table(json.loads(Path(args.json).read_text()), Path(args.configs_file)))
 
 
 if __name__ == "__main__":
