@@ -26,7 +26,6 @@ import itertools
 import json
 import multiprocessing
 import os
-import re
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -307,11 +306,12 @@ def read_only_floor(bench, replays: int, l2: int) -> dict:
         for iters in (1, 2, 4):
             grid = triton.cdiv(n, 4096 * iters)
             partial = torch.empty(grid, device=DEVICE, dtype=torch.float32)
-            us = bench.time_graph(lambda i: bench._read_only_kernel[(grid,)](bufs[i], partial, n, BLOCK=4096, ITERS=iters),
-                                  copies, replays)
+            def step(i, grid=grid, partial=partial, iters=iters, bufs=bufs, n=n):
+                bench._read_only_kernel[(grid,)](bufs[i], partial, n, BLOCK=4096, ITERS=iters)
+
+            us = bench.time_graph(step, copies, replays)
             best = us if best is None else min(best, us)
         out[label] = {"us": best, "GBs": nbytes / best / 1e3}
-        del bufs
     return out
 
 
@@ -342,7 +342,7 @@ def measure(args) -> None:
     chunks = [jobs[i::n_workers] for i in range(n_workers)]
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(n_workers) as pool:
-        errors = sum(pool.map(_precompile_worker, [(args.vllm_file, args.vllm_configs, c) for c in chunks]), [])
+        errors = [e for errs in pool.map(_precompile_worker, [(args.vllm_file, args.vllm_configs, c) for c in chunks]) for e in errs]
     print(f"# precompiled {len(jobs)} launches with {n_workers} processes in {time.time() - t0:.0f}s; "
           f"{len(errors)} failed", flush=True)
     for e in errors[:20]:
