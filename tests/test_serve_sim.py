@@ -75,6 +75,9 @@ def test_warm_up_plan_takes_request_path_compiles_to_zero(tmp_path: Path) -> Non
     assert fixed.compiles_on_path == 0
     assert fixed.ttft_quantile(0.99) < upstream.ttft_quantile(0.5)
     assert "fixed+warmup vs upstream: compiles on the request path" in table
+    per_request = result.format_requests().splitlines()
+    assert len(per_request) == 1 + config.trace.num_requests
+    assert "upstream TTFT ms" in per_request[0] and "fixed+warmup TTFT ms" in per_request[0]
 
 
 def test_bad_run_name_is_a_clear_error() -> None:

@@ -1,4 +1,4 @@
-"""`python examples/serve_sim [--preset cpu|cpu-small|gpu] [--runs upstream,fixed+warmup] [--out DIR]`."""
+"""`python examples/serve_sim [--preset cpu|cpu-small|gpu] [--runs upstream,fixed+warmup] [--out DIR] [--per-request]`."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None, help="override the trace's seed")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--out", default=None, help="keep plans, logs and result.json here")
+    parser.add_argument("--per-request", action="store_true", help="also print each request's TTFT per run")
     args = parser.parse_args(argv)
     config = {"cpu": SimConfig.cpu_default, "cpu-small": SimConfig.cpu_small, "gpu": SimConfig.gpu_default}[args.preset]()
     trace: TraceSpec = config.trace
@@ -38,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 2
     print(result.format_header())
+    if args.per_request:
+        print(result.format_requests())
     print(result.format_table())
     return 0
 

@@ -156,12 +156,13 @@ def engine_main(config: EngineConfig, inbox: Any, outbox: Any) -> None:
     def receive() -> None:
         while True:
             message = inbox.get()
-            arrivals.put(message)
+            arrivals.put((message, time.monotonic()))
             if message[0] == "stop":
                 return
 
     threading.Thread(target=receive, daemon=True, name="serve-sim-engine-input").start()
-    waiting: list[list[Any]] = []  # [request, compile ms it waited through, prompt tokens done]
+    # [request, compile ms it waited through, prompt tokens done, arrival (monotonic clock)]
+    waiting: list[list[Any]] = []
     running: list[_Running] = []
     stopping = False
     step_tokens: list[int] = []
@@ -174,12 +175,12 @@ def engine_main(config: EngineConfig, inbox: Any, outbox: Any) -> None:
         nonlocal stopping
         try:
             while True:
-                message = arrivals.get(timeout=0.5) if block else arrivals.get_nowait()
+                message, arrived_at = arrivals.get(timeout=0.5) if block else arrivals.get_nowait()
                 block = False
                 if message[0] == "stop":
                     stopping = True
                 else:
-                    waiting.append([message[1], 0.0, 0])
+                    waiting.append([message[1], 0.0, 0, arrived_at])
         except queue.Empty:
             pass
 
@@ -211,6 +212,7 @@ def engine_main(config: EngineConfig, inbox: Any, outbox: Any) -> None:
             continue
         step_tokens.append(tokens)
         decode_batches.append(len(decoding))
+        step_started = time.monotonic()
         for command in commands:
             command.put(("step", tokens, segments))
         compile_ms = step_s = 0.0
@@ -220,13 +222,17 @@ def engine_main(config: EngineConfig, inbox: Any, outbox: Any) -> None:
             step_s = max(step_s, worker_step_s)
         step_seconds.append(step_s)
         step_compile_ms.append(compile_ms)
-        take_arrivals(block=False)  # requests that came during the step waited on it too
-        for entry in waiting:
-            entry[1] += compile_ms
+        step_ended = time.monotonic()
+        take_arrivals(block=False)  # requests that came during the step waited on part of it
+        for entry in waiting + admitted:
+            # The share of this step's compile time that fell after the request arrived.
+            overlap = step_ended - max(step_started, entry[3])
+            if overlap > 0 and compile_ms:
+                entry[1] += compile_ms * min(1.0, overlap / max(step_ended - step_started, 1e-9))
         for item in decoding:
             item.decoded += 1
-        for request, waited_ms, _ in admitted:
-            outbox.put(("first_token", request.rid, waited_ms + compile_ms))
+        for request, waited_ms, _, _ in admitted:
+            outbox.put(("first_token", request.rid, waited_ms))
             running.append(_Running(request.rid, request.prompt_len, request.output_len, decoded=1))
         running = [r for r in running if r.decoded < r.output_len]
     for command in commands:

@@ -145,6 +145,7 @@ class SimResult:
     environment: dict[str, str]
     plan_variants: int = 0
     plan_path: str = ""
+    requests: list = field(default_factory=list)  # the trace (list of Request)
 
     def run(self, name: str) -> RunResult:
         for run in self.runs:
@@ -188,6 +189,24 @@ class SimResult:
             if kernels:
                 lines.append(f"{run.name}: request-path compiles by kernel: " +
                              ", ".join(f"{k} {v}" for k, v in sorted(kernels.items(), key=lambda kv: -kv[1])))
+        return "\n".join(lines)
+
+    def format_requests(self) -> str:
+        """One row per request: arrival, sizes, and per run its TTFT and the compile time it waited through."""
+        header = ["request", "arrival s", "prompt", "output"]
+        for run in self.runs:
+            header += [f"{run.name} TTFT ms", "compile wait ms"]
+        rows = []
+        for request in self.requests:
+            row = [str(request.rid), f"{request.arrival_s:.2f}", str(request.prompt_len), str(request.output_len)]
+            for run in self.runs:
+                ttft = run.ttft_s.get(request.rid)
+                row += ["-" if ttft is None else f"{ttft * 1000:.0f}",
+                        f"{run.compile_wait_s.get(request.rid, 0.0) * 1000:.0f}"]
+            rows.append(row)
+        widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+        lines = ["  ".join(c.rjust(w) for c, w in zip(header, widths, strict=True))]
+        lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
         return "\n".join(lines)
 
     def format_header(self) -> str:
@@ -343,7 +362,7 @@ def run_simulation(config: SimConfig | None = None, runs: tuple[str, ...] = DEFA
         results.append(run)
     first_plan = next(iter(plans.values()), ("", 0))
     result = SimResult(config=config, runs=results, trace_line=describe_trace(requests), environment=environment(),
-                       plan_variants=first_plan[1], plan_path=first_plan[0])
+                       plan_variants=first_plan[1], plan_path=first_plan[0], requests=requests)
     with open(os.path.join(out_dir, "result.json"), "w", encoding="utf-8") as handle:
         json.dump(result.to_json(), handle, indent=1, default=repr)
     return result
