@@ -30,6 +30,7 @@ import json
 import os
 import sys
 import time
+import types
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -565,3 +566,18 @@ def warmup_plan_command(report: str, output: str) -> None:
     click.echo(f"[jitguard] wrote {where}: {len(plan['kernels'])} kernel(s), {plan['variants']} variant(s)",
                err=summary_stream_is_err)
 
+
+
+class _CallableWarmupModule(types.ModuleType):
+    """DESIGN.md names both the module `jitguard/warmup.py` and the function `jitguard.warmup(plan)`.
+
+    Importing the submodule makes Python set the package attribute `jitguard.warmup` to this
+    module, hiding the function; calling the module calls the function, so both spellings work.
+    """
+
+    def __call__(self, plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = None,
+                 quiet: bool = False, strict: bool = False) -> WarmupResult:
+        return warmup(plan, stream=stream, quiet=quiet, strict=strict)
+
+
+sys.modules[__name__].__class__ = _CallableWarmupModule
