@@ -70,9 +70,11 @@ def demo_trace(steps: int = 64, seed: int = 0) -> list[TraceStep]:
 
 
 def _load_module(path: Path, name: str) -> Any:
+    """Import `path` as module `name` (registered, so a warm-up plan can import it by name)."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
@@ -102,41 +104,58 @@ def _backend(use_gpu: bool) -> Iterator[None]:
 
 @dataclass
 class PassResult:
+    """Compiles made while serving (and, for a warm-up run, at start-up in `startup`)."""
+
     compiles: int
     compile_seconds: float
     events: list
+    startup: "PassResult | None" = None
 
 
-def _serve(module_path: Path, trace: list[TraceStep], use_gpu: bool, label: str, echo: Any) -> PassResult:
-    """Run the trace through the kernel in `module_path` with the monitor printing every compile."""
+def _serve(module_path: Path, trace: list[TraceStep], use_gpu: bool, module_name: str, echo: Any,
+           plan: dict | None = None) -> PassResult:
+    """Start a "server" on the kernel in `module_path` (replaying `plan` first, if given), then run
+    the trace with the monitor printing every compile. Returns the compiles made while serving."""
+    import jitguard
     from jitguard import monitor
-    module = _load_module(module_path, f"{KERNEL_MODULE}_{label}")
+    module = _load_module(module_path, module_name)
     device = "cuda" if use_gpu else "cpu"
     monitor.uninstall()
     installed = monitor.install(mode="log", summary=False, log_first_compiles=True, stream=_EchoStream(echo))
     try:
         with _backend(use_gpu):
+            startup = PassResult(0, 0.0, [])
+            if plan is not None:
+                echo("   start-up: jitguard.warmup(plan)")
+                result = jitguard.warmup(plan, stream=_EchoStream(echo, "     "))
+                if not result.ok:
+                    raise click.ClickException("the demo's warm-up plan failed: " + result.summary())
+                startup = PassResult(len(result.compiled), result.seconds, [])
             monitor.mark_serving()
+            serving_from = len(installed.events)
             for step in trace:
                 _launch(module.per_token_quant_kernel, step.num_tokens, device)
-        events = list(installed.events)
+        events = list(installed.events[serving_from:])
     finally:
         monitor.uninstall()
     for line in monitor.format_summary(events):
         echo("   " + line)
     seconds = sum((e.compile_ms or 0.0) for e in events) / 1000.0
-    return PassResult(len(events), seconds, events)
+    served = PassResult(len(events), seconds, events)
+    served.startup = startup
+    return served
 
 
 class _EchoStream:
     """A file-like object that hands each line to `echo`, indented."""
 
-    def __init__(self, echo: Any) -> None:
+    def __init__(self, echo: Any, indent: str = "   ") -> None:
         self.echo = echo
+        self.indent = indent
 
     def write(self, text: str) -> None:
         for line in text.splitlines():
-            self.echo("   " + line)
+            self.echo(self.indent + line)
 
     def flush(self) -> None:
         return None
@@ -158,14 +177,13 @@ def _fix_arguments(events: list) -> list[str]:
     return args
 
 
-def run_demo(steps: int, seed: int, echo: Any = click.echo) -> tuple[PassResult, PassResult]:
-    """The whole demo; returns the before and after passes."""
+def run_demo(steps: int, seed: int, echo: Any = click.echo) -> list[tuple[str, PassResult]]:
+    """The whole demo; returns (label, serving pass) for each of the three servers."""
     import torch
     use_gpu = torch.cuda.is_available()
     trace = demo_trace(steps, seed)
     work = Path(tempfile.mkdtemp(prefix="jitguard-demo-"))
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9's default, without its notice
-    os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache-before")
     stock = work / "stock" / "kernels.py"
     stock.parent.mkdir()
     stock.write_text(KERNEL_SOURCE)
@@ -174,8 +192,9 @@ def run_demo(steps: int, seed: int, echo: Any = click.echo) -> tuple[PassResult,
     counts = sorted({s.num_tokens for s in trace})
     echo(f"trace: {len(trace)} engine steps (seed {seed}), {len(counts)} distinct token counts: "
          f"{', '.join(map(str, counts[:12]))}{', ...' if len(counts) > 12 else ''}")
-    echo("\n1) serving with the kernel as written (every compile is on the request path):")
-    before = _serve(stock, trace, use_gpu, "before", echo)
+    echo("\n1) a cold server with the kernel as written (every compile is on the request path):")
+    os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache-1")
+    before = _serve(stock, trace, use_gpu, f"{KERNEL_MODULE}_stock", echo)
     echo(f"   -> {before.compiles} compiles, {before.compile_seconds:.2f} s of compile on the request path")
 
     fixed = work / "fixed" / "kernels.py"
@@ -194,24 +213,36 @@ def run_demo(steps: int, seed: int, echo: Any = click.echo) -> tuple[PassResult,
     for line in diff:
         echo("   " + line)
 
-    os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache-after")
-    echo("\n3) the same traffic with the fixed kernel (cold cache again):")
-    after = _serve(fixed, trace, use_gpu, "after", echo)
-    echo(f"   -> {after.compiles} compile(s), {after.compile_seconds:.2f} s")
-    echo("\n            compiles   compile s on request path")
-    echo(f"  before    {before.compiles:>8d}   {before.compile_seconds:>10.2f}")
-    echo(f"  after     {after.compiles:>8d}   {after.compile_seconds:>10.2f}")
-    return before, after
+    echo("\n3) a cold server with the fixed kernel:")
+    os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache-2")
+    after = _serve(fixed, trace, use_gpu, f"{KERNEL_MODULE}_fixed", echo)
+    echo(f"   -> {after.compiles} compile(s), {after.compile_seconds:.2f} s on the request path")
+
+    from jitguard.warmup import build_plan
+    plan = build_plan(after.events)
+    echo(f"\n4) jitguard warmup-plan: {plan['variants']} variant(s) recorded; a cold server replays it at start-up:")
+    os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache-3")
+    sys.modules.pop(f"{KERNEL_MODULE}_fixed", None)  # a new server process: a fresh module and kernel
+    warmed = _serve(fixed, trace, use_gpu, f"{KERNEL_MODULE}_fixed", echo, plan=plan)
+    echo(f"   -> {warmed.compiles} compile(s) on the request path")
+
+    rows = [("kernel as written", before), ("after jitguard fix", after), ("fix + warm-up plan", warmed)]
+    echo("\n                      start-up compiles   compiles on request path   compile s on request path")
+    for label, result in rows:
+        startup = result.startup.compiles if result.startup else 0
+        echo(f"  {label:<20}{startup:>18d}{result.compiles:>27d}{result.compile_seconds:>28.2f}")
+    return rows
 
 
 @click.command("demo")
 @click.option("--steps", default=64, show_default=True, help="Engine steps in the seeded trace.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the trace generator.")
 def demo_command(steps: int, seed: int) -> None:
-    """Show a recompile storm and its fix on an embedded kernel (CPU-only; uses the GPU if there is one)."""
+    """Show a recompile storm, its fix and a warm-up plan on an embedded kernel (CPU-only; uses a GPU if there is one)."""
     started = time.perf_counter()
-    before, after = run_demo(steps, seed)
+    rows = run_demo(steps, seed)
     click.echo(f"\n(demo took {time.perf_counter() - started:.1f} s)")
-    if after.compiles >= before.compiles:
-        click.echo("the fix did not reduce compiles: please report this", err=True)
+    before, after, warmed = (result for _, result in rows)
+    if after.compiles >= before.compiles or warmed.compiles != 0:
+        click.echo("the fix or the warm-up plan did not remove the compiles: please report this", err=True)
         sys.exit(1)
