@@ -118,6 +118,15 @@ def _option_causes(before: dict[str, Any], after: dict[str, Any]) -> list[Cause]
             if before.get(option) != after.get(option):
                 causes.append(Cause(option, f"{option}={before.get(option)!r}", f"{option}={after.get(option)!r}",
                                     "expected", f"launch option {option} changed"))
+    changed = {c.param for c in causes}
+    passed_before, passed_after = before.get("passed") or {}, after.get("passed") or {}
+    if "passed" in before and "passed" in after:
+        for option in sorted((set(passed_before) ^ set(passed_after)) - changed):
+            was = f"{option}={passed_before[option]!r} passed" if option in passed_before else f"{option} not passed"
+            now = f"{option}={passed_after[option]!r} passed" if option in passed_after else f"{option} not passed"
+            causes.append(Cause(option, was, now, "expected",
+                                f"Triton keys a variant on the options a call passes, even when equal to the "
+                                f"default: pass {option} the same way at every call site"))
     return causes
 
 
@@ -147,6 +156,7 @@ def _difference(a: Variant, b: Variant) -> int:
         if pa is None or pb is None or (pa.kind, pa.type, pa.spec, pa.value) != (pb.kind, pb.type, pb.spec, pb.value):
             diff += 1
     diff += sum(1 for o in _NAMED_OPTIONS if opts_a.get(o) != opts_b.get(o))
+    diff += len(set(opts_a.get("passed") or {}) ^ set(opts_b.get("passed") or {}))
     return diff
 
 

@@ -346,6 +346,9 @@ class Monitor:
         bound_args = tc.bound_args_of(run_frame)
         params = tc.param_specs(jit_fn, compile_info, bound_args)
         options = tc.launch_options(compile_info)
+        passed = tc.explicit_launch_options(key)
+        if passed is not None:
+            options["passed"] = passed
         file, line = tc.kernel_location(jit_fn)
         with self._lock:
             if jit_fn not in self._histories:

@@ -265,6 +265,33 @@ def launch_options(compile_info: dict) -> dict[str, Any]:
     return {n: compile_info[n] for n in names if n in compile_info}
 
 
+# Options `JITFunction.run` adds to every call itself: not something the caller passed.
+_RUN_SET_OPTIONS = ("debug", "instrumentation_mode", "fpsan_homomorphic_casts")
+
+
+def explicit_launch_options(key: Any) -> dict[str, Any] | None:
+    """The keyword options the compiling call passed (num_warps=..., ...), read off Triton's key.
+
+    Triton keys a variant on the options a call passed, not on their values after defaults: a call
+    without `num_warps` and one with `num_warps=4` are two keys. The key ends with those options as
+    a dict literal (3.4+: `...]{'num_warps': 8, 'debug': False}`; 3.2: `...({...}, {'debug': False})`).
+    None when the key does not end that way.
+    """
+    import ast
+    text = key_string(key).rstrip(")").rstrip()
+    end = text.rfind("}")
+    start = text.rfind("{", 0, end)
+    if end < 0 or start < 0:
+        return None
+    try:
+        value = ast.literal_eval(text[start:end + 1])
+    except (ValueError, SyntaxError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    return {k: v for k, v in value.items() if isinstance(k, str) and k not in _RUN_SET_OPTIONS}
+
+
 def key_string(key: Any) -> str:
     return key if isinstance(key, str) else repr(key)
 

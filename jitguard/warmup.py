@@ -50,8 +50,6 @@ _TORCH_DTYPE_NAMES = {
 }
 
 # Options Triton's `run()` sets by itself: never passed again by the warm-up.
-_RUN_SET_OPTIONS = ("debug", "instrumentation_mode", "fpsan_homomorphic_casts")
-
 INT_VALUES = {
     ("i32", "one"): 1, ("i32", "div16"): 16, ("i32", "plain"): 17, ("i32", "off"): 17,
     ("i64", "div16"): 2**31 + 16, ("i64", "plain"): 2**31 + 17, ("i64", "off"): 2**31 + 17,
@@ -72,28 +70,6 @@ class WarmupError(RuntimeError):
 
 
 # --- building a plan (no Triton, no torch) ------------------------------------------------------
-
-def _explicit_launch_kwargs(key: str) -> dict[str, Any] | None:
-    """The keyword options the compiling call passed (num_warps=..., ...), read off Triton's key.
-
-    Triton keys a variant on the options the call passed, not on their values after defaults:
-    a call without `num_warps` and one with `num_warps=4` are two keys. The key ends with those
-    options as a dict literal (3.4+: `...]{'num_warps': 8, 'debug': False}`; 3.2:
-    `...({...}, {'debug': False})`). None when the key does not end that way.
-    """
-    text = key.rstrip(")").rstrip()
-    end = text.rfind("}")
-    start = text.rfind("{", 0, end)
-    if end < 0 or start < 0:
-        return None
-    try:
-        value = ast.literal_eval(text[start:end + 1])
-    except (ValueError, SyntaxError):
-        return None
-    if not isinstance(value, dict):
-        return None
-    return {k: v for k, v in value.items() if isinstance(k, str) and k not in _RUN_SET_OPTIONS}
-
 
 def _param_entry(name: str, spec: Any) -> dict[str, Any]:
     observed = spec.observed if isinstance(spec.observed, dict) else None
@@ -194,8 +170,8 @@ def build_plan(report_or_events: Any) -> dict[str, Any]:
             versions.add(event.triton_version)
         slot = (event.module, event.kernel, event.file)
         params = {name: _param_entry(name, spec) for name, spec in event.params.items()}
-        options = dict(event.options)
-        launch_kwargs = _explicit_launch_kwargs(event.key) if event.key else None
+        options = {k: v for k, v in event.options.items() if k != "passed"}
+        launch_kwargs = event.options.get("passed")  # what the compiling call passed explicitly
         identity = event.key or json.dumps([params, options], sort_keys=True, default=repr)
         if identity in seen.setdefault(slot, set()):
             continue

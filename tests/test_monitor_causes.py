@@ -181,3 +181,12 @@ def test_event_fields_are_filled():
         assert event.disk_cache_hit in (True, False)
     else:
         assert event.disk_cache_hit is None
+
+
+def test_an_option_passed_explicitly_at_its_default_is_named():
+    with jitguard.watch() as rec:
+        _run(k.add_one_kernel, 33, BLOCK=1024)
+        _run(k.add_one_kernel, 33, BLOCK=1024, num_warps=4)  # the default, but passed: a new key
+    assert rec.variants("add_one_kernel") == 2
+    cause = _causes(rec.events[1])["num_warps"]
+    assert (cause.before, cause.after) == ("num_warps not passed", "num_warps=4 passed")
