@@ -23,7 +23,6 @@ Plan and event handling import neither Triton nor torch; `warmup` imports both.
 
 from __future__ import annotations
 
-import ast
 import importlib
 import importlib.util
 import json
@@ -49,7 +48,6 @@ _TORCH_DTYPE_NAMES = {
     "fp8e5b16": "float8_e5m2fnuz",
 }
 
-# Options Triton's `run()` sets by itself: never passed again by the warm-up.
 INT_VALUES = {
     ("i32", "one"): 1, ("i32", "div16"): 16, ("i32", "plain"): 17, ("i32", "off"): 17,
     ("i64", "div16"): 2**31 + 16, ("i64", "plain"): 2**31 + 17, ("i64", "off"): 2**31 + 17,
