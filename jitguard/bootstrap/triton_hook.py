@@ -47,6 +47,18 @@ class _ActivatingLoader:
         return getattr(self._loader, name)
 
 
+def find_spec_with_other_finders(watcher: object, fullname: str, path=None, target=None):  # type: ignore[no-untyped-def]
+    """The spec the rest of `sys.meta_path` finds for `fullname` (a watcher asks everyone but itself)."""
+    for finder in list(sys.meta_path):
+        find = getattr(finder, "find_spec", None)
+        if finder is watcher or find is None:
+            continue
+        spec = find(fullname, path, target)
+        if spec is not None:
+            return spec
+    return None
+
+
 class TritonImportWatcher:
     """A `sys.meta_path` finder that answers only for `triton`, by asking the other finders."""
 
@@ -55,14 +67,8 @@ class TritonImportWatcher:
     def find_spec(self, fullname: str, path=None, target=None):  # type: ignore[no-untyped-def]
         if fullname != "triton":
             return None
-        for finder in list(sys.meta_path):
-            find = getattr(finder, "find_spec", None)
-            if finder is self or find is None:
-                continue
-            spec = find(fullname, path, target)
-            if spec is not None:
-                break
-        else:
+        spec = find_spec_with_other_finders(self, fullname, path, target)
+        if spec is None:
             return None
         if spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec

@@ -156,14 +156,8 @@ class WorkerModuleWatcher:
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if not fullname.startswith(_WORKER_MODULE_PREFIXES):
             return None
-        for finder in list(sys.meta_path):
-            find = getattr(finder, "find_spec", None)
-            if finder is self or find is None:
-                continue
-            spec = find(fullname, path, target)
-            if spec is not None:
-                break
-        else:
+        spec = _triton_hook().find_spec_with_other_finders(self, fullname, path, target)
+        if spec is None:
             return None
         if spec.loader is not None and hasattr(spec.loader, "exec_module"):
             spec.loader = _WorkerModuleLoader(spec.loader, spec)
