@@ -7,9 +7,10 @@ count M to one :class:`MoeTileConfigs` row (one tile for gate_up, one for down, 
 tile so one alignment serves both). The number of distinct rows an M range touches is the number
 of compiled variants per GEMM over that range.
 
-The swap-AB heuristic lives in this table: rows with a token tile below 64 run swapped (weights
-in wgmma's 64-row slot, tokens in its N slot). ``benchmarks/tune_fused_moe.py`` measures swap on
-and off and candidate tiles on a GPU and prints a replacement for ``TILE_TABLE``.
+The swap-AB heuristic lives in this table, per GEMM and row: a swapped tile (weights in wgmma's
+64-row slot, tokens in its N slot) is used where it measured faster on an H200 than the same tile
+without swap. ``benchmarks/tune_fused_moe.py`` times candidate tiles side by side with vLLM's
+kernel and rewrites the tuned rows of ``TILE_TABLE``.
 """
 
 from __future__ import annotations
@@ -62,56 +63,83 @@ def _same(cfg: TileConfig) -> MoeTileConfigs:
 
 
 # (max M of the row or None for "and above", configs). Decode rows (M <= 64): token tile sized
-# to the most pairs one expert can receive (M <= 8 means <= 8 per expert), swapped below 64
-# rows. Block-scaled FP8 has its own class: a scale multiply per K step favours smaller tiles.
-# Large-M rows and the fp8-block rows use tile shapes that upstream tuned on H200 for its kernel
-# (vLLM 0.33 configs for E=8 N=14336 and E=128 N=768). Measured on H200:
-# benchmarks/results/fused_moe.md.
+# to the most pairs one expert can receive (M <= 8 means <= 8 per expert). Block-scaled FP8 has
+# its own class: a scale multiply per K step favours smaller tiles. Rows with a "tuned" comment
+# were written by `benchmarks/tune_fused_moe.py write-table` from an H200 run (the comment gives
+# the times that decided them, with vLLM 0.33's at the same point); the others are hand-set, the
+# large-M ones from tile shapes upstream tuned on H200 for its kernel. Measured with the whole
+# table: benchmarks/results/fused_moe.md.
 TILE_TABLE: dict[tuple[str, str], list[tuple[int | None, MoeTileConfigs]]] = {
-    ("bf16", "few"): [
-        (8, _same(_t(8, 64, 128, 1, 4, 5, True))),
+    ('bf16', 'few'): [
+        # tuned, gate_up/down: mixtral-bf16 M=1: 112.5/58.9 us (vLLM 118.0/63.0)
+        # mixtral-bf16 M=2: 164.3/86.5 us (vLLM 180.1/92.2)
+        (2, MoeTileConfigs(_t(8, 32, 256, 1, 4, 3, False), _t(8, 32, 256, 1, 4, 4, False))),
+        # tuned, gate_up/down: mixtral-bf16 M=4: 267.6/137.7 us (vLLM 286.4/143.2)
+        (4, MoeTileConfigs(_t(8, 64, 256, 1, 4, 3, True), _t(8, 128, 128, 1, 4, 3, True))),
+        # tuned, gate_up/down: mixtral-bf16 M=8: 372.3/189.4 us (vLLM 375.7/195.0)
+        (8, _same(_t(16, 64, 128, 1, 4, 4, True))),
         (16, _same(_t(16, 64, 128, 1, 4, 5, True))),
-        (64, _same(_t(32, 64, 128, 8, 4, 4, True))),
+        # tuned, gate_up/down: mixtral-bf16 M=32: 428.4/216.7 us (vLLM 439.4/244.9)
+        # mixtral-bf16 M=64: 432.0/218.4 us (vLLM 436.4/220.8)
+        (64, MoeTileConfigs(_t(32, 128, 128, 1, 4, 3, False), _t(32, 128, 128, 1, 4, 4, True))),
         (256, _same(_t(64, 128, 64, 8, 4, 4, False))),
         (None, _same(_t(128, 256, 64, 16, 8, 4, False))),
     ],
-    ("bf16", "many"): [
-        # M=1: measured on H200, gate_up fastest as 16 columns (32 rows) per tile on mma.sync
-        # (more CTAs than SMs), down fastest swapped with 3 stages.
+    ('bf16', 'many'): [
+        # tuned, gate_up/down: qwen3-30b-bf16 M=1: 15.8/9.5 us (vLLM 16.6/9.6)
         (1, MoeTileConfigs(_t(8, 32, 128, 1, 4, 4, False), _t(8, 64, 128, 1, 4, 3, True))),
-        (8, MoeTileConfigs(_t(8, 64, 128, 1, 4, 5, True), _t(8, 64, 128, 1, 4, 3, True))),
-        (128, _same(_t(16, 64, 128, 1, 4, 4, True))),
+        # tuned, gate_up/down: qwen3-30b-bf16 M=2: 27.2/16.0 us (vLLM 27.8/16.5)
+        (2, _same(_t(8, 64, 128, 1, 4, 3, True))),
+        # tuned, gate_up/down: qwen3-30b-bf16 M=4: 47.5/26.3 us (vLLM 48.5/27.6)
+        (4, MoeTileConfigs(_t(8, 32, 64, 1, 4, 3, False), _t(8, 32, 128, 1, 4, 3, False))),
+        # tuned, gate_up/down: qwen3-30b-bf16 M=8: 74.9/40.3 us (vLLM 77.7/42.0)
+        (8, MoeTileConfigs(_t(8, 32, 256, 1, 4, 3, False), _t(8, 32, 128, 1, 4, 3, False))),
+        # tuned, gate_up/down: qwen3-30b-bf16 M=16: 119.3/64.2 us (vLLM 122.1/67.9)
+        # qwen3-30b-bf16 M=32: 158.0/83.8 us (vLLM 162.8/85.8)
+        # qwen3-30b-bf16 M=64: 178.5/95.0 us (vLLM 183.5/101.1)
+        (128, MoeTileConfigs(_t(16, 64, 128, 1, 4, 5, True), _t(16, 128, 128, 1, 4, 3, True))),
         (512, _same(_t(32, 64, 128, 8, 4, 4, True))),
         (2048, _same(_t(64, 128, 64, 8, 4, 4, False))),
         (None, _same(_t(128, 256, 64, 16, 8, 4, False))),
     ],
-    ("fp8", "few"): [
-        (8, _same(_t(8, 64, 128, 1, 4, 5, True))),
+    ('fp8', 'few'): [
+        # tuned, gate_up/down: mixtral-fp8-tensor M=1: 60.1/33.1 us (vLLM 70.1/37.2)
+        (1, MoeTileConfigs(_t(8, 64, 128, 1, 4, 3, True), _t(8, 64, 256, 1, 4, 5, True))),
+        # tuned, gate_up/down: mixtral-fp8-tensor M=2: 86.8/46.4 us (vLLM 99.0/48.2)
+        (2, _same(_t(8, 32, 256, 1, 4, 4, False))),
+        # tuned, gate_up/down: mixtral-fp8-tensor M=4: 138.7/72.7 us (vLLM 150.5/75.5)
+        (4, MoeTileConfigs(_t(8, 64, 256, 1, 4, 5, True), _t(8, 64, 256, 1, 4, 3, True))),
+        # tuned, gate_up/down: mixtral-fp8-tensor M=8: 191.3/99.6 us (vLLM 207.5/103.5)
+        (8, MoeTileConfigs(_t(8, 64, 256, 1, 4, 4, True), _t(8, 128, 256, 1, 4, 3, True))),
         (16, _same(_t(16, 64, 128, 1, 4, 5, True))),
         (64, _same(_t(32, 64, 128, 8, 4, 4, True))),
         (256, _same(_t(64, 128, 128, 8, 4, 4, False))),
         (None, _same(_t(128, 256, 128, 16, 8, 3, False))),
     ],
-    ("fp8", "many"): [
+    ('fp8', 'many'): [
         (8, _same(_t(8, 64, 128, 1, 4, 5, True))),
         (128, _same(_t(16, 64, 128, 1, 4, 4, True))),
         (512, _same(_t(32, 64, 128, 8, 4, 4, True))),
         (2048, _same(_t(64, 128, 128, 8, 4, 4, False))),
         (None, _same(_t(128, 256, 128, 16, 8, 3, False))),
     ],
-    ("fp8-block", "few"): [
+    ('fp8-block', 'few'): [
         (2, _same(_t(16, 64, 128, 1, 4, 4, True))),
         (8, _same(_t(16, 64, 128, 1, 4, 3, True))),
         (64, _same(_t(32, 128, 128, 1, 4, 3, True))),
         (None, _same(_t(64, 128, 128, 16, 4, 4, False))),
     ],
-    ("fp8-block", "many"): [
-        (1, MoeTileConfigs(_t(8, 32, 128, 1, 4, 4, False), _t(8, 64, 128, 1, 4, 3, True))),
+    ('fp8-block', 'many'): [
+        # tuned, gate_up/down: qwen3-30b-fp8-block M=1: 10.6/7.0 us (vLLM 10.7/7.8)
+        # deepseek-v3-tp2-fp8-block M=1: 34.2/19.2 us (vLLM 39.4/21.0)
+        (1, MoeTileConfigs(_t(8, 32, 128, 1, 4, 5, False), _t(8, 64, 128, 1, 4, 4, True))),
         (2, _same(_t(16, 64, 128, 1, 4, 4, True))),
         (4, _same(_t(16, 128, 128, 1, 4, 3, True))),
         (8, MoeTileConfigs(_t(8, 64, 128, 1, 4, 5, True), _t(8, 64, 128, 1, 4, 3, True))),
         (128, _same(_t(16, 128, 128, 1, 4, 3, True))),
-        (None, _same(_t(64, 128, 128, 16, 4, 4, False))),
+        # tuned, gate_up/down: qwen3-30b-fp8-block M=4096: 410.9/266.4 us (vLLM 443.5/279.4)
+        # deepseek-v3-tp2-fp8-block M=4096: 2036.5/1246.5 us (vLLM 2143.6/1382.2)
+        (None, _same(_t(64, 256, 128, 16, 8, 4, False))),
     ],
 }
 
