@@ -63,7 +63,7 @@ class Tile:
         return (f"BM{self.block_m} BN{self.block_n} BK{self.block_k} G{self.group_m} w{self.num_warps} "
                 f"s{self.num_stages} {'swap' if self.swap_ab else 'noswap'}")
 
-    def twin(self) -> "Tile":
+    def twin(self) -> Tile:
         return Tile(**{**asdict(self), "swap_ab": not self.swap_ab})
 
 
@@ -241,7 +241,7 @@ def _fake_layers(case: str):
     """One-expert weights of the real per-expert shape: compile keys match the real layer's."""
     import torch
 
-    E, _, H, I, scheme = SHAPES[case]
+    _, _, H, I, scheme = SHAPES[case]
     wd = torch.float8_e4m3fn if scheme else torch.bfloat16
     w13 = torch.empty(1, 2 * I, H, device=DEVICE, dtype=wd)
     w2 = torch.empty(1, H, I, device=DEVICE, dtype=wd)
@@ -282,9 +282,10 @@ def point_summary(rec: dict) -> str:
     def f(x) -> str:
         return "-" if x is None else f"{x:.1f}"
 
-    parts = [f"vllm {f(rec.get('vllm', [None])[0])}/{f(rec.get('vllm', [None, None])[1])}",
-             f"current {f(rec['ours'][rec['current'][0]].get('g1'))}/{f(rec['ours'][rec['current'][1]].get('g2'))}"
-             f" (again {f(rec['current_again'][0])}/{f(rec['current_again'][1])})"]
+    vllm = rec.get("vllm", [None, None])
+    current = (f"current {f(rec['ours'][rec['current'][0]].get('g1'))}/{f(rec['ours'][rec['current'][1]].get('g2'))}"
+               f" (again {f(rec['current_again'][0])}/{f(rec['current_again'][1])})")
+    parts = [f"vllm {f(vllm[0])}/{f(vllm[1])}", current]
     for w in (1, 2):
         timed = [(e[f"g{w}"], lbl) for lbl, e in rec["ours"].items() if f"g{w}" in e]
         if timed:
@@ -459,7 +460,7 @@ def choose_row(row: dict, result: dict) -> tuple[Tile, Tile, str] | None:
             best_key, best_pair = key, picks
     if best_pair is None:
         return None
-    (s1, t1, g1), (s2, t2, g2) = best_pair
+    (_, t1, g1), (_, t2, g2) = best_pair
     note = "; ".join(
         f"{case} M={M}: {a:.1f}/{b:.1f} us" + (f" (vLLM {r['vllm'][0]:.1f}/{r['vllm'][1]:.1f})" if "vllm" in r else "")
         for (case, M), a, b, r in zip(row["points"], t1, t2, recs))

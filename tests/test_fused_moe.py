@@ -10,12 +10,12 @@ import re
 
 import pytest
 import torch
-
-import jitguard
-from jitguard import triton_compat
 from jitguard.kernels import moe_gemm
 from jitguard.kernels.fused_moe import fused_moe
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, select_tile_configs
+
+import jitguard
+from jitguard import triton_compat
 
 FP8 = torch.float8_e4m3fn
 
@@ -180,3 +180,69 @@ def test_real_sm90_compile_of_each_path(path):
         assert not any("mma.sync" in ptx for ptx in ptxs)
     if fp8:
         assert not any(re.search(r"cvt\.rn\.f16x2\.e4m3x2", ptx) for ptx in ptxs), "FP8 operands converted to f16"
+
+
+# ---- the tuning script's table writer -------------------------------------------------------------
+
+def _tune_module():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "tune_fused_moe.py"
+    spec = importlib.util.spec_from_file_location("tune_fused_moe_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks the module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _load_configs(path):
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("moe_configs_written", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+def test_tune_write_table_swaps_only_where_swap_beat_its_twin(tmp_path):
+    """write-table turns timings into table rows: fastest tile per GEMM, swap only when it beat its twin."""
+    from pathlib import Path
+
+    from jitguard.kernels import moe_configs
+
+    tune = _tune_module()
+    T = tune.Tile
+    timings = {  # (tile, gate_up us, down us) at Qwen3-like M=1; vLLM: 16 / 10 us
+        T(8, 64, 128, 1, 4, 3, True): (14.0, 9.0),   # swap fastest for both GEMMs ...
+        T(8, 64, 128, 1, 4, 3, False): (None, 9.5),  # ... but its twin was only timed for down
+        T(8, 32, 128, 1, 4, 4, False): (15.0, 9.8),
+        T(8, 32, 128, 1, 4, 3, False): (15.0, 9.9),  # exact tie with the s4 tile: fewer stages wins
+    }
+    ours = {}
+    for tile, (g1, g2) in timings.items():
+        entry = {"tile": tile.__dict__}
+        entry.update({k: v for k, v in (("g1", g1), ("g2", g2)) if v is not None})
+        ours[tile.label()] = entry
+    cur = tune.current_tiles("qwen3-30b-bf16", 1, moe_configs)
+    result = {"points": {"qwen3-30b-bf16|1": {"case": "qwen3-30b-bf16", "M": 1, "ours": ours, "vllm": [16.0, 10.0],
+                                              "current": [cur[0].label(), cur[1].label()]}}}
+    configs = tmp_path / "moe_configs.py"
+    configs.write_text(Path(moe_configs.__file__).read_text())
+    summary = tune.write_table(result, configs)
+    written = _load_configs(configs)
+
+    row = written.select_tile_configs(1, 128, "bf16")
+    assert row.gate_up == written.TileConfig(8, 32, 128, 1, 4, 3, False), summary
+    assert row.down == written.TileConfig(8, 64, 128, 1, 4, 3, True), summary
+    # Rows no point decided keep their tiles; other classes are untouched.
+    # (two modules, two classes: compare as text)
+    assert repr(written.select_tile_configs(2, 128, "bf16")) == repr(moe_configs.select_tile_configs(2, 128, "bf16"))
+    assert repr(written.TILE_TABLE[("fp8", "many")]) == repr(moe_configs.TILE_TABLE[("fp8", "many")])
+    assert "qwen3-30b-bf16 M=1: 15.0/9.0 us (vLLM 16.0/10.0)" in configs.read_text()
