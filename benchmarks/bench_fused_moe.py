@@ -338,10 +338,12 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log, explore=Fa
         res = {}
         res["ours1"] = time_graph(ours(cfgs.gate_up, 1), n_layers, replays)
         res["ours2"] = time_graph(ours(cfgs.down, 2), n_layers, replays)
+        # Each swapped GEMM against the same tile without swap (a row may swap only one of them).
         if cfgs.gate_up.swap_ab:
             ns1 = moe_configs.TileConfig(**{**cfgs.gate_up.__dict__, "swap_ab": False})
-            ns2 = moe_configs.TileConfig(**{**cfgs.down.__dict__, "swap_ab": False})
             res["noswap1"] = time_graph(ours(ns1, 1), n_layers, replays)
+        if cfgs.down.swap_ab:
+            ns2 = moe_configs.TileConfig(**{**cfgs.down.__dict__, "swap_ab": False})
             res["noswap2"] = time_graph(ours(ns2, 2), n_layers, replays)
         # Full layer (align + quant + both GEMMs + reduce), ours.
         full_out = torch.empty_like(x)
