@@ -1,0 +1,654 @@
+"""Decode MoE layer (M <= 64 tokens): router logits to layer output in three launches.
+
+``fused_moe_decode(x, router_logits, w13, w2, top_k, ...)`` runs the whole layer, routing
+included, as three kernels when a :class:`MoeDecodeWorkspace` is passed (with none, the call
+allocates one and adds one memset for its zeroed counters):
+
+1. ``moe_decode_route_kernel``, one program per token: softmax top-k (``moe_routing``; ties to
+   the lower expert index), the activation scales of ``x`` for FP8 (per token, per 128-column
+   group, or a tensor absmax), and zeroing of the intermediate's absmax slots. The program that
+   arrives last (an atomic counter) builds the expert-sorted, tile-padded pair layout of
+   ``moe_align`` for all tokens at once: one pass, no host sync, no extra launch.
+2. ``moe_decode_gemm_kernel`` as gate_up: grouped GEMM over the sorted tiles with ``silu(gate) *
+   up`` in its epilogue. FP8 activations are quantized as they are loaded (the scales come from
+   launch 1), and the epilogue records the absmax the down GEMM's activation scales need.
+3. ``moe_decode_gemm_kernel`` as down: quantizes the intermediate as it loads it, multiplies each
+   row by its routing weight and writes fp32 rows per (token, expert) pair; per column tile, the
+   program that arrives last sums each token's top-k rows in a fixed order (deterministic, no
+   float atomics) and writes the output. No separate reduce launch.
+
+Upstream runs the same layer as 6-8 launches (top-k, alignment, quantization, GEMM1,
+activation, quantization, GEMM2, reduce). Everything here is CUDA-graph capturable: grids and
+buffers depend only on M and the layer shape, never on the routing; the counters reset
+themselves, so graph replays need no memset. One compiled variant per tile config for every M
+(each token-count-derived integer is in ``do_not_specialize``); the tiles come from the fused-MoE
+table (``moe_configs``).
+
+FP8 W8A8 takes the scale layouts of :func:`jitguard.kernels.fused_moe.fused_moe` (per tensor,
+per channel, block 128x128), with dynamic activation scales only. For M > 64,
+:func:`fused_moe_from_logits` routes with ``softmax_topk`` and runs ``fused_moe``.
+
+>>> ws = MoeDecodeWorkspace.for_layer(w13, w2, top_k=8, act_dtype=torch.bfloat16)  # doctest: +SKIP
+>>> out = fused_moe_decode(x, router_logits, w13, w2, 8, renormalize=True, workspace=ws)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from .fused_moe import _normalize_w_scale, check_moe_inputs, fused_moe, fused_moe_reference
+from .moe_align import max_padded_len
+from .moe_configs import MoeTileConfigs, select_tile_configs
+from .moe_gemm import QUANT_BLOCK, QUANT_CHANNEL, QUANT_NONE, QUANT_TENSOR
+from .moe_quant import FP8_MAX
+from .moe_routing import check_router_logits, softmax_topk, softmax_topk_reference, softmax_topk_row
+
+__all__ = [
+    "MAX_DECODE_TOKENS",
+    "DECODE_LAUNCHES",
+    "MoeDecodeWorkspace",
+    "fused_moe_decode",
+    "fused_moe_decode_reference",
+    "fused_moe_from_logits",
+]
+
+MAX_DECODE_TOKENS = 64
+DECODE_LAUNCHES = 3
+_MAX_BLOCK_M = 64
+_MIN_BLOCK_N = 16
+_MIN_AMAX = 1e-10
+
+# Triton 3.9's interpreter returns garbage for tl.dot on bf16 operands (moe_gemm notes the same).
+_INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+# ---- launch 1: routing, activation scales, alignment --------------------------------------------
+
+@triton.jit(do_not_specialize=["num_tokens", "num_pairs", "padded_len", "num_blocks", "block_m"])
+def moe_decode_route_kernel(
+    logits_ptr,
+    x_ptr,
+    topk_ids_ptr,
+    topk_weights_ptr,
+    sorted_ids_ptr,
+    expert_ids_ptr,
+    num_padded_ptr,
+    counts_ptr,
+    starts_ptr,
+    x_scale_ptr,
+    x_amax_ptr,
+    a2_amax_ptr,
+    arrivals_ptr,
+    num_tokens,
+    num_experts,
+    hidden,
+    stride_lm,
+    stride_xm,
+    stride_xsm,
+    a2_amax_cols,
+    num_pairs,
+    padded_len,
+    num_blocks,
+    block_m,
+    TOP_K: tl.constexpr,
+    K_POW2: tl.constexpr,
+    E_POW2: tl.constexpr,
+    P_POW2: tl.constexpr,
+    RENORMALIZE: tl.constexpr,
+    QUANT: tl.constexpr,
+    GROUP: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    FILL_BLOCK: tl.constexpr,
+    FP8_MAX_C: tl.constexpr,
+    MIN_AMAX: tl.constexpr,
+):
+    """Routing of token ``program_id``; the last program to finish aligns every pair."""
+    token = tl.program_id(0).to(tl.int64)
+    ids, weights = softmax_topk_row(logits_ptr + token * stride_lm, num_experts, TOP_K, K_POW2, E_POW2, RENORMALIZE)
+    slots = tl.arange(0, K_POW2)
+    tl.store(topk_ids_ptr + token * TOP_K + slots, ids, mask=slots < TOP_K)
+    tl.store(topk_weights_ptr + token * TOP_K + slots, weights, mask=slots < TOP_K)
+
+    if QUANT == 1:
+        # Tensor scale: every token folds its absmax in; the last program turns it into the scale.
+        amax = tl.zeros((BLOCK_H,), dtype=tl.float32)
+        for h0 in range(0, hidden, BLOCK_H):
+            offs = h0 + tl.arange(0, BLOCK_H)
+            v = tl.load(x_ptr + token * stride_xm + offs, mask=offs < hidden, other=0.0).to(tl.float32)
+            amax = tl.maximum(amax, tl.abs(v))
+        tl.atomic_max(x_amax_ptr, tl.max(amax, 0))
+        if token == 0:
+            tl.store(a2_amax_ptr, 0.0)
+    elif QUANT == 2:
+        amax = tl.zeros((BLOCK_H,), dtype=tl.float32)
+        for h0 in range(0, hidden, BLOCK_H):
+            offs = h0 + tl.arange(0, BLOCK_H)
+            v = tl.load(x_ptr + token * stride_xm + offs, mask=offs < hidden, other=0.0).to(tl.float32)
+            amax = tl.maximum(amax, tl.abs(v))
+        tl.store(x_scale_ptr + token, tl.maximum(tl.max(amax, 0), MIN_AMAX) / FP8_MAX_C)
+        tl.store(a2_amax_ptr + token * TOP_K + slots, tl.zeros((K_POW2,), dtype=tl.float32), mask=slots < TOP_K)
+    elif QUANT == 3:
+        GROUPS_PER_STEP: tl.constexpr = BLOCK_H // GROUP
+        for h0 in range(0, hidden, BLOCK_H):
+            groups = h0 // GROUP + tl.arange(0, GROUPS_PER_STEP)
+            cols = groups[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
+            v = tl.load(x_ptr + token * stride_xm + cols, mask=cols < hidden, other=0.0).to(tl.float32)
+            scale = tl.maximum(tl.max(tl.abs(v), axis=1), MIN_AMAX) / FP8_MAX_C
+            tl.store(x_scale_ptr + token * stride_xsm + groups, scale, mask=groups * GROUP < hidden)
+        for c0 in range(0, a2_amax_cols, 32):
+            cols = c0 + tl.arange(0, 32)
+            rows = token * TOP_K + slots
+            tl.store(
+                a2_amax_ptr + rows[:, None] * a2_amax_cols + cols[None, :],
+                tl.zeros((K_POW2, 32), dtype=tl.float32),
+                mask=(slots < TOP_K)[:, None] & (cols < a2_amax_cols)[None, :],
+            )
+
+    # Every thread's stores precede the release of this program's arrival.
+    tl.debug_barrier()
+    arrived = tl.atomic_add(arrivals_ptr, 1, sem="acq_rel", scope="gpu")
+    if arrived == num_tokens - 1:
+        tl.debug_barrier()
+        experts = tl.arange(0, E_POW2)
+        e_mask = experts < num_experts
+        tl.store(counts_ptr + experts, tl.zeros((E_POW2,), dtype=tl.int32), mask=e_mask)
+        for f0 in range(0, padded_len, FILL_BLOCK):
+            offs = f0 + tl.arange(0, FILL_BLOCK)
+            tl.store(sorted_ids_ptr + offs, tl.zeros((FILL_BLOCK,), dtype=tl.int32) + num_pairs, mask=offs < padded_len)
+        for f0 in range(0, num_blocks, FILL_BLOCK):
+            offs = f0 + tl.arange(0, FILL_BLOCK)
+            tl.store(expert_ids_ptr + offs, tl.zeros((FILL_BLOCK,), dtype=tl.int32) - 1, mask=offs < num_blocks)
+        tl.debug_barrier()
+        pairs = tl.arange(0, P_POW2)
+        valid = pairs < num_pairs
+        expert = tl.load(topk_ids_ptr + pairs, mask=valid, other=0, volatile=True)
+        # Rank of each pair among its expert's pairs (any order is a valid layout).
+        rank = tl.atomic_add(counts_ptr + expert, 1, mask=valid)
+        tl.debug_barrier()
+        counts = tl.load(counts_ptr + experts, mask=e_mask, other=0, volatile=True)
+        padded = (counts + block_m - 1) // block_m * block_m
+        ends = tl.cumsum(padded, 0)
+        tl.store(starts_ptr + experts, ends - padded, mask=e_mask)
+        tl.store(num_padded_ptr, tl.sum(padded, 0))
+        tl.debug_barrier()
+        pos = tl.load(starts_ptr + expert, mask=valid, other=0, volatile=True) + rank
+        tl.store(sorted_ids_ptr + pos, pairs, mask=valid)
+        # Each tile starts with a real pair (runs start tile-aligned): it labels the tile.
+        tl.store(expert_ids_ptr + pos // block_m, expert, mask=valid & (rank % block_m == 0))
+        if QUANT == 1:
+            amax = tl.load(x_amax_ptr, volatile=True)
+            tl.store(x_scale_ptr, tl.maximum(amax, MIN_AMAX) / FP8_MAX_C)
+            tl.store(x_amax_ptr, 0.0)
+        tl.store(arrivals_ptr, 0)
+
+
+# ---- launches 2 and 3: the grouped GEMMs ----------------------------------------------------------
+
+@triton.jit
+def _quantize_on_load(a, scale_or_amax, SCALE_IS_AMAX: tl.constexpr, FP8_MAX_C: tl.constexpr, MIN_AMAX: tl.constexpr):
+    """(fp8 tile, fp32 scale) from an activation tile and its scale (or absmax) broadcast to it."""
+    if SCALE_IS_AMAX:
+        scale = tl.maximum(scale_or_amax, MIN_AMAX) / FP8_MAX_C
+    else:
+        scale = scale_or_amax
+    q = tl.clamp(a.to(tl.float32) / scale, -FP8_MAX_C, FP8_MAX_C)
+    return q.to(tl.float8e4nv), scale
+
+
+@triton.jit(do_not_specialize=["num_pairs", "num_tokens"])
+def moe_decode_gemm_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    a_scale_ptr,
+    b_scale_ptr,
+    topk_weights_ptr,
+    sorted_ids_ptr,
+    expert_ids_ptr,
+    num_padded_ptr,
+    amax_out_ptr,
+    arrivals_ptr,
+    out_ptr,
+    num_pairs,
+    num_tokens,
+    N,
+    K,
+    stride_am,
+    stride_be,
+    stride_bn,
+    stride_cm,
+    stride_asm,
+    stride_bse,
+    stride_bsn,
+    stride_bsk,
+    stride_amax_m,
+    stride_om,
+    A_ROWS_PER_PAIR_DIV: tl.constexpr,
+    GATED: tl.constexpr,
+    REDUCE: tl.constexpr,
+    QUANT: tl.constexpr,
+    A_SCALE_IS_AMAX: tl.constexpr,
+    AMAX_OUT: tl.constexpr,
+    SCALE_BLOCK_N: tl.constexpr,
+    SCALE_BLOCK_K: tl.constexpr,
+    SWAP_AB: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    TOP_K: tl.constexpr,
+    K_POW2: tl.constexpr,
+    TOKEN_CHUNK: tl.constexpr,
+    FP8_MAX_C: tl.constexpr,
+    MIN_AMAX: tl.constexpr,
+    DOT_IN_FP32: tl.constexpr,
+):
+    """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
+
+    GATED (gate_up): writes silu(gate) * up, B's gate and up rows read interleaved, and with
+    AMAX_OUT folds the written values' absmax into ``amax_out`` (per tensor, pair or group).
+    REDUCE (down): multiplies by the routing weight, writes fp32 pair rows to ``c``, and the last
+    program of each column tile writes ``out[t] = sum_j c[t * TOP_K + j]`` for that tile.
+    A is bf16/fp16; with QUANT it is quantized to e4m3 on load with scales (or absmaxes, with
+    A_SCALE_IS_AMAX) from ``a_scale``: QUANT 1 one, 2 one per row, 3 one per row and K group.
+    """
+    pid = tl.program_id(0)
+    OUT_N: tl.constexpr = BLOCK_N // 2 if GATED else BLOCK_N
+    num_pid_n = tl.cdiv(N, OUT_N)
+    num_pid_m = tl.num_programs(0) // num_pid_n
+    # Token tiles vary fastest: tiles of one expert share each weight tile while it is in L2,
+    # and column tiles finish (and reduce) one after another.
+    pid_m = pid % num_pid_m
+    pid_n = pid // num_pid_m
+
+    num_padded = tl.load(num_padded_ptr)
+    expert = tl.load(expert_ids_ptr + pid_m).to(tl.int64)
+    if (pid_m * BLOCK_M < num_padded) & (expert >= 0):
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        pairs = tl.load(sorted_ids_ptr + offs_m)
+        pair_mask = pairs < num_pairs
+        a_rows = tl.where(pair_mask, pairs // A_ROWS_PER_PAIR_DIV, 0).to(tl.int64)
+        offs_bn = tl.arange(0, BLOCK_N)
+        # Weight rows past N wrap around (loads stay unmasked); their columns are dropped at the store.
+        if GATED:
+            out_col = (pid_n * OUT_N + offs_bn // 2) % N
+            b_rows = (offs_bn % 2) * N + out_col
+        else:
+            b_rows = (pid_n * BLOCK_N + offs_bn) % N
+        offs_k = tl.arange(0, BLOCK_K)
+        b_base = b_ptr + expert * stride_be
+        if SWAP_AB:
+            a_ptrs = a_ptr + a_rows[None, :] * stride_am + offs_k[:, None]
+            b_ptrs = b_base + b_rows[:, None].to(tl.int64) * stride_bn + offs_k[None, :]
+            acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+        else:
+            a_ptrs = a_ptr + a_rows[:, None] * stride_am + offs_k[None, :]
+            b_ptrs = b_base + b_rows[None, :].to(tl.int64) * stride_bn + offs_k[:, None]
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+
+        if QUANT == 1:
+            a_s = tl.load(a_scale_ptr)
+        elif QUANT == 2:
+            a_s = tl.load(a_scale_ptr + a_rows * stride_asm, mask=pair_mask, other=1.0)
+        if QUANT == 3:
+            b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
+
+        for kb in range(0, tl.cdiv(K, BLOCK_K)):
+            k_mask = offs_k < K - kb * BLOCK_K
+            if SWAP_AB:
+                a = tl.load(a_ptrs, mask=pair_mask[None, :] & k_mask[:, None], other=0.0)
+                b = tl.load(b_ptrs, mask=k_mask[None, :], other=0.0)
+            else:
+                a = tl.load(a_ptrs, mask=pair_mask[:, None] & k_mask[None, :], other=0.0)
+                b = tl.load(b_ptrs, mask=k_mask[:, None], other=0.0)
+            if QUANT == 1:
+                a, _ = _quantize_on_load(a, a_s, A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
+            elif QUANT == 2:
+                if SWAP_AB:
+                    a, _ = _quantize_on_load(a, a_s[None, :], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
+                else:
+                    a, _ = _quantize_on_load(a, a_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
+            elif QUANT == 3:
+                k_group = (kb * BLOCK_K) // SCALE_BLOCK_K
+                g_s = tl.load(a_scale_ptr + a_rows * stride_asm + k_group, mask=pair_mask, other=1.0)
+                b_s = tl.load(b_scale_rows + k_group * stride_bsk)
+                if SWAP_AB:
+                    a, g_scale = _quantize_on_load(a, g_s[None, :], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
+                else:
+                    a, g_scale = _quantize_on_load(a, g_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
+            if DOT_IN_FP32:
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
+            if QUANT == 3:
+                if SWAP_AB:
+                    acc += tl.dot(b, a) * b_s[:, None] * g_scale
+                else:
+                    acc += tl.dot(a, b) * g_scale * b_s[None, :]
+            else:
+                if SWAP_AB:
+                    acc = tl.dot(b, a, acc)
+                else:
+                    acc = tl.dot(a, b, acc)
+            a_ptrs += BLOCK_K
+            b_ptrs += BLOCK_K
+
+        if SWAP_AB:
+            acc = tl.trans(acc)  # back to [BLOCK_M, BLOCK_N]
+        if QUANT == 1:
+            if A_SCALE_IS_AMAX:
+                a_s = tl.maximum(a_s, MIN_AMAX) / FP8_MAX_C
+            acc = acc * (a_s * tl.load(b_scale_ptr + expert * stride_bse))
+        elif QUANT == 2:
+            if A_SCALE_IS_AMAX:
+                a_s = tl.maximum(a_s, MIN_AMAX) / FP8_MAX_C
+            b_s = tl.load(b_scale_ptr + expert * stride_bse + b_rows * stride_bsn)
+            acc = acc * a_s[:, None] * b_s[None, :]
+
+        offs_cn = pid_n * OUT_N + tl.arange(0, OUT_N)
+        c_mask = pair_mask[:, None] & (offs_cn[None, :] < N)
+        c_ptrs = c_ptr + pairs[:, None].to(tl.int64) * stride_cm + offs_cn[None, :]
+        if GATED:
+            gate, up = tl.split(tl.reshape(acc, (BLOCK_M, OUT_N, 2)))
+            c = (gate / (1.0 + tl.exp(-gate)) * up).to(c_ptr.dtype.element_ty)
+            tl.store(c_ptrs, c, mask=c_mask)
+            if AMAX_OUT:
+                # The absmax of the values as stored (rounded), which the down GEMM quantizes.
+                mag = tl.where(c_mask, tl.abs(c.to(tl.float32)), 0.0)
+                if QUANT == 1:
+                    tl.atomic_max(amax_out_ptr, tl.max(tl.max(mag, 1), 0))
+                elif QUANT == 2:
+                    tl.atomic_max(amax_out_ptr + pairs * stride_amax_m, tl.max(mag, 1), mask=pair_mask)
+                else:
+                    tl.static_assert(OUT_N <= SCALE_BLOCK_K, "gate_up output tile wider than a quantization group")
+                    group = (pid_n * OUT_N) // SCALE_BLOCK_K
+                    tl.atomic_max(amax_out_ptr + pairs * stride_amax_m + group, tl.max(mag, 1), mask=pair_mask)
+        else:
+            w = tl.load(topk_weights_ptr + pairs, mask=pair_mask, other=0.0).to(tl.float32)
+            tl.store(c_ptrs, (acc * w[:, None]).to(c_ptr.dtype.element_ty), mask=c_mask)
+
+    if REDUCE:
+        # Every thread's pair rows precede the release of this program's arrival.
+        tl.debug_barrier()
+        arrived = tl.atomic_add(arrivals_ptr + pid_n, 1, sem="acq_rel", scope="gpu")
+        if arrived == num_pid_m - 1:
+            tl.debug_barrier()
+            cols = pid_n * OUT_N + tl.arange(0, OUT_N)
+            slots = tl.arange(0, K_POW2)
+            for t0 in range(0, num_tokens, TOKEN_CHUNK):
+                toks = t0 + tl.arange(0, TOKEN_CHUNK)
+                rows = (toks[:, None] * TOP_K + slots[None, :]).to(tl.int64)
+                mask = ((toks < num_tokens)[:, None] & (slots < TOP_K)[None, :])[:, :, None] & (cols < N)[None, None, :]
+                rows_v = tl.load(c_ptr + rows[:, :, None] * stride_cm + cols[None, None, :], mask=mask, other=0.0,
+                                 volatile=True)
+                total = tl.sum(rows_v, axis=1)
+                tl.store(out_ptr + toks[:, None].to(tl.int64) * stride_om + cols[None, :],
+                         total.to(out_ptr.dtype.element_ty), mask=(toks < num_tokens)[:, None] & (cols < N)[None, :])
+            tl.store(arrivals_ptr + pid_n, 0)
+
+
+# ---- host side -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MoeDecodeWorkspace:
+    """Device buffers of the decode path for one layer shape, reused by every call and graph replay.
+
+    Sized for ``MAX_DECODE_TOKENS`` tokens; the counters in ``flags`` are zero between calls
+    (each call leaves them zero), so a captured graph needs no memset.
+    """
+
+    num_experts: int
+    top_k: int
+    hidden: int
+    intermediate: int
+    act_dtype: torch.dtype
+    topk_ids: torch.Tensor
+    topk_weights: torch.Tensor
+    sorted_ids: torch.Tensor
+    expert_ids: torch.Tensor
+    num_padded: torch.Tensor
+    counts: torch.Tensor
+    starts: torch.Tensor
+    flags: torch.Tensor
+    x_scale: torch.Tensor
+    a2_amax: torch.Tensor
+    inter: torch.Tensor
+    pair_out: torch.Tensor
+
+    @staticmethod
+    def for_layer(w13: torch.Tensor, w2: torch.Tensor, top_k: int, act_dtype: torch.dtype = torch.bfloat16,
+                  scale_group: int = 128) -> "MoeDecodeWorkspace":
+        """Allocate the buffers for the layer of ``w13`` [E, 2I, H] and ``w2`` [E, H, I]."""
+        E, two_i, H = w13.shape
+        I = two_i // 2
+        P = MAX_DECODE_TOKENS * top_k
+        dev = w13.device
+        padded = max_padded_len(P, E, _MAX_BLOCK_M)
+        n_tiles = triton.cdiv(H, _MIN_BLOCK_N)
+        i32 = dict(dtype=torch.int32, device=dev)
+        f32 = dict(dtype=torch.float32, device=dev)
+        return MoeDecodeWorkspace(
+            E, top_k, H, I, act_dtype,
+            topk_ids=torch.empty(P, **i32),
+            topk_weights=torch.empty(P, **f32),
+            sorted_ids=torch.empty(padded, **i32),
+            expert_ids=torch.empty(triton.cdiv(padded, 8), **i32),
+            num_padded=torch.empty(1, **i32),
+            counts=torch.empty(E, **i32),
+            starts=torch.empty(E, **i32),
+            # [route arrivals, x absmax (fp32 bits), column-tile arrivals...]
+            flags=torch.zeros(2 + n_tiles, **i32),
+            x_scale=torch.empty(MAX_DECODE_TOKENS * triton.cdiv(H, scale_group), **f32),
+            a2_amax=torch.empty(P * triton.cdiv(I, scale_group), **f32),
+            inter=torch.empty((P, I), dtype=act_dtype, device=dev),
+            pair_out=torch.empty((P, H), **f32),
+        )
+
+    def routing(self, num_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The last call's ``(topk_weights fp32 [M, k], topk_ids int32 [M, k])`` (views)."""
+        n = num_tokens * self.top_k
+        return self.topk_weights[:n].view(num_tokens, self.top_k), self.topk_ids[:n].view(num_tokens, self.top_k)
+
+    def check(self, E: int, top_k: int, H: int, I: int, act_dtype: torch.dtype, device: torch.device) -> None:
+        """Raise ValueError if this workspace was made for another layer shape or device."""
+        have = (self.num_experts, self.top_k, self.hidden, self.intermediate, self.act_dtype, self.inter.device)
+        want = (E, top_k, H, I, act_dtype, device)
+        if have != want:
+            raise ValueError(
+                f"fused_moe_decode: workspace is for (E, top_k, H, I, dtype, device) = {have}, this call needs {want}"
+            )
+
+
+_FILL_BLOCK = 256
+_ROUTE_BLOCK_H = 1024
+_REDUCE_ELEMENTS = 8192
+
+
+def _quant_of(use_fp8_w8a8: bool, per_channel_quant: bool, block_shape) -> int:
+    if not use_fp8_w8a8:
+        return QUANT_NONE
+    if block_shape is not None:
+        return QUANT_BLOCK
+    return QUANT_CHANNEL if per_channel_quant else QUANT_TENSOR
+
+
+def fused_moe_decode(
+    x: torch.Tensor,
+    router_logits: torch.Tensor,
+    w13: torch.Tensor,
+    w2: torch.Tensor,
+    top_k: int,
+    *,
+    renormalize: bool = False,
+    use_fp8_w8a8: bool = False,
+    per_channel_quant: bool = False,
+    block_shape: list[int] | None = None,
+    w1_scale: torch.Tensor | None = None,
+    w2_scale: torch.Tensor | None = None,
+    tile_configs: MoeTileConfigs | None = None,
+    workspace: MoeDecodeWorkspace | None = None,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The whole MoE layer for M <= 64 tokens in three launches (see the module docstring): [M, H].
+
+    ``router_logits`` [M, E] (fp32/bf16/fp16). The routing it chose is left in
+    ``workspace.routing(M)``. Weights and scales as in :func:`fused_moe`; activation scales are
+    always dynamic.
+    """
+    check_router_logits(router_logits, top_k, "fused_moe_decode")
+    M = x.shape[0] if x.dim() == 2 else -1
+    if router_logits.shape[0] != M:
+        raise ValueError(f"fused_moe_decode: router_logits has {router_logits.shape[0]} rows but x {tuple(x.shape)} has {M} tokens")
+    if not 1 <= M <= MAX_DECODE_TOKENS:
+        raise ValueError(
+            f"fused_moe_decode: serves 1..{MAX_DECODE_TOKENS} tokens, got {M} (use fused_moe_from_logits for any M)"
+        )
+    E = router_logits.shape[1]
+    if w13.dim() == 3 and w13.shape[0] != E:
+        raise ValueError(f"fused_moe_decode: router_logits scores {E} experts but w13 has {w13.shape[0]}")
+    ids_like = torch.empty((M, top_k), dtype=torch.int32, device=x.device)
+    shape = check_moe_inputs(
+        x, w13, w2, ids_like.float(), ids_like,
+        use_fp8_w8a8=use_fp8_w8a8, per_channel_quant=per_channel_quant, block_shape=block_shape,
+    )
+    quant = _quant_of(use_fp8_w8a8, per_channel_quant, block_shape)
+    H, I = shape.hidden, shape.intermediate
+    w1s = w2s = None
+    if shape.fp8:
+        if shape.scale_block != (128, 128):
+            raise ValueError(f"fused_moe_decode: block_shape must be [128, 128], got {list(shape.scale_block)}")
+        w1s = _normalize_w_scale(w1_scale, "w1_scale", E, 2 * I, H, shape.quant, shape.scale_block)
+        w2s = _normalize_w_scale(w2_scale, "w2_scale", E, H, I, shape.quant, shape.scale_block)
+    elif w1_scale is not None or w2_scale is not None:
+        raise ValueError("fused_moe_decode: scales were given but use_fp8_w8a8=False")
+    if x.stride(1) != 1:
+        x = x.contiguous()
+    if out is None:
+        out = torch.empty_like(x)
+    elif tuple(out.shape) != tuple(x.shape) or out.dtype != x.dtype or out.stride(1) != 1:
+        raise ValueError(f"fused_moe_decode: out must be {tuple(x.shape)} {x.dtype} with contiguous rows, got {tuple(out.shape)} {out.dtype}")
+    if workspace is None:
+        workspace = MoeDecodeWorkspace.for_layer(w13, w2, top_k, x.dtype)
+    workspace.check(E, top_k, H, I, x.dtype, x.device)
+    cfgs = tile_configs or select_tile_configs(M, E, shape.precision)
+    if cfgs.gate_up.block_m != cfgs.down.block_m:
+        raise ValueError("fused_moe_decode: tile_configs gate_up and down must share block_m")
+    cfgs.gate_up.check("fused_moe_decode gate_up tile")
+    cfgs.down.check("fused_moe_decode down tile")
+    block_m = cfgs.block_m
+    if block_m > _MAX_BLOCK_M:
+        raise ValueError(f"fused_moe_decode: block_m must be <= {_MAX_BLOCK_M}, got {block_m}")
+    if quant == QUANT_BLOCK and cfgs.gate_up.block_n // 2 > 128:
+        raise ValueError(f"fused_moe_decode: FP8 block scales need gate_up block_n <= 256, got {cfgs.gate_up.block_n}")
+
+    ws = workspace
+    num_pairs = M * top_k
+    padded_len = max_padded_len(num_pairs, E, block_m)
+    num_blocks = padded_len // block_m
+    k_pow2 = triton.next_power_of_2(top_k)
+    flags = ws.flags
+    route_arrivals, x_amax, tile_arrivals = flags[0:1], flags[1:2].view(torch.float32), flags[2:]
+    xs_cols = triton.cdiv(H, 128)
+    a2_cols = triton.cdiv(I, 128)
+    stride_xsm = xs_cols if quant == QUANT_BLOCK else (1 if quant == QUANT_CHANNEL else 0)
+    stride_a2m = a2_cols if quant == QUANT_BLOCK else (1 if quant == QUANT_CHANNEL else 0)
+
+    moe_decode_route_kernel[(M,)](
+        router_logits, x, ws.topk_ids, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded,
+        ws.counts, ws.starts, ws.x_scale, x_amax, ws.a2_amax, route_arrivals,
+        M, E, H, router_logits.stride(0), x.stride(0), stride_xsm, a2_cols,
+        num_pairs, padded_len, num_blocks, block_m,
+        TOP_K=top_k, K_POW2=k_pow2, E_POW2=triton.next_power_of_2(E),
+        P_POW2=triton.next_power_of_2(MAX_DECODE_TOKENS * top_k), RENORMALIZE=bool(renormalize),
+        QUANT=quant, GROUP=128, BLOCK_H=_ROUTE_BLOCK_H, FILL_BLOCK=_FILL_BLOCK,
+        FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
+    )
+    inter = ws.inter[:num_pairs]
+    for gemm in (1, 2):
+        cfg = cfgs.gate_up if gemm == 1 else cfgs.down
+        gated = gemm == 1
+        out_n = I if gated else H
+        a = x if gated else inter
+        wt = w13 if gated else w2
+        ws_ = w1s if gated else w2s
+        out_per_tile = cfg.block_n // 2 if gated else cfg.block_n
+        grid = (num_blocks * triton.cdiv(out_n, out_per_tile),)
+        if quant == QUANT_BLOCK:
+            bse, bsn, bsk = ws_.stride(0), ws_.stride(1), ws_.stride(2)
+        elif quant == QUANT_CHANNEL:
+            bse, bsn, bsk = ws_.stride(0), ws_.stride(1), 0
+        elif quant == QUANT_TENSOR:
+            bse, bsn, bsk = ws_.stride(0), 0, 0
+        else:
+            bse = bsn = bsk = 0
+        a_scale = ws.x_scale if gated else ws.a2_amax
+        c = inter if gated else ws.pair_out
+        moe_decode_gemm_kernel[grid](
+            a, wt, c, a_scale, ws_ if ws_ is not None else a, ws.topk_weights,
+            ws.sorted_ids, ws.expert_ids, ws.num_padded, ws.a2_amax, tile_arrivals, out,
+            num_pairs, M, out_n, a.shape[1],
+            a.stride(0), wt.stride(0), wt.stride(1), c.stride(0),
+            stride_xsm if gated else stride_a2m, bse, bsn, bsk, stride_a2m, out.stride(0),
+            A_ROWS_PER_PAIR_DIV=top_k if gated else 1,
+            GATED=gated,
+            REDUCE=not gated,
+            QUANT=quant,
+            A_SCALE_IS_AMAX=not gated,
+            AMAX_OUT=gated and quant != QUANT_NONE,
+            SCALE_BLOCK_N=128,
+            SCALE_BLOCK_K=128,
+            SWAP_AB=cfg.swap_ab,
+            BLOCK_M=block_m,
+            BLOCK_N=cfg.block_n,
+            BLOCK_K=min(cfg.block_k, 128) if quant == QUANT_BLOCK else cfg.block_k,
+            TOP_K=top_k,
+            K_POW2=k_pow2,
+            TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * cfg.block_n)),
+            FP8_MAX_C=FP8_MAX,
+            MIN_AMAX=_MIN_AMAX,
+            DOT_IN_FP32=_INTERPRETED and x.dtype == torch.bfloat16,
+            num_warps=cfg.num_warps,
+            num_stages=cfg.num_stages,
+        )
+    return out
+
+
+def fused_moe_decode_reference(
+    x: torch.Tensor,
+    router_logits: torch.Tensor,
+    w13: torch.Tensor,
+    w2: torch.Tensor,
+    top_k: int,
+    *,
+    renormalize: bool = False,
+    **fp8_kwargs,
+) -> torch.Tensor:
+    """Plain torch, fp32: :func:`softmax_topk_reference` then :func:`fused_moe_reference` ([M, H] fp32).
+
+    ``fp8_kwargs`` go to ``fused_moe_reference`` (``use_fp8_w8a8``, scales, ``quantize_activations``).
+    """
+    weights, ids = softmax_topk_reference(router_logits, top_k, renormalize)
+    return fused_moe_reference(x, w13, w2, weights, ids, **fp8_kwargs)
+
+
+def fused_moe_from_logits(
+    x: torch.Tensor,
+    router_logits: torch.Tensor,
+    w13: torch.Tensor,
+    w2: torch.Tensor,
+    top_k: int,
+    *,
+    renormalize: bool = False,
+    workspace: MoeDecodeWorkspace | None = None,
+    **fp8_kwargs,
+) -> torch.Tensor:
+    """Any M: :func:`fused_moe_decode` up to 64 tokens, else ``softmax_topk`` + ``fused_moe``."""
+    if x.dim() == 2 and 1 <= x.shape[0] <= MAX_DECODE_TOKENS:
+        return fused_moe_decode(x, router_logits, w13, w2, top_k, renormalize=renormalize, workspace=workspace,
+                                **fp8_kwargs)
+    check_router_logits(router_logits, top_k, "fused_moe_from_logits")
+    weights, ids = softmax_topk(router_logits, top_k, renormalize)
+    return fused_moe(x, w13, w2, weights, ids, **fp8_kwargs)
