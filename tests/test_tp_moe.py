@@ -167,15 +167,20 @@ def test_stock_kernels_compile_different_variants_on_ranks_with_different_stream
 def test_fixed_kernels_compile_one_variant_per_tile_config_on_both_ranks(runs: dict) -> None:
     report = runs["fixed"]["report"]
     configs = {rank: {tile_of(m) for m in stream} for rank, stream in STREAMS.items()}
-    assert configs[0] == configs[1] and len(configs[0]) == 2  # both streams touch both token tiles
-    expected = {"moe_grouped_gemm_kernel": GEMMS_PER_LAYER * len(configs[0]), "moe_topk_reduce_kernel": 1,
-                "_moe_count_kernel": 1, "_moe_block_experts_kernel": 1, "_moe_scatter_kernel": 1}
-    assert {k["name"] for k in report["kernels"]} == set(expected)
+    shared = configs[0] & configs[1]
+    assert shared  # at least one tile config both ranks use: its keys must be identical across ranks
+    # GEMM: one variant per (tile config, use) on each rank; across both ranks, the union of
+    # configs, so a config both ranks used compiled the very same key on each.
+    gemm_per_rank = {rank: GEMMS_PER_LAYER * len(used) for rank, used in configs.items()}
+    gemm_union = GEMMS_PER_LAYER * len(configs[0] | configs[1])
+    single = {"moe_topk_reduce_kernel", "_moe_count_kernel", "_moe_block_experts_kernel", "_moe_scatter_kernel"}
+    assert {k["name"] for k in report["kernels"]} == single | {"moe_grouped_gemm_kernel"}
     for kernel in report["kernels"]:
         per_rank = {p["rank"]: p["variants"] for p in kernel["by_process"]}
-        want = expected[kernel["name"]]
-        # Same count on each rank and across both: the two ranks compiled the very same keys.
-        assert per_rank == {0: want, 1: want} and kernel["variants"] == want, kernel["name"]
+        if kernel["name"] == "moe_grouped_gemm_kernel":
+            assert per_rank == gemm_per_rank and kernel["variants"] == gemm_union, (per_rank, kernel["variants"])
+        else:  # no tile config: one variant, the same key on both ranks
+            assert per_rank == {0: 1, 1: 1} and kernel["variants"] == 1, kernel["name"]
         assert kernel["fix"] is None, (kernel["name"], kernel["fix"])
 
 
