@@ -181,8 +181,8 @@ def moe_decode_route_kernel(
         # Each tile starts with a real pair (runs start tile-aligned): it labels the tile.
         tl.store(expert_ids_ptr + pos // block_m, expert, mask=valid & (rank % block_m == 0))
         if QUANT == 1:
-            amax = tl.load(x_amax_ptr, volatile=True)
-            tl.store(x_scale_ptr, tl.maximum(amax, MIN_AMAX) / FP8_MAX_C)
+            x_amax = tl.load(x_amax_ptr, volatile=True)
+            tl.store(x_scale_ptr, tl.maximum(x_amax, MIN_AMAX) / FP8_MAX_C)
             tl.store(x_amax_ptr, 0.0)
         tl.store(arrivals_ptr, 0)
 
