@@ -41,16 +41,26 @@ import torch
 import triton
 import triton.language as tl
 
-from .fused_moe import _normalize_w_scale, check_moe_inputs, fused_moe, fused_moe_reference
+from .fused_moe import (
+    _normalize_w_scale,
+    check_moe_inputs,
+    fused_moe,
+    fused_moe_reference,
+)
 from .moe_align import max_padded_len
 from .moe_configs import MoeTileConfigs, select_tile_configs
 from .moe_gemm import QUANT_BLOCK, QUANT_CHANNEL, QUANT_NONE, QUANT_TENSOR
 from .moe_quant import FP8_MAX
-from .moe_routing import check_router_logits, softmax_topk, softmax_topk_reference, softmax_topk_row
+from .moe_routing import (
+    check_router_logits,
+    softmax_topk,
+    softmax_topk_reference,
+    softmax_topk_row,
+)
 
 __all__ = [
-    "MAX_DECODE_TOKENS",
     "DECODE_LAUNCHES",
+    "MAX_DECODE_TOKENS",
     "MoeDecodeWorkspace",
     "fused_moe_decode",
     "fused_moe_decode_reference",
@@ -297,7 +307,7 @@ def moe_decode_gemm_kernel(
         if QUANT == 3:
             b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
 
-        for kb in range(0, tl.cdiv(K, BLOCK_K)):
+        for kb in range(tl.cdiv(K, BLOCK_K)):
             k_mask = offs_k < K - kb * BLOCK_K
             if SWAP_AB:
                 a = tl.load(a_ptrs, mask=pair_mask[None, :] & k_mask[:, None], other=0.0)
@@ -420,7 +430,7 @@ class MoeDecodeWorkspace:
 
     @staticmethod
     def for_layer(w13: torch.Tensor, w2: torch.Tensor, top_k: int, act_dtype: torch.dtype = torch.bfloat16,
-                  scale_group: int = 128) -> "MoeDecodeWorkspace":
+                  scale_group: int = 128) -> MoeDecodeWorkspace:
         """Allocate the buffers for the layer of ``w13`` [E, 2I, H] and ``w2`` [E, H, I]."""
         E, two_i, H = w13.shape
         I = two_i // 2

@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["softmax_topk", "softmax_topk_reference", "check_router_logits", "softmax_topk_row"]
+__all__ = ["check_router_logits", "softmax_topk", "softmax_topk_reference", "softmax_topk_row"]
 
 _INT32_MIN = tl.constexpr(-2147483648)
 

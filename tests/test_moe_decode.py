@@ -20,8 +20,7 @@ import sys
 
 import pytest
 import torch
-
-from jitguard.kernels import moe_decode, moe_routing
+from jitguard.kernels import moe_decode
 from jitguard.kernels.moe_align import moe_align_reference
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, select_tile_configs
 from jitguard.kernels.moe_decode import (

@@ -1,0 +1,318 @@
+"""H200 benchmark of the whole decode MoE layer (router logits -> output) against its byte floor.
+
+For each shape and M in {1, 2, 4, 8, 16, 32, 64}, three implementations of the same layer
+(softmax top-k routing with renormalisation, both GEMMs, SiLU*mul, weighted top-k sum), each
+captured in a CUDA graph over rotated layer copies (L2 defeated: the experts an M=1 call reads
+total >= 4x L2), median of >= 100 replays:
+
+- ``decode``: ``jitguard.kernels.moe_decode.fused_moe_decode``, three launches;
+- ``unfused``: our own chain, ``softmax_topk`` + ``fused_moe`` (alignment, quantization, two
+  GEMMs and the reduce as separate launches);
+- ``vllm``: vLLM's ``fused_moe_kernel`` (loaded at run time from the file ``--vllm-file``, with its
+  H200-tuned configs) for both GEMMs, glue in torch (softmax, topk, renormalise, silu*mul, sum),
+  alignment by our Triton ``moe_align_block_size`` and FP8 activations by our ``quantize_fp8``
+  (upstream uses CUDA ops there, with fewer launches than this glue);
+- ``vllm GEMMs``: the two vLLM GEMM launches alone on prepared inputs: a lower bound for any chain
+  built around upstream's kernel.
+
+Byte floor: the active experts' weights (and scales) of both GEMMs plus x, the logits and the
+output, over the read-only bandwidth measured in the same run. Correctness in the same run: each
+output against an fp32 torch reference, the decode routing against the stable-sort reference
+(and how often CUDA ``torch.topk`` agrees with it on tied logits), and the decode graph replayed
+three times into a NaN-filled output.
+
+    python benchmarks/bench_moe_layer.py --vllm-file .vendor/vllm_fused_moe.py \\
+        --vllm-configs .vendor/configs --out moe_layer.md
+
+Reuses bench_fused_moe.py's vLLM loader, graph timer, bandwidth probes and weight generator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+import triton
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# Importing it also makes jitguard.kernels importable from a checkout (the GPU host has no install).
+import bench_fused_moe as bfm
+from jitguard.kernels import fused_moe as fm
+from jitguard.kernels import moe_align, moe_decode, moe_quant, moe_routing
+
+# (name, E, top_k, H, I, FP8 scheme or None): the fused-MoE issue's three shapes first.
+CASES = {name: bfm.CASES[name] for name in
+         ("qwen3-30b-bf16", "mixtral-bf16", "deepseek-v3-tp2-fp8-block", "qwen3-30b-fp8-block", "mixtral-fp8-tensor")}
+DEFAULT_CASES = "qwen3-30b-bf16,mixtral-bf16,deepseek-v3-tp2-fp8-block"
+RENORMALIZE = True
+
+
+def fp8_kwargs(scheme: str | None, s13, s2) -> dict:
+    if scheme is None:
+        return {}
+    kw = {"use_fp8_w8a8": True, "w1_scale": s13, "w2_scale": s2}
+    if scheme == "channel":
+        kw["per_channel_quant"] = True
+    elif scheme == "block":
+        kw["block_shape"] = [128, 128]
+    return kw
+
+
+def count_launches(fn) -> int | None:
+    """Kernels and memsets one eager call puts on the GPU (torch profiler); None if unavailable."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+
+        fn()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        # Device-side events only: kernels, memsets and copies (runtime API calls are host events).
+        return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+    except Exception as exc:  # the count is informative only
+        print(f"# launch count unavailable: {exc!r}", flush=True)
+        return None
+
+
+def rel(out: torch.Tensor, ref: torch.Tensor) -> float:
+    if not torch.isfinite(out).all():
+        return math.inf
+    return float((out.float() - ref).norm() / ref.norm())
+
+
+def vllm_chain(vllm, vcfg, x, logits, w13, w2, s13, s2, k, E, I, scheme, bufs):
+    """Upstream's GEMM kernel with torch glue; writes the layer output into bufs['out']."""
+    act_mode = {"tensor": "tensor", "channel": "row", "block": "group"}.get(scheme)
+    probs = torch.softmax(logits.float(), dim=-1)
+    tw, ti = torch.topk(probs, k, dim=-1)
+    tw = tw / tw.sum(dim=-1, keepdim=True) if RENORMALIZE else tw
+    routing = moe_align.moe_align_block_size(ti.to(torch.int32), E, vcfg["BLOCK_SIZE_M"])
+    a1, a1s = moe_quant.quantize_fp8(x, act_mode) if scheme else (x, None)
+    bfm.launch_vllm_gemm(vllm, a1, w13, bufs["v1"], a1s, s13, None, routing, k, vcfg, scheme, False)
+    act = (torch.nn.functional.silu(bufs["v1"][:, :I]) * bufs["v1"][:, I:]).to(x.dtype)
+    a2, a2s = moe_quant.quantize_fp8(act, act_mode) if scheme else (act, None)
+    bfm.launch_vllm_gemm(vllm, a2, w2, bufs["v2"], a2s, s2, tw.reshape(-1).contiguous(), routing, 1, vcfg, scheme, True)
+    torch.sum(bufs["v2"].view(x.shape[0], k, -1), dim=1, out=bufs["out"])
+    return bufs["out"]
+
+
+def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
+    name, E, k, H, I, scheme = case
+    fp8 = scheme is not None
+    wbytes = 1 if fp8 else 2
+    scale_bytes13 = scale_bytes2 = 0
+    if scheme == "block":
+        scale_bytes13 = 4 * triton.cdiv(2 * I, 128) * triton.cdiv(H, 128)
+        scale_bytes2 = 4 * triton.cdiv(H, 128) * triton.cdiv(I, 128)
+    elif scheme == "channel":
+        scale_bytes13, scale_bytes2 = 4 * 2 * I, 4 * H
+    expert_bytes = 3 * H * I * wbytes + scale_bytes13 + scale_bytes2
+    n_layers = max(1, -(-4 * l2_bytes // (k * expert_bytes)))
+    layers = [bfm.make_layer(E, H, I, scheme, 1234 + i) for i in range(n_layers)]
+    ws = moe_decode.MoeDecodeWorkspace.for_layer(layers[0][0], layers[0][1], k, torch.bfloat16)
+    rows = []
+    for M in ms:
+        g = torch.Generator(device="cuda").manual_seed(M)
+        x = torch.randn(M, H, device="cuda", dtype=torch.bfloat16, generator=g)
+        logits = torch.randn(M, E, device="cuda", dtype=torch.float32, generator=g)
+        w13, w2, s13, s2 = layers[0]
+        fkw = fp8_kwargs(scheme, s13, s2)
+        row = {"case": name, "M": M, "n_layers": n_layers}
+
+        # ---- correctness, every implementation, same inputs ----
+        ref_w, ref_ids = moe_routing.softmax_topk_reference(logits, k, RENORMALIZE)
+        e_act = int(torch.unique(ref_ids).numel())
+        row["E_act"] = e_act
+        ref = moe_decode.fused_moe_decode_reference(
+            x, logits, w13, w2, k, renormalize=RENORMALIZE, **({**fkw, "quantize_activations": True} if fp8 else {}))
+        out = moe_decode.fused_moe_decode(x, logits, w13, w2, k, renormalize=RENORMALIZE, workspace=ws, **fkw)
+        row["err_decode"] = rel(out, ref)
+        _, ids = ws.routing(M)
+        row["routing_equal"] = bool(torch.equal(ids, ref_ids))
+        tied = (torch.randint(0, 3, (M, E), device="cuda", generator=g).float())
+        _, tied_ids = moe_routing.softmax_topk(tied, k, RENORMALIZE)
+        row["tied_routing_equal_ref"] = bool(torch.equal(tied_ids, moe_routing.softmax_topk_reference(tied, k)[1]))
+        row["tied_rows_torch_topk_agrees"] = float(
+            (torch.topk(torch.softmax(tied, -1), k).indices.to(torch.int32) == tied_ids).all(dim=1).float().mean())
+        un_out = torch.empty_like(x)
+
+        def unfused(layer, out_buf=un_out):
+            lw13, lw2, ls13, ls2 = layers[layer]
+            tw, ti = moe_routing.softmax_topk(logits, k, RENORMALIZE)
+            return fm.fused_moe(x, lw13, lw2, tw, ti, out=out_buf, **fp8_kwargs(scheme, ls13, ls2))
+
+        row["err_unfused"] = rel(unfused(0), ref)
+
+        # The decode graph replayed into a NaN-filled output: the counters reset themselves.
+        dec_out = torch.empty_like(x)
+
+        def decode(layer):
+            lw13, lw2, ls13, ls2 = layers[layer]
+            return moe_decode.fused_moe_decode(x, logits, lw13, lw2, k, renormalize=RENORMALIZE, workspace=ws,
+                                               out=dec_out, **fp8_kwargs(scheme, ls13, ls2))
+
+        decode(0)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+            decode(0)
+        torch.cuda.current_stream().wait_stream(stream)
+        replay_errs = []
+        for _ in range(3):
+            dec_out.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            replay_errs.append(rel(dec_out, ref))
+        row["err_decode_graph_replays"] = max(replay_errs)
+        del graph
+
+        res = {}
+        vcfg = None
+        if vllm is not None:
+            vcfg, source = bfm.vllm_config(configs_dir, E, I, scheme, M, vllm)
+            row["vllm_cfg"] = f"{source} BM{vcfg['BLOCK_SIZE_M']} BN{vcfg['BLOCK_SIZE_N']} BK{vcfg['BLOCK_SIZE_K']}"
+            vbufs = {"v1": torch.empty(M * k, 2 * I, device="cuda", dtype=torch.bfloat16),
+                     "v2": torch.empty(M * k, H, device="cuda", dtype=torch.bfloat16),
+                     "out": torch.empty_like(x)}
+            row["err_vllm"] = rel(vllm_chain(vllm, vcfg, x, logits, w13, w2, s13, s2, k, E, I, scheme, vbufs), ref)
+
+            def vstep(layer):
+                lw13, lw2, ls13, ls2 = layers[layer]
+                vllm_chain(vllm, vcfg, x, logits, lw13, lw2, ls13, ls2, k, E, I, scheme, vbufs)
+
+            # The two GEMMs alone, inputs prepared once (as in bench_fused_moe).
+            act_mode = {"tensor": "tensor", "channel": "row", "block": "group"}.get(scheme)
+            routing = moe_align.moe_align_block_size(ref_ids, E, vcfg["BLOCK_SIZE_M"])
+            a1, a1s = moe_quant.quantize_fp8(x, act_mode) if fp8 else (x, None)
+            inter = (torch.nn.functional.silu(vbufs["v1"][:, :I]) * vbufs["v1"][:, I:]).to(x.dtype)
+            a2, a2s = moe_quant.quantize_fp8(inter, act_mode) if fp8 else (inter, None)
+            flat_w = ref_w.reshape(-1).contiguous()
+
+            def vgemms(layer):
+                lw13, lw2, ls13, ls2 = layers[layer]
+                bfm.launch_vllm_gemm(vllm, a1, lw13, vbufs["v1"], a1s, ls13, None, routing, k, vcfg, scheme, False)
+                bfm.launch_vllm_gemm(vllm, a2, lw2, vbufs["v2"], a2s, ls2, flat_w, routing, 1, vcfg, scheme, True)
+
+        # ---- timing: every implementation in a CUDA graph over the rotated layers ----
+        res["decode"] = bfm.time_graph(decode, n_layers, replays)
+        res["unfused"] = bfm.time_graph(unfused, n_layers, replays)
+        if vllm is not None:
+            res["vllm"] = bfm.time_graph(vstep, n_layers, replays)
+            res["vllm_gemms"] = bfm.time_graph(vgemms, n_layers, replays)
+        res["decode_again"] = bfm.time_graph(decode, n_layers, replays)
+        row["launches"] = {"decode": count_launches(lambda: decode(0)), "unfused": count_launches(lambda: unfused(0))}
+        if vllm is not None:
+            row["launches"]["vllm"] = count_launches(lambda: vstep(0))
+
+        floor_bytes = e_act * expert_bytes + 2 * M * H * 2 + M * E * 4
+        row["floor_MB"] = floor_bytes / 1e6
+        row["floor_us"] = floor_bytes / bw[1] / 1e3
+        for key, us in res.items():
+            row[f"{key}_us"] = us
+            row[f"{key}_x_floor"] = us / row["floor_us"]
+        rows.append(row)
+        log(json.dumps(row))
+        print(f"{name} M={M} floor={row['floor_us']:.1f}us " + " ".join(f"{key}={v:.1f}" for key, v in res.items())
+              + f" err={row['err_decode']:.1e} routing_equal={row['routing_equal']}", flush=True)
+    return rows
+
+
+def format_table(rows, bw) -> str:
+    lines = [
+        f"read-only {bw[1]:.0f} GB/s (floor), copy {bw[0]:.0f} GB/s; us per layer (time / byte floor); "
+        "launches per layer in brackets",
+        "| case | M | E_act | floor us | decode | decode again | unfused ours | vLLM chain | vLLM GEMMs only "
+        "| err decode/replay/unfused/vllm | routing = ref | tied: ref / torch.topk |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def cell(r, key, launches=None):
+        if f"{key}_us" not in r:
+            return "-"
+        n = r.get("launches", {}).get(launches) if launches else None
+        return f"{r[key + '_us']:.1f} ({r[key + '_x_floor']:.2f}x)" + (f" [{n}]" if n is not None else "")
+
+    for r in rows:
+        errs = "/".join(f"{r[k]:.1e}" if k in r else "-" for k in ("err_decode", "err_decode_graph_replays",
+                                                                  "err_unfused", "err_vllm"))
+        lines.append("| " + " | ".join([
+            r["case"], str(r["M"]), str(r["E_act"]), f"{r['floor_us']:.1f}",
+            cell(r, "decode", "decode"), cell(r, "decode_again"), cell(r, "unfused", "unfused"),
+            cell(r, "vllm", "vllm"), cell(r, "vllm_gemms"), errs, str(r["routing_equal"]),
+            f"{r['tied_routing_equal_ref']} / {100 * r['tied_rows_torch_topk_agrees']:.0f}% rows",
+        ]) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--vllm-file", help="vLLM's model_executor/layers/fused_moe/fused_moe.py (not in this repo)")
+    p.add_argument("--vllm-configs", help="folder with vLLM's H200 fused-MoE config JSON files")
+    p.add_argument("--cases", default=DEFAULT_CASES, help=f"comma-separated, from {', '.join(CASES)}")
+    p.add_argument("--ms", default="1,2,4,8,16,32,64")
+    p.add_argument("--replays", type=int, default=100)
+    p.add_argument("--out", default="moe_layer.md", help="markdown result file (raw rows go to OUT.json)")
+    p.add_argument("--time-budget", type=float, default=1e9, help="start no new case after this many seconds")
+    args = p.parse_args()
+    if args.replays < 100:
+        p.error("--replays must be >= 100 (median of >= 100 replays)")
+    unknown = [c for c in args.cases.split(",") if c not in CASES]
+    if unknown:
+        p.error(f"unknown case(s) {unknown}; choose from {list(CASES)}")
+    ms = [int(m) for m in args.ms.split(",")]
+    if any(not 1 <= m <= moe_decode.MAX_DECODE_TOKENS for m in ms):
+        p.error(f"--ms values must be in 1..{moe_decode.MAX_DECODE_TOKENS} (the decode path)")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
+    props = torch.cuda.get_device_properties(0)
+    l2 = getattr(props, "L2_cache_size", 60 << 20)
+    bw = bfm.measure_bandwidths(args.replays)
+    header = (f"# {props.name}, torch {torch.__version__}, triton {triton.__version__}, L2 {l2 >> 20} MiB, "
+              f"copy {bw[0]:.0f} GB/s (torch copy_ {bw[2]:.0f}), read {bw[1]:.0f} GB/s")
+    print(header, flush=True)
+    all_rows = []
+    t0 = time.time()
+    out_json = Path(args.out + ".json")
+    with open(args.out + ".log", "w") as log_file:
+        def log(line):
+            log_file.write(line + "\n")
+            log_file.flush()
+        for name in args.cases.split(","):
+            if time.time() - t0 > args.time_budget:
+                print(f"# {name} skipped: time budget spent", flush=True)
+                continue
+            all_rows += bfm_safe_case(CASES[name], ms, vllm, args.vllm_configs, bw, args.replays, l2, log)
+            print(f"# {name} done at {time.time() - t0:.0f}s", flush=True)
+            out_json.write_text(json.dumps({"gpu": props.name, "torch": torch.__version__, "triton": triton.__version__,
+                                            "copy_GBs": bw[0], "read_GBs": bw[1], "rows": all_rows}, indent=1))
+    table = format_table(all_rows, bw)
+    print(table)
+    Path(args.out).write_text(
+        f"{header}\n\nCommand: python {' '.join(sys.argv)}\n\n{table}\n")
+
+
+def bfm_safe_case(case, ms, vllm, configs_dir, bw, replays, l2, log):
+    """run_case, keeping the other cases' results if one case fails."""
+    try:
+        return run_case(case, ms, vllm, configs_dir, bw, replays, l2, log)
+    except Exception:
+        print(f"# {case[0]} FAILED:", flush=True)
+        traceback.print_exc()
+        return []
+    finally:
+        gc.collect()  # the case's layer copies (GBs) go before the next case allocates its own
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
