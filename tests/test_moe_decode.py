@@ -55,7 +55,7 @@ def _compile_side() -> None:
 
 def _rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
     assert torch.isfinite(out).all(), "non-finite output"
-    return float((out.float() - ref.cpu()).norm() / ref.norm())
+    return float((out.float().cpu() - ref.cpu()).norm() / ref.norm())
 
 
 def _tied_logits(M: int, E: int, gen: torch.Generator) -> torch.Tensor:
