@@ -518,9 +518,11 @@ def fused_moe_decode(
     E = router_logits.shape[1]
     if w13.dim() == 3 and w13.shape[0] != E:
         raise ValueError(f"fused_moe_decode: router_logits scores {E} experts but w13 has {w13.shape[0]}")
+    # Shape stand-ins for the routing this call computes (allocations, no kernels).
     ids_like = torch.empty((M, top_k), dtype=torch.int32, device=x.device)
+    weights_like = torch.empty((M, top_k), dtype=torch.float32, device=x.device)
     shape = check_moe_inputs(
-        x, w13, w2, ids_like.float(), ids_like,
+        x, w13, w2, weights_like, ids_like,
         use_fp8_w8a8=use_fp8_w8a8, per_channel_quant=per_channel_quant, block_shape=block_shape,
     )
     quant = _quant_of(use_fp8_w8a8, per_channel_quant, block_shape)

@@ -20,6 +20,8 @@ import sys
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from triton.runtime.jit import JITFunction
 from jitguard.kernels import moe_decode
 from jitguard.kernels.moe_align import moe_align_reference
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, select_tile_configs
@@ -353,3 +355,52 @@ def test_real_sm90_compile_of_each_path(path):
         assert want in kinds, f"expected wgmma m64n{want[0]} {want[1]}, found {sorted(kinds)}"
     if fp8 and tile.swap_ab:
         assert not any(re.search(r"cvt\.rn\.f16x2\.e4m3x2", ptx) for ptx in gemm_ptx), "FP8 operands converted to f16"
+
+
+# ---- launch count: three Triton launches, no torch kernels in between ---------------------------------
+
+_NO_KERNEL_OPS = {"empty", "empty_like", "empty_strided", "view", "_unsafe_view", "slice", "select", "alias",
+                  "as_strided", "_reshape_alias", "reshape", "unsqueeze", "expand", "t", "detach", "lift_fresh"}
+
+
+class _AtenOps(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("scheme", ["bf16", "block"])
+def test_decode_is_three_launches_with_a_workspace(scheme, monkeypatch):
+    """What a CUDA graph of the layer would hold: the route kernel, gate_up, down; nothing else.
+
+    Counts every Triton launch (JITFunction.run) and every torch op that would run a kernel."""
+    _compile_side()
+    E, k, H, I, M = 8, 2, 256, 256, 5
+    fp8 = scheme != "bf16"
+    wdtype = FP8 if fp8 else torch.bfloat16
+    w13, w2 = torch.zeros(E, 2 * I, H, dtype=wdtype), torch.zeros(E, H, I, dtype=wdtype)
+    kw = {}
+    if fp8:
+        kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": torch.ones(E, 4, 2),
+              "w2_scale": torch.ones(E, 2, 2)}
+    x, logits = torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E)
+    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    out = torch.empty_like(x)
+    launches: list[str] = []
+    real_run = JITFunction.run
+
+    def counting_run(self, *args, **kwargs):
+        launches.append(self.fn.__name__)
+        return real_run(self, *args, **kwargs)
+
+    monkeypatch.setattr(JITFunction, "run", counting_run)
+    with jitguard.offline(compile=False), _AtenOps() as aten:
+        fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out, **kw)
+    assert launches == ["moe_decode_route_kernel", "moe_decode_gemm_kernel", "moe_decode_gemm_kernel"]
+    assert moe_decode.DECODE_LAUNCHES == len(launches)
+    kernel_ops = [op for op in aten.ops if op not in _NO_KERNEL_OPS]
+    assert kernel_ops == [], f"torch ops that launch kernels: {kernel_ops}"
