@@ -210,6 +210,14 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
             res["vllm"] = bfm.time_graph(vstep, n_layers, replays)
             res["vllm_gemms"] = bfm.time_graph(vgemms, n_layers, replays)
         res["decode_again"] = bfm.time_graph(decode, n_layers, replays)
+        # Where the decode time goes: each of its launches alone (the workspace holds the
+        # earlier stages' results from the runs above).
+        plans = [moe_decode.plan_fused_moe_decode(
+            x, logits, layers[i][0], layers[i][1], k, renormalize=RENORMALIZE, workspace=ws, out=dec_out,
+            **fp8_kwargs(scheme, layers[i][2], layers[i][3])) for i in range(n_layers)]
+        for stage, (stage_name, _) in enumerate(plans[0].launches):
+            res[f"stage_{stage_name}"] = bfm.time_graph(lambda layer, st=stage: plans[layer].launches[st][1](),
+                                                        n_layers, replays)
         row["launches"] = {"decode": count_launches(lambda: decode(0)), "unfused": count_launches(lambda: unfused(0))}
         if vllm is not None:
             row["launches"]["vllm"] = count_launches(lambda: vstep(0))
@@ -232,8 +240,9 @@ def format_table(rows, bw) -> str:
         f"read-only {bw[1]:.0f} GB/s (floor), copy {bw[0]:.0f} GB/s; us per layer (time / byte floor); "
         "launches per layer in brackets",
         "| case | M | E_act | floor us | decode | decode again | unfused ours | vLLM chain | vLLM GEMMs only "
+        "| decode stages alone: route / gate_up / down us "
         "| err decode/replay/unfused/vllm | routing = ref | tied: ref / torch.topk |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def cell(r, key, launches=None):
@@ -248,7 +257,9 @@ def format_table(rows, bw) -> str:
         lines.append("| " + " | ".join([
             r["case"], str(r["M"]), str(r["E_act"]), f"{r['floor_us']:.1f}",
             cell(r, "decode", "decode"), cell(r, "decode_again"), cell(r, "unfused", "unfused"),
-            cell(r, "vllm", "vllm"), cell(r, "vllm_gemms"), errs, str(r["routing_equal"]),
+            cell(r, "vllm", "vllm"), cell(r, "vllm_gemms"),
+            " / ".join(f"{r[f'stage_{st}_us']:.1f}" if f"stage_{st}_us" in r else "-" for st in ("route", "gate_up", "down")),
+            errs, str(r["routing_equal"]),
             f"{r['tied_routing_equal_ref']} / {100 * r['tied_rows_torch_topk_agrees']:.0f}% rows",
         ]) + " |")
     return "\n".join(lines)

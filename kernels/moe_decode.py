@@ -34,7 +34,9 @@ per channel, block 128x128), with dynamic activation scales only. For M > 64,
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -61,10 +63,12 @@ from .moe_routing import (
 __all__ = [
     "DECODE_LAUNCHES",
     "MAX_DECODE_TOKENS",
+    "DecodePlan",
     "MoeDecodeWorkspace",
     "fused_moe_decode",
     "fused_moe_decode_reference",
     "fused_moe_from_logits",
+    "plan_fused_moe_decode",
 ]
 
 MAX_DECODE_TOKENS = 64
@@ -484,7 +488,7 @@ def _quant_of(use_fp8_w8a8: bool, per_channel_quant: bool, block_shape) -> int:
     return QUANT_CHANNEL if per_channel_quant else QUANT_TENSOR
 
 
-def fused_moe_decode(
+def plan_fused_moe_decode(
     x: torch.Tensor,
     router_logits: torch.Tensor,
     w13: torch.Tensor,
@@ -500,12 +504,12 @@ def fused_moe_decode(
     tile_configs: MoeTileConfigs | None = None,
     workspace: MoeDecodeWorkspace | None = None,
     out: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """The whole MoE layer for M <= 64 tokens in three launches (see the module docstring): [M, H].
+) -> DecodePlan:
+    """Validate one decode-layer call and prepare its launches without running them.
 
-    ``router_logits`` [M, E] (fp32/bf16/fp16). The routing it chose is left in
-    ``workspace.routing(M)``. Weights and scales as in :func:`fused_moe`; activation scales are
-    always dynamic.
+    Same arguments as :func:`fused_moe_decode`. Running ``plan.launches`` in order computes the
+    layer into ``plan.out``; each launch can also be run (and timed) on its own once the earlier
+    ones have run, since they only read the workspace.
     """
     check_router_logits(router_logits, top_k, "fused_moe_decode")
     M = x.shape[0] if x.dim() == 2 else -1
@@ -567,7 +571,9 @@ def fused_moe_decode(
     stride_xsm = xs_cols if quant == QUANT_BLOCK else (1 if quant == QUANT_CHANNEL else 0)
     stride_a2m = a2_cols if quant == QUANT_BLOCK else (1 if quant == QUANT_CHANNEL else 0)
 
-    moe_decode_route_kernel[(M,)](
+    launches: list[tuple[str, Callable[[], object]]] = []
+    launches.append(("route", functools.partial(
+        moe_decode_route_kernel[(M,)],
         router_logits, x, ws.topk_ids, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded,
         ws.counts, ws.starts, ws.x_scale, x_amax, ws.a2_amax, route_arrivals,
         M, E, H, router_logits.stride(0), x.stride(0), stride_xsm, a2_cols,
@@ -576,7 +582,7 @@ def fused_moe_decode(
         P_POW2=triton.next_power_of_2(MAX_DECODE_TOKENS * top_k), RENORMALIZE=bool(renormalize),
         QUANT=quant, GROUP=128, BLOCK_H=_ROUTE_BLOCK_H, FILL_BLOCK=_FILL_BLOCK,
         FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
-    )
+    )))
     inter = ws.inter[:num_pairs]
     for gemm in (1, 2):
         cfg = cfgs.gate_up if gemm == 1 else cfgs.down
@@ -597,7 +603,8 @@ def fused_moe_decode(
             bse = bsn = bsk = 0
         a_scale = ws.x_scale if gated else ws.a2_amax
         c = inter if gated else ws.pair_out
-        moe_decode_gemm_kernel[grid](
+        launches.append(("gate_up" if gated else "down", functools.partial(
+            moe_decode_gemm_kernel[grid],
             a, wt, c, a_scale, ws_ if ws_ is not None else a, ws.topk_weights,
             ws.sorted_ids, ws.expert_ids, ws.num_padded, ws.a2_amax, tile_arrivals, out,
             num_pairs, M, out_n, a.shape[1],
@@ -623,8 +630,49 @@ def fused_moe_decode(
             DOT_IN_FP32=_INTERPRETED and x.dtype == torch.bfloat16,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
-        )
-    return out
+        )))
+    return DecodePlan(out, tuple(launches))
+
+
+@dataclass(frozen=True)
+class DecodePlan:
+    """The output buffer of one decode-layer call and its launches, in order, by stage name."""
+
+    out: torch.Tensor
+    launches: tuple[tuple[str, Callable[[], object]], ...]
+
+
+def fused_moe_decode(
+    x: torch.Tensor,
+    router_logits: torch.Tensor,
+    w13: torch.Tensor,
+    w2: torch.Tensor,
+    top_k: int,
+    *,
+    renormalize: bool = False,
+    use_fp8_w8a8: bool = False,
+    per_channel_quant: bool = False,
+    block_shape: list[int] | None = None,
+    w1_scale: torch.Tensor | None = None,
+    w2_scale: torch.Tensor | None = None,
+    tile_configs: MoeTileConfigs | None = None,
+    workspace: MoeDecodeWorkspace | None = None,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The whole MoE layer for M <= 64 tokens in three launches (see the module docstring): [M, H].
+
+    ``router_logits`` [M, E] (fp32/bf16/fp16). The routing it chose is left in
+    ``workspace.routing(M)``. Weights and scales as in :func:`fused_moe`; activation scales are
+    always dynamic.
+    """
+    plan = plan_fused_moe_decode(
+        x, router_logits, w13, w2, top_k, renormalize=renormalize, use_fp8_w8a8=use_fp8_w8a8,
+        per_channel_quant=per_channel_quant, block_shape=block_shape, w1_scale=w1_scale, w2_scale=w2_scale,
+        tile_configs=tile_configs, workspace=workspace, out=out,
+    )
+    for _, launch in plan.launches:
+        launch()
+    return plan.out
 
 
 def fused_moe_decode_reference(

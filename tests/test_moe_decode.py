@@ -20,8 +20,6 @@ import sys
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from triton.runtime.jit import JITFunction
 from jitguard.kernels import moe_decode
 from jitguard.kernels.moe_align import moe_align_reference
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, select_tile_configs
@@ -33,6 +31,8 @@ from jitguard.kernels.moe_decode import (
     fused_moe_from_logits,
 )
 from jitguard.kernels.moe_routing import softmax_topk, softmax_topk_reference
+from torch.utils._python_dispatch import TorchDispatchMode
+from triton.runtime.jit import JITFunction
 
 import jitguard
 from jitguard import triton_compat
