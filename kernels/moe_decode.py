@@ -410,7 +410,8 @@ class MoeDecodeWorkspace:
     """Device buffers of the decode path for one layer shape, reused by every call and graph replay.
 
     Sized for ``MAX_DECODE_TOKENS`` tokens; the counters in ``flags`` are zero between calls
-    (each call leaves them zero), so a captured graph needs no memset.
+    (each call leaves them zero), so a captured graph needs no memset. Calls that share a
+    workspace must be ordered (one stream): two in flight at once would mix their counters.
     """
 
     num_experts: int
