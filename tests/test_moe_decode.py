@@ -404,3 +404,32 @@ def test_decode_is_three_launches_with_a_workspace(scheme, monkeypatch):
     assert moe_decode.DECODE_LAUNCHES == len(launches)
     kernel_ops = [op for op in aten.ops if op not in _NO_KERNEL_OPS]
     assert kernel_ops == [], f"torch ops that launch kernels: {kernel_ops}"
+
+
+# ---- CUDA graphs (GPU only) ---------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M", [1, 7, 64])
+def test_cuda_graph_replays_follow_new_inputs(M):
+    """One capture, several replays with new tokens copied into the captured inputs: every replay
+    is right, so nothing in the graph depends on the routing seen at capture time."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    E, k, H, I = 16, 4, 256, 128
+    gen = torch.Generator().manual_seed(M)
+    x, logits, w13, w2 = _layer(M, E, k, H, I, gen, "cuda")
+    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    out = torch.empty_like(x)
+    fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out)  # compile outside capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out)
+    for _ in range(3):
+        x.copy_(torch.randn(M, H, generator=gen).to(torch.bfloat16))
+        logits.copy_(torch.randn(M, E, generator=gen))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True)
+        assert _rel_err(out, ref) < 1.5e-2
