@@ -15,6 +15,8 @@ total >= 4x L2), median of >= 100 replays:
 - ``vllm GEMMs``: the two vLLM GEMM launches alone on prepared inputs: a lower bound for any chain
   built around upstream's kernel.
 
+Also timed: each of the decode path's three launches alone (where its time goes).
+
 Byte floor: the active experts' weights (and scales) of both GEMMs plus x, the logits and the
 output, over the read-only bandwidth measured in the same run. Correctness in the same run: each
 output against an fp32 torch reference, the decode routing against the stable-sort reference
