@@ -17,6 +17,10 @@ as upstream does: per-tensor ``w1_scale`` [E], per-channel (``per_channel_quant=
 fly: per tensor (dynamic, or static ``a1_scale`` / ``a2_scale``), per token for per-channel
 weights, per token and 128 columns for block weights.
 
+Decode (M <= 64, from router logits): ``fused_moe_decode(x, router_logits, w13, w2, top_k, ...)``
+runs routing to output in 3 launches (``kernels/moe_decode.py``); ``fused_moe_from_logits`` picks
+it for M <= 64 and this layer above.
+
 >>> out = fused_moe(x, w13, w2, topk_weights, topk_ids)  # doctest: +SKIP
 """
 
@@ -371,3 +375,14 @@ def fused_moe_reference(
         y = (act @ w2f.T) * topk_weights[tok, slot].float()[:, None]
         out.index_add_(0, tok, y)
     return out
+
+
+_DECODE_NAMES = ("fused_moe_decode", "fused_moe_from_logits")
+
+
+def __getattr__(name: str):  # noqa: ANN202 - PEP 562 module attribute
+    # The decode path (kernels/moe_decode.py) builds on this module, so it loads on first use.
+    if name in _DECODE_NAMES:
+        from . import moe_decode
+        return getattr(moe_decode, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
