@@ -241,6 +241,15 @@ def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEve
         if entry["advice"] == "do_not_specialize_on_alignment" and one_seen.get(param_name):
             entry["advice"] = "do_not_specialize"
 
+    # Each distinct variant once, with its classes and options: enough for `jitguard warmup-plan`
+    # to rebuild it from this report alone, after the logs are gone.
+    variant_list: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event.key not in variant_list:
+            variant_list[event.key] = {"key": event.key, "triton_version": event.triton_version,
+                                       "params": {n: spec.to_dict() for n, spec in event.params.items()},
+                                       "options": dict(event.options), "compile_ms": event.compile_ms}
+
     # One fix per parameter, from its strongest advice across every process.
     strongest = [Cause(param, "", "", entry["advice"]) for param, entry in params.items() if entry["advice"]]
     total_ms = sum(event.compile_ms or 0.0 for event in events)
@@ -258,6 +267,7 @@ def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEve
         "params": params,
         "causes": sorted(causes.values(), key=lambda c: -c["count"]),
         "fix": fix_hint(strongest) or None,
+        "variant_list": list(variant_list.values()),
     }
 
 

@@ -138,12 +138,18 @@ def _events_from(source: Any) -> list[CompileEvent]:
 
 
 def _events_from_report(report: dict, where: str) -> list[CompileEvent]:
-    """A `jitguard report --json` holds per-kernel summaries, not each variant's arguments: read
-    the logs it was merged from (its `directory`)."""
+    """The variants a `jitguard report --json` lists per kernel (`variant_list`); a report written
+    before reports carried them is read through the logs it was merged from (its `directory`)."""
     from jitguard.report import ReportInputError, load_logs
 
     if "kernels" not in report or "directory" not in report:
         raise PlanInputError(f"{where}: not a `jitguard report --json` output (no 'kernels'/'directory')")
+    kernels = report["kernels"]
+    if kernels and all("variant_list" in kernel for kernel in kernels):
+        return [CompileEvent.from_dict({"kernel": kernel["name"], "module": kernel.get("module") or "",
+                                        "file": kernel.get("file") or "", "line": kernel.get("line") or 0,
+                                        **variant})
+                for kernel in kernels for variant in kernel["variant_list"]]
     directory = report["directory"]
     try:
         return load_logs(directory).events

@@ -89,21 +89,35 @@ def test_plan_from_real_compiles_makes_the_same_traffic_compile_nothing(tmp_path
     assert "add_one_kernel: 5 variant(s)" in replay.stderr
 
 
-def test_report_json_is_accepted_while_its_logs_exist(tmp_path: Path) -> None:
+def test_report_json_is_a_plan_source_on_its_own(tmp_path: Path) -> None:
     from jitguard.events import CompileEvent, ParamSpec, to_json_line
     from jitguard.report import build_report
 
     logs = tmp_path / "logs"
     logs.mkdir()
-    event = CompileEvent(kernel="add_one_kernel", module="tests.kernels_for_tests", file="k.py", key="k1",
-                         params={"n": ParamSpec("int", "i32", "div16")}, options={"num_warps": 4})
-    (logs / "host-1.ndjson").write_text(to_json_line(event) + "\n")
+    events = [CompileEvent(kernel="add_one_kernel", module="tests.kernels_for_tests", file="k.py", key=key,
+                           params={"n": ParamSpec("int", "i32", spec, observed=value)},
+                           options={"num_warps": 4, "passed": {}}, triton_version="3.9.0")
+              for key, spec, value in (("k1", "div16", 16), ("k2", "plain", 17), ("k1", "div16", 32))]
+    (logs / "host-1.ndjson").write_text("".join(to_json_line(e) + "\n" for e in events))
+    report = build_report(logs)
     report_path = tmp_path / "report.json"
-    report_path.write_text(json.dumps(build_report(logs)))
-    assert build_plan(str(report_path))["variants"] == 1
-    for file in logs.iterdir():
+    report_path.write_text(json.dumps(report))
+    from_logs = build_plan(str(logs))
+    for file in logs.iterdir():  # the logs are gone: the report alone must do
         file.unlink()
     logs.rmdir()
+    from_report = build_plan(str(report_path))
+    assert from_report["variants"] == from_logs["variants"] == 2
+    assert from_report["kernels"] == from_logs["kernels"]
+    result = CliRunner().invoke(warmup_plan_command, [str(report_path), "-o", str(tmp_path / "p.json")])
+    assert result.exit_code == 0, result.output
+
+
+def test_an_older_report_without_variants_needs_its_logs(tmp_path: Path) -> None:
+    report = {"directory": str(tmp_path / "gone"), "kernels": [{"name": "k", "variants": 1}]}
+    report_path = tmp_path / "old-report.json"
+    report_path.write_text(json.dumps(report))
     result = CliRunner().invoke(warmup_plan_command, [str(report_path), "-o", str(tmp_path / "p.json")])
     assert result.exit_code == 2
     assert "pass the directory of NDJSON logs instead" in result.output
