@@ -47,17 +47,23 @@ SMEM_LIMIT = 224 * 1024
 DEVICE = os.environ.get("TUNE_FUSED_MOE_DEVICE", "cuda")
 
 
-@dataclass(frozen=True)
-class Tile:
-    """A candidate tile (the fields of moe_configs.TileConfig)."""
+def _load_moe_configs(path: Path, name: str):
+    """kernels/moe_configs.py by path: it needs neither torch nor an installed jitguard."""
+    import importlib.util
 
-    block_m: int
-    block_n: int
-    block_k: int
-    group_m: int
-    num_warps: int
-    num_stages: int
-    swap_ab: bool
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+_TABLE_MODULE = _load_moe_configs(CONFIGS_FILE, "jitguard_tune_moe_configs")
+
+
+@dataclass(frozen=True)
+class Tile(_TABLE_MODULE.TileConfig):
+    """A candidate tile: moe_configs.TileConfig's fields, with a label and its swap twin."""
 
     def label(self) -> str:
         return (f"BM{self.block_m} BN{self.block_n} BK{self.block_k} G{self.group_m} w{self.num_warps} "
@@ -479,12 +485,7 @@ def _row_src(g1, g2) -> str:
 
 def write_table(result: dict, path: Path = CONFIGS_FILE) -> str:
     """Rewrite TILE_TABLE in moe_configs.py with the tuned rows; returns a summary of what changed."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("moe_configs_for_tuning", path)
-    mc = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mc  # dataclasses look their module up while the class is made
-    spec.loader.exec_module(mc)
+    mc = _load_moe_configs(path, "moe_configs_for_tuning")
     table = {cls: [(m, cfg, None) for m, cfg in rows] for cls, rows in mc.TILE_TABLE.items()}
     summary = []
     for row in TUNED_ROWS:
