@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -25,8 +23,9 @@ from jitguard.kernels.moe_align import moe_align_block_size, moe_align_reference
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 from jitguard.kernels.moe_quant import quantize_fp8, quantize_fp8_reference
 
+from tests.interpreter_child import INTERPRETED, maths_device, run_under_interpreter
+
 IN_CHILD = os.environ.get("JITGUARD_FUSED_MOE_MATH_CHILD") == "1"
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 # (M, E, top_k, H, I): decode and a few tokens per expert, non-multiple-of-tile sizes included.
 SHAPES = [(1, 8, 2, 128, 64), (5, 8, 2, 192, 96), (19, 16, 4, 128, 48)]
@@ -38,11 +37,7 @@ TILES = {
 
 
 def _device() -> str:
-    if torch.cuda.is_available():
-        return "cuda"
-    if IN_CHILD and INTERPRETED:
-        return "cpu"
-    pytest.skip("runs on a GPU, or on the CPU via test_math_under_interpreter")
+    return maths_device(IN_CHILD)
 
 
 def _routing(M: int, E: int, k: int, device: str, gen: torch.Generator):
@@ -182,12 +177,6 @@ def test_math_under_interpreter():
     """Every case above, once, in a child process with TRITON_INTERPRET=1 (CPU only)."""
     if IN_CHILD or torch.cuda.is_available():
         pytest.skip("this is the parent of the interpreter run")
-    env = dict(os.environ, TRITON_INTERPRET="1", JITGUARD_FUSED_MOE_MATH_CHILD="1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist", __file__],
-        env=env, capture_output=True, text=True, timeout=600,
-    )
-    tail = (proc.stdout + proc.stderr)[-4000:]
-    assert proc.returncode == 0, tail
+    tail = run_under_interpreter(__file__, "JITGUARD_FUSED_MOE_MATH_CHILD")
     # Only this parent test may skip itself in the child; every maths case must have run.
     assert re.search(r"\b\d+ passed, 1 skipped\b", tail), tail

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -37,17 +35,14 @@ from triton.runtime.jit import JITFunction
 import jitguard
 from jitguard import triton_compat
 
+from tests.interpreter_child import INTERPRETED, maths_device, run_under_interpreter
+
 IN_CHILD = os.environ.get("JITGUARD_MOE_DECODE_CHILD") == "1"
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 FP8 = torch.float8_e4m3fn
 
 
 def _device() -> str:
-    if torch.cuda.is_available():
-        return "cuda"
-    if IN_CHILD and INTERPRETED:
-        return "cpu"
-    pytest.skip("runs on a GPU, or on the CPU via test_math_under_interpreter")
+    return maths_device(IN_CHILD)
 
 
 def _compile_side() -> None:
@@ -202,14 +197,7 @@ def test_math_under_interpreter():
     """Every maths case above, once, in a child process with TRITON_INTERPRET=1 (CPU only)."""
     if IN_CHILD or torch.cuda.is_available():
         pytest.skip("this is the parent of the interpreter run")
-    env = dict(os.environ, TRITON_INTERPRET="1", JITGUARD_MOE_DECODE_CHILD="1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist",
-         "-k", "test_math_ and not under_interpreter", __file__],
-        env=env, capture_output=True, text=True, timeout=600,
-    )
-    tail = (proc.stdout + proc.stderr)[-4000:]
-    assert proc.returncode == 0, tail
+    tail = run_under_interpreter(__file__, "JITGUARD_MOE_DECODE_CHILD", "-k", "test_math_ and not under_interpreter")
     assert re.search(r"\b\d+ passed\b", tail) and "skipped" not in tail, tail
 
 
