@@ -170,13 +170,6 @@ def redact_argv(argv: list[str]) -> list[str]:
     return out
 
 
-class _KernelHistory:
-    """What one kernel compiled in this process: {key: (params, options)}."""
-
-    def __init__(self) -> None:
-        self.variants: dict[Any, tuple] = {}
-
-
 class Monitor:
     """The one installed monitor (see module docstring). Use `install()` / `watch()`, not this class."""
 
@@ -197,7 +190,7 @@ class Monitor:
         self.events: list[CompileEvent] = []
         self.recorders: list[Recorder] = []
         self.listeners: list[Callable[[CompileEvent], None]] = []
-        self._histories: dict[Any, _KernelHistory] = {}
+        self._histories: dict[Any, dict[Any, tuple]] = {}  # kernel -> {key: (params, options)} it compiled
         self._previous: dict[str, Callable | None] = {}
         self._ours: dict[str, Callable] = {}
         self._local = threading.local()
@@ -353,13 +346,13 @@ class Monitor:
         with self._lock:
             if jit_fn not in self._histories:
                 self._warn_unknown_demotions(jit_fn)
-            history = self._histories.setdefault(jit_fn, _KernelHistory())
             cache = tc.kernel_cache(jit_fn, device)
             # Forget variants Triton no longer holds (a cleared cache, keys-only sweeps that ended).
-            history.variants = {k: v for k, v in history.variants.items() if k in cache and k != key}
-            causes = explain_recompile(params, options, list(history.variants.values()))
-            history.variants[key] = (params, options)
-            variant = max(len(cache), len(history.variants))
+            history = {k: v for k, v in self._histories.get(jit_fn, {}).items() if k in cache and k != key}
+            causes = explain_recompile(params, options, list(history.values()))
+            history[key] = (params, options)
+            self._histories[jit_fn] = history
+            variant = max(len(cache), len(history))
         if variant > 1 and not causes:
             causes = [Cause("(unknown)", "variants compiled before jitguard was watching", "this variant", None,
                             "install jitguard earlier (jitguard run, or JITGUARD=1) to see what changed")]
@@ -374,8 +367,8 @@ class Monitor:
         return event
 
     def _warn_unknown_demotions(self, jit_fn: Any) -> None:
+        file, line = self._tc.kernel_location(jit_fn)
         for option, entry in self._tc.unknown_demotion_names(jit_fn):
-            file, line = self._tc.kernel_location(jit_fn)
             self._write_line(f"[jitguard] warning: {self._tc.kernel_name(jit_fn)} ({file}:{line}): {option} lists "
                              f"{entry!r}, which is not a parameter; Triton ignores it silently "
                              f"(parameters: {', '.join(self._tc.param_names(jit_fn))})")
