@@ -146,7 +146,7 @@ class _KeysOnlyKernel:
         return lambda *args, **kwargs: None
 
 
-_state = {"depth": 0, "keys_only": 0}
+_state = {"keys_only": 0}  # open compile=False contexts
 _state_lock = threading.RLock()
 _real_compile: Any = None
 _stubbed_kernels: list = []  # JITFunctions whose cache holds _KeysOnlyKernel entries
@@ -199,7 +199,6 @@ def offline(arch: int = 90, compile: bool = True) -> Iterator[Any]:  # noqa: A00
         _saved_drivers.append(triton_compat.get_active_driver_raw())
         triton_compat.set_active_driver_raw(driver_class(arch))
         _install_compile_dispatch()
-        _state["depth"] += 1
         if not compile:
             _state["keys_only"] += 1
     try:
@@ -210,13 +209,7 @@ def offline(arch: int = 90, compile: bool = True) -> Iterator[Any]:  # noqa: A00
                 _state["keys_only"] -= 1
                 if _state["keys_only"] == 0:
                     _drop_stub_entries()
-            _state["depth"] -= 1
             triton_compat.set_active_driver_raw(_saved_drivers.pop())
-
-
-def is_active() -> bool:
-    """Whether an offline context (or JITGUARD_OFFLINE) is active in this process."""
-    return _state["depth"] > 0 or _env_driver is not None
 
 
 def activate_from_env(value: str | None) -> bool:
