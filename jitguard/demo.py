@@ -163,17 +163,14 @@ class _EchoStream:
 
 def _fix_arguments(events: list) -> list[str]:
     """--param KERNEL:PARAM[:align] for every demotable cause, as `jitguard fix` takes them."""
-    from jitguard.explain import fix_hint  # noqa: F401 - same advice rules as the log line
-    chosen: dict[str, str] = {}
-    for event in events:
-        for cause in event.causes:
-            if cause.advice in ("do_not_specialize", "int64"):
-                chosen[cause.param] = ""
-            elif cause.advice in ("do_not_specialize_on_alignment", "caller_alignment"):
-                chosen.setdefault(cause.param, ":align")
+    from jitguard.events import OPTION_FOR_ADVICE
+    from jitguard.explain import without_weaker_advice
     args: list[str] = []
-    for param, suffix in chosen.items():
-        args += ["--param", f"per_token_quant_kernel:{param}{suffix}"]
+    for cause in without_weaker_advice(c for event in events for c in event.causes):
+        option = OPTION_FOR_ADVICE.get(cause.advice or "")
+        spec = f"per_token_quant_kernel:{cause.param}" + (":align" if option == "do_not_specialize_on_alignment" else "")
+        if option and spec not in args:
+            args += ["--param", spec]
     return args
 
 

@@ -31,6 +31,16 @@ ADVICE_CODES = (
     "expected",  # dtype, launch options, autotune configs: information only
 )
 
+# The decorator option each advice code asks for (None: not a decorator edit).
+OPTION_FOR_ADVICE: dict[str, str | None] = {
+    "do_not_specialize": "do_not_specialize",
+    "int64": "do_not_specialize",
+    "do_not_specialize_on_alignment": "do_not_specialize_on_alignment",
+    "caller_alignment": "do_not_specialize_on_alignment",
+    "constexpr_values": None,
+    "expected": None,
+}
+
 
 @dataclass
 class ParamSpec:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Sequence
 
-from jitguard.events import Cause, CompileEvent, ParamSpec
+from jitguard.events import OPTION_FOR_ADVICE, Cause, CompileEvent, ParamSpec
 
 _CWD = os.getcwd().rstrip("/") + "/"
 
@@ -195,11 +195,6 @@ def explain_recompile(params: dict[str, ParamSpec], options: dict[str, Any],
     return causes
 
 
-_DEMOTING_ADVICE = {"do_not_specialize": "do_not_specialize", "int64": "do_not_specialize",
-                    "do_not_specialize_on_alignment": "do_not_specialize_on_alignment",
-                    "caller_alignment": "do_not_specialize_on_alignment"}
-
-
 def without_weaker_advice(causes: Iterable[Cause]) -> list[Cause]:
     """Drop alignment-only advice for a parameter that also needs do_not_specialize (which covers it)."""
     causes = list(causes)
@@ -216,7 +211,7 @@ def fix_hint(causes: Iterable[Cause]) -> str:
     causes = without_weaker_advice(causes)
     lists: dict[str, list[str]] = {}
     for cause in causes:
-        option = _DEMOTING_ADVICE.get(cause.advice or "")
+        option = OPTION_FOR_ADVICE.get(cause.advice or "")
         if option and cause.param not in lists.setdefault(option, []):
             lists[option].append(cause.param)
     parts = []

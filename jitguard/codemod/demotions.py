@@ -10,15 +10,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-#: advice code -> the decorator option that carries it out (None: nothing to rewrite).
-OPTION_FOR_ADVICE: dict[str, str | None] = {
-    "do_not_specialize": "do_not_specialize",
-    "int64": "do_not_specialize",
-    "do_not_specialize_on_alignment": "do_not_specialize_on_alignment",
-    "caller_alignment": "do_not_specialize_on_alignment",
-    "constexpr_values": None,
-    "expected": None,
-}
+from jitguard.events import OPTION_FOR_ADVICE  # advice code -> decorator option (None: no rewrite)
 
 #: why some advice is not a decorator edit, said once per code in the summary.
 NO_REWRITE_REASON = {
