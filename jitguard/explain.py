@@ -18,7 +18,6 @@ from typing import Any, Iterable, Sequence
 
 from jitguard.events import OPTION_FOR_ADVICE, Cause, CompileEvent, ParamSpec
 
-_CWD = os.getcwd().rstrip("/") + "/"
 
 Variant = tuple[dict[str, ParamSpec], dict[str, Any]]  # (params, launch options)
 
@@ -228,12 +227,16 @@ def fix_hint(causes: Iterable[Cause]) -> str:
     return "; ".join(parts)
 
 
-def _short_path(path: str, keep: int = 3) -> str:
-    """A path relative to the working directory when under it, else its last `keep` components."""
-    if path.startswith(_CWD):
-        return path[len(_CWD):]
-    pieces = path.replace("\\", "/").split("/")
-    return ".../" + "/".join(pieces[-keep:]) if len(pieces) > keep else path
+def short_path(path: str, keep: int | None = None, elided: str = ".../") -> str:
+    """`path` relative to the working directory when under it; else, with `keep`, its last `keep`
+    components after `elided`, or the whole path (':line' suffixes are kept either way)."""
+    cwd = os.getcwd().rstrip(os.sep) + os.sep
+    if path.startswith(cwd):
+        return path[len(cwd):]
+    pieces = path.split(os.sep)
+    if keep is None or len(pieces) <= keep:
+        return path
+    return elided + os.sep.join(pieces[-keep:])
 
 
 def format_event_line(event: CompileEvent) -> str:
@@ -244,13 +247,13 @@ def format_event_line(event: CompileEvent) -> str:
         what = "new variant (expected)"  # a tile config, dtype or option switch: nothing to fix
     else:
         what = "recompile"
-    where = f"{_short_path(event.file)}:{event.line}" if event.file else "?"
+    where = f"{short_path(event.file, keep=3)}:{event.line}" if event.file else "?"
     ms = f"{event.compile_ms:.0f} ms" if event.compile_ms is not None else "? ms"
     if event.disk_cache_hit:
         ms += " (disk cache hit)"
     head = f"[jitguard] {what} {event.kernel}#{event.variant} ({where}) {ms}"
     if event.call_site:
-        head += f", called from {_short_path(event.call_site)}"
+        head += f", called from {short_path(event.call_site, keep=3)}"
     if event.phase == "serving":
         head += " [serving]"
     if event.autotuning:

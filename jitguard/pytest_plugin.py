@@ -251,8 +251,7 @@ def summary_lines(per_test: dict[str, list[dict]]) -> list[str]:
     lines.append("per kernel:")
     from jitguard.events import Cause
     from jitguard.explain import fix_hint
-    from jitguard.explain import without_weaker_advice
-    from jitguard.recompile_guard import short_path
+    from jitguard.explain import short_path, without_weaker_advice
     rows: dict[tuple[str, str], dict] = {}
     for nodeid, compiles in compiled.items():
         for c in compiles:

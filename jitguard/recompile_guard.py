@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from jitguard.events import Cause, CompileEvent
-from jitguard.explain import fix_hint, without_weaker_advice
+from jitguard.explain import fix_hint, short_path, without_weaker_advice
 
 
 # --- which kernel call is running; a fresh in-memory cache per block --------------------------------
@@ -459,12 +459,6 @@ def _warmup_words(warmup: int, subject: str) -> str:
         return "no warm-up calls"
     calls = "the first call" if warmup == 1 else f"the first {warmup} calls"
     return f"{calls} of {subject}"
-
-
-def short_path(path: str) -> str:
-    """`path` relative to the working directory when it is under it (keeps ':line' suffixes)."""
-    cwd = os.getcwd().rstrip(os.sep) + os.sep
-    return path[len(cwd):] if path.startswith(cwd) else path
 
 
 def format_new_variants(compiles: list[ScopedCompile], warmup: int, subject: str = "each kernel") -> str:

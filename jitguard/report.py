@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from jitguard.events import Cause, CompileEvent, read_ndjson
-from jitguard.explain import fix_hint
+from jitguard.explain import fix_hint, short_path
 
 REPORT_FORMAT = 1
 
@@ -341,14 +341,6 @@ def _argv_words(argv: list[str], width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def _short_file(path: str) -> str:
-    cwd = os.getcwd().rstrip(os.sep) + os.sep
-    if path.startswith(cwd):
-        return path[len(cwd):]
-    pieces = path.split(os.sep)
-    return os.sep.join(pieces[-2:]) if len(pieces) > 2 else path
-
-
 def _ms(value: float) -> str:
     return f"{value:.0f}"
 
@@ -372,7 +364,7 @@ def _kernel_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["kernel", "where", "variants", "compiles", "processes", "warmup ms", "serving ms", "fix"]
     rows = []
     for k in report["kernels"]:
-        rows.append([k["name"], f"{_short_file(k['file'])}:{k['line']}", str(k["variants"]), str(k["compiles"]),
+        rows.append([k["name"], f"{short_path(k['file'], keep=2, elided='')}:{k['line']}", str(k["variants"]), str(k["compiles"]),
                      str(len(k["by_process"])), _ms(k["by_phase"]["warmup"]["compile_ms"]),
                      _ms(k["by_phase"]["serving"]["compile_ms"]), k["fix"] or "-"])
     return header, rows
@@ -408,7 +400,7 @@ def format_text(report: dict[str, Any]) -> str:
         lines.extend(_table(*_kernel_rows(report)))
     for k in report["kernels"]:
         lines.append("")
-        lines.append(f"{k['name']} ({_short_file(k['file'])}:{k['line']}): {k['variants']} variant(s), "
+        lines.append(f"{k['name']} ({short_path(k['file'], keep=2, elided='')}:{k['line']}): {k['variants']} variant(s), "
                      f"{k['compiles']} compile(s), {_ms(k['compile_ms'])} ms")
         per_process = ", ".join(f"pid {p['pid']}" + (f" rank {p['rank']}" if p["rank"] is not None else "")
                                 + (f" {p['role']}" if p["role"] else "") + f": {p['variants']}"
@@ -449,7 +441,7 @@ def format_markdown(report: dict[str, Any]) -> str:
     for k in report["kernels"]:
         lines += ["", f"### `{k['name']}`", "",
                   f"{k['variants']} variant(s), {k['compiles']} compile(s), {_ms(k['compile_ms'])} ms "
-                  f"({_short_file(k['file'])}:{k['line']})."]
+                  f"({short_path(k['file'], keep=2, elided='')}:{k['line']})."]
         lines += ["", *_md_table(["pid", "role", "variants", "compile ms"],
                                  [[str(p["pid"]), _role_words(p), str(p["variants"]), _ms(p["compile_ms"])]
                                   for p in k["by_process"]])]

@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from jitguard.events import Cause, CompileEvent
-from jitguard.explain import fix_hint
-from jitguard.explain import without_weaker_advice
-from jitguard.recompile_guard import CallScope, KernelCall, KernelId, open_scopes, short_path
+from jitguard.explain import fix_hint, short_path, without_weaker_advice
+from jitguard.recompile_guard import CallScope, KernelCall, KernelId, open_scopes
 
 
 @dataclass
