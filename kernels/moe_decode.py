@@ -1,8 +1,16 @@
-"""Decode MoE layer (M <= 64 tokens): router logits to layer output in three launches.
+"""Decode MoE layer (M <= 64 tokens): router logits to layer output in two or three launches.
 
-``fused_moe_decode(x, router_logits, w13, w2, top_k, ...)`` runs the whole layer, routing
-included, as three kernels when a :class:`MoeDecodeWorkspace` is passed (with none, the call
-allocates one and adds one memset for its zeroed counters):
+``fused_moe_decode(x, router_logits, w13, w2, top_k, ..., path="auto")`` runs the whole layer,
+routing included, on one of two paths (``path="auto"`` picks by :func:`choose_decode_path`):
+
+- ``"gemv"``, **two launches** (:mod:`jitguard.kernels.moe_gemv`), for up to ``GEMV_MAX_PAIRS``
+  (token, expert) pairs in bf16/fp16: each launch routes its tokens itself and streams the
+  experts' rows as matrix-vector products; the weighted top-k sum happens in the down launch's
+  registers. No routing launch, no alignment, no atomics.
+- ``"grouped"``, **three launches**, for more pairs and for FP8, described below.
+
+The grouped path, with a :class:`MoeDecodeWorkspace` passed (with none, the call allocates one
+and adds one memset for its zeroed counters):
 
 1. ``moe_decode_route_kernel``, one program per token: softmax top-k (``moe_routing``; ties to
    the lower expert index), the activation scales of ``x`` for FP8 (per token, per 128-column
@@ -52,6 +60,7 @@ from .fused_moe import (
 from .moe_align import max_padded_len
 from .moe_configs import MoeTileConfigs, select_tile_configs
 from .moe_gemm import QUANT_BLOCK, QUANT_CHANNEL, QUANT_NONE, QUANT_TENSOR
+from .moe_gemv import GEMV_LAUNCHES, GemvTiles, gemv_launches, select_gemv_tiles
 from .moe_quant import FP8_MAX
 from .moe_routing import (
     check_router_logits,
@@ -62,6 +71,10 @@ from .moe_routing import (
 
 __all__ = [
     "DECODE_LAUNCHES",
+    "DECODE_PATHS",
+    "GEMV_LAUNCHES",
+    "GEMV_MAX_PAIRS",
+    "choose_decode_path",
     "MAX_DECODE_TOKENS",
     "DecodePlan",
     "MoeDecodeWorkspace",
@@ -73,12 +86,21 @@ __all__ = [
 
 MAX_DECODE_TOKENS = 64
 DECODE_LAUNCHES = 3
+DECODE_PATHS = ("auto", "gemv", "grouped")
+# The GEMV path serves up to this many (token, expert) pairs (bf16/fp16), measured on an H200
+# (benchmarks/results/moe_layer.md): above it the grouped path reads each expert once and wins.
+GEMV_MAX_PAIRS = 16
 _MAX_BLOCK_M = 64
 _MIN_BLOCK_N = 16
 _MIN_AMAX = 1e-10
 
 # Triton 3.9's interpreter returns garbage for tl.dot on bf16 operands (moe_gemm notes the same).
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool) -> str:
+    """``"gemv"`` (two launches, :mod:`moe_gemv`) for a few bf16/fp16 pairs, else ``"grouped"`` (three)."""
+    return "gemv" if not fp8 and num_tokens * top_k <= GEMV_MAX_PAIRS else "grouped"
 
 
 # ---- launch 1: routing, activation scales, alignment --------------------------------------------
@@ -505,10 +527,13 @@ def plan_fused_moe_decode(
     tile_configs: MoeTileConfigs | None = None,
     workspace: MoeDecodeWorkspace | None = None,
     out: torch.Tensor | None = None,
+    path: str = "auto",
+    gemv_tiles: GemvTiles | None = None,
 ) -> DecodePlan:
     """Validate one decode-layer call and prepare its launches without running them.
 
-    Same arguments as :func:`fused_moe_decode`. Running ``plan.launches`` in order computes the
+    Same arguments as :func:`fused_moe_decode`; ``plan.path`` is the path taken (never ``"auto"``).
+    Running ``plan.launches`` in order computes the
     layer into ``plan.out``; each launch can also be run (and timed) on its own once the earlier
     ones have run, since they only read the workspace.
     """
@@ -549,6 +574,26 @@ def plan_fused_moe_decode(
     if workspace is None:
         workspace = MoeDecodeWorkspace.for_layer(w13, w2, top_k, x.dtype)
     workspace.check(E, top_k, H, I, x.dtype, x.device)
+    if path not in DECODE_PATHS:
+        raise ValueError(f"fused_moe_decode: path must be one of {DECODE_PATHS}, got {path!r}")
+    if path == "auto":
+        # Tiles given for one path choose it.
+        if tile_configs is not None or gemv_tiles is not None:
+            path = "grouped" if tile_configs is not None else "gemv"
+        else:
+            path = choose_decode_path(M, E, top_k, shape.fp8)
+    if (path == "gemv" and tile_configs is not None) or (path == "grouped" and gemv_tiles is not None):
+        raise ValueError(f"fused_moe_decode: path={path!r} takes "
+                         f"{'gemv_tiles' if path == 'gemv' else 'tile_configs'}, not the other path's tiles")
+    if path == "gemv":
+        if shape.fp8:
+            raise ValueError("fused_moe_decode: path='gemv' is bf16/fp16 only; FP8 W8A8 runs on path='grouped'")
+        tiles = gemv_tiles or select_gemv_tiles(E)
+        tiles.check("fused_moe_decode gemv_tiles")
+        ws = workspace
+        return DecodePlan(out, tuple(gemv_launches(
+            x, router_logits, w13, w2, top_k, renormalize, ws.inter[: M * top_k], ws.topk_ids, ws.topk_weights,
+            out, tiles)), "gemv")
     cfgs = tile_configs or select_tile_configs(M, E, shape.precision)
     if cfgs.gate_up.block_m != cfgs.down.block_m:
         raise ValueError("fused_moe_decode: tile_configs gate_up and down must share block_m")
@@ -632,15 +677,16 @@ def plan_fused_moe_decode(
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
         )))
-    return DecodePlan(out, tuple(launches))
+    return DecodePlan(out, tuple(launches), "grouped")
 
 
 @dataclass(frozen=True)
 class DecodePlan:
-    """The output buffer of one decode-layer call and its launches, in order, by stage name."""
+    """The output buffer of one decode-layer call, its launches in order by stage name, and its path."""
 
     out: torch.Tensor
     launches: tuple[tuple[str, Callable[[], object]], ...]
+    path: str
 
 
 def fused_moe_decode(
@@ -659,17 +705,22 @@ def fused_moe_decode(
     tile_configs: MoeTileConfigs | None = None,
     workspace: MoeDecodeWorkspace | None = None,
     out: torch.Tensor | None = None,
+    path: str = "auto",
+    gemv_tiles: GemvTiles | None = None,
 ) -> torch.Tensor:
-    """The whole MoE layer for M <= 64 tokens in three launches (see the module docstring): [M, H].
+    """The whole MoE layer for M <= 64 tokens in two (``path="gemv"``) or three launches
+    (``"grouped"``; see the module docstring): [M, H].
 
     ``router_logits`` [M, E] (fp32/bf16/fp16). The routing it chose is left in
-    ``workspace.routing(M)``. Weights and scales as in :func:`fused_moe`; activation scales are
+    ``workspace.routing(M)``. ``path``: ``"auto"`` (the path whose tiles were given, else
+    :func:`choose_decode_path`), ``"gemv"`` or ``"grouped"``; ``gemv_tiles`` / ``tile_configs``
+    override the tile tables of the two paths. Weights and scales as in :func:`fused_moe`; activation scales are
     always dynamic.
     """
     plan = plan_fused_moe_decode(
         x, router_logits, w13, w2, top_k, renormalize=renormalize, use_fp8_w8a8=use_fp8_w8a8,
         per_channel_quant=per_channel_quant, block_shape=block_shape, w1_scale=w1_scale, w2_scale=w2_scale,
-        tile_configs=tile_configs, workspace=workspace, out=out,
+        tile_configs=tile_configs, workspace=workspace, out=out, path=path, gemv_tiles=gemv_tiles,
     )
     for _, launch in plan.launches:
         launch()

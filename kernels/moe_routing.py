@@ -28,6 +28,9 @@ import triton.language as tl
 __all__ = ["check_router_logits", "softmax_topk", "softmax_topk_reference", "softmax_topk_row"]
 
 _INT32_MIN = tl.constexpr(-2147483648)
+# Up to this many experts (padded to a power of two) the top-k is chosen by ranking every expert
+# against every other at once; above it, by TOP_K successive argmaxes (the square grows too big).
+RANK_MAX_EXPERTS = tl.constexpr(128)
 
 
 @triton.jit
@@ -55,16 +58,25 @@ def softmax_topk_row(
     e = tl.where(in_range, tl.exp(x - row_max), 0.0)
     inv_sum = 1.0 / tl.sum(e, 0)
     slots = tl.arange(0, K_POW2)
-    ids = tl.zeros((K_POW2,), dtype=tl.int32)
-    weights = tl.zeros((K_POW2,), dtype=tl.float32)
-    for j in tl.static_range(TOP_K):
-        # argmax takes the first maximum: equal keys go to the lower expert index.
-        best = tl.argmax(key, 0, tie_break_left=True).to(tl.int32)
-        p = tl.sum(tl.where(experts == best, e, 0.0), 0) * inv_sum
-        ids = tl.where(slots == j, best, ids)
-        weights = tl.where(slots == j, p, weights)
-        # A taken expert drops below every float key (the lowest float key is above INT32_MIN).
-        key = tl.where(experts == best, _INT32_MIN, key)
+    if E_POW2 <= RANK_MAX_EXPERTS:
+        # All places at once (a few reductions deep, not 2 * TOP_K): an expert's place is the
+        # number of experts ahead of it, larger key first, equal keys in index order.
+        ahead = (key[None, :] > key[:, None]) | ((key[None, :] == key[:, None]) & (experts[None, :] < experts[:, None]))
+        place = tl.sum(ahead.to(tl.int32), 1)
+        chosen = (place[None, :] == slots[:, None]) & (slots < TOP_K)[:, None]
+        ids = tl.sum(tl.where(chosen, experts[None, :], 0), 1).to(tl.int32)
+        weights = tl.sum(tl.where(chosen, e[None, :], 0.0), 1) * inv_sum
+    else:
+        ids = tl.zeros((K_POW2,), dtype=tl.int32)
+        weights = tl.zeros((K_POW2,), dtype=tl.float32)
+        for j in tl.static_range(TOP_K):
+            # argmax takes the first maximum: equal keys go to the lower expert index.
+            best = tl.argmax(key, 0, tie_break_left=True).to(tl.int32)
+            p = tl.sum(tl.where(experts == best, e, 0.0), 0) * inv_sum
+            ids = tl.where(slots == j, best, ids)
+            weights = tl.where(slots == j, p, weights)
+            # A taken expert drops below every float key (the lowest float key is above INT32_MIN).
+            key = tl.where(experts == best, _INT32_MIN, key)
     if RENORMALIZE:
         weights = weights / tl.sum(weights, 0)
     return ids, weights
