@@ -6,7 +6,7 @@ captured in a CUDA graph over rotated layer copies (L2 defeated: the experts an 
 total >= 4x L2), median of >= 100 replays:
 
 - ``decode``: ``jitguard.kernels.moe_decode.fused_moe_decode`` on its automatic path, and each of
-  its two paths forced: ``gemv`` (two launches, bf16 only) and ``grouped`` (three launches);
+  its paths forced: ``gemv`` and ``pairs`` (two launches, bf16 only) and ``grouped`` (three);
 - ``unfused``: our own chain, ``softmax_topk`` + ``fused_moe`` (alignment, quantization, two
   GEMMs and the reduce as separate launches);
 - ``vllm``: vLLM's ``fused_moe_kernel`` (loaded at run time from the file ``--vllm-file``, with its
@@ -143,7 +143,7 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
         out = moe_decode.fused_moe_decode(x, logits, w13, w2, k, renormalize=RENORMALIZE, workspace=ws, **fkw)
         row["err_decode"] = rel(out, ref)
         row["auto_path"] = moe_decode.choose_decode_path(M, E, k, fp8)
-        paths = ["grouped"] if fp8 else ["gemv", "grouped"]
+        paths = ["grouped"] if fp8 else ["gemv", "pairs", "grouped"]
         row["routing_equal"] = True
         for path in paths:
             ws.topk_ids.fill_(-1)
@@ -323,10 +323,11 @@ def format_table(rows, bw) -> str:
     lines = [
         f"read-only {bw[1]:.0f} GB/s (floor), copy {bw[0]:.0f} GB/s; us per layer (time / byte floor); "
         "launches per layer in brackets",
-        "| case | M | E_act | floor us | decode (path) | decode again | gemv path | grouped path | unfused ours "
-        "| vLLM chain | vLLM GEMMs only | stages alone, gemv: gate_up / down | grouped: route / gate_up / down "
-        "| err decode/replay/gemv/grouped/unfused/vllm | routing = ref | tied: ref / torch.topk |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| case | M | E_act | floor us | decode (path) | decode again | gemv path | pairs path | grouped path "
+        "| unfused ours | vLLM chain | vLLM GEMMs only | stages alone, gemv: gate_up / down | pairs: gate_up / down "
+        "| grouped: route / gate_up / down "
+        "| err decode/replay/gemv/pairs/grouped/unfused/vllm | routing = ref | tied: ref / torch.topk |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def cell(r, key, launches=None):
@@ -337,7 +338,7 @@ def format_table(rows, bw) -> str:
 
     for r in rows:
         errs = "/".join(f"{r[k]:.1e}" if k in r else "-" for k in (
-            "err_decode", "err_decode_graph_replays", "err_gemv", "err_grouped", "err_unfused", "err_vllm"))
+            "err_decode", "err_decode_graph_replays", "err_gemv", "err_pairs", "err_grouped", "err_unfused", "err_vllm"))
 
         def stages(path, names):
             return " / ".join(f"{r[f'stage_{path}_{st}_us']:.1f}" if f"stage_{path}_{st}_us" in r else "-"
@@ -346,9 +347,10 @@ def format_table(rows, bw) -> str:
         lines.append("| " + " | ".join([
             r["case"], str(r["M"]), str(r["E_act"]), f"{r['floor_us']:.1f}",
             cell(r, "decode", "decode") + f" {r['auto_path']}", cell(r, "decode_again"),
-            cell(r, "gemv", "gemv"), cell(r, "grouped", "grouped"), cell(r, "unfused", "unfused"),
-            cell(r, "vllm", "vllm"), cell(r, "vllm_gemms"),
-            stages("gemv", ("gate_up", "down")), stages("grouped", ("route", "gate_up", "down")),
+            cell(r, "gemv", "gemv"), cell(r, "pairs", "pairs"), cell(r, "grouped", "grouped"),
+            cell(r, "unfused", "unfused"), cell(r, "vllm", "vllm"), cell(r, "vllm_gemms"),
+            stages("gemv", ("gate_up", "down")), stages("pairs", ("gate_up", "down")),
+            stages("grouped", ("route", "gate_up", "down")),
             errs, str(r["routing_equal"]),
             f"{r['tied_routing_equal_ref']} / {100 * r['tied_rows_torch_topk_agrees']:.0f}% rows",
         ]) + " |")

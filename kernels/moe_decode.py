@@ -60,7 +60,7 @@ from .fused_moe import (
 from .moe_align import max_padded_len
 from .moe_configs import MoeTileConfigs, select_tile_configs
 from .moe_gemm import QUANT_BLOCK, QUANT_CHANNEL, QUANT_NONE, QUANT_TENSOR
-from .moe_gemv import GEMV_LAUNCHES, GemvTiles, gemv_launches, select_gemv_tiles
+from .moe_gemv import GEMV_LAUNCHES, GemvTiles, _grid_dependency, gemv_launches, pdl_supported, select_gemv_tiles
 from .moe_quant import FP8_MAX
 from .moe_routing import (
     check_router_logits,
@@ -86,7 +86,7 @@ __all__ = [
 
 MAX_DECODE_TOKENS = 64
 DECODE_LAUNCHES = 3
-DECODE_PATHS = ("auto", "gemv", "grouped")
+DECODE_PATHS = ("auto", "gemv", "pairs", "grouped")
 # The GEMV path serves up to this many (token, expert) pairs (bf16/fp16), measured on an H200
 # (benchmarks/results/moe_layer.md): above it the grouped path reads each expert once and wins.
 GEMV_MAX_PAIRS = 16
@@ -250,8 +250,11 @@ def moe_decode_gemm_kernel(
     amax_out_ptr,
     arrivals_ptr,
     out_ptr,
+    logits_ptr,
+    topk_ids_ptr,
     num_pairs,
     num_tokens,
+    num_experts,
     N,
     K,
     stride_am,
@@ -264,6 +267,7 @@ def moe_decode_gemm_kernel(
     stride_bsk,
     stride_amax_m,
     stride_om,
+    stride_lm,
     A_ROWS_PER_PAIR_DIV: tl.constexpr,
     GATED: tl.constexpr,
     REDUCE: tl.constexpr,
@@ -282,6 +286,10 @@ def moe_decode_gemm_kernel(
     FP8_MAX_C: tl.constexpr,
     MIN_AMAX: tl.constexpr,
     DOT_IN_FP32: tl.constexpr,
+    PAIR_TILES: tl.constexpr,
+    E_POW2: tl.constexpr,
+    RENORMALIZE: tl.constexpr,
+    GRID_DEPENDENCY: tl.constexpr,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -291,6 +299,11 @@ def moe_decode_gemm_kernel(
     program of each column tile writes ``out[t] = sum_j c[t * TOP_K + j]`` for that tile.
     A is bf16/fp16; with QUANT it is quantized to e4m3 on load with scales (or absmaxes, with
     A_SCALE_IS_AMAX) from ``a_scale``: QUANT 1 one, 2 one per row, 3 one per row and K group.
+
+    PAIR_TILES (the two-launch path, no route launch, QUANT 0): token tile ``pid_m`` is the one
+    pair ``pid_m``, whose expert the program routes itself from ``logits`` (gate_up also records
+    the routing in ``topk_ids`` / ``topk_weights``). GRID_DEPENDENCY 1: let the next launch start
+    now (programmatic dependent launch); 2: wait for the previous launch before the K loop.
     """
     pid = tl.program_id(0)
     OUT_N: tl.constexpr = BLOCK_N // 2 if GATED else BLOCK_N
@@ -299,12 +312,31 @@ def moe_decode_gemm_kernel(
     # Column tiles vary fastest, the order moe_gemm's tuned decode tiles were timed with.
     pid_m = pid // num_pid_n
     pid_n = pid % num_pid_n
+    if GRID_DEPENDENCY == 1:
+        _grid_dependency(False)
 
-    num_padded = tl.load(num_padded_ptr)
-    expert = tl.load(expert_ids_ptr + pid_m).to(tl.int64)
-    if (pid_m * BLOCK_M < num_padded) & (expert >= 0):
-        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-        pairs = tl.load(sorted_ids_ptr + offs_m)
+    if PAIR_TILES:
+        token = (pid_m // TOP_K).to(tl.int64)
+        slot = pid_m % TOP_K
+        ids, route_weights = softmax_topk_row(logits_ptr + token * stride_lm, num_experts, TOP_K, K_POW2, E_POW2,
+                                              RENORMALIZE)
+        slots = tl.arange(0, K_POW2)
+        expert = tl.sum(tl.where(slots == slot, ids, 0), 0).to(tl.int64)
+        pair_weight = tl.sum(tl.where(slots == slot, route_weights, 0.0), 0)
+        if GATED & (pid_n == 0):
+            tl.store(topk_ids_ptr + pid_m, expert.to(tl.int32))
+            tl.store(topk_weights_ptr + pid_m, pair_weight)
+        tile_in_use = True
+    else:
+        num_padded = tl.load(num_padded_ptr)
+        expert = tl.load(expert_ids_ptr + pid_m).to(tl.int64)
+        tile_in_use = (pid_m * BLOCK_M < num_padded) & (expert >= 0)
+    if tile_in_use:
+        if PAIR_TILES:
+            rows = tl.arange(0, BLOCK_M)
+            pairs = tl.where(rows == 0, pid_m, num_pairs)
+        else:
+            pairs = tl.load(sorted_ids_ptr + pid_m * BLOCK_M + tl.arange(0, BLOCK_M))
         pair_mask = pairs < num_pairs
         a_rows = tl.where(pair_mask, pairs // A_ROWS_PER_PAIR_DIV, 0).to(tl.int64)
         offs_bn = tl.arange(0, BLOCK_N)
@@ -332,6 +364,8 @@ def moe_decode_gemm_kernel(
         if QUANT == 3:
             b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
 
+        if GRID_DEPENDENCY == 2:
+            _grid_dependency(True)
         for kb in range(tl.cdiv(K, BLOCK_K)):
             k_mask = offs_k < K - kb * BLOCK_K
             if SWAP_AB:
@@ -402,7 +436,10 @@ def moe_decode_gemm_kernel(
                     group = (pid_n * OUT_N) // SCALE_BLOCK_K
                     tl.atomic_max(amax_out_ptr + pairs * stride_amax_m + group, tl.max(mag, 1), mask=pair_mask)
         else:
-            w = tl.load(topk_weights_ptr + pairs, mask=pair_mask, other=0.0).to(tl.float32)
+            if PAIR_TILES:
+                w = tl.where(pair_mask, pair_weight, 0.0)
+            else:
+                w = tl.load(topk_weights_ptr + pairs, mask=pair_mask, other=0.0).to(tl.float32)
             tl.store(c_ptrs, (acc * w[:, None]).to(c_ptr.dtype.element_ty), mask=c_mask)
 
     if REDUCE:
@@ -582,7 +619,7 @@ def plan_fused_moe_decode(
             path = "grouped" if tile_configs is not None else "gemv"
         else:
             path = choose_decode_path(M, E, top_k, shape.fp8)
-    if (path == "gemv" and tile_configs is not None) or (path == "grouped" and gemv_tiles is not None):
+    if (path == "gemv" and tile_configs is not None) or (path != "gemv" and gemv_tiles is not None):
         raise ValueError(f"fused_moe_decode: path={path!r} takes "
                          f"{'gemv_tiles' if path == 'gemv' else 'tile_configs'}, not the other path's tiles")
     if path == "gemv":
@@ -617,18 +654,23 @@ def plan_fused_moe_decode(
     stride_xsm = xs_cols if quant == QUANT_BLOCK else (1 if quant == QUANT_CHANNEL else 0)
     stride_a2m = a2_cols if quant == QUANT_BLOCK else (1 if quant == QUANT_CHANNEL else 0)
 
+    pair_tiles = path == "pairs"
+    if pair_tiles and shape.fp8:
+        raise ValueError("fused_moe_decode: path='pairs' is bf16/fp16 only; FP8 W8A8 runs on path='grouped'")
+    pdl = pair_tiles and pdl_supported()
     launches: list[tuple[str, Callable[[], object]]] = []
-    launches.append(("route", functools.partial(
-        moe_decode_route_kernel[(M,)],
-        router_logits, x, ws.topk_ids, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded,
-        ws.counts, ws.starts, ws.x_scale, x_amax, ws.a2_amax, route_arrivals,
-        M, E, H, router_logits.stride(0), x.stride(0), stride_xsm, a2_cols,
-        num_pairs, padded_len, num_blocks, block_m,
-        TOP_K=top_k, K_POW2=k_pow2, E_POW2=triton.next_power_of_2(E),
-        P_POW2=triton.next_power_of_2(MAX_DECODE_TOKENS * top_k), RENORMALIZE=bool(renormalize),
-        QUANT=quant, GROUP=128, BLOCK_H=_ROUTE_BLOCK_H, FILL_BLOCK=_FILL_BLOCK,
-        FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
-    )))
+    if not pair_tiles:
+        launches.append(("route", functools.partial(
+            moe_decode_route_kernel[(M,)],
+            router_logits, x, ws.topk_ids, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded,
+            ws.counts, ws.starts, ws.x_scale, x_amax, ws.a2_amax, route_arrivals,
+            M, E, H, router_logits.stride(0), x.stride(0), stride_xsm, a2_cols,
+            num_pairs, padded_len, num_blocks, block_m,
+            TOP_K=top_k, K_POW2=k_pow2, E_POW2=triton.next_power_of_2(E),
+            P_POW2=triton.next_power_of_2(MAX_DECODE_TOKENS * top_k), RENORMALIZE=bool(renormalize),
+            QUANT=quant, GROUP=128, BLOCK_H=_ROUTE_BLOCK_H, FILL_BLOCK=_FILL_BLOCK,
+            FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
+        )))
     inter = ws.inter[:num_pairs]
     for gemm in (1, 2):
         cfg = cfgs.gate_up if gemm == 1 else cfgs.down
@@ -638,7 +680,7 @@ def plan_fused_moe_decode(
         wt = w13 if gated else w2
         ws_ = w1s if gated else w2s
         out_per_tile = cfg.block_n // 2 if gated else cfg.block_n
-        grid = (num_blocks * triton.cdiv(out_n, out_per_tile),)
+        grid = ((num_pairs if pair_tiles else num_blocks) * triton.cdiv(out_n, out_per_tile),)
         if quant == QUANT_BLOCK:
             bse, bsn, bsk = ws_.stride(0), ws_.stride(1), ws_.stride(2)
         elif quant == QUANT_CHANNEL:
@@ -652,10 +694,10 @@ def plan_fused_moe_decode(
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_kernel[grid],
             a, wt, c, a_scale, ws_ if ws_ is not None else a, ws.topk_weights,
-            ws.sorted_ids, ws.expert_ids, ws.num_padded, ws.a2_amax, tile_arrivals, out,
-            num_pairs, M, out_n, a.shape[1],
+            ws.sorted_ids, ws.expert_ids, ws.num_padded, ws.a2_amax, tile_arrivals, out, router_logits, ws.topk_ids,
+            num_pairs, M, E, out_n, a.shape[1],
             a.stride(0), wt.stride(0), wt.stride(1), c.stride(0),
-            stride_xsm if gated else stride_a2m, bse, bsn, bsk, stride_a2m, out.stride(0),
+            stride_xsm if gated else stride_a2m, bse, bsn, bsk, stride_a2m, out.stride(0), router_logits.stride(0),
             A_ROWS_PER_PAIR_DIV=top_k if gated else 1,
             GATED=gated,
             REDUCE=not gated,
@@ -674,10 +716,15 @@ def plan_fused_moe_decode(
             FP8_MAX_C=FP8_MAX,
             MIN_AMAX=_MIN_AMAX,
             DOT_IN_FP32=_INTERPRETED and x.dtype == torch.bfloat16,
+            PAIR_TILES=pair_tiles,
+            E_POW2=triton.next_power_of_2(E),
+            RENORMALIZE=bool(renormalize),
+            GRID_DEPENDENCY=(1 if gated else 2) if pdl else 0,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
+            **({"launch_pdl": True} if pdl and not gated else {}),
         )))
-    return DecodePlan(out, tuple(launches), "grouped")
+    return DecodePlan(out, tuple(launches), path)
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,8 @@ class GemvTiles:
 
 # (expert class) -> tiles; "many" = E > 16 small experts (Qwen3-like), "few" = large experts (Mixtral-like).
 GEMV_TILE_TABLE: dict[str, GemvTiles] = {
-    "many": GemvTiles(16, 512, 8, 8, 128, 4),
-    "few": GemvTiles(16, 512, 8, 8, 256, 4),
+    "many": GemvTiles(32, 256, 4, 16, 128, 4),
+    "few": GemvTiles(8, 512, 4, 4, 256, 4),
 }
 
 
@@ -146,14 +146,22 @@ def moe_gemv_gate_up_kernel(
     x_row = x_ptr + token * stride_xm
     acc_gate = tl.zeros((BLOCK_N,), dtype=tl.float32)
     acc_up = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    k_mask = offs_k < hidden
+    w_mask = col_mask[:, None] & k_mask[None, :]
+    xv = tl.load(x_row + offs_k, mask=k_mask, other=0.0)
+    gate = tl.load(gate_ptrs, mask=w_mask, other=0.0)
+    up = tl.load(up_ptrs, mask=w_mask, other=0.0)
     for k0 in range(0, hidden, BLOCK_K):
-        k_mask = offs_k < hidden - k0
-        xv = tl.load(x_row + k0 + offs_k, mask=k_mask, other=0.0).to(tl.float32)
+        # The next chunk is in flight while this one is used (the last loads are all masked).
+        k_mask = offs_k < hidden - (k0 + BLOCK_K)
         w_mask = col_mask[:, None] & k_mask[None, :]
-        gate = tl.load(gate_ptrs + k0, mask=w_mask, other=0.0).to(tl.float32)
-        up = tl.load(up_ptrs + k0, mask=w_mask, other=0.0).to(tl.float32)
-        acc_gate += tl.sum(gate * xv[None, :], 1)
-        acc_up += tl.sum(up * xv[None, :], 1)
+        x_next = tl.load(x_row + (k0 + BLOCK_K) + offs_k, mask=k_mask, other=0.0)
+        gate_next = tl.load(gate_ptrs + (k0 + BLOCK_K), mask=w_mask, other=0.0)
+        up_next = tl.load(up_ptrs + (k0 + BLOCK_K), mask=w_mask, other=0.0)
+        xf = xv.to(tl.float32)[None, :]
+        acc_gate += tl.sum(gate.to(tl.float32) * xf, 1)
+        acc_up += tl.sum(up.to(tl.float32) * xf, 1)
+        xv, gate, up = x_next, gate_next, up_next
     act = acc_gate / (1.0 + tl.exp(-acc_gate)) * acc_up
     tl.store(inter_ptr + pair.to(tl.int64) * stride_im + cols, act.to(inter_ptr.dtype.element_ty), mask=col_mask)
 

@@ -88,7 +88,7 @@ def test_math_routing_matches_reference_with_ties(E, k, renormalize, logit_dtype
     w2 = torch.zeros(E, H, I, dtype=torch.bfloat16, device=device)
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     # The decode paths route inside their first launch; they make the same choice.
-    for path in ("grouped", "gemv"):
+    for path in ("grouped", "pairs", "gemv"):
         ws.topk_ids.fill_(-1)
         fused_moe_decode(x, logits.to(device), w13, w2, k, renormalize=renormalize, workspace=ws, path=path)
         dw, dids = ws.routing(2 * M)
@@ -123,7 +123,8 @@ TILES = {
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "M%d_E%d_k%d_H%d_I%d" % s)
 @pytest.mark.parametrize("tile", sorted(TILES))
-def test_math_bf16_layer_matches_reference(shape, tile):
+@pytest.mark.parametrize("path", ["grouped", "pairs"])
+def test_math_bf16_layer_matches_reference(shape, tile, path):
     """Whole layer against fp32 torch; a second call on the same workspace (as a graph replay
     would) with new inputs is right too, so the self-resetting counters were reset."""
     device = _device()
@@ -134,9 +135,11 @@ def test_math_bf16_layer_matches_reference(shape, tile):
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     for renormalize in (True, False):
         out = torch.full_like(x, float("nan"))
-        fused_moe_decode(x, logits, w13, w2, k, renormalize=renormalize, tile_configs=cfg, workspace=ws, out=out)
+        fused_moe_decode(x, logits, w13, w2, k, renormalize=renormalize, tile_configs=cfg, workspace=ws, out=out,
+                         path=path)
         ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=renormalize)
         assert _rel_err(out, ref) < 1.5e-2, renormalize
+        assert torch.equal(ws.routing(M)[1].cpu(), softmax_topk_reference(logits.cpu(), k, renormalize)[1])
         assert ws.flags.cpu().count_nonzero() == 0, "counters must be left at zero for the next call"
         x = torch.randn(M, H, generator=gen).to(torch.bfloat16).to(device)
         logits = torch.randn(M, E, generator=gen).to(device)
@@ -258,7 +261,10 @@ def _bad_calls():
                             {"use_fp8_w8a8": True, "block_shape": [64, 64], "w1_scale": torch.ones(E, 1, 1),
                              "w2_scale": torch.ones(E, 1, 1)}, r"block w1_scale must be|block_shape must be \[128, 128\]"),
         "x fp32": ((x.float(), logits, w13, w2, k), {}, r"x must be bfloat16 or float16"),
-        "unknown path": ((x, logits, w13, w2, k), {"path": "fast"}, r"path must be one of \('auto', 'gemv', 'grouped'\), got 'fast'"),
+        "unknown path": ((x, logits, w13, w2, k), {"path": "fast"}, r"path must be one of \('auto', 'gemv', 'pairs', 'grouped'\), got 'fast'"),
+        "pairs fp8": ((x, logits, w13.to(FP8), w2.to(FP8), k),
+                      {"use_fp8_w8a8": True, "w1_scale": torch.ones(E), "w2_scale": torch.ones(E), "path": "pairs"},
+                      r"path='pairs' is bf16/fp16 only"),
         "gemv fp8": ((x, logits, w13.to(FP8), w2.to(FP8), k),
                      {"use_fp8_w8a8": True, "w1_scale": torch.ones(E), "w2_scale": torch.ones(E), "path": "gemv"},
                      r"path='gemv' is bf16/fp16 only"),
@@ -416,6 +422,29 @@ def test_real_sm90_compile_of_the_gemv_path():
     assert re.search(r"ld\.global(\.\w+)*\.v4\.b32", down_ptx[:wait]), "down waits before loading any weights"
 
 
+def test_real_sm90_compile_of_the_pairs_path():
+    """The pair-tiled GEMMs compile for sm_90 on wgmma; gate_up lets the down launch start early
+    (programmatic dependent launch) and down waits for it before its K loop."""
+    _compile_side()
+    E, k, H, I, M = 128, 8, 512, 256, 2
+    w13, w2 = torch.zeros(E, 2 * I, H, dtype=torch.bfloat16), torch.zeros(E, H, I, dtype=torch.bfloat16)
+    tile = TileConfig(8, 64, 128, 1, 4, 3, True)
+    before = _compiled(moe_decode.moe_decode_gemm_kernel)
+    with jitguard.offline(compile=True):
+        fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k, path="pairs",
+                         tile_configs=MoeTileConfigs(tile, tile))
+    new = [c for key, c in _compiled(moe_decode.moe_decode_gemm_kernel).items() if key not in before]
+    assert len(new) == 2
+    for kernel in new:
+        assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n8k\d+\.f32\.bf16", kernel.asm["ptx"])
+    if not moe_gemv.pdl_supported():
+        pytest.skip("this Triton's launcher has no launch_pdl")
+    up, down = sorted(new, key=lambda c: bool(c.metadata.launch_pdl))
+    assert down.metadata.launch_pdl and not up.metadata.launch_pdl
+    assert "griddepcontrol.launch_dependents" in up.asm["ptx"] and "griddepcontrol.wait" not in up.asm["ptx"]
+    assert "griddepcontrol.wait" in down.asm["ptx"]
+
+
 # ---- launch count: three Triton launches, no torch kernels in between ---------------------------------
 
 _NO_KERNEL_OPS = {"empty", "empty_like", "empty_strided", "view", "_unsafe_view", "slice", "select", "alias",
@@ -436,6 +465,7 @@ LAUNCHES = {
     ("bf16", "grouped"): ["moe_decode_route_kernel", "moe_decode_gemm_kernel", "moe_decode_gemm_kernel"],
     ("block", "grouped"): ["moe_decode_route_kernel", "moe_decode_gemm_kernel", "moe_decode_gemm_kernel"],
     ("bf16", "gemv"): ["moe_gemv_gate_up_kernel", "moe_gemv_down_kernel"],
+    ("bf16", "pairs"): ["moe_decode_gemm_kernel", "moe_decode_gemm_kernel"],
 }
 
 
@@ -468,7 +498,7 @@ def test_decode_launches_with_a_workspace(scheme, path, monkeypatch):
     with jitguard.offline(compile=False), _AtenOps() as aten:
         fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out, path=path, **kw)
     assert launches == LAUNCHES[scheme, path]
-    assert len(launches) == (moe_decode.GEMV_LAUNCHES if path == "gemv" else moe_decode.DECODE_LAUNCHES)
+    assert len(launches) == (moe_decode.DECODE_LAUNCHES if path == "grouped" else moe_decode.GEMV_LAUNCHES)
     kernel_ops = [op for op in aten.ops if op not in _NO_KERNEL_OPS]
     assert kernel_ops == [], f"torch ops that launch kernels: {kernel_ops}"
 
