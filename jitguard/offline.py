@@ -14,6 +14,16 @@ are real, so a sweep over thousands of token counts takes seconds.
     3
 
 `JITGUARD_OFFLINE=sm90` activates it (compile=True) for a whole process (see `activate_from_env`).
+
+Offline work and real GPU work can share a process (a test session that checks maths on the GPU,
+then counts variants offline): they never share a cache. The fake driver reports device index
+`OFFLINE_DEVICE_BASE + arch` (1000090 for sm_90), so Triton's per-device kernel caches keep what
+the GPU compiled apart from what an offline context compiled or stubbed: an offline call never
+launches a GPU kernel, and a GPU call after the context never finds an offline one. Compile events
+recorded offline carry that device index. `@triton.autotune` keeps its chosen configs per side too,
+benchmarks offline with a fake timer (every config 1 ms, so the first wins) and never writes
+offline timings to Triton's disk cache. `compile=False` skips the compiler for every kernel,
+including one that Triton set up (on a GPU) before the first offline context.
 """
 
 from __future__ import annotations
@@ -25,6 +35,9 @@ from typing import Any, Iterator
 from jitguard import triton_compat
 
 H100_MAX_SHARED_MEM = 232448  # bytes per block, sm_90 (H100 and H200)
+OFFLINE_DEVICE_BASE = 1_000_000
+"""The offline driver's device index is this plus the arch: no real GPU has it, and each arch gets its
+own caches (Triton keeps the compile target per device)."""
 
 
 class _NoOpLauncher:
@@ -63,7 +76,13 @@ def _fake_bench(kernel_call: Any, quantiles: Any = None, **kwargs: Any) -> Any:
     return 1.0
 
 
+_driver_class: Any = None  # built once, on first use (it subclasses Triton's DriverBase)
+
+
 def _make_driver_class() -> type:
+    global _driver_class
+    if _driver_class is not None:
+        return _driver_class
     from triton.backends.driver import DriverBase
     from triton.backends.compiler import GPUTarget
 
@@ -74,7 +93,6 @@ def _make_driver_class() -> type:
             self.arch = arch
             self.utils = _OfflineUtils(arch)
             self.launcher_cls = _NoOpLauncher
-            self._device = 0
             self.backend = "cuda"
 
         @classmethod
@@ -85,10 +103,10 @@ def _make_driver_class() -> type:
             return GPUTarget("cuda", self.arch, 32)
 
         def get_current_device(self) -> int:
-            return self._device
+            return OFFLINE_DEVICE_BASE + self.arch
 
         def set_current_device(self, device: int) -> None:
-            self._device = device
+            return None  # one fake device: moving to a real GPU's index would share its caches
 
         def get_current_stream(self, device: int | None = None) -> int:
             return 0
@@ -120,6 +138,7 @@ def _make_driver_class() -> type:
         def assemble_tensormap_to_arg(self, tensormaps_info: Any, args: Any) -> Any:
             return args
 
+    _driver_class = OfflineCudaDriver
     return OfflineCudaDriver
 
 
@@ -148,29 +167,114 @@ class _KeysOnlyKernel:
 
 _state = {"keys_only": 0}  # open compile=False contexts
 _state_lock = threading.RLock()
-_real_compile: Any = None
 _stubbed_kernels: list = []  # JITFunctions whose cache holds _KeysOnlyKernel entries
+_installed: list = []  # the Triton classes whose attributes jitguard replaced (see _install_side_split)
 
 
-def _dispatching_compile(src: Any, target: Any = None, options: Any = None, **kwargs: Any) -> Any:
-    """Installed as `triton.compiler.compile`: skips the compiler while a keys-only context is active."""
-    if _state["keys_only"] > 0 and hasattr(src, "fn"):
-        jit_fn = triton_compat.unwrap_jit_function(src.fn)
-        if jit_fn is not None and jit_fn not in _stubbed_kernels:
-            _stubbed_kernels.append(jit_fn)
-        return _KeysOnlyKernel(src, options or {})
-    return _real_compile(src, target=target, options=options, **kwargs)
+def _offline_active() -> bool:
+    """Whether the active driver is an offline one: which side (GPU or offline) a call is on."""
+    return _driver_class is not None and isinstance(triton_compat.get_active_driver_raw(), _driver_class)
 
 
-def _install_compile_dispatch() -> None:
-    global _real_compile
-    import triton.compiler as tc
-    if _real_compile is not None:
+def _compile_keys_only(src: Any, target: Any = None, options: Any = None, **kwargs: Any) -> Any:
+    jit_fn = triton_compat.unwrap_jit_function(getattr(src, "fn", None))
+    if jit_fn is not None and jit_fn not in _stubbed_kernels:
+        _stubbed_kernels.append(jit_fn)
+    return _KeysOnlyKernel(src, options or {})
+
+
+class _CapturedCompiler:
+    """`JITFunction.compile`: the compiler Triton captured per kernel, skipped while keys-only.
+
+    Triton stores `triton.compiler.compile` on each kernel when it builds a binder (3.2: once, on the
+    first call), so patching `triton.compiler.compile` misses kernels that ran before; deciding here,
+    on every compile, does not.
+    """
+
+    def __get__(self, jit_fn: Any, owner: Any = None) -> Any:
+        if jit_fn is None:
+            return self
+        if _state["keys_only"] > 0 and _offline_active():
+            return _compile_keys_only
+        try:
+            return jit_fn.__dict__["compile"]
+        except KeyError:
+            raise AttributeError("compile") from None
+
+    def __set__(self, jit_fn: Any, compiler: Any) -> None:
+        jit_fn.__dict__["compile"] = compiler
+
+
+class _AutotunerConfigs:
+    """`Autotuner.cache` ({tuning key: chosen config}): one dict for real GPUs, one for offline."""
+
+    def __get__(self, tuner: Any, owner: Any = None) -> Any:
+        if tuner is None:
+            return self
+        if _offline_active():
+            return tuner.__dict__.setdefault("_jitguard_offline_configs", {})
+        try:
+            return tuner.__dict__["cache"]
+        except KeyError:
+            raise AttributeError("cache") from None
+
+    def __set__(self, tuner: Any, configs: Any) -> None:
+        tuner.__dict__["_jitguard_offline_configs" if _offline_active() else "cache"] = configs
+
+
+class _AutotunerBenchmarker:
+    """`Autotuner.do_bench`: the fake timer offline; on a GPU, what Triton would pick, never cached.
+
+    Triton picks it once per autotuner (3.2: at decoration, 3.6+: on first use) from whichever
+    driver is active then, so a fake timer picked offline would time every later GPU autotune.
+    """
+
+    def __init__(self, triton_property: Any) -> None:
+        self.triton_property = triton_property  # 3.6+: a cached_property; 3.2: None (a plain attribute)
+
+    def __get__(self, tuner: Any, owner: Any = None) -> Any:
+        if tuner is None:
+            return self
+        if _offline_active():
+            return _fake_bench
+        if self.triton_property is not None:
+            return self.triton_property.func(tuner)
+        chosen = tuner.__dict__.get("do_bench")
+        if chosen is None or chosen is _fake_bench:
+            from triton.runtime.driver import driver
+            return driver.active.get_benchmarker()
+        return chosen
+
+    def __set__(self, tuner: Any, benchmarker: Any) -> None:
+        tuner.__dict__["do_bench"] = benchmarker
+
+
+class _AutotunerDiskCache:
+    """`Autotuner.cache_results`: off offline, so fake timings never reach Triton's disk cache."""
+
+    def __get__(self, tuner: Any, owner: Any = None) -> Any:
+        if tuner is None:
+            return self
+        return False if _offline_active() else tuner.__dict__.get("cache_results", False)
+
+    def __set__(self, tuner: Any, value: Any) -> None:
+        tuner.__dict__["cache_results"] = value
+
+
+def _install_side_split() -> None:
+    """Give GPU and offline calls separate compilers, autotune choices and benchmarkers (once).
+
+    Kernel caches need nothing here: the offline device index keeps them apart.
+    """
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+    if _installed:
         return
-    # Binders created from now on capture the dispatcher as `self.compile`. A kernel that already
-    # ran on a real GPU in this process keeps the real compiler (and its GPU cache): don't mix.
-    _real_compile = tc.compile
-    tc.compile = _dispatching_compile
+    JITFunction.compile = _CapturedCompiler()
+    Autotuner.cache = _AutotunerConfigs()
+    Autotuner.do_bench = _AutotunerBenchmarker(Autotuner.__dict__.get("do_bench"))
+    Autotuner.cache_results = _AutotunerDiskCache()
+    _installed.extend([JITFunction, Autotuner])
 
 
 def _drop_stub_entries() -> None:
@@ -198,7 +302,7 @@ def offline(arch: int = 90, compile: bool = True) -> Iterator[Any]:  # noqa: A00
     with _state_lock:
         _saved_drivers.append(triton_compat.get_active_driver_raw())
         triton_compat.set_active_driver_raw(driver_class(arch))
-        _install_compile_dispatch()
+        _install_side_split()
         if not compile:
             _state["keys_only"] += 1
     try:
@@ -222,5 +326,5 @@ def activate_from_env(value: str | None) -> bool:
     if _env_driver is None:
         _env_driver = _make_driver_class()(arch)
         triton_compat.set_active_driver_raw(_env_driver)
-        _install_compile_dispatch()
+        _install_side_split()
     return True

@@ -62,3 +62,12 @@ def test_jitguard_offline_env_activates_for_the_process():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**__import__("os").environ, "JITGUARD_OFFLINE": "sm90"}, check=True)
     assert int(out.stdout.strip()) >= 1
+
+
+def test_each_arch_compiles_for_its_own_target():
+    with jitguard.offline(arch=90):
+        sm90 = k.add_one_kernel[(1,)](torch.zeros(64), torch.zeros(64), 5, BLOCK=16)
+    with jitguard.offline(arch=80):
+        sm80 = k.add_one_kernel[(1,)](torch.zeros(64), torch.zeros(64), 5, BLOCK=16)
+    assert ".target sm_90" in sm90.asm["ptx"]
+    assert ".target sm_80" in sm80.asm["ptx"]
