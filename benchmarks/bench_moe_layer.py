@@ -6,7 +6,8 @@ captured in a CUDA graph over rotated layer copies (L2 defeated: the experts an 
 total >= 4x L2), median of >= 100 replays:
 
 - ``decode``: ``jitguard.kernels.moe_decode.fused_moe_decode`` on its automatic path, and each of
-  its paths forced: ``gemv`` and ``pairs`` (two launches, bf16 only) and ``grouped`` (three);
+  its paths forced: ``pairs`` (two launches, bf16 only) and ``grouped`` (three), the latter also
+  with programmatic dependent launch off;
 - ``unfused``: our own chain, ``softmax_topk`` + ``fused_moe`` (alignment, quantization, two
   GEMMs and the reduce as separate launches);
 - ``vllm``: vLLM's ``fused_moe_kernel`` (loaded at run time from the file ``--vllm-file``, with its
@@ -17,10 +18,6 @@ total >= 4x L2), median of >= 100 replays:
   built around upstream's kernel.
 
 Also timed: each launch of each path alone (where its time goes).
-
-``--gemv-sweep`` instead times the GEMV path's tile candidates (gate_up tiles with the table's
-down tiles, then down tiles with the best gate_up tiles) per case and M, whole layer in a graph,
-and prints the best per case: the rows of ``moe_gemv.GEMV_TILE_TABLE``.
 
 Byte floor: the active experts' weights (and scales) of both GEMMs plus x, the logits and the
 output, over the read-only bandwidth measured in the same run. Correctness in the same run: each
@@ -52,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # Importing it also makes jitguard.kernels importable from a checkout (the GPU host has no install).
 import bench_fused_moe as bfm
 from jitguard.kernels import fused_moe as fm
-from jitguard.kernels import moe_align, moe_decode, moe_gemv, moe_quant, moe_routing
+from jitguard.kernels import moe_align, moe_decode, moe_quant, moe_routing
 
 # (name, E, top_k, H, I, FP8 scheme or None): the fused-MoE issue's three shapes first.
 CASES = {name: bfm.CASES[name] for name in
@@ -143,7 +140,7 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
         out = moe_decode.fused_moe_decode(x, logits, w13, w2, k, renormalize=RENORMALIZE, workspace=ws, **fkw)
         row["err_decode"] = rel(out, ref)
         row["auto_path"] = moe_decode.choose_decode_path(M, E, k, fp8)
-        paths = ["grouped"] if fp8 else ["gemv", "pairs", "grouped"]
+        paths = ["grouped"] if fp8 else ["pairs", "grouped"]
         row["routing_equal"] = True
         for path in paths:
             ws.topk_ids.fill_(-1)
@@ -227,6 +224,13 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
                                             out=dec_out, path=path, **fp8_kwargs(scheme, ls13, ls2))
             forced[path] = on_path
             res[path] = bfm.time_graph(on_path, n_layers, replays)
+        # The grouped path again with programmatic dependent launch off: what PDL is worth.
+        real_pdl_supported = moe_decode.pdl_supported
+        moe_decode.pdl_supported = lambda: False
+        try:
+            res["grouped_no_pdl"] = bfm.time_graph(forced["grouped"], n_layers, replays)
+        finally:
+            moe_decode.pdl_supported = real_pdl_supported
         res["unfused"] = bfm.time_graph(unfused, n_layers, replays)
         if vllm is not None:
             res["vllm"] = bfm.time_graph(vstep, n_layers, replays)
@@ -259,75 +263,15 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
     return rows
 
 
-GEMV_UP_CANDIDATES = [(bn, bk, w) for bn in (8, 16, 32) for bk in (256, 512, 1024) for w in (4, 8)]
-GEMV_DOWN_CANDIDATES = [(bn, bk, w) for bn in (4, 8, 16, 32) for bk in (64, 128, 256) for w in (4, 8)]
-
-
-def gemv_sweep(case, ms, replays, l2_bytes, log) -> list[str]:
-    """Time the GEMV path's tile candidates (whole layer, graph, rotated layers); markdown lines."""
-    name, E, k, H, I, scheme = case
-    if scheme is not None:
-        return [f"# {name}: the GEMV path is bf16 only, not swept"]
-    n_layers = max(1, -(-4 * l2_bytes // (k * 3 * H * I * 2)))
-    layers = [bfm.make_layer(E, H, I, None, 1234 + i) for i in range(n_layers)]
-    ws = moe_decode.MoeDecodeWorkspace.for_layer(layers[0][0], layers[0][1], k, torch.bfloat16)
-    base = moe_gemv.select_gemv_tiles(E)
-    inputs = {}
-    for M in ms:
-        g = torch.Generator(device="cuda").manual_seed(M)
-        x = torch.randn(M, H, device="cuda", dtype=torch.bfloat16, generator=g)
-        logits = torch.randn(M, E, device="cuda", dtype=torch.float32, generator=g)
-        ref = moe_decode.fused_moe_decode_reference(x, logits, layers[0][0], layers[0][1], k, renormalize=RENORMALIZE)
-        inputs[M] = (x, logits, ref, torch.empty_like(x))
-
-    def timed(tiles: moe_gemv.GemvTiles, M: int) -> float:
-        x, logits, ref, out = inputs[M]
-
-        def step(layer):
-            moe_decode.fused_moe_decode(x, logits, layers[layer][0], layers[layer][1], k, renormalize=RENORMALIZE,
-                                        workspace=ws, out=out, path="gemv", gemv_tiles=tiles)
-        try:
-            step(0)
-            err = rel(out, ref)
-            if not err < 1e-2:
-                print(f"# {name} M={M} {tiles}: wrong result (rel. error {err:.1e}), skipped", flush=True)
-                return math.inf
-            return bfm.time_graph(step, n_layers, replays)
-        except Exception as exc:  # e.g. out of registers or shared memory for this tile
-            print(f"# {name} M={M} {tiles}: {type(exc).__name__}: {str(exc)[:120]}", flush=True)
-            return math.inf
-
-    def best_of(make, candidates, stage):
-        times = {c: [timed(make(c), M) for M in ms] for c in candidates}
-        best_per_m = [min(t[i] for t in times.values()) for i in range(len(ms))]
-        score = {c: sum(t[i] / best_per_m[i] for i in range(len(ms))) / len(ms) for c, t in times.items()}
-        winner = min(score, key=score.get)
-        for c, t in sorted(times.items(), key=lambda item: score[item[0]]):
-            log(json.dumps({"case": name, "stage": stage, "tile": c, "ms": ms, "us": t, "score": score[c]}))
-        lines.append(f"| {name} | {stage} | BN{winner[0]} BK{winner[1]} W{winner[2]} | "
-                     + " / ".join(f"{v:.1f}" for v in times[winner]) + f" | {score[winner]:.3f} | "
-                     + " / ".join(f"{v:.1f}" for v in best_per_m) + " |")
-        print(lines[-1], flush=True)
-        return winner
-
-    lines = []
-    up = best_of(lambda c: moe_gemv.GemvTiles(*c, base.down_block_n, base.down_block_k, base.down_warps),
-                 GEMV_UP_CANDIDATES, "gate_up")
-    down = best_of(lambda c: moe_gemv.GemvTiles(*up, *c), GEMV_DOWN_CANDIDATES, "down")
-    lines.append(f"| {name} | table row | GemvTiles{(*up, *down)} | | | |")
-    print(lines[-1], flush=True)
-    return lines
-
-
 def format_table(rows, bw) -> str:
     lines = [
         f"read-only {bw[1]:.0f} GB/s (floor), copy {bw[0]:.0f} GB/s; us per layer (time / byte floor); "
         "launches per layer in brackets",
-        "| case | M | E_act | floor us | decode (path) | decode again | gemv path | pairs path | grouped path "
-        "| unfused ours | vLLM chain | vLLM GEMMs only | stages alone, gemv: gate_up / down | pairs: gate_up / down "
+        "| case | M | E_act | floor us | decode (path) | decode again | pairs path | grouped path | grouped, no PDL "
+        "| unfused ours | vLLM chain | vLLM GEMMs only | stages alone, pairs: gate_up / down "
         "| grouped: route / gate_up / down "
-        "| err decode/replay/gemv/pairs/grouped/unfused/vllm | routing = ref | tied: ref / torch.topk |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| err decode/replay/pairs/grouped/unfused/vllm | routing = ref | tied: ref / torch.topk |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def cell(r, key, launches=None):
@@ -338,7 +282,7 @@ def format_table(rows, bw) -> str:
 
     for r in rows:
         errs = "/".join(f"{r[k]:.1e}" if k in r else "-" for k in (
-            "err_decode", "err_decode_graph_replays", "err_gemv", "err_pairs", "err_grouped", "err_unfused", "err_vllm"))
+            "err_decode", "err_decode_graph_replays", "err_pairs", "err_grouped", "err_unfused", "err_vllm"))
 
         def stages(path, names):
             return " / ".join(f"{r[f'stage_{path}_{st}_us']:.1f}" if f"stage_{path}_{st}_us" in r else "-"
@@ -347,9 +291,9 @@ def format_table(rows, bw) -> str:
         lines.append("| " + " | ".join([
             r["case"], str(r["M"]), str(r["E_act"]), f"{r['floor_us']:.1f}",
             cell(r, "decode", "decode") + f" {r['auto_path']}", cell(r, "decode_again"),
-            cell(r, "gemv", "gemv"), cell(r, "pairs", "pairs"), cell(r, "grouped", "grouped"),
+            cell(r, "pairs", "pairs"), cell(r, "grouped", "grouped"), cell(r, "grouped_no_pdl"),
             cell(r, "unfused", "unfused"), cell(r, "vllm", "vllm"), cell(r, "vllm_gemms"),
-            stages("gemv", ("gate_up", "down")), stages("pairs", ("gate_up", "down")),
+            stages("pairs", ("gate_up", "down")),
             stages("grouped", ("route", "gate_up", "down")),
             errs, str(r["routing_equal"]),
             f"{r['tied_routing_equal_ref']} / {100 * r['tied_rows_torch_topk_agrees']:.0f}% rows",
@@ -366,7 +310,6 @@ def main() -> None:
     p.add_argument("--replays", type=int, default=100)
     p.add_argument("--out", default="moe_layer.md", help="markdown result file (raw rows go to OUT.json)")
     p.add_argument("--time-budget", type=float, default=1e9, help="start no new case after this many seconds")
-    p.add_argument("--gemv-sweep", action="store_true", help="time the GEMV path's tile candidates instead")
     args = p.parse_args()
     if args.replays < 100:
         p.error("--replays must be >= 100 (median of >= 100 replays)")
@@ -384,19 +327,6 @@ def main() -> None:
     header = (f"# {props.name}, torch {torch.__version__}, triton {triton.__version__}, L2 {l2 >> 20} MiB, "
               f"copy {bw[0]:.0f} GB/s (torch copy_ {bw[2]:.0f}), read {bw[1]:.0f} GB/s")
     print(header, flush=True)
-    if args.gemv_sweep:
-        lines = ["| case | stage | best tile | its us per M | mean time / best per M | best us per M |",
-                 "|---|---|---|---|---|---|"]
-        with open(args.out + ".log", "w") as log_file:
-            for name in args.cases.split(","):
-                lines += gemv_sweep(CASES[name], ms, args.replays, l2,
-                                    lambda line: (log_file.write(line + "\n"), log_file.flush()))
-                gc.collect()
-                torch.cuda.empty_cache()
-        text = f"{header}\n\nCommand: python {' '.join(sys.argv)}\nM = {ms}\n\n" + "\n".join(lines) + "\n"
-        print(text)
-        Path(args.out).write_text(text)
-        return
     all_rows = []
     t0 = time.time()
     out_json = Path(args.out + ".json")

@@ -3,11 +3,17 @@
 ``fused_moe_decode(x, router_logits, w13, w2, top_k, ..., path="auto")`` runs the whole layer,
 routing included, on one of two paths (``path="auto"`` picks by :func:`choose_decode_path`):
 
-- ``"gemv"``, **two launches** (:mod:`jitguard.kernels.moe_gemv`), for up to ``GEMV_MAX_PAIRS``
-  (token, expert) pairs in bf16/fp16: each launch routes its tokens itself and streams the
-  experts' rows as matrix-vector products; the weighted top-k sum happens in the down launch's
-  registers. No routing launch, no alignment, no atomics.
-- ``"grouped"``, **three launches**, for more pairs and for FP8, described below.
+- ``"grouped"``, **three launches** (``DECODE_LAUNCHES``), described below;
+- ``"pairs"``, **two launches** (``PAIRS_LAUNCHES``, bf16/fp16): the two GEMMs of the grouped
+  path with one token tile per (token, expert) pair and no routing launch: every GEMM program
+  routes its own token (``softmax_topk_row``, the logits row is 0.5 KB) and takes the expert of
+  its slot. No alignment, but pairs that share an expert read it once each, so it serves one
+  token (where no two pairs share an expert).
+
+Where Triton offers programmatic dependent launch (``launch_pdl``, Triton >= 3.4 on sm_90),
+each launch after the first is PDL-linked to the one before: it starts while the previous one
+runs and waits (``griddepcontrol.wait``) before reading its results; the pairs path's down GEMM
+routes before it waits. Without PDL the launches are ordinary stream-ordered launches.
 
 The grouped path, with a :class:`MoeDecodeWorkspace` passed (with none, the call allocates one
 and adds one memset for its zeroed counters):
@@ -60,7 +66,6 @@ from .fused_moe import (
 from .moe_align import max_padded_len
 from .moe_configs import MoeTileConfigs, select_tile_configs
 from .moe_gemm import QUANT_BLOCK, QUANT_CHANNEL, QUANT_NONE, QUANT_TENSOR
-from .moe_gemv import GEMV_LAUNCHES, GemvTiles, _grid_dependency, gemv_launches, pdl_supported, select_gemv_tiles
 from .moe_quant import FP8_MAX
 from .moe_routing import (
     check_router_logits,
@@ -72,8 +77,7 @@ from .moe_routing import (
 __all__ = [
     "DECODE_LAUNCHES",
     "DECODE_PATHS",
-    "GEMV_LAUNCHES",
-    "GEMV_MAX_PAIRS",
+    "PAIRS_LAUNCHES",
     "choose_decode_path",
     "MAX_DECODE_TOKENS",
     "DecodePlan",
@@ -86,10 +90,8 @@ __all__ = [
 
 MAX_DECODE_TOKENS = 64
 DECODE_LAUNCHES = 3
-DECODE_PATHS = ("auto", "gemv", "pairs", "grouped")
-# The GEMV path serves up to this many (token, expert) pairs (bf16/fp16), measured on an H200
-# (benchmarks/results/moe_layer.md): above it the grouped path reads each expert once and wins.
-GEMV_MAX_PAIRS = 16
+PAIRS_LAUNCHES = 2
+DECODE_PATHS = ("auto", "pairs", "grouped")
 _MAX_BLOCK_M = 64
 _MIN_BLOCK_N = 16
 _MIN_AMAX = 1e-10
@@ -99,8 +101,41 @@ _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool) -> str:
-    """``"gemv"`` (two launches, :mod:`moe_gemv`) for a few bf16/fp16 pairs, else ``"grouped"`` (three)."""
-    return "gemv" if not fp8 and num_tokens * top_k <= GEMV_MAX_PAIRS else "grouped"
+    """``"pairs"`` (two launches) for one bf16/fp16 token, else ``"grouped"`` (three launches).
+
+    From the H200 measurements in benchmarks/results/moe_layer.md: at one token no two pairs
+    share an expert and the pairs path saves the routing launch; from two tokens on, shared
+    experts read twice cost more than that launch (Mixtral M = 2: 333 us against 249 us).
+    """
+    return "pairs" if not fp8 and num_tokens == 1 else "grouped"
+
+
+def pdl_supported() -> bool:
+    """Whether this Triton's NVIDIA launcher takes ``launch_pdl`` (programmatic dependent launch)."""
+    if _INTERPRETED:
+        return False
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+    except ImportError:
+        return False
+    return "launch_pdl" in getattr(CUDAOptions, "__dataclass_fields__", {})
+
+
+# When a GEMM waits for the launch before it (WAIT_PRIOR); a no-op unless launched with PDL.
+_WAIT_NONE, _WAIT_AT_START, _WAIT_BEFORE_K_LOOP = 0, 1, 2
+
+
+@triton.jit
+def _wait_for_prior_launch():
+    """PTX griddepcontrol.wait: blocks until the previous launch has completed and its writes are visible."""
+    tl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _launch_dependents():
+    """PTX griddepcontrol.launch_dependents: a PDL-linked next launch may start now."""
+    tl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=tl.int32, is_pure=False,
+                              pack=1)
 
 
 # ---- launch 1: routing, activation scales, alignment --------------------------------------------
@@ -142,8 +177,11 @@ def moe_decode_route_kernel(
     FILL_BLOCK: tl.constexpr,
     FP8_MAX_C: tl.constexpr,
     MIN_AMAX: tl.constexpr,
+    LAUNCH_DEPENDENTS: tl.constexpr,
 ):
     """Routing of token ``program_id``; the last program to finish aligns every pair."""
+    if LAUNCH_DEPENDENTS:
+        _launch_dependents()
     token = tl.program_id(0).to(tl.int64)
     ids, weights = softmax_topk_row(logits_ptr + token * stride_lm, num_experts, TOP_K, K_POW2, E_POW2, RENORMALIZE)
     slots = tl.arange(0, K_POW2)
@@ -289,7 +327,8 @@ def moe_decode_gemm_kernel(
     PAIR_TILES: tl.constexpr,
     E_POW2: tl.constexpr,
     RENORMALIZE: tl.constexpr,
-    GRID_DEPENDENCY: tl.constexpr,
+    LAUNCH_DEPENDENTS: tl.constexpr,
+    WAIT_PRIOR: tl.constexpr,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -302,8 +341,8 @@ def moe_decode_gemm_kernel(
 
     PAIR_TILES (the two-launch path, no route launch, QUANT 0): token tile ``pid_m`` is the one
     pair ``pid_m``, whose expert the program routes itself from ``logits`` (gate_up also records
-    the routing in ``topk_ids`` / ``topk_weights``). GRID_DEPENDENCY 1: let the next launch start
-    now (programmatic dependent launch); 2: wait for the previous launch before the K loop.
+    the routing in ``topk_ids`` / ``topk_weights``). LAUNCH_DEPENDENTS lets a PDL-linked next
+    launch start; WAIT_PRIOR waits for the previous launch at the start or before the K loop.
     """
     pid = tl.program_id(0)
     OUT_N: tl.constexpr = BLOCK_N // 2 if GATED else BLOCK_N
@@ -312,8 +351,10 @@ def moe_decode_gemm_kernel(
     # Column tiles vary fastest, the order moe_gemm's tuned decode tiles were timed with.
     pid_m = pid // num_pid_n
     pid_n = pid % num_pid_n
-    if GRID_DEPENDENCY == 1:
-        _grid_dependency(False)
+    if LAUNCH_DEPENDENTS:
+        _launch_dependents()
+    if WAIT_PRIOR == 1:
+        _wait_for_prior_launch()
 
     if PAIR_TILES:
         token = (pid_m // TOP_K).to(tl.int64)
@@ -357,6 +398,9 @@ def moe_decode_gemm_kernel(
             b_ptrs = b_base + b_rows[None, :].to(tl.int64) * stride_bn + offs_k[:, None]
             acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
 
+        if WAIT_PRIOR == 2:
+            # Everything above depends on the layer's inputs only; A and its scales on the prior launch.
+            _wait_for_prior_launch()
         if QUANT == 1:
             a_s = tl.load(a_scale_ptr)
         elif QUANT == 2:
@@ -364,8 +408,6 @@ def moe_decode_gemm_kernel(
         if QUANT == 3:
             b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
 
-        if GRID_DEPENDENCY == 2:
-            _grid_dependency(True)
         for kb in range(tl.cdiv(K, BLOCK_K)):
             k_mask = offs_k < K - kb * BLOCK_K
             if SWAP_AB:
@@ -565,7 +607,6 @@ def plan_fused_moe_decode(
     workspace: MoeDecodeWorkspace | None = None,
     out: torch.Tensor | None = None,
     path: str = "auto",
-    gemv_tiles: GemvTiles | None = None,
 ) -> DecodePlan:
     """Validate one decode-layer call and prepare its launches without running them.
 
@@ -614,23 +655,9 @@ def plan_fused_moe_decode(
     if path not in DECODE_PATHS:
         raise ValueError(f"fused_moe_decode: path must be one of {DECODE_PATHS}, got {path!r}")
     if path == "auto":
-        # Tiles given for one path choose it.
-        if tile_configs is not None or gemv_tiles is not None:
-            path = "grouped" if tile_configs is not None else "gemv"
-        else:
-            path = choose_decode_path(M, E, top_k, shape.fp8)
-    if (path == "gemv" and tile_configs is not None) or (path != "gemv" and gemv_tiles is not None):
-        raise ValueError(f"fused_moe_decode: path={path!r} takes "
-                         f"{'gemv_tiles' if path == 'gemv' else 'tile_configs'}, not the other path's tiles")
-    if path == "gemv":
-        if shape.fp8:
-            raise ValueError("fused_moe_decode: path='gemv' is bf16/fp16 only; FP8 W8A8 runs on path='grouped'")
-        tiles = gemv_tiles or select_gemv_tiles(E)
-        tiles.check("fused_moe_decode gemv_tiles")
-        ws = workspace
-        return DecodePlan(out, tuple(gemv_launches(
-            x, router_logits, w13, w2, top_k, renormalize, ws.inter[: M * top_k], ws.topk_ids, ws.topk_weights,
-            out, tiles)), "gemv")
+        path = choose_decode_path(M, E, top_k, shape.fp8)
+    if path == "pairs" and shape.fp8:
+        raise ValueError("fused_moe_decode: path='pairs' is bf16/fp16 only; FP8 W8A8 runs on path='grouped'")
     cfgs = tile_configs or select_tile_configs(M, E, shape.precision)
     if cfgs.gate_up.block_m != cfgs.down.block_m:
         raise ValueError("fused_moe_decode: tile_configs gate_up and down must share block_m")
@@ -655,9 +682,7 @@ def plan_fused_moe_decode(
     stride_a2m = a2_cols if quant == QUANT_BLOCK else (1 if quant == QUANT_CHANNEL else 0)
 
     pair_tiles = path == "pairs"
-    if pair_tiles and shape.fp8:
-        raise ValueError("fused_moe_decode: path='pairs' is bf16/fp16 only; FP8 W8A8 runs on path='grouped'")
-    pdl = pair_tiles and pdl_supported()
+    pdl = pdl_supported()
     launches: list[tuple[str, Callable[[], object]]] = []
     if not pair_tiles:
         launches.append(("route", functools.partial(
@@ -669,7 +694,7 @@ def plan_fused_moe_decode(
             TOP_K=top_k, K_POW2=k_pow2, E_POW2=triton.next_power_of_2(E),
             P_POW2=triton.next_power_of_2(MAX_DECODE_TOKENS * top_k), RENORMALIZE=bool(renormalize),
             QUANT=quant, GROUP=128, BLOCK_H=_ROUTE_BLOCK_H, FILL_BLOCK=_FILL_BLOCK,
-            FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
+            FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, LAUNCH_DEPENDENTS=pdl,
         )))
     inter = ws.inter[:num_pairs]
     for gemm in (1, 2):
@@ -719,12 +744,21 @@ def plan_fused_moe_decode(
             PAIR_TILES=pair_tiles,
             E_POW2=triton.next_power_of_2(E),
             RENORMALIZE=bool(renormalize),
-            GRID_DEPENDENCY=(1 if gated else 2) if pdl else 0,
+            # Each GEMM lets the next launch start; each waits for the one before (the pairs path's
+            # gate_up has none before it; its down routes before waiting).
+            LAUNCH_DEPENDENTS=pdl and gated,
+            WAIT_PRIOR=_wait_prior(pdl, pair_tiles, gated),
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
-            **({"launch_pdl": True} if pdl and not gated else {}),
+            **({"launch_pdl": True} if pdl and not (pair_tiles and gated) else {}),
         )))
     return DecodePlan(out, tuple(launches), path)
+
+
+def _wait_prior(pdl: bool, pair_tiles: bool, gated: bool) -> int:
+    if not pdl or (pair_tiles and gated):
+        return _WAIT_NONE
+    return _WAIT_BEFORE_K_LOOP if pair_tiles else _WAIT_AT_START
 
 
 @dataclass(frozen=True)
@@ -753,21 +787,20 @@ def fused_moe_decode(
     workspace: MoeDecodeWorkspace | None = None,
     out: torch.Tensor | None = None,
     path: str = "auto",
-    gemv_tiles: GemvTiles | None = None,
 ) -> torch.Tensor:
-    """The whole MoE layer for M <= 64 tokens in two (``path="gemv"``) or three launches
+    """The whole MoE layer for M <= 64 tokens in two (``path="pairs"``) or three launches
     (``"grouped"``; see the module docstring): [M, H].
 
     ``router_logits`` [M, E] (fp32/bf16/fp16). The routing it chose is left in
-    ``workspace.routing(M)``. ``path``: ``"auto"`` (the path whose tiles were given, else
-    :func:`choose_decode_path`), ``"gemv"`` or ``"grouped"``; ``gemv_tiles`` / ``tile_configs``
-    override the tile tables of the two paths. Weights and scales as in :func:`fused_moe`; activation scales are
+    ``workspace.routing(M)``. ``path``: ``"auto"`` (:func:`choose_decode_path`),
+    ``"pairs"`` or ``"grouped"``; ``tile_configs`` overrides the
+    tile table for either. Weights and scales as in :func:`fused_moe`; activation scales are
     always dynamic.
     """
     plan = plan_fused_moe_decode(
         x, router_logits, w13, w2, top_k, renormalize=renormalize, use_fp8_w8a8=use_fp8_w8a8,
         per_channel_quant=per_channel_quant, block_shape=block_shape, w1_scale=w1_scale, w2_scale=w2_scale,
-        tile_configs=tile_configs, workspace=workspace, out=out, path=path, gemv_tiles=gemv_tiles,
+        tile_configs=tile_configs, workspace=workspace, out=out, path=path,
     )
     for _, launch in plan.launches:
         launch()

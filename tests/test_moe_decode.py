@@ -18,10 +18,9 @@ import re
 
 import pytest
 import torch
-from jitguard.kernels import moe_decode, moe_gemv
+from jitguard.kernels import moe_decode
 from jitguard.kernels.moe_align import moe_align_reference
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, select_tile_configs
-from jitguard.kernels.moe_gemv import GemvTiles
 from jitguard.kernels.moe_decode import (
     MAX_DECODE_TOKENS,
     choose_decode_path,
@@ -88,7 +87,7 @@ def test_math_routing_matches_reference_with_ties(E, k, renormalize, logit_dtype
     w2 = torch.zeros(E, H, I, dtype=torch.bfloat16, device=device)
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     # The decode paths route inside their first launch; they make the same choice.
-    for path in ("grouped", "pairs", "gemv"):
+    for path in ("grouped", "pairs"):
         ws.topk_ids.fill_(-1)
         fused_moe_decode(x, logits.to(device), w13, w2, k, renormalize=renormalize, workspace=ws, path=path)
         dw, dids = ws.routing(2 * M)
@@ -143,34 +142,6 @@ def test_math_bf16_layer_matches_reference(shape, tile, path):
         assert ws.flags.cpu().count_nonzero() == 0, "counters must be left at zero for the next call"
         x = torch.randn(M, H, generator=gen).to(torch.bfloat16).to(device)
         logits = torch.randn(M, E, generator=gen).to(device)
-
-
-GEMV_TILES = {
-    "n16k64": GemvTiles(16, 64, 4, 8, 32, 4),
-    "n8k32-down4": GemvTiles(8, 32, 4, 4, 16, 2),
-}
-
-
-# Column counts and K not multiples of the tiles (H = 100, I = 40) exercise every mask.
-@pytest.mark.parametrize("shape", SHAPES + [(2, 128, 8, 64, 48), (3, 8, 2, 100, 40)], ids=lambda s: "M%d_E%d_k%d_H%d_I%d" % s)
-@pytest.mark.parametrize("tiles", sorted(GEMV_TILES))
-def test_math_gemv_layer_matches_reference(shape, tiles):
-    """The two-launch path against fp32 torch, and equal to the grouped path's output to bf16
-    rounding; its routing is the reference's."""
-    device = _device()
-    M, E, k, H, I = shape
-    gen = torch.Generator().manual_seed(sum(shape) + 7)
-    x, logits, w13, w2 = _layer(M, E, k, H, I, gen, device)
-    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
-    for renormalize in (True, False):
-        out = torch.full_like(x, float("nan"))
-        fused_moe_decode(x, logits, w13, w2, k, renormalize=renormalize, workspace=ws, out=out, path="gemv",
-                         gemv_tiles=GEMV_TILES[tiles])
-        ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=renormalize)
-        assert _rel_err(out, ref) < 1.5e-2, renormalize
-        assert torch.equal(ws.routing(M)[1].cpu(), softmax_topk_reference(logits.cpu(), k, renormalize)[1])
-        grouped = fused_moe_decode(x, logits, w13, w2, k, renormalize=renormalize, workspace=ws, path="grouped")
-        torch.testing.assert_close(out.float(), grouped.float(), rtol=2e-2, atol=2e-2 * float(ref.abs().max()))
 
 
 @pytest.mark.parametrize("M,E,k,block", [(1, 8, 2, 8), (7, 8, 2, 16), (64, 16, 4, 32), (3, 64, 8, 8)])
@@ -261,17 +232,10 @@ def _bad_calls():
                             {"use_fp8_w8a8": True, "block_shape": [64, 64], "w1_scale": torch.ones(E, 1, 1),
                              "w2_scale": torch.ones(E, 1, 1)}, r"block w1_scale must be|block_shape must be \[128, 128\]"),
         "x fp32": ((x.float(), logits, w13, w2, k), {}, r"x must be bfloat16 or float16"),
-        "unknown path": ((x, logits, w13, w2, k), {"path": "fast"}, r"path must be one of \('auto', 'gemv', 'pairs', 'grouped'\), got 'fast'"),
+        "unknown path": ((x, logits, w13, w2, k), {"path": "fast"}, r"path must be one of \('auto', 'pairs', 'grouped'\), got 'fast'"),
         "pairs fp8": ((x, logits, w13.to(FP8), w2.to(FP8), k),
                       {"use_fp8_w8a8": True, "w1_scale": torch.ones(E), "w2_scale": torch.ones(E), "path": "pairs"},
                       r"path='pairs' is bf16/fp16 only"),
-        "gemv fp8": ((x, logits, w13.to(FP8), w2.to(FP8), k),
-                     {"use_fp8_w8a8": True, "w1_scale": torch.ones(E), "w2_scale": torch.ones(E), "path": "gemv"},
-                     r"path='gemv' is bf16/fp16 only"),
-        "tiles of the other path": ((x, logits, w13, w2, k), {"path": "gemv", "tile_configs": select_tile_configs(M, E, "bf16")},
-                                    r"path='gemv' takes gemv_tiles, not the other path's tiles"),
-        "gemv tile not a power of two": ((x, logits, w13, w2, k), {"gemv_tiles": GemvTiles(12, 64, 4, 8, 32, 4)},
-                                         r"gemv_tiles: up_block_n must be a power of two, got 12"),
     }
 
 
@@ -297,14 +261,13 @@ def test_softmax_topk_errors_name_the_function():
 # ---- one compiled variant per tile config, M = 1..64 and beyond ------------------------------------
 
 DECODE_KERNELS = ("moe_decode_route_kernel", "moe_decode_gemm_kernel")
-GEMV_KERNELS = ("moe_gemv_gate_up_kernel", "moe_gemv_down_kernel")
 
 
 @pytest.mark.parametrize("scheme,E,k", [("bf16", 8, 2), ("bf16", 128, 8), ("block", 128, 8)])
 def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
-    """Keys only: over M = 1..64 the route kernel compiles once, the GEMM once per distinct tile
-    of each GEMM the grouped path uses, each GEMV kernel once (bf16, up to GEMV_MAX_PAIRS pairs);
-    M = 65..200 (softmax_topk + fused_moe) adds one routing variant and no decode variant."""
+    """Keys only: over M = 1..64 the route kernel compiles once, the GEMM once per distinct
+    (tile, path) of each GEMM (the pairs path serves bf16 M = 1); M = 65..200 (softmax_topk +
+    fused_moe) adds one routing variant and no decode variant."""
     _compile_side()
     H, I, beyond = 256, 128, 200
     fp8 = scheme != "bf16"
@@ -321,22 +284,19 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     with jitguard.offline(compile=False), jitguard.watch() as rec:
         for M in range(1, MAX_DECODE_TOKENS + 1):
             fused_moe_from_logits(x[:M], logits[:M], w13, w2, k, renormalize=True, workspace=ws, **kw)
-        decode_variants = {name: rec.variants(name) for name in DECODE_KERNELS + GEMV_KERNELS}
+        decode_variants = {name: rec.variants(name) for name in DECODE_KERNELS}
         for M in range(MAX_DECODE_TOKENS + 1, beyond + 1):
             fused_moe_from_logits(x[:M], logits[:M], w13, w2, k, renormalize=True, workspace=ws, **kw)
     precision = "fp8-block" if fp8 else "bf16"
-    grouped_ms = [M for M in range(1, MAX_DECODE_TOKENS + 1) if choose_decode_path(M, E, k, fp8) == "grouped"]
-    gemv_ms = [M for M in range(1, MAX_DECODE_TOKENS + 1) if choose_decode_path(M, E, k, fp8) == "gemv"]
-    assert bool(gemv_ms) == (not fp8), gemv_ms
-    for name in GEMV_KERNELS:
-        assert decode_variants[name] == (1 if gemv_ms else 0), name
-    rows = {select_tile_configs(M, E, precision) for M in grouped_ms}
+    rows = {(select_tile_configs(M, E, precision), choose_decode_path(M, E, k, fp8))
+            for M in range(1, MAX_DECODE_TOKENS + 1)}
     assert len(rows) >= 2, "the sweep should cross several table rows"
-    tiles = len({r.gate_up for r in rows}) + len({r.down for r in rows})
+    assert ("pairs" in {path for _, path in rows}) == (not fp8)
+    tiles = len({(r.gate_up, path) for r, path in rows}) + len({(r.down, path) for r, path in rows})
     gemm_events = [e.causes for e in rec.events if e.kernel == "moe_decode_gemm_kernel"]
     assert decode_variants["moe_decode_gemm_kernel"] == tiles, gemm_events
     assert decode_variants["moe_decode_route_kernel"] == 1
-    for name in DECODE_KERNELS + GEMV_KERNELS:
+    for name in DECODE_KERNELS:
         assert rec.variants(name) == decode_variants[name], f"{name} compiled again for M > 64"
     assert rec.variants("moe_softmax_topk_kernel") == 1
 
@@ -397,29 +357,11 @@ def test_real_sm90_compile_of_each_path(path):
         assert want in kinds, f"expected wgmma m64n{want[0]} {want[1]}, found {sorted(kinds)}"
     if fp8 and tile.swap_ab:
         assert not any(re.search(r"cvt\.rn\.f16x2\.e4m3x2", ptx) for ptx in gemm_ptx), "FP8 operands converted to f16"
-
-
-def test_real_sm90_compile_of_the_gemv_path():
-    """Both GEMV kernels compile for sm_90 with 128-bit weight loads; with programmatic dependent
-    launch, gate_up lets the down launch start early and down loads weights before it waits."""
-    _compile_side()
-    E, k, H, I, M = 128, 8, 512, 256, 2
-    w13, w2 = torch.zeros(E, 2 * I, H, dtype=torch.bfloat16), torch.zeros(E, H, I, dtype=torch.bfloat16)
-    before = {name: _compiled(getattr(moe_gemv, name)) for name in GEMV_KERNELS}
-    with jitguard.offline(compile=True):
-        fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k, path="gemv")
-    new = {name: [c for key, c in _compiled(getattr(moe_gemv, name)).items() if key not in before[name]]
-           for name in GEMV_KERNELS}
-    (up,), (down,) = new["moe_gemv_gate_up_kernel"], new["moe_gemv_down_kernel"]
-    for kernel in (up, down):
-        assert re.search(r"ld\.global(\.\w+)*\.v4\.b32", kernel.asm["ptx"]), "weights not loaded 128 bits at a time"
-    if not moe_gemv.pdl_supported():
-        pytest.skip("this Triton's launcher has no launch_pdl")
-    assert down.metadata.launch_pdl and not up.metadata.launch_pdl
-    assert "griddepcontrol.launch_dependents" in up.asm["ptx"]
-    down_ptx = down.asm["ptx"]
-    wait = down_ptx.index("griddepcontrol.wait")
-    assert re.search(r"ld\.global(\.\w+)*\.v4\.b32", down_ptx[:wait]), "down waits before loading any weights"
+    if moe_decode.pdl_supported():
+        # Programmatic dependent launch: both GEMMs PDL-launched and waiting; the route kernel lets gate_up start.
+        assert all(c.metadata.launch_pdl for c in new["moe_decode_gemm_kernel"])
+        assert all("griddepcontrol.wait" in ptx for ptx in gemm_ptx)
+        assert any("griddepcontrol.launch_dependents" in ptx for ptx in route_ptx)
 
 
 def test_real_sm90_compile_of_the_pairs_path():
@@ -437,7 +379,7 @@ def test_real_sm90_compile_of_the_pairs_path():
     assert len(new) == 2
     for kernel in new:
         assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n8k\d+\.f32\.bf16", kernel.asm["ptx"])
-    if not moe_gemv.pdl_supported():
+    if not moe_decode.pdl_supported():
         pytest.skip("this Triton's launcher has no launch_pdl")
     up, down = sorted(new, key=lambda c: bool(c.metadata.launch_pdl))
     assert down.metadata.launch_pdl and not up.metadata.launch_pdl
@@ -464,7 +406,6 @@ class _AtenOps(TorchDispatchMode):
 LAUNCHES = {
     ("bf16", "grouped"): ["moe_decode_route_kernel", "moe_decode_gemm_kernel", "moe_decode_gemm_kernel"],
     ("block", "grouped"): ["moe_decode_route_kernel", "moe_decode_gemm_kernel", "moe_decode_gemm_kernel"],
-    ("bf16", "gemv"): ["moe_gemv_gate_up_kernel", "moe_gemv_down_kernel"],
     ("bf16", "pairs"): ["moe_decode_gemm_kernel", "moe_decode_gemm_kernel"],
 }
 
@@ -472,7 +413,7 @@ LAUNCHES = {
 @pytest.mark.parametrize("scheme,path", sorted(LAUNCHES))
 def test_decode_launches_with_a_workspace(scheme, path, monkeypatch):
     """What a CUDA graph of the layer would hold: grouped = the route kernel, gate_up, down;
-    gemv = gate_up, down; nothing else.
+    pairs = gate_up, down; nothing else.
 
     Counts every Triton launch (JITFunction.run) and every torch op that would run a kernel."""
     _compile_side()
@@ -498,7 +439,7 @@ def test_decode_launches_with_a_workspace(scheme, path, monkeypatch):
     with jitguard.offline(compile=False), _AtenOps() as aten:
         fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out, path=path, **kw)
     assert launches == LAUNCHES[scheme, path]
-    assert len(launches) == (moe_decode.DECODE_LAUNCHES if path == "grouped" else moe_decode.GEMV_LAUNCHES)
+    assert len(launches) == (moe_decode.DECODE_LAUNCHES if path == "grouped" else moe_decode.PAIRS_LAUNCHES)
     kernel_ops = [op for op in aten.ops if op not in _NO_KERNEL_OPS]
     assert kernel_ops == [], f"torch ops that launch kernels: {kernel_ops}"
 
