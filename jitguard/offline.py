@@ -18,12 +18,14 @@ are real, so a sweep over thousands of token counts takes seconds.
 Offline work and real GPU work can share a process (a test session that checks maths on the GPU,
 then counts variants offline): they never share a cache. The fake driver reports device index
 `OFFLINE_DEVICE_BASE + arch` (1000090 for sm_90), so Triton's per-device kernel caches keep what
-the GPU compiled apart from what an offline context compiled or stubbed: an offline call never
-launches a GPU kernel, and a GPU call after the context never finds an offline one. Compile events
-recorded offline carry that device index. `@triton.autotune` keeps its chosen configs per side too,
-benchmarks offline with a fake timer (every config 1 ms, so the first wins) and never writes
-offline timings to Triton's disk cache. `compile=False` skips the compiler for every kernel,
-including one that Triton set up (on a GPU) before the first offline context.
+the GPU compiled apart from what an offline context compiled or stubbed, both ways: an offline call
+never finds (or launches) a GPU kernel, a GPU call never finds an offline one, and each arch has its
+own caches. Compile events recorded offline carry that device index. While a context is open,
+`@triton.autotune` keeps its chosen configs per side, times configs offline with a fake timer
+(1 ms each: the first config wins) and writes no offline timings to Triton's disk cache; a GPU
+autotune never inherits that timer. `compile=False` skips the compiler even for a kernel that ran
+on a GPU before the first offline context. When the last context closes, Triton's classes are as
+they were: GPU launches pay nothing.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from jitguard import triton_compat
 H100_MAX_SHARED_MEM = 232448  # bytes per block, sm_90 (H100 and H200)
 OFFLINE_DEVICE_BASE = 1_000_000
 """The offline driver's device index is this plus the arch: no real GPU has it, and each arch gets its
-own caches (Triton keeps the compile target per device)."""
+own caches (what one device's cache holds was compiled for one target)."""
 
 
 class _NoOpLauncher:
@@ -165,10 +167,11 @@ class _KeysOnlyKernel:
         return lambda *args, **kwargs: None
 
 
-_state = {"keys_only": 0}  # open compile=False contexts
+_state = {"keys_only": 0, "open": 0}  # open compile=False contexts; open contexts of any kind
 _state_lock = threading.RLock()
 _stubbed_kernels: list = []  # JITFunctions whose cache holds _KeysOnlyKernel entries
-_installed: list = []  # the Triton classes whose attributes jitguard replaced (see _install_side_split)
+_MISSING = object()
+_replaced: list = []  # (Triton class, attribute, what it held before) while the side split is installed
 
 
 def _offline_active() -> bool:
@@ -181,6 +184,12 @@ def _compile_keys_only(src: Any, target: Any = None, options: Any = None, **kwar
     if jit_fn is not None and jit_fn not in _stubbed_kernels:
         _stubbed_kernels.append(jit_fn)
     return _KeysOnlyKernel(src, options or {})
+
+
+def _benchmark_on_active_driver(kernel_call: Any, quantiles: Any = None, **kwargs: Any) -> Any:
+    """Triton 3.2 picks an autotuner's benchmarker at decoration: one decorated offline gets this."""
+    from triton.runtime.driver import driver
+    return driver.active.get_benchmarker()(kernel_call, quantiles=quantiles, **kwargs)
 
 
 class _CapturedCompiler:
@@ -206,27 +215,26 @@ class _CapturedCompiler:
 
 
 class _AutotunerConfigs:
-    """`Autotuner.cache` ({tuning key: chosen config}): one dict for real GPUs, one for offline."""
+    """`Autotuner.cache` ({tuning key: chosen config}): Triton's dict for GPUs, another for offline."""
 
     def __get__(self, tuner: Any, owner: Any = None) -> Any:
         if tuner is None:
             return self
-        if _offline_active():
-            return tuner.__dict__.setdefault("_jitguard_offline_configs", {})
-        try:
-            return tuner.__dict__["cache"]
-        except KeyError:
-            raise AttributeError("cache") from None
+        return tuner.__dict__.setdefault("_jitguard_offline_configs" if _offline_active() else "cache", {})
 
     def __set__(self, tuner: Any, configs: Any) -> None:
-        tuner.__dict__["_jitguard_offline_configs" if _offline_active() else "cache"] = configs
+        if _offline_active():
+            tuner.__dict__["_jitguard_offline_configs"] = configs
+            tuner.__dict__.setdefault("cache", {})  # made offline: it still needs one for the GPU
+        else:
+            tuner.__dict__["cache"] = configs
 
 
 class _AutotunerBenchmarker:
-    """`Autotuner.do_bench`: the fake timer offline; on a GPU, what Triton would pick, never cached.
+    """`Autotuner.do_bench`: the fake timer offline; otherwise what Triton would pick.
 
-    Triton picks it once per autotuner (3.2: at decoration, 3.6+: on first use) from whichever
-    driver is active then, so a fake timer picked offline would time every later GPU autotune.
+    Triton picks it once per autotuner (3.2: at decoration, 3.6+: on first use, then cached) from
+    whichever driver is active then: picked offline, the fake timer would time later GPU autotunes.
     """
 
     def __init__(self, triton_property: Any) -> None:
@@ -238,15 +246,11 @@ class _AutotunerBenchmarker:
         if _offline_active():
             return _fake_bench
         if self.triton_property is not None:
-            return self.triton_property.func(tuner)
-        chosen = tuner.__dict__.get("do_bench")
-        if chosen is None or chosen is _fake_bench:
-            from triton.runtime.driver import driver
-            return driver.active.get_benchmarker()
-        return chosen
+            return self.triton_property.func(tuner)  # not cached: this may be the offline side's read
+        return tuner.__dict__.get("do_bench", _benchmark_on_active_driver)
 
     def __set__(self, tuner: Any, benchmarker: Any) -> None:
-        tuner.__dict__["do_bench"] = benchmarker
+        tuner.__dict__["do_bench"] = _benchmark_on_active_driver if benchmarker is _fake_bench else benchmarker
 
 
 class _AutotunerDiskCache:
@@ -262,19 +266,33 @@ class _AutotunerDiskCache:
 
 
 def _install_side_split() -> None:
-    """Give GPU and offline calls separate compilers, autotune choices and benchmarkers (once).
+    """While offline contexts are open, give each side its own compiler choice and autotune state.
 
-    Kernel caches need nothing here: the offline device index keeps them apart.
+    Kernel caches need nothing here: the offline device index keeps them apart. Each replaced
+    attribute stores the GPU side's value where Triton keeps it, so removing the split (when the
+    last context closes) leaves Triton's classes and every kernel as Triton would have them, with
+    no cost on GPU launches.
     """
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction
-    if _installed:
+    if _replaced:
         return
-    JITFunction.compile = _CapturedCompiler()
-    Autotuner.cache = _AutotunerConfigs()
-    Autotuner.do_bench = _AutotunerBenchmarker(Autotuner.__dict__.get("do_bench"))
-    Autotuner.cache_results = _AutotunerDiskCache()
-    _installed.extend([JITFunction, Autotuner])
+    split = ((JITFunction, "compile", _CapturedCompiler()),
+             (Autotuner, "cache", _AutotunerConfigs()),
+             (Autotuner, "do_bench", _AutotunerBenchmarker(Autotuner.__dict__.get("do_bench"))),
+             (Autotuner, "cache_results", _AutotunerDiskCache()))
+    for cls, name, attribute in split:
+        _replaced.append((cls, name, cls.__dict__.get(name, _MISSING)))
+        setattr(cls, name, attribute)
+
+
+def _remove_side_split() -> None:
+    for cls, name, before in reversed(_replaced):
+        if before is _MISSING:
+            delattr(cls, name)
+        else:
+            setattr(cls, name, before)
+    _replaced.clear()
 
 
 def _drop_stub_entries() -> None:
@@ -294,7 +312,8 @@ def offline(arch: int = 90, compile: bool = True) -> Iterator[Any]:  # noqa: A00
     """Activate the compile-only backend for sm_`arch` (see module docstring); restores the previous driver.
 
     `compile=False` computes keys only: entries it puts in Triton's cache are dropped on exit, so a
-    later `compile=True` context compiles for real.
+    later `compile=True` context compiles for real. Kernels already compiled on a real GPU in this
+    process are neither found nor launched here, and nothing made here reaches the GPU's caches.
     """
     if arch < 70:
         raise ValueError(f"offline(arch={arch}): jitguard's offline backend targets CUDA sm_70 or newer")
@@ -303,6 +322,7 @@ def offline(arch: int = 90, compile: bool = True) -> Iterator[Any]:  # noqa: A00
         _saved_drivers.append(triton_compat.get_active_driver_raw())
         triton_compat.set_active_driver_raw(driver_class(arch))
         _install_side_split()
+        _state["open"] += 1
         if not compile:
             _state["keys_only"] += 1
     try:
@@ -314,6 +334,9 @@ def offline(arch: int = 90, compile: bool = True) -> Iterator[Any]:  # noqa: A00
                 if _state["keys_only"] == 0:
                     _drop_stub_entries()
             triton_compat.set_active_driver_raw(_saved_drivers.pop())
+            _state["open"] -= 1
+            if _state["open"] == 0 and _env_driver is None:
+                _remove_side_split()
 
 
 def activate_from_env(value: str | None) -> bool:
