@@ -5,8 +5,10 @@ Each step is captured 20 times back to back in one CUDA graph and timed per step
 
 - an empty Triton kernel (1 and 192 programs): the launch floor of a step in a graph;
 - one program that loads a 128-float logits row and stores its maximum: a dependent load;
-- ``softmax_topk`` at one token: E = 128, k = 8 (Qwen3; every expert ranked at once) and E = 256,
-  k = 8 (DeepSeek; successive argmaxes), then each inside a 192-program grid;
+- the softmax top-k of one token, E = 128 and E = 256 with k = 8 (Qwen3, DeepSeek), by each of
+  ``moe_routing``'s selection methods (bitonic top-k, rank of every expert, successive argmax),
+  in one program of 1 or 4 warps, and in each of 192 programs of 4 warps (as inside a GEMM);
+- the grouped decode path's route launch at Qwen3-30B's shape, one token, at 1, 2 and 4 warps;
 - reading 50.3 MB and 25.2 MB (Qwen3-30B's active gate_up and down weights at one token) with a
   plain streaming kernel, over rotated buffers so L2 holds none of it: the best a lone GEMM
   launch over those bytes could do.
@@ -26,7 +28,7 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_fused_moe as bfm  # noqa: E402  (also makes jitguard.kernels importable from a checkout)
-from jitguard.kernels import moe_routing  # noqa: E402
+from jitguard.kernels import moe_decode, moe_routing  # noqa: E402
 
 STEPS_PER_GRAPH = 20
 
@@ -45,11 +47,15 @@ def _row_max_kernel(logits_ptr, out_ptr, E_POW2: tl.constexpr):
 
 @triton.jit
 def _routing_grid_kernel(logits_ptr, ids_ptr, num_experts, TOP_K: tl.constexpr, K_POW2: tl.constexpr,
-                         E_POW2: tl.constexpr):
+                         E_POW2: tl.constexpr, METHOD: tl.constexpr):
     """Every program routes token 0, as each program of the pairs path's GEMMs does."""
-    ids, weights = moe_routing.softmax_topk_row(logits_ptr, num_experts, TOP_K, K_POW2, E_POW2, True)
+    ids, weights = moe_routing.softmax_topk_row(logits_ptr, num_experts, TOP_K, K_POW2, E_POW2, True, METHOD)
     slot = tl.program_id(0) % TOP_K
     tl.store(ids_ptr + tl.program_id(0), tl.sum(tl.where(tl.arange(0, K_POW2) == slot, ids, 0), 0))
+
+
+METHODS = {"bitonic top-k": moe_routing.SELECT_SORT, "rank": moe_routing.SELECT_RANK,
+           "argmax": moe_routing.SELECT_ARGMAX}
 
 
 def main() -> None:
@@ -71,11 +77,35 @@ def main() -> None:
     probe("empty kernel, 192 programs", lambda: _empty_kernel[(192,)](scratch))
     logits = {E: torch.randn(1, E, device="cuda") for E in (128, 256)}
     probe("load a 128-float row, store its max (1 program)", lambda: _row_max_kernel[(1,)](logits[128], scratch, E_POW2=128))
+    out_ids = torch.empty(1, 8, device="cuda", dtype=torch.int32)
+    out_w = torch.empty(1, 8, device="cuda", dtype=torch.float32)
     for E in (128, 256):
-        method = "ranked at once" if E <= moe_routing.RANK_MAX_EXPERTS else "successive argmax"
-        probe(f"softmax_topk, 1 token, E={E} k=8 ({method})", lambda E=E: moe_routing.softmax_topk(logits[E], 8, True))
-        probe(f"routing in each of 192 programs, E={E} k=8",
-              lambda E=E: _routing_grid_kernel[(192,)](logits[E], ids, E, TOP_K=8, K_POW2=8, E_POW2=E))
+        ref_ids = moe_routing.softmax_topk_reference(logits[E], 8, True)[1]
+        for name, method in METHODS.items():
+            for warps in (1, 4):
+                def route_one(E=E, method=method, warps=warps):
+                    moe_routing.moe_softmax_topk_kernel[(1,)](
+                        logits[E], out_ids, out_w, 1, E, E, TOP_K=8, K_POW2=8, E_POW2=E, RENORMALIZE=True,
+                        METHOD=method, num_warps=warps)
+                route_one()
+                assert torch.equal(out_ids, ref_ids), (E, name, warps)
+                probe(f"softmax top-k, 1 token, E={E} k=8, {name}, {warps} warp(s)", route_one)
+            probe(f"softmax top-k in each of 192 programs (4 warps), E={E} k=8, {name}",
+                  lambda E=E, method=method: _routing_grid_kernel[(192,)](
+                      logits[E], ids, E, TOP_K=8, K_POW2=8, E_POW2=E, METHOD=method, num_warps=4))
+
+    # The decode path's route launch (Qwen3-30B, one token) at 1, 2 and 4 warps.
+    E, k, H, I = 128, 8, 2048, 768
+    w13 = torch.zeros(E, 2 * I, H, device="cuda", dtype=torch.bfloat16)
+    w2 = torch.zeros(E, H, I, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(1, H, device="cuda", dtype=torch.bfloat16)
+    plan = moe_decode.plan_fused_moe_decode(x, logits[128], w13, w2, k, renormalize=True, path="grouped")
+    stage, route = plan.launches[0]
+    assert stage == "route"
+    for warps in (1, 2, 4):
+        probe(f"grouped path's route launch (routing + alignment), Qwen3 M=1, {warps} warp(s)",
+              lambda warps=warps: route(num_warps=warps))
+    del w13, w2
 
     l2 = getattr(props, "L2_cache_size", 60 << 20)
     for label, nbytes in (("gate_up", 8 * 2 * 768 * 2048 * 2), ("down", 8 * 2048 * 768 * 2)):
@@ -86,7 +116,7 @@ def main() -> None:
             grid = triton.cdiv(n, block * iters)
             partial = torch.empty(grid, device="cuda", dtype=torch.float32)
             us = bfm.time_graph(
-                lambda layer, grid=grid, partial=partial, block=block, iters=iters, bufs=bufs: bfm._read_only_kernel[(grid,)](
+                lambda layer, grid=grid, partial=partial, block=block, iters=iters, bufs=bufs, n=n: bfm._read_only_kernel[(grid,)](
                     bufs[layer], partial, n, BLOCK=block, ITERS=iters),
                 copies, args.replays)
             name = f"stream-read {nbytes / 1e6:.1f} MB ({label} bytes at M=1), {grid} programs"

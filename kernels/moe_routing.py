@@ -28,9 +28,8 @@ import triton.language as tl
 __all__ = ["check_router_logits", "softmax_topk", "softmax_topk_reference", "softmax_topk_row"]
 
 _INT32_MIN = tl.constexpr(-2147483648)
-# Up to this many experts (padded to a power of two) the top-k is chosen by ranking every expert
-# against every other at once; above it, by TOP_K successive argmaxes (the square grows too big).
-RANK_MAX_EXPERTS = tl.constexpr(128)
+# How softmax_topk_row picks the top k (METHOD): all three give the same experts and weights.
+SELECT_AUTO, SELECT_SORT, SELECT_RANK, SELECT_ARGMAX = 0, 1, 2, 3
 
 
 @triton.jit
@@ -41,10 +40,12 @@ def softmax_topk_row(
     K_POW2: tl.constexpr,
     E_POW2: tl.constexpr,
     RENORMALIZE: tl.constexpr,
+    METHOD: tl.constexpr = 0,
 ):
     """One token's routing: returns (expert ids [K_POW2] int32, weights [K_POW2] fp32), slots >= TOP_K zero.
 
-    Called from other kernels (the decode MoE kernel inlines it).
+    Called from other kernels (the decode MoE kernel inlines it). METHOD picks how the top k are
+    found (SELECT_*; 0 = the default).
     """
     experts = tl.arange(0, E_POW2)
     in_range = experts < num_experts
@@ -58,9 +59,18 @@ def softmax_topk_row(
     e = tl.where(in_range, tl.exp(x - row_max), 0.0)
     inv_sum = 1.0 / tl.sum(e, 0)
     slots = tl.arange(0, K_POW2)
-    if E_POW2 <= RANK_MAX_EXPERTS:
-        # All places at once (a few reductions deep, not 2 * TOP_K): an expert's place is the
-        # number of experts ahead of it, larger key first, equal keys in index order.
+    if (METHOD == 1) | (METHOD == 0):
+        # One bitonic top-k over (key, reversed index) packed in 64 bits: larger key first, equal
+        # keys in index order. The weight is recomputed from the key, which gives the logit back.
+        packed = (key.to(tl.int64) << 32) | (E_POW2 - 1 - experts).to(tl.int64)
+        top = tl.topk(packed, K_POW2)
+        ids = (E_POW2 - 1 - (top & 0xFFFFFFFF)).to(tl.int32)
+        top_key = (top >> 32).to(tl.int32)
+        top_x = tl.where(top_key < 0, top_key ^ 0x7FFFFFFF, top_key).to(tl.float32, bitcast=True)
+        ids = tl.where(slots < TOP_K, ids, 0)
+        weights = tl.where(slots < TOP_K, tl.exp(top_x - row_max) * inv_sum, 0.0)
+    elif METHOD == 2:
+        # An expert's place is the number of experts ahead of it.
         ahead = (key[None, :] > key[:, None]) | ((key[None, :] == key[:, None]) & (experts[None, :] < experts[:, None]))
         place = tl.sum(ahead.to(tl.int32), 1)
         chosen = (place[None, :] == slots[:, None]) & (slots < TOP_K)[:, None]
@@ -94,11 +104,12 @@ def moe_softmax_topk_kernel(
     K_POW2: tl.constexpr,
     E_POW2: tl.constexpr,
     RENORMALIZE: tl.constexpr,
+    METHOD: tl.constexpr = 0,
 ):
     """One program per token: softmax over experts, top-k, optional renormalisation."""
     token = tl.program_id(0).to(tl.int64)
     ids, weights = softmax_topk_row(
-        logits_ptr + token * stride_lm, num_experts, TOP_K, K_POW2, E_POW2, RENORMALIZE
+        logits_ptr + token * stride_lm, num_experts, TOP_K, K_POW2, E_POW2, RENORMALIZE, METHOD
     )
     slots = tl.arange(0, K_POW2)
     tl.store(topk_ids_ptr + token * TOP_K + slots, ids, mask=slots < TOP_K)
