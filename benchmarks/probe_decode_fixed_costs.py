@@ -5,9 +5,9 @@ Each step is captured 20 times back to back in one CUDA graph and timed per step
 
 - an empty Triton kernel (1 and 192 programs): the launch floor of a step in a graph;
 - one program that loads a 128-float logits row and stores its maximum: a dependent load;
-- the softmax top-k of one token, E = 128 and E = 256 with k = 8 (Qwen3, DeepSeek), by each of
-  ``moe_routing``'s selection methods (bitonic top-k, rank of every expert, successive argmax),
-  in one program of 1 or 4 warps, and in each of 192 programs of 4 warps (as inside a GEMM);
+- the softmax top-k of one token (``moe_routing``), E = 128 and E = 256 with k = 8 (Qwen3,
+  DeepSeek), in one program of 1 or 4 warps, and in each of 192 programs of 4 warps (as inside
+  the pairs path's GEMMs);
 - the grouped decode path's route launch at Qwen3-30B's shape, one token, at 1, 2 and 4 warps;
 - reading 50.3 MB and 25.2 MB (Qwen3-30B's active gate_up and down weights at one token) with a
   plain streaming kernel, over rotated buffers so L2 holds none of it: the best a lone GEMM
@@ -47,15 +47,11 @@ def _row_max_kernel(logits_ptr, out_ptr, E_POW2: tl.constexpr):
 
 @triton.jit
 def _routing_grid_kernel(logits_ptr, ids_ptr, num_experts, TOP_K: tl.constexpr, K_POW2: tl.constexpr,
-                         E_POW2: tl.constexpr, METHOD: tl.constexpr):
+                         E_POW2: tl.constexpr):
     """Every program routes token 0, as each program of the pairs path's GEMMs does."""
-    ids, weights = moe_routing.softmax_topk_row(logits_ptr, num_experts, TOP_K, K_POW2, E_POW2, True, METHOD)
+    ids, weights = moe_routing.softmax_topk_row(logits_ptr, num_experts, TOP_K, K_POW2, E_POW2, True)
     slot = tl.program_id(0) % TOP_K
     tl.store(ids_ptr + tl.program_id(0), tl.sum(tl.where(tl.arange(0, K_POW2) == slot, ids, 0), 0))
-
-
-METHODS = {"bitonic top-k": moe_routing.SELECT_SORT, "rank": moe_routing.SELECT_RANK,
-           "argmax": moe_routing.SELECT_ARGMAX}
 
 
 def main() -> None:
@@ -81,18 +77,15 @@ def main() -> None:
     out_w = torch.empty(1, 8, device="cuda", dtype=torch.float32)
     for E in (128, 256):
         ref_ids = moe_routing.softmax_topk_reference(logits[E], 8, True)[1]
-        for name, method in METHODS.items():
-            for warps in (1, 4):
-                def route_one(E=E, method=method, warps=warps):
-                    moe_routing.moe_softmax_topk_kernel[(1,)](
-                        logits[E], out_ids, out_w, 1, E, E, TOP_K=8, K_POW2=8, E_POW2=E, RENORMALIZE=True,
-                        METHOD=method, num_warps=warps)
-                route_one()
-                assert torch.equal(out_ids, ref_ids), (E, name, warps)
-                probe(f"softmax top-k, 1 token, E={E} k=8, {name}, {warps} warp(s)", route_one)
-            probe(f"softmax top-k in each of 192 programs (4 warps), E={E} k=8, {name}",
-                  lambda E=E, method=method: _routing_grid_kernel[(192,)](
-                      logits[E], ids, E, TOP_K=8, K_POW2=8, E_POW2=E, METHOD=method, num_warps=4))
+        for warps in (1, 4):
+            def route_one(E=E, warps=warps):
+                moe_routing.moe_softmax_topk_kernel[(1,)](
+                    logits[E], out_ids, out_w, 1, E, E, TOP_K=8, K_POW2=8, E_POW2=E, RENORMALIZE=True, num_warps=warps)
+            route_one()
+            assert torch.equal(out_ids, ref_ids), (E, warps)
+            probe(f"softmax top-k, 1 token, E={E} k=8, {warps} warp(s)", route_one)
+        probe(f"softmax top-k in each of 192 programs (4 warps), E={E} k=8",
+              lambda E=E: _routing_grid_kernel[(192,)](logits[E], ids, E, TOP_K=8, K_POW2=8, E_POW2=E, num_warps=4))
 
     # The decode path's route launch (Qwen3-30B, one token) at 1, 2 and 4 warps.
     E, k, H, I = 128, 8, 2048, 768

@@ -7,8 +7,8 @@ routing included, on one of two paths (``path="auto"`` picks by :func:`choose_de
 - ``"pairs"``, **two launches** (``PAIRS_LAUNCHES``, bf16/fp16): the two GEMMs of the grouped
   path with one token tile per (token, expert) pair and no routing launch: every GEMM program
   routes its own token (``softmax_topk_row``, the logits row is 0.5 KB) and takes the expert of
-  its slot. No alignment, but pairs that share an expert read it once each, so it serves one
-  token (where no two pairs share an expert).
+  its slot. No alignment, but pairs that share an expert read it once each, so ``"auto"`` takes
+  it for one token and while the pairs are at most a quarter of the experts.
 
 Where Triton offers programmatic dependent launch (``launch_pdl``, Triton >= 3.4 on sm_90),
 each launch after the first is PDL-linked to the one before: it starts while the previous one
@@ -101,13 +101,17 @@ _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool) -> str:
-    """``"pairs"`` (two launches) for one bf16/fp16 token, else ``"grouped"`` (three launches).
+    """``"pairs"`` (two launches) for bf16/fp16 with few pairs per expert, else ``"grouped"`` (three).
 
-    From the H200 measurements in benchmarks/results/moe_layer.md: at one token no two pairs
-    share an expert and the pairs path saves the routing launch; from two tokens on, shared
-    experts read twice cost more than that launch (Mixtral M = 2: 333 us against 249 us).
+    The pairs path saves the routing launch but reads an expert once per pair routed to it. From
+    the H200 measurements in benchmarks/results/moe_layer.md: it wins at one token (no expert is
+    shared) and while the pairs are at most a quarter of the experts (Qwen3-30B, 128 experts,
+    top 8: M = 2 44.5 against 48.7 us, M = 4 77.8 against 80.8 us; M = 8 144.5 against 122.4 us),
+    and loses on Mixtral (8 experts, top 2) from M = 2 (333 against 248 us).
     """
-    return "pairs" if not fp8 and num_tokens == 1 else "grouped"
+    if fp8:
+        return "grouped"
+    return "pairs" if num_tokens == 1 or 4 * num_tokens * top_k <= num_experts else "grouped"
 
 
 def pdl_supported() -> bool:

@@ -13,7 +13,8 @@ benchmark compares the kernel with CUDA ``torch.topk`` on tied logits in the sam
 
 Selection is done on the logits (softmax is increasing), through an integer key that orders
 floats exactly, so equal logits are equal keys and the result never depends on the rounding of
-``exp``. The one case where this can differ from ranking torch's fp32 probabilities: two
+``exp``: a bitonic top-k (``tl.topk``) over the key and the reversed expert index packed in 64
+bits, or, on Triton without ``tl.topk``, successive argmaxes. The one case where this can differ from ranking torch's fp32 probabilities: two
 *distinct* logits whose probabilities round to the same fp32 value (logits one ulp apart, or both
 more than ~100 below the row maximum, where both underflow to 0); the larger logit wins here,
 the lower index in the reference.
@@ -28,8 +29,10 @@ import triton.language as tl
 __all__ = ["check_router_logits", "softmax_topk", "softmax_topk_reference", "softmax_topk_row"]
 
 _INT32_MIN = tl.constexpr(-2147483648)
-# How softmax_topk_row picks the top k (METHOD): all three give the same experts and weights.
-SELECT_AUTO, SELECT_SORT, SELECT_RANK, SELECT_ARGMAX = 0, 1, 2, 3
+# Triton >= 3.3 has tl.topk (a bitonic top-k); before it, TOP_K successive argmaxes pick the same
+# experts. On an H200 (benchmarks/results/moe_layer.md, fixed-cost probe) one token's routing at
+# E = 128, k = 8 costs 1.8-2.0 us with tl.topk and 2.7-4.1 us with argmaxes.
+_HAS_TOPK = tl.constexpr(hasattr(tl, "topk"))
 
 
 @triton.jit
@@ -40,12 +43,10 @@ def softmax_topk_row(
     K_POW2: tl.constexpr,
     E_POW2: tl.constexpr,
     RENORMALIZE: tl.constexpr,
-    METHOD: tl.constexpr = 0,
 ):
     """One token's routing: returns (expert ids [K_POW2] int32, weights [K_POW2] fp32), slots >= TOP_K zero.
 
-    Called from other kernels (the decode MoE kernel inlines it). METHOD picks how the top k are
-    found (SELECT_*; 0 = the default).
+    Called from other kernels (the decode MoE kernels inline it).
     """
     experts = tl.arange(0, E_POW2)
     in_range = experts < num_experts
@@ -59,7 +60,7 @@ def softmax_topk_row(
     e = tl.where(in_range, tl.exp(x - row_max), 0.0)
     inv_sum = 1.0 / tl.sum(e, 0)
     slots = tl.arange(0, K_POW2)
-    if (METHOD == 1) | (METHOD == 0):
+    if _HAS_TOPK:
         # One bitonic top-k over (key, reversed index) packed in 64 bits: larger key first, equal
         # keys in index order. The weight is recomputed from the key, which gives the logit back.
         packed = (key.to(tl.int64) << 32) | (E_POW2 - 1 - experts).to(tl.int64)
@@ -69,13 +70,6 @@ def softmax_topk_row(
         top_x = tl.where(top_key < 0, top_key ^ 0x7FFFFFFF, top_key).to(tl.float32, bitcast=True)
         ids = tl.where(slots < TOP_K, ids, 0)
         weights = tl.where(slots < TOP_K, tl.exp(top_x - row_max) * inv_sum, 0.0)
-    elif METHOD == 2:
-        # An expert's place is the number of experts ahead of it.
-        ahead = (key[None, :] > key[:, None]) | ((key[None, :] == key[:, None]) & (experts[None, :] < experts[:, None]))
-        place = tl.sum(ahead.to(tl.int32), 1)
-        chosen = (place[None, :] == slots[:, None]) & (slots < TOP_K)[:, None]
-        ids = tl.sum(tl.where(chosen, experts[None, :], 0), 1).to(tl.int32)
-        weights = tl.sum(tl.where(chosen, e[None, :], 0.0), 1) * inv_sum
     else:
         ids = tl.zeros((K_POW2,), dtype=tl.int32)
         weights = tl.zeros((K_POW2,), dtype=tl.float32)
@@ -104,12 +98,11 @@ def moe_softmax_topk_kernel(
     K_POW2: tl.constexpr,
     E_POW2: tl.constexpr,
     RENORMALIZE: tl.constexpr,
-    METHOD: tl.constexpr = 0,
 ):
     """One program per token: softmax over experts, top-k, optional renormalisation."""
     token = tl.program_id(0).to(tl.int64)
     ids, weights = softmax_topk_row(
-        logits_ptr + token * stride_lm, num_experts, TOP_K, K_POW2, E_POW2, RENORMALIZE, METHOD
+        logits_ptr + token * stride_lm, num_experts, TOP_K, K_POW2, E_POW2, RENORMALIZE
     )
     slots = tl.arange(0, K_POW2)
     tl.store(topk_ids_ptr + token * TOP_K + slots, ids, mask=slots < TOP_K)
