@@ -278,6 +278,16 @@ def _quantize_on_load(a, scale_or_amax, SCALE_IS_AMAX: tl.constexpr, FP8_MAX_C: 
     return q.to(tl.float8e4nv), scale
 
 
+@triton.jit
+def _load_a_tile(a_ptrs, pair_mask, k_mask, SWAP_AB: tl.constexpr):
+    """The activation tile: [BLOCK_K, BLOCK_M] when swapped, else [BLOCK_M, BLOCK_K]; masked rows read 0."""
+    if SWAP_AB:
+        mask = pair_mask[None, :] & k_mask[:, None]
+    else:
+        mask = pair_mask[:, None] & k_mask[None, :]
+    return tl.load(a_ptrs, mask=mask, other=0.0)
+
+
 @triton.jit(do_not_specialize=["num_pairs", "num_tokens"])
 def moe_decode_gemm_kernel(
     a_ptr,
@@ -412,13 +422,20 @@ def moe_decode_gemm_kernel(
         if QUANT == 3:
             b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
 
+        if QUANT != 0:
+            # A is quantized between its load and the dot, so the compiler's pipelining does not
+            # cover its load: it is loaded one K step ahead here.
+            a_next = _load_a_tile(a_ptrs, pair_mask, offs_k < K, SWAP_AB)
         for kb in range(tl.cdiv(K, BLOCK_K)):
             k_mask = offs_k < K - kb * BLOCK_K
+            if QUANT != 0:
+                a = a_next
+                a_next = _load_a_tile(a_ptrs + BLOCK_K, pair_mask, offs_k < K - (kb + 1) * BLOCK_K, SWAP_AB)
+            else:
+                a = _load_a_tile(a_ptrs, pair_mask, k_mask, SWAP_AB)
             if SWAP_AB:
-                a = tl.load(a_ptrs, mask=pair_mask[None, :] & k_mask[:, None], other=0.0)
                 b = tl.load(b_ptrs, mask=k_mask[None, :], other=0.0)
             else:
-                a = tl.load(a_ptrs, mask=pair_mask[:, None] & k_mask[None, :], other=0.0)
                 b = tl.load(b_ptrs, mask=k_mask[:, None], other=0.0)
             if QUANT == 1:
                 a, _ = _quantize_on_load(a, a_s, A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
