@@ -1,6 +1,6 @@
 """H200 benchmark of the whole decode MoE layer (router logits -> output) against its byte floor.
 
-For each shape and M in {1, 2, 4, 8, 16, 32, 64}, three implementations of the same layer
+For each shape and M in {1, 2, 4, 8, 16, 32, 64}, these implementations of the same layer
 (softmax top-k routing with renormalisation, both GEMMs, SiLU*mul, weighted top-k sum), each
 captured in a CUDA graph over rotated layer copies (L2 defeated: the experts an M=1 call reads
 total >= 4x L2), median of >= 100 replays:

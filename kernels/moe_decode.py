@@ -39,8 +39,9 @@ themselves, so graph replays need no memset. One compiled variant per tile confi
 table (``moe_configs``).
 
 FP8 W8A8 takes the scale layouts of :func:`jitguard.kernels.fused_moe.fused_moe` (per tensor,
-per channel, block 128x128), with dynamic activation scales only. For M > 64,
-:func:`fused_moe_from_logits` routes with ``softmax_topk`` and runs ``fused_moe``.
+per channel, block 128x128), with dynamic activation scales only, on the grouped path; on an
+H200 it is slower than ``softmax_topk`` + ``fused_moe`` (benchmarks/results/moe_layer.md), which
+:func:`fused_moe_from_logits` therefore uses for FP8 and for M > 64.
 
 >>> ws = MoeDecodeWorkspace.for_layer(w13, w2, top_k=8, act_dtype=torch.bfloat16)  # doctest: +SKIP
 >>> out = fused_moe_decode(x, router_logits, w13, w2, 8, renormalize=True, workspace=ws)  # doctest: +SKIP
@@ -857,8 +858,14 @@ def fused_moe_from_logits(
     workspace: MoeDecodeWorkspace | None = None,
     **fp8_kwargs,
 ) -> torch.Tensor:
-    """Any M: :func:`fused_moe_decode` up to 64 tokens, else ``softmax_topk`` + ``fused_moe``."""
-    if x.dim() == 2 and 1 <= x.shape[0] <= MAX_DECODE_TOKENS:
+    """Any M, the faster path measured on an H200: :func:`fused_moe_decode` for bf16/fp16 up to 64
+    tokens, else ``softmax_topk`` + ``fused_moe``.
+
+    FP8 W8A8 always takes the unfused chain: the decode path's FP8 GEMMs quantize activations as
+    they load them, and on the H200 (benchmarks/results/moe_layer.md, DeepSeek-V3-TP2 FP8-block)
+    that layer was slower than the unfused chain at every M measured (M = 1: 76.8 against 65.6 us).
+    """
+    if x.dim() == 2 and 1 <= x.shape[0] <= MAX_DECODE_TOKENS and not fp8_kwargs.get("use_fp8_w8a8", False):
         return fused_moe_decode(x, router_logits, w13, w2, top_k, renormalize=renormalize, workspace=workspace,
                                 **fp8_kwargs)
     check_router_logits(router_logits, top_k, "fused_moe_from_logits")

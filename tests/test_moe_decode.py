@@ -282,8 +282,8 @@ DECODE_KERNELS = ("moe_decode_route_kernel", "moe_decode_gemm_kernel")
 @pytest.mark.parametrize("scheme,E,k", [("bf16", 8, 2), ("bf16", 128, 8), ("block", 128, 8)])
 def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     """Keys only: over M = 1..64 the route kernel compiles once, the GEMM once per distinct
-    (tile, path) of each GEMM (the pairs path serves bf16 M = 1); M = 65..200 (softmax_topk +
-    fused_moe) adds one routing variant and no decode variant."""
+    (tile, path) of each GEMM (the pairs path serves bf16 at a few pairs per expert); M = 65..200
+    (fused_moe_from_logits: softmax_topk + fused_moe) adds one routing variant and no decode variant."""
     _compile_side()
     H, I, beyond = 256, 128, 200
     fp8 = scheme != "bf16"
@@ -299,7 +299,7 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     with jitguard.offline(compile=False), jitguard.watch() as rec:
         for M in range(1, MAX_DECODE_TOKENS + 1):
-            fused_moe_from_logits(x[:M], logits[:M], w13, w2, k, renormalize=True, workspace=ws, **kw)
+            fused_moe_decode(x[:M], logits[:M], w13, w2, k, renormalize=True, workspace=ws, **kw)
         decode_variants = {name: rec.variants(name) for name in DECODE_KERNELS}
         for M in range(MAX_DECODE_TOKENS + 1, beyond + 1):
             fused_moe_from_logits(x[:M], logits[:M], w13, w2, k, renormalize=True, workspace=ws, **kw)
@@ -440,6 +440,30 @@ LAUNCHES = {
     ("block", "grouped"): ["moe_decode_route_kernel", "moe_decode_gemm_kernel", "moe_decode_gemm_kernel"],
     ("bf16", "pairs"): ["moe_decode_gemm_kernel", "moe_decode_gemm_kernel"],
 }
+
+
+def test_from_logits_takes_the_unfused_chain_for_fp8(monkeypatch):
+    """fused_moe_from_logits: the decode kernels for a bf16 token, softmax_topk + fused_moe for FP8."""
+    _compile_side()
+    E, k, H, I = 8, 2, 256, 256
+    launches: list[str] = []
+    real_run = JITFunction.run
+
+    def counting_run(self, *args, **kwargs):
+        launches.append(self.fn.__name__)
+        return real_run(self, *args, **kwargs)
+
+    monkeypatch.setattr(JITFunction, "run", counting_run)
+    x, logits = torch.randn(1, H).to(torch.bfloat16), torch.randn(1, E)
+    with jitguard.offline(compile=False):
+        fused_moe_from_logits(x, logits, torch.zeros(E, 2 * I, H, dtype=torch.bfloat16),
+                              torch.zeros(E, H, I, dtype=torch.bfloat16), k)
+        bf16_launches, launches[:] = list(launches), []
+        fused_moe_from_logits(x, logits, torch.zeros(E, 2 * I, H, dtype=FP8), torch.zeros(E, H, I, dtype=FP8), k,
+                              use_fp8_w8a8=True, w1_scale=torch.ones(E), w2_scale=torch.ones(E))
+    assert set(bf16_launches) == {"moe_decode_gemm_kernel"}
+    assert "moe_softmax_topk_kernel" in launches
+    assert not any(name.startswith("moe_decode") for name in launches), launches
 
 
 @pytest.mark.parametrize("scheme,path", sorted(LAUNCHES))
