@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from typing import Any, Iterator
 
 from jitguard import triton_compat
@@ -214,13 +215,19 @@ class _CapturedCompiler:
         jit_fn.__dict__["compile"] = compiler
 
 
+_offline_tuned: "weakref.WeakSet[Any]" = weakref.WeakSet()  # autotuners holding offline choices
+
+
 class _AutotunerConfigs:
     """`Autotuner.cache` ({tuning key: chosen config}): Triton's dict for GPUs, another for offline."""
 
     def __get__(self, tuner: Any, owner: Any = None) -> Any:
         if tuner is None:
             return self
-        return tuner.__dict__.setdefault("_jitguard_offline_configs" if _offline_active() else "cache", {})
+        if _offline_active():
+            _offline_tuned.add(tuner)
+            return tuner.__dict__.setdefault("_jitguard_offline_configs", {})
+        return tuner.__dict__.setdefault("cache", {})
 
     def __set__(self, tuner: Any, configs: Any) -> None:
         if _offline_active():
@@ -301,6 +308,11 @@ def _drop_stub_entries() -> None:
             for key in [k for k, v in cache.items() if isinstance(v, _KeysOnlyKernel)]:
                 del cache[key]
     _stubbed_kernels.clear()
+    # Offline autotune choices go with the stubs: a later context benchmarks (and compiles) every
+    # config again, as the first one did, instead of compiling the one remembered choice.
+    for tuner in list(_offline_tuned):
+        tuner.__dict__.pop("_jitguard_offline_configs", None)
+    _offline_tuned.clear()
 
 
 _saved_drivers: list = []

@@ -249,6 +249,24 @@ def test_autotune_choices_stay_on_the_side_that_benchmarked():
     assert len(FakeGpu.launches) == launches + 6
 
 
+def test_each_keys_only_context_counts_every_autotune_config():
+    """Keys-only entries and offline autotune choices are dropped together: a second context sees
+    the same variants as the first, not just the remembered winner."""
+    with jitguard.offline(compile=False):  # Triton 3.2 needs an active driver to decorate an autotuner
+        @triton.autotune(configs=CONFIGS, key=["n"])
+        @triton.jit
+        def retuned_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+            offsets = tl.arange(0, BLOCK)
+            tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) + 4, mask=offsets < n)
+
+    counts = []
+    for _ in range(2):
+        with jitguard.offline(compile=False), jitguard.watch() as rec:
+            _call(retuned_kernel, 11)
+        counts.append(rec.variants("retuned_kernel"))
+    assert counts == [2, 2]
+
+
 def test_keys_only_skips_the_compiler_for_a_kernel_set_up_on_the_gpu_before_any_offline_context():
     # A fresh process, so no offline context ran before the GPU call (Triton 3.2 captures the compiler
     # on a kernel's first call, 3.6+ on each device's first call).
