@@ -34,9 +34,9 @@ and adds one memset for its zeroed counters):
 Upstream runs the same layer as 6-8 launches (top-k, alignment, quantization, GEMM1,
 activation, quantization, GEMM2, reduce). Everything here is CUDA-graph capturable: grids and
 buffers depend only on M and the layer shape, never on the routing; the counters reset
-themselves, so graph replays need no memset. One compiled variant per tile config for every M
-(each token-count-derived integer is in ``do_not_specialize``); the tiles come from the fused-MoE
-table (``moe_configs``).
+themselves, so graph replays need no memset. One compiled variant per (tile config, path) for
+every M (each token-count-derived integer is in ``do_not_specialize``); the tiles come from the
+fused-MoE table (``moe_configs``).
 
 FP8 W8A8 takes the scale layouts of :func:`jitguard.kernels.fused_moe.fused_moe` (per tensor,
 per channel, block 128x128), with dynamic activation scales only, on the grouped path; on an
