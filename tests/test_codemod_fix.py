@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import io
 import textwrap
+import tokenize
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -326,6 +328,256 @@ DECORATOR_FORMS = [
         """,
     ),
     (
+        "comment-before-paren-extends-existing-list-in-place",
+        """
+        import triton
+        @triton.jit(
+            do_not_specialize=["a"]  # keep a generic
+        )
+        def k(a, n):
+            pass
+        """,
+        "k", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(
+            do_not_specialize=["a", "n"]  # keep a generic
+        )
+        def k(a, n):
+            pass
+        """,
+    ),
+    (
+        "comment-before-paren-stays-on-its-argument",
+        """
+        import triton
+        @triton.jit(
+            debug=False  # a note about debug
+        )
+        def k(a, n):
+            pass
+        """,
+        "k", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(
+            debug=False,  # a note about debug
+            do_not_specialize=["n"]
+        )
+        def k(a, n):
+            pass
+        """,
+    ),
+    (
+        "own-line-comment-before-paren-stays-last",
+        """
+        import triton
+        @triton.jit(
+            debug=False
+            # more options later
+        )
+        def k(a, n):
+            pass
+        """,
+        "k", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(
+            debug=False,
+            do_not_specialize=["n"]
+            # more options later
+        )
+        def k(a, n):
+            pass
+        """,
+    ),
+    (
+        "trailing-comma-with-line-and-own-line-comments",
+        """
+        import triton
+        @triton.jit(
+            debug=False,  # a note about debug
+            # more options later
+        )
+        def k(a, n):
+            pass
+        """,
+        "k", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(
+            debug=False,  # a note about debug
+            do_not_specialize=["n"],
+            # more options later
+        )
+        def k(a, n):
+            pass
+        """,
+    ),
+    (
+        "several-comments-two-new-keywords",
+        """
+        import triton
+        @triton.jit(  # options
+            debug=False,  # c1
+            # c2
+            launch_metadata=None  # c3
+            # c4
+            # c5
+        )
+        def k(a, n):
+            pass
+        """,
+        "k", [("n", DNS), ("a", ALIGN)],
+        """
+        import triton
+        @triton.jit(  # options
+            debug=False,  # c1
+            # c2
+            launch_metadata=None,  # c3
+            do_not_specialize=["n"],
+            do_not_specialize_on_alignment=["a"]
+            # c4
+            # c5
+        )
+        def k(a, n):
+            pass
+        """,
+    ),
+    (
+        "tab-indented-comment-before-paren",
+        """
+        import triton
+        class Kernels:
+        \t@triton.jit(
+        \t\tdebug=False  # a note about debug
+        \t)
+        \tdef k(a, n):
+        \t\tpass
+        """,
+        "k", [("n", DNS)],
+        """
+        import triton
+        class Kernels:
+        \t@triton.jit(
+        \t\tdebug=False,  # a note about debug
+        \t\tdo_not_specialize=["n"]
+        \t)
+        \tdef k(a, n):
+        \t\tpass
+        """,
+    ),
+    (
+        "jit-under-autotune-comment-before-paren",
+        """
+        from triton import autotune, Config, jit
+        @autotune(configs=[Config({}, num_warps=4)], key=["n"])  # tuned
+        @jit(
+            debug=False  # a note about debug
+        )
+        def k(a, n):
+            pass
+        """,
+        "k", [("n", ALIGN)],
+        """
+        from triton import autotune, Config, jit
+        @autotune(configs=[Config({}, num_warps=4)], key=["n"])  # tuned
+        @jit(
+            debug=False,  # a note about debug
+            do_not_specialize_on_alignment=["n"]
+        )
+        def k(a, n):
+            pass
+        """,
+    ),
+    (
+        "one-line-call-comment-before-paren-ends-the-line",
+        """
+        import triton
+        @triton.jit(debug=False  # a note about debug
+        )
+        def k(a, n):
+            pass
+        """,
+        "k", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(debug=False, do_not_specialize=["n"]  # a note about debug
+        )
+        def k(a, n):
+            pass
+        """,
+    ),
+    (
+        "multiline-list-own-line-comment-before-bracket",
+        """
+        import triton
+        @triton.jit(do_not_specialize=[
+            "m"  # tokens
+            # more later
+        ])
+        def k(a, n, m):
+            pass
+        """,
+        "k", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=[
+            "m",  # tokens
+            "n"
+            # more later
+        ])
+        def k(a, n, m):
+            pass
+        """,
+    ),
+    (
+        "multiline-list-trailing-comma-own-line-comment-before-bracket",
+        """
+        import triton
+        @triton.jit(do_not_specialize=[
+            "m",  # tokens
+            # more later
+        ])
+        def k(a, n, m):
+            pass
+        """,
+        "k", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=[
+            "m",  # tokens
+            "n",
+            # more later
+        ])
+        def k(a, n, m):
+            pass
+        """,
+    ),
+    (
+        "multiline-tuple-comment-before-paren",
+        """
+        import triton
+        @triton.jit(do_not_specialize=(
+            'm',
+            'b'  # tokens
+        ))
+        def k(a, n, m, b):
+            pass
+        """,
+        "k", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=(
+            'm',
+            'b',  # tokens
+            'n'
+        ))
+        def k(a, n, m, b):
+            pass
+        """,
+    ),
+    (
         "align-already-covered-by-dns",
         """
         import triton
@@ -532,3 +784,17 @@ def test_quotes_in_comments_do_not_choose_the_quote_style() -> None:
     source = b"# it's a kernel, isn't it: 'x' 'y'\nimport triton\n\n\n@triton.jit\ndef k(x_ptr, n):\n    pass\n"
     outcome = fix_source(source, _plan(source, "k", [("n", "do_not_specialize")]))
     assert b'@triton.jit(do_not_specialize=["n"])' in outcome.source
+
+
+def _comments(source: bytes) -> list[str]:
+    return sorted(token.string for token in tokenize.tokenize(io.BytesIO(source).readline)
+                  if token.type == tokenize.COMMENT)
+
+
+@pytest.mark.parametrize("before, kernel, requests", [case[1:4] for case in DECORATOR_FORMS],
+                         ids=[case[0] for case in DECORATOR_FORMS])
+def test_every_comment_survives_exactly_once(before: str, kernel: str, requests: list) -> None:
+    source = _src(before)
+    outcome = fix_source(source, _plan(source, kernel, requests))
+    assert outcome.errors == []
+    assert _comments(outcome.source) == _comments(source)

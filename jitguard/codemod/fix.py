@@ -78,23 +78,35 @@ def _has_comment(whitespace: object) -> bool:
     return isinstance(whitespace, cst.ParenthesizedWhitespace) and whitespace.first_line.comment is not None
 
 
+def _without_line_comment(whitespace: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:
+    """`whitespace` less the comment ending its first line; comment lines below it and the bracket's indent stay."""
+    if _has_comment(whitespace):
+        newline = whitespace.first_line.newline  # type: ignore[union-attr]
+        return whitespace.with_changes(first_line=cst.TrailingWhitespace(newline=newline))
+    return whitespace
+
+
+_NO_SPACE = cst.SimpleWhitespace("")
+
+
 def _append(
     elements: Sequence[_Element],
     new: list[_Element],
     opening: cst.BaseParenthesizableWhitespace,
-    closing: cst.BaseParenthesizableWhitespace | None = None,
-) -> tuple[list[_Element], cst.BaseParenthesizableWhitespace | None]:
+    tail: cst.BaseParenthesizableWhitespace = _NO_SPACE,
+) -> tuple[list[_Element], cst.BaseParenthesizableWhitespace]:
     """`elements + new`, with separators that follow the existing layout (one line or one per line).
 
-    `closing` is the whitespace before the closing bracket; a comment there belongs to the old
-    last element, so it moves to the line of that element. Returns the elements and the new
-    closing whitespace (None: unchanged).
+    `tail` is everything between the last element (and its trailing comma, if any) and the closing
+    bracket; `elements` must not hold it. Returns the elements and the new tail. When the new
+    elements go on lines of their own, a comment ending the old last line stays on that line
+    after the comma added there, and comment lines just above the bracket stay last. On one line,
+    the new elements go before the tail, comment included.
     """
     if not elements:
         separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        return [item.with_changes(comma=separator) for item in new[:-1]] + [new[-1]], None
+        return [item.with_changes(comma=separator) for item in new[:-1]] + [new[-1]], tail
     last = elements[-1]
-    trailing = last.comma
     if len(elements) >= 2 and isinstance(elements[-2].comma, cst.Comma):
         previous = elements[-2].comma
         separator = previous.with_changes(whitespace_after=_plain_whitespace(previous.whitespace_after))
@@ -103,26 +115,40 @@ def _append(
     else:
         separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     last_separator = separator
-    new_closing = None
-    # The comment that ends the old last line: after its trailing comma (calls) or before the bracket.
-    if isinstance(trailing, cst.Comma) and _has_comment(trailing.whitespace_after):
-        commented = trailing.whitespace_after
-        trailing = trailing.with_changes(whitespace_after=_plain_whitespace(commented))
-    elif closing is not None and _has_comment(closing):
-        commented = closing
-        new_closing = _plain_whitespace(closing)
-    else:
-        commented = None
-    if commented is not None and isinstance(separator.whitespace_after, cst.ParenthesizedWhitespace):
+    new_tail = tail
+    line_break = separator.whitespace_after
+    if isinstance(line_break, cst.ParenthesizedWhitespace) and _has_comment(tail):
         last_separator = separator.with_changes(
-            whitespace_after=separator.whitespace_after.with_changes(first_line=commented.first_line)  # type: ignore[union-attr]
+            whitespace_after=line_break.with_changes(first_line=tail.first_line)  # type: ignore[union-attr]
         )
-    else:
-        new_closing = None
-        trailing = last.comma
+        new_tail = _without_line_comment(tail)
+    if isinstance(last.comma, cst.Comma):  # keep the spacing the user put before their comma
+        last_separator = last_separator.with_changes(whitespace_before=last.comma.whitespace_before)
     head = [*elements[:-1], last.with_changes(comma=last_separator)]
     body = [item.with_changes(comma=separator) for item in new[:-1]]
-    return head + body + [new[-1].with_changes(comma=trailing)], new_closing
+    return head + body + [new[-1].with_changes(comma=last.comma)], new_tail
+
+
+def _append_args(
+    args: Sequence[cst.Arg], new: list[cst.Arg], opening: cst.BaseParenthesizableWhitespace
+) -> list[cst.Arg]:
+    """`_append` for call arguments, whose tail sits in the last argument, not in the `)`."""
+    if not args:
+        return _append(args, new, opening)[0]
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):
+        tail = last.comma.whitespace_after
+        last = last.with_changes(comma=last.comma.with_changes(whitespace_after=_NO_SPACE))
+    else:
+        tail = last.whitespace_after_arg
+        last = last.with_changes(whitespace_after_arg=_NO_SPACE)
+    joined, tail = _append([*args[:-1], last], new, opening, tail)
+    end = joined[-1]
+    if isinstance(end.comma, cst.Comma):
+        end = end.with_changes(comma=end.comma.with_changes(whitespace_after=tail))
+    else:
+        end = end.with_changes(whitespace_after_arg=tail)
+    return [*joined[:-1], end]
 
 
 def _string(name: str, quote: str) -> cst.SimpleString:
@@ -130,7 +156,7 @@ def _string(name: str, quote: str) -> cst.SimpleString:
 
 
 def _option_arg(option: str, names: list[str], quote: str) -> cst.Arg:
-    elements, _ = _append([], [cst.Element(_string(name, quote)) for name in names], cst.SimpleWhitespace(""))
+    elements, _ = _append([], [cst.Element(_string(name, quote)) for name in names], _NO_SPACE)
     return cst.Arg(
         keyword=cst.Name(option),
         value=cst.List(elements),
@@ -143,15 +169,12 @@ def _extend_sequence(value: cst.BaseExpression, names: list[str], quote: str) ->
         raise FixError("is not a literal list")
     new = [cst.Element(_string(name, quote)) for name in names]
     if isinstance(value, cst.List):
-        elements, closing = _append(value.elements, new, value.lbracket.whitespace_after, value.rbracket.whitespace_before)
-        if closing is not None:
-            value = value.with_changes(rbracket=value.rbracket.with_changes(whitespace_before=closing))
-        return value.with_changes(elements=elements)
+        elements, tail = _append(value.elements, new, value.lbracket.whitespace_after, value.rbracket.whitespace_before)
+        return value.with_changes(elements=elements, rbracket=value.rbracket.with_changes(whitespace_before=tail))
     if not value.lpar:  # a bare tuple `a, b` cannot be a keyword value without parentheses
         raise FixError("is not a literal list")
-    elements, closing = _append(value.elements, new, value.lpar[0].whitespace_after, value.rpar[0].whitespace_before)
-    if closing is not None:
-        value = value.with_changes(rpar=[value.rpar[0].with_changes(whitespace_before=closing), *value.rpar[1:]])
+    elements, tail = _append(value.elements, new, value.lpar[0].whitespace_after, value.rpar[0].whitespace_before)
+    value = value.with_changes(rpar=[value.rpar[0].with_changes(whitespace_before=tail), *value.rpar[1:]])
     if len(elements) == 1:  # ("a",) is a tuple only with its comma
         elements[0] = elements[0].with_changes(comma=cst.Comma())
     return value.with_changes(elements=elements)
@@ -168,7 +191,7 @@ def add_demotions(decorator: cst.BaseExpression, additions: Mapping[str, list[st
         return decorator
     if not isinstance(decorator, cst.Call):
         args = [_option_arg(option, wanted[option], quote) for option in DEMOTION_OPTIONS if option in wanted]
-        return cst.Call(func=decorator, args=_append([], args, cst.SimpleWhitespace(""))[0])
+        return cst.Call(func=decorator, args=_append([], args, _NO_SPACE)[0])
     args = list(decorator.args)
     missing: list[cst.Arg] = []
     for option in DEMOTION_OPTIONS:
@@ -184,7 +207,7 @@ def add_demotions(decorator: cst.BaseExpression, additions: Mapping[str, list[st
         else:
             missing.append(_option_arg(option, wanted[option], quote))
     if missing:
-        args, _ = _append(args, missing, decorator.whitespace_before_args)
+        args = _append_args(args, missing, decorator.whitespace_before_args)
     return decorator.with_changes(args=args)
 
 
