@@ -115,8 +115,9 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool)
     return "pairs" if num_tokens == 1 or 4 * num_tokens * top_k <= num_experts else "grouped"
 
 
+@functools.cache
 def pdl_supported() -> bool:
-    """Whether this Triton's NVIDIA launcher takes ``launch_pdl`` (programmatic dependent launch)."""
+    """Whether this Triton's NVIDIA launcher takes ``launch_pdl`` (programmatic dependent launch); asked once."""
     if _INTERPRETED:
         return False
     try:
