@@ -25,7 +25,7 @@ _LAZY = {
     "Recorder": "jitguard.monitor",
     "RecompileError": "jitguard.monitor",
     "RecompileWarning": "jitguard.monitor",
-    "offline": "jitguard.offline",
+    "offline": "jitguard.offline_backend",
     "no_recompiles": "jitguard.recompile_guard",
     "sweep": "jitguard.variant_sweep",
     "assert_max_variants": "jitguard.variant_sweep",

@@ -29,6 +29,7 @@ import time
 import warnings
 from typing import Any, Callable, Iterator
 
+from jitguard.argv_redaction import redact_argv
 from jitguard.events import Cause, CompileEvent, ProcessRecord, to_json_line
 from jitguard.explain import explain_recompile, fix_hint, format_event_line
 
@@ -145,31 +146,6 @@ def _process_argv() -> list[str]:
     return argv
 
 
-_SECRET_WORDS = ("token", "secret", "password", "passwd", "key", "credential", "auth")
-
-
-def redact_argv(argv: list[str]) -> list[str]:
-    """argv with the values of secret-looking flags (--api-key X, --hf-token=X) replaced by '***'."""
-    out: list[str] = []
-    redact_next = False
-    for arg in argv:
-        if redact_next:
-            out.append("***")
-            redact_next = False
-            continue
-        if arg.startswith("-"):
-            flag, eq, _ = arg.partition("=")
-            if any(word in flag.lower() for word in _SECRET_WORDS):
-                if eq:
-                    out.append(f"{flag}=***")
-                else:
-                    out.append(arg)
-                    redact_next = True
-                continue
-        out.append(arg)
-    return out
-
-
 class Monitor:
     """The one installed monitor (see module docstring). Use `install()` / `watch()`, not this class."""
 
@@ -209,7 +185,7 @@ class Monitor:
         jitguard_dir = os.path.dirname(os.path.abspath(__file__))
         # jitguard's machinery and its kernels' wrappers are skipped (the user's line is the call
         # site); its demo is not: there the demo is the user.
-        internal = ("monitor.py", "offline.py", "triton_compat.py", "recompile_guard.py", "variant_sweep.py",
+        internal = ("monitor.py", "offline_backend.py", "triton_compat.py", "recompile_guard.py", "variant_sweep.py",
                     "pytest_plugin.py", "warmup.py")
         dirs = [tc.TRITON_DIR + os.sep, os.path.dirname(contextlib.__file__) + os.sep]
         dirs += [os.path.join(jitguard_dir, name) for name in internal]

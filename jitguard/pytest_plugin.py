@@ -90,7 +90,7 @@ def jitguard_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
             pytest.fail("jitguard: --jitguard-backend=cuda but torch.cuda.is_available() is False", pytrace=False)
         yield Backend("cuda", "cuda", True)
         return
-    from jitguard.offline import offline
+    from jitguard.offline_backend import offline
     compiles = choice == "offline"
     with offline(compile=compiles):
         yield Backend("offline", "cpu", compiles)

@@ -1,4 +1,4 @@
-"""A small multi-process program for tests/test_run_multiproc.py, run under `jitguard run --offline`.
+"""A small multi-process program for tests/tool/test_run_multiproc.py, run under `jitguard run --offline`.
 
     python tests/multiproc_program.py MANIFEST_DIR
 

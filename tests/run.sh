@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command (README and .ci/run): a fresh virtual environment, the full suite on the newest
-# Triton on PyPI, then the tool's own tests on Triton 3.6 (the GPU machine's) and 3.2 (before knobs).
+# Triton on PyPI, then every tool test (tests/tool/) on Triton 3.6 (the GPU machine's) and 3.2 (before knobs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${JITGUARD_TEST_VENV:-.venv}
@@ -12,10 +12,6 @@ fi
 "$PY" -m pip install -q --disable-pip-version-check -e '.[test]'
 "$PY" -c "import triton, torch; print(f'newest: triton {triton.__version__}, torch {torch.__version__}')"
 
-# Tests of the tool itself (the monitor, offline backend, report, codemod, plugin), run on every Triton.
-TOOL_TESTS=$(ls tests/test_monitor*.py tests/test_offline.py tests/test_explain*.py tests/test_report*.py \
-  tests/test_no_recompiles.py tests/test_sweep.py tests/test_pytest_plugin.py 2>/dev/null | tr '\n' ' ')
-
 echo "== full suite, newest Triton"
 "$PY" -m pytest -q -n 2 -p no:cacheprovider tests
 
@@ -25,5 +21,5 @@ for version in 3.6.0 3.2.0; do
     "$PY" -m pip install -q --disable-pip-version-check --no-deps --target "$target" "triton==$version"
   fi
   echo "== tool tests, Triton $version"
-  PYTHONPATH="$PWD/$target" "$PY" -m pytest -q -n 2 -p no:cacheprovider $TOOL_TESTS
+  PYTHONPATH="$PWD/$target" "$PY" -m pytest -q -n 2 -p no:cacheprovider tests/tool
 done

@@ -215,7 +215,7 @@ def activate_monitor() -> bool:
     try:
         _make_jitguard_importable()
         from jitguard import monitor
-        from jitguard.offline import activate_from_env
+        from jitguard.offline_backend import activate_from_env
 
         activate_from_env(os.environ.get("JITGUARD_OFFLINE"))
         installed = monitor.install()

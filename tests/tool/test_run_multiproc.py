@@ -19,7 +19,7 @@ import pytest
 
 from jitguard.report import build_report
 
-PROGRAM = Path(__file__).with_name("multiproc_program.py")
+PROGRAM = Path(__file__).parents[1] / "multiproc_program.py"
 
 
 def int_class(value: int) -> str:

@@ -270,7 +270,7 @@ def test_each_keys_only_context_counts_every_autotune_config():
 def test_keys_only_skips_the_compiler_for_a_kernel_set_up_on_the_gpu_before_any_offline_context():
     # A fresh process, so no offline context ran before the GPU call (Triton 3.2 captures the compiler
     # on a kernel's first call, 3.6+ on each device's first call).
-    code = ("import torch, jitguard; from tests.test_offline import FakeGpu, _call, gpu_then_offline_kernel as k\n"
+    code = ("import torch, jitguard; from tests.tool.test_offline import FakeGpu, _call, gpu_then_offline_kernel as k\n"
             "with FakeGpu(): _call(k, 7, block=64)\n"
             "with jitguard.offline(compile=False), jitguard.watch() as rec: stub = _call(k, 1, block=64)\n"
             "print(rec.variants('gpu_then_offline_kernel'), bool(getattr(stub, 'asm', {}).get('cubin')))")

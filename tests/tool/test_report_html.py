@@ -15,7 +15,7 @@ from jitguard.report import build_report
 from jitguard.report_command import report_command
 from jitguard.report_html import render_html
 
-from tests.test_report import compiles_for, write_log
+from tests.tool.test_report import compiles_for, write_log
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -189,7 +189,7 @@ def _tune_module():
     import sys
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "tune_fused_moe.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "tune_fused_moe.py"
     spec = importlib.util.spec_from_file_location("tune_fused_moe_under_test", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclass looks the module up

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from jitguard.warmup import PlanInputError, WarmupError, build_plan, warmup, warmup_plan_command
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # Traffic over the test kernels that covers every class the plan must rebuild: an int that is
 # 1, divisible by 16 and other; an unaligned pointer; an explicit num_warps; bf16/fp8 pointers;

@@ -24,7 +24,7 @@ import pytest
 
 from jitguard.kernels.moe_configs import select_tile_configs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "examples" / "tp_moe" / "run.py"
 STREAMS = {0: [3, 5, 11, 13, 7], 1: [1, 16, 8, 12, 2]}
 EXPERTS, TOP_K, WORLD = 4, 2, 2

@@ -92,7 +92,7 @@ def test_assert_max_variants_passes_at_the_limit_and_lists_every_variant_over_it
     message = str(failure.value)
     assert message.splitlines()[0] == ("Expected at most 1 variant of stock_kernel over the sweep of 8 values, "
                                        "but 3 were compiled:")
-    assert "  #3 at value 16, called from tests/test_sweep.py" in message
+    assert "  #3 at value 16, called from tests/tool/test_sweep.py" in message
     assert "    n: int32, value 2 -> int32 divisible by 16" in message
     assert 'fix: do_not_specialize=["n"]' in message
     assert len(failure.value.events) == 3

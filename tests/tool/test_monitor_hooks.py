@@ -9,6 +9,7 @@ import torch
 
 import jitguard
 from jitguard import monitor, triton_compat
+from jitguard.argv_redaction import redact_argv
 
 from tests import kernels_for_tests as k
 
@@ -140,7 +141,7 @@ def test_summary_table_names_kernels_and_fix():
 
 def test_argv_secrets_are_redacted():
     argv = ["serve", "--api-key", "sk-1", "--hf-token=abc", "--model", "m", "--password", "p"]
-    assert monitor.redact_argv(argv) == ["serve", "--api-key", "***", "--hf-token=***", "--model", "m",
+    assert redact_argv(argv) == ["serve", "--api-key", "***", "--hf-token=***", "--model", "m",
                                          "--password", "***"]
 
 

@@ -66,7 +66,7 @@ def line_of(fn, text):
     lines, start = inspect.getsourcelines(fn)
     for offset, line in enumerate(lines):
         if text in line:
-            return f"tests/test_no_recompiles.py:{start + offset}"
+            return f"tests/tool/test_no_recompiles.py:{start + offset}"
     raise AssertionError(f"{text!r} not in {fn.__name__}")
 
 
@@ -86,7 +86,7 @@ def test_new_variant_after_warmup_fails_listing_cause_call_site_and_fix(monkeypa
     message = str(failure.value)
     assert message.splitlines()[0] == ("Expected no new Triton variants after warm-up (the first call of each "
                                        "kernel), but 1 was compiled:")
-    assert f"add_kernel (tests/test_no_recompiles.py:{add_kernel.fn.__code__.co_firstlineno}): " \
+    assert f"add_kernel (tests/tool/test_no_recompiles.py:{add_kernel.fn.__code__.co_firstlineno}): " \
            "1 variant in warm-up, 1 new after it" in message
     assert f"variant #2 at call 2, called from {line_of(add, 'add_kernel[')}" in message
     assert "    n: int32 divisible by 16 -> int32, value 17" in message
