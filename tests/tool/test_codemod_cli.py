@@ -236,7 +236,7 @@ def test_python_dash_m_jitguard_runs_both_commands(tree: Path) -> None:
 
 def test_pre_commit_hook_runs_the_scan() -> None:
     yaml = pytest.importorskip("yaml")
-    hooks = yaml.safe_load((Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text())
+    hooks = yaml.safe_load((Path(__file__).parents[2] / ".pre-commit-hooks.yaml").read_text())
     check = {hook["id"]: hook for hook in hooks}["jitguard-check"]
     assert check["entry"] == "jitguard scan"
     assert check["language"] == "python" and check["types"] == ["python"]

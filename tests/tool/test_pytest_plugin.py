@@ -18,7 +18,7 @@ import jitguard
 
 pytest_plugins = ["pytester"]
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 KERNELS = '''
 import triton
