@@ -39,9 +39,10 @@ every M (each token-count-derived integer is in ``do_not_specialize``); the tile
 fused-MoE table (``moe_configs``).
 
 FP8 W8A8 takes the scale layouts of :func:`jitguard.kernels.fused_moe.fused_moe` (per tensor,
-per channel, block 128x128), with dynamic activation scales only, on the grouped path; on an
-H200 it is slower than ``softmax_topk`` + ``fused_moe`` (benchmarks/results/moe_layer.md), which
-:func:`fused_moe_from_logits` therefore uses for FP8 and for M > 64.
+per channel, block 128x128), with dynamic activation scales only, on the grouped path; with block
+scales the route launch also writes x as e4m3 for gate_up. Which of it and ``softmax_topk`` +
+``fused_moe`` is faster depends on the shape (benchmarks/results/moe_layer.md):
+:func:`fused_moe_from_logits` picks by :func:`from_logits_takes_decode`.
 
 >>> ws = MoeDecodeWorkspace.for_layer(w13, w2, top_k=8, act_dtype=torch.bfloat16)  # doctest: +SKIP
 >>> out = fused_moe_decode(x, router_logits, w13, w2, 8, renormalize=True, workspace=ws)  # doctest: +SKIP
@@ -86,6 +87,7 @@ __all__ = [
     "fused_moe_decode",
     "fused_moe_decode_reference",
     "fused_moe_from_logits",
+    "from_logits_takes_decode",
     "plan_fused_moe_decode",
 ]
 
@@ -161,6 +163,7 @@ def moe_decode_route_kernel(
     x_amax_ptr,
     a2_amax_ptr,
     arrivals_ptr,
+    xq_ptr,
     num_tokens,
     num_experts,
     hidden,
@@ -184,8 +187,12 @@ def moe_decode_route_kernel(
     FP8_MAX_C: tl.constexpr,
     MIN_AMAX: tl.constexpr,
     LAUNCH_DEPENDENTS: tl.constexpr,
+    WRITE_XQ: tl.constexpr = False,
 ):
-    """Routing of token ``program_id``; the last program to finish aligns every pair."""
+    """Routing of token ``program_id``; the last program to finish aligns every pair.
+
+    WRITE_XQ (block scales): also writes the token's e4m3 row to ``xq`` so gate_up loads FP8 directly.
+    """
     if LAUNCH_DEPENDENTS:
         _launch_dependents()
     token = tl.program_id(0).to(tl.int64)
@@ -220,6 +227,9 @@ def moe_decode_route_kernel(
             v = tl.load(x_ptr + token * stride_xm + cols, mask=cols < hidden, other=0.0).to(tl.float32)
             scale = tl.maximum(tl.max(tl.abs(v), axis=1), MIN_AMAX) / FP8_MAX_C
             tl.store(x_scale_ptr + token * stride_xsm + groups, scale, mask=groups * GROUP < hidden)
+            if WRITE_XQ:
+                q = tl.clamp(v / scale[:, None], -FP8_MAX_C, FP8_MAX_C).to(tl.float8e4nv)
+                tl.store(xq_ptr + token * hidden + cols, q, mask=cols < hidden)
         for c0 in range(0, a2_amax_cols, 32):
             cols = c0 + tl.arange(0, 32)
             rows = token * TOP_K + slots
@@ -345,6 +355,7 @@ def moe_decode_gemm_kernel(
     RENORMALIZE: tl.constexpr,
     LAUNCH_DEPENDENTS: tl.constexpr,
     WAIT_PRIOR: tl.constexpr,
+    A_PREQUANT: tl.constexpr = False,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -450,7 +461,13 @@ def moe_decode_gemm_kernel(
                 k_group = (kb * BLOCK_K) // SCALE_BLOCK_K
                 g_s = tl.load(a_scale_ptr + a_rows * stride_asm + k_group, mask=pair_mask, other=1.0)
                 b_s = tl.load(b_scale_rows + k_group * stride_bsk)
-                if SWAP_AB:
+                if A_PREQUANT:
+                    # A is already e4m3 (written by the route launch); g_s are its scales.
+                    if SWAP_AB:
+                        g_scale = g_s[None, :]
+                    else:
+                        g_scale = g_s[:, None]
+                elif SWAP_AB:
                     a, g_scale = _quantize_on_load(a, g_s[None, :], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
                 else:
                     a, g_scale = _quantize_on_load(a, g_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
@@ -555,6 +572,7 @@ class MoeDecodeWorkspace:
     a2_amax: torch.Tensor
     inter: torch.Tensor
     pair_out: torch.Tensor
+    x_q: torch.Tensor
 
     @staticmethod
     def for_layer(w13: torch.Tensor, w2: torch.Tensor, top_k: int, act_dtype: torch.dtype = torch.bfloat16,
@@ -583,6 +601,8 @@ class MoeDecodeWorkspace:
             a2_amax=torch.empty(P * triton.cdiv(I, scale_group), **f32),
             inter=torch.empty((P, I), dtype=act_dtype, device=dev),
             pair_out=torch.empty((P, H), **f32),
+            # x as e4m3, written by the route launch for block scales (PREQUANT_X)
+            x_q=torch.empty((MAX_DECODE_TOKENS, H), dtype=torch.float8_e4m3fn, device=dev),
         )
 
     def routing(self, num_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -602,6 +622,9 @@ class MoeDecodeWorkspace:
 
 _FILL_BLOCK = 256
 _ROUTE_BLOCK_H = 1024
+# FP8 block scales: the route launch writes x as e4m3 and gate_up loads it instead of quantizing
+# on load (H200: benchmarks/results/moe_layer.md, "FP8: x quantized by the route launch").
+PREQUANT_X = True
 _REDUCE_ELEMENTS = 8192
 
 
@@ -706,25 +729,26 @@ def plan_fused_moe_decode(
 
     pair_tiles = path == "pairs"
     pdl = pdl_supported()
+    prequant = PREQUANT_X and quant == QUANT_BLOCK and not pair_tiles
     launches: list[tuple[str, Callable[[], object]]] = []
     if not pair_tiles:
         launches.append(("route", functools.partial(
             moe_decode_route_kernel[(M,)],
             router_logits, x, ws.topk_ids, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded,
-            ws.counts, ws.starts, ws.x_scale, x_amax, ws.a2_amax, route_arrivals,
+            ws.counts, ws.starts, ws.x_scale, x_amax, ws.a2_amax, route_arrivals, ws.x_q,
             M, E, H, router_logits.stride(0), x.stride(0), stride_xsm, a2_cols,
             num_pairs, padded_len, num_blocks, block_m,
             TOP_K=top_k, K_POW2=k_pow2, E_POW2=triton.next_power_of_2(E),
             P_POW2=triton.next_power_of_2(MAX_DECODE_TOKENS * top_k), RENORMALIZE=bool(renormalize),
             QUANT=quant, GROUP=128, BLOCK_H=_ROUTE_BLOCK_H, FILL_BLOCK=_FILL_BLOCK,
-            FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, LAUNCH_DEPENDENTS=pdl,
+            FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, LAUNCH_DEPENDENTS=pdl, WRITE_XQ=prequant,
         )))
     inter = ws.inter[:num_pairs]
     for gemm in (1, 2):
         cfg = cfgs.gate_up if gemm == 1 else cfgs.down
         gated = gemm == 1
         out_n = I if gated else H
-        a = x if gated else inter
+        a = (ws.x_q[:M] if prequant else x) if gated else inter
         wt = w13 if gated else w2
         ws_ = w1s if gated else w2s
         out_per_tile = cfg.block_n // 2 if gated else cfg.block_n
@@ -771,6 +795,7 @@ def plan_fused_moe_decode(
             # gate_up has none before it; its down routes before waiting).
             LAUNCH_DEPENDENTS=pdl and gated,
             WAIT_PRIOR=_wait_prior(pdl, pair_tiles, gated),
+            A_PREQUANT=prequant and gated,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
             **({"launch_pdl": True} if pdl and not (pair_tiles and gated) else {}),
@@ -848,6 +873,25 @@ def fused_moe_decode_reference(
     return fused_moe_reference(x, w13, w2, weights, ids, **fp8_kwargs)
 
 
+# FP8 on the decode path, by H200 measurement (benchmarks/results/moe_layer.md): block scales, a few
+# tokens, small experts (Qwen3-30B-like, 4.7 MB per expert: faster at M <= 4, slower from M = 8;
+# DeepSeek-V3-TP2, 22 MB per expert: slower at every M).
+_FP8_DECODE_MAX_TOKENS = 4
+_FP8_DECODE_MAX_EXPERT_BYTES = 8 << 20
+
+
+def from_logits_takes_decode(x: torch.Tensor, w13: torch.Tensor, fp8_kwargs: dict) -> bool:
+    """Whether :func:`fused_moe_from_logits` runs this call on :func:`fused_moe_decode`."""
+    if x.dim() != 2 or not 1 <= x.shape[0] <= MAX_DECODE_TOKENS:
+        return False
+    if not fp8_kwargs.get("use_fp8_w8a8", False):
+        return True
+    if fp8_kwargs.get("block_shape") is None or w13.dim() != 3:
+        return False  # per-tensor / per-channel FP8 decode was not measured faster
+    expert_bytes = 3 * w13.shape[1] // 2 * w13.shape[2] * w13.element_size()
+    return x.shape[0] <= _FP8_DECODE_MAX_TOKENS and expert_bytes <= _FP8_DECODE_MAX_EXPERT_BYTES
+
+
 def fused_moe_from_logits(
     x: torch.Tensor,
     router_logits: torch.Tensor,
@@ -860,13 +904,9 @@ def fused_moe_from_logits(
     **fp8_kwargs,
 ) -> torch.Tensor:
     """Any M, the faster path measured on an H200: :func:`fused_moe_decode` for bf16/fp16 up to 64
-    tokens, else ``softmax_topk`` + ``fused_moe``.
-
-    FP8 W8A8 always takes the unfused chain: the decode path's FP8 GEMMs quantize activations as
-    they load them, and on the H200 (benchmarks/results/moe_layer.md, DeepSeek-V3-TP2 FP8-block)
-    that layer was slower than the unfused chain at every M measured (M = 1: 76.8 against 65.6 us).
+    tokens and where :func:`from_logits_takes_decode` says so for FP8, else ``softmax_topk`` + ``fused_moe``.
     """
-    if x.dim() == 2 and 1 <= x.shape[0] <= MAX_DECODE_TOKENS and not fp8_kwargs.get("use_fp8_w8a8", False):
+    if from_logits_takes_decode(x, w13, fp8_kwargs):
         return fused_moe_decode(x, router_logits, w13, w2, top_k, renormalize=renormalize, workspace=workspace,
                                 **fp8_kwargs)
     check_router_logits(router_logits, top_k, "fused_moe_from_logits")
