@@ -148,6 +148,17 @@ def _launch_dependents():
 
 # ---- launch 1: routing, activation scales, alignment --------------------------------------------
 
+@triton.jit
+def _store_x_group_scales(v, groups, cols, token, hidden, x_scale_ptr, stride_xsm, xq_ptr, GROUP: tl.constexpr,
+                          FP8_MAX_C: tl.constexpr, MIN_AMAX: tl.constexpr, WRITE_XQ: tl.constexpr):
+    """Scales of x's 128-column groups in ``v`` [groups, GROUP] (fp32), and with WRITE_XQ x as e4m3."""
+    scale = tl.maximum(tl.max(tl.abs(v), axis=1), MIN_AMAX) / FP8_MAX_C
+    tl.store(x_scale_ptr + token * stride_xsm + groups, scale, mask=groups * GROUP < hidden)
+    if WRITE_XQ:
+        q = tl.clamp(v / scale[:, None], -FP8_MAX_C, FP8_MAX_C).to(tl.float8e4nv)
+        tl.store(xq_ptr + token * hidden + cols, q, mask=cols < hidden)
+
+
 @triton.jit(do_not_specialize=["num_tokens", "num_pairs", "padded_len", "num_blocks", "block_m"])
 def moe_decode_route_kernel(
     logits_ptr,
@@ -188,6 +199,7 @@ def moe_decode_route_kernel(
     MIN_AMAX: tl.constexpr,
     LAUNCH_DEPENDENTS: tl.constexpr,
     WRITE_XQ: tl.constexpr = False,
+    HIDDEN_POW2: tl.constexpr = 0,
 ):
     """Routing of token ``program_id``; the last program to finish aligns every pair.
 
@@ -196,6 +208,12 @@ def moe_decode_route_kernel(
     if LAUNCH_DEPENDENTS:
         _launch_dependents()
     token = tl.program_id(0).to(tl.int64)
+    X_ONE_PASS: tl.constexpr = (QUANT == 3) and (BLOCK_H >= HIDDEN_POW2)
+    if X_ONE_PASS:
+        # Issued before the routing's loads so both are in flight together.
+        groups1 = tl.arange(0, BLOCK_H // GROUP)
+        cols1 = groups1[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
+        x_row = tl.load(x_ptr + token * stride_xm + cols1, mask=cols1 < hidden, other=0.0)
     ids, weights = softmax_topk_row(logits_ptr + token * stride_lm, num_experts, TOP_K, K_POW2, E_POW2, RENORMALIZE)
     slots = tl.arange(0, K_POW2)
     tl.store(topk_ids_ptr + token * TOP_K + slots, ids, mask=slots < TOP_K)
@@ -220,16 +238,16 @@ def moe_decode_route_kernel(
         tl.store(x_scale_ptr + token, tl.maximum(tl.max(amax, 0), MIN_AMAX) / FP8_MAX_C)
         tl.store(a2_amax_ptr + token * TOP_K + slots, tl.zeros((K_POW2,), dtype=tl.float32), mask=slots < TOP_K)
     elif QUANT == 3:
-        GROUPS_PER_STEP: tl.constexpr = BLOCK_H // GROUP
-        for h0 in range(0, hidden, BLOCK_H):
-            groups = h0 // GROUP + tl.arange(0, GROUPS_PER_STEP)
-            cols = groups[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
-            v = tl.load(x_ptr + token * stride_xm + cols, mask=cols < hidden, other=0.0).to(tl.float32)
-            scale = tl.maximum(tl.max(tl.abs(v), axis=1), MIN_AMAX) / FP8_MAX_C
-            tl.store(x_scale_ptr + token * stride_xsm + groups, scale, mask=groups * GROUP < hidden)
-            if WRITE_XQ:
-                q = tl.clamp(v / scale[:, None], -FP8_MAX_C, FP8_MAX_C).to(tl.float8e4nv)
-                tl.store(xq_ptr + token * hidden + cols, q, mask=cols < hidden)
+        if X_ONE_PASS:
+            _store_x_group_scales(x_row.to(tl.float32), groups1, cols1, token, hidden, x_scale_ptr, stride_xsm,
+                                  xq_ptr, GROUP, FP8_MAX_C, MIN_AMAX, WRITE_XQ)
+        else:
+            for h0 in range(0, hidden, BLOCK_H):
+                groups = h0 // GROUP + tl.arange(0, BLOCK_H // GROUP)
+                cols = groups[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
+                v = tl.load(x_ptr + token * stride_xm + cols, mask=cols < hidden, other=0.0).to(tl.float32)
+                _store_x_group_scales(v, groups, cols, token, hidden, x_scale_ptr, stride_xsm, xq_ptr, GROUP,
+                                      FP8_MAX_C, MIN_AMAX, WRITE_XQ)
         for c0 in range(0, a2_amax_cols, 32):
             cols = c0 + tl.arange(0, 32)
             rows = token * TOP_K + slots
@@ -435,13 +453,14 @@ def moe_decode_gemm_kernel(
         if QUANT == 3:
             b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
 
-        if QUANT != 0:
-            # A is quantized between its load and the dot, so the compiler's pipelining does not
-            # cover its load: it is loaded one K step ahead here.
+        # A quantized between its load and the dot is outside the compiler's pipelining: it is
+        # loaded one K step ahead here (pre-quantized A is pipelined like B).
+        A_AHEAD: tl.constexpr = (QUANT != 0) and not A_PREQUANT
+        if A_AHEAD:
             a_next = _load_a_tile(a_ptrs, pair_mask, offs_k < K, SWAP_AB)
         for kb in range(tl.cdiv(K, BLOCK_K)):
             k_mask = offs_k < K - kb * BLOCK_K
-            if QUANT != 0:
+            if A_AHEAD:
                 a = a_next
                 a_next = _load_a_tile(a_ptrs + BLOCK_K, pair_mask, offs_k < K - (kb + 1) * BLOCK_K, SWAP_AB)
             else:
@@ -622,6 +641,7 @@ class MoeDecodeWorkspace:
 
 _FILL_BLOCK = 256
 _ROUTE_BLOCK_H = 1024
+_ROUTE_MAX_BLOCK_H = 8192
 # FP8 block scales: the route launch writes x as e4m3 and gate_up loads it instead of quantizing
 # on load (H200: benchmarks/results/moe_layer.md, "FP8: x quantized by the route launch").
 PREQUANT_X = True
@@ -740,7 +760,12 @@ def plan_fused_moe_decode(
             num_pairs, padded_len, num_blocks, block_m,
             TOP_K=top_k, K_POW2=k_pow2, E_POW2=triton.next_power_of_2(E),
             P_POW2=triton.next_power_of_2(MAX_DECODE_TOKENS * top_k), RENORMALIZE=bool(renormalize),
-            QUANT=quant, GROUP=128, BLOCK_H=_ROUTE_BLOCK_H, FILL_BLOCK=_FILL_BLOCK,
+            QUANT=quant, GROUP=128, FILL_BLOCK=_FILL_BLOCK,
+            # Block scales: a row of up to _ROUTE_MAX_BLOCK_H columns in one pass (H200: one load
+            # round trip instead of H / 1024 serial ones).
+            BLOCK_H=min(max(_ROUTE_BLOCK_H, triton.next_power_of_2(H)), _ROUTE_MAX_BLOCK_H) if quant == QUANT_BLOCK
+            else _ROUTE_BLOCK_H,
+            HIDDEN_POW2=triton.next_power_of_2(H),
             FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, LAUNCH_DEPENDENTS=pdl, WRITE_XQ=prequant,
         )))
     inter = ws.inter[:num_pairs]
@@ -873,11 +898,11 @@ def fused_moe_decode_reference(
     return fused_moe_reference(x, w13, w2, weights, ids, **fp8_kwargs)
 
 
-# FP8 on the decode path, by H200 measurement (benchmarks/results/moe_layer.md): block scales, a few
-# tokens, small experts (Qwen3-30B-like, 4.7 MB per expert: faster at M <= 4, slower from M = 8;
-# DeepSeek-V3-TP2, 22 MB per expert: slower at every M).
-_FP8_DECODE_MAX_TOKENS = 4
-_FP8_DECODE_MAX_EXPERT_BYTES = 8 << 20
+# FP8 on the decode path, by H200 measurement (benchmarks/results/moe_layer.md): block scales only;
+# up to 8 tokens for small experts (Qwen3-30B-like, 4.7 MB each: faster at M <= 8, not from 16), up
+# to 4 for large ones (DeepSeek-V3-TP2, 22 MB each: faster at M <= 4, slower from 8).
+_FP8_DECODE_MAX_TOKENS = {True: 8, False: 4}  # keyed by "experts of at most _SMALL_EXPERT_BYTES"
+_SMALL_EXPERT_BYTES = 8 << 20
 
 
 def from_logits_takes_decode(x: torch.Tensor, w13: torch.Tensor, fp8_kwargs: dict) -> bool:
@@ -889,7 +914,7 @@ def from_logits_takes_decode(x: torch.Tensor, w13: torch.Tensor, fp8_kwargs: dic
     if fp8_kwargs.get("block_shape") is None or w13.dim() != 3:
         return False  # per-tensor / per-channel FP8 decode was not measured faster
     expert_bytes = 3 * w13.shape[1] // 2 * w13.shape[2] * w13.element_size()
-    return x.shape[0] <= _FP8_DECODE_MAX_TOKENS and expert_bytes <= _FP8_DECODE_MAX_EXPERT_BYTES
+    return x.shape[0] <= _FP8_DECODE_MAX_TOKENS[expert_bytes <= _SMALL_EXPERT_BYTES]
 
 
 def fused_moe_from_logits(
