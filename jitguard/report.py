@@ -8,20 +8,20 @@ directory. `build_report(directory)` reads them all and returns a plain dict, th
     >>> [(k["name"], k["variants"]) for k in report["kernels"]]  # doctest: +SKIP
     [('fused_moe_kernel', 22)]
 
-`format_text` and `format_markdown` render that dict as tables. A truncated last line (a process
-killed while writing) is skipped and counted, never fatal.
+`format_text` and `format_markdown` render that dict as tables. Logs are read by
+`jitguard.event_logs`: a line that is not a valid record is skipped and named (file, line, reason),
+never fatal; an unreadable file is named and the others are reported.
 
 This module imports neither Triton nor torch.
 """
 
 from __future__ import annotations
 
-import glob
 import os
-from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from jitguard.events import Cause, CompileEvent, read_ndjson
+from jitguard.event_logs import LogInputError, MergedLogs, ProcessLog, load_logs
+from jitguard.events import Cause, CompileEvent
 from jitguard.explain import fix_hint, short_path
 
 REPORT_FORMAT = 1
@@ -35,124 +35,8 @@ _ADVICE_PRIORITY = ("int64", "do_not_specialize", "do_not_specialize_on_alignmen
 PHASES = ("warmup", "serving")
 
 
-class ReportInputError(ValueError):
-    """The report's input is unusable: no such path, or no NDJSON logs in it."""
-
-
-@dataclass
-class ProcessLog:
-    """One process as read back from its log file: its record (if it wrote one) and its compiles."""
-
-    host: str
-    pid: int
-    ppid: int | None
-    argv: list[str]
-    role: str | None
-    rank: int | None
-    triton_version: str
-    started: float | None
-    file: str
-    events: list[CompileEvent] = field(default_factory=list)
-    skipped_lines: int = 0
-
-
-@dataclass
-class MergedLogs:
-    """Everything read from one directory of logs."""
-
-    directory: str
-    files: list[str]
-    processes: list[ProcessLog]
-    skipped_lines: int
-
-    @property
-    def events(self) -> list[CompileEvent]:
-        return [event for process in self.processes for event in process.events]
-
-
-def log_files(path: str | os.PathLike) -> list[str]:
-    """The NDJSON logs at `path` (a directory of them, or one file), sorted; raises ReportInputError."""
-    path = os.fspath(path)
-    if os.path.isfile(path):
-        return [path]
-    if not os.path.isdir(path):
-        raise ReportInputError(f"{path}: no such directory")
-    files = sorted(glob.glob(os.path.join(path, "*.ndjson")))
-    if not files:
-        raise ReportInputError(f"{path}: no *.ndjson logs here (write them with `jitguard run` or JITGUARD_DIR)")
-    return files
-
-
-def _host_pid_from_name(path: str) -> tuple[str, int]:
-    stem = os.path.basename(path).rsplit(".", 1)[0]
-    host, _, pid = stem.rpartition("-")
-    return host, int(pid) if pid.isdigit() else 0
-
-
-def _read_one_file(path: str) -> tuple[list[ProcessLog], int]:
-    try:
-        result = read_ndjson(path)
-    except OSError as exc:
-        raise ReportInputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    host, pid = _host_pid_from_name(path)
-    processes: list[ProcessLog] = []
-    current: ProcessLog | None = None
-    for record in result.records:
-        kind = record.get("type")
-        if kind == "process":
-            same = current is not None and current.pid == record.get("pid") and current.ppid == record.get("ppid")
-            if same:
-                # A second record of the same process (e.g. the monitor, then the vLLM plugin): merge.
-                # Its argv can differ: `python -m pkg.mod` shows "-m" until runpy names the module.
-                assert current is not None
-                current.argv = list(record.get("argv") or current.argv)
-                current.role = record.get("role") or current.role
-                current.rank = record.get("rank") if record.get("rank") is not None else current.rank
-                current.triton_version = record.get("triton_version") or current.triton_version
-                continue
-            current = ProcessLog(host=record.get("host") or host, pid=int(record.get("pid") or pid),
-                                 ppid=record.get("ppid"), argv=list(record.get("argv") or []),
-                                 role=record.get("role"), rank=record.get("rank"),
-                                 triton_version=record.get("triton_version") or "",
-                                 started=record.get("time"), file=path)
-            processes.append(current)
-        elif kind == "compile":
-            try:
-                event = CompileEvent.from_dict(record)
-            except (TypeError, ValueError):
-                result.skipped_lines += 1
-                continue
-            if current is None:  # the process record was lost (e.g. a garbled first line)
-                current = ProcessLog(host=host, pid=event.pid or pid, ppid=event.ppid, argv=[], role=event.role,
-                                     rank=event.rank, triton_version=event.triton_version, started=None, file=path)
-                processes.append(current)
-            current.events.append(event)
-            # The role and rank can be named after the process record was written.
-            if event.role:
-                current.role = event.role
-            if event.rank is not None:
-                current.rank = event.rank
-    if processes:
-        processes[-1].skipped_lines += result.skipped_lines
-    return processes, result.skipped_lines
-
-
-def load_logs(path: str | os.PathLike) -> MergedLogs:
-    """Read every `*.ndjson` log at `path` (a directory, or a single file)."""
-    files = log_files(path)
-    processes: list[ProcessLog] = []
-    skipped = 0
-    for file in files:
-        file_processes, file_skipped = _read_one_file(file)
-        skipped += file_skipped
-        if not file_processes and file_skipped:
-            host, pid = _host_pid_from_name(file)
-            file_processes = [ProcessLog(host=host, pid=pid, ppid=None, argv=[], role=None, rank=None,
-                                         triton_version="", started=None, file=file, skipped_lines=file_skipped)]
-        processes.extend(file_processes)
-    processes.sort(key=lambda p: (p.started if p.started is not None else float("inf"), p.pid))
-    directory = os.fspath(path) if os.path.isdir(path) else os.path.dirname(os.fspath(path))
-    return MergedLogs(directory=directory, files=files, processes=processes, skipped_lines=skipped)
+# The loader's error, under the name the report's callers catch.
+ReportInputError = LogInputError
 
 
 def spec_words(spec: Any) -> str:
@@ -293,6 +177,7 @@ def build_report(path: str | os.PathLike | MergedLogs) -> dict[str, Any]:
             "compile_ms": round(sum(e.compile_ms or 0.0 for e in events), 3),
             "kernels": sorted({e.kernel for e in events}),
             "file": os.path.basename(process.file), "skipped_lines": process.skipped_lines,
+            "events_not_written": process.events_not_written,
         })
     events = logs.events
     return {
@@ -300,6 +185,8 @@ def build_report(path: str | os.PathLike | MergedLogs) -> dict[str, Any]:
         "directory": os.path.abspath(logs.directory),
         "files": len(logs.files),
         "skipped_lines": logs.skipped_lines,
+        "skipped": [line.to_dict() for line in logs.skipped],
+        "unreadable_files": [{"file": file, "error": error} for file, error in logs.unreadable],
         "totals": {
             "processes": len(processes),
             "kernels": len(kernels),
@@ -307,6 +194,7 @@ def build_report(path: str | os.PathLike | MergedLogs) -> dict[str, Any]:
             "recompiles": sum(1 for e in events if e.is_recompile),
             "serving_compiles": sum(1 for e in events if e.phase == "serving"),
             "compile_ms": round(sum(e.compile_ms or 0.0 for e in events), 3),
+            "events_not_written": sum(p.events_not_written for p in logs.processes),
         },
         "processes": processes,
         "kernels": kernels,
@@ -357,6 +245,11 @@ def _process_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["pid", "ppid", "role", "compiles", "recompiles", "compile ms", "argv"]
     rows = [[str(p["pid"]), str(p["ppid"] if p["ppid"] is not None else "?"), _role_words(p), str(p["compiles"]),
              str(p["recompiles"]), _ms(p["compile_ms"]), _argv_words(p["argv"])] for p in report["processes"]]
+    if any(p.get("events_not_written") for p in report["processes"]):
+        # Only when a process lost events, so the usual table keeps its columns.
+        header.insert(-1, "not written")
+        for row, process in zip(rows, report["processes"]):
+            row.insert(-1, str(process.get("events_not_written") or 0))
     return header, rows
 
 
@@ -372,25 +265,36 @@ def _kernel_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 def _summary_line(report: dict[str, Any]) -> str:
     t = report["totals"]
-    return (f"{t['processes']} process(es), {t['kernels']} kernel(s), {t['compiles']} compile(s) "
+    line = (f"{t['processes']} process(es), {t['kernels']} kernel(s), {t['compiles']} compile(s) "
             f"({t['recompiles']} recompile(s), {t['serving_compiles']} during serving), "
             f"{t['compile_ms'] / 1000:.1f} s compiling")
+    if t.get("events_not_written"):
+        line += f", {t['events_not_written']} event(s) not written to the logs"
+    return line
 
 
-def _skipped_line(report: dict[str, Any]) -> str | None:
-    if not report["skipped_lines"]:
-        return None
-    files = [p["file"] for p in report["processes"] if p["skipped_lines"]]
-    return (f"skipped {report['skipped_lines']} unreadable line(s) (a process killed while writing?) in "
-            + ", ".join(files))
+_SKIPPED_SHOWN = 10
+
+
+def _problem_lines(report: dict[str, Any]) -> list[str]:
+    """What the report could not use: unreadable files, then skipped lines with file:line and reason."""
+    lines = []
+    for entry in report.get("unreadable_files") or []:
+        lines.append(f"could not read {entry['file']} ({entry['error']}); the report covers the other logs")
+    if report["skipped_lines"]:
+        files = [p["file"] for p in report["processes"] if p["skipped_lines"]]
+        lines.append(f"skipped {report['skipped_lines']} unreadable line(s) in " + ", ".join(files))
+        details = report.get("skipped") or []
+        lines.extend(f"  {d['file']}:{d['line']}: {d['reason']}" for d in details[:_SKIPPED_SHOWN])
+        if len(details) > _SKIPPED_SHOWN:
+            lines.append(f"  ... and {len(details) - _SKIPPED_SHOWN} more")
+    return lines
 
 
 def format_text(report: dict[str, Any]) -> str:
     """The report as plain-text tables: summary, processes, kernels, then each kernel's causes."""
     lines = [f"[jitguard] report of {report['directory']}: {_summary_line(report)}"]
-    skipped = _skipped_line(report)
-    if skipped:
-        lines.append(f"[jitguard] {skipped}")
+    lines.extend(f"[jitguard] {line}" for line in _problem_lines(report))
     lines.append("")
     lines.append("Processes")
     lines.extend(_table(*_process_rows(report)))
@@ -428,9 +332,9 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 def format_markdown(report: dict[str, Any]) -> str:
     """The report as GitHub-flavoured markdown (for an issue or a PR comment)."""
     lines = ["# jitguard report", "", _summary_line(report) + "."]
-    skipped = _skipped_line(report)
-    if skipped:
-        lines += ["", f"> {skipped}"]
+    problems = _problem_lines(report)
+    if problems:
+        lines += [""] + [f"> {_md_escape(line)}  " for line in problems]
     lines += ["", "## Processes", ""]
     header, rows = _process_rows(report)
     lines += _md_table(header, [row[:-1] + [f"`{row[-1]}`"] for row in rows])

@@ -44,12 +44,18 @@ def report_command(path: str, as_json: bool, as_markdown: bool, html_path: str |
             click.echo(f"jitguard report: {html_path}: cannot write ({exc.strerror or exc})", err=True)
             sys.exit(2)
     if as_json:
-        click.echo(json.dumps(report, indent=2, default=repr))
+        # Strict JSON: the loader lets no NaN/Infinity through; allow_nan=False makes that a promise.
+        click.echo(json.dumps(report, indent=2, default=repr, allow_nan=False))
     elif as_markdown:
         click.echo(format_markdown(report), nl=False)
     else:
         click.echo(format_text(report), nl=False)
         if html_path:
             click.echo(f"[jitguard] wrote {html_path}")
-    if report["skipped_lines"] and (as_json or as_markdown):
-        click.echo(f"jitguard report: skipped {report['skipped_lines']} unreadable line(s)", err=True)
+    if as_json or as_markdown:
+        for entry in report["unreadable_files"]:
+            click.echo(f"jitguard report: could not read {entry['file']} ({entry['error']})", err=True)
+        if report["skipped_lines"]:
+            first = report["skipped"][0]
+            click.echo(f"jitguard report: skipped {report['skipped_lines']} unreadable line(s), the first "
+                       f"{first['file']}:{first['line']}: {first['reason']}", err=True)

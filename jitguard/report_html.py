@@ -125,10 +125,16 @@ def render_html(report: dict[str, Any]) -> str:
     summary = (f"{totals['processes']} process(es), {totals['kernels']} kernel(s), {totals['compiles']} compile(s) "
                f"({totals['recompiles']} recompile(s), {totals['serving_compiles']} during serving), "
                f"{totals['compile_ms'] / 1000:.1f} s compiling")
+    if totals.get("events_not_written"):
+        summary += f", {totals['events_not_written']} event(s) not written to the logs"
     body = [f"<h1>jitguard report</h1><div class=\"summary\">{_e(report['directory'])}<br>{_e(summary)}</div>"]
+    for entry in report.get("unreadable_files") or []:
+        body.append(f'<p class="warning">Could not read {_e(entry["file"])} ({_e(entry["error"])}); '
+                    "the report covers the other logs.</p>")
     if report.get("skipped_lines"):
-        body.append(f'<p class="warning">Skipped {report["skipped_lines"]} unreadable line(s) '
-                    "(a process killed while writing?).</p>")
+        details = "".join(f"<li><code>{_e(d['file'])}:{_e(d['line'])}</code>: {_e(d['reason'])}</li>"
+                          for d in (report.get("skipped") or [])[:10])
+        body.append(f'<p class="warning">Skipped {report["skipped_lines"]} unreadable line(s):</p><ul>{details}</ul>')
     body.append("<h2>Compiles over time</h2>")
     body.append('<div class="legend">' + "".join(
         f'<span><span class="dot" style="background:{colour}"></span>{phase}</span>'
@@ -153,11 +159,12 @@ def render_html(report: dict[str, Any]) -> str:
             body.append(f'<div class="fix">fix: <code>{_e(k["fix"])}</code></div>')
 
     body.append("<h2>Processes</h2>")
-    body.append(_table(["pid", "ppid", "role", "rank", "compiles", "recompiles", "compile ms", "argv"],
+    body.append(_table(["pid", "ppid", "role", "rank", "compiles", "recompiles", "compile ms", "not written", "argv"],
                        [[p["pid"], "?" if p["ppid"] is None else p["ppid"], p["role"] or "-",
                          "-" if p["rank"] is None else p["rank"], p["compiles"], p["recompiles"],
-                         f"{p['compile_ms']:.0f}", " ".join(p["argv"])] for p in report["processes"]],
-                       numeric={0, 1, 4, 5, 6}, code={7}))
+                         f"{p['compile_ms']:.0f}", p.get("events_not_written") or 0, " ".join(p["argv"])]
+                        for p in report["processes"]],
+                       numeric={0, 1, 4, 5, 6, 7}, code={8}))
     generated = time.strftime("%Y-%m-%d %H:%M:%S")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>jitguard report</title><style>{_CSS}</style></head>\n<body>\n" + "\n".join(body)
