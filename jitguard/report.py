@@ -23,6 +23,7 @@ from typing import Any, Iterable
 from jitguard.event_logs import LogInputError, MergedLogs, ProcessLog, load_logs
 from jitguard.events import Cause, CompileEvent
 from jitguard.explain import fix_hint, short_path
+from jitguard.render_text import markdown_table, md_code, md_text
 
 REPORT_FORMAT = 1
 
@@ -319,40 +320,37 @@ def format_text(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _md_escape(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines.extend("| " + " | ".join(_md_escape(c) for c in row) + " |" for row in rows)
-    return lines
-
-
 def format_markdown(report: dict[str, Any]) -> str:
-    """The report as GitHub-flavoured markdown (for an issue or a PR comment)."""
+    """The report as GitHub-flavoured markdown (for an issue or a PR comment).
+
+    Every name from the logs is escaped (md_text) or a code span (md_code): a backtick in argv or a
+    `<script>` in a role stays text.
+    """
     lines = ["# jitguard report", "", _summary_line(report) + "."]
     problems = _problem_lines(report)
     if problems:
-        lines += [""] + [f"> {_md_escape(line)}  " for line in problems]
+        lines += [""] + [f"> {md_text(line.strip())}  " for line in problems]
     lines += ["", "## Processes", ""]
     header, rows = _process_rows(report)
-    lines += _md_table(header, [row[:-1] + [f"`{row[-1]}`"] for row in rows])
+    lines += markdown_table(header, [[md_text(c) for c in row[:-1]] + [md_code(row[-1], in_table=True)]
+                                     for row in rows])
     if report["kernels"]:
         lines += ["", "## Kernels", ""]
         header, rows = _kernel_rows(report)
-        lines += _md_table(header, [row[:-1] + [f"`{row[-1]}`" if row[-1] != "-" else "-"] for row in rows])
+        lines += markdown_table(header, [[md_text(c) for c in row[:-1]]
+                                         + [md_code(row[-1], in_table=True) if row[-1] != "-" else "-"]
+                                         for row in rows])
     for k in report["kernels"]:
-        lines += ["", f"### `{k['name']}`", "",
+        lines += ["", f"### {md_code(k['name'])}", "",
                   f"{k['variants']} variant(s), {k['compiles']} compile(s), {_ms(k['compile_ms'])} ms "
-                  f"({short_path(k['file'], keep=2, elided='')}:{k['line']})."]
-        lines += ["", *_md_table(["pid", "role", "variants", "compile ms"],
-                                 [[str(p["pid"]), _role_words(p), str(p["variants"]), _ms(p["compile_ms"])]
-                                  for p in k["by_process"]])]
+                  f"({md_text(short_path(k['file'], keep=2, elided=''))}:{k['line']})."]
+        lines += ["", *markdown_table(["pid", "role", "variants", "compile ms"],
+                                      [[str(p["pid"]), md_text(_role_words(p)), str(p["variants"]),
+                                        _ms(p["compile_ms"])] for p in k["by_process"]])]
         if k["causes"]:
-            lines += ["", *_md_table(["param", "before", "after", "count", "advice"],
-                                     [[c["param"], c["before"], c["after"], str(c["count"]), c["advice"] or "-"]
-                                      for c in k["causes"]])]
+            lines += ["", *markdown_table(["param", "before", "after", "count", "advice"],
+                                          [[md_text(c["param"]), md_text(c["before"]), md_text(c["after"]),
+                                            str(c["count"]), md_text(c["advice"] or "-")] for c in k["causes"]])]
         if k["fix"]:
-            lines += ["", f"Fix: `{k['fix']}`"]
+            lines += ["", f"Fix: {md_code(k['fix'])}"]
     return "\n".join(lines) + "\n"
