@@ -18,20 +18,14 @@ This module imports neither Triton nor torch.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable
+from typing import Any
 
 from jitguard.event_logs import LogInputError, MergedLogs, ProcessLog, load_logs
-from jitguard.events import Cause, CompileEvent
-from jitguard.explain import fix_hint, short_path
-from jitguard.render_text import markdown_table, md_code, md_text
+from jitguard.events import CompileEvent
+from jitguard.explain import fix_for_advice, strongest_advice
+from jitguard.render_text import cause_line, kernel_where, markdown_table, md_code, md_text, table
 
 REPORT_FORMAT = 1
-
-# When a parameter's causes carry several advice codes (across processes too), the strongest wins:
-# int64 needs the annotation on top of do_not_specialize; a parameter that ever took the value 1
-# needs do_not_specialize, which also covers the alignment flips.
-_ADVICE_PRIORITY = ("int64", "do_not_specialize", "do_not_specialize_on_alignment", "caller_alignment",
-                    "constexpr_values", "expected")
 
 PHASES = ("warmup", "serving")
 
@@ -50,14 +44,6 @@ def spec_words(spec: Any) -> str:
     if spec.spec:
         parts.append(spec.spec)
     return " ".join(parts)
-
-
-def _strongest_advice(codes: Iterable[str | None]) -> str | None:
-    present = {code for code in codes if code}
-    for code in _ADVICE_PRIORITY:
-        if code in present:
-            return code
-    return sorted(present)[0] if present else None
 
 
 def _process_label(process: ProcessLog) -> dict[str, Any]:
@@ -120,11 +106,7 @@ def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEve
                 option["recompiles_caused"] += 1
                 option["_codes"].append(cause.advice)
     for param_name, entry in params.items():
-        entry["advice"] = _strongest_advice(entry.pop("_codes"))
-        # do_not_specialize_on_alignment still specializes the value 1: if any process passed 1
-        # (and so compiled a variant for it), only do_not_specialize gives one variant everywhere.
-        if entry["advice"] == "do_not_specialize_on_alignment" and one_seen.get(param_name):
-            entry["advice"] = "do_not_specialize"
+        entry["advice"] = strongest_advice(entry.pop("_codes"), took_value_one=one_seen.get(param_name, False))
 
     # Each distinct variant once, with its classes and options: enough for `jitguard warmup-plan`
     # to rebuild it from this report alone, after the logs are gone.
@@ -135,8 +117,6 @@ def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEve
                                        "params": {n: spec.to_dict() for n, spec in event.params.items()},
                                        "options": dict(event.options), "compile_ms": event.compile_ms}
 
-    # One fix per parameter, from its strongest advice across every process.
-    strongest = [Cause(param, "", "", entry["advice"]) for param, entry in params.items() if entry["advice"]]
     total_ms = sum(event.compile_ms or 0.0 for event in events)
     return {
         "name": name,
@@ -151,7 +131,8 @@ def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEve
         "by_process": sorted(by_process.values(), key=lambda p: (p["rank"] is None, p["rank"] or 0, p["pid"])),
         "params": params,
         "causes": sorted(causes.values(), key=lambda c: -c["count"]),
-        "fix": fix_hint(strongest) or None,
+        # One fix per parameter, from its strongest advice across every process.
+        "fix": fix_for_advice({param: entry["advice"] for param, entry in params.items()}) or None,
         "variant_list": list(variant_list.values()),
     }
 
@@ -210,7 +191,7 @@ def _timeline(logs: MergedLogs) -> list[dict[str, Any]]:
         for event in process.events:
             points.append({"process": index, "time": event.time, "compile_ms": event.compile_ms,
                            "phase": event.phase, "kernel": event.kernel, "variant": event.variant,
-                           "causes": [f"{c.param}: {c.before} -> {c.after}" for c in event.causes]})
+                           "causes": [cause_line(c) for c in event.causes]})
     return points
 
 
@@ -234,14 +215,6 @@ def _ms(value: float) -> str:
     return f"{value:.0f}"
 
 
-def _table(header: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
-    widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
-    lines = [indent + "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
-    for row in rows:
-        lines.append(indent + "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
-    return lines
-
-
 def _process_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["pid", "ppid", "role", "compiles", "recompiles", "compile ms", "argv"]
     rows = [[str(p["pid"]), str(p["ppid"] if p["ppid"] is not None else "?"), _role_words(p), str(p["compiles"]),
@@ -258,13 +231,14 @@ def _kernel_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["kernel", "where", "variants", "compiles", "processes", "warmup ms", "serving ms", "fix"]
     rows = []
     for k in report["kernels"]:
-        rows.append([k["name"], f"{short_path(k['file'], keep=2, elided='')}:{k['line']}", str(k["variants"]), str(k["compiles"]),
+        rows.append([k["name"], kernel_where(k["file"], k["line"]), str(k["variants"]), str(k["compiles"]),
                      str(len(k["by_process"])), _ms(k["by_phase"]["warmup"]["compile_ms"]),
                      _ms(k["by_phase"]["serving"]["compile_ms"]), k["fix"] or "-"])
     return header, rows
 
 
-def _summary_line(report: dict[str, Any]) -> str:
+def summary_line(report: dict[str, Any]) -> str:
+    """'3 process(es), 1 kernel(s), 9 compile(s) (6 recompile(s), 2 during serving), 0.9 s compiling'."""
     t = report["totals"]
     line = (f"{t['processes']} process(es), {t['kernels']} kernel(s), {t['compiles']} compile(s) "
             f"({t['recompiles']} recompile(s), {t['serving_compiles']} during serving), "
@@ -294,18 +268,18 @@ def _problem_lines(report: dict[str, Any]) -> list[str]:
 
 def format_text(report: dict[str, Any]) -> str:
     """The report as plain-text tables: summary, processes, kernels, then each kernel's causes."""
-    lines = [f"[jitguard] report of {report['directory']}: {_summary_line(report)}"]
+    lines = [f"[jitguard] report of {report['directory']}: {summary_line(report)}"]
     lines.extend(f"[jitguard] {line}" for line in _problem_lines(report))
     lines.append("")
     lines.append("Processes")
-    lines.extend(_table(*_process_rows(report)))
+    lines.extend(table(*_process_rows(report)))
     if report["kernels"]:
         lines.append("")
         lines.append("Kernels")
-        lines.extend(_table(*_kernel_rows(report)))
+        lines.extend(table(*_kernel_rows(report)))
     for k in report["kernels"]:
         lines.append("")
-        lines.append(f"{k['name']} ({short_path(k['file'], keep=2, elided='')}:{k['line']}): {k['variants']} variant(s), "
+        lines.append(f"{k['name']} ({kernel_where(k['file'], k['line'])}): {k['variants']} variant(s), "
                      f"{k['compiles']} compile(s), {_ms(k['compile_ms'])} ms")
         per_process = ", ".join(f"pid {p['pid']}" + (f" rank {p['rank']}" if p["rank"] is not None else "")
                                 + (f" {p['role']}" if p["role"] else "") + f": {p['variants']}"
@@ -314,7 +288,7 @@ def format_text(report: dict[str, Any]) -> str:
         if k["causes"]:
             rows = [[c["param"], f"{c['before']} -> {c['after']}", str(c["count"]), c["advice"] or "-"]
                     for c in k["causes"]]
-            lines.extend(_table(["param", "change", "count", "advice"], rows))
+            lines.extend(table(["param", "change", "count", "advice"], rows))
         if k["fix"]:
             lines.append(f"  fix: {k['fix']}")
     return "\n".join(lines) + "\n"
@@ -326,7 +300,7 @@ def format_markdown(report: dict[str, Any]) -> str:
     Every name from the logs is escaped (md_text) or a code span (md_code): a backtick in argv or a
     `<script>` in a role stays text.
     """
-    lines = ["# jitguard report", "", _summary_line(report) + "."]
+    lines = ["# jitguard report", "", summary_line(report) + "."]
     problems = _problem_lines(report)
     if problems:
         lines += [""] + [f"> {md_text(line.strip())}  " for line in problems]
@@ -343,7 +317,7 @@ def format_markdown(report: dict[str, Any]) -> str:
     for k in report["kernels"]:
         lines += ["", f"### {md_code(k['name'])}", "",
                   f"{k['variants']} variant(s), {k['compiles']} compile(s), {_ms(k['compile_ms'])} ms "
-                  f"({md_text(short_path(k['file'], keep=2, elided=''))}:{k['line']})."]
+                  f"({md_text(kernel_where(k['file'], k['line']))})."]
         lines += ["", *markdown_table(["pid", "role", "variants", "compile ms"],
                                       [[str(p["pid"]), md_text(_role_words(p)), str(p["variants"]),
                                         _ms(p["compile_ms"])] for p in k["by_process"]])]

@@ -12,6 +12,9 @@ import math
 import time
 from typing import Any
 
+from jitguard.render_text import kernel_where
+from jitguard.report import summary_line
+
 PHASE_COLOURS = {"warmup": "#2563eb", "serving": "#dc2626"}
 OTHER_COLOUR = "#6b7280"
 
@@ -121,12 +124,7 @@ def _table(header: list[str], rows: list[list[Any]], numeric: set[int] = frozens
 
 def render_html(report: dict[str, Any]) -> str:
     """The whole page for a report from `jitguard.report.build_report`."""
-    totals = report["totals"]
-    summary = (f"{totals['processes']} process(es), {totals['kernels']} kernel(s), {totals['compiles']} compile(s) "
-               f"({totals['recompiles']} recompile(s), {totals['serving_compiles']} during serving), "
-               f"{totals['compile_ms'] / 1000:.1f} s compiling")
-    if totals.get("events_not_written"):
-        summary += f", {totals['events_not_written']} event(s) not written to the logs"
+    summary = summary_line(report)
     body = [f"<h1>jitguard report</h1><div class=\"summary\">{_e(report['directory'])}<br>{_e(summary)}</div>"]
     for entry in report.get("unreadable_files") or []:
         body.append(f'<p class="warning">Could not read {_e(entry["file"])} ({_e(entry["error"])}); '
@@ -143,7 +141,7 @@ def render_html(report: dict[str, Any]) -> str:
 
     body.append("<h2>Kernels</h2>")
     body.append(_table(["kernel", "where", "variants", "compiles", "processes", "warmup ms", "serving ms", "fix"],
-                       [[k["name"], f"{k['file']}:{k['line']}", k["variants"], k["compiles"], len(k["by_process"]),
+                       [[k["name"], kernel_where(k["file"], k["line"]), k["variants"], k["compiles"], len(k["by_process"]),
                          f"{k['by_phase']['warmup']['compile_ms']:.0f}", f"{k['by_phase']['serving']['compile_ms']:.0f}",
                          k["fix"] or "-"] for k in report["kernels"]], numeric={2, 3, 4, 5, 6}, code={0, 7}))
     for k in report["kernels"]:

@@ -52,9 +52,10 @@ def test_code_span_keeps_the_text_exactly_on_one_line(text: str) -> None:
 def test_text_has_no_live_html_or_markup(text: str) -> None:
     escaped = md_text(text)
     assert "<" not in escaped and ">" not in escaped and "\n" not in escaped and "\r" not in escaped
-    # Every markdown punctuation character left is escaped by a backslash.
+    # Every markdown punctuation character left is escaped by a backslash (an underscore inside a
+    # word cannot start emphasis in GFM, so fused_moe_kernel stays as it is).
     unescaped = re.sub(r"\\.", "", escaped)
-    assert not re.search(r"[`*_\[\]|~\\]", unescaped), escaped
+    assert not re.search(r"[`*\[\]|~\\]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])", unescaped), escaped
 
 
 @pytest.mark.parametrize("text, in_table, expected", [
@@ -64,8 +65,18 @@ def test_text_has_no_live_html_or_markup(text: str) -> None:
     ("a | b", True, "`a \\| b`"),
     ("a | b", False, "`a | b`"),
 ])
+
 def test_code_span_forms(text: str, in_table: bool, expected: str) -> None:
     assert md_code(text, in_table=in_table) == expected
+
+@pytest.mark.parametrize("text, expected", [
+    ("fused_moe_kernel", "fused_moe_kernel"),
+    ("_private", "\\_private"),
+    ("<b>", "&lt;b&gt;"),
+    ("a*b", "a\\*b"),
+])
+def test_text_forms(text: str, expected: str) -> None:
+    assert md_text(text) == expected
 
 
 def table_cells(line: str) -> list[str]:
