@@ -61,20 +61,26 @@ def _nice_step(span: float, ticks: int = 8) -> float:
 def render_timeline(report: dict[str, Any], width: int = 1100) -> str:
     """The SVG timeline: one row per process, one circle per compile (area proportional to ms)."""
     processes = report["processes"]
-    points = [p for p in report.get("timeline", []) if p.get("time")]
+    points = [p for p in report.get("timeline", []) if p.get("time") and math.isfinite(p["time"])]
     if not points:
         return "<p>No compiles were recorded.</p>"
     label_width, right_pad, row_height, top, bottom = 230, 24, 34, 16, 36
     plot_width = width - label_width - right_pad
     height = top + row_height * len(processes) + bottom
-    start = min(p["time"] - (p.get("compile_ms") or 0.0) / 1000.0 for p in points)
-    end = max(p["time"] for p in points)
-    span = max(end - start, 1e-3)
-    max_ms = max((p.get("compile_ms") or 0.0) for p in points) or 1.0
     max_radius = min(row_height / 2 - 2, 15.0)
+    # The axis spans the marks themselves (each at the end of its compile). Starting it at the first
+    # compile's start instead put one long first compile's duration before every mark: a one-process
+    # run showed all its marks in the last few percent of the width.
+    start = min(p["time"] for p in points)
+    end = max(p["time"] for p in points)
+    span = end - start
+    max_ms = max((p.get("compile_ms") or 0.0) for p in points) or 1.0
+    inner_left, inner_width = label_width + max_radius, plot_width - 2 * max_radius
 
     def x_of(t: float) -> float:
-        return label_width + (t - start) / span * plot_width
+        if span <= 0:
+            return inner_left + inner_width / 2
+        return inner_left + (t - start) / span * inner_width
 
     parts = [f'<svg width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-label="compile timeline">']
@@ -86,7 +92,7 @@ def render_timeline(report: dict[str, Any], width: int = 1100) -> str:
         parts.append(f'<text x="{label_width - 8}" y="{y + 4:.1f}" text-anchor="end">{_e(_process_label(process))}</text>')
     axis_y = top + row_height * len(processes)
     parts.append(f'<line x1="{label_width}" y1="{axis_y}" x2="{label_width + plot_width}" y2="{axis_y}" stroke="#9ca3af"/>')
-    step = _nice_step(span)
+    step = _nice_step(span) if span > 0 else 1.0
     tick = 0.0
     while tick <= span + 1e-9:
         x = x_of(start + tick)
@@ -105,7 +111,7 @@ def render_timeline(report: dict[str, Any], width: int = 1100) -> str:
             tooltip += f"\n{cause}"
         parts.append(f'<circle class="compile {_e(point.get("phase"))}" cx="{x:.1f}" cy="{y:.1f}" r="{radius:.1f}" '
                      f'fill="{colour}" fill-opacity="0.75" stroke="{colour}"><title>{_e(tooltip)}</title></circle>')
-    parts.append(f'<text x="{label_width}" y="{height - 4}">time since the first compile started</text>')
+    parts.append(f'<text x="{label_width}" y="{height - 4}">seconds since the first compile finished</text>')
     parts.append("</svg>")
     return "\n".join(parts)
 
