@@ -26,7 +26,7 @@ MASK = "***"
 _SECRET_WORDS = frozenset({
     "token", "secret", "password", "passwd", "passphrase", "pass", "pw", "pwd", "key", "apikey", "credential",
     "credentials", "auth", "authorization", "bearer", "jwt", "cookie", "sas", "signature", "private",
-    "session", "sessionid", "otp", "pin",
+    "session", "sessionid",
 })
 # A secret word beside one of these names something that is not itself a secret.
 _HARMLESS_WORDS = frozenset({
@@ -46,6 +46,8 @@ _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@
 _URL_QUERY_PAIR = re.compile(r"(?P<sep>[?&;])(?P<name>[^=&#;\s]+)=(?P<value>[^&#;\s]*)")
 _HEADER = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_-]*)\s*:\s*(?P<value>.+)$", re.DOTALL)
 _SCHEME_VALUE = re.compile(r"^(?P<scheme>Bearer|Basic|Token|Digest|Negotiate|Bot)\s+\S", re.IGNORECASE)
+# A credential on its own ("Bearer abc.def"): one word after the scheme, so prose ("Basic usage") stays.
+_SCHEME_CREDENTIAL = re.compile(r"^(?P<scheme>Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}$", re.IGNORECASE)
 _NAME_VALUE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)=(?P<value>.*)$", re.DOTALL)
 _QUOTED_PAIR = re.compile(r"""(?P<q>["'])(?P<name>[^"']+)(?P=q)(?P<sep>\s*:\s*)(?P<vq>["'])(?P<value>(?:\\.|(?!(?P=vq)).)*)(?P=vq)""")
 _KNOWN_TOKENS = re.compile(
@@ -123,7 +125,7 @@ def redact_text(text: str) -> str:
         scheme = _SCHEME_VALUE.match(header["value"])
         kept = f"{scheme['scheme']} " if scheme else ""
         return f"{header['name']}: {kept}{MASK}"
-    scheme = _SCHEME_VALUE.match(text)
+    scheme = _SCHEME_CREDENTIAL.match(text)
     if scheme:
         return f"{scheme['scheme']} {MASK}"
     pair = _NAME_VALUE.match(text)

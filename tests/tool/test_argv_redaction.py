@@ -36,7 +36,7 @@ MASKED = [
     (["--header=Authorization: Bearer X"], ["--header=Authorization: Bearer ***"]),
     (["-H", "Cookie: session=abc"], ["-H", "Cookie: ***"]),
     (["-H", "X-Api-Key: abc"], ["-H", "X-Api-Key: ***"]),
-    (["Bearer abc"], ["Bearer ***"]),
+    (["Bearer abc.def.ghi"], ["Bearer ***"]),
     (["HF_TOKEN=X"], ["HF_TOKEN=***"]),
     (["env", "OPENAI_API_KEY=sk-x", "python"], ["env", "OPENAI_API_KEY=***", "python"]),
     (["-e", "DB_PASSWORD=x"], ["-e", "DB_PASSWORD=***"]),
@@ -74,6 +74,9 @@ KEPT = [
     ["-m", "vllm.entrypoints.openai.api_server"],
     ["--", "--api-key"],
     ["-", "-5"],
+    ["--prompt", "Basic usage: the token limit is 5"],
+    ["--pin-memory", "true"],
+    ["localhost:8000"],
 ]
 
 
