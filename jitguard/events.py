@@ -120,7 +120,8 @@ class CompileEvent:
 
 @dataclass
 class ProcessRecord:
-    """Written once per process, first line of its NDJSON file."""
+    """Written once per process, first line of its NDJSON file (again when its role, rank or
+    `events_not_written` change: the report keeps the latest of each)."""
 
     pid: int
     ppid: int
@@ -130,6 +131,7 @@ class ProcessRecord:
     triton_version: str = ""
     host: str = ""
     time: float = 0.0
+    events_not_written: int = 0  # events this process could not write to its log (a failing sink)
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)

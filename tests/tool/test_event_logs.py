@@ -268,3 +268,10 @@ def test_the_warmup_side_reads_the_same_checked_events(tmp_path: Path) -> None:
     with open(log, "a") as handle:
         handle.write(json.dumps(set_path(good_record(), "params", [1, 2])) + "\n")
     assert [e.key for e in read_compile_events(tmp_path)] == [e.key for e in events]
+
+
+def test_a_process_record_written_with_its_lost_events_reads_back(tmp_path: Path) -> None:
+    record = ProcessRecord(pid=20, ppid=1, argv=["serve"], host="node1", time=1000.0, events_not_written=4)
+    (tmp_path / "node1-20.ndjson").write_text(to_json_line(record) + "\n")
+    (process,) = build_report(tmp_path)["processes"]
+    assert process["events_not_written"] == 4
