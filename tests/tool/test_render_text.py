@@ -147,3 +147,12 @@ def test_failure_text_matches_the_guards_while_it_keeps_its_own() -> None:
         assert recompile_guard.format_new_variants(seen, warmup) == format_new_variants(seen, warmup)
     for causes in ([DNS], [ALIGN, SPLIT], [INT64], [DTYPE], []):
         assert recompile_guard._fix_lines(causes) == fix_block(causes)
+
+
+@pytest.mark.parametrize("module", ["jitguard.render_text", "jitguard.event_logs", "jitguard.argv_redaction",
+                                    "jitguard.report", "jitguard.report_html"])
+def test_report_side_imports_neither_triton_nor_torch(module: str) -> None:
+    import subprocess
+    import sys
+    code = f"import sys, {module}; print(sorted({{'triton', 'torch'}} & set(sys.modules)))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "[]"
