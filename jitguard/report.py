@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from jitguard.argv_redaction import redact_argv
 from jitguard.event_logs import LogInputError, MergedLogs, ProcessLog, load_logs
 from jitguard.events import CompileEvent
 from jitguard.explain import fix_for_advice, strongest_advice
@@ -152,7 +153,9 @@ def build_report(path: str | os.PathLike | MergedLogs) -> dict[str, Any]:
         events = process.events
         processes.append({
             "host": process.host, "pid": process.pid, "ppid": process.ppid, "role": process.role,
-            "rank": process.rank, "argv": process.argv, "triton_version": process.triton_version,
+            "rank": process.rank,
+            # Redacted again: a log written by an older jitguard, or by hand, may hold secrets.
+            "argv": redact_argv(process.argv), "triton_version": process.triton_version,
             "started": process.started, "compiles": len(events),
             "recompiles": sum(1 for e in events if e.is_recompile),
             "serving_compiles": sum(1 for e in events if e.phase == "serving"),

@@ -275,3 +275,14 @@ def test_a_process_record_written_with_its_lost_events_reads_back(tmp_path: Path
     (tmp_path / "node1-20.ndjson").write_text(to_json_line(record) + "\n")
     (process,) = build_report(tmp_path)["processes"]
     assert process["events_not_written"] == 4
+
+
+def test_secrets_in_an_old_log_do_not_reach_any_report(tmp_path: Path) -> None:
+    argv = ["python", "serve.py", "--api-key", "SECRET-1", "--db", "postgres://u:SECRET-2@h/db", "HF_TOKEN=SECRET-3"]
+    write_log(tmp_path, 20, compiles_for(20, [16]), argv=argv)  # written verbatim, as before redaction by shape
+    report = build_report(tmp_path)
+    outputs = [json.dumps(report), format_text(report), format_markdown(report), render_html(report)]
+    for output in outputs:
+        assert "SECRET-" not in output
+    assert report["processes"][0]["argv"] == ["python", "serve.py", "--api-key", "***", "--db",
+                                              "postgres://u:***@h/db", "HF_TOKEN=***"]
