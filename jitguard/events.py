@@ -1,8 +1,8 @@
 """Records jitguard writes: one `CompileEvent` per Triton compile, one `ProcessRecord` per process.
 
 Both serialise to one JSON object per line (NDJSON). The field names are a contract (DESIGN.md):
-`jitguard report` reads them back from every process of a server, and `jitguard fix --from`
-reads the merged report.
+`jitguard.event_logs` reads them back from every process of a server for `jitguard report`, and
+`jitguard fix --from` reads the merged report.
 
 This module imports neither Triton nor torch.
 """
@@ -11,27 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
-# A parameter's specialization class, in Triton's terms:
-#   int:  "one" (== 1, baked in as a constant), "div16" (% 16 == 0), "plain", "off" (do_not_specialize)
-#   ptr:  "aligned16" (data_ptr % 16 == 0), "unaligned", "off" (not specialized on alignment)
-#   others: None
-SPEC_CLASSES = ("one", "div16", "plain", "aligned16", "unaligned", "off")
-
-# Machine-readable advice codes, shared by explain, report and the codemod.
-ADVICE_CODES = (
-    "do_not_specialize",
-    "do_not_specialize_on_alignment",
-    "int64",  # annotate the parameter `tl.int64` and add it to do_not_specialize
-    "caller_alignment",  # a pointer flips alignment: demote it, or fix the caller's slicing
-    "constexpr_values",  # a constexpr takes many values: make it a runtime argument or bucket it
-    "expected",  # dtype, launch options, autotune configs: information only
-)
-
-# The decorator option each advice code asks for (None: not a decorator edit).
+# Advice codes (shared by explain, report and the codemod), and the decorator option each asks for
+# (None: not a decorator edit):
+#   do_not_specialize               an int took the value 1 and others, or crossed 2**31 with int64
+#   do_not_specialize_on_alignment  an int flips between divisible-by-16 and not, never 1
+#   int64                           annotate the parameter `tl.int64` and add it to do_not_specialize
+#   caller_alignment                a pointer flips alignment: demote it, or fix the caller's slicing
+#   constexpr_values                a constexpr takes many values: make it a runtime argument or bucket it
+#   expected                        dtype, launch options, autotune configs: information only
 OPTION_FOR_ADVICE: dict[str, str | None] = {
     "do_not_specialize": "do_not_specialize",
     "int64": "do_not_specialize",
@@ -53,7 +43,9 @@ class ParamSpec:
 
     kind: str  # "int" | "ptr" | "float" | "bool" | "constexpr" | "tuple" | "none"
     type: str | None = None  # Triton type: "i32", "i64", "*bf16", "fp32", ...
-    spec: str | None = None  # one of SPEC_CLASSES, or None
+    # int: "one" (== 1), "div16" (% 16 == 0), "plain", "off" (do_not_specialize);
+    # ptr: "aligned16", "unaligned", "off"; other kinds: None
+    spec: str | None = None
     value: Any = None
     observed: Any = None
 
@@ -128,7 +120,8 @@ class CompileEvent:
 
 @dataclass
 class ProcessRecord:
-    """Written once per process, first line of its NDJSON file."""
+    """Written once per process, first line of its NDJSON file (again when its role, rank or
+    `events_not_written` change: the report keeps the latest of each)."""
 
     pid: int
     ppid: int
@@ -138,6 +131,7 @@ class ProcessRecord:
     triton_version: str = ""
     host: str = ""
     time: float = 0.0
+    events_not_written: int = 0  # events this process could not write to its log (a failing sink)
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)
@@ -149,39 +143,3 @@ def to_json_line(record: CompileEvent | ProcessRecord | dict) -> str:
     """One record as one JSON line (no trailing newline); never fails on odd values."""
     data = record if isinstance(record, dict) else record.to_dict()
     return json.dumps(data, default=repr, separators=(",", ":"))
-
-
-@dataclass
-class NdjsonReadResult:
-    """Records read from one NDJSON file, and how many lines could not be parsed."""
-
-    records: list[dict]
-    skipped_lines: int = 0
-
-
-def read_ndjson(path: str | os.PathLike) -> NdjsonReadResult:
-    """Read an NDJSON file; a truncated or garbled line (a process killed mid-write) is skipped and counted."""
-    records: list[dict] = []
-    skipped = 0
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                skipped += 1
-                continue
-            if isinstance(obj, dict):
-                records.append(obj)
-            else:
-                skipped += 1
-    return NdjsonReadResult(records, skipped)
-
-
-def iter_compile_events(records: list[dict]) -> Iterator[CompileEvent]:
-    """The compile events among NDJSON records."""
-    for record in records:
-        if record.get("type") == "compile":
-            yield CompileEvent.from_dict(record)

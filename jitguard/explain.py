@@ -2,7 +2,9 @@
 
 Pure: no I/O, no Triton. Input is what the monitor recorded (`ParamSpec` per parameter, launch
 options); output is a list of `Cause`, each naming a parameter by its source name, its class
-before and after in words, and an advice code (see `jitguard.events.ADVICE_CODES`).
+before and after in words, and an advice code (the keys of `jitguard.events.OPTION_FOR_ADVICE`).
+The advice merge lives here too: the strongest advice per parameter across variants and processes,
+and the fix it asks for.
 
     >>> from jitguard.events import ParamSpec
     >>> old = {"n": ParamSpec("int", "i32", "div16", observed=16)}
@@ -14,9 +16,10 @@ before and after in words, and an advice code (see `jitguard.events.ADVICE_CODES
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from jitguard.events import OPTION_FOR_ADVICE, Cause, CompileEvent, ParamSpec
+from jitguard.events import OPTION_FOR_ADVICE, Cause, ParamSpec
 
 
 Variant = tuple[dict[str, ParamSpec], dict[str, Any]]  # (params, launch options)
@@ -37,7 +40,7 @@ def _type_words(ty: str | None) -> str:
     return _INT_WORDS.get(ty, ty)
 
 
-def describe_spec(spec: ParamSpec, show_observed: bool = True) -> str:
+def describe_spec(spec: ParamSpec) -> str:
     """A parameter's class in words, e.g. 'int32 divisible by 16' or 'pointer to bf16, 16-byte aligned'."""
     if spec.kind == "constexpr":
         return f"constexpr {spec.value!r}"
@@ -47,7 +50,7 @@ def describe_spec(spec: ParamSpec, show_observed: bool = True) -> str:
         if spec.spec == "one":
             return "the constant 1 (specialized int)"
         base = _type_words(spec.type)
-        shown = show_observed and isinstance(spec.observed, int) and not isinstance(spec.observed, bool)
+        shown = isinstance(spec.observed, int) and not isinstance(spec.observed, bool)
         if spec.spec == "div16":
             return f"{base} divisible by 16" + (f" (value {spec.observed})" if shown and spec.observed != 16 else "")
         if spec.spec == "off":
@@ -59,7 +62,7 @@ def describe_spec(spec: ParamSpec, show_observed: bool = True) -> str:
             return f"{base}, 16-byte aligned"
         if spec.spec == "unaligned":
             align = spec.observed.get("align") if isinstance(spec.observed, dict) else None
-            return f"{base}, not 16-byte aligned" + (f" (address % 16 = {align})" if show_observed and align else "")
+            return f"{base}, not 16-byte aligned" + (f" (address % 16 = {align})" if align else "")
         return base
     if spec.kind == "tuple":
         return f"tuple {spec.value!r}" if spec.value is not None else "tuple"
@@ -194,6 +197,27 @@ def explain_recompile(params: dict[str, ParamSpec], options: dict[str, Any],
     return causes
 
 
+# When a parameter's causes carry several advice codes (across processes too), the strongest wins:
+# int64 needs the annotation on top of do_not_specialize; a parameter that ever took the value 1
+# needs do_not_specialize, which also covers the alignment flips.
+ADVICE_PRIORITY = ("int64", "do_not_specialize", "do_not_specialize_on_alignment", "caller_alignment",
+                   "constexpr_values", "expected")
+
+
+def strongest_advice(codes: Iterable[str | None], took_value_one: bool = False) -> str | None:
+    """The one advice for a parameter from every advice its causes carried (None if none did).
+
+    `took_value_one`: some variant specialized the parameter as the constant 1. Then
+    do_not_specialize_on_alignment (which still specializes 1) becomes do_not_specialize, the only
+    fix that leaves one variant everywhere.
+    """
+    present = {code for code in codes if code}
+    best = next((code for code in ADVICE_PRIORITY if code in present), min(present) if present else None)
+    if best == "do_not_specialize_on_alignment" and took_value_one:
+        return "do_not_specialize"
+    return best
+
+
 def without_weaker_advice(causes: Iterable[Cause]) -> list[Cause]:
     """Drop alignment-only advice for a parameter that also needs do_not_specialize (which covers it)."""
     causes = list(causes)
@@ -202,29 +226,55 @@ def without_weaker_advice(causes: Iterable[Cause]) -> list[Cause]:
     return [c for c in causes if not (c.param in strong and c.advice in weak)]
 
 
-def fix_hint(causes: Iterable[Cause]) -> str:
-    """The decorator arguments that would remove these causes, e.g. 'do_not_specialize=["n"]'; '' if none.
+@dataclass
+class FixParts:
+    """What a fix asks for: decorator options with their parameters, int64 annotations, constexprs to bucket."""
 
-    A parameter that needs do_not_specialize is not also listed for do_not_specialize_on_alignment.
-    """
+    options: dict[str, list[str]] = field(default_factory=dict)  # "do_not_specialize" -> ["n", ...]
+    int64: list[str] = field(default_factory=list)
+    bucket: list[str] = field(default_factory=list)
+
+    def arguments(self) -> list[str]:
+        """One decorator argument per option: ['do_not_specialize=["n"]', 'do_not_specialize_on_alignment=["s"]']."""
+        return [f"{option}=[" + ", ".join(f'"{n}"' for n in names) + "]" for option, names in self.options.items()]
+
+    def other_steps(self) -> list[str]:
+        """What the decorator cannot say: 'annotate n: tl.int64', 'make runtime or bucket BLOCK'."""
+        steps = []
+        if self.int64:
+            steps.append("annotate " + ", ".join(f"{n}: tl.int64" for n in self.int64))
+        if self.bucket:
+            steps.append("make runtime or bucket " + ", ".join(self.bucket))
+        return steps
+
+
+def fix_parts(causes: Iterable[Cause]) -> FixParts:
+    """The fix these causes ask for, as parts; a parameter that needs do_not_specialize is not also
+    listed for do_not_specialize_on_alignment."""
     causes = without_weaker_advice(causes)
     lists: dict[str, list[str]] = {}
     for cause in causes:
         option = OPTION_FOR_ADVICE.get(cause.advice or "")
         if option and cause.param not in lists.setdefault(option, []):
             lists[option].append(cause.param)
-    parts = []
-    for option in ("do_not_specialize", "do_not_specialize_on_alignment"):
-        names = lists.get(option)
-        if names:
-            parts.append(f"{option}=[" + ", ".join(f'"{n}"' for n in names) + "]")
-    int64 = [c.param for c in causes if c.advice == "int64"]
-    if int64:
-        parts.append("annotate " + ", ".join(f"{n}: tl.int64" for n in int64))
-    constexprs = [c.param for c in causes if c.advice == "constexpr_values"]
-    if constexprs:
-        parts.append("make runtime or bucket " + ", ".join(constexprs))
-    return "; ".join(parts)
+    options = {option: lists[option] for option in ("do_not_specialize", "do_not_specialize_on_alignment")
+               if lists.get(option)}
+    return FixParts(options=options, int64=[c.param for c in causes if c.advice == "int64"],
+                    bucket=[c.param for c in causes if c.advice == "constexpr_values"])
+
+
+def fix_hint(causes: Iterable[Cause]) -> str:
+    """The decorator arguments that would remove these causes, e.g. 'do_not_specialize=["n"]'; '' if none.
+
+    A parameter that needs do_not_specialize is not also listed for do_not_specialize_on_alignment.
+    """
+    parts = fix_parts(causes)
+    return "; ".join(parts.arguments() + parts.other_steps())
+
+
+def fix_for_advice(advice: dict[str, str | None]) -> str:
+    """The fix for one (merged) advice code per parameter, spelled as `fix_hint` spells it."""
+    return fix_hint(Cause(param, "", "", code) for param, code in advice.items() if code)
 
 
 def short_path(path: str, keep: int | None = None, elided: str = ".../") -> str:
@@ -237,34 +287,3 @@ def short_path(path: str, keep: int | None = None, elided: str = ".../") -> str:
     if keep is None or len(pieces) <= keep:
         return path
     return elided + os.sep.join(pieces[-keep:])
-
-
-def format_event_line(event: CompileEvent) -> str:
-    """The grep-able log line for one compile: `[jitguard] recompile kernel#3 (file:line) 412 ms, ...`."""
-    if not event.is_recompile:
-        what = "compile"
-    elif event.causes and all(c.advice == "expected" for c in event.causes):
-        what = "new variant (expected)"  # a tile config, dtype or option switch: nothing to fix
-    else:
-        what = "recompile"
-    where = f"{short_path(event.file, keep=3)}:{event.line}" if event.file else "?"
-    ms = f"{event.compile_ms:.0f} ms" if event.compile_ms is not None else "? ms"
-    if event.disk_cache_hit:
-        ms += " (disk cache hit)"
-    head = f"[jitguard] {what} {event.kernel}#{event.variant} ({where}) {ms}"
-    if event.call_site:
-        head += f", called from {short_path(event.call_site, keep=3)}"
-    if event.phase == "serving":
-        head += " [serving]"
-    if event.autotuning:
-        head += " [autotune]"
-    if event.is_manual_warmup:
-        head += " [warmup()]"
-    if not event.causes:
-        return head
-    reasons = "; ".join(f"{c.param}: {c.before} -> {c.after}" for c in event.causes)
-    line = f"{head}: {reasons}"
-    hint = fix_hint(event.causes)
-    if hint:
-        line += f"; fix: {hint}"
-    return line

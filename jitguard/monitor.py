@@ -31,7 +31,8 @@ from typing import Any, Callable, Iterator
 
 from jitguard.argv_redaction import redact_argv
 from jitguard.events import Cause, CompileEvent, ProcessRecord, to_json_line
-from jitguard.explain import explain_recompile, fix_hint, format_event_line
+from jitguard.explain import explain_recompile, fix_hint
+from jitguard.render_text import format_event_line
 
 MODES = ("log", "warn", "error")
 

@@ -8,151 +8,31 @@ directory. `build_report(directory)` reads them all and returns a plain dict, th
     >>> [(k["name"], k["variants"]) for k in report["kernels"]]  # doctest: +SKIP
     [('fused_moe_kernel', 22)]
 
-`format_text` and `format_markdown` render that dict as tables. A truncated last line (a process
-killed while writing) is skipped and counted, never fatal.
+`format_text` and `format_markdown` render that dict as tables. Logs are read by
+`jitguard.event_logs`: a line that is not a valid record is skipped and named (file, line, reason),
+never fatal; an unreadable file is named and the others are reported.
 
 This module imports neither Triton nor torch.
 """
 
 from __future__ import annotations
 
-import glob
 import os
-from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
-from jitguard.events import Cause, CompileEvent, read_ndjson
-from jitguard.explain import fix_hint, short_path
+from jitguard.argv_redaction import redact_argv
+from jitguard.event_logs import LogInputError, MergedLogs, ProcessLog, load_logs
+from jitguard.events import CompileEvent
+from jitguard.explain import fix_for_advice, strongest_advice
+from jitguard.render_text import cause_line, kernel_where, markdown_table, md_code, md_text, table
 
 REPORT_FORMAT = 1
-
-# When a parameter's causes carry several advice codes (across processes too), the strongest wins:
-# int64 needs the annotation on top of do_not_specialize; a parameter that ever took the value 1
-# needs do_not_specialize, which also covers the alignment flips.
-_ADVICE_PRIORITY = ("int64", "do_not_specialize", "do_not_specialize_on_alignment", "caller_alignment",
-                    "constexpr_values", "expected")
 
 PHASES = ("warmup", "serving")
 
 
-class ReportInputError(ValueError):
-    """The report's input is unusable: no such path, or no NDJSON logs in it."""
-
-
-@dataclass
-class ProcessLog:
-    """One process as read back from its log file: its record (if it wrote one) and its compiles."""
-
-    host: str
-    pid: int
-    ppid: int | None
-    argv: list[str]
-    role: str | None
-    rank: int | None
-    triton_version: str
-    started: float | None
-    file: str
-    events: list[CompileEvent] = field(default_factory=list)
-    skipped_lines: int = 0
-
-
-@dataclass
-class MergedLogs:
-    """Everything read from one directory of logs."""
-
-    directory: str
-    files: list[str]
-    processes: list[ProcessLog]
-    skipped_lines: int
-
-    @property
-    def events(self) -> list[CompileEvent]:
-        return [event for process in self.processes for event in process.events]
-
-
-def log_files(path: str | os.PathLike) -> list[str]:
-    """The NDJSON logs at `path` (a directory of them, or one file), sorted; raises ReportInputError."""
-    path = os.fspath(path)
-    if os.path.isfile(path):
-        return [path]
-    if not os.path.isdir(path):
-        raise ReportInputError(f"{path}: no such directory")
-    files = sorted(glob.glob(os.path.join(path, "*.ndjson")))
-    if not files:
-        raise ReportInputError(f"{path}: no *.ndjson logs here (write them with `jitguard run` or JITGUARD_DIR)")
-    return files
-
-
-def _host_pid_from_name(path: str) -> tuple[str, int]:
-    stem = os.path.basename(path).rsplit(".", 1)[0]
-    host, _, pid = stem.rpartition("-")
-    return host, int(pid) if pid.isdigit() else 0
-
-
-def _read_one_file(path: str) -> tuple[list[ProcessLog], int]:
-    try:
-        result = read_ndjson(path)
-    except OSError as exc:
-        raise ReportInputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    host, pid = _host_pid_from_name(path)
-    processes: list[ProcessLog] = []
-    current: ProcessLog | None = None
-    for record in result.records:
-        kind = record.get("type")
-        if kind == "process":
-            same = current is not None and current.pid == record.get("pid") and current.ppid == record.get("ppid")
-            if same:
-                # A second record of the same process (e.g. the monitor, then the vLLM plugin): merge.
-                # Its argv can differ: `python -m pkg.mod` shows "-m" until runpy names the module.
-                assert current is not None
-                current.argv = list(record.get("argv") or current.argv)
-                current.role = record.get("role") or current.role
-                current.rank = record.get("rank") if record.get("rank") is not None else current.rank
-                current.triton_version = record.get("triton_version") or current.triton_version
-                continue
-            current = ProcessLog(host=record.get("host") or host, pid=int(record.get("pid") or pid),
-                                 ppid=record.get("ppid"), argv=list(record.get("argv") or []),
-                                 role=record.get("role"), rank=record.get("rank"),
-                                 triton_version=record.get("triton_version") or "",
-                                 started=record.get("time"), file=path)
-            processes.append(current)
-        elif kind == "compile":
-            try:
-                event = CompileEvent.from_dict(record)
-            except (TypeError, ValueError):
-                result.skipped_lines += 1
-                continue
-            if current is None:  # the process record was lost (e.g. a garbled first line)
-                current = ProcessLog(host=host, pid=event.pid or pid, ppid=event.ppid, argv=[], role=event.role,
-                                     rank=event.rank, triton_version=event.triton_version, started=None, file=path)
-                processes.append(current)
-            current.events.append(event)
-            # The role and rank can be named after the process record was written.
-            if event.role:
-                current.role = event.role
-            if event.rank is not None:
-                current.rank = event.rank
-    if processes:
-        processes[-1].skipped_lines += result.skipped_lines
-    return processes, result.skipped_lines
-
-
-def load_logs(path: str | os.PathLike) -> MergedLogs:
-    """Read every `*.ndjson` log at `path` (a directory, or a single file)."""
-    files = log_files(path)
-    processes: list[ProcessLog] = []
-    skipped = 0
-    for file in files:
-        file_processes, file_skipped = _read_one_file(file)
-        skipped += file_skipped
-        if not file_processes and file_skipped:
-            host, pid = _host_pid_from_name(file)
-            file_processes = [ProcessLog(host=host, pid=pid, ppid=None, argv=[], role=None, rank=None,
-                                         triton_version="", started=None, file=file, skipped_lines=file_skipped)]
-        processes.extend(file_processes)
-    processes.sort(key=lambda p: (p.started if p.started is not None else float("inf"), p.pid))
-    directory = os.fspath(path) if os.path.isdir(path) else os.path.dirname(os.fspath(path))
-    return MergedLogs(directory=directory, files=files, processes=processes, skipped_lines=skipped)
+# The loader's error, under the name the report's callers catch.
+ReportInputError = LogInputError
 
 
 def spec_words(spec: Any) -> str:
@@ -165,14 +45,6 @@ def spec_words(spec: Any) -> str:
     if spec.spec:
         parts.append(spec.spec)
     return " ".join(parts)
-
-
-def _strongest_advice(codes: Iterable[str | None]) -> str | None:
-    present = {code for code in codes if code}
-    for code in _ADVICE_PRIORITY:
-        if code in present:
-            return code
-    return sorted(present)[0] if present else None
 
 
 def _process_label(process: ProcessLog) -> dict[str, Any]:
@@ -235,11 +107,7 @@ def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEve
                 option["recompiles_caused"] += 1
                 option["_codes"].append(cause.advice)
     for param_name, entry in params.items():
-        entry["advice"] = _strongest_advice(entry.pop("_codes"))
-        # do_not_specialize_on_alignment still specializes the value 1: if any process passed 1
-        # (and so compiled a variant for it), only do_not_specialize gives one variant everywhere.
-        if entry["advice"] == "do_not_specialize_on_alignment" and one_seen.get(param_name):
-            entry["advice"] = "do_not_specialize"
+        entry["advice"] = strongest_advice(entry.pop("_codes"), took_value_one=one_seen.get(param_name, False))
 
     # Each distinct variant once, with its classes and options: enough for `jitguard warmup-plan`
     # to rebuild it from this report alone, after the logs are gone.
@@ -250,8 +118,6 @@ def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEve
                                        "params": {n: spec.to_dict() for n, spec in event.params.items()},
                                        "options": dict(event.options), "compile_ms": event.compile_ms}
 
-    # One fix per parameter, from its strongest advice across every process.
-    strongest = [Cause(param, "", "", entry["advice"]) for param, entry in params.items() if entry["advice"]]
     total_ms = sum(event.compile_ms or 0.0 for event in events)
     return {
         "name": name,
@@ -266,7 +132,8 @@ def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEve
         "by_process": sorted(by_process.values(), key=lambda p: (p["rank"] is None, p["rank"] or 0, p["pid"])),
         "params": params,
         "causes": sorted(causes.values(), key=lambda c: -c["count"]),
-        "fix": fix_hint(strongest) or None,
+        # One fix per parameter, from its strongest advice across every process.
+        "fix": fix_for_advice({param: entry["advice"] for param, entry in params.items()}) or None,
         "variant_list": list(variant_list.values()),
     }
 
@@ -286,13 +153,16 @@ def build_report(path: str | os.PathLike | MergedLogs) -> dict[str, Any]:
         events = process.events
         processes.append({
             "host": process.host, "pid": process.pid, "ppid": process.ppid, "role": process.role,
-            "rank": process.rank, "argv": process.argv, "triton_version": process.triton_version,
+            "rank": process.rank,
+            # Redacted again: a log written by an older jitguard, or by hand, may hold secrets.
+            "argv": redact_argv(process.argv), "triton_version": process.triton_version,
             "started": process.started, "compiles": len(events),
             "recompiles": sum(1 for e in events if e.is_recompile),
             "serving_compiles": sum(1 for e in events if e.phase == "serving"),
             "compile_ms": round(sum(e.compile_ms or 0.0 for e in events), 3),
             "kernels": sorted({e.kernel for e in events}),
             "file": os.path.basename(process.file), "skipped_lines": process.skipped_lines,
+            "events_not_written": process.events_not_written,
         })
     events = logs.events
     return {
@@ -300,6 +170,8 @@ def build_report(path: str | os.PathLike | MergedLogs) -> dict[str, Any]:
         "directory": os.path.abspath(logs.directory),
         "files": len(logs.files),
         "skipped_lines": logs.skipped_lines,
+        "skipped": [line.to_dict() for line in logs.skipped],
+        "unreadable_files": [{"file": file, "error": error} for file, error in logs.unreadable],
         "totals": {
             "processes": len(processes),
             "kernels": len(kernels),
@@ -307,6 +179,7 @@ def build_report(path: str | os.PathLike | MergedLogs) -> dict[str, Any]:
             "recompiles": sum(1 for e in events if e.is_recompile),
             "serving_compiles": sum(1 for e in events if e.phase == "serving"),
             "compile_ms": round(sum(e.compile_ms or 0.0 for e in events), 3),
+            "events_not_written": sum(p.events_not_written for p in logs.processes),
         },
         "processes": processes,
         "kernels": kernels,
@@ -321,7 +194,7 @@ def _timeline(logs: MergedLogs) -> list[dict[str, Any]]:
         for event in process.events:
             points.append({"process": index, "time": event.time, "compile_ms": event.compile_ms,
                            "phase": event.phase, "kernel": event.kernel, "variant": event.variant,
-                           "causes": [f"{c.param}: {c.before} -> {c.after}" for c in event.causes]})
+                           "causes": [cause_line(c) for c in event.causes]})
     return points
 
 
@@ -345,18 +218,15 @@ def _ms(value: float) -> str:
     return f"{value:.0f}"
 
 
-def _table(header: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
-    widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
-    lines = [indent + "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
-    for row in rows:
-        lines.append(indent + "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
-    return lines
-
-
 def _process_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["pid", "ppid", "role", "compiles", "recompiles", "compile ms", "argv"]
     rows = [[str(p["pid"]), str(p["ppid"] if p["ppid"] is not None else "?"), _role_words(p), str(p["compiles"]),
              str(p["recompiles"]), _ms(p["compile_ms"]), _argv_words(p["argv"])] for p in report["processes"]]
+    if any(p.get("events_not_written") for p in report["processes"]):
+        # Only when a process lost events, so the usual table keeps its columns.
+        header.insert(-1, "not written")
+        for row, process in zip(rows, report["processes"]):
+            row.insert(-1, str(process.get("events_not_written") or 0))
     return header, rows
 
 
@@ -364,43 +234,55 @@ def _kernel_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["kernel", "where", "variants", "compiles", "processes", "warmup ms", "serving ms", "fix"]
     rows = []
     for k in report["kernels"]:
-        rows.append([k["name"], f"{short_path(k['file'], keep=2, elided='')}:{k['line']}", str(k["variants"]), str(k["compiles"]),
+        rows.append([k["name"], kernel_where(k["file"], k["line"]), str(k["variants"]), str(k["compiles"]),
                      str(len(k["by_process"])), _ms(k["by_phase"]["warmup"]["compile_ms"]),
                      _ms(k["by_phase"]["serving"]["compile_ms"]), k["fix"] or "-"])
     return header, rows
 
 
-def _summary_line(report: dict[str, Any]) -> str:
+def summary_line(report: dict[str, Any]) -> str:
+    """'3 process(es), 1 kernel(s), 9 compile(s) (6 recompile(s), 2 during serving), 0.9 s compiling'."""
     t = report["totals"]
-    return (f"{t['processes']} process(es), {t['kernels']} kernel(s), {t['compiles']} compile(s) "
+    line = (f"{t['processes']} process(es), {t['kernels']} kernel(s), {t['compiles']} compile(s) "
             f"({t['recompiles']} recompile(s), {t['serving_compiles']} during serving), "
             f"{t['compile_ms'] / 1000:.1f} s compiling")
+    if t.get("events_not_written"):
+        line += f", {t['events_not_written']} event(s) not written to the logs"
+    return line
 
 
-def _skipped_line(report: dict[str, Any]) -> str | None:
-    if not report["skipped_lines"]:
-        return None
-    files = [p["file"] for p in report["processes"] if p["skipped_lines"]]
-    return (f"skipped {report['skipped_lines']} unreadable line(s) (a process killed while writing?) in "
-            + ", ".join(files))
+_SKIPPED_SHOWN = 10
+
+
+def _problem_lines(report: dict[str, Any]) -> list[str]:
+    """What the report could not use: unreadable files, then skipped lines with file:line and reason."""
+    lines = []
+    for entry in report.get("unreadable_files") or []:
+        lines.append(f"could not read {entry['file']} ({entry['error']}); the report covers the other logs")
+    if report["skipped_lines"]:
+        files = [p["file"] for p in report["processes"] if p["skipped_lines"]]
+        lines.append(f"skipped {report['skipped_lines']} unreadable line(s) in " + ", ".join(files))
+        details = report.get("skipped") or []
+        lines.extend(f"  {d['file']}:{d['line']}: {d['reason']}" for d in details[:_SKIPPED_SHOWN])
+        if len(details) > _SKIPPED_SHOWN:
+            lines.append(f"  ... and {len(details) - _SKIPPED_SHOWN} more")
+    return lines
 
 
 def format_text(report: dict[str, Any]) -> str:
     """The report as plain-text tables: summary, processes, kernels, then each kernel's causes."""
-    lines = [f"[jitguard] report of {report['directory']}: {_summary_line(report)}"]
-    skipped = _skipped_line(report)
-    if skipped:
-        lines.append(f"[jitguard] {skipped}")
+    lines = [f"[jitguard] report of {report['directory']}: {summary_line(report)}"]
+    lines.extend(f"[jitguard] {line}" for line in _problem_lines(report))
     lines.append("")
     lines.append("Processes")
-    lines.extend(_table(*_process_rows(report)))
+    lines.extend(table(*_process_rows(report)))
     if report["kernels"]:
         lines.append("")
         lines.append("Kernels")
-        lines.extend(_table(*_kernel_rows(report)))
+        lines.extend(table(*_kernel_rows(report)))
     for k in report["kernels"]:
         lines.append("")
-        lines.append(f"{k['name']} ({short_path(k['file'], keep=2, elided='')}:{k['line']}): {k['variants']} variant(s), "
+        lines.append(f"{k['name']} ({kernel_where(k['file'], k['line'])}): {k['variants']} variant(s), "
                      f"{k['compiles']} compile(s), {_ms(k['compile_ms'])} ms")
         per_process = ", ".join(f"pid {p['pid']}" + (f" rank {p['rank']}" if p["rank"] is not None else "")
                                 + (f" {p['role']}" if p["role"] else "") + f": {p['variants']}"
@@ -409,46 +291,43 @@ def format_text(report: dict[str, Any]) -> str:
         if k["causes"]:
             rows = [[c["param"], f"{c['before']} -> {c['after']}", str(c["count"]), c["advice"] or "-"]
                     for c in k["causes"]]
-            lines.extend(_table(["param", "change", "count", "advice"], rows))
+            lines.extend(table(["param", "change", "count", "advice"], rows))
         if k["fix"]:
             lines.append(f"  fix: {k['fix']}")
     return "\n".join(lines) + "\n"
 
 
-def _md_escape(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines.extend("| " + " | ".join(_md_escape(c) for c in row) + " |" for row in rows)
-    return lines
-
-
 def format_markdown(report: dict[str, Any]) -> str:
-    """The report as GitHub-flavoured markdown (for an issue or a PR comment)."""
-    lines = ["# jitguard report", "", _summary_line(report) + "."]
-    skipped = _skipped_line(report)
-    if skipped:
-        lines += ["", f"> {skipped}"]
+    """The report as GitHub-flavoured markdown (for an issue or a PR comment).
+
+    Every name from the logs is escaped (md_text) or a code span (md_code): a backtick in argv or a
+    `<script>` in a role stays text.
+    """
+    lines = ["# jitguard report", "", summary_line(report) + "."]
+    problems = _problem_lines(report)
+    if problems:
+        lines += [""] + [f"> {md_text(line.strip())}  " for line in problems]
     lines += ["", "## Processes", ""]
     header, rows = _process_rows(report)
-    lines += _md_table(header, [row[:-1] + [f"`{row[-1]}`"] for row in rows])
+    lines += markdown_table(header, [[md_text(c) for c in row[:-1]] + [md_code(row[-1], in_table=True)]
+                                     for row in rows])
     if report["kernels"]:
         lines += ["", "## Kernels", ""]
         header, rows = _kernel_rows(report)
-        lines += _md_table(header, [row[:-1] + [f"`{row[-1]}`" if row[-1] != "-" else "-"] for row in rows])
+        lines += markdown_table(header, [[md_text(c) for c in row[:-1]]
+                                         + [md_code(row[-1], in_table=True) if row[-1] != "-" else "-"]
+                                         for row in rows])
     for k in report["kernels"]:
-        lines += ["", f"### `{k['name']}`", "",
+        lines += ["", f"### {md_code(k['name'])}", "",
                   f"{k['variants']} variant(s), {k['compiles']} compile(s), {_ms(k['compile_ms'])} ms "
-                  f"({short_path(k['file'], keep=2, elided='')}:{k['line']})."]
-        lines += ["", *_md_table(["pid", "role", "variants", "compile ms"],
-                                 [[str(p["pid"]), _role_words(p), str(p["variants"]), _ms(p["compile_ms"])]
-                                  for p in k["by_process"]])]
+                  f"({md_text(kernel_where(k['file'], k['line']))})."]
+        lines += ["", *markdown_table(["pid", "role", "variants", "compile ms"],
+                                      [[str(p["pid"]), md_text(_role_words(p)), str(p["variants"]),
+                                        _ms(p["compile_ms"])] for p in k["by_process"]])]
         if k["causes"]:
-            lines += ["", *_md_table(["param", "before", "after", "count", "advice"],
-                                     [[c["param"], c["before"], c["after"], str(c["count"]), c["advice"] or "-"]
-                                      for c in k["causes"]])]
+            lines += ["", *markdown_table(["param", "before", "after", "count", "advice"],
+                                          [[md_text(c["param"]), md_text(c["before"]), md_text(c["after"]),
+                                            str(c["count"]), md_text(c["advice"] or "-")] for c in k["causes"]])]
         if k["fix"]:
-            lines += ["", f"Fix: `{k['fix']}`"]
+            lines += ["", f"Fix: {md_code(k['fix'])}"]
     return "\n".join(lines) + "\n"

@@ -1,55 +1,113 @@
-"""`jitguard report DIR [--json|--markdown] [--html FILE]`: merge per-process logs into one report."""
+"""`jitguard report DIR [--json|--markdown|--html [FILE]] [-o FILE]`: merge per-process logs into one report."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 
 import click
 
 from jitguard.report import ReportInputError, build_report, format_markdown, format_text
 
+# `--html` given without a FILE: the page is the report's main output (stdout, or -o FILE).
+_HTML_AS_OUTPUT = "\0as-output"
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write `text` to `path` through a temporary file beside it: a reader never sees half a report."""
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.chmod(temporary, _mode_for(path))  # mkstemp makes 0600; a report is as readable as any new file
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def _mode_for(path: str) -> int:
+    try:
+        return os.stat(path).st_mode & 0o7777  # overwriting keeps the file's mode
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
 
 def write_html_report(report: dict, path: str) -> None:
     """Write the self-contained HTML page for `report` to `path` (see jitguard.report_html)."""
     from jitguard.report_html import render_html
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(render_html(report))
+    write_atomically(path, render_html(report))
+
+
+def _write_or_exit(path: str, text: str) -> None:
+    try:
+        write_atomically(path, text)
+    except OSError as exc:
+        click.echo(f"jitguard report: {path}: cannot write ({exc.strerror or exc})", err=True)
+        sys.exit(2)
 
 
 @click.command("report")
 @click.argument("path", type=click.Path(path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="Print the merged report as JSON (what `jitguard fix --from` reads).")
 @click.option("--markdown", "as_markdown", is_flag=True, help="Print the report as markdown tables.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False, writable=True, path_type=str), default=None,
-              help="Also write a self-contained HTML page (timeline and tables) to FILE.")
-def report_command(path: str, as_json: bool, as_markdown: bool, html_path: str | None) -> None:
+@click.option("--html", "html_path", is_flag=False, flag_value=_HTML_AS_OUTPUT, default=None, metavar="[FILE]",
+              help="Also write a self-contained HTML page (timeline and tables) to FILE; without FILE the page "
+                   "is the output (stdout, or -o FILE).")
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="Write the report (text, --json, --markdown or a bare --html) to FILE instead of stdout.")
+def report_command(path: str, as_json: bool, as_markdown: bool, html_path: str | None, output: str | None) -> None:
     """Merge every *.ndjson log in PATH (a directory, or one file) and print the report.
 
     Per kernel: variants per process and rank, compile ms by phase, every cause with counts, and
-    the fix. Per process: pid, role, rank, argv and compiles. A truncated line (a process killed
-    while writing) is skipped and counted.
+    the fix. Per process: pid, role, rank, argv and compiles. A line that is not a valid record is
+    skipped and named (file:line and why); an unreadable log is named and the others reported.
     """
-    if as_json and as_markdown:
-        raise click.UsageError("choose one of --json and --markdown")
+    html_is_output = html_path == _HTML_AS_OUTPUT
+    if sum((as_json, as_markdown, html_is_output)) > 1:
+        raise click.UsageError("choose one of --json, --markdown and --html without FILE")
     try:
         report = build_report(path)
     except ReportInputError as exc:
         click.echo(f"jitguard report: {exc}", err=True)
         sys.exit(2)
-    if html_path:
+    if html_path and not html_is_output:
         try:
             write_html_report(report, html_path)
         except OSError as exc:
             click.echo(f"jitguard report: {html_path}: cannot write ({exc.strerror or exc})", err=True)
             sys.exit(2)
-    if as_json:
-        click.echo(json.dumps(report, indent=2, default=repr))
+    if html_is_output:
+        from jitguard.report_html import render_html
+        text = render_html(report)
+    elif as_json:
+        # Strict JSON: the loader lets no NaN/Infinity through; allow_nan=False makes that a promise.
+        text = json.dumps(report, indent=2, default=repr, allow_nan=False) + "\n"
     elif as_markdown:
-        click.echo(format_markdown(report), nl=False)
+        text = format_markdown(report)
     else:
-        click.echo(format_text(report), nl=False)
-        if html_path:
-            click.echo(f"[jitguard] wrote {html_path}")
-    if report["skipped_lines"] and (as_json or as_markdown):
-        click.echo(f"jitguard report: skipped {report['skipped_lines']} unreadable line(s)", err=True)
+        text = format_text(report)
+    if output:
+        _write_or_exit(output, text)
+        click.echo(f"[jitguard] wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+    if html_path and not html_is_output and not (as_json or as_markdown or output):
+        click.echo(f"[jitguard] wrote {html_path}")
+    elif html_path and not html_is_output:
+        click.echo(f"[jitguard] wrote {html_path}", err=True)
+    if as_json or as_markdown or html_is_output or output:
+        for entry in report["unreadable_files"]:
+            click.echo(f"jitguard report: could not read {entry['file']} ({entry['error']})", err=True)
+        if report["skipped_lines"]:
+            first = report["skipped"][0]
+            click.echo(f"jitguard report: skipped {report['skipped_lines']} unreadable line(s), the first "
+                       f"{first['file']}:{first['line']}: {first['reason']}", err=True)

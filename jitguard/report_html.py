@@ -12,6 +12,9 @@ import math
 import time
 from typing import Any
 
+from jitguard.render_text import kernel_where
+from jitguard.report import summary_line
+
 PHASE_COLOURS = {"warmup": "#2563eb", "serving": "#dc2626"}
 OTHER_COLOUR = "#6b7280"
 
@@ -58,20 +61,26 @@ def _nice_step(span: float, ticks: int = 8) -> float:
 def render_timeline(report: dict[str, Any], width: int = 1100) -> str:
     """The SVG timeline: one row per process, one circle per compile (area proportional to ms)."""
     processes = report["processes"]
-    points = [p for p in report.get("timeline", []) if p.get("time")]
+    points = [p for p in report.get("timeline", []) if p.get("time") and math.isfinite(p["time"])]
     if not points:
         return "<p>No compiles were recorded.</p>"
     label_width, right_pad, row_height, top, bottom = 230, 24, 34, 16, 36
     plot_width = width - label_width - right_pad
     height = top + row_height * len(processes) + bottom
-    start = min(p["time"] - (p.get("compile_ms") or 0.0) / 1000.0 for p in points)
-    end = max(p["time"] for p in points)
-    span = max(end - start, 1e-3)
-    max_ms = max((p.get("compile_ms") or 0.0) for p in points) or 1.0
     max_radius = min(row_height / 2 - 2, 15.0)
+    # The axis spans the marks themselves (each at the end of its compile). Starting it at the first
+    # compile's start instead put one long first compile's duration before every mark: a one-process
+    # run showed all its marks in the last few percent of the width.
+    start = min(p["time"] for p in points)
+    end = max(p["time"] for p in points)
+    span = end - start
+    max_ms = max((p.get("compile_ms") or 0.0) for p in points) or 1.0
+    inner_left, inner_width = label_width + max_radius, plot_width - 2 * max_radius
 
     def x_of(t: float) -> float:
-        return label_width + (t - start) / span * plot_width
+        if span <= 0:
+            return inner_left + inner_width / 2
+        return inner_left + (t - start) / span * inner_width
 
     parts = [f'<svg width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-label="compile timeline">']
@@ -83,7 +92,7 @@ def render_timeline(report: dict[str, Any], width: int = 1100) -> str:
         parts.append(f'<text x="{label_width - 8}" y="{y + 4:.1f}" text-anchor="end">{_e(_process_label(process))}</text>')
     axis_y = top + row_height * len(processes)
     parts.append(f'<line x1="{label_width}" y1="{axis_y}" x2="{label_width + plot_width}" y2="{axis_y}" stroke="#9ca3af"/>')
-    step = _nice_step(span)
+    step = _nice_step(span) if span > 0 else 1.0
     tick = 0.0
     while tick <= span + 1e-9:
         x = x_of(start + tick)
@@ -102,7 +111,7 @@ def render_timeline(report: dict[str, Any], width: int = 1100) -> str:
             tooltip += f"\n{cause}"
         parts.append(f'<circle class="compile {_e(point.get("phase"))}" cx="{x:.1f}" cy="{y:.1f}" r="{radius:.1f}" '
                      f'fill="{colour}" fill-opacity="0.75" stroke="{colour}"><title>{_e(tooltip)}</title></circle>')
-    parts.append(f'<text x="{label_width}" y="{height - 4}">time since the first compile started</text>')
+    parts.append(f'<text x="{label_width}" y="{height - 4}">seconds since the first compile finished</text>')
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -121,14 +130,15 @@ def _table(header: list[str], rows: list[list[Any]], numeric: set[int] = frozens
 
 def render_html(report: dict[str, Any]) -> str:
     """The whole page for a report from `jitguard.report.build_report`."""
-    totals = report["totals"]
-    summary = (f"{totals['processes']} process(es), {totals['kernels']} kernel(s), {totals['compiles']} compile(s) "
-               f"({totals['recompiles']} recompile(s), {totals['serving_compiles']} during serving), "
-               f"{totals['compile_ms'] / 1000:.1f} s compiling")
+    summary = summary_line(report)
     body = [f"<h1>jitguard report</h1><div class=\"summary\">{_e(report['directory'])}<br>{_e(summary)}</div>"]
+    for entry in report.get("unreadable_files") or []:
+        body.append(f'<p class="warning">Could not read {_e(entry["file"])} ({_e(entry["error"])}); '
+                    "the report covers the other logs.</p>")
     if report.get("skipped_lines"):
-        body.append(f'<p class="warning">Skipped {report["skipped_lines"]} unreadable line(s) '
-                    "(a process killed while writing?).</p>")
+        details = "".join(f"<li><code>{_e(d['file'])}:{_e(d['line'])}</code>: {_e(d['reason'])}</li>"
+                          for d in (report.get("skipped") or [])[:10])
+        body.append(f'<p class="warning">Skipped {report["skipped_lines"]} unreadable line(s):</p><ul>{details}</ul>')
     body.append("<h2>Compiles over time</h2>")
     body.append('<div class="legend">' + "".join(
         f'<span><span class="dot" style="background:{colour}"></span>{phase}</span>'
@@ -137,7 +147,7 @@ def render_html(report: dict[str, Any]) -> str:
 
     body.append("<h2>Kernels</h2>")
     body.append(_table(["kernel", "where", "variants", "compiles", "processes", "warmup ms", "serving ms", "fix"],
-                       [[k["name"], f"{k['file']}:{k['line']}", k["variants"], k["compiles"], len(k["by_process"]),
+                       [[k["name"], kernel_where(k["file"], k["line"]), k["variants"], k["compiles"], len(k["by_process"]),
                          f"{k['by_phase']['warmup']['compile_ms']:.0f}", f"{k['by_phase']['serving']['compile_ms']:.0f}",
                          k["fix"] or "-"] for k in report["kernels"]], numeric={2, 3, 4, 5, 6}, code={0, 7}))
     for k in report["kernels"]:
@@ -153,11 +163,12 @@ def render_html(report: dict[str, Any]) -> str:
             body.append(f'<div class="fix">fix: <code>{_e(k["fix"])}</code></div>')
 
     body.append("<h2>Processes</h2>")
-    body.append(_table(["pid", "ppid", "role", "rank", "compiles", "recompiles", "compile ms", "argv"],
+    body.append(_table(["pid", "ppid", "role", "rank", "compiles", "recompiles", "compile ms", "not written", "argv"],
                        [[p["pid"], "?" if p["ppid"] is None else p["ppid"], p["role"] or "-",
                          "-" if p["rank"] is None else p["rank"], p["compiles"], p["recompiles"],
-                         f"{p['compile_ms']:.0f}", " ".join(p["argv"])] for p in report["processes"]],
-                       numeric={0, 1, 4, 5, 6}, code={7}))
+                         f"{p['compile_ms']:.0f}", p.get("events_not_written") or 0, " ".join(p["argv"])]
+                        for p in report["processes"]],
+                       numeric={0, 1, 4, 5, 6, 7}, code={8}))
     generated = time.strftime("%Y-%m-%d %H:%M:%S")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>jitguard report</title><style>{_CSS}</style></head>\n<body>\n" + "\n".join(body)

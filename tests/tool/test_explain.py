@@ -6,7 +6,8 @@ import sys
 import pytest
 
 from jitguard.events import Cause, CompileEvent, ParamSpec
-from jitguard.explain import describe_spec, explain_recompile, fix_hint, format_event_line, nearest_variant
+from jitguard.explain import describe_spec, explain_recompile, fix_hint, nearest_variant
+from jitguard.render_text import format_event_line
 
 
 def i32(spec, value):

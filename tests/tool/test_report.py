@@ -173,7 +173,7 @@ def test_cli_json_is_the_report(server_logs: dict) -> None:
 @pytest.mark.parametrize("args, message", [
     (["{tmp}/missing"], "missing: no such directory"),
     (["{tmp}"], "no *.ndjson logs here"),
-    (["{tmp}", "--json", "--markdown"], "choose one of --json and --markdown"),
+    (["{tmp}", "--json", "--markdown"], "choose one of --json, --markdown"),
 ])
 def test_bad_input_is_a_clear_error_with_exit_code_2(tmp_path: Path, args: list[str], message: str) -> None:
     result = CliRunner().invoke(report_command, [a.format(tmp=tmp_path) for a in args])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import struct
 import subprocess
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jitguard.report import build_report
+from jitguard.report import build_report, format_text
 from jitguard.report_command import report_command
 from jitguard.report_html import render_html
 
@@ -141,3 +143,87 @@ def test_headless_chromium_draws_serving_compiles_in_red(tmp_path: Path) -> None
     # The legend's red dot is on both pages; serving marks add many red pixels in the timeline.
     assert red_serving > red_warmup_only + 100, (red_warmup_only, red_serving)
     assert count_pixels(pages[False], "blue") > count_pixels(pages[True], "blue")
+
+
+def mark_xs(page: str) -> list[float]:
+    return [float(x) for x in re.findall(r'<circle class="compile [^"]*" cx="([0-9.]+)"', page)]
+
+
+def test_where_column_is_relative_as_in_the_text_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    logs = server_logs(tmp_path / "logs", serving=False)
+    monkeypatch.chdir("/srv/model" if Path("/srv/model").is_dir() else tmp_path)
+    report = build_report(logs)
+    page = render_html(report)
+    assert f"<td>kernels/moe.py:12</td>" in page and "/srv/model/kernels/moe.py" not in page
+    assert "kernels/moe.py:12" in format_text(report)
+
+
+def test_one_process_with_a_long_first_compile_spreads_its_marks(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    events = compiles_for(20, [16, 17, 1, 2**31 + 16])
+    events[0].compile_ms = 30_000.0  # a cold first compile; the others follow within a few seconds
+    write_log(logs, 20, events)
+    xs = mark_xs(render_html(build_report(logs)))
+    assert len(xs) == len(events)
+    plot_left, plot_right = 230, 1100 - 24
+    # Spread over most of the plot, not squeezed at its right end.
+    assert max(xs) - min(xs) > 0.8 * (plot_right - plot_left), xs
+    assert min(xs) < plot_left + 0.1 * (plot_right - plot_left)
+
+
+def test_a_single_compile_is_drawn_inside_the_plot(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    write_log(logs, 20, compiles_for(20, [16]))
+    (x,) = mark_xs(render_html(build_report(logs)))
+    assert 230 < x < 1100 - 24
+
+
+def test_html_without_file_goes_to_output(tmp_path: Path) -> None:
+    logs = server_logs(tmp_path / "logs", serving=False)
+    out = tmp_path / "page.html"
+    result = CliRunner().invoke(report_command, [str(logs), "--html", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    assert "Kernels" not in result.stdout  # nothing else printed
+    result = CliRunner().invoke(report_command, [str(logs), "--html"])
+    assert result.exit_code == 0 and result.stdout.startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("flags, starts", [
+    ([], "[jitguard] report of "),
+    (["--json"], "{"),
+    (["--markdown"], "# jitguard report"),
+])
+def test_output_option_writes_any_format_to_a_file(tmp_path: Path, flags: list[str], starts: str) -> None:
+    logs = server_logs(tmp_path / "logs", serving=False)
+    out = tmp_path / "report.out"
+    result = CliRunner().invoke(report_command, [str(logs), *flags, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_text().startswith(starts)
+    assert result.stdout == ""
+    printed = CliRunner().invoke(report_command, [str(logs), *flags]).stdout
+    assert out.read_text() == printed
+    assert list(tmp_path.glob(".report.out.*")) == []  # no temporary file left
+
+
+def test_html_file_and_output_together(tmp_path: Path) -> None:
+    logs = server_logs(tmp_path / "logs", serving=False)
+    result = CliRunner().invoke(report_command, [str(logs), "--html", str(tmp_path / "r.html"), "--json",
+                                                 "--output", str(tmp_path / "r.json")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+    assert json.loads((tmp_path / "r.json").read_text()) == json.loads(json.dumps(build_report(logs)))
+
+
+def test_unwritable_output_is_an_input_error(tmp_path: Path) -> None:
+    logs = server_logs(tmp_path / "logs", serving=False)
+    result = CliRunner().invoke(report_command, [str(logs), "-o", str(tmp_path / "no" / "such" / "r.txt")])
+    assert result.exit_code == 2 and "cannot write" in result.output
+
+
+def test_two_main_formats_are_a_usage_error(tmp_path: Path) -> None:
+    logs = server_logs(tmp_path / "logs", serving=False)
+    result = CliRunner().invoke(report_command, [str(logs), "--json", "--html"])
+    assert result.exit_code == 2 and "choose one of" in result.output

@@ -1,0 +1,392 @@
+"""Read the per-process NDJSON logs of a run back into records, checking every record on the way.
+
+`jitguard run` (and the vLLM plugin) leave one `<host>-<pid>.ndjson` file per process in a
+directory. `load_logs(path)` reads them all; the report and the warm-up plan builder both start
+here:
+
+    >>> logs = load_logs("jitguard-logs/run-1")                          # doctest: +SKIP
+    >>> [(p.pid, len(p.events)) for p in logs.processes]                # doctest: +SKIP
+    [(5200, 3), (5207, 2)]
+
+A line that is not JSON (a process killed mid-write), or a record with a field of the wrong type
+(`"variant": "x"`, `"compile_ms": NaN`, `"params": [1, 2]`) is skipped and kept in `skipped` with
+its file, line and reason; one unreadable file is named in `unreadable` while the others are read.
+Non-finite floats never come out of here, so every report built on these records is strict JSON.
+
+This module imports neither Triton nor torch.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from jitguard.events import Cause, CompileEvent, ParamSpec
+
+
+class LogInputError(ValueError):
+    """The logs are unusable as a whole: no such path, no NDJSON logs in it, or none readable."""
+
+
+class InvalidRecord(ValueError):
+    """One record does not fit the CompileEvent / process record contract; the message says which field."""
+
+
+@dataclass
+class SkippedLine:
+    """A line of a log that was not used, and why."""
+
+    file: str
+    line: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": os.path.basename(self.file), "line": self.line, "reason": self.reason}
+
+
+@dataclass
+class ProcessLog:
+    """One process as read back from its log file: its record (if it wrote one) and its compiles."""
+
+    host: str
+    pid: int
+    ppid: int | None
+    argv: list[str]
+    role: str | None
+    rank: int | None
+    triton_version: str
+    started: float | None
+    file: str
+    events: list[CompileEvent] = field(default_factory=list)
+    skipped_lines: int = 0
+    events_not_written: int = 0  # events the process could not write to its log (its record says)
+
+
+@dataclass
+class MergedLogs:
+    """Everything read from one directory of logs."""
+
+    directory: str
+    files: list[str]
+    processes: list[ProcessLog]
+    skipped: list[SkippedLine] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, error)
+
+    @property
+    def skipped_lines(self) -> int:
+        return len(self.skipped)
+
+    @property
+    def events(self) -> list[CompileEvent]:
+        return [event for process in self.processes for event in process.events]
+
+
+# --- record checks ------------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def _words(value: Any) -> str:
+    text = json.dumps(value, default=repr, allow_nan=True)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _field(record: dict, name: str, check: Callable[[Any], bool], expected: str, default: Any,
+           nullable: bool = True) -> Any:
+    """record[name] if it passes `check`; `default` when absent (or null, when `nullable`)."""
+    value = record.get(name, _MISSING)
+    if value is _MISSING or (value is None and nullable):
+        return default
+    if _is_number(value) and not math.isfinite(value):
+        raise InvalidRecord(f"{name} is {_words(value)}, expected {expected}")
+    if not check(value):
+        raise InvalidRecord(f"{name} is {_words(value)}, expected {expected}")
+    return value
+
+
+def _string(record: dict, name: str, default: Any = "") -> Any:
+    return _field(record, name, lambda v: isinstance(v, str), "a string", default)
+
+
+def _int(record: dict, name: str, default: Any = 0, minimum: int | None = None) -> Any:
+    check = (lambda v: _is_int(v)) if minimum is None else (lambda v: _is_int(v) and v >= minimum)
+    expected = "an integer" if minimum is None else f"an integer >= {minimum}"
+    return _field(record, name, check, expected, default)
+
+
+def _number(record: dict, name: str, default: Any = None) -> Any:
+    value = _field(record, name, lambda v: _is_number(v) and v >= 0, "a finite number >= 0", default)
+    return float(value) if value is not None else None
+
+
+def _bool(record: dict, name: str, default: Any = False) -> Any:
+    return _field(record, name, lambda v: isinstance(v, bool), "true or false", default)
+
+
+def finite_json(value: Any) -> Any:
+    """`value` with every NaN/Infinity float replaced by its name as a string ("nan", "inf", "-inf").
+
+    Free-form values (a constexpr's value, launch options) keep what they said; the output stays JSON.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {str(k): finite_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite_json(v) for v in value]
+    return value
+
+
+_PARAM_KINDS = ("int", "ptr", "float", "bool", "constexpr", "tuple", "none")
+
+
+def _param_spec(name: Any, data: Any) -> ParamSpec:
+    if not isinstance(data, dict):
+        raise InvalidRecord(f"params[{_words(name)}] is {_words(data)}, expected an object")
+    where = f"params[{_words(name)}]."
+    kind = data.get("kind")
+    if not isinstance(kind, str) or kind not in _PARAM_KINDS:
+        raise InvalidRecord(f"{where}kind is {_words(kind)}, expected one of {', '.join(_PARAM_KINDS)}")
+    for key in ("type", "spec"):
+        value = data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise InvalidRecord(f"{where}{key} is {_words(value)}, expected a string or null")
+    return ParamSpec(kind=kind, type=data.get("type"), spec=data.get("spec"),
+                     value=finite_json(data.get("value")), observed=finite_json(data.get("observed")))
+
+
+def _cause(index: int, data: Any) -> Cause:
+    if not isinstance(data, dict):
+        raise InvalidRecord(f"causes[{index}] is {_words(data)}, expected an object")
+    values = {}
+    for key in ("param", "before", "after"):
+        value = data.get(key)
+        if not isinstance(value, str):
+            raise InvalidRecord(f"causes[{index}].{key} is {_words(value)}, expected a string")
+        values[key] = value
+    advice, message = data.get("advice"), data.get("message", "")
+    if advice is not None and not isinstance(advice, str):
+        raise InvalidRecord(f"causes[{index}].advice is {_words(advice)}, expected a string or null")
+    if message is None:
+        message = ""
+    if not isinstance(message, str):
+        raise InvalidRecord(f"causes[{index}].message is {_words(message)}, expected a string")
+    return Cause(values["param"], values["before"], values["after"], advice, message)
+
+
+def compile_event_from_record(record: dict) -> CompileEvent:
+    """A `CompileEvent` from one `"type": "compile"` record; raises InvalidRecord naming the bad field.
+
+    Absent (or null) optional fields take their defaults; unknown fields are ignored, so a newer
+    writer's records still read.
+    """
+    kernel = record.get("kernel")
+    if not isinstance(kernel, str) or not kernel:
+        raise InvalidRecord(f"kernel is {_words(kernel)}, expected a kernel name")
+    params = record.get("params") or {}
+    if not isinstance(params, dict):
+        raise InvalidRecord(f"params is {_words(params)}, expected an object")
+    options = record.get("options") or {}
+    if not isinstance(options, dict):
+        raise InvalidRecord(f"options is {_words(options)}, expected an object")
+    if options.get("passed") is not None and not isinstance(options["passed"], dict):
+        raise InvalidRecord(f"options.passed is {_words(options['passed'])}, expected an object")
+    causes = record.get("causes") or []
+    if not isinstance(causes, list):
+        raise InvalidRecord(f"causes is {_words(causes)}, expected a list")
+    phase = _string(record, "phase", "warmup")
+    if not phase:
+        raise InvalidRecord("phase is empty, expected \"warmup\" or \"serving\"")
+    return CompileEvent(
+        kernel=kernel,
+        module=_string(record, "module"),
+        file=_string(record, "file"),
+        line=_int(record, "line", 0, minimum=0),
+        call_site=_string(record, "call_site"),
+        pid=_int(record, "pid", 0, minimum=0),
+        ppid=_int(record, "ppid", 0, minimum=0),
+        rank=_int(record, "rank", None),
+        role=_string(record, "role", None),
+        device=_int(record, "device", 0),
+        phase=phase,
+        variant=_int(record, "variant", 1, minimum=1),
+        key=_string(record, "key"),
+        params={str(name): _param_spec(name, spec) for name, spec in params.items()},
+        options=finite_json(options),
+        compile_ms=_number(record, "compile_ms"),
+        disk_cache_hit=_bool(record, "disk_cache_hit", None),
+        causes=[_cause(i, c) for i, c in enumerate(causes)],
+        triton_version=_string(record, "triton_version"),
+        time=_number(record, "time", 0.0),
+        is_manual_warmup=_bool(record, "is_manual_warmup"),
+        autotuning=_bool(record, "autotuning"),
+    )
+
+
+@dataclass
+class ProcessFields:
+    """The checked fields of one `"type": "process"` record."""
+
+    host: str
+    pid: int | None
+    ppid: int | None
+    argv: list[str] | None
+    role: str | None
+    rank: int | None
+    triton_version: str
+    time: float | None
+    events_not_written: int | None
+
+
+def process_fields_from_record(record: dict) -> ProcessFields:
+    """The fields of one process record; raises InvalidRecord naming the bad field."""
+    argv = record.get("argv")
+    if argv is not None and not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
+        raise InvalidRecord(f"argv is {_words(argv)}, expected a list of strings")
+    return ProcessFields(host=_string(record, "host"), pid=_int(record, "pid", None, minimum=0),
+                         ppid=_int(record, "ppid", None, minimum=0), argv=argv, role=_string(record, "role", None),
+                         rank=_int(record, "rank", None), triton_version=_string(record, "triton_version"),
+                         time=_number(record, "time"),
+                         events_not_written=_int(record, "events_not_written", None, minimum=0))
+
+
+# --- files --------------------------------------------------------------------------------------
+
+def log_files(path: str | os.PathLike) -> list[str]:
+    """The NDJSON logs at `path` (a directory of them, or one file), sorted; raises LogInputError."""
+    path = os.fspath(path)
+    if os.path.isfile(path):
+        return [path]
+    if not os.path.isdir(path):
+        raise LogInputError(f"{path}: no such directory")
+    files = sorted(glob.glob(os.path.join(path, "*.ndjson")))
+    if not files:
+        raise LogInputError(f"{path}: no *.ndjson logs here (write them with `jitguard run` or JITGUARD_DIR)")
+    return files
+
+
+def _host_pid_from_name(path: str) -> tuple[str, int]:
+    stem = os.path.basename(path).rsplit(".", 1)[0]
+    host, _, pid = stem.rpartition("-")
+    return host, int(pid) if pid.isdigit() else 0
+
+
+def _read_records(path: str, skipped: list[SkippedLine]) -> list[tuple[int, dict]]:
+    """(line number, JSON object) for each line of one file; a line that is not one goes to `skipped`."""
+    records: list[tuple[int, dict]] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                skipped.append(SkippedLine(path, number, "not JSON (truncated: a process killed while writing?)"))
+                continue
+            if not isinstance(obj, dict):
+                skipped.append(SkippedLine(path, number, f"a JSON {type(obj).__name__}, not a record"))
+                continue
+            records.append((number, obj))
+    return records
+
+
+def _read_one_file(path: str) -> tuple[list[ProcessLog], list[SkippedLine]]:
+    skipped: list[SkippedLine] = []
+    records = _read_records(path, skipped)  # OSError goes to the caller, which names the file
+    host, pid = _host_pid_from_name(path)
+    processes: list[ProcessLog] = []
+    current: ProcessLog | None = None
+    for number, record in records:
+        kind = record.get("type")
+        if not isinstance(kind, str):
+            skipped.append(SkippedLine(path, number, f"type is {_words(kind)}, expected \"compile\" or \"process\""))
+            continue
+        try:
+            if kind == "process":
+                fields = process_fields_from_record(record)
+            elif kind == "compile":
+                event = compile_event_from_record(record)
+            else:
+                continue  # a record type from a newer jitguard: not ours to judge
+        except InvalidRecord as exc:
+            skipped.append(SkippedLine(path, number, str(exc)))
+            continue
+        if kind == "process":
+            same = current is not None and current.pid == fields.pid and current.ppid == fields.ppid
+            if same:
+                # A second record of the same process (e.g. the monitor, then the vLLM plugin): merge.
+                # Its argv can differ: `python -m pkg.mod` shows "-m" until runpy names the module.
+                assert current is not None
+                current.argv = list(fields.argv or current.argv)
+                current.role = fields.role or current.role
+                current.rank = fields.rank if fields.rank is not None else current.rank
+                current.triton_version = fields.triton_version or current.triton_version
+                # A later record knows of more lost events, never fewer.
+                current.events_not_written = max(current.events_not_written, fields.events_not_written or 0)
+                continue
+            current = ProcessLog(host=fields.host or host, pid=fields.pid or pid, ppid=fields.ppid,
+                                 argv=list(fields.argv or []), role=fields.role, rank=fields.rank,
+                                 triton_version=fields.triton_version, started=fields.time, file=path,
+                                 events_not_written=fields.events_not_written or 0)
+            processes.append(current)
+            continue
+        if current is None:  # the process record was lost (e.g. a garbled first line)
+            current = ProcessLog(host=host, pid=event.pid or pid, ppid=event.ppid, argv=[], role=event.role,
+                                 rank=event.rank, triton_version=event.triton_version, started=None, file=path)
+            processes.append(current)
+        current.events.append(event)
+        # The role and rank can be named after the process record was written.
+        if event.role:
+            current.role = event.role
+        if event.rank is not None:
+            current.rank = event.rank
+    if not processes and skipped:
+        processes.append(ProcessLog(host=host, pid=pid, ppid=None, argv=[], role=None, rank=None,
+                                    triton_version="", started=None, file=path))
+    if processes:
+        processes[-1].skipped_lines += len(skipped)
+    return processes, skipped
+
+
+def load_logs(path: str | os.PathLike) -> MergedLogs:
+    """Read every `*.ndjson` log at `path` (a directory, or a single file).
+
+    A file that cannot be read is listed in `unreadable` (with its error) and the others are read;
+    raises LogInputError when there are no logs, or none can be read.
+    """
+    files = log_files(path)
+    processes: list[ProcessLog] = []
+    skipped: list[SkippedLine] = []
+    unreadable: list[tuple[str, str]] = []
+    for file in files:
+        try:
+            file_processes, file_skipped = _read_one_file(file)
+        except OSError as exc:
+            unreadable.append((file, exc.strerror or str(exc)))
+            continue
+        processes.extend(file_processes)
+        skipped.extend(file_skipped)
+    if unreadable and len(unreadable) == len(files):
+        names = ", ".join(f"{file} ({error})" for file, error in unreadable)
+        raise LogInputError(f"cannot read any log: {names}")
+    processes.sort(key=lambda p: (p.started if p.started is not None else float("inf"), p.pid))
+    directory = os.fspath(path) if os.path.isdir(path) else os.path.dirname(os.fspath(path))
+    return MergedLogs(directory=directory, files=files, processes=processes, skipped=skipped, unreadable=unreadable)
+
+
+def read_compile_events(path: str | os.PathLike) -> list[CompileEvent]:
+    """Every valid compile event in the logs at `path` (what the warm-up plan builder needs)."""
+    return load_logs(path).events

@@ -1,0 +1,239 @@
+"""Words and tables for people: every text jitguard prints about compiles is spelled here.
+
+Tables (plain and markdown), tallies, plurals, one cause as `param: before -> after`, the fix (one
+spelling, from `explain`'s advice), the per-compile log line, the end-of-process summary and the
+`no_recompiles` failure text. Markdown escaping is safe: a backtick cannot end a code span and
+`<script>` in a name stays text.
+
+This module imports neither Triton nor torch.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Protocol, Sequence
+
+from jitguard.events import Cause, CompileEvent
+from jitguard.explain import fix_hint, fix_parts, short_path, without_weaker_advice
+
+
+def plural(n: int, word: str) -> str:
+    """'1 variant', '3 variants'."""
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "  ") -> list[str]:
+    """Columns padded to their widest cell, two spaces apart, trailing blanks trimmed."""
+    widths = [max(len(str(row[i])) for row in [*rows, header]) for i in range(len(header))]
+    lines = [indent + "  ".join(str(h).ljust(w) for h, w in zip(header, widths)).rstrip()]
+    for row in rows:
+        lines.append(indent + "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+    return lines
+
+
+def tally(counts: dict[str, int], top: int | None = None) -> str:
+    """'n x3, stride x1': names by count, most first (ties keep insertion order)."""
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    return ", ".join(f"{name} x{n}" for name, n in ranked[:top])
+
+
+def cause_line(cause: Cause) -> str:
+    """One cause as `param: before -> after`."""
+    return f"{cause.param}: {cause.before} -> {cause.after}"
+
+
+# --- markdown --------------------------------------------------------------------------------------
+
+# Backslash-escaped: characters that start emphasis, links, code, strikethrough or a table cell. An
+# underscore between two letters or digits never starts emphasis (GFM), so identifiers stay readable.
+_MD_PUNCTUATION = re.compile(r"([\\`*\[\]|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+
+
+def _one_line(text: Any) -> str:
+    return re.sub(r"\r\n|[\r\n]", " ", "" if text is None else str(text))
+
+
+def md_text(text: Any) -> str:
+    """`text` as inert markdown text: no markup, no HTML, no line break, safe in a table cell."""
+    escaped = _MD_PUNCTUATION.sub(r"\\\1", _one_line(text))
+    return escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def md_code(text: Any, in_table: bool = False) -> str:
+    """`text` as one code span: the fence is longer than any run of backticks inside it."""
+    body = _one_line(text)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * (longest + 1)
+    # A space on each side keeps a leading or trailing backtick out of the fence (CommonMark strips one).
+    pad = " " if body[:1] in ("`", " ") or body[-1:] in ("`", " ") else ""
+    span = f"{fence}{pad}{body}{pad}{fence}"
+    # In a GFM table a pipe ends the cell even inside a code span; `\|` shows as `|` there.
+    return span.replace("|", "\\|") if in_table else span
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A GFM table; cells must already be markdown (md_text / md_code)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
+    return lines
+
+
+# --- compiles and fixes -----------------------------------------------------------------------------
+
+def kernel_where(file: str, line: int) -> str:
+    """A kernel's definition as the reports show it: relative to the working directory when under
+    it, else its last two path components ('kernels/moe.py:12')."""
+    return f"{short_path(file, keep=2, elided='')}:{line}"
+
+
+def decorator_fix(causes: Iterable[Cause]) -> str:
+    """The fix as code: '@triton.jit(do_not_specialize=["n"]); annotate n: tl.int64'; '' if none."""
+    parts = fix_parts(causes)
+    steps = parts.other_steps()
+    if parts.options:
+        steps.insert(0, f"@triton.jit({', '.join(parts.arguments())})")
+    return "; ".join(steps)
+
+
+def fix_block(causes: list[Cause]) -> list[str]:
+    """The fix lines under a failure: the decorator (or why there is none), then each advice's reason."""
+    causes = without_weaker_advice(causes)
+    messages: list[str] = []
+    for cause in causes:
+        if cause.advice and cause.advice != "expected" and cause.message and cause.message not in messages:
+            messages.append(cause.message)
+    fix = decorator_fix(causes)
+    if fix:
+        out = [f"  fix: {fix}"]
+    else:
+        expected = sorted({c.param for c in causes if c.advice == "expected"})
+        if expected:
+            out = [f"  no decorator fix: {', '.join(expected)} changed in an expected way (dtype, launch options, "
+                   "constexpr or autotune config); call these variants during warm-up, or raise warmup"]
+        else:
+            out = ["  fix: call this kernel during warm-up with the arguments it will see later"]
+    out.extend(f"    {message}" for message in messages)
+    return out
+
+
+def format_event_line(event: CompileEvent) -> str:
+    """The grep-able log line for one compile: `[jitguard] recompile kernel#3 (file:line) 412 ms, ...`."""
+    if not event.is_recompile:
+        what = "compile"
+    elif event.causes and all(c.advice == "expected" for c in event.causes):
+        what = "new variant (expected)"  # a tile config, dtype or option switch: nothing to fix
+    else:
+        what = "recompile"
+    where = f"{short_path(event.file, keep=3)}:{event.line}" if event.file else "?"
+    ms = f"{event.compile_ms:.0f} ms" if event.compile_ms is not None else "? ms"
+    if event.disk_cache_hit:
+        ms += " (disk cache hit)"
+    head = f"[jitguard] {what} {event.kernel}#{event.variant} ({where}) {ms}"
+    if event.call_site:
+        head += f", called from {short_path(event.call_site, keep=3)}"
+    if event.phase == "serving":
+        head += " [serving]"
+    if event.autotuning:
+        head += " [autotune]"
+    if event.is_manual_warmup:
+        head += " [warmup()]"
+    if not event.causes:
+        return head
+    line = f"{head}: " + "; ".join(cause_line(c) for c in event.causes)
+    hint = fix_hint(event.causes)
+    if hint:
+        line += f"; fix: {hint}"
+    return line
+
+
+def format_summary(events: list[CompileEvent]) -> list[str]:
+    """The end-of-process table: per kernel its variants, total compile ms, top causes and the fix.
+
+    (Same output as `monitor.format_summary`, which can call this.)
+    """
+    if not events:
+        return []
+    by_kernel: dict[str, list[CompileEvent]] = {}
+    for event in events:
+        by_kernel.setdefault(event.kernel, []).append(event)
+    rows = []
+    for kernel, kernel_events in sorted(by_kernel.items(), key=lambda kv: -len(kv[1])):
+        total_ms = sum(e.compile_ms or 0.0 for e in kernel_events)
+        counts: dict[str, int] = {}
+        for event in kernel_events:
+            for cause in event.causes:
+                counts[cause.param] = counts.get(cause.param, 0) + 1
+        all_causes = [c for e in kernel_events for c in e.causes]
+        rows.append([kernel, str(len(kernel_events)), f"{total_ms:.0f}", tally(counts, top=3) or "-",
+                     fix_hint(all_causes) or "-"])
+    return ["[jitguard] compile summary (this process)",
+            *table(["kernel", "variants", "compile ms", "causes", "fix"], rows)]
+
+
+# --- the no_recompiles failure ----------------------------------------------------------------------
+
+class ScopedCompileLike(Protocol):
+    """What the failure text needs of one compile seen inside a `no_recompiles` block."""
+
+    @property
+    def kernel(self) -> Any: ...  # hashable, with .name and .where()
+
+    @property
+    def event(self) -> CompileEvent: ...
+
+    @property
+    def call_number(self) -> int: ...
+
+    @property
+    def after_warmup(self) -> bool: ...
+
+    @property
+    def block_line(self) -> str: ...
+
+
+def warmup_words(warmup: int, subject: str) -> str:
+    """'the first 2 calls of each kernel', 'no warm-up calls'."""
+    if warmup == 0:
+        return "no warm-up calls"
+    calls = "the first call" if warmup == 1 else f"the first {warmup} calls"
+    return f"{calls} of {subject}"
+
+
+def format_new_variants(compiles: Sequence[ScopedCompileLike], warmup: int, subject: str = "each kernel") -> str:
+    """The failure text: a headline in the style 'Expected ... but N were compiled', then per kernel
+    each new variant with its call, call site and causes by argument name, then the fix.
+
+    (Same output as `recompile_guard.format_new_variants`, which can call this.)
+    """
+    new = [c for c in compiles if c.after_warmup]
+    was = "was" if len(new) == 1 else "were"
+    lines = [f"Expected no new Triton variants after warm-up ({warmup_words(warmup, subject)}), "
+             f"but {len(new)} {was} compiled:"]
+    by_kernel: dict[Any, list[ScopedCompileLike]] = {}
+    for item in compiles:
+        by_kernel.setdefault(item.kernel, []).append(item)
+    for kernel, items in by_kernel.items():
+        late = [c for c in items if c.after_warmup]
+        if not late:
+            continue
+        early = len(items) - len(late)
+        lines.append("")
+        lines.append(f"{kernel.name} ({short_path(kernel.where())}): {plural(early, 'variant')} in warm-up, "
+                     f"{len(late)} new after it")
+        for item in late:
+            event = item.event
+            tags = " [autotune config]" if event.autotuning else ""
+            site = f", called from {short_path(event.call_site)}" if event.call_site else ""
+            if item.block_line and item.block_line != event.call_site:
+                site += f", reached from {short_path(item.block_line)}"
+            lines.append(f"  variant #{event.variant} at call {item.call_number}{tags}{site}")
+            for cause in event.causes:
+                lines.append(f"    {cause_line(cause)}")
+            if not event.causes:
+                lines.append("    (first variant of this kernel in the block: it was not called during warm-up)")
+        lines.extend(fix_block([c for item in late for c in item.event.causes]))
+    if warmup == 0 and any(c.call_number == 1 for c in new):
+        lines.append("")
+        lines.append("note: with warmup=0 an isolated block compiles on each kernel's first call; use warmup=1, "
+                     "call kernel.warmup(...) inside the block, or isolate=False to rely on warm-up done before it")
+    return "\n".join(lines)
