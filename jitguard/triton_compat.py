@@ -371,3 +371,220 @@ def unknown_demotion_names(jit_fn: JITFunction) -> list[tuple[str, Any]]:
             elif isinstance(entry, int) and not 0 <= entry < len(names):
                 out.append((option, entry))
     return out
+
+
+# =================================================================================================
+# --- autotune: bucketed tuning keys and tuning observation -------------------------------------
+# Added for jitguard.autotune (bucketed_autotune.py) and tuning records (autotune_tunings.py).
+# Facts relied on, identical in Triton 3.2 .. 3.9: `Autotuner.run` builds its tuning key as
+# `tuple([_args[k] for k in self.keys if k in _args] + [str(a.dtype) for tensor args])` and looks
+# it up in `self.cache` ({key: Config}); a benchmark run sets `self.bench_time` and
+# `self.configs_timings` (a new dict) on the tuner; a 3.6+ disk-cache hit sets only the latter.
+# =================================================================================================
+
+def autotuner_type() -> type:
+    """Triton's `Autotuner` class."""
+    from triton.runtime.autotuner import Autotuner
+    return Autotuner
+
+
+def is_autotuner(obj: Any) -> bool:
+    return isinstance(obj, autotuner_type())
+
+
+def autotuner_key_names(tuner: Any) -> list[str]:
+    """The parameter names in the tuner's `key=[...]`."""
+    return list(getattr(tuner, "keys", None) or [])
+
+
+def autotuner_arg_names(tuner: Any) -> list[str]:
+    return list(getattr(tuner, "arg_names", None) or [])
+
+
+def autotune_call_values(tuner: Any, args: tuple, kwargs: dict) -> tuple[dict[str, Any], list[str]]:
+    """({key name: value} and the tensor dtypes) that Triton's tuning key holds for one call."""
+    arg_names = autotuner_arg_names(tuner)
+    named = dict(zip(arg_names, args))
+    named.update({k: v for k, v in kwargs.items() if k in arg_names})
+    values = {k: named[k] for k in autotuner_key_names(tuner) if k in named}
+    dtypes = [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
+    return values, dtypes
+
+
+def _slot_below(tuner: Any, name: str) -> Any:
+    """The class attribute `name` resolves to below jitguard's bucketing class (None: the instance dict)."""
+    for klass in type(tuner).__mro__[1:]:
+        if name in klass.__dict__:
+            attribute = klass.__dict__[name]
+            return attribute if hasattr(type(attribute), "__set__") else None
+    return None
+
+
+class _BucketedConfigs:
+    """A view of the tuner's {tuning key: Config} dict that stores and finds configs per bucket."""
+
+    def __init__(self, storage: dict, tuner: Any) -> None:
+        self.storage = storage
+        self.tuner = tuner
+
+    def _bucket(self, key: Any) -> Any:
+        slots = self.tuner.__dict__.get("_jitguard_key_slots")
+        if not slots or not isinstance(key, tuple):
+            return key
+        bucketed = list(key)
+        rule = self.tuner.__dict__["_jitguard_bucket_value"]
+        for position, name in slots:
+            if position < len(bucketed):
+                bucketed[position] = rule(name, bucketed[position])
+        return tuple(bucketed)
+
+    def __contains__(self, key: Any) -> bool:
+        return self._bucket(key) in self.storage
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.storage[self._bucket(key)]
+
+    def __setitem__(self, key: Any, config: Any) -> None:
+        self.storage[self._bucket(key)] = config
+
+    def __delitem__(self, key: Any) -> None:
+        del self.storage[self._bucket(key)]
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self.storage.get(self._bucket(key), default)
+
+    def __iter__(self) -> Any:
+        return iter(self.storage)
+
+    def __len__(self) -> int:
+        return len(self.storage)
+
+    def keys(self) -> Any:
+        return self.storage.keys()
+
+    def items(self) -> Any:
+        return self.storage.items()
+
+    def values(self) -> Any:
+        return self.storage.values()
+
+    def clear(self) -> None:
+        self.storage.clear()
+
+    def __repr__(self) -> str:
+        return f"BucketedConfigs({self.storage!r})"
+
+
+class _BucketedConfigSlot:
+    """`cache` on a bucketing tuner: whatever slot Triton (or the offline backend) keeps, bucketed."""
+
+    def __get__(self, tuner: Any, owner: Any = None) -> Any:
+        if tuner is None:
+            return self
+        below = _slot_below(tuner, "cache")
+        storage = below.__get__(tuner, owner) if below is not None else tuner.__dict__.setdefault("cache", {})
+        return _BucketedConfigs(storage, tuner)
+
+    def __set__(self, tuner: Any, value: Any) -> None:
+        if isinstance(value, _BucketedConfigs):
+            value = value.storage
+        below = _slot_below(tuner, "cache")
+        if below is not None:
+            below.__set__(tuner, value)
+        else:
+            tuner.__dict__["cache"] = value
+
+
+def _bucketing_class(cls: type) -> type:
+    """A subclass of `cls` (no new fields: instances switch to it in place) that buckets tuning keys."""
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # Put the call's bucketed key positions on the tuner before Triton's `run` builds its key.
+        state = self.__dict__
+        if len(args) > state["_jitguard_last_key_index"] and not kwargs:
+            state["_jitguard_key_slots"] = state["_jitguard_all_slots"]  # every key positional: the common case
+        else:
+            given = set(state["_jitguard_arg_names"][:len(args)]) | set(kwargs)
+            present = [k for k in self.keys if k in given]
+            state["_jitguard_key_slots"] = [(i, k) for i, k in enumerate(present) if k in state["_jitguard_bucketed"]]
+        return super(sub, self).run(*args, **kwargs)
+
+    sub = type(f"Bucketed{cls.__name__}", (cls,), {"__module__": __name__, "cache": _BucketedConfigSlot(),
+                                                  "run": run, "_jitguard_bucketing": True})
+    return sub
+
+
+_bucketing_classes: dict[type, type] = {}
+
+
+def bucket_autotuner_keys(tuner: Any, bucketed: list[str], bucket_value: Callable[[str, Any], Any]) -> None:
+    """Make `tuner` (a Triton Autotuner) keep one chosen config per bucket of its key values.
+
+    `bucket_value(name, value)` maps a key value of a parameter in `bucketed` to its bucket. The
+    tuner stays an instance of the tuner's class (a subclass is swapped in), and the kernel
+    still receives the true values: only the lookup in its config cache is bucketed.
+    """
+    cls = type(tuner)
+    if cls.__dict__.get("_jitguard_bucketing"):
+        cls = cls.__mro__[1]
+    sub = _bucketing_classes.get(cls)
+    if sub is None:
+        sub = _bucketing_classes[cls] = _bucketing_class(cls)
+    arg_names = autotuner_arg_names(tuner)
+    keys = autotuner_key_names(tuner)
+    state = tuner.__dict__
+    state["_jitguard_arg_names"] = arg_names
+    state["_jitguard_bucketed"] = frozenset(bucketed)
+    state["_jitguard_bucket_value"] = bucket_value
+    state["_jitguard_all_slots"] = [(i, k) for i, k in enumerate(keys) if k in bucketed]
+    indices = [arg_names.index(k) for k in keys if k in arg_names]
+    # A key name that is no argument drops out of Triton's key: take the slow path to stay in step.
+    state["_jitguard_last_key_index"] = max(indices) if len(indices) == len(keys) and indices else len(arg_names) + 1
+    tuner.__class__ = sub
+
+
+_autotune_observers: list[Callable[..., None]] = []
+_run_before_observers: list = []  # [Autotuner.run as it was] while an observer is installed
+
+
+def _observed_run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+    state = tuner.__dict__
+    timings_before = state.get("configs_timings")
+    bench_time_before = state.get("bench_time")
+    result = _run_before_observers[0](tuner, *args, **kwargs)
+    timings = state.get("configs_timings")
+    if timings is not None and timings is not timings_before:  # a tuning happened in this call
+        bench_time = state.get("bench_time")
+        from_disk = bench_time is bench_time_before  # 3.6+ disk-cache hit: timings read, nothing run
+        for observer in list(_autotune_observers):
+            try:
+                observer(tuner, args, kwargs, dict(timings), None if from_disk else bench_time, from_disk)
+            except Exception:  # noqa: BLE001 - an observer must never break the host's launch
+                pass
+    return result
+
+
+def add_autotune_observer(observer: Callable[..., None]) -> None:
+    """Call `observer(tuner, args, kwargs, configs_timings, bench_s, from_disk)` after each tuning.
+
+    Costs one extra call per autotuned launch while any observer is installed; nothing after the
+    last one is removed.
+    """
+    Autotuner = autotuner_type()
+    if not _run_before_observers:
+        _run_before_observers.append(Autotuner.__dict__["run"])
+        Autotuner.run = _observed_run
+    if observer not in _autotune_observers:
+        _autotune_observers.append(observer)
+
+
+def remove_autotune_observer(observer: Callable[..., None]) -> None:
+    if observer in _autotune_observers:
+        _autotune_observers.remove(observer)
+    if not _autotune_observers and _run_before_observers:
+        Autotuner = autotuner_type()
+        before = _run_before_observers.pop()
+        if Autotuner.__dict__.get("run") is _observed_run:
+            Autotuner.run = before
+        else:  # another tool wrapped run over ours: leave its wrapper, which still calls ours
+            _run_before_observers.append(before)
