@@ -115,13 +115,21 @@ def _check_bucket(bucket: Any, key: Sequence[str], label: str) -> dict[str, Buck
     return strategies
 
 
-def _value_rule(strategies: dict[str, BucketStrategy], label: str) -> Callable[[str, Any], Any]:
-    def rule(param: str, value: Any) -> Any:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"jitguard.autotune on {label}: bucket {param!r} "
-                            f"({strategies[param].spec}) needs an int, got {type(value).__name__} {value!r}")
-        return strategies[param].apply(value)
-    return rule
+def _value_rules(strategies: dict[str, BucketStrategy], label: str) -> dict[str, Callable[[Any], Any]]:
+    """{param: value -> bucket}, run on every launch: the int check comes first and costs one `type()`."""
+    def rule_for(param: str, strategy: BucketStrategy) -> Callable[[Any], Any]:
+        apply = strategy.apply
+
+        def rule(value: Any) -> Any:
+            if type(value) is int:
+                return apply(value)
+            if isinstance(value, int) and not isinstance(value, bool):  # IntEnum and other int subclasses
+                return apply(int(value))
+            raise TypeError(f"jitguard.autotune on {label}: bucket {param!r} ({strategy.spec}) needs an int, "
+                            f"got {type(value).__name__} {value!r}")
+        return rule
+
+    return {param: rule_for(param, strategy) for param, strategy in strategies.items()}
 
 
 def autotune(configs: list, key: list[str], bucket: Mapping[str, str] | None = None, **kwargs: Any) -> Callable:
@@ -144,7 +152,7 @@ def autotune(configs: list, key: list[str], bucket: Mapping[str, str] | None = N
         strategies = _check_bucket(bucket or {}, key, label)
         tuner = triton.autotune(configs, key, **kwargs)(fn)
         if strategies:
-            triton_compat.bucket_autotuner_keys(tuner, list(strategies), _value_rule(strategies, label))
+            triton_compat.bucket_autotuner_keys(tuner, _value_rules(strategies, label))
             tuner.jitguard_bucket = {param: s.spec for param, s in strategies.items()}
         return tuner
 

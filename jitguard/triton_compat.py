@@ -420,74 +420,60 @@ def _slot_below(tuner: Any, name: str) -> Any:
     return None
 
 
-class _BucketedConfigs:
-    """A view of the tuner's {tuning key: Config} dict that stores and finds configs per bucket."""
+class _BucketedConfigs(dict):
+    """The tuner's {tuning key: Config} dict, storing and finding configs per bucket of the key.
 
-    def __init__(self, storage: dict, tuner: Any) -> None:
-        self.storage = storage
+    A real dict holding bucketed keys, so code that copies, clears or refills it with dict methods
+    (jitguard's no_recompiles isolation, Triton's own code) works on it unchanged.
+    """
+
+    def __init__(self, entries: Any, tuner: Any) -> None:
+        super().__init__(entries)
         self.tuner = tuner
 
     def _bucket(self, key: Any) -> Any:
         slots = self.tuner.__dict__.get("_jitguard_key_slots")
-        if not slots or not isinstance(key, tuple):
+        if not slots or type(key) is not tuple:
             return key
         bucketed = list(key)
-        rule = self.tuner.__dict__["_jitguard_bucket_value"]
-        for position, name in slots:
+        for position, rule in slots:
             if position < len(bucketed):
-                bucketed[position] = rule(name, bucketed[position])
+                bucketed[position] = rule(bucketed[position])
         return tuple(bucketed)
 
     def __contains__(self, key: Any) -> bool:
-        return self._bucket(key) in self.storage
+        return dict.__contains__(self, self._bucket(key))
 
     def __getitem__(self, key: Any) -> Any:
-        return self.storage[self._bucket(key)]
+        return dict.__getitem__(self, self._bucket(key))
 
     def __setitem__(self, key: Any, config: Any) -> None:
-        self.storage[self._bucket(key)] = config
+        dict.__setitem__(self, self._bucket(key), config)
 
     def __delitem__(self, key: Any) -> None:
-        del self.storage[self._bucket(key)]
+        dict.__delitem__(self, self._bucket(key))
 
     def get(self, key: Any, default: Any = None) -> Any:
-        return self.storage.get(self._bucket(key), default)
-
-    def __iter__(self) -> Any:
-        return iter(self.storage)
-
-    def __len__(self) -> int:
-        return len(self.storage)
-
-    def keys(self) -> Any:
-        return self.storage.keys()
-
-    def items(self) -> Any:
-        return self.storage.items()
-
-    def values(self) -> Any:
-        return self.storage.values()
-
-    def clear(self) -> None:
-        self.storage.clear()
-
-    def __repr__(self) -> str:
-        return f"BucketedConfigs({self.storage!r})"
+        return dict.get(self, self._bucket(key), default)
 
 
 class _BucketedConfigSlot:
-    """`cache` on a bucketing tuner: whatever slot Triton (or the offline backend) keeps, bucketed."""
+    """`cache` on a bucketing tuner: the slot Triton (or the offline backend) keeps, holding a
+    `_BucketedConfigs`; a plain dict found there (a fresh offline context) is converted once."""
 
     def __get__(self, tuner: Any, owner: Any = None) -> Any:
         if tuner is None:
             return self
         below = _slot_below(tuner, "cache")
         storage = below.__get__(tuner, owner) if below is not None else tuner.__dict__.setdefault("cache", {})
-        return _BucketedConfigs(storage, tuner)
+        if type(storage) is not _BucketedConfigs:
+            storage = _BucketedConfigs(storage, tuner)
+            self.__set__(tuner, storage)
+        return storage
 
     def __set__(self, tuner: Any, value: Any) -> None:
-        if isinstance(value, _BucketedConfigs):
-            value = value.storage
+        if type(value) is not _BucketedConfigs:
+            value = _BucketedConfigs(value or {}, tuner)
         below = _slot_below(tuner, "cache")
         if below is not None:
             below.__set__(tuner, value)
@@ -506,7 +492,8 @@ def _bucketing_class(cls: type) -> type:
         else:
             given = set(state["_jitguard_arg_names"][:len(args)]) | set(kwargs)
             present = [k for k in self.keys if k in given]
-            state["_jitguard_key_slots"] = [(i, k) for i, k in enumerate(present) if k in state["_jitguard_bucketed"]]
+            rules = state["_jitguard_rules"]
+            state["_jitguard_key_slots"] = [(i, rules[k]) for i, k in enumerate(present) if k in rules]
         return super(sub, self).run(*args, **kwargs)
 
     sub = type(f"Bucketed{cls.__name__}", (cls,), {"__module__": __name__, "cache": _BucketedConfigSlot(),
@@ -517,12 +504,12 @@ def _bucketing_class(cls: type) -> type:
 _bucketing_classes: dict[type, type] = {}
 
 
-def bucket_autotuner_keys(tuner: Any, bucketed: list[str], bucket_value: Callable[[str, Any], Any]) -> None:
+def bucket_autotuner_keys(tuner: Any, rules: dict[str, Callable[[Any], Any]]) -> None:
     """Make `tuner` (a Triton Autotuner) keep one chosen config per bucket of its key values.
 
-    `bucket_value(name, value)` maps a key value of a parameter in `bucketed` to its bucket. The
-    tuner stays an instance of the tuner's class (a subclass is swapped in), and the kernel
-    still receives the true values: only the lookup in its config cache is bucketed.
+    `rules[name](value)` maps a value of key parameter `name` to its bucket. The tuner stays an
+    instance of its class (a subclass with no new fields is swapped in), and the kernel still
+    receives the true values: only the lookup in its config cache is bucketed.
     """
     cls = type(tuner)
     if cls.__dict__.get("_jitguard_bucketing"):
@@ -534,9 +521,8 @@ def bucket_autotuner_keys(tuner: Any, bucketed: list[str], bucket_value: Callabl
     keys = autotuner_key_names(tuner)
     state = tuner.__dict__
     state["_jitguard_arg_names"] = arg_names
-    state["_jitguard_bucketed"] = frozenset(bucketed)
-    state["_jitguard_bucket_value"] = bucket_value
-    state["_jitguard_all_slots"] = [(i, k) for i, k in enumerate(keys) if k in bucketed]
+    state["_jitguard_rules"] = dict(rules)
+    state["_jitguard_all_slots"] = [(i, rules[k]) for i, k in enumerate(keys) if k in rules]
     indices = [arg_names.index(k) for k in keys if k in arg_names]
     # A key name that is no argument drops out of Triton's key: take the slow path to stay in step.
     state["_jitguard_last_key_index"] = max(indices) if len(indices) == len(keys) and indices else len(arg_names) + 1

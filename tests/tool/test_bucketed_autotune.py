@@ -181,3 +181,22 @@ def test_import_jitguard_autotune_is_lazy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ),
                          timeout=120).stdout.split()
     assert out == ["False", "False", "jitguard.bucketed_autotune"]
+
+
+def test_no_recompiles_isolation_sets_bucketed_choices_aside_and_back():
+    with jitguard.offline(compile=False):
+        kernel = make_rows_kernel(jitguard.autotune(configs(), key=["M"], bucket={"M": "pow2"}))
+        drive(kernel)
+        with record_tunings() as recorder:
+            with jitguard.no_recompiles(warmup=1, isolate=True):
+                drive(kernel, [3, 5])  # a fresh block tunes its buckets (4 and 8) again
+            inside = len(recorder.records)
+            drive(kernel)  # every bucket chosen before the block is back
+    assert (inside, len(recorder.records)) == (2, 2)
+
+
+def test_a_non_int_value_for_a_bucketed_param_says_kernel_param_and_value():
+    with jitguard.offline(compile=False):
+        kernel = make_rows_kernel(jitguard.autotune(configs(), key=["M"], bucket={"M": "pow2"}))
+        with pytest.raises(TypeError, match=r"rows_kernel .*bucket 'M' \(pow2\) needs an int, got float 3.5"):
+            kernel[(1,)](torch.zeros(8), torch.zeros(8), 3.5)
