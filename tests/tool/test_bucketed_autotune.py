@@ -200,3 +200,18 @@ def test_a_non_int_value_for_a_bucketed_param_says_kernel_param_and_value():
         kernel = make_rows_kernel(jitguard.autotune(configs(), key=["M"], bucket={"M": "pow2"}))
         with pytest.raises(TypeError, match=r"rows_kernel .*bucket 'M' \(pow2\) needs an int, got float 3.5"):
             kernel[(1,)](torch.zeros(8), torch.zeros(8), 3.5)
+
+
+def test_stacks_over_heuristics_like_triton_autotune():
+    with jitguard.offline(compile=False):
+        @jitguard.autotune(configs(), key=["M"], bucket={"M": "align:16"})
+        @triton.heuristics({"EVEN": lambda args: args["M"] % 16 == 0})
+        @triton.jit
+        def even_rows(x_ptr, y_ptr, M, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < M), mask=offs < M)
+
+        with record_tunings() as recorder:
+            drive(even_rows)
+    assert [r.bucketed_key["M"] for r in recorder.records] == [16, 32, 48, 64]
+    assert {r.kernel for r in recorder.records} == {"even_rows"}
