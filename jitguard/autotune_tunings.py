@@ -11,7 +11,8 @@ tuned, for which key values, how many configs it timed, how long it took and in 
     64
 
 NDJSON record (one line, `"type": "tuning"`): `kernel`, `file`, `line` (the kernel's `def`),
-`key` ({param: value} of the key parameters this call passed), `bucketed_key` ({param: value}
+`call_site` ("path:line" of the first frame outside Triton, torch and jitguard: the launch that
+paid for the tuning), `key` ({param: value} of the key parameters this call passed), `bucketed_key` ({param: value}
 as the tuner's cache holds them: equal to `key` except for parameters bucketed by
 `jitguard.autotune`), `bucket` ({param: strategy}, {} for `triton.autotune`), `dtypes` (the
 tensor dtypes Triton adds to its key), `configs_timed`, `tuning_s` (Triton's own benchmark time),
@@ -44,6 +45,7 @@ class TuningRecord:
     kernel: str
     file: str
     line: int
+    call_site: str
     key: dict[str, Any]
     bucketed_key: dict[str, Any]
     bucket: dict[str, str]
@@ -63,6 +65,7 @@ class TuningRecord:
     def from_dict(cls, data: Mapping[str, Any]) -> "TuningRecord":
         """A record read back from NDJSON; missing fields get empty values (older writers)."""
         return cls(kernel=str(data.get("kernel", "?")), file=str(data.get("file", "")), line=int(data.get("line") or 0),
+                   call_site=str(data.get("call_site") or ""),
                    key=dict(data.get("key") or {}), bucketed_key=dict(data.get("bucketed_key") or data.get("key") or {}),
                    bucket=dict(data.get("bucket") or {}), dtypes=list(data.get("dtypes") or []),
                    configs_timed=int(data.get("configs_timed") or 0), tuning_s=float(data.get("tuning_s") or 0.0),
@@ -97,11 +100,24 @@ def build_record(tuner: Any, args: tuple, kwargs: dict, configs_timings: Mapping
     best = getattr(tuner, "best_config", None)
     if configs_timings:  # the best config is the fastest timing; Triton sets best_config after this call
         best = min(configs_timings, key=lambda c: _first(configs_timings[c]))
-    return TuningRecord(kernel=name, file=file, line=line, key={k: _json_value(v) for k, v in values.items()},
+    return TuningRecord(kernel=name, file=file, line=line, call_site=_call_site(),
+                        key={k: _json_value(v) for k, v in values.items()},
                         bucketed_key={k: _json_value(v) for k, v in bucketed_values(tuner, values).items()},
                         bucket=bucket_of(tuner), dtypes=dtypes, configs_timed=len(configs_timings),
                         tuning_s=float(bench_s or 0.0), best_config=str(best) if best is not None else "",
                         phase=phase or _current_phase(), time=time.time(), pid=os.getpid())
+
+
+def _call_site() -> str:
+    """'path:line' of the launch that triggered the tuning (first frame outside Triton, torch, jitguard)."""
+    from jitguard import triton_compat
+    here = os.path.dirname(os.path.abspath(__file__))
+    skip = [triton_compat.TRITON_DIR + os.sep, os.path.dirname(threading.__file__) + os.sep]
+    skip += [os.path.join(here, name) for name in ("triton_compat.py", "autotune_tunings.py", "autotune_pretune.py")]
+    torch_dir = triton_compat.torch_dir()
+    if torch_dir:
+        skip.append(torch_dir + os.sep)
+    return triton_compat.user_call_site(sys._getframe(1), tuple(skip))
 
 
 def _first(timing: Any) -> float:
@@ -262,8 +278,27 @@ def format_tuning_line(record: TuningRecord | Mapping[str, Any]) -> str:
     values = ", ".join(f"{k}={v}" for k, v in r.key.items())
     bucketed = ", ".join(f"{k}={r.bucketed_key.get(k)}" for k in r.bucket if r.bucketed_key.get(k) != r.key.get(k))
     where = f" ({os.path.basename(r.file)}:{r.line})" if r.file else ""
+    called = f", called from {r.call_site}" if r.call_site else ""
     return (f"jitguard: autotune {r.kernel}{where} tuned {values or 'its key'}"
-            f"{f' [bucket {bucketed}]' if bucketed else ''}: {r.configs_timed} configs, {r.tuning_s:.3f} s, {r.phase}")
+            f"{f' [bucket {bucketed}]' if bucketed else ''}: {r.configs_timed} configs, {r.tuning_s:.3f} s, "
+            f"{r.phase}{called}")
+
+
+def format_autotune_summary(kernel: str, entry: Mapping[str, Any]) -> str:
+    """One line per autotuned kernel for the text/markdown reports, e.g. `rows_kernel: autotune 64
+    tunings (56 during serving), 2176 configs timed, 32.0 s; key num_tokens, hidden; varying: num_tokens`."""
+    bucket = entry.get("bucket") or {}
+    varying = ", ".join(entry.get("key_params_varying") or []) or "none"
+    bucketed = f"; bucketed: {', '.join(f'{k} {v}' for k, v in bucket.items())}" if bucket else ""
+    return (f"{kernel}: autotune {entry.get('tunings', 0)} tunings ({entry.get('tunings_during_serving', 0)} during "
+            f"serving), {entry.get('configs_timed', 0)} configs timed, {float(entry.get('tuning_s', 0.0)):.1f} s; "
+            f"key {', '.join(entry.get('key') or [])}; varying: {varying}{bucketed}")
+
+
+def suggested_bucket(entry: Mapping[str, Any]) -> dict[str, str]:
+    """{param: strategy} that `jitguard fix` would write into `jitguard.autotune(..., bucket=...)`
+    for a report's autotune entry ({} when bucketing would not cut the tunings)."""
+    return {param: "pow2" for param in bucket_advice(entry)}
 
 
 def iter_tuning_records(records: Iterable[Mapping[str, Any]]) -> Iterator[TuningRecord]:

@@ -9,8 +9,8 @@ import triton.language as tl
 
 import jitguard
 from jitguard.autotune_pretune import pretune
-from jitguard.autotune_tunings import (TuningRecord, format_tuning_line, record_tunings, remedy_lines,
-                                       summarize_tunings)
+from jitguard.autotune_tunings import (TuningRecord, format_autotune_summary, format_tuning_line, record_tunings,
+                                       remedy_lines, suggested_bucket, summarize_tunings)
 from jitguard.events import to_json_line
 
 TOKEN_COUNTS = range(1, 65)
@@ -56,6 +56,7 @@ def test_a_record_per_tuning_with_key_values_buckets_and_place():
     assert (first.kernel, first.file, first.configs_timed, first.phase) == ("scale_rows", __file__, 2, "warmup")
     assert first.bucket == {"num_tokens": "pow2"} and first.dtypes == ["torch.float32", "torch.float32"]
     assert "BLOCK" in first.best_config
+    assert first.call_site.startswith(__file__ + ":")  # the launch that paid for the tuning
     line = json.loads(to_json_line(first.to_dict()))
     assert line["type"] == "tuning" and TuningRecord.from_dict(line) == first
     assert format_tuning_line(first).startswith("jitguard: autotune scale_rows (test_autotune_tunings.py:")
@@ -131,6 +132,13 @@ def test_summary_and_remedy(records, expected, remedy):
     entry = summarize_tunings(records + [{"type": "compile", "kernel": "k"}])["k"]
     assert {k: entry[k] for k in expected} == expected
     assert remedy_lines("k", entry) == remedy
+    assert suggested_bucket(entry) == ({"num_tokens": "pow2"} if remedy else {})
+
+
+def test_summary_line_for_reports():
+    entry = summarize_tunings(STORM)["k"]
+    assert format_autotune_summary("k", entry) == ("k: autotune 64 tunings (56 during serving), 2176 configs timed, "
+                                                   "32.0 s; key num_tokens, hidden; varying: num_tokens")
 
 
 def test_summary_keeps_one_entry_per_bucket_tuned():
