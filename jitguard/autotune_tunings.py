@@ -273,7 +273,8 @@ def remedy_lines(kernel: str, entry: Mapping[str, Any]) -> list[str]:
 
 
 def format_tuning_line(record: TuningRecord | Mapping[str, Any]) -> str:
-    """The log line of one tuning: `jitguard: autotune rows_kernel (k.py:12) tuned M=5 [bucket 8]: 4 configs, 0.21 s, serving`."""
+    """The log line of one tuning, e.g. `jitguard: autotune rows_kernel (k.py:12) tuned M=5
+    [bucket M=8]: 4 configs, 0.210 s, serving, called from app.py:40`."""
     r = _as_record(record)
     values = ", ".join(f"{k}={v}" for k, v in r.key.items())
     bucketed = ", ".join(f"{k}={r.bucketed_key.get(k)}" for k in r.bucket if r.bucketed_key.get(k) != r.key.get(k))

@@ -141,7 +141,7 @@ def autotune(configs: list, key: list[str], bucket: Mapping[str, str] | None = N
     is. A bad `bucket` raises `BucketError` when the kernel is decorated, naming kernel and
     parameter. With no `bucket` this is exactly `triton.autotune`.
     """
-    key = list(key)
+    key_names = [key] if isinstance(key, str) else list(key)
 
     def decorator(fn: Any) -> Any:
         import triton
@@ -149,7 +149,7 @@ def autotune(configs: list, key: list[str], bucket: Mapping[str, str] | None = N
         from jitguard import triton_compat
 
         label = _kernel_label(fn)
-        strategies = _check_bucket(bucket or {}, key, label)
+        strategies = _check_bucket(bucket or {}, key_names, label)
         tuner = triton.autotune(configs, key, **kwargs)(fn)
         if strategies:
             triton_compat.bucket_autotuner_keys(tuner, _value_rules(strategies, label))
