@@ -12,6 +12,10 @@ Driven over num_tokens = 1..64 it tunes 7 times (buckets 1, 2, 4, ..., 64) inste
 kernel still receives the true `num_tokens`: only the tuning key is bucketed. The cost: a config is
 chosen per bucket, not per value (the config that won for the bucket's first value serves every
 value in it). Everything else is `triton.autotune`'s, with the same arguments on each Triton version.
+Two consequences to check before bucketing a key: `prune_configs_by` runs once per bucket, on the
+arguments of the first value seen, so a pruning rule that makes a config *wrong* (not merely slow)
+for other values of the bucket cannot be bucketed; and with `cache_results=True` Triton's disk cache
+stays keyed on that first value, so a restart whose first value in a bucket differs benchmarks again.
 
 Strategies (`bucket={param: strategy}`), all mapping a bucket's upper bound to itself:
 - `"pow2"`: the next power of two >= the value (0 -> 0). `"log2"` is the same buckets (FlagGems'
