@@ -411,15 +411,6 @@ def autotune_call_values(tuner: Any, args: tuple, kwargs: dict) -> tuple[dict[st
     return values, dtypes
 
 
-def _slot_below(tuner: Any, name: str) -> Any:
-    """The class attribute `name` resolves to below jitguard's bucketing class (None: the instance dict)."""
-    for klass in type(tuner).__mro__[1:]:
-        if name in klass.__dict__:
-            attribute = klass.__dict__[name]
-            return attribute if hasattr(type(attribute), "__set__") else None
-    return None
-
-
 class _BucketedConfigs(dict):
     """The tuner's {tuning key: Config} dict, storing and finding configs per bucket of the key.
 
@@ -465,12 +456,26 @@ class _BucketedConfigs(dict):
 
 class _BucketedConfigSlot:
     """`cache` on a bucketing tuner: the slot Triton (or the offline backend) keeps, holding a
-    `_BucketedConfigs`; a plain dict found there (a fresh offline context) is converted once."""
+    `_BucketedConfigs`; a plain dict found there (a fresh offline context) is converted once.
+
+    `owners`: the tuner's classes from its own up to Triton's Autotuner, the only places a `cache`
+    descriptor can sit (the offline backend installs one on Autotuner); looked up on every launch.
+    """
+
+    def __init__(self, owners: tuple) -> None:
+        self.owners = owners
+
+    def _below(self) -> Any:
+        for klass in self.owners:
+            attribute = klass.__dict__.get("cache")  # not getattr: a miss would raise and catch
+            if attribute is not None:
+                return attribute if hasattr(type(attribute), "__set__") else None
+        return None
 
     def __get__(self, tuner: Any, owner: Any = None) -> Any:
         if tuner is None:
             return self
-        below = _slot_below(tuner, "cache")
+        below = self._below()
         storage = below.__get__(tuner, owner) if below is not None else tuner.__dict__.setdefault("cache", {})
         if type(storage) is not _BucketedConfigs:
             storage = _BucketedConfigs(storage, tuner)
@@ -480,7 +485,7 @@ class _BucketedConfigSlot:
     def __set__(self, tuner: Any, value: Any) -> None:
         if type(value) is not _BucketedConfigs:
             value = _BucketedConfigs(value or {}, tuner)
-        below = _slot_below(tuner, "cache")
+        below = self._below()
         if below is not None:
             below.__set__(tuner, value)
         else:
@@ -502,7 +507,9 @@ def _bucketing_class(cls: type) -> type:
             state["_jitguard_key_slots"] = [(i, rules[k]) for i, k in enumerate(present) if k in rules]
         return super(sub, self).run(*args, **kwargs)
 
-    sub = type(f"Bucketed{cls.__name__}", (cls,), {"__module__": __name__, "cache": _BucketedConfigSlot(),
+    mro = cls.__mro__
+    owners = mro[:mro.index(autotuner_type()) + 1]
+    sub = type(f"Bucketed{cls.__name__}", (cls,), {"__module__": __name__, "cache": _BucketedConfigSlot(owners),
                                                   "run": run, "_jitguard_bucketing": True})
     return sub
 
