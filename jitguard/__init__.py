@@ -33,6 +33,7 @@ _LAZY = {
     "CompileEvent": "jitguard.events",
     "ParamSpec": "jitguard.events",
     "explain_recompile": "jitguard.explain",
+    "autotune": "jitguard.bucketed_autotune",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -371,3 +371,219 @@ def unknown_demotion_names(jit_fn: JITFunction) -> list[tuple[str, Any]]:
             elif isinstance(entry, int) and not 0 <= entry < len(names):
                 out.append((option, entry))
     return out
+
+
+# =================================================================================================
+# --- autotune: bucketed tuning keys and tuning observation -------------------------------------
+# Added for jitguard.autotune (bucketed_autotune.py) and tuning records (autotune_tunings.py).
+# Facts relied on, identical in Triton 3.2 .. 3.9: `Autotuner.run` builds its tuning key as
+# `tuple([_args[k] for k in self.keys if k in _args] + [str(a.dtype) for tensor args])` and looks
+# it up in `self.cache` ({key: Config}); a benchmark run sets `self.bench_time` and
+# `self.configs_timings` (a new dict) on the tuner; a 3.6+ disk-cache hit sets only the latter.
+# =================================================================================================
+
+def autotuner_type() -> type:
+    """Triton's `Autotuner` class."""
+    from triton.runtime.autotuner import Autotuner
+    return Autotuner
+
+
+def is_autotuner(obj: Any) -> bool:
+    return isinstance(obj, autotuner_type())
+
+
+def autotuner_key_names(tuner: Any) -> list[str]:
+    """The parameter names in the tuner's `key=[...]`."""
+    return list(getattr(tuner, "keys", None) or [])
+
+
+def autotuner_arg_names(tuner: Any) -> list[str]:
+    return list(getattr(tuner, "arg_names", None) or [])
+
+
+def autotune_call_values(tuner: Any, args: tuple, kwargs: dict) -> tuple[dict[str, Any], list[str]]:
+    """({key name: value} and the tensor dtypes) that Triton's tuning key holds for one call."""
+    arg_names = autotuner_arg_names(tuner)
+    named = dict(zip(arg_names, args))
+    named.update({k: v for k, v in kwargs.items() if k in arg_names})
+    values = {k: named[k] for k in autotuner_key_names(tuner) if k in named}
+    dtypes = [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
+    return values, dtypes
+
+
+class _BucketedConfigs(dict):
+    """The tuner's {tuning key: Config} dict, storing and finding configs per bucket of the key.
+
+    A real dict holding bucketed keys, so code that copies, clears or refills it with dict methods
+    (jitguard's no_recompiles isolation, Triton's own code) works on it unchanged.
+    """
+
+    def __init__(self, entries: Any, tuner: Any) -> None:
+        super().__init__(entries)
+        self.tuner = tuner
+
+    def _bucket(self, key: Any) -> Any:
+        state = self.tuner.__dict__
+        last = state.get("_jitguard_last_key")
+        if last is not None and last[0] is key:  # Triton looks the same key tuple up twice per launch
+            return last[1]
+        slots = state.get("_jitguard_key_slots")
+        if not slots or type(key) is not tuple:
+            return key
+        bucketed = list(key)
+        for position, rule in slots:
+            if position < len(bucketed):
+                bucketed[position] = rule(bucketed[position])
+        result = tuple(bucketed)
+        state["_jitguard_last_key"] = (key, result)
+        return result
+
+    def __contains__(self, key: Any) -> bool:
+        return dict.__contains__(self, self._bucket(key))
+
+    def __getitem__(self, key: Any) -> Any:
+        return dict.__getitem__(self, self._bucket(key))
+
+    def __setitem__(self, key: Any, config: Any) -> None:
+        dict.__setitem__(self, self._bucket(key), config)
+
+    def __delitem__(self, key: Any) -> None:
+        dict.__delitem__(self, self._bucket(key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return dict.get(self, self._bucket(key), default)
+
+
+class _BucketedConfigSlot:
+    """`cache` on a bucketing tuner: the slot Triton (or the offline backend) keeps, holding a
+    `_BucketedConfigs`; a plain dict found there (a fresh offline context) is converted once.
+
+    `owners`: the tuner's classes from its own up to Triton's Autotuner, the only places a `cache`
+    descriptor can sit (the offline backend installs one on Autotuner); looked up on every launch.
+    """
+
+    def __init__(self, owners: tuple) -> None:
+        self.owners = owners
+
+    def _below(self) -> Any:
+        for klass in self.owners:
+            attribute = klass.__dict__.get("cache")  # not getattr: a miss would raise and catch
+            if attribute is not None:
+                return attribute if hasattr(type(attribute), "__set__") else None
+        return None
+
+    def __get__(self, tuner: Any, owner: Any = None) -> Any:
+        if tuner is None:
+            return self
+        below = self._below()
+        storage = below.__get__(tuner, owner) if below is not None else tuner.__dict__.setdefault("cache", {})
+        if type(storage) is not _BucketedConfigs:
+            storage = _BucketedConfigs(storage, tuner)
+            self.__set__(tuner, storage)
+        return storage
+
+    def __set__(self, tuner: Any, value: Any) -> None:
+        if type(value) is not _BucketedConfigs:
+            value = _BucketedConfigs(value or {}, tuner)
+        below = self._below()
+        if below is not None:
+            below.__set__(tuner, value)
+        else:
+            tuner.__dict__["cache"] = value
+
+
+def _bucketing_class(cls: type) -> type:
+    """A subclass of `cls` (no new fields: instances switch to it in place) that buckets tuning keys."""
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # Put the call's bucketed key positions on the tuner before Triton's `run` builds its key.
+        state = self.__dict__
+        if len(args) > state["_jitguard_last_key_index"]:  # every key positional: the common case
+            state["_jitguard_key_slots"] = state["_jitguard_all_slots"]
+        else:
+            given = set(state["_jitguard_arg_names"][:len(args)]) | set(kwargs)
+            present = [k for k in self.keys if k in given]
+            rules = state["_jitguard_rules"]
+            state["_jitguard_key_slots"] = [(i, rules[k]) for i, k in enumerate(present) if k in rules]
+        return super(sub, self).run(*args, **kwargs)
+
+    mro = cls.__mro__
+    owners = mro[:mro.index(autotuner_type()) + 1]
+    sub = type(f"Bucketed{cls.__name__}", (cls,), {"__module__": __name__, "cache": _BucketedConfigSlot(owners),
+                                                  "run": run, "_jitguard_bucketing": True})
+    return sub
+
+
+_bucketing_classes: dict[type, type] = {}
+
+
+def bucket_autotuner_keys(tuner: Any, rules: dict[str, Callable[[Any], Any]]) -> None:
+    """Make `tuner` (a Triton Autotuner) keep one chosen config per bucket of its key values.
+
+    `rules[name](value)` maps a value of key parameter `name` to its bucket. The tuner stays an
+    instance of its class (a subclass with no new fields is swapped in), and the kernel still
+    receives the true values: only the lookup in its config cache is bucketed.
+    """
+    cls = type(tuner)
+    if cls.__dict__.get("_jitguard_bucketing"):
+        cls = cls.__mro__[1]
+    sub = _bucketing_classes.get(cls)
+    if sub is None:
+        sub = _bucketing_classes[cls] = _bucketing_class(cls)
+    arg_names = autotuner_arg_names(tuner)
+    keys = autotuner_key_names(tuner)
+    state = tuner.__dict__
+    state["_jitguard_arg_names"] = arg_names
+    state["_jitguard_rules"] = dict(rules)
+    state["_jitguard_all_slots"] = [(i, rules[k]) for i, k in enumerate(keys) if k in rules]
+    indices = [arg_names.index(k) for k in keys if k in arg_names]
+    # A key name that is no argument drops out of Triton's key: take the slow path to stay in step.
+    state["_jitguard_last_key_index"] = max(indices) if len(indices) == len(keys) and indices else len(arg_names) + 1
+    tuner.__class__ = sub
+
+
+_autotune_observers: list[Callable[..., None]] = []
+_run_before_observers: list = []  # [Autotuner.run as it was] while an observer is installed
+
+
+def _observed_run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+    state = tuner.__dict__
+    timings_before = state.get("configs_timings")
+    bench_time_before = state.get("bench_time")
+    result = _run_before_observers[0](tuner, *args, **kwargs)
+    timings = state.get("configs_timings")
+    if timings is not None and timings is not timings_before:  # a tuning happened in this call
+        bench_time = state.get("bench_time")
+        from_disk = bench_time is bench_time_before  # 3.6+ disk-cache hit: timings read, nothing run
+        for observer in list(_autotune_observers):
+            try:
+                observer(tuner, args, kwargs, dict(timings), None if from_disk else bench_time, from_disk)
+            except Exception:  # noqa: BLE001 - an observer must never break the host's launch
+                pass
+    return result
+
+
+def add_autotune_observer(observer: Callable[..., None]) -> None:
+    """Call `observer(tuner, args, kwargs, configs_timings, bench_s, from_disk)` after each tuning.
+
+    Costs one extra call per autotuned launch while any observer is installed; nothing after the
+    last one is removed.
+    """
+    Autotuner = autotuner_type()
+    if not _run_before_observers:
+        _run_before_observers.append(Autotuner.__dict__["run"])
+        Autotuner.run = _observed_run
+    if observer not in _autotune_observers:
+        _autotune_observers.append(observer)
+
+
+def remove_autotune_observer(observer: Callable[..., None]) -> None:
+    if observer in _autotune_observers:
+        _autotune_observers.remove(observer)
+    if not _autotune_observers and _run_before_observers:
+        Autotuner = autotuner_type()
+        before = _run_before_observers.pop()
+        if Autotuner.__dict__.get("run") is _observed_run:
+            Autotuner.run = before
+        else:  # another tool wrapped run over ours: leave its wrapper, which still calls ours
+            _run_before_observers.append(before)
