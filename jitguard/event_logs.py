@@ -25,6 +25,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from jitguard.autotune_tunings import RECORD_TYPE as TUNING_RECORD_TYPE
+from jitguard.autotune_tunings import TuningRecord
 from jitguard.events import Cause, CompileEvent, ParamSpec
 
 
@@ -62,6 +64,7 @@ class ProcessLog:
     started: float | None
     file: str
     events: list[CompileEvent] = field(default_factory=list)
+    tunings: list[TuningRecord] = field(default_factory=list)  # autotune benchmark runs ("type": "tuning")
     skipped_lines: int = 0
     events_not_written: int = 0  # events the process could not write to its log (its record says)
 
@@ -83,6 +86,10 @@ class MergedLogs:
     @property
     def events(self) -> list[CompileEvent]:
         return [event for process in self.processes for event in process.events]
+
+    @property
+    def tunings(self) -> list[TuningRecord]:
+        return [tuning for process in self.processes for tuning in process.tunings]
 
 
 # --- record checks ------------------------------------------------------------------------------
@@ -184,6 +191,33 @@ def _cause(index: int, data: Any) -> Cause:
     if not isinstance(message, str):
         raise InvalidRecord(f"causes[{index}].message is {_words(message)}, expected a string")
     return Cause(values["param"], values["before"], values["after"], advice, message)
+
+
+_TUNING_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "kernel": (lambda v: isinstance(v, str), "a string"),
+    "file": (lambda v: isinstance(v, str), "a string"),
+    "line": (_is_int, "an integer"),
+    "call_site": (lambda v: isinstance(v, str), "a string"),
+    "key": (lambda v: isinstance(v, dict), "an object"),
+    "bucketed_key": (lambda v: isinstance(v, dict), "an object"),
+    "bucket": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), "an object of strings"),
+    "dtypes": (lambda v: isinstance(v, list), "a list"),
+    "configs_timed": (lambda v: _is_int(v) and v >= 0, "a count"),
+    "tuning_s": (lambda v: _is_number(v) and math.isfinite(v) and v >= 0, "a finite number of seconds"),
+    "phase": (lambda v: v in ("warmup", "serving"), '"warmup" or "serving"'),
+    "time": (lambda v: _is_number(v) and math.isfinite(v), "a finite number"),
+    "pid": (_is_int, "an integer"),
+}
+
+
+def tuning_record_from_record(record: dict) -> TuningRecord:
+    """A `"type": "tuning"` NDJSON record as a TuningRecord; InvalidRecord names the first bad field."""
+    if not isinstance(record.get("kernel"), str) or not record.get("kernel"):
+        raise InvalidRecord(f"kernel is {_words(record.get('kernel', None))}, expected a kernel name")
+    for name, (check, expected) in _TUNING_FIELDS.items():
+        if name in record and record[name] is not None and not check(record[name]):
+            raise InvalidRecord(f"{name} is {_words(record[name])}, expected {expected}")
+    return TuningRecord.from_dict(record)
 
 
 def compile_event_from_record(record: dict) -> CompileEvent:
@@ -319,6 +353,8 @@ def _read_one_file(path: str) -> tuple[list[ProcessLog], list[SkippedLine]]:
                 fields = process_fields_from_record(record)
             elif kind == "compile":
                 event = compile_event_from_record(record)
+            elif kind == TUNING_RECORD_TYPE:
+                tuning = tuning_record_from_record(record)
             else:
                 continue  # a record type from a newer jitguard: not ours to judge
         except InvalidRecord as exc:
@@ -342,6 +378,13 @@ def _read_one_file(path: str) -> tuple[list[ProcessLog], list[SkippedLine]]:
                                  triton_version=fields.triton_version, started=fields.time, file=path,
                                  events_not_written=fields.events_not_written or 0)
             processes.append(current)
+            continue
+        if kind == TUNING_RECORD_TYPE:
+            if current is None:
+                current = ProcessLog(host=host, pid=tuning.pid or pid, ppid=None, argv=[], role=None, rank=None,
+                                     triton_version="", started=None, file=path)
+                processes.append(current)
+            current.tunings.append(tuning)
             continue
         if current is None:  # the process record was lost (e.g. a garbled first line)
             current = ProcessLog(host=host, pid=event.pid or pid, ppid=event.ppid, argv=[], role=event.role,

@@ -21,6 +21,7 @@ import os
 from typing import Any
 
 from jitguard.argv_redaction import redact_argv
+from jitguard.autotune_tunings import format_autotune_summary, remedy_lines, summarize_tunings
 from jitguard.event_logs import LogInputError, MergedLogs, ProcessLog, load_logs
 from jitguard.events import CompileEvent
 from jitguard.explain import fix_for_advice, strongest_advice
@@ -146,6 +147,7 @@ def build_report(path: str | os.PathLike | MergedLogs) -> dict[str, Any]:
         for event in process.events:
             grouped.setdefault((event.kernel, event.file), []).append((process, event))
     kernels = [_kernel_entry(name, file, items) for (name, file), items in grouped.items()]
+    _add_autotune(kernels, logs)
     kernels.sort(key=lambda k: (-k["compiles"], -k["compile_ms"], k["name"]))
 
     processes = []
@@ -185,6 +187,20 @@ def build_report(path: str | os.PathLike | MergedLogs) -> dict[str, Any]:
         "kernels": kernels,
         "timeline": _timeline(logs),
     }
+
+
+def _add_autotune(kernels: list[dict[str, Any]], logs: MergedLogs) -> None:
+    """Give each autotuned kernel its `"autotune"` entry (tunings, configs timed, varying key params)."""
+    by_kernel: dict[tuple[str, str], list] = {}
+    for tuning in logs.tunings:
+        by_kernel.setdefault((tuning.kernel, tuning.file), []).append(tuning)
+    for kernel in kernels:
+        tunings = by_kernel.get((kernel["name"], kernel["file"]))
+        if not tunings:
+            continue
+        entry = summarize_tunings(tunings)[kernel["name"]]
+        entry["remedy"] = remedy_lines(kernel["name"], entry)
+        kernel["autotune"] = entry
 
 
 def _timeline(logs: MergedLogs) -> list[dict[str, Any]]:
@@ -294,6 +310,9 @@ def format_text(report: dict[str, Any]) -> str:
             lines.extend(table(["param", "change", "count", "advice"], rows))
         if k["fix"]:
             lines.append(f"  fix: {k['fix']}")
+        if k.get("autotune"):
+            lines.append(f"  {format_autotune_summary(k['name'], k['autotune'])}")
+            lines.extend(f"  remedy: {line}" for line in k["autotune"]["remedy"])
     return "\n".join(lines) + "\n"
 
 
@@ -330,4 +349,7 @@ def format_markdown(report: dict[str, Any]) -> str:
                                             str(c["count"]), md_text(c["advice"] or "-")] for c in k["causes"]])]
         if k["fix"]:
             lines += ["", f"Fix: {md_code(k['fix'])}"]
+        if k.get("autotune"):
+            lines += ["", md_text(format_autotune_summary(k["name"], k["autotune"])) + "."]
+            lines += [f"- remedy: {md_code(line)}" for line in k["autotune"]["remedy"]]
     return "\n".join(lines) + "\n"
