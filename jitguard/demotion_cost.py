@@ -233,6 +233,14 @@ def _cubin_usage(cubin: bytes) -> tuple[int, int] | None:
     return resource_usage(result.stdout) if result.returncode == 0 else None
 
 
+# Launch options that change the generated code; the rest (and the monitor's `passed`) only change the key.
+_CODEGEN_OPTIONS = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "maxnreg")
+
+
+def _codegen_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: options[k] for k in _CODEGEN_OPTIONS if options.get(k) is not None}
+
+
 def _runtime_args(variant: dict[str, Any], names: list[str], demoted: str | None, demotion: str) -> list[str]:
     """The parameters that stay kernel arguments (not constants): how old Triton numbers TTIR args."""
     kept = []
@@ -392,7 +400,7 @@ class DemotionCostChecker:
             with offline(arch=self.arch) as driver:
                 device = driver.get_active_torch_device()
                 args = [_representative(n, variant["params"][n], device) for n in names]
-                compiled = copy.warmup(*args, grid=(1,), **variant["options"])
+                compiled = copy.warmup(*args, grid=(1,), **_codegen_options(variant["options"]))
         except Exception as exc:  # noqa: BLE001 - a failed compile is a verdict, never a crash
             first = (str(exc).strip().splitlines() or [""])[-1]
             return f"{type(exc).__name__}: {first[:200]}"
