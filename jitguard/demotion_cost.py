@@ -179,6 +179,19 @@ def _variant_dict(signature: Any) -> dict[str, Any]:
     return {"params": params, "options": dict(getattr(signature, "options", {}) or {})}
 
 
+def _as_if_specialized(variant: dict[str, Any], param: str) -> dict[str, Any]:
+    """A variant recorded with `param` already demoted ("off"), with the class its observed value
+    would have had: what the existing demotion is judged on."""
+    entry = dict(variant["params"][param])
+    observed = entry.get("observed")
+    if entry.get("kind") == "int" and isinstance(observed, int) and not isinstance(observed, bool):
+        ty, entry["spec"] = _int_class(observed)
+        entry["type"] = entry.get("type") or ty
+    elif entry.get("kind") == "ptr" and isinstance(observed, dict) and isinstance(observed.get("align"), int):
+        entry["spec"] = "aligned16" if observed["align"] == 0 else "unaligned"
+    return {"params": dict(variant["params"], **{param: entry}), "options": variant["options"]}
+
+
 def _describe_variant(variant: dict[str, Any], param: str) -> str:
     spec = variant["params"][param].get("spec")
     return f"{param} {_CLASS_WORDS.get(spec, spec or variant['params'][param].get('kind'))}"
@@ -186,8 +199,9 @@ def _describe_variant(variant: dict[str, Any], param: str) -> str:
 
 # --- compiling (the Triton version differences are marked; the lead moves them into triton_compat) --
 
-def _demoted_copy(jit_fn: Any, param: str | None, demotion: str) -> Any:
-    """A new JITFunction over the same Python function with `param` added to `demotion` (or none).
+def _copy_with(jit_fn: Any, param: str, demotion: str | None) -> Any:
+    """A new JITFunction over the same Python function: `param` specialized (taken out of the
+    kernel's own demotion lists) when `demotion` is None, else added to `demotion`.
 
     Version note (3.2-3.9): `JITFunction(fn, version, do_not_specialize, do_not_specialize_on_alignment,
     debug, noinline, ...)` is the same in all; 3.5+ registers every JITFunction by `module:qualname`,
@@ -195,18 +209,27 @@ def _demoted_copy(jit_fn: Any, param: str | None, demotion: str) -> Any:
     """
     from triton.runtime import jit as triton_jit
 
-    lists = {name: list(getattr(jit_fn, name, None) or []) for name in DEMOTIONS}
-    if param is not None:
-        lists[demotion].append(param)
+    lists = _demotion_lists(jit_fn, param, demotion)
     registry = getattr(triton_jit, "_triton_jit_function_registry", None)
     registry_key = f"{jit_fn.fn.__module__}:{jit_fn.fn.__qualname__}"
     saved = registry.get(registry_key) if registry is not None else None
-    copy = triton_jit.JITFunction(jit_fn.fn, do_not_specialize=lists["do_not_specialize"],
-                                  do_not_specialize_on_alignment=lists["do_not_specialize_on_alignment"],
+    copy = triton_jit.JITFunction(jit_fn.fn, do_not_specialize=list(lists[0]), do_not_specialize_on_alignment=list(lists[1]),
                                   debug=getattr(jit_fn, "debug", None), noinline=getattr(jit_fn, "noinline", None))
     if registry is not None and saved is not None:
         registry[registry_key] = saved
     return copy
+
+
+def _demotion_lists(jit_fn: Any, param: str, demotion: str | None) -> tuple[tuple, tuple]:
+    """(do_not_specialize, do_not_specialize_on_alignment) of the copy `_copy_with` makes."""
+    from jitguard import triton_compat
+
+    index = triton_compat.param_names(jit_fn).index(param)
+    lists = []
+    for name in DEMOTIONS:
+        kept = [v for v in (getattr(jit_fn, name, None) or []) if v not in (param, index)]
+        lists.append(tuple(kept + [param]) if name == demotion else tuple(kept))
+    return lists[0], lists[1]
 
 
 def _cuobjdump_path() -> str | None:
@@ -344,6 +367,9 @@ class DemotionCostChecker:
             return _unknown(f"kernel {triton_compat.kernel_name(jit_fn)} changed since the signature was recorded "
                             f"(missing: {', '.join(missing) or '-'}; gone: {', '.join(gone) or '-'})")
         entry = variant["params"][param]
+        if entry.get("spec") == "off":
+            variant = _as_if_specialized(variant, param)
+            entry = variant["params"][param]
         spec = entry.get("spec")
         if spec not in _CLASSES_REMOVED[demotion]:
             what = _CLASS_WORDS.get(spec) if spec else f"a {entry.get('kind')} (never specialized)"
@@ -355,7 +381,7 @@ class DemotionCostChecker:
         return self._costs[slot]
 
     def _judge(self, jit_fn: Any, param: str, demotion: str, variant: dict[str, Any]) -> DemotionCost:
-        before = self._compiled_facts(jit_fn, None, demotion, variant)
+        before = self._compiled_facts(jit_fn, param, None, variant)
         after = self._compiled_facts(jit_fn, param, demotion, variant)
         for facts, which in ((before, "as it is"), (after, f"with {demotion}")):
             if isinstance(facts, str):
@@ -382,21 +408,21 @@ class DemotionCostChecker:
             return ALTERNATIVE_PAD.format(param=param)
         return ALTERNATIVE_WARMUP
 
-    def _compiled_facts(self, jit_fn: Any, param: str | None, demotion: str,
+    def _compiled_facts(self, jit_fn: Any, param: str, demotion: str | None,
                         variant: dict[str, Any]) -> CodeFacts | str:
-        slot = (id(jit_fn), param, demotion if param else None, json.dumps(variant, sort_keys=True, default=repr))
+        slot = (id(jit_fn), _demotion_lists(jit_fn, param, demotion), json.dumps(variant, sort_keys=True, default=repr))
         if slot not in self._facts:
             self._facts[slot] = self._compile(jit_fn, param, demotion, variant)
         return self._facts[slot]
 
-    def _compile(self, jit_fn: Any, param: str | None, demotion: str, variant: dict[str, Any]) -> CodeFacts | str:
+    def _compile(self, jit_fn: Any, param: str, demotion: str | None, variant: dict[str, Any]) -> CodeFacts | str:
         from jitguard import triton_compat
         from jitguard.offline_backend import offline
         from jitguard.warmup import _representative
 
         names = triton_compat.param_names(jit_fn)
         try:
-            copy = _demoted_copy(jit_fn, param, demotion)
+            copy = _copy_with(jit_fn, param, demotion)
             with offline(arch=self.arch) as driver:
                 device = driver.get_active_torch_device()
                 args = [_representative(n, variant["params"][n], device) for n in names]
@@ -407,7 +433,7 @@ class DemotionCostChecker:
         asm = getattr(compiled, "asm", None) or {}
         if "ptx" not in asm:
             return "the compiler produced no PTX (is a jitguard.offline(compile=False) context open?)"
-        arg_names = _runtime_args(variant, names, param, demotion)
+        arg_names = _runtime_args(variant, names, param if demotion else None, demotion or "")
         facts = code_facts(asm.get("ttir", ""), asm["ptx"], arg_names, _cubin_usage(asm.get("cubin", b"")))
         return facts.with_uses({n: param_uses(asm.get("ttir", ""), n, arg_names) for n in arg_names})
 

@@ -153,13 +153,13 @@ def test_same_pair_compiles_once(monkeypatch):
     compiles = []
     real = DemotionCostChecker._compile
     monkeypatch.setattr(DemotionCostChecker, "_compile",
-                        lambda self, *a: compiles.append((a[1], a[2] if a[1] else None)) or real(self, *a))
+                        lambda self, *a: compiles.append((a[1], a[2])) or real(self, *a))
     first = checker.cost(mask_bound_kernel, "n_elements", "do_not_specialize", [_variant("div16")])
     again = checker.cost(mask_bound_kernel, "n_elements", "do_not_specialize", [_variant("div16")])
     other = checker.cost(mask_bound_kernel, "x_ptr", "do_not_specialize", [_variant("div16")])
     assert first == again and first.verdict == other.verdict == "costly"
     assert len(compiles) == len(set(compiles))  # the kernel as it is: compiled once for both params
-    assert (None, None) in compiles and ("x_ptr", "do_not_specialize") in compiles
+    assert ("n_elements", "do_not_specialize") in compiles and ("x_ptr", "do_not_specialize") in compiles
 
 
 def test_recorded_compile_events_are_signatures():
@@ -199,3 +199,20 @@ def test_unknown_names_the_problem_in_one_line(checker, kernel, param, demotion,
     assert cost.verdict == "unknown"
     assert words in cost.detail
     assert "\n" not in cost.detail
+
+
+@triton.jit(do_not_specialize=["n_elements"])
+def demoted_mask_bound_kernel(x_ptr, y_ptr, n_elements, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+
+def test_an_existing_demotion_is_judged_on_the_recorded_value():
+    """Recorded while demoted ("off"): judged on the class 4096 would have had (% 16 == 0)."""
+    with jitguard.offline(compile=False), jitguard.watch() as rec:
+        demoted_mask_bound_kernel[(1,)](X, Y, 4096, BLOCK=1024)
+    events = [e for e in rec.events if e.kernel == "demoted_mask_bound_kernel"]
+    assert events and events[0].params["n_elements"].spec == "off"
+    cost = demotion_cost(demoted_mask_bound_kernel, "n_elements", signature=events)
+    assert cost.verdict == "costly" and "n_elements % 16 == 0" in cost.detail
