@@ -38,6 +38,9 @@ from typing import Any, Mapping
 from jitguard.ptx_facts import CodeFacts, code_facts, compare_facts, param_uses
 
 DEMOTIONS = ("do_not_specialize", "do_not_specialize_on_alignment")
+COST_PROBE_ATTRIBUTE = "_jitguard_cost_probe"
+"""Set (True) on the JITFunction copies this module compiles: Triton's JIT hooks see them (as manual
+warm-ups on the offline device), and a monitor can skip them by this attribute."""
 VERDICTS = ("free", "costly", "unknown")
 
 # Which specialization classes each demotion takes away (see FACTS.md section 1).
@@ -217,6 +220,7 @@ def _copy_with(jit_fn: Any, param: str, demotion: str | None) -> Any:
                                   debug=getattr(jit_fn, "debug", None), noinline=getattr(jit_fn, "noinline", None))
     if registry is not None and saved is not None:
         registry[registry_key] = saved
+    setattr(copy, COST_PROBE_ATTRIBUTE, True)
     return copy
 
 
@@ -458,3 +462,49 @@ def costs_for_report(report: Mapping[str, Any], arch: int = 90,
                 costs[(entry.get("name", "?"), param)] = checker.cost_for_report_kernel(entry, param, demotion)
     return costs
 
+
+
+# --- in a child process (for callers that must not swap their own process's driver) ----------------
+
+def cost_in_subprocess(kernel: str, param: str, demotion: str = "do_not_specialize", signature: Any = None,
+                       arch: int = 90, timeout: float = 300.0) -> DemotionCost:
+    """`demotion_cost` for kernel "module:qualname", computed in a fresh Python process.
+
+    The caller's process keeps its driver, caches and hooks untouched. Never raises: a child that
+    fails or runs past `timeout` seconds gives an unknown verdict saying so.
+    """
+    import subprocess
+    import sys
+
+    items = signature if isinstance(signature, (list, tuple)) else [signature] if signature is not None else []
+    request = {"kernel": kernel, "param": param, "demotion": demotion, "arch": arch,
+               "signature": [_variant_dict(item) for item in items]}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    try:
+        done = subprocess.run([sys.executable, "-m", "jitguard.demotion_cost"], input=json.dumps(request, default=repr),
+                              capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return _unknown(f"the cost check of {kernel}.{param} ran past {timeout:.0f} s")
+    except OSError as exc:
+        return _unknown(f"the cost check of {kernel}.{param} could not start: {exc}")
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return _unknown(f"the cost check of {kernel}.{param} failed (exit {done.returncode}): {last[:200]}")
+    data = json.loads(lines[-1])
+    return DemotionCost(data.get("verdict", "unknown"), data.get("detail", ""), data.get("alternative"))
+
+
+def _main() -> int:
+    """`python -m jitguard.demotion_cost` < request JSON: prints the verdict as one JSON line."""
+    import sys
+
+    request = json.loads(sys.stdin.read())
+    cost = demotion_cost(request["kernel"], request["param"], request.get("demotion", "do_not_specialize"),
+                         request.get("signature"), request.get("arch", 90))
+    print(json.dumps(cost.to_json()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

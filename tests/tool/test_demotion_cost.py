@@ -216,3 +216,16 @@ def test_an_existing_demotion_is_judged_on_the_recorded_value():
     assert events and events[0].params["n_elements"].spec == "off"
     cost = demotion_cost(demoted_mask_bound_kernel, "n_elements", signature=events)
     assert cost.verdict == "costly" and "n_elements % 16 == 0" in cost.detail
+
+
+def test_in_a_child_process_the_callers_driver_is_untouched():
+    """A process that launches GPU work asks a child; its own active driver never changes."""
+    from jitguard import triton_compat
+    from jitguard.demotion_cost import COST_PROBE_ATTRIBUTE, _copy_with, cost_in_subprocess
+
+    driver_before = triton_compat.get_active_driver_raw()
+    cost = cost_in_subprocess(f"{__name__}:mask_bound_kernel", "n_elements", "do_not_specialize", [_variant("div16")])
+    assert cost.verdict == "costly" and "128-bit loads become 32-bit" in cost.detail
+    assert cost.alternative == dc.ALTERNATIVE_WARMUP
+    assert triton_compat.get_active_driver_raw() is driver_before
+    assert getattr(_copy_with(mask_bound_kernel, "n_elements", None), COST_PROBE_ATTRIBUTE) is True
