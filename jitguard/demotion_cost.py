@@ -12,15 +12,18 @@ tensor-core and TMA use, instruction count, registers and spills (see `jitguard.
     >>> cost = checker.cost("mypkg.ops:add_kernel", "n_elements", "do_not_specialize",
     ...                     signature=report_kernel["variant_list"])
     >>> cost.verdict, cost.detail
-    ('costly', '2 of 2 128-bit loads become 32-bit (2 -> 8 loads); ... (n_elements % 16 == 0)')
+    ('costly', '2 of 2 128-bit loads become 32-bit (2 -> 8 loads); 2 of 2 128-bit stores become 32-bit
+    (2 -> 8 stores) for n_elements % 16 == 0')
     >>> cost.alternative
-    'keep the specialization: warm up its classes (== 1, % 16 == 0, other) ...'
+    'keep the specialization and cover its classes (== 1, % 16 == 0, other) in the warm-up plan: ...'
 
 Verdicts: `free` (no difference that matters), `costly` (a one-line price), `unknown` (both could
-not be compiled; the detail says why). Compiling takes 0.1-0.5 s per variant for small kernels and
-swaps Triton's active driver for the duration (and fires Triton's JIT hooks): call it from the
-report, `fix` or `scan`, never from a serving process's request path. Kernels are imported by
-module name; a script's kernels (`__main__`) are never executed to find them.
+not be compiled; the detail says why). Compiling takes 0.1-0.5 s per variant for small kernels,
+and it swaps Triton's active driver process-wide for the duration and fires Triton's JIT hooks on
+the copies it compiles (marked with `COST_PROBE_ATTRIBUTE`). So call it from the report, `fix` or
+`scan`; a process that launches GPU work (a test session, a server) uses `cost_in_subprocess`;
+never a request path. Kernels are imported by module name; a script's kernels (`__main__`) are
+never executed to find them.
 """
 
 from __future__ import annotations
@@ -313,7 +316,10 @@ class DemotionCostChecker:
         variants = self._variants_to_check(signature, param)
         if isinstance(variants, str):
             return _unknown(variants)
-        verdicts = [self._cost_of_variant(jit_fn, param, demotion, v) for v in variants]
+        try:
+            verdicts = [self._cost_of_variant(jit_fn, param, demotion, v) for v in variants]
+        except Exception as exc:  # noqa: BLE001 - a report must get a verdict, never a traceback
+            return _unknown(f"the cost check of {param} failed: {type(exc).__name__}: {exc}"[:240])
         for wanted in ("costly", "unknown"):
             chosen = [c for c in verdicts if c.verdict == wanted]
             if chosen:
@@ -385,11 +391,14 @@ class DemotionCostChecker:
         return self._costs[slot]
 
     def _judge(self, jit_fn: Any, param: str, demotion: str, variant: dict[str, Any]) -> DemotionCost:
+        from jitguard import triton_compat
+
         before = self._compiled_facts(jit_fn, param, None, variant)
         after = self._compiled_facts(jit_fn, param, demotion, variant)
-        for facts, which in ((before, "as it is"), (after, f"with {demotion}")):
+        name = triton_compat.kernel_name(jit_fn)
+        for facts, which in ((before, f"with {param} specialized"), (after, f"with {demotion}=[{param!r}]")):
             if isinstance(facts, str):
-                return _unknown(f"could not compile {param}'s kernel {which}: {facts}")
+                return _unknown(f"could not compile {name} {which}: {facts}")
         assert isinstance(before, CodeFacts) and isinstance(after, CodeFacts)
         prices, notes = compare_facts(before, after)
         where = f"for {_describe_variant(variant, param)}"
