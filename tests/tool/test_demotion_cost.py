@@ -229,3 +229,11 @@ def test_in_a_child_process_the_callers_driver_is_untouched():
     assert cost.alternative == dc.ALTERNATIVE_WARMUP
     assert triton_compat.get_active_driver_raw() is driver_before
     assert getattr(_copy_with(mask_bound_kernel, "n_elements", None), COST_PROBE_ATTRIBUTE) is True
+
+
+def test_costs_for_report_judges_only_demotion_advice(checker):
+    entry = _report_entry([_variant("div16")])
+    entry["params"]["BLOCK"] = {"advice": "constexpr_values", "specs_seen": [], "recompiles_caused": 1}
+    costs = dc.costs_for_report({"kernels": [entry]}, checker=checker)
+    assert list(costs) == [("mask_bound_kernel", "n_elements")]
+    assert costs[("mask_bound_kernel", "n_elements")].to_json()["verdict"] == "costly"
