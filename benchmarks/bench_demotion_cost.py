@@ -1,0 +1,279 @@
+"""Does jitguard's demotion verdict predict the slowdown? Real PyPI kernels, specialized vs demoted.
+
+For each case: a kernel of a PyPI kernel library (imported at run time, never copied), the
+parameter a `do_not_specialize` fix would demote, and the library's own Python entry point at a
+realistic size. The script
+
+1. records the signature the entry point compiles (jitguard's offline backend, keys only, CPU
+   tensors) and asks `jitguard.demotion_cost` for the verdict (sm_90 offline compiles);
+2. on a GPU: captures the entry point in a CUDA graph twice, once as shipped and once with the
+   module's kernel replaced by a copy with the parameter demoted, and replays the two graphs
+   alternately (ROUNDS rounds of REPLAYS replays, median per side).
+
+Prints and writes (`--out`, default $OUT/demotion_cost.md or ./demotion_cost.md) one markdown
+table. Without a GPU only the verdict columns are filled.
+
+    python benchmarks/bench_demotion_cost.py --out $OUT/demotion_cost.md
+
+Needs liger-kernel==0.8.5 and fla-core==0.6.0 (+ einops) beside torch and Triton. A case whose library or entry point fails is a
+row saying why, never a crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import io
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import torch
+
+import jitguard
+from jitguard import triton_compat
+from jitguard.demotion_cost import DemotionCostChecker, _copy_with
+
+ROUNDS = 7
+REPLAYS = 50
+CALLS_PER_GRAPH = 20
+# A costly verdict is borne out when the demoted side is this much slower; free when within NOISE.
+SLOWER = 1.05
+NOISE = 0.03
+
+
+@dataclass
+class Case:
+    library: str
+    module: str  # where the entry point looks the kernel up (a module global, swapped for timing)
+    kernel: str
+    param: str
+    shape: str
+    make: Callable[[str], Callable[[], Any]]  # device -> a no-argument call of the entry point
+
+
+def _bf16(*shape: int, device: str) -> torch.Tensor:
+    return torch.randn(*shape, device=device).to(torch.bfloat16)
+
+
+def _layer_norm(rows: int, cols: int) -> Callable[[str], Callable[[], Any]]:
+    def make(device: str) -> Callable[[], Any]:
+        from liger_kernel.ops.layer_norm import layer_norm_forward
+        x, w, b = _bf16(rows, cols, device=device), _bf16(cols, device=device), _bf16(cols, device=device)
+        return lambda: layer_norm_forward(x, w, b, 1e-6)
+    return make
+
+
+def _rms_norm(rows: int, cols: int) -> Callable[[str], Callable[[], Any]]:
+    def make(device: str) -> Callable[[], Any]:
+        from liger_kernel.ops.rms_norm import rms_norm_forward
+        x, w = _bf16(rows, cols, device=device), _bf16(cols, device=device)
+        return lambda: rms_norm_forward(x, w, 1e-6, 0.0, "llama", True)
+    return make
+
+
+def _gated(entry: str, rows: int, cols: int) -> Callable[[str], Callable[[], Any]]:
+    def make(device: str) -> Callable[[], Any]:
+        module, _, name = entry.rpartition(".")
+        forward = getattr(importlib.import_module(module), name)
+        a, b = _bf16(rows, cols, device=device), _bf16(rows, cols, device=device)
+        return lambda: forward(a, b)
+    return make
+
+
+def _softmax(rows: int, cols: int) -> Callable[[str], Callable[[], Any]]:
+    def make(device: str) -> Callable[[], Any]:
+        from liger_kernel.ops.softmax import _softmax_forward
+        x = _bf16(rows, cols, device=device)
+        return lambda: _softmax_forward(x)
+    return make
+
+
+def _rope(seq: int, q_heads: int, kv_heads: int, head_dim: int) -> Callable[[str], Callable[[], Any]]:
+    def make(device: str) -> Callable[[], Any]:
+        from liger_kernel.ops.rope import rope_forward
+        q, k = _bf16(1, q_heads, seq, head_dim, device=device), _bf16(1, kv_heads, seq, head_dim, device=device)
+        cos, sin = _bf16(1, seq, head_dim, device=device), _bf16(1, seq, head_dim, device=device)
+        return lambda: rope_forward(q, k, cos, sin)
+    return make
+
+
+def _l2norm(tokens: int, dim: int) -> Callable[[str], Callable[[], Any]]:
+    def make(device: str) -> Callable[[], Any]:
+        from fla.modules.norm.l2norm import l2norm_fwd
+        x = _bf16(tokens, dim, device=device)
+        return lambda: l2norm_fwd(x)
+    return make
+
+
+CASES = [
+    Case("liger-kernel", "liger_kernel.ops.layer_norm", "_layer_norm_forward_kernel", "n_cols", "4096x4096 bf16",
+         _layer_norm(4096, 4096)),
+    Case("liger-kernel", "liger_kernel.ops.layer_norm", "_layer_norm_forward_kernel", "X_row_stride",
+         "4096x4096 bf16", _layer_norm(4096, 4096)),
+    Case("liger-kernel", "liger_kernel.ops.rms_norm", "_rms_norm_forward_kernel", "n_cols", "4096x4096 bf16",
+         _rms_norm(4096, 4096)),
+    Case("liger-kernel", "liger_kernel.ops.layer_norm", "_layer_norm_forward_kernel", "Mean_row_stride",
+         "4096x4096 bf16", _layer_norm(4096, 4096)),
+    Case("liger-kernel", "liger_kernel.ops.rms_norm", "_rms_norm_forward_kernel", "X_row_stride",
+         "4096x4096 bf16", _rms_norm(4096, 4096)),
+    Case("liger-kernel", "liger_kernel.ops.rms_norm", "_rms_norm_forward_kernel", "RSTD_row_stride",
+         "4096x4096 bf16", _rms_norm(4096, 4096)),
+    Case("liger-kernel", "liger_kernel.ops.swiglu", "_swiglu_forward_kernel", "stride", "4096x14336 bf16",
+         _gated("liger_kernel.ops.swiglu.swiglu_forward", 4096, 14336)),
+    Case("liger-kernel", "liger_kernel.ops.geglu", "_geglu_tanh_forward_kernel", "stride", "4096x14336 bf16",
+         _gated("liger_kernel.ops.geglu.geglu_forward", 4096, 14336)),
+    Case("liger-kernel", "liger_kernel.ops.softmax", "_softmax_single_block_forward_kernel", "n_cols",
+         "8192x4096 bf16", _softmax(8192, 4096)),
+    Case("liger-kernel", "liger_kernel.ops.softmax", "_softmax_single_block_forward_kernel", "X_row_stride",
+         "8192x4096 bf16", _softmax(8192, 4096)),
+    Case("liger-kernel", "liger_kernel.ops.rope", "_triton_rope", "sl", "q 32x4096x128, k 8 heads, bf16",
+         _rope(4096, 32, 8, 128)),
+    Case("liger-kernel", "liger_kernel.ops.rope", "_triton_rope", "q_row_stride", "q 32x4096x128, k 8 heads, bf16",
+         _rope(4096, 32, 8, 128)),
+    # fla ships l2norm_fwd_kernel with do_not_specialize=["T"]: the shipped demotion, judged and timed.
+    Case("fla-core", "fla.modules.norm.l2norm", "l2norm_fwd_kernel", "T", "131072x128 bf16", _l2norm(131072, 128)),
+    Case("fla-core", "fla.modules.norm.l2norm", "l2norm_fwd_kernel_row", "D", "16384x4096 bf16",
+         _l2norm(16384, 4096)),
+]
+
+
+def _recorded_signature(case: Case) -> list:
+    """The compile events of `case.kernel` when the entry point runs on CPU tensors, keys only."""
+    call = case.make("cpu")
+    # The monitor logs each autotune config it sees: not this table's business.
+    with contextlib.redirect_stderr(io.StringIO()), jitguard.offline(compile=False), jitguard.watch() as rec:
+        call()
+    return [e for e in rec.events if e.kernel == case.kernel]
+
+
+def _graph_of(call: Callable[[], Any]) -> Any:
+    call()  # compile outside the capture
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        call()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(CALLS_PER_GRAPH):
+            call()
+    torch.cuda.synchronize()
+    return graph
+
+
+def _replay_us(graph: Any) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    graph.replay()
+    start.record()
+    for _ in range(REPLAYS):
+        graph.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1000.0 / (REPLAYS * CALLS_PER_GRAPH)
+
+
+@contextlib.contextmanager
+def _kernel_swapped(module: Any, name: str, jit_fn: Any) -> Iterator[None]:
+    """Run the module's entry point with `jit_fn` in place of its kernel (under any autotune wrapper)."""
+    holder, attr = module, name
+    wrapper = getattr(module, name)
+    while not isinstance(getattr(holder, attr), type(jit_fn)):
+        holder, attr = getattr(holder, attr), "fn"
+    shipped = getattr(holder, attr)
+    setattr(holder, attr, jit_fn)
+    try:
+        yield
+    finally:
+        setattr(holder, attr, shipped)
+    assert getattr(module, name) is wrapper
+
+
+def _time_case(case: Case) -> tuple[float, float]:
+    """(specialized us, demoted us) per call: two graphs, replayed alternately, median of ROUNDS.
+
+    Both sides are copies of the shipped kernel: `param` specialized, and `param` demoted (so a
+    kernel that ships the demotion is timed against its specialized self).
+    """
+    module = importlib.import_module(case.module)
+    jit_fn = triton_compat.unwrap_jit_function(getattr(module, case.kernel))
+    call = case.make("cuda")
+    graphs = {}
+    for side, demotion in (("spec", None), ("demoted", "do_not_specialize")):
+        with _kernel_swapped(module, case.kernel, _copy_with(jit_fn, case.param, demotion)):
+            graphs[side] = _graph_of(call)
+    times: dict[str, list[float]] = {"spec": [], "demoted": []}
+    for _ in range(ROUNDS):
+        for side in ("spec", "demoted"):
+            times[side].append(_replay_us(graphs[side]))
+    return statistics.median(times["spec"]), statistics.median(times["demoted"])
+
+
+def _agreement(verdict: str, ratio: float | None) -> str:
+    if ratio is None:
+        return "-"
+    if verdict == "costly":
+        return "yes" if ratio >= SLOWER else "NO (not measurably slower)"
+    if verdict == "free":
+        return "yes" if abs(ratio - 1) <= NOISE else f"NO ({ratio:.2f}x)"
+    return "-"
+
+
+def run(out: str) -> int:
+    gpu = torch.cuda.is_available()
+    checker = DemotionCostChecker(arch=90)
+    header = ["library", "kernel", "demoted", "shape", "jitguard verdict", "price / reason",
+              "specialized us", "demoted us", "demoted/specialized", "verdict borne out"]
+    rows = []
+    for case in CASES:
+        started = time.perf_counter()
+        try:
+            events = _recorded_signature(case)
+            cost = checker.cost(f"{case.module}:{case.kernel}", case.param, "do_not_specialize", events)
+        except Exception as exc:  # noqa: BLE001 - one failing library must not stop the table
+            cost = None
+            reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:160]
+        verdict = cost.verdict if cost else "error"
+        detail = cost.detail if cost else reason
+        spec_us = demoted_us = ratio = None
+        if gpu and cost is not None:
+            try:
+                spec_us, demoted_us = _time_case(case)
+                ratio = demoted_us / spec_us
+            except Exception as exc:  # noqa: BLE001
+                detail += f"; timing failed: {type(exc).__name__}: {exc}"[:160]
+        rows.append([case.library, case.kernel, case.param, case.shape, verdict, detail.replace("|", "/"),
+                     f"{spec_us:.1f}" if spec_us else "-", f"{demoted_us:.1f}" if demoted_us else "-",
+                     f"{ratio:.2f}x" if ratio else "-", _agreement(verdict, ratio)])
+        print(f"{case.kernel}.{case.param}: {verdict} ({time.perf_counter() - started:.1f} s): {detail}"
+              + (f" | {spec_us:.1f} -> {demoted_us:.1f} us ({ratio:.2f}x)" if ratio else ""), flush=True)
+    import triton
+    device = torch.cuda.get_device_name() if gpu else "no GPU (verdicts only)"
+    lines = [f"# Demotion cost: jitguard's verdict vs measured time ({device})", "",
+             f"torch {torch.__version__}, Triton {triton.__version__}; verdicts from offline sm_90 compiles; "
+             f"timings: CUDA graphs of {CALLS_PER_GRAPH} calls, {ROUNDS} alternating rounds of {REPLAYS} replays, "
+             "median per side. Borne out: costly >= "
+             f"{SLOWER:.2f}x slower, free within {NOISE:.0%}.", "",
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "demotion_cost.md"))
+    return run(parser.parse_args(argv).out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

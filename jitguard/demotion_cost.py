@@ -1,0 +1,519 @@
+"""What a demotion costs: compile a kernel with and without it and compare the generated code.
+
+Triton specializes an int on `== 1` and `% 16 == 0` and a pointer on 16-byte alignment because the
+code can use it: an int divisible by 16 that bounds a mask over contiguous offsets lets the compiler
+emit 128-bit loads and stores. `do_not_specialize` removes the variants and the hint with them. This
+module compiles the kernel offline (sm_90 by default, the real compiler, `jitguard.offline()`) for a
+recorded variant, once as it is and once with the demotion, and compares global load/store widths,
+tensor-core and TMA use, instruction count, registers and spills (see `jitguard.ptx_facts`).
+
+    >>> from jitguard.demotion_cost import DemotionCostChecker            # doctest: +SKIP
+    >>> checker = DemotionCostChecker()                                      # one per report: it caches
+    >>> cost = checker.cost("mypkg.ops:add_kernel", "n_elements", "do_not_specialize",
+    ...                     signature=report_kernel["variant_list"])
+    >>> cost.verdict, cost.detail
+    ('costly', '2 of 2 128-bit loads become 32-bit (2 -> 8 loads); 2 of 2 128-bit stores become 32-bit
+    (2 -> 8 stores) for n_elements % 16 == 0')
+    >>> cost.alternative
+    'keep the specialization and cover its classes (== 1, % 16 == 0, other) in the warm-up plan: ...'
+
+Verdicts: `free` (no difference that matters), `costly` (a one-line price), `unknown` (both could
+not be compiled; the detail says why). Compiling takes 0.1-0.5 s per variant for small kernels,
+and it swaps Triton's active driver process-wide for the duration and fires Triton's JIT hooks on
+the copies it compiles (marked with `COST_PROBE_ATTRIBUTE`). So call it from the report, `fix` or
+`scan`; a process that launches GPU work (a test session, a server) uses `cost_in_subprocess`;
+never a request path. Kernels are imported by module name; a script's kernels (`__main__`) are
+never executed to find them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from jitguard.ptx_facts import CodeFacts, code_facts, compare_facts, param_uses
+
+DEMOTIONS = ("do_not_specialize", "do_not_specialize_on_alignment")
+COST_PROBE_ATTRIBUTE = "_jitguard_cost_probe"
+"""Set (True) on the JITFunction copies this module compiles: Triton's JIT hooks see them (as manual
+warm-ups on the offline device), and a monitor can skip them by this attribute."""
+VERDICTS = ("free", "costly", "unknown")
+
+# Which specialization classes each demotion takes away (see FACTS.md section 1).
+_CLASSES_REMOVED = {
+    "do_not_specialize": {"one", "div16", "aligned16"},
+    "do_not_specialize_on_alignment": {"div16", "aligned16"},
+}
+_CLASS_WORDS = {"one": "== 1", "div16": "% 16 == 0", "aligned16": "16-byte aligned", "plain": "other",
+                "unaligned": "unaligned", "off": "not specialized"}
+
+ALTERNATIVE_ON_ALIGNMENT = ("do_not_specialize_on_alignment: it keeps the `== 1` variant whose code the full "
+                            "demotion slows, and still merges `% 16 == 0` with other (2 variants, not 3)")
+ALTERNATIVE_PAD = ("pad {param} to a multiple of 16 at the call site (e.g. allocate rows with a padded pitch): "
+                   "it is used in addressing, and with every value % 16 == 0 one variant keeps the wide accesses")
+ALTERNATIVE_ALIGNED_POINTER = ("keep the alignment specialization: a pointer has 2 classes (16-byte aligned or "
+                               "not); cover both in the warm-up plan, or have the caller pass aligned buffers")
+ALTERNATIVE_WARMUP = ("keep the specialization and cover its classes (== 1, % 16 == 0, other) in the warm-up "
+                      "plan: at most 3 variants, compiled before serving, and the fast code stays")
+
+
+@dataclass(frozen=True)
+class DemotionCost:
+    """The verdict on one demotion of one parameter.
+
+    `detail` is one line: the price when costly, the reason when unknown. `alternative` (costly only)
+    is one line: what to do instead and why. `facts_before` / `facts_after` are the compared code
+    facts of the variant that decided the verdict (None when nothing was compiled).
+    """
+
+    verdict: str
+    detail: str
+    alternative: str | None = None
+    facts_before: CodeFacts | None = None
+    facts_after: CodeFacts | None = None
+
+    def to_json(self) -> dict[str, str]:
+        """The report JSON's `kernels[].params[NAME].cost`: {"verdict", "detail"} (+ "alternative")."""
+        data = {"verdict": self.verdict, "detail": self.detail}
+        if self.alternative:
+            data["alternative"] = self.alternative
+        return data
+
+
+def _unknown(detail: str) -> DemotionCost:
+    return DemotionCost("unknown", detail)
+
+
+# --- finding the kernel (import by module name only) ----------------------------------------------
+
+def kernel_by_name(module: str, name: str) -> Any:
+    """The JITFunction `name` (a qualname, `a.b` allowed) of module `module`, imported by name.
+
+    Raises LookupError with one line naming the kernel and module. A kernel of a script run as
+    `__main__` is not looked for: that would run the script.
+    """
+    from jitguard import triton_compat
+
+    if not module or module == "__main__":
+        raise LookupError(f"kernel {name!r} is defined in a script run as __main__: jitguard imports kernels "
+                          "by module name and never runs scripts")
+    try:
+        target: Any = importlib.import_module(module)
+    except Exception as exc:  # noqa: BLE001 - any import failure is the one-line reason
+        raise LookupError(f"kernel {name!r}: import {module}: {type(exc).__name__}: {exc}") from None
+    for part in name.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise LookupError(f"kernel {name!r}: module {module} has no attribute {part!r}")
+    jit_fn = triton_compat.unwrap_jit_function(target)
+    if jit_fn is None:
+        raise LookupError(f"kernel {name!r}: {module}.{name} is not a Triton kernel")
+    return jit_fn
+
+
+def _resolve(kernel: Any) -> Any:
+    from jitguard import triton_compat
+
+    if isinstance(kernel, str):
+        module, _, name = kernel.partition(":")
+        return kernel_by_name(module, name)
+    jit_fn = triton_compat.unwrap_jit_function(kernel)
+    if jit_fn is None:
+        raise LookupError(f"{kernel!r} is not a Triton kernel")
+    return jit_fn
+
+
+# --- signatures ------------------------------------------------------------------------------------
+
+def _int_class(value: int) -> tuple[str, str]:
+    kind = "i32" if -2**31 <= value < 2**31 else "i64" if -2**63 <= value < 2**63 else "u64"
+    spec = "one" if value == 1 else "div16" if value % 16 == 0 else "plain"
+    return kind, spec
+
+
+def signature_from_call(kernel: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """The variant a call `kernel[grid](*args, **kwargs)` would compile, as the report records it.
+
+    For tests, benchmarks and `scan`: {"params": {name: {"kind", "type", "spec", "value"}},
+    "options": {num_warps, num_stages, ...}}. Tensors need only `.dtype` and `.data_ptr()`.
+    """
+    from jitguard.warmup import _TORCH_DTYPE_NAMES
+
+    jit_fn = _resolve(kernel)
+    option_names = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "maxnreg")
+    options = {k: kwargs.pop(k) for k in option_names if k in kwargs}
+    bound = inspect.signature(jit_fn.fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    triton_names = {torch_name: short for short, torch_name in _TORCH_DTYPE_NAMES.items()}
+    triton_names["bool"] = "i1"
+    params: dict[str, Any] = {}
+    for param in jit_fn.params:
+        value = bound.arguments[param.name]
+        if param.is_constexpr:
+            params[param.name] = {"kind": "constexpr", "type": "constexpr", "spec": None, "value": value}
+        elif value is None:
+            params[param.name] = {"kind": "none", "type": "constexpr", "spec": None}
+        elif isinstance(value, bool):
+            params[param.name] = {"kind": "bool", "type": "u1", "spec": None}
+        elif isinstance(value, int):
+            ty, spec = _int_class(value)
+            params[param.name] = {"kind": "int", "type": ty, "spec": spec}
+        elif isinstance(value, float):
+            params[param.name] = {"kind": "float", "type": "fp32", "spec": None}
+        elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):
+            dtype = str(value.dtype).replace("torch.", "")
+            params[param.name] = {"kind": "ptr", "type": "*" + triton_names.get(dtype, dtype), "spec":
+                                  "aligned16" if value.data_ptr() % 16 == 0 else "unaligned", "dtype": dtype}
+        else:
+            params[param.name] = {"kind": type(value).__name__, "type": None, "spec": None}
+    return {"params": params, "options": options}
+
+
+def _variant_dict(signature: Any) -> dict[str, Any]:
+    """A report `variant_list` entry, a plan variant, a `signature_from_call` dict, or a CompileEvent."""
+    if isinstance(signature, Mapping):
+        params = {n: (p.to_dict() if hasattr(p, "to_dict") else dict(p)) for n, p in (signature.get("params") or {}).items()}
+        return {"params": params, "options": dict(signature.get("options") or {})}
+    params = {n: p.to_dict() for n, p in getattr(signature, "params", {}).items()}
+    return {"params": params, "options": dict(getattr(signature, "options", {}) or {})}
+
+
+def _as_if_specialized(variant: dict[str, Any], param: str) -> dict[str, Any]:
+    """A variant recorded with `param` already demoted ("off"), with the class its observed value
+    would have had: what the existing demotion is judged on."""
+    entry = dict(variant["params"][param])
+    observed = entry.get("observed")
+    if entry.get("kind") == "int" and isinstance(observed, int) and not isinstance(observed, bool):
+        ty, entry["spec"] = _int_class(observed)
+        entry["type"] = entry.get("type") or ty
+    elif entry.get("kind") == "ptr" and isinstance(observed, dict) and isinstance(observed.get("align"), int):
+        entry["spec"] = "aligned16" if observed["align"] == 0 else "unaligned"
+    return {"params": dict(variant["params"], **{param: entry}), "options": variant["options"]}
+
+
+def _describe_variant(variant: dict[str, Any], param: str) -> str:
+    spec = variant["params"][param].get("spec")
+    return f"{param} {_CLASS_WORDS.get(spec, spec or variant['params'][param].get('kind'))}"
+
+
+# --- compiling (the Triton version differences are marked; the lead moves them into triton_compat) --
+
+def _copy_with(jit_fn: Any, param: str, demotion: str | None) -> Any:
+    """A new JITFunction over the same Python function: `param` specialized (taken out of the
+    kernel's own demotion lists) when `demotion` is None, else added to `demotion`.
+
+    Version note (3.2-3.9): `JITFunction(fn, version, do_not_specialize, do_not_specialize_on_alignment,
+    debug, noinline, ...)` is the same in all; 3.5+ registers every JITFunction by `module:qualname`,
+    so the original's registry entry is put back.
+    """
+    from triton.runtime import jit as triton_jit
+
+    lists = _demotion_lists(jit_fn, param, demotion)
+    registry = getattr(triton_jit, "_triton_jit_function_registry", None)
+    registry_key = f"{jit_fn.fn.__module__}:{jit_fn.fn.__qualname__}"
+    saved = registry.get(registry_key) if registry is not None else None
+    copy = triton_jit.JITFunction(jit_fn.fn, do_not_specialize=list(lists[0]), do_not_specialize_on_alignment=list(lists[1]),
+                                  debug=getattr(jit_fn, "debug", None), noinline=getattr(jit_fn, "noinline", None))
+    if registry is not None and saved is not None:
+        registry[registry_key] = saved
+    setattr(copy, COST_PROBE_ATTRIBUTE, True)
+    return copy
+
+
+def _demotion_lists(jit_fn: Any, param: str, demotion: str | None) -> tuple[tuple, tuple]:
+    """(do_not_specialize, do_not_specialize_on_alignment) of the copy `_copy_with` makes."""
+    from jitguard import triton_compat
+
+    index = triton_compat.param_names(jit_fn).index(param)
+    lists = []
+    for name in DEMOTIONS:
+        kept = [v for v in (getattr(jit_fn, name, None) or []) if v not in (param, index)]
+        lists.append(tuple(kept + [param]) if name == demotion else tuple(kept))
+    return lists[0], lists[1]
+
+
+def _cuobjdump_path() -> str | None:
+    import triton
+
+    bundled = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    return bundled if os.access(bundled, os.X_OK) else shutil.which("cuobjdump")
+
+
+def _cubin_usage(cubin: bytes) -> tuple[int, int] | None:
+    """(registers, local bytes) from `cuobjdump -res-usage`; None when it is missing or fails."""
+    from jitguard.ptx_facts import resource_usage
+
+    tool = _cuobjdump_path()
+    if tool is None or not cubin:
+        return None
+    try:
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
+            handle.write(cubin)
+            handle.flush()
+            result = subprocess.run([tool, "-res-usage", handle.name], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return resource_usage(result.stdout) if result.returncode == 0 else None
+
+
+# Launch options that change the generated code; the rest (and the monitor's `passed`) only change the key.
+_CODEGEN_OPTIONS = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "maxnreg")
+
+
+def _codegen_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: options[k] for k in _CODEGEN_OPTIONS if options.get(k) is not None}
+
+
+def _runtime_args(variant: dict[str, Any], names: list[str], demoted: str | None, demotion: str) -> list[str]:
+    """The parameters that stay kernel arguments (not constants): how old Triton numbers TTIR args."""
+    kept = []
+    for name in names:
+        entry = variant["params"][name]
+        if entry.get("kind") in ("constexpr", "none"):
+            continue
+        if entry.get("spec") == "one" and not (name == demoted and demotion == "do_not_specialize"):
+            continue
+        kept.append(name)
+    return kept
+
+
+# --- the check --------------------------------------------------------------------------------------
+
+class DemotionCostChecker:
+    """Judges demotions, compiling each (kernel, variant, demotion) once: keep one per report or run.
+
+    `arch`: the CUDA arch to compile for (90: H100/H200).
+    """
+
+    def __init__(self, arch: int = 90) -> None:
+        self.arch = arch
+        self._facts: dict[tuple, CodeFacts | str] = {}  # compile key -> facts, or why it failed
+        self._costs: dict[tuple, DemotionCost] = {}
+
+    def cost(self, kernel: Any, param: str, demotion: str = "do_not_specialize",
+             signature: Any = None) -> DemotionCost:
+        """The verdict on adding `param` to `demotion` of `kernel` (a JITFunction, an autotune or
+        heuristics wrapper, or "module:qualname").
+
+        `signature`: one recorded variant (a report `variant_list` entry, a `CompileEvent`, or
+        `signature_from_call(...)`) or a list of them: one variant per class of `param` is compiled
+        and the worst verdict wins (costly, then unknown, then free). Never raises for bad input:
+        an unknown verdict names the problem.
+        """
+        if demotion not in DEMOTIONS:
+            return _unknown(f"demotion {demotion!r} is not one of {', '.join(DEMOTIONS)}")
+        try:
+            jit_fn = _resolve(kernel)
+        except LookupError as exc:
+            return _unknown(str(exc))
+        variants = self._variants_to_check(signature, param)
+        if isinstance(variants, str):
+            return _unknown(variants)
+        try:
+            verdicts = [self._cost_of_variant(jit_fn, param, demotion, v) for v in variants]
+        except Exception as exc:  # noqa: BLE001 - a report must get a verdict, never a traceback
+            return _unknown(f"the cost check of {param} failed: {type(exc).__name__}: {exc}"[:240])
+        for wanted in ("costly", "unknown"):
+            chosen = [c for c in verdicts if c.verdict == wanted]
+            if chosen:
+                return chosen[0]
+        compiled = [c for c in verdicts if c.facts_before is not None]
+        return compiled[0] if compiled else verdicts[0]
+
+    def cost_for_report_kernel(self, entry: Mapping[str, Any], param: str, demotion: str | None = None) -> DemotionCost:
+        """`cost` for one `kernels[]` entry of the report JSON (its `module`, `name`, `variant_list`).
+
+        `demotion` defaults to the decorator option the parameter's advice asks for.
+        """
+        from jitguard.events import OPTION_FOR_ADVICE
+
+        if demotion is None:
+            advice = ((entry.get("params") or {}).get(param) or {}).get("advice")
+            demotion = OPTION_FOR_ADVICE.get(advice or "") if advice else None
+            if demotion is None:
+                return _unknown(f"{entry.get('name')}.{param}: its advice ({advice}) is not a demotion")
+        try:
+            jit_fn = kernel_by_name(entry.get("module") or "", entry.get("qualname") or entry.get("name") or "")
+        except LookupError as exc:
+            return _unknown(str(exc))
+        return self.cost(jit_fn, param, demotion, entry.get("variant_list") or [])
+
+    # one class of `param` per variant checked: the class is what the demotion changes
+    def _variants_to_check(self, signature: Any, param: str) -> list[dict[str, Any]] | str:
+        if signature is None:
+            return "no recorded signature to compile"
+        items = list(signature) if isinstance(signature, (list, tuple)) else [signature]
+        if not items:
+            return "no recorded signature to compile"
+        chosen: dict[Any, dict[str, Any]] = {}
+        for item in items:
+            try:
+                variant = _variant_dict(item)
+            except (TypeError, ValueError, AttributeError) as exc:
+                return f"unreadable signature {item!r:.60}: {exc}"
+            entry = variant["params"].get(param)
+            slot = None if entry is None else (entry.get("kind"), entry.get("type"), entry.get("spec"))
+            chosen.setdefault(slot, variant)
+        return list(chosen.values())
+
+    def _cost_of_variant(self, jit_fn: Any, param: str, demotion: str, variant: dict[str, Any]) -> DemotionCost:
+        from jitguard import triton_compat
+
+        names = triton_compat.param_names(jit_fn)
+        if param not in names:
+            return _unknown(f"kernel {triton_compat.kernel_name(jit_fn)} has no parameter {param!r}")
+        if any(p.name == param and p.is_constexpr for p in jit_fn.params):
+            return _unknown(f"{param} is a tl.constexpr: Triton cannot demote it")
+        missing = [n for n in names if n not in variant["params"]]
+        gone = [n for n in variant["params"] if n not in names]
+        if missing or gone:
+            return _unknown(f"kernel {triton_compat.kernel_name(jit_fn)} changed since the signature was recorded "
+                            f"(missing: {', '.join(missing) or '-'}; gone: {', '.join(gone) or '-'})")
+        entry = variant["params"][param]
+        if entry.get("spec") == "off":
+            variant = _as_if_specialized(variant, param)
+            entry = variant["params"][param]
+        spec = entry.get("spec")
+        if spec not in _CLASSES_REMOVED[demotion]:
+            what = _CLASS_WORDS.get(spec) if spec else f"a {entry.get('kind')} (never specialized)"
+            return DemotionCost("free", f"{param} is {what} in the recorded variant: {demotion} compiles the same code")
+        slot = (triton_compat.kernel_name(jit_fn), id(jit_fn), param, demotion,
+                json.dumps(variant, sort_keys=True, default=repr))
+        if slot not in self._costs:
+            self._costs[slot] = self._judge(jit_fn, param, demotion, variant)
+        return self._costs[slot]
+
+    def _judge(self, jit_fn: Any, param: str, demotion: str, variant: dict[str, Any]) -> DemotionCost:
+        from jitguard import triton_compat
+
+        before = self._compiled_facts(jit_fn, param, None, variant)
+        after = self._compiled_facts(jit_fn, param, demotion, variant)
+        name = triton_compat.kernel_name(jit_fn)
+        for facts, which in ((before, f"with {param} specialized"), (after, f"with {demotion}=[{param!r}]")):
+            if isinstance(facts, str):
+                return _unknown(f"could not compile {name} {which}: {facts}")
+        assert isinstance(before, CodeFacts) and isinstance(after, CodeFacts)
+        prices, notes = compare_facts(before, after)
+        where = f"for {_describe_variant(variant, param)}"
+        if not prices:
+            return DemotionCost("free", "; ".join([f"same {before.summary(counts=False)} {where}"] + notes),
+                                None, before, after)
+        return DemotionCost("costly", f"{'; '.join(prices)} {where}",
+                            self._alternative(jit_fn, param, demotion, variant, before, after), before, after)
+
+    def _alternative(self, jit_fn: Any, param: str, demotion: str, variant: dict[str, Any],
+                     before: CodeFacts, after: CodeFacts) -> str:
+        if demotion == "do_not_specialize":
+            milder = self._cost_of_variant(jit_fn, param, "do_not_specialize_on_alignment", variant)
+            if milder.verdict == "free":
+                return ALTERNATIVE_ON_ALIGNMENT
+        if variant["params"][param].get("kind") == "ptr":
+            return ALTERNATIVE_ALIGNED_POINTER
+        roles = set(before.uses.get(param, ())) | set(after.uses.get(param, ()))  # `== 1` is absent before
+        if variant["params"][param].get("kind") == "int" and "address" in roles:
+            return ALTERNATIVE_PAD.format(param=param)
+        return ALTERNATIVE_WARMUP
+
+    def _compiled_facts(self, jit_fn: Any, param: str, demotion: str | None,
+                        variant: dict[str, Any]) -> CodeFacts | str:
+        slot = (id(jit_fn), _demotion_lists(jit_fn, param, demotion), json.dumps(variant, sort_keys=True, default=repr))
+        if slot not in self._facts:
+            self._facts[slot] = self._compile(jit_fn, param, demotion, variant)
+        return self._facts[slot]
+
+    def _compile(self, jit_fn: Any, param: str, demotion: str | None, variant: dict[str, Any]) -> CodeFacts | str:
+        from jitguard import triton_compat
+        from jitguard.offline_backend import offline
+        from jitguard.warmup import _representative
+
+        names = triton_compat.param_names(jit_fn)
+        try:
+            copy = _copy_with(jit_fn, param, demotion)
+            with offline(arch=self.arch) as driver:
+                device = driver.get_active_torch_device()
+                args = [_representative(n, variant["params"][n], device) for n in names]
+                compiled = copy.warmup(*args, grid=(1,), **_codegen_options(variant["options"]))
+        except Exception as exc:  # noqa: BLE001 - a failed compile is a verdict, never a crash
+            first = (str(exc).strip().splitlines() or [""])[-1]
+            return f"{type(exc).__name__}: {first[:200]}"
+        asm = getattr(compiled, "asm", None) or {}
+        if "ptx" not in asm:
+            return "the compiler produced no PTX (is a jitguard.offline(compile=False) context open?)"
+        arg_names = _runtime_args(variant, names, param if demotion else None, demotion or "")
+        facts = code_facts(asm.get("ttir", ""), asm["ptx"], arg_names, _cubin_usage(asm.get("cubin", b"")))
+        return facts.with_uses({n: param_uses(asm.get("ttir", ""), n, arg_names) for n in arg_names})
+
+
+def demotion_cost(kernel: Any, param: str, demotion: str = "do_not_specialize", signature: Any = None,
+                  arch: int = 90) -> DemotionCost:
+    """One-off `DemotionCostChecker(arch).cost(...)` (no cache shared between calls)."""
+    return DemotionCostChecker(arch).cost(kernel, param, demotion, signature)
+
+
+def costs_for_report(report: Mapping[str, Any], arch: int = 90,
+                     checker: DemotionCostChecker | None = None) -> dict[tuple[str, str], DemotionCost]:
+    """{(kernel name, param): cost} for every parameter of a report whose advice is a demotion."""
+    from jitguard.events import OPTION_FOR_ADVICE
+
+    checker = checker or DemotionCostChecker(arch)
+    costs: dict[tuple[str, str], DemotionCost] = {}
+    for entry in report.get("kernels") or []:
+        for param, info in (entry.get("params") or {}).items():
+            demotion = OPTION_FOR_ADVICE.get((info or {}).get("advice") or "")
+            if demotion:
+                costs[(entry.get("name", "?"), param)] = checker.cost_for_report_kernel(entry, param, demotion)
+    return costs
+
+
+
+# --- in a child process (for callers that must not swap their own process's driver) ----------------
+
+def cost_in_subprocess(kernel: str, param: str, demotion: str = "do_not_specialize", signature: Any = None,
+                       arch: int = 90, timeout: float = 300.0) -> DemotionCost:
+    """`demotion_cost` for kernel "module:qualname", computed in a fresh Python process.
+
+    The caller's process keeps its driver, caches and hooks untouched. Never raises: a child that
+    fails or runs past `timeout` seconds gives an unknown verdict saying so.
+    """
+    import subprocess
+    import sys
+
+    items = signature if isinstance(signature, (list, tuple)) else [signature] if signature is not None else []
+    request = {"kernel": kernel, "param": param, "demotion": demotion, "arch": arch,
+               "signature": [_variant_dict(item) for item in items]}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    try:
+        done = subprocess.run([sys.executable, "-m", "jitguard.demotion_cost"], input=json.dumps(request, default=repr),
+                              capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return _unknown(f"the cost check of {kernel}.{param} ran past {timeout:.0f} s")
+    except OSError as exc:
+        return _unknown(f"the cost check of {kernel}.{param} could not start: {exc}")
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return _unknown(f"the cost check of {kernel}.{param} failed (exit {done.returncode}): {last[:200]}")
+    data = json.loads(lines[-1])
+    return DemotionCost(data.get("verdict", "unknown"), data.get("detail", ""), data.get("alternative"))
+
+
+def _main() -> int:
+    """`python -m jitguard.demotion_cost` < request JSON: prints the verdict as one JSON line."""
+    import sys
+
+    request = json.loads(sys.stdin.read())
+    cost = demotion_cost(request["kernel"], request["param"], request.get("demotion", "do_not_specialize"),
+                         request.get("signature"), request.get("arch", 90))
+    print(json.dumps(cost.to_json()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -1,0 +1,96 @@
+"""Every do_not_specialize / do_not_specialize_on_alignment in jitguard.kernels, with its price.
+
+The signatures are recorded, not written by hand: each entry point runs once under the offline
+backend (keys only) at a token count whose derived ints are all multiples of 16 (the class a
+demotion takes away), and jitguard's own check compiles each kernel for sm_90 with and without
+each of its demotions. A costly verdict here must be justified in the kernel's source with an
+H200 timing (benchmarks/results/).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import jitguard
+from jitguard import triton_compat
+from jitguard.demotion_cost import DemotionCostChecker
+from jitguard.kernels import inv_rope_fp8, moe_align, moe_decode, moe_gemm, moe_routing
+from jitguard.kernels.fused_moe import fused_moe
+from jitguard.kernels.moe_decode import fused_moe_decode
+
+M, E, K, H, I = 64, 8, 2, 256, 256  # 64 tokens x top-2: 128 pairs; every count % 16 == 0
+
+# (module, kernel, param, demotion, verdict): the recorded verdict of each demotion in kernels/.
+# Costly today (Triton 3.9, sm_90, M = 64), to be justified with an H200 timing by the kernels' owner:
+#   inv_rope_fp8_kernel.num_tokens: 2 of 3 128-bit stores become 32-bit (6 -> 12 stores);
+#   moe_align's count/scatter kernels and the route kernel: one 64-bit access becomes two 32-bit.
+EXPECTED = [
+    (inv_rope_fp8, "inv_rope_fp8_kernel", "num_tokens", "do_not_specialize", "costly"),
+    (inv_rope_fp8, "inv_rope_fp8_kernel", "positions_ptr", "do_not_specialize_on_alignment", "free"),
+    (moe_align, "_moe_count_kernel", "num_pairs", "do_not_specialize", "costly"),
+    (moe_align, "_moe_count_kernel", "padded_len", "do_not_specialize", "costly"),
+    (moe_align, "_moe_block_experts_kernel", "num_blocks", "do_not_specialize", "free"),
+    (moe_align, "_moe_block_experts_kernel", "block_size", "do_not_specialize", "free"),
+    (moe_align, "_moe_scatter_kernel", "num_pairs", "do_not_specialize", "costly"),
+    (moe_decode, "moe_decode_route_kernel", "num_tokens", "do_not_specialize", "free"),
+    (moe_decode, "moe_decode_route_kernel", "num_pairs", "do_not_specialize", "free"),
+    (moe_decode, "moe_decode_route_kernel", "padded_len", "do_not_specialize", "costly"),
+    (moe_decode, "moe_decode_route_kernel", "num_blocks", "do_not_specialize", "free"),
+    (moe_decode, "moe_decode_route_kernel", "block_m", "do_not_specialize", "free"),
+    (moe_decode, "moe_decode_gemm_kernel", "num_pairs", "do_not_specialize", "free"),
+    (moe_decode, "moe_decode_gemm_kernel", "num_tokens", "do_not_specialize", "free"),
+    (moe_gemm, "moe_grouped_gemm_kernel", "num_pairs", "do_not_specialize", "free"),
+    (moe_gemm, "moe_topk_reduce_kernel", "num_tokens", "do_not_specialize", "free"),
+    (moe_routing, "moe_softmax_topk_kernel", "num_tokens", "do_not_specialize", "free"),
+]
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    """Compile events of every kernel, from one call of each entry point at M = 64 (keys only)."""
+    x = torch.randn(M, H).to(torch.bfloat16)
+    logits = torch.randn(M, E)
+    w13 = torch.zeros(E, 2 * I, H, dtype=torch.bfloat16)
+    w2 = torch.zeros(E, H, I, dtype=torch.bfloat16)
+    heads, dim = 16, 512
+    with jitguard.offline(compile=False), jitguard.watch() as rec:
+        weights, ids = moe_routing.softmax_topk(logits, K, renormalize=True)
+        fused_moe(x, w13, w2, weights, ids)
+        fused_moe_decode(x, logits, w13, w2, K, renormalize=True)
+        inv_rope_fp8.fused_inv_rope_fp8_quant(torch.empty(M, heads, dim, dtype=torch.bfloat16),
+                                              torch.zeros(M, dtype=torch.int64), torch.empty(4096, 64),
+                                              n_groups=4, heads_per_group=4)
+    by_kernel: dict[str, list] = {}
+    for event in rec.events:
+        by_kernel.setdefault(event.kernel, []).append(event)
+    return by_kernel
+
+
+@pytest.fixture(scope="module")
+def checker():
+    return DemotionCostChecker(arch=90)
+
+
+def test_every_demotion_in_kernels_has_a_recorded_verdict():
+    declared = set()
+    for module in (inv_rope_fp8, moe_align, moe_decode, moe_gemm, moe_routing):
+        for name, value in vars(module).items():
+            jit_fn = triton_compat.unwrap_jit_function(value)
+            if jit_fn is None or jit_fn.fn.__module__ != module.__name__:
+                continue
+            names = triton_compat.param_names(jit_fn)
+            for option in ("do_not_specialize", "do_not_specialize_on_alignment"):
+                for item in getattr(jit_fn, option, None) or []:
+                    declared.add((module.__name__, name, names[item] if isinstance(item, int) else item, option))
+    assert declared == {(m.__name__, k, p, d) for m, k, p, d, _ in EXPECTED}
+
+
+@pytest.mark.parametrize("module, kernel, param, demotion, verdict", EXPECTED,
+                         ids=[f"{k}.{p}" for _, k, p, _, _ in EXPECTED])
+def test_demotion_verdict(recorded, checker, module, kernel, param, demotion, verdict):
+    events = recorded.get(kernel)
+    assert events, f"{kernel} did not run at M = {M}"
+    cost = checker.cost(getattr(module, kernel), param, demotion, events)
+    print(f"{kernel}.{param} ({demotion}): {cost.verdict}: {cost.detail}")
+    assert cost.verdict == verdict, cost.detail
