@@ -473,6 +473,35 @@ def costs_for_report(report: Mapping[str, Any], arch: int = 90,
 
 
 
+def add_costs_to_report(report: dict[str, Any], checker: DemotionCostChecker | None = None,
+                        on_progress: Any = None) -> int:
+    """Give every demotion the report advises its price, in place; returns how many were checked.
+
+    Each such parameter gets `params[NAME]["cost"] = {"verdict", "detail"[, "alternative"]}`; each
+    kernel's `fix` then lists only the free and unknown demotions, and `fix_costly` the costly ones
+    (None when there are none). `on_progress(done, total, kernel, param)` is called before each check.
+    """
+    from jitguard.events import OPTION_FOR_ADVICE
+    from jitguard.explain import fix_for_advice
+
+    checker = checker or DemotionCostChecker()
+    todo = [(entry, param, OPTION_FOR_ADVICE.get(info.get("advice") or ""))
+            for entry in report.get("kernels") or [] for param, info in (entry.get("params") or {}).items()
+            if isinstance(info, dict) and OPTION_FOR_ADVICE.get(info.get("advice") or "")]
+    for done, (entry, param, demotion) in enumerate(todo):
+        if on_progress is not None:
+            on_progress(done, len(todo), entry.get("name", "?"), param)
+        entry["params"][param]["cost"] = checker.cost_for_report_kernel(entry, param, demotion).to_json()
+    for entry in report.get("kernels") or []:
+        params = entry.get("params") or {}
+        if not any(isinstance(info, dict) and "cost" in info for info in params.values()):
+            continue
+        costly = {p for p, info in params.items() if (info.get("cost") or {}).get("verdict") == "costly"}
+        entry["fix"] = fix_for_advice({p: i.get("advice") for p, i in params.items() if p not in costly}) or None
+        entry["fix_costly"] = fix_for_advice({p: params[p].get("advice") for p in costly}) or None
+    return len(todo)
+
+
 # --- in a child process (for callers that must not swap their own process's driver) ----------------
 
 def cost_in_subprocess(kernel: str, param: str, demotion: str = "do_not_specialize", signature: Any = None,

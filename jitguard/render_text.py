@@ -42,6 +42,26 @@ def cause_line(cause: Cause) -> str:
     return f"{cause.param}: {cause.before} -> {cause.after}"
 
 
+def cost_lines(kernel: dict[str, Any]) -> list[str]:
+    """What each advised demotion of a report kernel costs: one line per parameter with a verdict.
+
+    e.g. `cost: num_tokens: free (same code either way)` or `skipped: n_cols: costly: 2 of 2
+    128-bit loads become 32-bit; instead: keep the specialization and ... warm-up plan`.
+    """
+    lines = []
+    for param, info in (kernel.get("params") or {}).items():
+        cost = info.get("cost") if isinstance(info, dict) else None
+        if not cost:
+            continue
+        detail = f" ({cost['detail']})" if cost.get("detail") else ""
+        if cost.get("verdict") == "costly":
+            instead = f"; instead: {cost['alternative']}" if cost.get("alternative") else ""
+            lines.append(f"skipped: {param}: costly: {cost.get('detail', '')}{instead}")
+        else:
+            lines.append(f"cost: {param}: {cost.get('verdict', 'unknown')}{detail}")
+    return lines
+
+
 # --- markdown --------------------------------------------------------------------------------------
 
 # Backslash-escaped: characters that start emphasis, links, code, strikethrough or a table cell. An

@@ -25,7 +25,7 @@ from jitguard.autotune_tunings import format_autotune_summary, remedy_lines, sum
 from jitguard.event_logs import LogInputError, MergedLogs, ProcessLog, load_logs
 from jitguard.events import CompileEvent
 from jitguard.explain import fix_for_advice, strongest_advice
-from jitguard.render_text import cause_line, kernel_where, markdown_table, md_code, md_text, table
+from jitguard.render_text import cause_line, cost_lines, kernel_where, markdown_table, md_code, md_text, table
 
 REPORT_FORMAT = 1
 
@@ -310,6 +310,7 @@ def format_text(report: dict[str, Any]) -> str:
             lines.extend(table(["param", "change", "count", "advice"], rows))
         if k["fix"]:
             lines.append(f"  fix: {k['fix']}")
+        lines.extend(f"  {line}" for line in cost_lines(k))
         if k.get("autotune"):
             lines.append(f"  {format_autotune_summary(k['name'], k['autotune'])}")
             lines.extend(f"  remedy: {line}" for line in k["autotune"]["remedy"])
@@ -349,6 +350,9 @@ def format_markdown(report: dict[str, Any]) -> str:
                                             str(c["count"]), md_text(c["advice"] or "-")] for c in k["causes"]])]
         if k["fix"]:
             lines += ["", f"Fix: {md_code(k['fix'])}"]
+        costs = cost_lines(k)
+        if costs:
+            lines += [""] + [f"- {md_text(line)}" for line in costs]
         if k.get("autotune"):
             lines += ["", md_text(format_autotune_summary(k["name"], k["autotune"])) + "."]
             lines += [f"- remedy: {md_code(line)}" for line in k["autotune"]["remedy"]]

@@ -55,6 +55,31 @@ def _write_or_exit(path: str, text: str) -> None:
         sys.exit(2)
 
 
+def price_demotions(report: dict, stream: object = None) -> None:
+    """Add each advised demotion's price to `report` (jitguard.demotion_cost), saying so on stderr.
+
+    The check compiles each kernel with and without the demotion (offline, sm_90): seconds per
+    kernel, never on anyone's request path. Without Triton the report goes out unpriced, saying why.
+    """
+    def say(line: str) -> None:
+        click.echo(line, err=True)
+
+    if not any(info.get("advice") for k in report["kernels"] for info in (k.get("params") or {}).values()
+               if isinstance(info, dict)):
+        return
+    try:
+        from jitguard.demotion_cost import add_costs_to_report
+        import triton  # noqa: F401 - the check compiles
+    except ImportError as exc:
+        say(f"[jitguard] demotions not priced: {exc.name or exc} is not installed (pip install 'jitguard[monitor]')")
+        return
+
+    def progress(done: int, total: int, kernel: str, param: str) -> None:
+        if done == 0:
+            say(f"[jitguard] pricing {total} advised demotion(s): each kernel compiled with and without (sm_90)")
+    add_costs_to_report(report, on_progress=progress)
+
+
 @click.command("report")
 @click.argument("path", type=click.Path(path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="Print the merged report as JSON (what `jitguard fix --from` reads).")
@@ -64,7 +89,10 @@ def _write_or_exit(path: str, text: str) -> None:
                    "is the output (stdout, or -o FILE).")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="Write the report (text, --json, --markdown or a bare --html) to FILE instead of stdout.")
-def report_command(path: str, as_json: bool, as_markdown: bool, html_path: str | None, output: str | None) -> None:
+@click.option("--no-cost", "no_cost", is_flag=True,
+              help="Do not compile advised demotions both ways to price them (faster; verdicts left out).")
+def report_command(path: str, as_json: bool, as_markdown: bool, html_path: str | None, output: str | None,
+                   no_cost: bool) -> None:
     """Merge every *.ndjson log in PATH (a directory, or one file) and print the report.
 
     Per kernel: variants per process and rank, compile ms by phase, every cause with counts, and
@@ -79,6 +107,8 @@ def report_command(path: str, as_json: bool, as_markdown: bool, html_path: str |
     except ReportInputError as exc:
         click.echo(f"jitguard report: {exc}", err=True)
         sys.exit(2)
+    if not no_cost:
+        price_demotions(report)
     if html_path and not html_is_output:
         try:
             write_html_report(report, html_path)

@@ -12,7 +12,7 @@ import math
 import time
 from typing import Any
 
-from jitguard.render_text import kernel_where
+from jitguard.render_text import cost_lines, kernel_where
 from jitguard.report import summary_line
 
 PHASE_COLOURS = {"warmup": "#2563eb", "serving": "#dc2626"}
@@ -28,6 +28,7 @@ th, td { border: 1px solid #e5e7eb; padding: 3px 8px; text-align: left; vertical
 th { background: #f3f4f6; font-weight: 600; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 code, td.code { font-family: ui-monospace, monospace; font-size: 12px; }
 .fix { background: #ecfdf5; border: 1px solid #a7f3d0; padding: 4px 8px; display: inline-block; }
+.cost { color: #444; margin: 2px 0; }
 svg text { font: 11px ui-monospace, monospace; fill: #374151; }
 .legend span { display: inline-block; margin-right: 16px; }
 .dot { display: inline-block; width: 10px; height: 10px; border-radius: 50%; margin-right: 4px; vertical-align: middle; }
@@ -161,6 +162,8 @@ def render_html(report: dict[str, Any]) -> str:
                                 for c in k["causes"]], numeric={3}, code={0}))
         if k["fix"]:
             body.append(f'<div class="fix">fix: <code>{_e(k["fix"])}</code></div>')
+        for line in cost_lines(k):
+            body.append(f'<div class="cost">{_e(line)}</div>')
 
     body.append("<h2>Processes</h2>")
     body.append(_table(["pid", "ppid", "role", "rank", "compiles", "recompiles", "compile ms", "not written", "argv"],

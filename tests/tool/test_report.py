@@ -161,7 +161,7 @@ def test_markdown_tables_are_well_formed(server_logs: dict) -> None:
 
 
 def test_cli_json_is_the_report(server_logs: dict) -> None:
-    result = CliRunner().invoke(report_command, [str(server_logs["dir"]), "--json"])
+    result = CliRunner().invoke(report_command, [str(server_logs["dir"]), "--json", "--no-cost"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data == json.loads(json.dumps(build_report(server_logs["dir"])))
