@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from jitguard.autotune_tunings import summarize_tunings
+from jitguard.tuning_records import summarize_tunings
 
 
 @dataclass

@@ -25,8 +25,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from jitguard.autotune_tunings import RECORD_TYPE as TUNING_RECORD_TYPE
-from jitguard.autotune_tunings import TuningRecord
+from jitguard.tuning_records import RECORD_TYPE as TUNING_RECORD_TYPE
+from jitguard.tuning_records import TuningRecord
 from jitguard.events import Cause, CompileEvent, ParamSpec
 
 

@@ -21,7 +21,7 @@ import os
 from typing import Any
 
 from jitguard.argv_redaction import redact_argv
-from jitguard.autotune_tunings import format_autotune_summary, remedy_lines, summarize_tunings
+from jitguard.tuning_records import format_autotune_summary, remedy_lines, summarize_tunings
 from jitguard.event_logs import LogInputError, MergedLogs, ProcessLog, load_logs
 from jitguard.events import CompileEvent
 from jitguard.explain import fix_for_advice, strongest_advice

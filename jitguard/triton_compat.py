@@ -375,7 +375,7 @@ def unknown_demotion_names(jit_fn: JITFunction) -> list[tuple[str, Any]]:
 
 # =================================================================================================
 # --- autotune: bucketed tuning keys and tuning observation -------------------------------------
-# Added for jitguard.autotune (bucketed_autotune.py) and tuning records (autotune_tunings.py).
+# Added for jitguard.autotune (bucketed_autotune.py) and tuning records (tuning_recorder.py).
 # Facts relied on, identical in Triton 3.2 .. 3.9: `Autotuner.run` builds its tuning key as
 # `tuple([_args[k] for k in self.keys if k in _args] + [str(a.dtype) for tensor args])` and looks
 # it up in `self.cache` ({key: Config}); a benchmark run sets `self.bench_time` and

@@ -9,7 +9,7 @@ import triton.language as tl
 
 import jitguard
 from jitguard import triton_compat
-from jitguard.autotune_tunings import record_tunings
+from jitguard.tuning_recorder import record_tunings
 from jitguard.bucketed_autotune import BucketError, bucket_value
 
 TOKEN_COUNTS = range(1, 65)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from jitguard.autotune_tunings import TuningRecord
+from jitguard.tuning_records import TuningRecord
 from jitguard.report import build_report, format_markdown, format_text
 from tests.tool.test_report import KERNEL_FILE, compiles_for, write_log
 

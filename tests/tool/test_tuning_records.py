@@ -9,8 +9,9 @@ import triton.language as tl
 
 import jitguard
 from jitguard.autotune_pretune import pretune
-from jitguard.autotune_tunings import (TuningRecord, format_autotune_summary, format_tuning_line, record_tunings,
-                                       remedy_lines, suggested_bucket, summarize_tunings)
+from jitguard.tuning_recorder import record_tunings
+from jitguard.tuning_records import (TuningRecord, format_autotune_summary, format_tuning_line, remedy_lines,
+                                     suggested_bucket, summarize_tunings)
 from jitguard.events import to_json_line
 
 TOKEN_COUNTS = range(1, 65)
@@ -59,7 +60,7 @@ def test_a_record_per_tuning_with_key_values_buckets_and_place():
     assert first.call_site.startswith(__file__ + ":")  # the launch that paid for the tuning
     line = json.loads(to_json_line(first.to_dict()))
     assert line["type"] == "tuning" and TuningRecord.from_dict(line) == first
-    assert format_tuning_line(first).startswith("jitguard: autotune scale_rows (test_autotune_tunings.py:")
+    assert format_tuning_line(first).startswith("jitguard: autotune scale_rows (test_tuning_records.py:")
     assert "tuned num_tokens=3, hidden=1 [bucket num_tokens=4]: 2 configs" in format_tuning_line(first)
 
 

@@ -1,37 +1,28 @@
-"""Autotune tunings as records: each benchmark run that a new tuning key triggers.
+"""Autotune tuning records and their summary (pure: no Triton, no torch).
 
 `@triton.autotune(key=["num_tokens"])` benchmarks every config again for each new key value; in a
 server that is a stall on the request path per new count. A `TuningRecord` says which kernel
-tuned, for which key values, how many configs it timed, how long it took and in which phase.
-
-    >>> from jitguard.autotune_tunings import record_tunings, summarize_tunings
-    >>> with record_tunings() as recorder:          # doctest: +SKIP
-    ...     serve_a_few_requests()
-    >>> summarize_tunings(recorder.records)["moe_kernel"]["tunings"]    # doctest: +SKIP
-    64
+tuned, for which key values, how many configs it timed, how long it took and in which phase;
+`jitguard.tuning_recorder` makes them, the report reads them back from NDJSON.
 
 NDJSON record (one line, `"type": "tuning"`): `kernel`, `file`, `line` (the kernel's `def`),
 `call_site` ("path:line" of the first frame outside Triton, torch and jitguard: the launch that
-paid for the tuning), `key` ({param: value} of the key parameters this call passed), `bucketed_key` ({param: value}
-as the tuner's cache holds them: equal to `key` except for parameters bucketed by
-`jitguard.autotune`), `bucket` ({param: strategy}, {} for `triton.autotune`), `dtypes` (the
-tensor dtypes Triton adds to its key), `configs_timed`, `tuning_s` (Triton's own benchmark time),
-`best_config`, `phase` ("warmup"|"serving", from the installed monitor), `time` (unix seconds),
-`pid`. A tuning answered from Triton's disk cache (`cache_results`, 3.6+) times nothing and is
-not recorded.
+paid for the tuning), `key` ({param: value} of the key parameters this call passed),
+`bucketed_key` ({param: value} as the tuner's cache holds them: equal to `key` except for
+parameters bucketed by `jitguard.autotune`), `bucket` ({param: strategy}, {} for
+`triton.autotune`), `dtypes` (the tensor dtypes Triton adds to its key), `configs_timed`,
+`tuning_s` (Triton's own benchmark time), `best_config`, `phase` ("warmup"|"serving"), `time`
+(unix seconds), `pid`.
 
-The summary functions are pure (no Triton): the report calls `summarize_tunings` on records read
-back from NDJSON, and `remedy_lines` for the text the log, reports and pytest failures show.
+`summarize_tunings` gives the report's per-kernel `"autotune"` entry, `remedy_lines` the text the
+log, reports and pytest failures show.
 """
 
 from __future__ import annotations
 
 import os
-import sys
-import threading
-import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from jitguard.bucketed_autotune import bucket_count
 
@@ -73,118 +64,11 @@ class TuningRecord:
                    time=float(data.get("time") or 0.0), pid=int(data.get("pid") or 0))
 
 
-def _json_value(value: Any) -> Any:
+def json_value(value: Any) -> Any:
     """A key value as JSON holds it: numbers and strings as they are, anything else by its repr."""
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
     return repr(value)
-
-
-def _current_phase() -> str:
-    """The installed monitor's phase; "warmup" with none (nothing was marked as serving)."""
-    monitor_module = sys.modules.get("jitguard.monitor")
-    monitor = monitor_module.current() if monitor_module is not None else None
-    return str(getattr(monitor, "phase", None) or "warmup")
-
-
-def build_record(tuner: Any, args: tuple, kwargs: dict, configs_timings: Mapping[Any, Any],
-                 bench_s: float | None, phase: str | None = None) -> TuningRecord:
-    """The record of one tuning, from what the autotune observer saw (Triton imported here)."""
-    from jitguard import triton_compat
-    from jitguard.bucketed_autotune import bucket_of, bucketed_values
-
-    jit_fn = triton_compat.unwrap_jit_function(tuner)
-    name = triton_compat.kernel_name(jit_fn) if jit_fn is not None else getattr(tuner, "__name__", "?")
-    file, line = triton_compat.kernel_location(jit_fn) if jit_fn is not None else ("", 0)
-    values, dtypes = triton_compat.autotune_call_values(tuner, args, kwargs)
-    best = getattr(tuner, "best_config", None)
-    if configs_timings:  # the best config is the fastest timing; Triton sets best_config after this call
-        best = min(configs_timings, key=lambda c: _first(configs_timings[c]))
-    return TuningRecord(kernel=name, file=file, line=line, call_site=_call_site(),
-                        key={k: _json_value(v) for k, v in values.items()},
-                        bucketed_key={k: _json_value(v) for k, v in bucketed_values(tuner, values).items()},
-                        bucket=bucket_of(tuner), dtypes=dtypes, configs_timed=len(configs_timings),
-                        tuning_s=float(bench_s or 0.0), best_config=str(best) if best is not None else "",
-                        phase=phase or _current_phase(), time=time.time(), pid=os.getpid())
-
-
-def _call_site() -> str:
-    """'path:line' of the launch that triggered the tuning (first frame outside Triton, torch, jitguard)."""
-    from jitguard import triton_compat
-    here = os.path.dirname(os.path.abspath(__file__))
-    skip = [triton_compat.TRITON_DIR + os.sep, os.path.dirname(threading.__file__) + os.sep]
-    skip += [os.path.join(here, name) for name in ("triton_compat.py", "autotune_tunings.py", "autotune_pretune.py")]
-    torch_dir = triton_compat.torch_dir()
-    if torch_dir:
-        skip.append(torch_dir + os.sep)
-    return triton_compat.user_call_site(sys._getframe(1), tuple(skip))
-
-
-def _first(timing: Any) -> float:
-    """Triton's timing of one config: a float, or [median, p20, p80]."""
-    if isinstance(timing, (list, tuple)):
-        return float(timing[0]) if timing else float("inf")
-    return float(timing)
-
-
-class TuningRecorder:
-    """Records every autotune tuning while started; `on_record` (e.g. the monitor's sink) sees each.
-
-    A failing `on_record` (full disk, closed file) never reaches the host program and never loses
-    the record: it stays in `.records` and the failure is reported once on stderr.
-    """
-
-    def __init__(self, on_record: Callable[[TuningRecord], Any] | None = None) -> None:
-        self.records: list[TuningRecord] = []
-        self.on_record = on_record
-        self._lock = threading.Lock()
-        self._started = False
-        self._sink_failed = False
-
-    def _observe(self, tuner: Any, args: tuple, kwargs: dict, configs_timings: Mapping[Any, Any],
-                 bench_s: float | None, from_disk: bool) -> None:
-        if from_disk:
-            return
-        record = build_record(tuner, args, kwargs, configs_timings, bench_s)
-        with self._lock:
-            self.records.append(record)
-        if self.on_record is not None:
-            try:
-                self.on_record(record)
-            except Exception as exc:  # noqa: BLE001 - a sink failure must not break the launch
-                if not self._sink_failed:
-                    self._sink_failed = True
-                    print(f"jitguard: could not write a tuning record ({exc!r}); "
-                          "later records are kept in memory only", file=sys.stderr)
-
-    def start(self) -> "TuningRecorder":
-        from jitguard import triton_compat
-        if not self._started:
-            triton_compat.add_autotune_observer(self._observe)
-            self._started = True
-        return self
-
-    def stop(self) -> None:
-        from jitguard import triton_compat
-        if self._started:
-            triton_compat.remove_autotune_observer(self._observe)
-            self._started = False
-
-    def __enter__(self) -> "TuningRecorder":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-
-def start_tuning_recording(on_record: Callable[[TuningRecord], Any] | None = None) -> TuningRecorder:
-    """Start recording tunings (what the monitor calls on install); `.stop()` on uninstall."""
-    return TuningRecorder(on_record).start()
-
-
-def record_tunings(on_record: Callable[[TuningRecord], Any] | None = None) -> TuningRecorder:
-    """Context manager: `with record_tunings() as recorder: ...`, then `recorder.records`."""
-    return TuningRecorder(on_record)
 
 
 # --- pure: summary and remedy ---------------------------------------------------------------------
