@@ -161,11 +161,14 @@ def scan_command(paths: tuple[str, ...], as_json: bool, show_all: bool, jobs: in
     \b
     Rules:
       JG101 token-count-specialized        (warning) int token/batch count not demoted
-      JG102 size-specialized               (info)    int used as a size, not demoted
+      JG102 size-specialized               (info)    model-dimension int used as a size
       JG103 runtime-size-constexpr         (warning) tl.constexpr named like a token count
       JG104 unknown-name-in-demotion-list  (warning) do_not_specialize names no parameter
       JG105 constexpr-in-demotion-list     (warning) do_not_specialize lists a tl.constexpr
-      JG106 derived-stride-specialized     (info)    stride left specialized next to a demoted count
+      JG106 derived-stride-specialized     (info)    stride derived from a demoted count
+      JG107 runtime-bound-specialized      (warning) int bounding a mask/loop not demoted
+      JG108 heuristic-from-count           (warning) @triton.heuristics constexpr from a count
+      JG109 autotune-key-count             (warning) autotune key holds a count: re-tunes
     """
     started = time.perf_counter()
     files = _collect_files(paths)
