@@ -131,8 +131,6 @@ NOT_A_COUNT_WORDS = frozenset(
 )
 # Whole names that count tokens in GEMM/elementwise conventions.
 TOKEN_NAMES = frozenset({"M", "EM", "T", "n_elements", "numel", "n_elem", "num_elements", "n_rows", "num_rows"})
-# Words of a stride name that say it walks the token axis (so it is a model dimension).
-TOKEN_AXIS_WORDS = TOKEN_WORDS | {"m", "t", "row", "pos", "0", "d0", "dim0"}
 # Words that make an int a model dimension (fixed per model), not a per-call count.
 MODEL_WORDS = frozenset(
     {"hidden", "dim", "dims", "head", "heads", "hd", "vocab", "col", "cols", "ncols", "feature", "features",
@@ -191,15 +189,6 @@ def _stride_axis(name: str) -> tuple[str, str]:
     return "_".join(words[:-1]), words[-1]
 
 
-def _walks_token_axis(name: str) -> bool:
-    """`stride_am`, `stride_cm`, `out_stride_token`, `query_stride_0`: strides along the token axis."""
-    words = _words(name)
-    if set(words) & TOKEN_AXIS_WORDS:
-        return True
-    after = words[words.index("stride") + 1 :] if "stride" in words else []
-    return any(len(word) == 2 and word[1] in "mt" for word in after)
-
-
 def _leftmost(node: ast.expr) -> ast.expr:
     while isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
         node = node.left
@@ -219,17 +208,65 @@ class _Uses:
 
 
 _ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+_INDEX_SOURCES = frozenset({"arange", "program_id", "num_programs"})
+
+
+def _index_names(function: ast.FunctionDef) -> set[str]:
+    """Locals holding positions (derived from `tl.arange`/`tl.program_id`, or loop variables):
+    a parameter compared with one bounds a mask; one compared with loaded values does not."""
+    names: set[str] = set()
+    assignments: list[tuple[list[ast.expr], ast.expr]] = []
+    for node in ast.walk(function):
+        if isinstance(node, ast.For):
+            names.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Assign):
+            assignments.append((node.targets, node.value))
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            assignments.append(([node.target], node.value))
+    for _ in range(3):  # offsets built in steps: pid -> start -> offs
+        before = len(names)
+        for targets, value in assignments:
+            if _is_index_expression(value, names):
+                for target in targets:
+                    names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        if len(names) == before:
+            break
+    return names
+
+
+# Calls whose result is still a position when their arguments are; any other call (a load) is data.
+_INDEX_PRESERVING = frozenset({"minimum", "maximum", "multiple_of", "max_contiguous", "cdiv", "where", "broadcast_to",
+                               "reshape", "expand_dims", "to"})
+
+
+def _is_index_expression(expression: ast.AST, index_names: set[str]) -> bool:
+    if isinstance(expression, ast.Name):
+        return expression.id in index_names
+    if isinstance(expression, ast.Call):
+        last = (dotted_name(expression.func) or "").rsplit(".", 1)[-1]
+        if last in _INDEX_SOURCES:
+            return True
+        if last not in _INDEX_PRESERVING:
+            return False
+        inner = [*expression.args, expression.func.value] if isinstance(expression.func, ast.Attribute) else expression.args
+        return any(_is_index_expression(arg, index_names) for arg in inner)
+    return any(_is_index_expression(child, index_names) for child in ast.iter_child_nodes(expression)
+               if isinstance(child, ast.expr))
+
+
+def _mentions(expression: ast.AST, params: set[str]) -> set[str]:
+    return {node.id for node in ast.walk(expression) if isinstance(node, ast.Name) and node.id in params}
 
 
 def _parameter_uses(function: ast.FunctionDef, params: set[str]) -> _Uses:
     uses = _Uses({}, {}, set())
+    index_names: set[str] | None = None  # computed on the first ordering comparison
 
     def mark(expression: ast.AST, use: str, bound: ast.AST | None = None) -> None:
-        for node in ast.walk(expression):
-            if isinstance(node, ast.Name) and node.id in params:
-                uses.sizes.setdefault(node.id, use)
-                if bound is not None:
-                    uses.bounds.setdefault(node.id, f"`{_short(bound)}`")
+        for name in _mentions(expression, params):
+            uses.sizes.setdefault(name, use)
+            if bound is not None:
+                uses.bounds.setdefault(name, f"`{_short(bound)}`")
 
     for node in ast.walk(function):
         if isinstance(node, ast.Call):
@@ -245,9 +282,14 @@ def _parameter_uses(function: ast.FunctionDef, params: set[str]) -> _Uses:
                 base = _leftmost(node.args[0])
                 if isinstance(base, ast.Name):
                     uses.pointers.add(base.id)
-        elif isinstance(node, ast.Compare):
-            if any(isinstance(op, _ORDERING) for op in node.ops):  # `mode == 1` is no size
-                for operand in [node.left, *node.comparators]:
+        elif isinstance(node, ast.Compare) and any(isinstance(op, _ORDERING) for op in node.ops):
+            if index_names is None:
+                index_names = _index_names(function)
+            operands = [node.left, *node.comparators]
+            for position, operand in enumerate(operands):
+                # `offs < n` bounds a mask; `x < y` over loaded values is data, not a size
+                others = operands[:position] + operands[position + 1 :]
+                if any(_is_index_expression(other, index_names) for other in others):
                     mark(operand, "a comparison", node)
         elif isinstance(node, ast.Attribute) and node.attr == "dtype" and isinstance(node.value, ast.Name):
             uses.pointers.add(node.value.id)
@@ -323,19 +365,24 @@ def _configs_count(kernel: TritonKernel) -> int | None:
     return None
 
 
+# Axes laid out outside the token axis ([B, T, ...], [G, T, X], [E, T, X]): their strides are T * inner.
+OUTER_AXES = frozenset({"batch", "b", "z", "bs", "group", "groups", "g", "expert", "experts", "e", "split", "splits"})
+# Axes that are the token axis itself: a stride along one proves the tensor has a token axis.
+TOKEN_AXES = frozenset({"token", "tokens", "tok", "seq", "s", "t", "m", "row", "rows", "pos", "l"})
+
+
 def _derived_strides(kernel: TritonKernel, candidates: list[KernelParam]) -> list[KernelParam]:
-    """Strides computed from the token count: an outer axis of a tensor whose token-axis stride comes
-    later in the signature, or the group stride of a scale buffer ([groups, align(T, 4), X])."""
+    """Strides computed from the token count: the stride of an axis laid out outside the token
+    axis (batch, group, expert) of a tensor that also has a token-axis stride, or the group
+    stride of a scale buffer ([groups, align(T, 4), X])."""
     axes = [(param, *_stride_axis(param.name)) for param in kernel.params if _is_stride_name(param.name)]
     derived = []
     for param in candidates:
         tensor, axis = _stride_axis(param.name)
-        later_token_axis = any(
-            other.index > param.index and other_tensor == tensor and _walks_token_axis(other.name)
-            for other, other_tensor, _ in axes
-        )
+        has_token_axis = any(other is not param and other_tensor == tensor and other_axis in TOKEN_AXES
+                             for other, other_tensor, other_axis in axes)
         scale_group = bool({"scale", "scales", "sf", "s"} & set(tensor.split("_"))) and axis in ("group", "groups", "g")
-        if later_token_axis or scale_group:
+        if (axis in OUTER_AXES and has_token_axis) or scale_group:
             derived.append(param)
     return derived
 
@@ -492,13 +539,12 @@ def scan_kernel(
                 "variant; make it a runtime argument (or bucket its values)")
     # Someone demoted the count but left the strides: the state vLLM's inverse-RoPE kernel was in.
     if demotes_token_count:
-        strides = [p for p in runtime_ints if _is_stride_name(p.name) and p.name not in demoted
-                   and not _walks_token_axis(p.name)]
+        strides = [p for p in runtime_ints if _is_stride_name(p.name) and p.name not in demoted]
         for param in _derived_strides(kernel, strides):
             add("JG106", param.line, param.name,
-                f"stride `{param.name}` is specialized while the token count is demoted; it is an outer "
-                "dimension of a buffer with a token axis ([G, T, X]: it is T * X), so it flips classes as "
-                "the count changes: demote it")
+                f"stride `{param.name}` is specialized while the token count is demoted; it walks an axis "
+                "laid out outside the token axis ([B, T, X]: it is T * X), so it flips classes as the count "
+                "changes: demote it")
     for line, name, message in _heuristic_findings(kernel, counts):
         add("JG108", line, name, message)
     configs = _configs_count(kernel)
