@@ -596,3 +596,8 @@ def scan_file(path: Path, enabled: Collection[str] | None = None, display: str |
     except (ValueError, RecursionError) as exc:
         return FileScan(name, [], 0, f"cannot parse: {exc}")
     return FileScan(name, findings, kernels)
+
+
+def scan_task(task: tuple[Path, Collection[str] | None, str | None]) -> FileScan:
+    """`scan_file(*task)`, one picklable argument for the worker pool: (path, enabled rules, display name)."""
+    return scan_file(*task)
