@@ -269,7 +269,7 @@ def scan_command(
         if stdin_filename and settings.selection.force_exclude and is_excluded(Path(stdin_filename), settings.selection):
             scans = []
         else:
-            scans = [_scan_stdin(click.get_binary_stream("stdin").read(), display, rules_for(display))]
+            scans = [_scan_stdin(sys.stdin.buffer.read(), display, rules_for(display))]
         file_count = len(scans)
     else:
         try:
