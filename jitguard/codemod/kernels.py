@@ -130,6 +130,13 @@ class TritonKernel:
     decorator_line: int = 0  # the line of the jit decorator (or of the jit call)
     autotune_keys: list[AutotuneKey] = field(default_factory=list)
     heuristics: list[Heuristic] = field(default_factory=list)
+    _nodes: list[ast.AST] | None = field(default=None, repr=False, compare=False)
+
+    def nodes(self) -> list[ast.AST]:
+        """Every node of the kernel's function, walked once and shared by the rules (empty without `node`)."""
+        if self._nodes is None:
+            self._nodes = list(ast.walk(self.node)) if self.node is not None else []
+        return self._nodes
 
     def param(self, name: str) -> KernelParam | None:
         """The parameter called `name`, or None."""

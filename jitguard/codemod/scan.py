@@ -203,7 +203,7 @@ def _short(node: ast.AST, limit: int = 48) -> str:
 @dataclass
 class _Uses:
     sizes: dict[str, str]  # param -> first size-like use ("tl.cdiv", "a loop bound", "a comparison")
-    bounds: dict[str, str]  # param -> first mask/loop bound, as source text
+    bounds: dict[str, ast.AST]  # param -> first mask/loop bound it appears in
     pointers: set[str]
 
 
@@ -211,26 +211,33 @@ _ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _INDEX_SOURCES = frozenset({"arange", "program_id", "num_programs"})
 
 
-def _index_names(function: ast.FunctionDef) -> set[str]:
+def _index_names(nodes: list[ast.AST]) -> set[str]:
     """Locals holding positions (derived from `tl.arange`/`tl.program_id`, or loop variables):
     a parameter compared with one bounds a mask; one compared with loaded values does not."""
     names: set[str] = set()
     assignments: list[tuple[list[ast.expr], ast.expr]] = []
-    for node in ast.walk(function):
+    for node in nodes:
         if isinstance(node, ast.For):
             names.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
         elif isinstance(node, ast.Assign):
             assignments.append((node.targets, node.value))
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
             assignments.append(([node.target], node.value))
+    pending = assignments
     for _ in range(3):  # offsets built in steps: pid -> start -> offs
-        before = len(names)
-        for targets, value in assignments:
+        waiting = []
+        for targets, value in pending:
             if _is_index_expression(value, names):
                 for target in targets:
-                    names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-        if len(names) == before:
+                    if isinstance(target, ast.Name):
+                        names.add(target.id)
+                    else:
+                        names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+            else:
+                waiting.append((targets, value))
+        if len(waiting) == len(pending):
             break
+        pending = waiting
     return names
 
 
@@ -258,7 +265,7 @@ def _mentions(expression: ast.AST, params: set[str]) -> set[str]:
     return {node.id for node in ast.walk(expression) if isinstance(node, ast.Name) and node.id in params}
 
 
-def _parameter_uses(function: ast.FunctionDef, params: set[str]) -> _Uses:
+def _parameter_uses(nodes: list[ast.AST], params: set[str]) -> _Uses:
     uses = _Uses({}, {}, set())
     index_names: set[str] | None = None  # computed on the first ordering comparison
 
@@ -266,9 +273,9 @@ def _parameter_uses(function: ast.FunctionDef, params: set[str]) -> _Uses:
         for name in _mentions(expression, params):
             uses.sizes.setdefault(name, use)
             if bound is not None:
-                uses.bounds.setdefault(name, f"`{_short(bound)}`")
+                uses.bounds.setdefault(name, bound)
 
-    for node in ast.walk(function):
+    for node in nodes:
         if isinstance(node, ast.Call):
             callee = dotted_name(node.func) or ""
             last = callee.rsplit(".", 1)[-1]
@@ -284,7 +291,7 @@ def _parameter_uses(function: ast.FunctionDef, params: set[str]) -> _Uses:
                     uses.pointers.add(base.id)
         elif isinstance(node, ast.Compare) and any(isinstance(op, _ORDERING) for op in node.ops):
             if index_names is None:
-                index_names = _index_names(function)
+                index_names = _index_names(nodes)
             operands = [node.left, *node.comparators]
             for position, operand in enumerate(operands):
                 # `offs < n` bounds a mask; `x < y` over loaded values is data, not a size
@@ -328,13 +335,13 @@ def called_names(kernels: list[TritonKernel]) -> set[str]:
     """Names of functions called inside these kernels (`helper(...)`, `mod.helper(...)`)."""
     names: set[str] = set()
     for kernel in kernels:
-        if kernel.node is None:
-            continue
-        for node in ast.walk(kernel.node):
+        for node in kernel.nodes():
             if isinstance(node, ast.Call):
-                callee = dotted_name(node.func)
-                if callee:
-                    names.add(callee.rsplit(".", 1)[-1])
+                func = node.func
+                if isinstance(func, ast.Attribute):
+                    names.add(func.attr)
+                elif isinstance(func, ast.Name):
+                    names.add(func.id)
     return names
 
 
@@ -497,7 +504,7 @@ def scan_kernel(
     if kernel.node is None or device_helper:
         return _merge_per_parameter(found)
     demoted = kernel.demoted("do_not_specialize") | kernel.demoted("do_not_specialize_on_alignment")
-    uses = _parameter_uses(kernel.node, names)
+    uses = _parameter_uses(kernel.nodes(), names)
     runtime_ints = [
         param
         for param in kernel.params
@@ -522,7 +529,7 @@ def scan_kernel(
                 demotes_token_count = True
             elif param.name not in demoted:
                 add("JG107", param.line, param.name,
-                    f"`{param.name}` bounds {uses.bounds[param.name]} and is specialized: values 1, multiples "
+                    f"`{param.name}` bounds `{_short(uses.bounds[param.name])}` and is specialized: values 1, multiples "
                     f"of 16 and others compile separate variants; unless it is fixed per model, "
                     f"{_demotion_hint(kernel, param)}")
         elif param.name in uses.sizes and param.name not in demoted and not _is_stride_name(param.name):
