@@ -298,6 +298,13 @@ def _parameter_uses(nodes: list[ast.AST], params: set[str]) -> _Uses:
                 others = operands[:position] + operands[position + 1 :]
                 if any(_is_index_expression(other, index_names) for other in others):
                     mark(operand, "a comparison", node)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+            # `pid // sl`, `pid % sl`: a position split by a run-time extent (batch, sequence index)
+            if isinstance(node.right, ast.Name) and node.right.id in params:
+                if index_names is None:
+                    index_names = _index_names(nodes)
+                if _is_index_expression(node.left, index_names):
+                    mark(node.right, "a position's divisor", node)
         elif isinstance(node, ast.Attribute) and node.attr == "dtype" and isinstance(node.value, ast.Name):
             uses.pointers.add(node.value.id)
     return uses
@@ -524,12 +531,12 @@ def scan_kernel(
                     f"`{param.name}` looks like a token/batch count{why} and is specialized: values 1, "
                     f"multiples of 16 and others compile separate variants; {_demotion_hint(kernel, param)}")
         elif param.name in uses.bounds and not is_model_dimension_name(param.name) and not _is_stride_name(param.name):
-            counts[param.name] = "the run-time bound"
+            counts[param.name] = "a run-time bound"
             if param.name in kernel.demoted("do_not_specialize"):
                 demotes_token_count = True
             elif param.name not in demoted:
                 add("JG107", param.line, param.name,
-                    f"`{param.name}` bounds `{_short(uses.bounds[param.name])}` and is specialized: values 1, multiples "
+                    f"`{param.name}` bounds or splits a position (`{_short(uses.bounds[param.name])}`) and is specialized: values 1, multiples "
                     f"of 16 and others compile separate variants; unless it is fixed per model, "
                     f"{_demotion_hint(kernel, param)}")
         elif param.name in uses.sizes and param.name not in demoted and not _is_stride_name(param.name):

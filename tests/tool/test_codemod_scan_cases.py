@@ -110,6 +110,14 @@ CASES = [
             for start in tl.range(0, sl, BLOCK):
                 tl.store(x_ptr + start, 0.0)
      """, {("JG107", "sl")}),
+    ("sl-divides-a-position", """
+        @triton.jit
+        def k(x_ptr, sl, num_heads, BLOCK: tl.constexpr):
+            pid = tl.program_id(0)
+            batch = pid // sl
+            head = pid % num_heads
+            tl.store(x_ptr + batch * BLOCK + pid % sl, 0.0)
+     """, {("JG107", "sl"), ("JG102", "num_heads")}),
     ("model-dimension-is-info", """
         @triton.jit
         def k(x_ptr, hidden_size, N, BLOCK: tl.constexpr):
