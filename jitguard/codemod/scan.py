@@ -250,7 +250,8 @@ def _is_index_expression(expression: ast.AST, index_names: set[str]) -> bool:
     if isinstance(expression, ast.Name):
         return expression.id in index_names
     if isinstance(expression, ast.Call):
-        last = (dotted_name(expression.func) or "").rsplit(".", 1)[-1]
+        func = expression.func
+        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         if last in _INDEX_SOURCES:
             return True
         if last not in _INDEX_PRESERVING:

@@ -113,7 +113,7 @@ CASES = [
     ("sl-divides-a-position", """
         @triton.jit
         def k(x_ptr, sl, num_heads, BLOCK: tl.constexpr):
-            pid = tl.program_id(0)
+            pid = tl.program_id(0).to(tl.int64)
             batch = pid // sl
             head = pid % num_heads
             tl.store(x_ptr + batch * BLOCK + pid % sl, 0.0)
