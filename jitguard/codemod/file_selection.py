@@ -47,9 +47,9 @@ def _spec(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
-def _relative(path: Path, root: Path) -> str | None:
+def _relative(resolved: Path, root: Path) -> str | None:
     try:
-        return path.resolve().relative_to(root).as_posix()
+        return resolved.relative_to(root).as_posix()
     except ValueError:
         return None
 
@@ -74,15 +74,14 @@ class _Matcher:
             self._gitignores[directory] = _spec(lines) if lines else None
         return self._gitignores[directory]
 
-    def _by_exclude(self, path: Path, is_dir: bool) -> bool:
-        relative = _relative(path, self.root)
+    def _by_exclude(self, resolved: Path, name: str, is_dir: bool) -> bool:
         suffix = "/" if is_dir else ""
+        relative = _relative(resolved, self.root)
         if relative is not None and relative != "." and self.excluded.match_file(relative + suffix):
             return True
-        return self.excluded.match_file(path.name + suffix)  # a bare name matches anywhere, as in ruff
+        return self.excluded.match_file(name + suffix)  # a bare name matches anywhere, as in ruff
 
-    def _by_gitignore(self, path: Path, is_dir: bool) -> bool:
-        resolved = path.resolve()
+    def _by_gitignore(self, resolved: Path, is_dir: bool) -> bool:
         suffix = "/" if is_dir else ""
         parent = resolved.parent
         if parent not in self._ancestors:
@@ -105,9 +104,12 @@ class _Matcher:
             return found[: found.index(self.root) + 1]
         return [start]
 
-    def excluded_path(self, path: Path, is_dir: bool) -> bool:
+    def excluded_path(self, path: Path, is_dir: bool, resolved: Path | None = None) -> bool:
         """True when `path` is excluded by a pattern or (if respected) ignored by git."""
-        return self._by_exclude(path, is_dir) or (self.respect_gitignore and self._by_gitignore(path, is_dir))
+        resolved = resolved or path.resolve()
+        return self._by_exclude(resolved, path.name, is_dir) or (
+            self.respect_gitignore and self._by_gitignore(resolved, is_dir)
+        )
 
 
 def select_python_files(paths: Sequence[str | Path], selection: FileSelection = FileSelection()) -> list[Path]:
@@ -130,9 +132,10 @@ def select_python_files(paths: Sequence[str | Path], selection: FileSelection = 
             continue
         for root, directories, files in os.walk(path):
             base = Path(root)
-            directories[:] = sorted(d for d in directories if not matcher.excluded_path(base / d, True))
+            real = base.resolve()  # once per directory: the walk does not follow links, so children are real / name
+            directories[:] = sorted(d for d in directories if not matcher.excluded_path(base / d, True, real / d))
             for name in files:
-                if name.endswith((".py", ".pyi")) and not matcher.excluded_path(base / name, False):
+                if name.endswith((".py", ".pyi")) and not matcher.excluded_path(base / name, False, real / name):
                     found.add(base / name)
     unique: dict[str, Path] = {}
     for path in sorted(found):
@@ -144,7 +147,7 @@ def is_excluded(path: Path, selection: FileSelection, matcher: _Matcher | None =
     """True when `path` or one of its parent directories is excluded or git-ignored."""
     matcher = matcher or _Matcher(selection)
     resolved = path.resolve()
-    if matcher.excluded_path(resolved, resolved.is_dir()):
+    if matcher.excluded_path(resolved, resolved.is_dir(), resolved):
         return True
-    return any(matcher.excluded_path(parent, True) for parent in resolved.parents if parent != Path(parent.anchor)
-               and _relative(parent, matcher.root) not in (None, "."))
+    return any(matcher.excluded_path(parent, True, parent) for parent in resolved.parents
+               if _relative(parent, matcher.root) not in (None, "."))

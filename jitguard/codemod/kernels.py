@@ -231,14 +231,17 @@ def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             yield from _module_level(handler.body)
 
 
-def resolve_triton_names(tree: ast.Module) -> TritonNames:
+def resolve_triton_names(
+    tree: ast.Module, statements: list[tuple[ast.stmt, tuple[str, ...]]] | None = None
+) -> TritonNames:
     """Collect the local names bound to Triton's module, to its `jit` and to jit aliases.
 
     `triton` itself always counts (vLLM re-exports it: `from vllm.triton_utils import triton`).
+    `statements` is `_statements(tree.body)` when the caller has it already.
     """
     names = TritonNames({"triton"}, set())
     assignments: list[ast.Assign] = []
-    for node, _ in _statements(tree.body):
+    for node, _ in statements if statements is not None else _statements(tree.body):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == "triton" and alias.asname:
@@ -603,12 +606,13 @@ def find_kernels(source: bytes, tree: ast.Module | None = None) -> list[TritonKe
         if not might_contain_kernels(source):
             return []
         tree = parse_source(source)
-    names = resolve_triton_names(tree)
+    statements = list(_statements(tree.body))
+    names = resolve_triton_names(tree, statements)
     kernels: list[TritonKernel] = []
     functions: dict[str, tuple[ast.FunctionDef, tuple[str, ...]]] = {}
     calls: list[tuple[ast.stmt, ast.expr]] = []
     walk_calls = bool(names.jit_aliases) or _CALL_FORM.search(source) is not None
-    for node, scope in _statements(tree.body):
+    for node, scope in statements:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions.setdefault(node.name, (node, scope))  # type: ignore[arg-type]
             for position, decorator in enumerate(node.decorator_list):
