@@ -42,7 +42,6 @@ from pathlib import Path
 from jitguard.codemod.files import SourceError, read_source
 from jitguard.codemod.kernels import (
     DEMOTION_OPTIONS,
-    DemotionList,
     KernelParam,
     TritonKernel,
     dotted_name,

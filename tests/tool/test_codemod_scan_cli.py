@@ -192,3 +192,10 @@ def test_stdin_with_a_filename_and_per_file_ignores(project: Path) -> None:
 def test_missing_path_is_a_usage_error(project: Path) -> None:
     result = _run(["nope"])
     assert result.exit_code == 2 and "nope: no such file or directory" in result.output
+
+
+def test_nested_gitignore_and_negation(project: Path) -> None:
+    (project / "src" / ".gitignore").write_text("*_pb2.py\n")
+    assert _files(_run([])) == {"src/ops.py"}
+    (project / ".gitignore").write_text("generated/*\n!generated/gen.py\n")
+    assert _files(_run([])) == {"src/ops.py", "generated/gen.py"}
