@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pathspec
@@ -57,8 +57,9 @@ def _relative(resolved: Path, root: Path) -> str | None:
 class _Matcher:
     """Excludes and `.gitignore` rules, asked about one path at a time."""
 
-    def __init__(self, selection: FileSelection) -> None:
+    def __init__(self, selection: FileSelection, contained: bool = False) -> None:
         self.root = (selection.root or Path.cwd()).resolve()
+        self.contained = contained  # only patterns and .gitignore files at or below `root` count
         self.excluded = _spec([*selection.exclude, *selection.extend_exclude])
         self.respect_gitignore = selection.respect_gitignore
         self._gitignores: dict[Path, pathspec.GitIgnoreSpec | None] = {}
@@ -98,7 +99,7 @@ class _Matcher:
         found = []
         for directory in (start, *start.parents):
             found.append(directory)
-            if (directory / ".git").exists():
+            if (directory / ".git").exists() or (self.contained and directory == self.root):
                 return found
         if start == self.root or self.root in start.parents:
             return found[: found.index(self.root) + 1]
@@ -128,14 +129,19 @@ def select_python_files(paths: Sequence[str | Path], selection: FileSelection = 
             if not (selection.force_exclude and is_excluded(path, selection, matcher)):
                 found.add(path)
             continue
-        if selection.force_exclude and is_excluded(path, selection, matcher):
-            continue
+        walker = matcher
+        if is_excluded(path, selection, matcher):
+            if selection.force_exclude:
+                continue
+            # Named on purpose (`jitguard scan .venv/.../site-packages/pkg`): what excludes the directory
+            # itself does not exclude its contents; patterns and .gitignore files inside it still apply.
+            walker = _Matcher(replace(selection, root=path.resolve()), contained=True)
         for root, directories, files in os.walk(path):
             base = Path(root)
             real = base.resolve()  # once per directory: the walk does not follow links, so children are real / name
-            directories[:] = sorted(d for d in directories if not matcher.excluded_path(base / d, True, real / d))
+            directories[:] = sorted(d for d in directories if not walker.excluded_path(base / d, True, real / d))
             for name in files:
-                if name.endswith((".py", ".pyi")) and not matcher.excluded_path(base / name, False, real / name):
+                if name.endswith((".py", ".pyi")) and not walker.excluded_path(base / name, False, real / name):
                     found.add(base / name)
     unique: dict[str, Path] = {}
     for path in sorted(found):

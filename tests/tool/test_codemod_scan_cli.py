@@ -199,3 +199,13 @@ def test_nested_gitignore_and_negation(project: Path) -> None:
     assert _files(_run([])) == {"src/ops.py"}
     (project / ".gitignore").write_text("generated/*\n!generated/gen.py\n")
     assert _files(_run([])) == {"src/ops.py", "generated/gen.py"}
+
+
+def test_a_named_directory_inside_an_excluded_one_is_scanned(project: Path) -> None:
+    (project / ".venv" / "pkg").mkdir()
+    (project / ".venv" / "pkg" / "k.py").write_text(KERNEL)
+    (project / ".venv" / "pkg" / "skip_pb2.py").write_text(KERNEL)
+    (project / ".gitignore").write_text(".venv/\ngenerated/\n")
+    args = ["--extend-exclude", "*_pb2.py", ".venv/pkg"]
+    assert _files(_run(args)) == {".venv/pkg/k.py"}  # the excluded parent does not hide it; its own patterns apply
+    assert _files(_run(["--force-exclude", *args])) == set()
