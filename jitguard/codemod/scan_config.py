@@ -11,6 +11,7 @@ ruff. An unknown key, a wrong type or an unknown code is a `ConfigError` naming 
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -136,6 +137,11 @@ def enabled_rules(rule_ids: Iterable[str], select: Iterable[str], ignore: Iterab
     return frozenset(rule for rule in rule_ids if matches(rule, select) and not matches(rule, ignore))
 
 
+@functools.lru_cache(maxsize=256)
+def _pattern_spec(pattern: str) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines([pattern])
+
+
 def ignored_for_file(file: Path | str, settings: ScanSettings) -> tuple[str, ...]:
     """Codes `per-file-ignores` removes for `file` (a path relative to the project root, or absolute)."""
     if not settings.per_file_ignores:
@@ -148,7 +154,7 @@ def ignored_for_file(file: Path | str, settings: ScanSettings) -> tuple[str, ...
         relative = path.as_posix()
     codes: list[str] = []
     for pattern, pattern_codes in settings.per_file_ignores.items():
-        spec = pathspec.GitIgnoreSpec.from_lines([pattern])
+        spec = _pattern_spec(pattern)
         if spec.match_file(relative) or spec.match_file(path.name):
             codes += pattern_codes
     return tuple(codes)
