@@ -7,8 +7,11 @@ found (`scan`), 2 a usage or input error (bad file, unknown kernel, bad report).
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -22,7 +25,19 @@ from jitguard.codemod.demotions import (
     parse_param_option,
 )
 from jitguard.codemod.files import PathInputError, default_jobs, map_files, progress_for, python_files
-from jitguard.codemod.scan import FileScan, scan_file
+from jitguard.codemod.file_selection import is_excluded, select_python_files
+from jitguard.codemod.file_selection import PathInputError as SelectionPathError
+from jitguard.codemod.scan import RULES, FileScan, scan_source, scan_task
+from jitguard.codemod.scan_config import (
+    ConfigError,
+    ScanSettings,
+    check_codes,
+    enabled_rules,
+    find_pyproject,
+    ignored_for_file,
+    load_settings,
+)
+from jitguard.codemod.scan_output import OUTPUT_FORMATS, ScanResult, render_github, render_json, render_junit, render_sarif, text_line, use_color
 
 
 def _plural(count: int, word: str) -> str:
@@ -147,63 +162,172 @@ def _count_adviceless_findings(report: str) -> int:
     return sum(1 for finding in findings if isinstance(finding, dict) and finding.get("advice") is None)
 
 
-@click.command("scan")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--json", "as_json", is_flag=True, help="Print {findings: [...], files: N, ...} as JSON.")
-@click.option("--all", "show_all", is_flag=True, help="Also list info findings (JG102, JG106) in text output.")
-@click.option("-j", "--jobs", type=int, default=None, help="Worker processes (default: one per CPU).")
-def scan_command(paths: tuple[str, ...], as_json: bool, show_all: bool, jobs: int | None) -> None:
-    """Find recompile risks in Triton kernels, without running them.
+def _codes(values: tuple[str, ...]) -> list[str]:
+    """`--select A,B --select C` -> [A, B, C]."""
+    return [code.strip() for value in values for code in value.split(",") if code.strip()]
 
-    Exit 1 when a warning is found (info findings do not count), 2 when a file cannot be read
-    or parsed. Silence a line with `# jitguard: ignore` or `# jitguard: ignore[JG101]`.
+
+def _scan_settings(config: str | None, exclude: tuple[str, ...], extend_exclude: tuple[str, ...],
+                   select: tuple[str, ...], ignore: tuple[str, ...], respect_gitignore: bool | None,
+                   force_exclude: bool) -> ScanSettings:
+    """`[tool.jitguard]` (from --config, else the nearest pyproject.toml) with the command line over it."""
+    pyproject = Path(config) if config else find_pyproject(Path.cwd())
+    if config and not Path(config).is_file():
+        raise ConfigError(f"{config}: no such file")
+    settings = load_settings(pyproject, RULES)
+    selection = settings.selection
+    if pyproject is None:
+        selection = replace(selection, root=Path.cwd())
+    if exclude:
+        selection = replace(selection, exclude=tuple(_codes(exclude)))
+    if extend_exclude:
+        selection = replace(selection, extend_exclude=selection.extend_exclude + tuple(_codes(extend_exclude)))
+    if respect_gitignore is not None:
+        selection = replace(selection, respect_gitignore=respect_gitignore)
+    if force_exclude:
+        selection = replace(selection, force_exclude=True)
+    cli_select = check_codes(_codes(select), RULES, "--select")
+    cli_ignore = check_codes(_codes(ignore), RULES, "--ignore")
+    chosen = cli_select or settings.select
+    ignored = tuple(code for code in settings.ignore if code not in cli_select) + cli_ignore
+    return replace(settings, selection=selection, select=chosen, ignore=ignored)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("jitguard")
+    except Exception:  # noqa: BLE001 - a missing distribution must not stop a scan
+        return "0"
+
+
+@click.command("scan")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default=None,
+              help="text (default), json, github (Actions annotations), sarif, junit.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --output-format json.")
+@click.option("--all", "show_all", is_flag=True, help="Also list info findings (JG102, JG106) in text output.")
+@click.option("--select", multiple=True, metavar="CODES", help="Only these rules (ids or prefixes, comma-separated; ALL).")
+@click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rules (ids or prefixes, comma-separated).")
+@click.option("--exclude", multiple=True, metavar="PATTERNS",
+              help="Glob patterns to skip, replacing the default list (.git, .venv, build, ...).")
+@click.option("--extend-exclude", multiple=True, metavar="PATTERNS", help="Glob patterns to skip, besides the defaults.")
+@click.option("--respect-gitignore/--no-respect-gitignore", default=None, help="Skip files .gitignore ignores (default on).")
+@click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too (pre-commit).")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when warnings are found (2 still means a bad file).")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings and errors only: no summary.")
+@click.option("--stdin-filename", metavar="PATH", help="The name to report (and match per-file-ignores) for `-` (stdin).")
+@click.option("--config", metavar="PYPROJECT", help="Read [tool.jitguard] from this file (default: nearest pyproject.toml).")
+@click.option("-j", "--jobs", type=int, default=None, help="Worker processes (default: one per CPU).")
+def scan_command(
+    paths: tuple[str, ...], output_format: str | None, as_json: bool, show_all: bool, select: tuple[str, ...],
+    ignore: tuple[str, ...], exclude: tuple[str, ...], extend_exclude: tuple[str, ...],
+    respect_gitignore: bool | None, force_exclude: bool, exit_zero: bool, quiet: bool, stdin_filename: str | None,
+    config: str | None, jobs: int | None,
+) -> None:
+    """Find recompile risks in Triton kernels, without running them (default PATH: `.`).
+
+    Exit 1 when a warning is found (info findings do not count; --exit-zero: 0), 2 when a file
+    cannot be read or parsed, or a setting is wrong. Settings: [tool.jitguard] in pyproject.toml
+    (exclude, extend-exclude, select, ignore, per-file-ignores, respect-gitignore, force-exclude).
+    Silence a finding with `# jitguard: ignore` or `# jitguard: ignore[JG101]` on the parameter's
+    line, the `def` line or a decorator line.
 
     \b
     Rules:
       JG101 token-count-specialized        (warning) int token/batch count not demoted
-      JG102 size-specialized               (info)    int used as a size, not demoted
+      JG102 size-specialized               (info)    model-dimension int used as a size
       JG103 runtime-size-constexpr         (warning) tl.constexpr named like a token count
       JG104 unknown-name-in-demotion-list  (warning) do_not_specialize names no parameter
       JG105 constexpr-in-demotion-list     (warning) do_not_specialize lists a tl.constexpr
-      JG106 derived-stride-specialized     (info)    stride left specialized next to a demoted count
+      JG106 derived-stride-specialized     (info)    stride derived from a demoted count
+      JG107 runtime-bound-specialized      (warning) int bounding a mask/loop not demoted
+      JG108 heuristic-from-count           (warning) @triton.heuristics constexpr from a count
+      JG109 autotune-key-count             (warning) autotune key holds a count: re-tunes
     """
     started = time.perf_counter()
-    files = _collect_files(paths)
-    scans: list[FileScan] = list(map_files(scan_file, files, _jobs(jobs), progress_for("Scanning", len(files))))
-    findings = [finding for scan in scans for finding in scan.findings]
+    context = click.get_current_context()
+    if as_json and output_format not in (None, "json"):
+        raise click.UsageError("--json is --output-format json; give one of them")
+    output_format = "json" if as_json else (output_format or "text")
+    try:
+        settings = _scan_settings(config, exclude, extend_exclude, select, ignore, respect_gitignore, force_exclude)
+    except ConfigError as exc:
+        _echo_err(f"error: {exc}")
+        context.exit(2)
+    enabled = enabled_rules(RULES, settings.select, settings.ignore)
+
+    def rules_for(file: Path | str) -> frozenset[str]:
+        return enabled - set(enabled_rules(RULES, ignored_for_file(file, settings) or ("-",), ()))
+
+    if "-" in paths:
+        if len(paths) > 1:
+            raise click.UsageError("`-` (stdin) cannot be combined with other paths")
+        display = stdin_filename or "-"
+        files: list[Path] = []
+        if stdin_filename and settings.selection.force_exclude and is_excluded(Path(stdin_filename), settings.selection):
+            scans = []
+        else:
+            scans = [_scan_stdin(sys.stdin.buffer.read(), display, rules_for(display))]
+        file_count = len(scans)
+    else:
+        try:
+            files = select_python_files(paths, settings.selection)
+        except SelectionPathError as exc:
+            raise click.UsageError(str(exc)) from None
+        if not files and not quiet:
+            _echo_err(f"warning: no Python files found under {', '.join(paths) or '.'}")
+        tasks = [(path, rules_for(path), None) for path in files]
+        scans = list(map_files(scan_task, tasks, _jobs(jobs), progress_for("Scanning", len(files))))
+        file_count = len(files)
+    findings = sorted((f for scan in scans for f in scan.findings), key=lambda f: (f.file, f.line, f.column))
     errors = [(scan.path, scan.error) for scan in scans if scan.error]
     warnings = [finding for finding in findings if finding.severity == "warning"]
     kernels = sum(scan.kernels for scan in scans)
-    elapsed = time.perf_counter() - started
-    if as_json:
-        payload = {
-            "findings": [finding.to_json() for finding in findings],
-            "files": len(files),
-            "kernels": kernels,
-            "errors": [{"file": path, "message": message} for path, message in errors],
-        }
-        click.echo(json.dumps(payload, indent=2))
-    else:
+    result = ScanResult(findings, errors, file_count, kernels)
+    show_info = show_all or bool(select)
+    if output_format == "text":
+        color = use_color(sys.stdout, dict(os.environ))
         for finding in findings:
-            if finding.severity == "warning" or show_all:
-                kernel = finding.qualname or finding.kernel
-                subject = f"{kernel}.{finding.param}" if finding.param else kernel
-                click.echo(f"{finding.file}:{finding.line}: {finding.rule} [{finding.name}] {subject}: {finding.message}")
-    for path, message in errors:
-        _echo_err(f"error: {path}: {message}")
-    infos = len(findings) - len(warnings)
-    by_rule = ", ".join(f"{rule} {count}" for rule, count in sorted(Counter(f.rule for f in findings).items()))
-    summary = (f"{_plural(len(warnings), 'warning')}, {infos} info in {_plural(kernels, 'kernel')}; "
-               f"{_plural(len(files), 'file')} scanned in {elapsed:.1f} s")
+            if finding.severity == "warning" or show_info:
+                click.echo(text_line(finding, color), color=color)
+    else:
+        rendered = {"json": render_json, "github": render_github, "junit": render_junit,
+                    "sarif": lambda r: render_sarif(r, _version())}[output_format](result)
+        if rendered:
+            click.echo(rendered)
+    if output_format != "github":
+        for path, message in errors:
+            _echo_err(f"error: {path}: {message}")
+    if not quiet:
+        _echo_err(_scan_summary(result, warnings, time.perf_counter() - started,
+                                hint=not show_info and output_format == "text"))
+    if errors:
+        context.exit(2)
+    if warnings and not exit_zero:
+        context.exit(1)
+
+
+def _scan_stdin(data: bytes, display: str, enabled: frozenset[str]) -> FileScan:
+    try:
+        findings, kernels = scan_source(data, display, enabled)
+    except SyntaxError as exc:
+        return FileScan(display, [], 0, f"syntax error at line {exc.lineno}: {exc.msg}")
+    except (ValueError, RecursionError, UnicodeDecodeError) as exc:
+        return FileScan(display, [], 0, f"cannot parse: {exc}")
+    return FileScan(display, findings, kernels)
+
+
+def _scan_summary(result: ScanResult, warnings: list, elapsed: float, hint: bool) -> str:
+    infos = len(result.findings) - len(warnings)
+    by_rule = ", ".join(f"{rule} {count}" for rule, count in sorted(Counter(f.rule for f in result.findings).items()))
+    summary = (f"{_plural(len(warnings), 'warning')}, {infos} info in {_plural(result.kernels, 'kernel')}; "
+               f"{_plural(result.files, 'file')} scanned in {elapsed:.1f} s")
     if by_rule:
         summary += f" ({by_rule})"
-    if infos and not show_all and not as_json:
+    if infos and hint:
         summary += "; --all lists the info findings"
-    if errors:
-        summary += f"; {_plural(len(errors), 'error')}"
-    _echo_err(summary + ".")
-    if errors:
-        click.get_current_context().exit(2)
-    if warnings:
-        click.get_current_context().exit(1)
-
+    if result.errors:
+        summary += f"; {_plural(len(result.errors), 'error')}"
+    return summary + "."

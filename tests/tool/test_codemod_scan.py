@@ -40,12 +40,9 @@ def test_token_counts_are_warned_and_model_dims_are_info() -> None:
     assert not [param for rule, param in found if param in ("BLOCK_M", "BLOCK_N")]
 
 
-def test_demoted_token_counts_are_quiet_but_their_strides_are_info() -> None:
+def test_demoted_token_counts_are_quiet_and_weight_strides_are_not_flagged() -> None:
     found = _scan(MOE_LIKE.replace("@triton.jit\n", '@triton.jit(do_not_specialize=["EM", "num_valid_tokens"])\n'))
-    assert not [rule for rule, _ in found if rule == "JG101"]
-    # stride_am walks the token axis (a model dimension); stride_bk may be derived from the count
-    assert ("JG106", "stride_bk") in found
-    assert ("JG106", "stride_am") not in found
+    assert not [rule for rule, _ in found if rule in ("JG101", "JG106", "JG107")]
 
 
 def test_constexpr_token_count_and_bad_demotion_lists() -> None:
