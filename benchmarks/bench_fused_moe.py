@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def import_kernels():
     """jitguard.kernels from an install, or straight from this checkout (the GPU host has no install)."""
     try:
-        import jitguard.kernels.fused_moe  # noqa: F401
+        import jitguard.kernels.moe_chain  # noqa: F401
     except ImportError:
         sys.path.insert(0, str(ROOT))
         import jitguard  # noqa: F401
@@ -48,9 +48,9 @@ def import_kernels():
         module = importlib.util.module_from_spec(spec)
         sys.modules["jitguard.kernels"] = module
         spec.loader.exec_module(module)
-    from jitguard.kernels import fused_moe, moe_align, moe_configs, moe_gemm, moe_quant
+    from jitguard.kernels import moe_align, moe_chain, moe_configs, moe_gemm, moe_quant
 
-    return fused_moe, moe_align, moe_configs, moe_gemm, moe_quant
+    return moe_chain, moe_align, moe_configs, moe_gemm, moe_quant
 
 
 fm, moe_align, moe_configs, moe_gemm, moe_quant = import_kernels()

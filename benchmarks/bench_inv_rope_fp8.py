@@ -47,9 +47,9 @@ L2_DEFEAT_BYTES = 240 * 2**20  # 4x the H200's ~60 MB L2
 
 
 def import_kernels() -> Any:
-    """jitguard.kernels.inv_rope_fp8, installed or straight from this checkout."""
+    """jitguard.kernels.inv_rope, installed or straight from this checkout."""
     try:
-        from jitguard.kernels import inv_rope_fp8
+        from jitguard.kernels import inv_rope
     except ImportError:
         sys.path.insert(0, str(REPO))
         import jitguard
@@ -61,8 +61,8 @@ def import_kernels() -> Any:
         sys.modules["jitguard.kernels"] = package
         spec.loader.exec_module(package)
         jitguard.kernels = package
-        from jitguard.kernels import inv_rope_fp8
-    return inv_rope_fp8
+        from jitguard.kernels import inv_rope
+    return inv_rope
 
 
 def load_upstream(path: str) -> Any:
@@ -414,7 +414,7 @@ def main() -> None:
     import triton
 
     irf = import_kernels()
-    from jitguard.kernels import inv_rope_fp8_reference as reference
+    from jitguard.kernels import inv_rope as reference
 
     upstream = upstream_kernel(load_upstream(args.upstream)) if args.upstream else None
     env = dict(

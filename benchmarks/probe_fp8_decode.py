@@ -22,7 +22,7 @@ import triton
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_fused_moe as bfm  # noqa: E402  (makes jitguard.kernels importable from a checkout)
 import bench_moe_layer as bml  # noqa: E402
-from jitguard.kernels import fused_moe as fm  # noqa: E402
+from jitguard.kernels import moe_chain as fm  # noqa: E402
 from jitguard.kernels import moe_align, moe_decode, moe_quant, moe_routing  # noqa: E402
 
 REPLAYS = 100

@@ -1,4 +1,4 @@
-"""Fused mixture-of-experts layer (bf16 and FP8 W8A8) that compiles once per tile config.
+"""The MoE layer as a chain of launches (bf16 and FP8 W8A8) that compiles once per tile config.
 
 ``fused_moe(x, w13, w2, topk_weights, topk_ids, ...)`` follows the usual signature (vLLM's
 ``fused_experts``): ``x`` [M, H], ``w13`` [E, 2I, H] (gate rows then up rows), ``w2`` [E, H, I],
@@ -17,16 +17,14 @@ as upstream does: per-tensor ``w1_scale`` [E], per-channel (``per_channel_quant=
 fly: per tensor (dynamic, or static ``a1_scale`` / ``a2_scale``), per token for per-channel
 weights, per token and 128 columns for block weights.
 
-Decode (M <= 64, from router logits): ``fused_moe_decode(x, router_logits, w13, w2, top_k, ...)``
-runs routing to output in 3 launches (``kernels/moe_decode.py``); ``fused_moe_from_logits`` picks
-it for M <= 64 and this layer above.
+Decode (M <= 64, from router logits): ``fused_moe_decode`` (``kernels/moe_decode.py``) runs
+routing to output in two or three launches; ``fused_moe_from_logits`` (``kernels/moe_dispatch.py``)
+picks between it and ``softmax_topk`` + this chain for any M.
 
 >>> out = fused_moe(x, w13, w2, topk_weights, topk_ids)  # doctest: +SKIP
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import torch
 
@@ -40,137 +38,17 @@ from .moe_gemm import (
     launch_moe_gemm,
     launch_topk_reduce,
 )
-from .moe_quant import FP8_DTYPE, quantize_fp8, quantize_fp8_reference
+from .moe_inputs import MoeLayerShape, check_moe_inputs, normalize_w_scale
+from .moe_quant import quantize_fp8, quantize_fp8_reference
 
 __all__ = [
-    "MoeLayerShape",
     "fused_moe",
     "fused_moe_reference",
     "moe_align_block_size",
     "moe_gate_up",
     "moe_down",
-    "check_moe_inputs",
     "select_tile_configs",
 ]
-
-_ACT_DTYPES = (torch.bfloat16, torch.float16)
-
-
-@dataclass(frozen=True)
-class MoeLayerShape:
-    """Validated sizes and quantization scheme of one fused-MoE call."""
-
-    num_tokens: int
-    hidden: int
-    intermediate: int
-    num_experts: int
-    top_k: int
-    quant: int
-    scale_block: tuple[int, int]
-
-    @property
-    def fp8(self) -> bool:
-        return self.quant != QUANT_NONE
-
-    @property
-    def precision(self) -> str:
-        """The tile table's precision class: "bf16", "fp8" or "fp8-block"."""
-        return {QUANT_NONE: "bf16", QUANT_BLOCK: "fp8-block"}.get(self.quant, "fp8")
-
-
-def _shape(t: torch.Tensor) -> tuple[int, ...]:
-    return tuple(t.shape)
-
-
-def _quant_scheme(use_fp8_w8a8: bool, per_channel_quant: bool, block_shape) -> tuple[int, tuple[int, int]]:
-    if not use_fp8_w8a8:
-        if per_channel_quant or block_shape is not None:
-            raise ValueError("fused_moe: per_channel_quant/block_shape need use_fp8_w8a8=True")
-        return QUANT_NONE, (128, 128)
-    if block_shape is not None:
-        if per_channel_quant:
-            raise ValueError("fused_moe: choose one of per_channel_quant and block_shape, not both")
-        if len(block_shape) != 2:
-            raise ValueError(f"fused_moe: block_shape must be [block_n, block_k], got {block_shape!r}")
-        bn, bk = int(block_shape[0]), int(block_shape[1])
-        for name, v in (("block_n", bn), ("block_k", bk)):
-            if v < 16 or v & (v - 1):
-                raise ValueError(f"fused_moe: block_shape {name} must be a power of two >= 16, got {v}")
-        return QUANT_BLOCK, (bn, bk)
-    if per_channel_quant:
-        return QUANT_CHANNEL, (128, 128)
-    return QUANT_TENSOR, (128, 128)
-
-
-def _normalize_w_scale(scale, name: str, E: int, rows: int, K: int, quant: int, blk: tuple[int, int]):
-    if scale is None:
-        raise ValueError(f"fused_moe: {name} is required with use_fp8_w8a8=True")
-    if scale.dtype != torch.float32:
-        raise TypeError(f"fused_moe: {name} must be float32, got {scale.dtype}")
-    if quant == QUANT_TENSOR:
-        if scale.numel() != E:
-            raise ValueError(f"fused_moe: per-tensor {name} must have one scale per expert ({E}), got shape {_shape(scale)}")
-        return scale.reshape(E).contiguous()
-    if quant == QUANT_CHANNEL:
-        if scale.numel() != E * rows or scale.shape[0] != E or scale.shape[1] != rows:
-            raise ValueError(f"fused_moe: per-channel {name} must be [{E}, {rows}] (or [{E}, {rows}, 1]), got shape {_shape(scale)}")
-        return scale.reshape(E, rows).contiguous()
-    want = (E, -(-rows // blk[0]), -(-K // blk[1]))
-    if _shape(scale) != want:
-        raise ValueError(f"fused_moe: block {name} must be {list(want)} for block_shape {list(blk)}, got shape {_shape(scale)}")
-    return scale.contiguous()
-
-
-def check_moe_inputs(
-    x: torch.Tensor,
-    w13: torch.Tensor,
-    w2: torch.Tensor,
-    topk_weights: torch.Tensor,
-    topk_ids: torch.Tensor,
-    *,
-    use_fp8_w8a8: bool = False,
-    per_channel_quant: bool = False,
-    block_shape=None,
-) -> MoeLayerShape:
-    """Validate shapes and dtypes; raise a one-line error naming the argument at fault."""
-    if x.dim() != 2:
-        raise ValueError(f"fused_moe: x must be [tokens, hidden], got shape {_shape(x)}")
-    if x.dtype not in _ACT_DTYPES:
-        raise TypeError(f"fused_moe: x must be bfloat16 or float16, got {x.dtype}")
-    if w13.dim() != 3 or w2.dim() != 3:
-        raise ValueError(f"fused_moe: w13 must be [E, 2I, H] and w2 [E, H, I], got {_shape(w13)} and {_shape(w2)}")
-    M, H = x.shape
-    E, two_i, h13 = w13.shape
-    if h13 != H:
-        raise ValueError(f"fused_moe: w13 {_shape(w13)} does not match hidden size {H} of x {_shape(x)}")
-    if two_i % 2:
-        raise ValueError(f"fused_moe: w13 rows (2I) must be even (gate then up), got {two_i}")
-    I = two_i // 2
-    if w2.shape[0] != E:
-        raise ValueError(f"fused_moe: w13 has {E} experts but w2 has {w2.shape[0]}")
-    if _shape(w2)[1:] != (H, I):
-        raise ValueError(f"fused_moe: w2 must be [E, {H}, {I}] to match w13 {_shape(w13)}, got {_shape(w2)}")
-    quant, blk = _quant_scheme(use_fp8_w8a8, per_channel_quant, block_shape)
-    want_w = FP8_DTYPE if quant != QUANT_NONE else x.dtype
-    for name, w in (("w13", w13), ("w2", w2)):
-        if w.dtype != want_w:
-            hint = " (set use_fp8_w8a8=True for FP8 weights)" if w.dtype == FP8_DTYPE else ""
-            raise TypeError(f"fused_moe: {name} must be {want_w} to match x {x.dtype}, got {w.dtype}{hint}")
-        if w.stride(2) != 1:
-            raise ValueError(f"fused_moe: {name} needs a contiguous last dimension, got strides {w.stride()}")
-    if topk_ids.dim() != 2 or topk_ids.shape[0] != M:
-        raise ValueError(f"fused_moe: topk_ids must be [{M}, top_k], got shape {_shape(topk_ids)}")
-    if _shape(topk_weights) != _shape(topk_ids):
-        raise ValueError(f"fused_moe: topk_weights {_shape(topk_weights)} and topk_ids {_shape(topk_ids)} differ in shape")
-    if topk_ids.dtype not in (torch.int32, torch.int64):
-        raise TypeError(f"fused_moe: topk_ids must be int32 or int64, got {topk_ids.dtype}")
-    if not topk_weights.is_floating_point():
-        raise TypeError(f"fused_moe: topk_weights must be floating point, got {topk_weights.dtype}")
-    top_k = topk_ids.shape[1]
-    if not 1 <= top_k <= E:
-        raise ValueError(f"fused_moe: top_k must be in [1, {E}] experts, got {top_k}")
-    return MoeLayerShape(M, H, I, E, top_k, quant, blk)
-
 
 def _act_quant_mode(quant: int) -> str:
     return {QUANT_TENSOR: "tensor", QUANT_CHANNEL: "row", QUANT_BLOCK: "group"}[quant]
@@ -265,8 +143,8 @@ def fused_moe(
     )
     w1s = w2s = None
     if shape.fp8:
-        w1s = _normalize_w_scale(w1_scale, "w1_scale", shape.num_experts, 2 * shape.intermediate, shape.hidden, shape.quant, shape.scale_block)
-        w2s = _normalize_w_scale(w2_scale, "w2_scale", shape.num_experts, shape.hidden, shape.intermediate, shape.quant, shape.scale_block)
+        w1s = normalize_w_scale(w1_scale, "w1_scale", shape.num_experts, 2 * shape.intermediate, shape.hidden, shape.quant, shape.scale_block)
+        w2s = normalize_w_scale(w2_scale, "w2_scale", shape.num_experts, shape.hidden, shape.intermediate, shape.quant, shape.scale_block)
         if shape.quant != QUANT_TENSOR and (a1_scale is not None or a2_scale is not None):
             raise ValueError("fused_moe: static a1_scale/a2_scale are only supported with per-tensor FP8")
     elif any(s is not None for s in (w1_scale, w2_scale, a1_scale, a2_scale)):
@@ -275,8 +153,8 @@ def fused_moe(
         x = x.contiguous()
     if out is None:
         out = torch.empty_like(x)
-    elif _shape(out) != _shape(x) or out.dtype != x.dtype:
-        raise ValueError(f"fused_moe: out must be {_shape(x)} {x.dtype}, got {_shape(out)} {out.dtype}")
+    elif tuple(out.shape) != tuple(x.shape) or out.dtype != x.dtype:
+        raise ValueError(f"fused_moe: out must be {tuple(x.shape)} {x.dtype}, got {tuple(out.shape)} {out.dtype}")
     if shape.num_tokens == 0:
         return out
     cfgs = tile_configs or select_tile_configs(shape.num_tokens, shape.num_experts, shape.precision)
@@ -375,14 +253,3 @@ def fused_moe_reference(
         y = (act @ w2f.T) * topk_weights[tok, slot].float()[:, None]
         out.index_add_(0, tok, y)
     return out
-
-
-_DECODE_NAMES = ("fused_moe_decode", "fused_moe_from_logits")
-
-
-def __getattr__(name: str):  # noqa: ANN202 - PEP 562 module attribute
-    # The decode path (kernels/moe_decode.py) builds on this module, so it loads on first use.
-    if name in _DECODE_NAMES:
-        from . import moe_decode
-        return getattr(moe_decode, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

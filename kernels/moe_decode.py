@@ -42,7 +42,7 @@ FP8 W8A8 takes the scale layouts of :func:`jitguard.kernels.fused_moe.fused_moe`
 per channel, block 128x128), with dynamic activation scales only, on the grouped path; with block
 scales the route launch also writes x as e4m3 for gate_up. Which of it and ``softmax_topk`` +
 ``fused_moe`` is faster depends on the shape (benchmarks/results/moe_layer.md):
-:func:`fused_moe_from_logits` picks by :func:`from_logits_takes_decode`.
+``moe_dispatch.fused_moe_from_logits`` picks by ``from_logits_takes_decode``.
 
 >>> ws = MoeDecodeWorkspace.for_layer(w13, w2, top_k=8, act_dtype=torch.bfloat16)  # doctest: +SKIP
 >>> out = fused_moe_decode(x, router_logits, w13, w2, 8, renormalize=True, workspace=ws)  # doctest: +SKIP
@@ -59,22 +59,26 @@ import torch
 import triton
 import triton.language as tl
 
-from .fused_moe import (
-    _normalize_w_scale,
-    check_moe_inputs,
-    fused_moe,
-    fused_moe_reference,
-)
 from .moe_align import max_padded_len
+from .moe_chain import fused_moe_reference
 from .moe_configs import MoeTileConfigs, select_tile_configs
-from .moe_gemm import QUANT_BLOCK, QUANT_CHANNEL, QUANT_NONE, QUANT_TENSOR
-from .moe_quant import FP8_MAX
-from .moe_routing import (
-    check_router_logits,
-    softmax_topk,
-    softmax_topk_reference,
-    softmax_topk_row,
+from .moe_gemm import (
+    QUANT_BLOCK,
+    QUANT_CHANNEL,
+    QUANT_NONE,
+    moe_acc_zeros,
+    moe_dot,
+    moe_load_a,
+    moe_load_b,
+    moe_scale_epilogue,
+    moe_silu_mul,
+    moe_tile_pointers,
+    moe_weight_rows,
+    weight_scale_strides,
 )
+from .moe_inputs import check_moe_inputs, normalize_w_scale
+from .moe_quant import FP8_MAX
+from .moe_routing import check_router_logits, softmax_topk_reference, softmax_topk_row
 
 __all__ = [
     "DECODE_LAUNCHES",
@@ -86,8 +90,6 @@ __all__ = [
     "MoeDecodeWorkspace",
     "fused_moe_decode",
     "fused_moe_decode_reference",
-    "fused_moe_from_logits",
-    "from_logits_takes_decode",
     "plan_fused_moe_decode",
 ]
 
@@ -106,11 +108,10 @@ _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool) -> str:
     """``"pairs"`` (two launches) for bf16/fp16 with few pairs per expert, else ``"grouped"`` (three).
 
-    The pairs path saves the routing launch but reads an expert once per pair routed to it. From
-    the H200 measurements in benchmarks/results/moe_layer.md: it wins at one token (no expert is
-    shared) and while the pairs are at most a quarter of the experts (Qwen3-30B, 128 experts,
-    top 8: M = 2 44.5 against 48.7 us, M = 4 77.8 against 80.8 us; M = 8 144.5 against 122.4 us),
-    and loses on Mixtral (8 experts, top 2) from M = 2 (333 against 248 us).
+    The pairs path saves the routing launch but reads an expert once per pair routed to it. On the
+    H200 it wins at one token (no expert is shared) and while the pairs are at most a quarter of
+    the experts (Qwen3-30B-like: 128 experts, top 8, M <= 4), and loses on Mixtral-like layers
+    (8 experts, top 2) from M = 2: benchmarks/results/moe_layer.md, "pairs path" columns.
     """
     if fp8:
         return "grouped"
@@ -308,16 +309,6 @@ def _quantize_on_load(a, scale_or_amax, SCALE_IS_AMAX: tl.constexpr, FP8_MAX_C: 
     return q.to(tl.float8e4nv), scale
 
 
-@triton.jit
-def _load_a_tile(a_ptrs, pair_mask, k_mask, SWAP_AB: tl.constexpr):
-    """The activation tile: [BLOCK_K, BLOCK_M] when swapped, else [BLOCK_M, BLOCK_K]; masked rows read 0."""
-    if SWAP_AB:
-        mask = pair_mask[None, :] & k_mask[:, None]
-    else:
-        mask = pair_mask[:, None] & k_mask[None, :]
-    return tl.load(a_ptrs, mask=mask, other=0.0)
-
-
 @triton.jit(do_not_specialize=["num_pairs", "num_tokens"])
 def moe_decode_gemm_kernel(
     a_ptr,
@@ -425,23 +416,11 @@ def moe_decode_gemm_kernel(
             pairs = tl.load(sorted_ids_ptr + pid_m * BLOCK_M + tl.arange(0, BLOCK_M))
         pair_mask = pairs < num_pairs
         a_rows = tl.where(pair_mask, pairs // A_ROWS_PER_PAIR_DIV, 0).to(tl.int64)
-        offs_bn = tl.arange(0, BLOCK_N)
-        # Weight rows past N wrap around (loads stay unmasked); their columns are dropped at the store.
-        if GATED:
-            out_col = (pid_n * OUT_N + offs_bn // 2) % N
-            b_rows = (offs_bn % 2) * N + out_col
-        else:
-            b_rows = (pid_n * BLOCK_N + offs_bn) % N
+        b_rows = moe_weight_rows(pid_n, N, BLOCK_N, GATED)
         offs_k = tl.arange(0, BLOCK_K)
-        b_base = b_ptr + expert * stride_be
-        if SWAP_AB:
-            a_ptrs = a_ptr + a_rows[None, :] * stride_am + offs_k[:, None]
-            b_ptrs = b_base + b_rows[:, None].to(tl.int64) * stride_bn + offs_k[None, :]
-            acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-        else:
-            a_ptrs = a_ptr + a_rows[:, None] * stride_am + offs_k[None, :]
-            b_ptrs = b_base + b_rows[None, :].to(tl.int64) * stride_bn + offs_k[:, None]
-            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        a_ptrs, b_ptrs = moe_tile_pointers(a_ptr, a_rows, b_ptr + expert * stride_be, b_rows, stride_am, stride_bn,
+                                           BLOCK_K, SWAP_AB)
+        acc = moe_acc_zeros(BLOCK_M, BLOCK_N, SWAP_AB)
 
         if WAIT_PRIOR == 2:
             # Everything above depends on the layer's inputs only; A and its scales on the prior launch.
@@ -457,18 +436,15 @@ def moe_decode_gemm_kernel(
         # loaded one K step ahead here (pre-quantized A is pipelined like B).
         A_AHEAD: tl.constexpr = (QUANT != 0) and not A_PREQUANT
         if A_AHEAD:
-            a_next = _load_a_tile(a_ptrs, pair_mask, offs_k < K, SWAP_AB)
+            a_next = moe_load_a(a_ptrs, pair_mask, offs_k < K, SWAP_AB)
         for kb in range(tl.cdiv(K, BLOCK_K)):
             k_mask = offs_k < K - kb * BLOCK_K
             if A_AHEAD:
                 a = a_next
-                a_next = _load_a_tile(a_ptrs + BLOCK_K, pair_mask, offs_k < K - (kb + 1) * BLOCK_K, SWAP_AB)
+                a_next = moe_load_a(a_ptrs + BLOCK_K, pair_mask, offs_k < K - (kb + 1) * BLOCK_K, SWAP_AB)
             else:
-                a = _load_a_tile(a_ptrs, pair_mask, k_mask, SWAP_AB)
-            if SWAP_AB:
-                b = tl.load(b_ptrs, mask=k_mask[None, :], other=0.0)
-            else:
-                b = tl.load(b_ptrs, mask=k_mask[:, None], other=0.0)
+                a = moe_load_a(a_ptrs, pair_mask, k_mask, SWAP_AB)
+            b = moe_load_b(b_ptrs, k_mask, SWAP_AB)
             if QUANT == 1:
                 a, _ = _quantize_on_load(a, a_s, A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
             elif QUANT == 2:
@@ -480,50 +456,36 @@ def moe_decode_gemm_kernel(
                 k_group = (kb * BLOCK_K) // SCALE_BLOCK_K
                 g_s = tl.load(a_scale_ptr + a_rows * stride_asm + k_group, mask=pair_mask, other=1.0)
                 b_s = tl.load(b_scale_rows + k_group * stride_bsk)
-                if A_PREQUANT:
-                    # A is already e4m3 (written by the route launch); g_s are its scales.
+                if A_SCALE_IS_AMAX:
+                    g_s = tl.maximum(g_s, MIN_AMAX) / FP8_MAX_C
+                # A pre-quantized (by the route launch) is e4m3 already; g_s are its scales.
+                if not A_PREQUANT:
                     if SWAP_AB:
-                        g_scale = g_s[None, :]
+                        a, _ = _quantize_on_load(a, g_s[None, :], False, FP8_MAX_C, MIN_AMAX)
                     else:
-                        g_scale = g_s[:, None]
-                elif SWAP_AB:
-                    a, g_scale = _quantize_on_load(a, g_s[None, :], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
-                else:
-                    a, g_scale = _quantize_on_load(a, g_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
+                        a, _ = _quantize_on_load(a, g_s[:, None], False, FP8_MAX_C, MIN_AMAX)
             if DOT_IN_FP32:
                 a = a.to(tl.float32)
                 b = b.to(tl.float32)
             if QUANT == 3:
-                if SWAP_AB:
-                    acc += tl.dot(b, a) * b_s[:, None] * g_scale
-                else:
-                    acc += tl.dot(a, b) * g_scale * b_s[None, :]
+                acc = moe_dot(acc, a, b, g_s, b_s, True, SWAP_AB)
             else:
-                if SWAP_AB:
-                    acc = tl.dot(b, a, acc)
-                else:
-                    acc = tl.dot(a, b, acc)
+                acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
             a_ptrs += BLOCK_K
             b_ptrs += BLOCK_K
 
         if SWAP_AB:
             acc = tl.trans(acc)  # back to [BLOCK_M, BLOCK_N]
-        if QUANT == 1:
+        if (QUANT == 1) | (QUANT == 2):
             if A_SCALE_IS_AMAX:
                 a_s = tl.maximum(a_s, MIN_AMAX) / FP8_MAX_C
-            acc = acc * (a_s * tl.load(b_scale_ptr + expert * stride_bse))
-        elif QUANT == 2:
-            if A_SCALE_IS_AMAX:
-                a_s = tl.maximum(a_s, MIN_AMAX) / FP8_MAX_C
-            b_s = tl.load(b_scale_ptr + expert * stride_bse + b_rows * stride_bsn)
-            acc = acc * a_s[:, None] * b_s[None, :]
+            acc = moe_scale_epilogue(acc, a_s, b_scale_ptr, expert, b_rows, stride_bse, stride_bsn, QUANT)
 
         offs_cn = pid_n * OUT_N + tl.arange(0, OUT_N)
         c_mask = pair_mask[:, None] & (offs_cn[None, :] < N)
         c_ptrs = c_ptr + pairs[:, None].to(tl.int64) * stride_cm + offs_cn[None, :]
         if GATED:
-            gate, up = tl.split(tl.reshape(acc, (BLOCK_M, OUT_N, 2)))
-            c = (gate / (1.0 + tl.exp(-gate)) * up).to(c_ptr.dtype.element_ty)
+            c = moe_silu_mul(acc, BLOCK_M, OUT_N).to(c_ptr.dtype.element_ty)
             tl.store(c_ptrs, c, mask=c_mask)
             if AMAX_OUT:
                 # The absmax of the values as stored (rounded), which the down GEMM quantizes.
@@ -648,14 +610,6 @@ PREQUANT_X = True
 _REDUCE_ELEMENTS = 8192
 
 
-def _quant_of(use_fp8_w8a8: bool, per_channel_quant: bool, block_shape) -> int:
-    if not use_fp8_w8a8:
-        return QUANT_NONE
-    if block_shape is not None:
-        return QUANT_BLOCK
-    return QUANT_CHANNEL if per_channel_quant else QUANT_TENSOR
-
-
 def plan_fused_moe_decode(
     x: torch.Tensor,
     router_logits: torch.Tensor,
@@ -699,14 +653,14 @@ def plan_fused_moe_decode(
         x, w13, w2, weights_like, ids_like,
         use_fp8_w8a8=use_fp8_w8a8, per_channel_quant=per_channel_quant, block_shape=block_shape,
     )
-    quant = _quant_of(use_fp8_w8a8, per_channel_quant, block_shape)
+    quant = shape.quant
     H, I = shape.hidden, shape.intermediate
     w1s = w2s = None
     if shape.fp8:
         if shape.scale_block != (128, 128):
             raise ValueError(f"fused_moe_decode: block_shape must be [128, 128], got {list(shape.scale_block)}")
-        w1s = _normalize_w_scale(w1_scale, "w1_scale", E, 2 * I, H, shape.quant, shape.scale_block)
-        w2s = _normalize_w_scale(w2_scale, "w2_scale", E, H, I, shape.quant, shape.scale_block)
+        w1s = normalize_w_scale(w1_scale, "w1_scale", E, 2 * I, H, shape.quant, shape.scale_block)
+        w2s = normalize_w_scale(w2_scale, "w2_scale", E, H, I, shape.quant, shape.scale_block)
     elif w1_scale is not None or w2_scale is not None:
         raise ValueError("fused_moe_decode: scales were given but use_fp8_w8a8=False")
     if x.stride(1) != 1:
@@ -778,14 +732,7 @@ def plan_fused_moe_decode(
         ws_ = w1s if gated else w2s
         out_per_tile = cfg.block_n // 2 if gated else cfg.block_n
         grid = ((num_pairs if pair_tiles else num_blocks) * triton.cdiv(out_n, out_per_tile),)
-        if quant == QUANT_BLOCK:
-            bse, bsn, bsk = ws_.stride(0), ws_.stride(1), ws_.stride(2)
-        elif quant == QUANT_CHANNEL:
-            bse, bsn, bsk = ws_.stride(0), ws_.stride(1), 0
-        elif quant == QUANT_TENSOR:
-            bse, bsn, bsk = ws_.stride(0), 0, 0
-        else:
-            bse = bsn = bsk = 0
+        bse, bsn, bsk = weight_scale_strides(quant, ws_)
         a_scale = ws.x_scale if gated else ws.a2_amax
         c = inter if gated else ws.pair_out
         launches.append(("gate_up" if gated else "down", functools.partial(
@@ -896,44 +843,3 @@ def fused_moe_decode_reference(
     """
     weights, ids = softmax_topk_reference(router_logits, top_k, renormalize)
     return fused_moe_reference(x, w13, w2, weights, ids, **fp8_kwargs)
-
-
-# FP8 on the decode path, by H200 measurement (benchmarks/results/moe_layer.md): block scales only;
-# up to 8 tokens for small experts (Qwen3-30B-like, 4.7 MB each: faster at M <= 8, not from 16), up
-# to 4 for large ones (DeepSeek-V3-TP2, 22 MB each: faster at M <= 4, slower from 8).
-_FP8_DECODE_MAX_TOKENS = {True: 8, False: 4}  # keyed by "experts of at most _SMALL_EXPERT_BYTES"
-_SMALL_EXPERT_BYTES = 8 << 20
-
-
-def from_logits_takes_decode(x: torch.Tensor, w13: torch.Tensor, fp8_kwargs: dict) -> bool:
-    """Whether :func:`fused_moe_from_logits` runs this call on :func:`fused_moe_decode`."""
-    if x.dim() != 2 or not 1 <= x.shape[0] <= MAX_DECODE_TOKENS:
-        return False
-    if not fp8_kwargs.get("use_fp8_w8a8", False):
-        return True
-    if fp8_kwargs.get("block_shape") is None or w13.dim() != 3:
-        return False  # per-tensor / per-channel FP8 decode was not measured faster
-    expert_bytes = 3 * w13.shape[1] // 2 * w13.shape[2] * w13.element_size()
-    return x.shape[0] <= _FP8_DECODE_MAX_TOKENS[expert_bytes <= _SMALL_EXPERT_BYTES]
-
-
-def fused_moe_from_logits(
-    x: torch.Tensor,
-    router_logits: torch.Tensor,
-    w13: torch.Tensor,
-    w2: torch.Tensor,
-    top_k: int,
-    *,
-    renormalize: bool = False,
-    workspace: MoeDecodeWorkspace | None = None,
-    **fp8_kwargs,
-) -> torch.Tensor:
-    """Any M, the faster path measured on an H200: :func:`fused_moe_decode` for bf16/fp16 up to 64
-    tokens and where :func:`from_logits_takes_decode` says so for FP8, else ``softmax_topk`` + ``fused_moe``.
-    """
-    if from_logits_takes_decode(x, w13, fp8_kwargs):
-        return fused_moe_decode(x, router_logits, w13, w2, top_k, renormalize=renormalize, workspace=workspace,
-                                **fp8_kwargs)
-    check_router_logits(router_logits, top_k, "fused_moe_from_logits")
-    weights, ids = softmax_topk(router_logits, top_k, renormalize)
-    return fused_moe(x, w13, w2, weights, ids, **fp8_kwargs)

@@ -41,6 +41,106 @@ QUANT_CHANNEL = 2
 QUANT_BLOCK = 3
 
 
+# ---- building blocks shared by this grouped GEMM and moe_decode's (Triton inlines them) ----------
+
+@triton.jit
+def moe_weight_rows(pid_n, N, BLOCK_N: tl.constexpr, GATED: tl.constexpr):
+    """Weight rows of column tile ``pid_n``; GATED interleaves gate (even) and up (odd) rows.
+
+    Rows past N wrap around instead of being masked: the loads stay unmasked along N (as wide as
+    possible) and the wrapped columns are dropped at the store.
+    """
+    offs_bn = tl.arange(0, BLOCK_N)
+    if GATED:
+        out_col = (pid_n * (BLOCK_N // 2) + offs_bn // 2) % N
+        b_rows = (offs_bn % 2) * N + out_col
+    else:
+        b_rows = (pid_n * BLOCK_N + offs_bn) % N
+    return b_rows
+
+
+@triton.jit
+def moe_tile_pointers(a_ptr, a_rows, b_base, b_rows, stride_am, stride_bn, BLOCK_K: tl.constexpr,
+                      SWAP_AB: tl.constexpr):
+    """First K step's A and B tile pointers: [BLOCK_K, BLOCK_M] / [BLOCK_N, BLOCK_K] when SWAP_AB
+    (weights in the MMA's M slot, tokens in its N slot), else [BLOCK_M, BLOCK_K] / [BLOCK_K, BLOCK_N]."""
+    offs_k = tl.arange(0, BLOCK_K)
+    if SWAP_AB:
+        a_ptrs = a_ptr + a_rows[None, :] * stride_am + offs_k[:, None]
+        b_ptrs = b_base + b_rows[:, None].to(tl.int64) * stride_bn + offs_k[None, :]
+    else:
+        a_ptrs = a_ptr + a_rows[:, None] * stride_am + offs_k[None, :]
+        b_ptrs = b_base + b_rows[None, :].to(tl.int64) * stride_bn + offs_k[:, None]
+    return a_ptrs, b_ptrs
+
+
+@triton.jit
+def moe_acc_zeros(BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SWAP_AB: tl.constexpr):
+    """The fp32 accumulator, [BLOCK_N, BLOCK_M] when SWAP_AB."""
+    if SWAP_AB:
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    return acc
+
+
+@triton.jit
+def moe_load_a(a_ptrs, pair_mask, k_mask, SWAP_AB: tl.constexpr):
+    """The activation tile; rows of padding pairs and columns past K read 0."""
+    if SWAP_AB:
+        mask = pair_mask[None, :] & k_mask[:, None]
+    else:
+        mask = pair_mask[:, None] & k_mask[None, :]
+    return tl.load(a_ptrs, mask=mask, other=0.0)
+
+
+@triton.jit
+def moe_load_b(b_ptrs, k_mask, SWAP_AB: tl.constexpr):
+    """The weight tile; columns past K read 0 (rows are never masked, see moe_weight_rows)."""
+    if SWAP_AB:
+        b = tl.load(b_ptrs, mask=k_mask[None, :], other=0.0)
+    else:
+        b = tl.load(b_ptrs, mask=k_mask[:, None], other=0.0)
+    return b
+
+
+@triton.jit
+def moe_dot(acc, a, b, a_s, b_s, BLOCK_SCALED: tl.constexpr, SWAP_AB: tl.constexpr):
+    """acc plus this K step's product; BLOCK_SCALED scales it by the step's per-row ``a_s``
+    [BLOCK_M] and per-weight-row ``b_s`` [BLOCK_N] (FP8 block scales), else accumulates in the MMA."""
+    if BLOCK_SCALED:
+        if SWAP_AB:
+            acc += tl.dot(b, a) * b_s[:, None] * a_s[None, :]
+        else:
+            acc += tl.dot(a, b) * a_s[:, None] * b_s[None, :]
+    else:
+        if SWAP_AB:
+            acc = tl.dot(b, a, acc)
+        else:
+            acc = tl.dot(a, b, acc)
+    return acc
+
+
+@triton.jit
+def moe_scale_epilogue(acc, a_s, b_scale_ptr, expert, b_rows, stride_bse, stride_bsn, QUANT: tl.constexpr):
+    """[BLOCK_M, BLOCK_N] acc times its per-tensor (QUANT 1: ``a_s`` one value) or per-channel
+    (QUANT 2: ``a_s`` per row) scales; block scales (3) were applied per K step."""
+    if QUANT == 1:
+        acc = acc * (a_s * tl.load(b_scale_ptr + expert * stride_bse))
+    elif QUANT == 2:
+        b_s = tl.load(b_scale_ptr + expert * stride_bse + b_rows * stride_bsn)
+        acc = acc * a_s[:, None] * b_s[None, :]
+    return acc
+
+
+@triton.jit
+def moe_silu_mul(acc, BLOCK_M: tl.constexpr, OUT_N: tl.constexpr):
+    """silu(gate) * up of an accumulator whose columns interleave gate and up (moe_weight_rows)."""
+    gate, up = tl.split(tl.reshape(acc, (BLOCK_M, OUT_N, 2)))
+    return gate / (1.0 + tl.exp(-gate)) * up
+
+
+
 @triton.jit(do_not_specialize=["num_pairs"])
 def moe_grouped_gemm_kernel(
     a_ptr,
@@ -107,41 +207,20 @@ def moe_grouped_gemm_kernel(
     a_rows = (pairs // A_ROWS_PER_PAIR_DIV).to(tl.int64)
     a_rows = tl.where(pair_mask, a_rows, 0)
 
-    # Weight rows of this tile. GATED interleaves gate (even) and up (odd) rows.
-    offs_bn = tl.arange(0, BLOCK_N)
-    # Rows past N wrap around instead of being masked: the loads stay unmasked along N (as wide
-    # as possible) and the wrapped columns are dropped at the store.
-    if GATED:
-        out_col = (pid_n * OUT_N + offs_bn // 2) % N
-        b_rows = (offs_bn % 2) * N + out_col
-    else:
-        b_rows = (pid_n * BLOCK_N + offs_bn) % N
+    b_rows = moe_weight_rows(pid_n, N, BLOCK_N, GATED)
     offs_k = tl.arange(0, BLOCK_K)
-    b_base = b_ptr + expert * stride_be
-
-    if SWAP_AB:
-        # acc is [BLOCK_N, BLOCK_M]: weights in wgmma's M slot, tokens in its N slot.
-        a_ptrs = a_ptr + a_rows[None, :] * stride_am + offs_k[:, None]
-        b_ptrs = b_base + b_rows[:, None].to(tl.int64) * stride_bn + offs_k[None, :]
-        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-    else:
-        a_ptrs = a_ptr + a_rows[:, None] * stride_am + offs_k[None, :]
-        b_ptrs = b_base + b_rows[None, :].to(tl.int64) * stride_bn + offs_k[:, None]
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    a_ptrs, b_ptrs = moe_tile_pointers(a_ptr, a_rows, b_ptr + expert * stride_be, b_rows, stride_am, stride_bn,
+                                       BLOCK_K, SWAP_AB)
+    acc = moe_acc_zeros(BLOCK_M, BLOCK_N, SWAP_AB)
 
     if QUANT == 3:
         a_scale_rows = a_scale_ptr + a_rows * stride_asm
         b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
 
     for kb in range(0, tl.cdiv(K, BLOCK_K)):
-        k_left = K - kb * BLOCK_K
-        k_mask = offs_k < k_left
-        if SWAP_AB:
-            a = tl.load(a_ptrs, mask=pair_mask[None, :] & k_mask[:, None], other=0.0)
-            b = tl.load(b_ptrs, mask=k_mask[None, :], other=0.0)
-        else:
-            a = tl.load(a_ptrs, mask=pair_mask[:, None] & k_mask[None, :], other=0.0)
-            b = tl.load(b_ptrs, mask=k_mask[:, None], other=0.0)
+        k_mask = offs_k < K - kb * BLOCK_K
+        a = moe_load_a(a_ptrs, pair_mask, k_mask, SWAP_AB)
+        b = moe_load_b(b_ptrs, k_mask, SWAP_AB)
         if DOT_IN_FP32:
             a = a.to(tl.float32)
             b = b.to(tl.float32)
@@ -149,15 +228,9 @@ def moe_grouped_gemm_kernel(
             k_group = (kb * BLOCK_K) // SCALE_BLOCK_K
             a_s = tl.load(a_scale_rows + k_group, mask=pair_mask, other=0.0)
             b_s = tl.load(b_scale_rows + k_group * stride_bsk)
-            if SWAP_AB:
-                acc += tl.dot(b, a) * b_s[:, None] * a_s[None, :]
-            else:
-                acc += tl.dot(a, b) * a_s[:, None] * b_s[None, :]
+            acc = moe_dot(acc, a, b, a_s, b_s, True, SWAP_AB)
         else:
-            if SWAP_AB:
-                acc = tl.dot(b, a, acc)
-            else:
-                acc = tl.dot(a, b, acc)
+            acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
         a_ptrs += BLOCK_K
         b_ptrs += BLOCK_K
 
@@ -165,15 +238,13 @@ def moe_grouped_gemm_kernel(
         acc = tl.trans(acc)  # back to [BLOCK_M, BLOCK_N]
 
     if QUANT == 1:
-        acc = acc * (tl.load(a_scale_ptr) * tl.load(b_scale_ptr + expert * stride_bse))
+        acc = moe_scale_epilogue(acc, tl.load(a_scale_ptr), b_scale_ptr, expert, b_rows, stride_bse, stride_bsn, 1)
     elif QUANT == 2:
         a_s = tl.load(a_scale_ptr + a_rows * stride_asm, mask=pair_mask, other=0.0)
-        b_s = tl.load(b_scale_ptr + expert * stride_bse + b_rows * stride_bsn)
-        acc = acc * a_s[:, None] * b_s[None, :]
+        acc = moe_scale_epilogue(acc, a_s, b_scale_ptr, expert, b_rows, stride_bse, stride_bsn, 2)
 
     if GATED:
-        gate, up = tl.split(tl.reshape(acc, (BLOCK_M, OUT_N, 2)))
-        out = gate / (1.0 + tl.exp(-gate)) * up
+        out = moe_silu_mul(acc, BLOCK_M, OUT_N)
     else:
         out = acc
     if MUL_WEIGHT:
@@ -208,6 +279,20 @@ def moe_topk_reduce_kernel(
         row = tl.load(pair_out_ptr + (token * TOP_K + j) * H + offs, mask=h_mask, other=0.0)
         acc += tl.where(used, row.to(tl.float32), 0.0)
     tl.store(out_ptr + token * H + offs, acc.to(out_ptr.dtype.element_ty), mask=h_mask)
+
+
+def weight_scale_strides(quant: int, w_scale) -> tuple[int, int, int]:
+    """(expert, row, K-group) strides of a weight scale as both GEMM kernels read it.
+
+    Strides of scales the kernels do not read are 0, so they add no variants.
+    """
+    if quant == QUANT_BLOCK:
+        return w_scale.stride(0), w_scale.stride(1), w_scale.stride(2)
+    if quant == QUANT_CHANNEL:
+        return w_scale.stride(0), w_scale.stride(1), 0
+    if quant == QUANT_TENSOR:
+        return w_scale.stride(0), 0, 0
+    return 0, 0, 0
 
 
 def launch_moe_gemm(
@@ -245,18 +330,8 @@ def launch_moe_gemm(
     block_k = cfg.block_k
     if quant == QUANT_BLOCK:
         block_k = min(block_k, scale_block[1])
-    # Strides of scales the kernel does not read are passed as 0 so they add no variants.
-    if quant == QUANT_BLOCK:
-        stride_asm = a_scale.stride(0)
-        stride_bse, stride_bsn, stride_bsk = w_scale.stride(0), w_scale.stride(1), w_scale.stride(2)
-    elif quant == QUANT_CHANNEL:
-        stride_asm = a_scale.stride(0)
-        stride_bse, stride_bsn, stride_bsk = w_scale.stride(0), w_scale.stride(1), 0
-    elif quant == QUANT_TENSOR:
-        stride_asm = 0
-        stride_bse, stride_bsn, stride_bsk = w_scale.stride(0), 0, 0
-    else:
-        stride_asm = stride_bse = stride_bsn = stride_bsk = 0
+    stride_asm = a_scale.stride(0) if quant in (QUANT_BLOCK, QUANT_CHANNEL) else 0
+    stride_bse, stride_bsn, stride_bsk = weight_scale_strides(quant, w_scale)
     moe_grouped_gemm_kernel[grid](
         a,
         w,

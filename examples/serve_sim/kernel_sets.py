@@ -133,14 +133,14 @@ def _upstream_loader() -> _UpstreamKernelsLoader:
 
 
 def load_kernel_set(name: str) -> tuple[ModuleType, ModuleType, list[str]]:
-    """(fused_moe module, inv_rope_fp8 module, decorator lists removed) for kernel set `name`."""
+    """(moe_chain module, inv_rope module, decorator lists removed) for kernel set `name`."""
     if name == "fixed":
-        return (importlib.import_module("jitguard.kernels.fused_moe"),
-                importlib.import_module("jitguard.kernels.inv_rope_fp8"), [])
+        return (importlib.import_module("jitguard.kernels.moe_chain"),
+                importlib.import_module("jitguard.kernels.inv_rope"), [])
     if name == "upstream":
         loader = _upstream_loader()
-        moe = importlib.import_module(UPSTREAM_PACKAGE + ".fused_moe")
-        rope = importlib.import_module(UPSTREAM_PACKAGE + ".inv_rope_fp8")
+        moe = importlib.import_module(UPSTREAM_PACKAGE + ".moe_chain")
+        rope = importlib.import_module(UPSTREAM_PACKAGE + ".inv_rope")
         removed = [entry for module_removed in loader.removed.values() for entry in module_removed]
         return moe, rope, sorted(removed)
     raise ValueError(f"serve_sim: kernel set must be one of {', '.join(KERNEL_SETS)}, not {name!r}")

@@ -84,12 +84,12 @@ def to_local_ids(global_ids: torch.Tensor, rank: int, per_rank: int) -> torch.Te
 def load_fused_moe(kernels: str):  # type: ignore[no-untyped-def]
     """The fused_moe entry point of the fixed kernels or of their stock form, and a description."""
     if kernels == "fixed":
-        from jitguard.kernels.fused_moe import fused_moe
+        from jitguard.kernels.moe_chain import fused_moe
         return fused_moe, "jitguard.kernels (do_not_specialize kept)"
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from stock_kernels import load_stock_module, stock_demotions_removed
 
-    fused_moe = load_stock_module("fused_moe").fused_moe
+    fused_moe = load_stock_module("moe_chain").fused_moe
     removed = stock_demotions_removed()
     where = ", ".join(f"{r.function}:{r.keyword.replace('do_not_specialize', 'dns')}" for r in removed)
     return fused_moe, f"stock ({len(removed)} demotion lists removed: {where})"

@@ -11,7 +11,7 @@ name, so a report's ``file:line`` of a stock kernel points at the same ``def`` a
 The derived modules live in their own package, ``tp_moe_stock_kernels``, next to (never instead
 of) ``jitguard.kernels``; relative imports among them resolve inside that package.
 
-    >>> fused_moe = load_stock_module("fused_moe").fused_moe   # doctest: +SKIP
+    >>> fused_moe = load_stock_module("moe_chain").fused_moe   # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import re
 import pytest
 import torch
 from jitguard.kernels import moe_gemm
-from jitguard.kernels.fused_moe import fused_moe
+from jitguard.kernels.moe_chain import fused_moe
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, select_tile_configs
 
 import jitguard

@@ -18,7 +18,7 @@ import re
 import pytest
 import torch
 
-from jitguard.kernels import fused_moe as fm
+from jitguard.kernels import moe_chain as fm
 from jitguard.kernels.moe_align import moe_align_block_size, moe_align_reference
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 from jitguard.kernels.moe_quant import quantize_fp8, quantize_fp8_reference

@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass
 import pytest
 import torch
 
-from jitguard.kernels import inv_rope_fp8 as irf
-from jitguard.kernels.inv_rope_fp8_reference import (
+from jitguard.kernels import inv_rope as irf
+from jitguard.kernels.inv_rope import (
     FP8_DTYPE,
     inv_rope_fp8_reference,
     inverse_rope_reference,

@@ -27,8 +27,8 @@ from jitguard.kernels.moe_decode import (
     MoeDecodeWorkspace,
     fused_moe_decode,
     fused_moe_decode_reference,
-    fused_moe_from_logits,
 )
+from jitguard.kernels.moe_dispatch import from_logits_takes_decode, fused_moe_from_logits
 from jitguard.kernels.moe_routing import softmax_topk, softmax_topk_reference
 from torch.utils._python_dispatch import TorchDispatchMode
 import triton
@@ -485,8 +485,8 @@ def test_from_logits_takes_fp8_block_decode_where_it_measured_faster(M, H, I, de
     x = torch.randn(M, H).to(torch.bfloat16)
     w13 = torch.zeros(E, 2 * I, H, dtype=FP8)
     kwargs = {"use_fp8_w8a8": True, "block_shape": [128, 128]}
-    assert moe_decode.from_logits_takes_decode(x, w13, kwargs) is decode
-    assert moe_decode.from_logits_takes_decode(x, w13.to(torch.bfloat16), {}) is True
+    assert from_logits_takes_decode(x, w13, kwargs) is decode
+    assert from_logits_takes_decode(x, w13.to(torch.bfloat16), {}) is True
 
 
 @pytest.mark.parametrize("scheme,path", sorted(LAUNCHES))

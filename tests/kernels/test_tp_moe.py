@@ -185,7 +185,7 @@ def test_fixed_kernels_compile_one_variant_per_tile_config_on_both_ranks(runs: d
 
 
 def test_report_on_stock_kernels_asks_only_for_demotions_the_fixed_kernels_have(runs: dict) -> None:
-    from jitguard.kernels import fused_moe, moe_align, moe_gemm  # noqa: F401 - fused_moe loads the rest
+    from jitguard.kernels import moe_align, moe_chain, moe_gemm  # noqa: F401 - moe_chain loads the rest
 
     fixed_lists = {}
     for module in (moe_align, moe_gemm):
@@ -241,7 +241,7 @@ def test_stock_derivation_names_the_file_it_cannot_parse() -> None:
 def test_stock_kernels_are_the_fixed_kernels_without_their_demotions() -> None:
     from jitguard.kernels import moe_gemm
 
-    stock = _stock_kernels_module().load_stock_module("fused_moe")
+    stock = _stock_kernels_module().load_stock_module("moe_chain")
     stock_gemm = sys.modules[stock.__name__.rsplit(".", 1)[0] + ".moe_gemm"].moe_grouped_gemm_kernel
     fixed_gemm = moe_gemm.moe_grouped_gemm_kernel
     assert fixed_gemm.do_not_specialize and not stock_gemm.do_not_specialize
