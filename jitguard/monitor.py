@@ -22,16 +22,15 @@ import atexit
 import contextlib
 import importlib.util
 import os
-import socket
 import sys
 import threading
 import time
 import warnings
 from typing import Any, Callable, Iterator
 
-from jitguard.argv_redaction import redact_argv
-from jitguard.events import Cause, CompileEvent, ProcessRecord, to_json_line
+from jitguard.events import Cause, CompileEvent
 from jitguard.explain import explain_recompile, fix_hint, format_event_line
+from jitguard.ndjson_sink import NdjsonSink
 
 MODES = ("log", "warn", "error")
 
@@ -81,71 +80,6 @@ class Recorder:
             self.events.clear()
 
 
-class NdjsonSink:
-    """Appends one JSON line per event to `<dir>/<host>-<pid>.ndjson`, one write() per line.
-
-    A line is in the file as soon as the event happens: a process killed later loses nothing
-    written before. After a fork the child opens its own file.
-    """
-
-    def __init__(self, directory: str) -> None:
-        self.directory = directory
-        self._fd: int | None = None
-        self._pid: int | None = None
-        self._lock = threading.Lock()
-        self.process_info: dict[str, Any] = {}
-
-    @property
-    def path(self) -> str:
-        return os.path.join(self.directory, f"{socket.gethostname()}-{os.getpid()}.ndjson")
-
-    def _open(self) -> None:
-        os.makedirs(self.directory, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self._pid = os.getpid()
-        os.write(self._fd, (to_json_line(self._process_record()) + "\n").encode())
-
-    def _process_record(self) -> ProcessRecord:
-        return ProcessRecord(pid=os.getpid(), ppid=os.getppid(), argv=redact_argv(_process_argv()),
-                             role=self.process_info.get("role"), rank=self.process_info.get("rank"),
-                             triton_version=self.process_info.get("triton_version", ""),
-                             host=socket.gethostname(), time=time.time())
-
-    def write(self, record: Any) -> None:
-        line = (to_json_line(record) + "\n").encode()
-        with self._lock:
-            if self._fd is None or self._pid != os.getpid():
-                self._open()
-            assert self._fd is not None
-            os.write(self._fd, line)
-
-    def write_process_record(self, force: bool = False) -> None:
-        """Write this process's record now (it is otherwise written with the first event).
-
-        `force` appends a fresh record even if one was written (a role or rank named later);
-        readers take a process's last record.
-        """
-        with self._lock:
-            if self._fd is None or self._pid != os.getpid():
-                self._open()
-            elif force:
-                os.write(self._fd, (to_json_line(self._process_record()) + "\n").encode())
-
-    def close(self) -> None:
-        with self._lock:
-            if self._fd is not None and self._pid == os.getpid():
-                os.close(self._fd)
-            self._fd = None
-
-
-def _process_argv() -> list[str]:
-    """sys.argv, or the interpreter's own argv while `python -m pkg` has not yet filled sys.argv[0]."""
-    argv = list(sys.argv)
-    if argv and argv[0] == "-m" and getattr(sys, "orig_argv", None):
-        return list(sys.orig_argv[1:])
-    return argv
-
-
 class Monitor:
     """The one installed monitor (see module docstring). Use `install()` / `watch()`, not this class."""
 
@@ -155,17 +89,16 @@ class Monitor:
         if mode not in MODES:
             raise ValueError(f"jitguard: mode must be one of {', '.join(MODES)}, not {mode!r}")
         self.mode = mode
-        self.budget = budget
+        self.budget = checked_budget(budget)
         self.summary = summary
         self.log_first_compiles = log_first_compiles
         self.stream = stream
-        self.sink = NdjsonSink(directory) if directory else None
+        self.sink = NdjsonSink(directory, warn=self._write_line) if directory else None
         self.phase = "warmup"
         self.role: str | None = "torchrun worker" if os.environ.get("TORCHELASTIC_RUN_ID") else None
         self.rank: int | None = _rank_from_env()
         self.events: list[CompileEvent] = []
-        self.recorders: list[Recorder] = []
-        self.listeners: list[Callable[[CompileEvent], None]] = []
+        self._subscribers: list[Callable[[CompileEvent], None]] = []
         self._histories: dict[Any, dict[Any, tuple]] = {}  # kernel -> {key: (params, options)} it compiled
         self._previous: dict[str, Callable | None] = {}
         self._ours: dict[str, Callable] = {}
@@ -349,23 +282,46 @@ class Monitor:
                              f"{entry!r}, which is not a parameter; Triton ignores it silently "
                              f"(parameters: {', '.join(self._tc.param_names(jit_fn))})")
 
+    def subscribe(self, callback: Callable[[CompileEvent], None]) -> Callable[[], None]:
+        """Call `callback(event)` for every compile from now on, in the thread that compiled; returns
+        the function that unsubscribes it. A callback that raises is reported once, never propagated."""
+        with self._lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+
+        return unsubscribe
+
     def _dispatch(self, event: CompileEvent) -> None:
+        # Subscribers (recorders, no_recompiles) and the log line come first and never depend on
+        # the log file: a full disk must not silence a guard.
         with self._lock:
             self.events.append(event)
-            recorders = list(self.recorders)
-            listeners = list(self.listeners)
-        for recorder in recorders:
-            recorder._add(event)
-        if self.sink is not None:
-            self.sink.process_info.update(role=self.role, rank=self.rank)
-            self.sink.write(event)
-        for listener in listeners:
-            listener(event)
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            try:
+                callback(event)
+            except Exception as exc:  # noqa: BLE001 - one subscriber must not silence the others
+                self._internal_error(exc)
         if event.is_recompile or self.log_first_compiles or event.phase == "serving":
             self._write_line(format_event_line(event))
+        if self.sink is not None:
+            self.sink.process_info.update(role=self.role, rank=self.rank)
+            self.sink.write(event)  # never raises: a failure is warned once and counted
         self._check_replacements()
 
     # --- modes and budgets --------------------------------------------------------------------
+
+    def unwritten_events_line(self) -> str | None:
+        """The exit line about compile events the log could not hold, or None when it holds them all."""
+        sink = self.sink
+        if sink is None or sink.events_not_written == 0:
+            return None
+        return (f"[jitguard] {sink.events_not_written} compile event(s) of pid {os.getpid()} could not be written "
+                f"to {sink.directory} ({sink.last_error}); they are missing from its log")
 
     def _over_budget(self, event: CompileEvent) -> int | None:
         if self.budget is None:
@@ -417,6 +373,22 @@ class Monitor:
 def _pending_key(hook_kwargs: dict) -> tuple:
     info = hook_kwargs.get("fn")
     return (id(getattr(info, "jit_function", None)), repr(hook_kwargs.get("key")))
+
+
+def checked_budget(budget: Any) -> int | dict[str, int] | None:
+    """`budget` if it is None, an int >= 1 or {kernel name: int >= 1}; else one ValueError naming what is wrong."""
+    def is_count(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+    if budget is None or is_count(budget):
+        return budget
+    expected = "a variant budget is an int >= 1, or a dict {kernel name: int >= 1}"
+    if isinstance(budget, dict):
+        bad = [f"{k!r}: {v!r}" for k, v in budget.items() if not isinstance(k, str) or not is_count(v)]
+        if not bad:
+            return dict(budget)
+        raise ValueError(f"jitguard: {expected}; got {', '.join(bad)}")
+    raise ValueError(f"jitguard: {expected}; got {budget!r}")
 
 
 def _rank_from_env() -> int | None:
@@ -499,10 +471,16 @@ def uninstall() -> None:
 
 def _at_exit() -> None:
     monitor = _monitor
-    if monitor is None or not monitor.summary:
+    if monitor is None:
         return
-    for line in monitor.summary_lines():
-        monitor._write_line(line)
+    if monitor.summary:
+        for line in monitor.summary_lines():
+            monitor._write_line(line)
+    if monitor.sink is not None:
+        monitor.sink.record_unwritten_count()
+    unwritten = monitor.unwritten_events_line()
+    if unwritten:  # said even with the summary off: the report cannot show what was never written
+        monitor._write_line(unwritten)
 
 
 def mark_serving() -> None:
@@ -541,13 +519,10 @@ def watch(mode: str = "log", dir: str | None = None,  # noqa: A002
     monitor = install(mode=mode, dir=dir, budget=budget, summary=False) if installed_here else _monitor
     assert monitor is not None
     recorder = Recorder()
-    with monitor._lock:
-        monitor.recorders.append(recorder)
+    unsubscribe = monitor.subscribe(recorder._add)
     try:
         yield recorder
     finally:
-        with monitor._lock:
-            if recorder in monitor.recorders:
-                monitor.recorders.remove(recorder)
+        unsubscribe()
         if installed_here:
             uninstall()

@@ -47,7 +47,7 @@ from jitguard.explain import fix_hint, short_path, without_weaker_advice
 # counts, so the runs @triton.autotune makes while benchmarking belong to the call that triggered
 # them. An isolating scope empties a kernel's in-memory cache (and an autotuner's chosen configs) on
 # its first call in the scope and puts the entries back on exit; what was compiled inside stays.
-# Compile events arrive through `Monitor.listeners`, in the thread that made the call.
+# Compile events arrive through `Monitor.subscribe`, in the thread that made the call.
 
 @dataclass(frozen=True)
 class KernelId:
@@ -90,7 +90,7 @@ class CallScope:
         self._keep_alive: list[Any] = []
         self._watch: Any = None
         self._monitor: Any = None
-        self._listener: Callable[[CompileEvent], None] | None = None
+        self._unsubscribe: Callable[[], None] | None = None
         self.internal_errors: list[BaseException] = []
 
     # --- hooks for subclasses ----------------------------------------------------------------
@@ -115,18 +115,15 @@ class CallScope:
         self._watch.__enter__()
         from jitguard import monitor as monitor_module
         self._monitor = monitor_module.current()
-        self._listener = self._on_event
-        with self._monitor._lock:
-            self._monitor.listeners.append(self._listener)
+        self._unsubscribe = self._monitor.subscribe(self._on_event)
         _register(self)
 
     def close(self) -> None:
         """Stop tracking and put back every cache entry the scope set aside (what `__exit__` does)."""
         _unregister(self)
-        if self._monitor is not None:
-            with self._monitor._lock:
-                if self._listener in self._monitor.listeners:
-                    self._monitor.listeners.remove(self._listener)
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
         self._monitor = None
         if self._watch is not None:
             self._watch.__exit__(None, None, None)

@@ -140,13 +140,13 @@ def add_listener(listener, key: str) -> None:  # type: ignore[no-untyped-def]
 def _attach_listeners(running) -> None:  # type: ignore[no-untyped-def]
     if _attached["monitor"] is not running:
         _attached["monitor"], _attached["listeners"] = running, {}
-    attached = _attached["listeners"]
+    attached = _attached["listeners"]  # key -> (listener, its unsubscribe)
     for key, listener in _pending_listeners.items():
-        if attached.get(key) is not listener:
-            if attached.get(key) in running.listeners:
-                running.listeners.remove(attached[key])
-            running.listeners.append(listener)
-            attached[key] = listener
+        previous = attached.get(key)
+        if previous is None or previous[0] is not listener:
+            if previous is not None:
+                previous[1]()
+            attached[key] = (listener, running.subscribe(listener))
 
 
 def _make_jitguard_importable() -> None:
@@ -216,9 +216,21 @@ def activate_monitor() -> bool:
         _make_jitguard_importable()
         from jitguard import monitor
         from jitguard.offline_backend import activate_from_env
-
+    except Exception as exc:  # noqa: BLE001 - the host program must start whatever happens here
+        _report_once(f"could not start the monitor in pid {os.getpid()}: {type(exc).__name__}: {exc}")
+        return False
+    try:
         activate_from_env(os.environ.get("JITGUARD_OFFLINE"))
+    except Exception as exc:  # noqa: BLE001 - the monitor still starts: it watches whatever backend runs
+        _report_once(f"could not activate the offline backend (JITGUARD_OFFLINE={os.environ.get('JITGUARD_OFFLINE')}) "
+                     f"in pid {os.getpid()}: {type(exc).__name__}: {exc}")
+    try:
         installed = monitor.install()
+    except Exception as exc:  # noqa: BLE001
+        _report_once(f"could not start the monitor in pid {os.getpid()}: {type(exc).__name__}: {exc}")
+        return False
+    _state["activated_pid"] = os.getpid()
+    try:
         role = _pending_process_info.get("role") or _multiprocessing_name()
         if role is not None or _pending_process_info.get("rank") is not None:
             monitor.set_process_info(role=role, rank=_pending_process_info.get("rank"))
@@ -229,11 +241,13 @@ def activate_monitor() -> bool:
             _apply_phase(_pending_process_info["phase"])
         if installed.sink is not None:
             installed.sink.write_process_record()
-    except Exception as exc:  # noqa: BLE001 - the host program must start whatever happens here
-        if not _state["failed"]:
-            _state["failed"] = True
-            sys.stderr.write(f"[jitguard] could not start the monitor in pid {os.getpid()}: "
-                             f"{type(exc).__name__}: {exc}\n")
-        return False
-    _state["activated_pid"] = os.getpid()
+    except Exception as exc:  # noqa: BLE001 - the hooks are in: say what is missing, not that nothing runs
+        _report_once(f"the monitor runs in pid {os.getpid()}, but naming the process or its listeners failed: "
+                     f"{type(exc).__name__}: {exc}")
     return True
+
+
+def _report_once(message: str) -> None:
+    if not _state["failed"]:
+        _state["failed"] = True
+        sys.stderr.write(f"[jitguard] {message}\n")
