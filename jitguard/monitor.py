@@ -119,7 +119,7 @@ class Monitor:
         # jitguard's machinery and its kernels' wrappers are skipped (the user's line is the call
         # site); its demo is not: there the demo is the user.
         internal = ("monitor.py", "offline_backend.py", "triton_compat.py", "recompile_guard.py", "variant_sweep.py",
-                    "pytest_plugin.py", "warmup.py")
+                    "pytest_plugin.py", "warmup_replay.py")
         dirs = [tc.TRITON_DIR + os.sep, os.path.dirname(contextlib.__file__) + os.sep]
         dirs += [os.path.join(jitguard_dir, name) for name in internal]
         kernels_spec = importlib.util.find_spec("jitguard.kernels")
@@ -447,6 +447,9 @@ def install(mode: str | None = None, dir: str | None = None,  # noqa: A002 - mat
     global _monitor, _atexit_registered
     if _monitor is not None:
         return _monitor
+    from jitguard import triton_compat  # noqa: F401 - under `jitguard run`, importing Triton starts the monitor
+    if _monitor is not None:
+        return _monitor  # started just now by that import: the same one a later call would get
     mode = mode or os.environ.get("JITGUARD_MODE") or "log"
     directory = dir or os.environ.get("JITGUARD_DIR") or None
     if summary is None:

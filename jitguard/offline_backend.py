@@ -35,7 +35,8 @@ import threading
 import weakref
 from typing import Any, Iterator
 
-from jitguard import triton_compat
+# Triton (through triton_compat) is imported on first use, never at import: under `jitguard run`
+# the first `import triton` starts the monitor, which imports this module's `activate_from_env`.
 
 H100_MAX_SHARED_MEM = 232448  # bytes per block, sm_90 (H100 and H200)
 OFFLINE_DEVICE_BASE = 1_000_000
@@ -58,6 +59,7 @@ class _OfflineUtils:
         self.arch = arch
 
     def load_binary(self, name: str, kernel: Any, shared: int, device: int) -> tuple:
+        from jitguard import triton_compat
         return triton_compat.load_binary_result(None, None, 0, 0, 1024)
 
     def unload_module(self, module: Any) -> None:
@@ -84,6 +86,9 @@ _driver_class: Any = None  # built once, on first use (it subclasses Triton's Dr
 
 def _make_driver_class() -> type:
     global _driver_class
+    if _driver_class is not None:
+        return _driver_class
+    from jitguard import triton_compat  # noqa: F401 - may start the monitor (and build the class) first
     if _driver_class is not None:
         return _driver_class
     from triton.backends.driver import DriverBase
@@ -177,10 +182,14 @@ _replaced: list = []  # (Triton class, attribute, what it held before) while the
 
 def _offline_active() -> bool:
     """Whether the active driver is an offline one: which side (GPU or offline) a call is on."""
-    return _driver_class is not None and isinstance(triton_compat.get_active_driver_raw(), _driver_class)
+    if _driver_class is None:
+        return False
+    from jitguard import triton_compat
+    return isinstance(triton_compat.get_active_driver_raw(), _driver_class)
 
 
 def _compile_keys_only(src: Any, target: Any = None, options: Any = None, **kwargs: Any) -> Any:
+    from jitguard import triton_compat
     jit_fn = triton_compat.unwrap_jit_function(getattr(src, "fn", None))
     if jit_fn is not None and jit_fn not in _stubbed_kernels:
         _stubbed_kernels.append(jit_fn)
@@ -303,6 +312,7 @@ def _remove_side_split() -> None:
 
 
 def _drop_stub_entries() -> None:
+    from jitguard import triton_compat
     for jit_fn in _stubbed_kernels:
         for cache in triton_compat.all_kernel_caches(jit_fn):
             for key in [k for k, v in cache.items() if isinstance(v, _KeysOnlyKernel)]:
@@ -330,6 +340,7 @@ def offline(arch: int = 90, compile: bool = True) -> Iterator[Any]:  # noqa: A00
     if arch < 70:
         raise ValueError(f"offline(arch={arch}): jitguard's offline backend targets CUDA sm_70 or newer")
     driver_class = _make_driver_class()
+    from jitguard import triton_compat
     with _state_lock:
         _saved_drivers.append(triton_compat.get_active_driver_raw())
         triton_compat.set_active_driver_raw(driver_class(arch))
@@ -359,7 +370,9 @@ def activate_from_env(value: str | None) -> bool:
     digits = "".join(ch for ch in value if ch.isdigit())
     arch = int(digits) if digits and value.lower() not in ("1", "true", "yes", "on") else 90
     if _env_driver is None:
-        _env_driver = _make_driver_class()(arch)
+        driver_class = _make_driver_class()
+        from jitguard import triton_compat
+        _env_driver = driver_class(arch)
         triton_compat.set_active_driver_raw(_env_driver)
         _install_side_split()
     return True

@@ -371,3 +371,10 @@ def unknown_demotion_names(jit_fn: JITFunction) -> list[tuple[str, Any]]:
             elif isinstance(entry, int) and not 0 <= entry < len(names):
                 out.append((option, entry))
     return out
+
+
+# `jitguard run`'s import watcher starts the monitor on the first `import triton`; when that import
+# came from the top of this module, it waits until this module is complete (the monitor needs it).
+_watcher = sys.modules.get("jitguard.bootstrap.triton_hook")
+if _watcher is not None:
+    _watcher.triton_compat_imported()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-_state = {"activated_pid": None, "failed": False}
+_state = {"activated_pid": None, "failed": False, "waiting_for_compat": False}
 _pending_process_info: dict = {}
 _pending_listeners: dict = {}
 _attached: dict = {"monitor": None, "listeners": {}}  # what add_listener put on which monitor
@@ -77,6 +77,18 @@ class TritonImportWatcher:
 
     def triton_imported(self) -> None:
         remove_import_hook()
+        if "jitguard.triton_compat" in sys.modules:
+            # Triton's first import came from the top of jitguard.triton_compat (jitguard.install()
+            # or offline() before `import triton`): start once that module is complete.
+            _state["waiting_for_compat"] = True
+            return
+        activate_monitor()
+
+
+def triton_compat_imported() -> None:
+    """Called by jitguard.triton_compat at the end of its import: start a monitor that waited for it."""
+    if _state["waiting_for_compat"]:
+        _state["waiting_for_compat"] = False
         activate_monitor()
 
 

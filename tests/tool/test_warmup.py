@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jitguard.warmup import PlanInputError, WarmupError, build_plan, warmup, warmup_plan_command
+from jitguard.warmup_plan import PlanInputError, build_plan
+from jitguard.warmup_plan_command import warmup_plan_command
+from jitguard.warmup_replay import WarmupError, warmup
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -214,11 +216,3 @@ def test_rebuilt_key_is_checked_against_the_recorded_one(tmp_path: Path) -> None
         result = warmup(plan, stream=stream)
     assert result.ok and len(result.compiled) == 1
     assert "recorded with Triton 0.0.1" in stream.getvalue()
-
-
-def test_jitguard_warmup_is_callable_even_after_importing_the_module() -> None:
-    import jitguard
-    import jitguard.warmup  # noqa: F401 - Python now binds jitguard.warmup to the module
-
-    with pytest.raises(PlanInputError):
-        jitguard.warmup({"format": "not a plan"})
