@@ -150,10 +150,26 @@ def _make_driver_class() -> type:
     return OfflineCudaDriver
 
 
-class _KeysOnlyKernel:
-    """What `compile=False` puts in Triton's cache instead of a compiled kernel."""
+class KeysOnlyStubError(RuntimeError):
+    """A keys-only stub ran after its `offline(compile=False)` context closed: nothing was compiled."""
 
-    def __init__(self, src: Any, options: dict) -> None:
+
+class _KeysOnlySession:
+    """The span while at least one `compile=False` context is open; its stubs are valid only inside it."""
+
+    def __init__(self) -> None:
+        self.open = True
+
+
+class _KeysOnlyKernel:
+    """What `compile=False` puts in Triton's cache instead of a compiled kernel.
+
+    Launching it inside its context does nothing. Outside (a cache of someone else's kept it, keyed
+    by argument values as FlagGems' LibEntry does) it raises: it must never pretend to have run.
+    """
+
+    def __init__(self, src: Any, options: dict, session: _KeysOnlySession) -> None:
+        self._session = session
         self.src = src
         self.name = getattr(getattr(src, "fn", None), "__name__", "?")
         self.function = None
@@ -163,17 +179,33 @@ class _KeysOnlyKernel:
         self.asm: dict = {}
         self.metadata = type("KeysOnlyMetadata", (), dict(options or {}, shared=0, name=self.name))()
 
+    def _check_open(self) -> None:
+        if not self._session.open:
+            raise KeysOnlyStubError(
+                f"jitguard: kernel {self.name!r} was launched through a keys-only stub made by "
+                "jitguard.offline(compile=False) after that context closed; it was never compiled, so nothing "
+                "would run. A kernel cache outside Triton's (keyed by argument values, like FlagGems' LibEntry) "
+                "still holds it: clear that cache when the context ends, or use jitguard.offline(compile=True)")
+
     def launch_metadata(self, grid: Any, stream: Any, *args: Any) -> None:
+        self._check_open()
         return None
 
     def run(self, *args: Any, **kwargs: Any) -> None:
+        self._check_open()
         return None
 
     def __getitem__(self, grid: Any) -> Any:
-        return lambda *args, **kwargs: None
+        self._check_open()
+        return self._launch
+
+    def _launch(self, *args: Any, **kwargs: Any) -> None:
+        self._check_open()
+        return None
 
 
 _state = {"keys_only": 0, "open": 0}  # open compile=False contexts; open contexts of any kind
+_keys_only_session: list[_KeysOnlySession] = []  # the current session while a compile=False context is open
 _state_lock = threading.RLock()
 _stubbed_kernels: list = []  # JITFunctions whose cache holds _KeysOnlyKernel entries
 _MISSING = object()
@@ -193,7 +225,7 @@ def _compile_keys_only(src: Any, target: Any = None, options: Any = None, **kwar
     jit_fn = triton_compat.unwrap_jit_function(getattr(src, "fn", None))
     if jit_fn is not None and jit_fn not in _stubbed_kernels:
         _stubbed_kernels.append(jit_fn)
-    return _KeysOnlyKernel(src, options or {})
+    return _KeysOnlyKernel(src, options or {}, _keys_only_session[-1])
 
 
 def _benchmark_on_active_driver(kernel_call: Any, quantiles: Any = None, **kwargs: Any) -> Any:
@@ -348,6 +380,8 @@ def offline(arch: int = 90, compile: bool = True) -> Iterator[Any]:  # noqa: A00
         _state["open"] += 1
         if not compile:
             _state["keys_only"] += 1
+            if _state["keys_only"] == 1:
+                _keys_only_session.append(_KeysOnlySession())
     try:
         yield triton_compat.get_active_driver_raw()
     finally:
@@ -355,6 +389,7 @@ def offline(arch: int = 90, compile: bool = True) -> Iterator[Any]:  # noqa: A00
             if not compile:
                 _state["keys_only"] -= 1
                 if _state["keys_only"] == 0:
+                    _keys_only_session.pop().open = False
                     _drop_stub_entries()
             triton_compat.set_active_driver_raw(_saved_drivers.pop())
             _state["open"] -= 1
