@@ -89,6 +89,13 @@ def set_active_driver_raw(value: Any) -> None:
         driver.active = value
 
 
+def active_device() -> tuple[Any, int]:
+    """(torch device, device index) of the active driver (a GPU, or jitguard's offline driver)."""
+    from triton.runtime.driver import driver
+    active = driver.active
+    return active.get_active_torch_device(), active.get_current_device()
+
+
 def load_binary_result(module: Any, function: Any, n_regs: int, n_spills: int, n_max_threads: int) -> tuple:
     """What `driver.utils.load_binary` returns: 4 values before 3.4, 5 from 3.4."""
     if VERSION >= (3, 4):
@@ -121,6 +128,18 @@ def all_kernel_caches(jit_fn: JITFunction) -> list[dict]:
     if hasattr(jit_fn, "device_caches"):
         return [entry[0] for entry in jit_fn.device_caches.values()]
     return list(jit_fn.cache.values())
+
+
+def registered_kernel(module_name: str, name: str) -> JITFunction | None:
+    """A kernel Triton's registry knows by module and name (3.5+: `module:qualname` of every kernel
+    defined so far, those defined inside functions included); None when unknown or before 3.5."""
+    from triton.runtime import jit as triton_jit
+    registry = getattr(triton_jit, "_triton_jit_function_registry", None) or {}
+    for full_name, fn in list(registry.items()):
+        mod, _, qualname = full_name.partition(":")
+        if mod == module_name and qualname.rsplit(".", 1)[-1] == name:
+            return fn
+    return None
 
 
 def kernel_name(jit_fn: JITFunction) -> str:

@@ -84,66 +84,86 @@ class WarmupResult:
         return "\n".join(lines)
 
 
-def _import_by_file(file: str, module_name: str) -> Any:
-    absolute = os.path.abspath(file)
-    for module in list(sys.modules.values()):  # already loaded under another name (e.g. __main__)
-        if os.path.abspath(getattr(module, "__file__", None) or "") == absolute:
+def _loaded_from(file: str) -> Any:
+    """A module of this process loaded from `file` (the running script's `__main__` included), or None."""
+    absolute = os.path.realpath(file)
+    for module in list(sys.modules.values()):
+        origin = getattr(module, "__file__", None)
+        if origin and os.path.realpath(origin) == absolute:
             return module
-    name = module_name if module_name and module_name != "__main__" else \
-        "jitguard_warmup_" + os.path.splitext(os.path.basename(file))[0]
-    spec = importlib.util.spec_from_file_location(name, absolute)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {file}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
-
-
-def _registry_lookup(module_name: str, name: str) -> Any:
-    """A kernel defined inside a function is not a module attribute; Triton's own registry
-    (`module:qualname`, 3.5+) still knows it once the function has run."""
-    try:
-        from triton.runtime import jit as triton_jit
-    except ImportError:  # pragma: no cover
-        return None
-    registry = getattr(triton_jit, "_triton_jit_function_registry", None) or {}
-    for full_name, fn in list(registry.items()):
-        mod, _, qualname = full_name.partition(":")
-        if mod == module_name and qualname.rsplit(".", 1)[-1] == name:
-            return fn
     return None
 
 
-def resolve_kernel(entry: dict[str, Any]) -> Any:
-    """The JITFunction a plan entry names: by module first, by file path second.
+def importable_name(file: str) -> str | None:
+    """The dotted module name `file` is imported under from some sys.path entry, or None."""
+    absolute = os.path.realpath(file)
+    if not absolute.endswith(".py"):
+        return None
+    for entry in sys.path:
+        root = os.path.realpath(entry or os.getcwd())
+        if not absolute.startswith(root + os.sep):
+            continue
+        parts = os.path.relpath(absolute, root)[:-3].split(os.sep)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if not parts or not all(part.isidentifier() for part in parts):
+            continue
+        name = ".".join(parts)
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.origin and os.path.realpath(spec.origin) == absolute:
+            return name
+    return None
 
-    Raises LookupError with a one-line reason naming the kernel, module and file.
+
+def _kernel_module(module_name: str, file: str) -> tuple[Any, list[str]]:
+    """The module that defines a planned kernel, found by importing modules by name, never by
+    running a file: (module, []) or (None, [why not, ...])."""
+    errors: list[str] = []
+    if module_name and module_name != "__main__":
+        try:
+            return importlib.import_module(module_name), []
+        except Exception as exc:  # noqa: BLE001 - any import failure is reported, then the file is tried
+            errors.append(f"import {module_name}: {type(exc).__name__}: {exc}")
+    if file:
+        loaded = _loaded_from(file)
+        if loaded is not None:
+            return loaded, []  # already running here (this very script, say): nothing is executed again
+    if module_name == "__main__":
+        errors.append(f"it was defined in a script run as `python {file or '?'}` (module __main__), and jitguard "
+                      "does not run scripts to find kernels: move the kernel into an importable module, or call "
+                      "jitguard.warmup from that script after the kernel is defined")
+        return None, errors
+    if not file:
+        return None, errors or ["no module or file recorded"]
+    if not os.path.isfile(file):
+        errors.append(f"{file}: no such file")
+        return None, errors
+    name = importable_name(file)
+    if name is None:
+        errors.append(f"{file} is not importable as a module (no sys.path entry holds it); jitguard does not "
+                      "run files to find kernels")
+        return None, errors
+    try:
+        return importlib.import_module(name), []
+    except Exception as exc:  # noqa: BLE001
+        errors.append(f"import {name} ({file}): {type(exc).__name__}: {exc}")
+        return None, errors
+
+
+def resolve_kernel(entry: dict[str, Any]) -> Any:
+    """The JITFunction a plan entry names: by its module's name first, else by the name its file is
+    importable under. A script (`__main__`) is never run again: its kernels are found only in the
+    script itself. Raises LookupError with a one-line reason naming the kernel, module and file.
     """
     from jitguard import triton_compat
 
     module_name, name, file = entry.get("module") or "", entry.get("qualname") or entry["name"], entry.get("file") or ""
-    errors = []
-    module = None
-    if module_name and module_name != "__main__":
-        try:
-            module = importlib.import_module(module_name)
-        except Exception as exc:  # noqa: BLE001 - any import failure is reported, then the file is tried
-            errors.append(f"import {module_name}: {type(exc).__name__}: {exc}")
-    if module is None and file:
-        if os.path.isfile(file):
-            try:
-                module = _import_by_file(file, module_name)
-            except Exception as exc:  # noqa: BLE001
-                errors.append(f"load {file}: {type(exc).__name__}: {exc}")
-        else:
-            errors.append(f"{file}: no such file")
+    module, errors = _kernel_module(module_name, file)
     if module is None:
-        raise LookupError(f"kernel {name!r} cannot be imported ({'; '.join(errors) or 'no module or file recorded'})")
+        raise LookupError(f"kernel {name!r} cannot be imported ({'; '.join(errors)})")
     target: Any = module
     for part in name.split("."):
         target = getattr(target, part, None)
@@ -151,7 +171,8 @@ def resolve_kernel(entry: dict[str, Any]) -> Any:
             break
     jit_fn = triton_compat.unwrap_jit_function(target) if target is not None else None
     if jit_fn is None:
-        jit_fn = _registry_lookup(module.__name__, name.rsplit(".", 1)[-1])
+        # A kernel defined inside a function is no module attribute; Triton's registry may know it.
+        jit_fn = triton_compat.registered_kernel(module.__name__, name.rsplit(".", 1)[-1])
     if jit_fn is None:
         where = getattr(module, "__file__", None) or module.__name__
         raise LookupError(f"kernel {name!r} is gone: module {module.__name__} ({where}) has no Triton kernel of that name")
@@ -218,16 +239,12 @@ def _describe(variant: dict[str, Any]) -> str:
 def _warm_one(jit_fn: Any, variant: dict[str, Any], check_key: bool = True) -> tuple[str, str]:
     """Compile one variant; returns (status, reason). `check_key`: the plan's keys come from this
     Triton version, so the rebuilt key must equal the recorded one."""
-    from triton.runtime.driver import driver
-
     from jitguard import triton_compat
 
     reason = variant.get("unrebuildable")
     if reason:
         return "failed", reason
-    active = driver.active
-    device = active.get_active_torch_device()
-    device_index = active.get_current_device()
+    device, device_index = triton_compat.active_device()
     names = triton_compat.param_names(jit_fn)
     params = variant.get("params") or {}
     missing = [n for n in names if n not in params]
