@@ -118,8 +118,8 @@ class Monitor:
         jitguard_dir = os.path.dirname(os.path.abspath(__file__))
         # jitguard's machinery and its kernels' wrappers are skipped (the user's line is the call
         # site); its demo is not: there the demo is the user.
-        internal = ("monitor.py", "offline_backend.py", "triton_compat.py", "recompile_guard.py", "variant_sweep.py",
-                    "pytest_plugin.py", "warmup_replay.py")
+        internal = ("monitor.py", "offline_backend.py", "triton_compat.py", "call_capture.py", "recompile_guard.py",
+                    "variant_sweep.py", "pytest_plugin.py", "warmup_replay.py")
         dirs = [tc.TRITON_DIR + os.sep, os.path.dirname(contextlib.__file__) + os.sep]
         dirs += [os.path.join(jitguard_dir, name) for name in internal]
         kernels_spec = importlib.util.find_spec("jitguard.kernels")
@@ -204,8 +204,7 @@ class Monitor:
 
     def _listener_hook(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            cache_hit = kwargs.get("cache_hit", args[4] if len(args) > 4 else None)
-            self._local.cache_hit = bool(cache_hit) if cache_hit is not None else None
+            self._local.cache_hit = self._tc.listener_cache_hit(args, kwargs)
         except Exception as exc:  # noqa: BLE001
             self._internal_error(exc)
         previous = self._previous.get("listener")

@@ -16,6 +16,7 @@ import sys
 from typing import Any, Callable
 
 import triton
+from triton.runtime.autotuner import Autotuner, Heuristics
 from triton.runtime.jit import JITFunction
 
 from jitguard.events import ParamSpec
@@ -31,7 +32,6 @@ TRITON_DIR = os.path.dirname(os.path.abspath(triton.__file__))
 
 
 # --- hook slots -------------------------------------------------------------------------------
-
 HOOK_SLOTS = ("pre_compile", "post_compile", "listener")
 
 
@@ -70,6 +70,201 @@ def has_listener() -> bool:
     return HAS_KNOBS
 
 
+def listener_cache_hit(args: tuple, kwargs: dict) -> bool | None:
+    """The `cache_hit` a compilation listener call carries: a keyword, or the 5th positional argument
+    (`listener(src, metadata, metadata_group, times, cache_hit)`); None when absent."""
+    cache_hit = kwargs.get("cache_hit", args[4] if len(args) > 4 else None)
+    return bool(cache_hit) if cache_hit is not None else None
+
+
+# --- patching Triton's classes ------------------------------------------------------------------
+
+_MISSING = object()
+
+
+class ClassPatch:
+    """Attributes of Triton classes replaced for a while, then put back exactly as they were.
+
+    The one way jitguard patches Triton (the offline backend's side split, the call wrappers of
+    `no_recompiles` and `sweep`). `restore()` deletes an attribute the class did not define itself
+    and leaves alone one that another tool replaced since (its own restore will find ours).
+
+        patch = ClassPatch()
+        patch.replace(JITFunction, "run", wrapped_run)
+        ...
+        patch.restore()
+    """
+
+    def __init__(self) -> None:
+        self._saved: list[tuple[type, str, Any, Any]] = []  # (class, name, what it defined, ours)
+
+    @property
+    def active(self) -> bool:
+        return bool(self._saved)
+
+    def replace(self, cls: type, name: str, value: Any) -> None:
+        self._saved.append((cls, name, cls.__dict__.get(name, _MISSING), value))
+        setattr(cls, name, value)
+
+    def restore(self) -> None:
+        for cls, name, before, ours in reversed(self._saved):
+            if cls.__dict__.get(name, _MISSING) is not ours:
+                continue
+            if before is _MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, before)
+        self._saved.clear()
+
+
+def patch_launcher_runs(wrap: Callable[[Callable], Callable]) -> ClassPatch:
+    """Replace `run` of every launcher class with `wrap(Triton's run)`; a `run` already marked
+    `__jitguard_wrapper__` stays. Returns the patch that puts them back."""
+    patch = ClassPatch()
+    for cls in launcher_classes():
+        original = cls.__dict__.get("run")
+        if original is None or getattr(original, "__jitguard_wrapper__", False):
+            continue
+        patch.replace(cls, "run", wrap(original))
+    return patch
+
+
+# --- two sides in one process: a GPU and the offline backend -------------------------------------
+#
+# `split_sides(side)` gives the side that is active at each access its own compiler choice and
+# autotune state. `side` (the offline backend) answers: active() -> bool, keys_only() -> bool,
+# compile_keys_only(src, target, options) -> a stub kernel, bench(kernel_call, quantiles) -> ms,
+# tuned_offline(autotuner). Each replaced attribute keeps the GPU side's value in the instance slot
+# Triton itself uses, so restoring the patch leaves every kernel and autotuner as Triton has them.
+
+_OFFLINE_CONFIGS = "_jitguard_offline_configs"  # an autotuner's choices made offline
+
+
+class _SideCompiler:
+    """`JITFunction.compile`: the compiler Triton captured per kernel, skipped while keys-only.
+
+    Triton stores `triton.compiler.compile` on each kernel when it builds a binder (3.2: once, on the
+    first call), so patching `triton.compiler.compile` misses kernels that ran before; deciding here,
+    on every compile, does not.
+    """
+
+    def __init__(self, side: Any) -> None:
+        self.side = side
+
+    def __get__(self, jit_fn: Any, owner: Any = None) -> Any:
+        if jit_fn is None:
+            return self
+        if self.side.keys_only() and self.side.active():
+            return self.side.compile_keys_only
+        try:
+            return jit_fn.__dict__["compile"]
+        except KeyError:
+            raise AttributeError("compile") from None
+
+    def __set__(self, jit_fn: Any, compiler: Any) -> None:
+        jit_fn.__dict__["compile"] = compiler
+
+
+class _SideAutotuneConfigs:
+    """`Autotuner.cache` ({tuning key: chosen config}): Triton's dict for GPUs, another offline."""
+
+    def __init__(self, side: Any) -> None:
+        self.side = side
+
+    def __get__(self, tuner: Any, owner: Any = None) -> Any:
+        if tuner is None:
+            return self
+        if self.side.active():
+            self.side.tuned_offline(tuner)
+            return tuner.__dict__.setdefault(_OFFLINE_CONFIGS, {})
+        return tuner.__dict__.setdefault("cache", {})
+
+    def __set__(self, tuner: Any, configs: Any) -> None:
+        if self.side.active():
+            tuner.__dict__[_OFFLINE_CONFIGS] = configs
+            tuner.__dict__.setdefault("cache", {})  # made offline: it still needs one for the GPU
+        else:
+            tuner.__dict__["cache"] = configs
+
+
+def _benchmark_on_active_driver(kernel_call: Any, quantiles: Any = None, **kwargs: Any) -> Any:
+    """Triton 3.2 picks an autotuner's benchmarker at decoration: one decorated offline gets this."""
+    return active_driver().get_benchmarker()(kernel_call, quantiles=quantiles, **kwargs)
+
+
+class _SideBenchmarker:
+    """`Autotuner.do_bench`: the side's timer offline; otherwise what Triton would pick.
+
+    Triton picks it once per autotuner (3.2: at decoration, 3.6+: on first use, then cached) from
+    whichever driver is active then: picked offline, the fake timer would time later GPU autotunes.
+    """
+
+    def __init__(self, side: Any) -> None:
+        self.side = side
+        self.triton_property = Autotuner.__dict__.get("do_bench")  # 3.6+: a cached_property; 3.2: None
+
+    def __get__(self, tuner: Any, owner: Any = None) -> Any:
+        if tuner is None:
+            return self
+        if self.side.active():
+            return self.side.bench
+        if self.triton_property is not None:
+            return self.triton_property.func(tuner)  # not cached: this may be the offline side's read
+        return tuner.__dict__.get("do_bench", _benchmark_on_active_driver)
+
+    def __set__(self, tuner: Any, benchmarker: Any) -> None:
+        tuner.__dict__["do_bench"] = _benchmark_on_active_driver if benchmarker is self.side.bench else benchmarker
+
+
+class _SideDiskCache:
+    """`Autotuner.cache_results`: off offline, so fake timings never reach Triton's disk cache."""
+
+    def __init__(self, side: Any) -> None:
+        self.side = side
+
+    def __get__(self, tuner: Any, owner: Any = None) -> Any:
+        if tuner is None:
+            return self
+        return False if self.side.active() else tuner.__dict__.get("cache_results", False)
+
+    def __set__(self, tuner: Any, value: Any) -> None:
+        tuner.__dict__["cache_results"] = value
+
+
+def split_sides(side: Any) -> ClassPatch:
+    """Install the GPU/offline split of Triton's compiler choice and autotune state (see above)."""
+    patch = ClassPatch()
+    patch.replace(JITFunction, "compile", _SideCompiler(side))
+    patch.replace(Autotuner, "cache", _SideAutotuneConfigs(side))
+    patch.replace(Autotuner, "do_bench", _SideBenchmarker(side))
+    patch.replace(Autotuner, "cache_results", _SideDiskCache(side))
+    return patch
+
+
+def forget_offline_autotune_choices(tuner: Any) -> None:
+    """Drop the configs an autotuner chose offline (its GPU choices stay)."""
+    tuner.__dict__.pop(_OFFLINE_CONFIGS, None)
+
+
+def launcher_classes() -> tuple[type, ...]:
+    """Triton's classes whose `run` launches a kernel: a @triton.jit kernel and its autotune and
+    heuristics wrappers."""
+    return (JITFunction, Autotuner, Heuristics)
+
+
+def autotuner_config_caches(launcher: Any, jit_fn: JITFunction) -> list[dict]:
+    """{tuning key: chosen config} of every autotuner between `launcher` and the kernel it wraps."""
+    caches = []
+    wrapper = launcher
+    while wrapper is not None and wrapper is not jit_fn:
+        if isinstance(wrapper, Autotuner) and isinstance(getattr(wrapper, "cache", None), dict):
+            caches.append(wrapper.cache)
+        wrapper = getattr(wrapper, "fn", None)
+    return caches
+
+
+
+
 # --- the active driver ------------------------------------------------------------------------
 
 def get_active_driver_raw() -> Any:
@@ -89,10 +284,22 @@ def set_active_driver_raw(value: Any) -> None:
         driver.active = value
 
 
+def offline_driver_base() -> tuple[type, Callable[..., Any]]:
+    """(DriverBase, GPUTarget): what a driver class and its target are built from."""
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.driver import DriverBase
+    return DriverBase, GPUTarget
+
+
+def active_driver() -> Any:
+    """The active driver (creating Triton's default one if none was set)."""
+    from triton.runtime.driver import driver
+    return driver.active
+
+
 def active_device() -> tuple[Any, int]:
     """(torch device, device index) of the active driver (a GPU, or jitguard's offline driver)."""
-    from triton.runtime.driver import driver
-    active = driver.active
+    active = active_driver()
     return active.get_active_torch_device(), active.get_current_device()
 
 

@@ -15,10 +15,25 @@ from __future__ import annotations
 import os
 import sys
 
-_state = {"activated_pid": None, "failed": False, "waiting_for_compat": False}
-_pending_process_info: dict = {}
-_pending_listeners: dict = {}
-_attached: dict = {"monitor": None, "listeners": {}}  # what add_listener put on which monitor
+class _HookState:
+    """What the bootstrap keeps in a process until (and after) the monitor starts: one instance."""
+
+    def __init__(self) -> None:
+        self.activated_pid: int | None = None
+        self.failed = False  # a start-up problem was reported (once)
+        self.waiting_for_compat = False  # Triton is imported; the monitor waits for jitguard.triton_compat
+        self.pending_process_info: dict = {}  # role, rank, phase to apply when the monitor starts
+        self.pending_listeners: dict = {}  # key -> listener, subscribed when the monitor starts
+        self.attached_monitor: object = None  # the monitor the listeners below are subscribed to
+        self.attached_listeners: dict = {}  # key -> (listener, its unsubscribe)
+        self.child_namer = _default_child_namer
+
+
+def _default_child_namer(process_name: str) -> None:
+    set_pending_process_info(role=process_name)
+
+
+_STATE = _HookState()
 
 
 class _ActivatingLoader:
@@ -80,15 +95,15 @@ class TritonImportWatcher:
         if "jitguard.triton_compat" in sys.modules:
             # Triton's first import came from the top of jitguard.triton_compat (jitguard.install()
             # or offline() before `import triton`): start once that module is complete.
-            _state["waiting_for_compat"] = True
+            _STATE.waiting_for_compat = True
             return
         activate_monitor()
 
 
 def triton_compat_imported() -> None:
     """Called by jitguard.triton_compat at the end of its import: start a monitor that waited for it."""
-    if _state["waiting_for_compat"]:
-        _state["waiting_for_compat"] = False
+    if _STATE.waiting_for_compat:
+        _STATE.waiting_for_compat = False
         activate_monitor()
 
 
@@ -118,9 +133,9 @@ def _running_monitor():  # type: ignore[no-untyped-def]
 def set_pending_process_info(role: str | None = None, rank: int | None = None) -> None:
     """Name this process's role and rank: now if the monitor runs (a fork inherits it), else when it starts."""
     if role is not None:
-        _pending_process_info["role"] = role
+        _STATE.pending_process_info["role"] = role
     if rank is not None:
-        _pending_process_info["rank"] = rank
+        _STATE.pending_process_info["rank"] = rank
     if _running_monitor() is not None:
         from jitguard import monitor
         monitor.set_process_info(role=role, rank=rank)
@@ -128,7 +143,7 @@ def set_pending_process_info(role: str | None = None, rank: int | None = None) -
 
 def set_pending_phase(phase: str) -> None:
     """Enter `phase` ("serving") when the monitor starts in this process (now, if it runs)."""
-    _pending_process_info["phase"] = phase
+    _STATE.pending_process_info["phase"] = phase
     if _running_monitor() is not None:
         _apply_phase(phase)
 
@@ -143,17 +158,17 @@ def _apply_phase(phase: str) -> None:
 
 def add_listener(listener, key: str) -> None:  # type: ignore[no-untyped-def]
     """Call `listener(event)` for every compile, from when the monitor starts (one listener per key)."""
-    _pending_listeners[key] = listener
+    _STATE.pending_listeners[key] = listener
     running = _running_monitor()
     if running is not None:
         _attach_listeners(running)
 
 
 def _attach_listeners(running) -> None:  # type: ignore[no-untyped-def]
-    if _attached["monitor"] is not running:
-        _attached["monitor"], _attached["listeners"] = running, {}
-    attached = _attached["listeners"]  # key -> (listener, its unsubscribe)
-    for key, listener in _pending_listeners.items():
+    if _STATE.attached_monitor is not running:
+        _STATE.attached_monitor, _STATE.attached_listeners = running, {}
+    attached = _STATE.attached_listeners
+    for key, listener in _STATE.pending_listeners.items():
         previous = attached.get(key)
         if previous is None or previous[0] is not listener:
             if previous is not None:
@@ -183,13 +198,6 @@ def _multiprocessing_name() -> str | None:
     return None if name == "MainProcess" else name
 
 
-def _default_child_namer(process_name: str) -> None:
-    set_pending_process_info(role=process_name)
-
-
-_child_namer: dict = {"namer": _default_child_namer}
-
-
 def name_multiprocessing_children(namer=None) -> None:  # type: ignore[no-untyped-def]
     """Name each multiprocessing child (fork ones too) as it starts: `namer(process_name)` runs first thing
     in the child; by default the role becomes the Process name ("ForkProcess-2").
@@ -197,7 +205,7 @@ def name_multiprocessing_children(namer=None) -> None:  # type: ignore[no-untype
     A forked child otherwise keeps its parent's role. Idempotent; a later `namer` replaces the earlier.
     """
     if namer is not None:
-        _child_namer["namer"] = namer
+        _STATE.child_namer = namer
     from multiprocessing import process as mp_process
 
     original = mp_process.BaseProcess._bootstrap
@@ -207,7 +215,7 @@ def name_multiprocessing_children(namer=None) -> None:  # type: ignore[no-untype
     def _bootstrap(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         if os.environ.get("JITGUARD") == "1":
             try:
-                _child_namer["namer"](self.name)
+                _STATE.child_namer(self.name)
             except Exception as exc:  # noqa: BLE001 - the child must start regardless
                 sys.stderr.write(f"[jitguard] could not name process {os.getpid()}: {type(exc).__name__}: {exc}\n")
         return original(self, *args, **kwargs)
@@ -222,7 +230,7 @@ def activate_monitor() -> bool:
 
     Never raises: a failure is reported once on stderr and the program goes on unwatched.
     """
-    if _state["activated_pid"] == os.getpid():
+    if _STATE.activated_pid == os.getpid():
         return True
     try:
         _make_jitguard_importable()
@@ -241,16 +249,16 @@ def activate_monitor() -> bool:
     except Exception as exc:  # noqa: BLE001
         _report_once(f"could not start the monitor in pid {os.getpid()}: {type(exc).__name__}: {exc}")
         return False
-    _state["activated_pid"] = os.getpid()
+    _STATE.activated_pid = os.getpid()
     try:
-        role = _pending_process_info.get("role") or _multiprocessing_name()
-        if role is not None or _pending_process_info.get("rank") is not None:
-            monitor.set_process_info(role=role, rank=_pending_process_info.get("rank"))
+        role = _STATE.pending_process_info.get("role") or _multiprocessing_name()
+        if role is not None or _STATE.pending_process_info.get("rank") is not None:
+            monitor.set_process_info(role=role, rank=_STATE.pending_process_info.get("rank"))
         _attach_listeners(installed)
         if "multiprocessing.process" in sys.modules:  # fork children would otherwise keep this role
             name_multiprocessing_children()
-        if _pending_process_info.get("phase"):
-            _apply_phase(_pending_process_info["phase"])
+        if _STATE.pending_process_info.get("phase"):
+            _apply_phase(_STATE.pending_process_info["phase"])
         if installed.sink is not None:
             installed.sink.write_process_record()
     except Exception as exc:  # noqa: BLE001 - the hooks are in: say what is missing, not that nothing runs
@@ -260,6 +268,6 @@ def activate_monitor() -> bool:
 
 
 def _report_once(message: str) -> None:
-    if not _state["failed"]:
-        _state["failed"] = True
+    if not _STATE.failed:
+        _STATE.failed = True
         sys.stderr.write(f"[jitguard] {message}\n")

@@ -9,7 +9,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
 
 from jitguard.launcher import BOOTSTRAP_DIR, child_environment
 

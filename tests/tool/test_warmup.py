@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jitguard.warmup_plan import PlanInputError, build_plan
+from jitguard.warmup_plan import build_plan
 from jitguard.warmup_plan_command import warmup_plan_command
 from jitguard.warmup_replay import WarmupError, warmup
 
