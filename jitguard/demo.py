@@ -201,7 +201,7 @@ def run_demo(steps: int, seed: int, echo: Any = click.echo) -> list[tuple[str, P
     echo(f"\n2) jitguard fix {' '.join(fix_args)} kernels.py")
     from jitguard.codemod.commands import fix_command
     captured = io.StringIO()
-    with contextlib.redirect_stdout(captured):
+    with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):  # the diff below says it
         code = fix_command.main([*fix_args, str(fixed)], standalone_mode=False)
     if code not in (0, 1, None):
         raise click.ClickException(f"jitguard fix failed on the demo kernel (exit {code}): {captured.getvalue()}")

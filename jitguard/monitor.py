@@ -428,6 +428,7 @@ def format_summary(events: list[CompileEvent]) -> list[str]:
 
 _monitor: Monitor | None = None
 _atexit_registered = False
+_install_lock = threading.RLock()
 
 
 def current() -> Monitor | None:
@@ -441,26 +442,29 @@ def install(mode: str | None = None, dir: str | None = None,  # noqa: A002 - mat
     """Install the monitor (idempotent: a second call returns the installed one).
 
     Defaults come from JITGUARD_MODE, JITGUARD_DIR and JITGUARD_SUMMARY (0 turns the exit table off).
-    Log lines go to `stream` (default: stderr).
+    Log lines go to `stream` (default: stderr). Under `jitguard run` the monitor starts with the
+    run's settings on the first import of Triton, also when that import is this call's own.
+    A `budget` that is not an int >= 1 or {kernel name: int >= 1} raises ValueError here.
     """
     global _monitor, _atexit_registered
     if _monitor is not None:
         return _monitor
     from jitguard import triton_compat  # noqa: F401 - under `jitguard run`, importing Triton starts the monitor
-    if _monitor is not None:
-        return _monitor  # started just now by that import: the same one a later call would get
-    mode = mode or os.environ.get("JITGUARD_MODE") or "log"
-    directory = dir or os.environ.get("JITGUARD_DIR") or None
-    if summary is None:
-        summary = os.environ.get("JITGUARD_SUMMARY", "1") not in ("0", "false", "no")
-    monitor = Monitor(mode=mode, directory=directory, budget=budget, summary=summary,
-                      log_first_compiles=log_first_compiles, stream=stream)
-    monitor.install()
-    _monitor = monitor
-    if not _atexit_registered:
-        atexit.register(_at_exit)
-        _atexit_registered = True
-    return monitor
+    with _install_lock:  # two threads installing at once get one monitor
+        if _monitor is not None:
+            return _monitor  # started by that import (or another thread): the one a later call would get
+        mode = mode or os.environ.get("JITGUARD_MODE") or "log"
+        directory = dir or os.environ.get("JITGUARD_DIR") or None
+        if summary is None:
+            summary = os.environ.get("JITGUARD_SUMMARY", "1") not in ("0", "false", "no")
+        monitor = Monitor(mode=mode, directory=directory, budget=budget, summary=summary,
+                          log_first_compiles=log_first_compiles, stream=stream)
+        monitor.install()
+        _monitor = monitor
+        if not _atexit_registered:
+            atexit.register(_at_exit)
+            _atexit_registered = True
+        return monitor
 
 
 def uninstall() -> None:
