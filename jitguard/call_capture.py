@@ -206,7 +206,7 @@ def kernel_id_of(jit_fn: Any) -> KernelId:
 
 
 def _wrap_run(original: Callable) -> Callable:
-    from jitguard.triton_compat import unwrap_jit_function
+    from jitguard.triton_compat import is_manual_warmup_call, unwrap_jit_function
 
     @functools.wraps(original)
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -217,7 +217,7 @@ def _wrap_run(original: Callable) -> Callable:
         stack = _call_stack()
         if jit_fn is None or any(c.jit_fn is jit_fn for c in stack):
             return original(self, *args, **kwargs)  # autotune benchmarking: part of the outer call
-        call = KernelCall(kernel_id_of(jit_fn), jit_fn, manual_warmup=bool(kwargs.get("warmup", False)))
+        call = KernelCall(kernel_id_of(jit_fn), jit_fn, manual_warmup=is_manual_warmup_call(kwargs))
         for scope in scopes:
             if scope.isolate:
                 scope._isolate(self, jit_fn)

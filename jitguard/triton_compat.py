@@ -4,7 +4,10 @@
   `triton.knobs.compilation.listener` on 3.4+; `JITFunction.cache_hook` / `compiled_hook` before;
 - the hook's `compile` dict: constants and attributes keyed by path tuples (3.3+) or by name and an
   `AttrsDescriptor` (3.2);
-- the active driver slot, the per-device kernel caches, `load_binary`'s return shape.
+- the active driver slot, the per-device kernel caches, `load_binary`'s return shape;
+- every patch of Triton's classes (`ClassPatch`: launcher `run` wrappers, the offline backend's
+  GPU/offline split of `JITFunction.compile` and `Autotuner` state) and every private attribute
+  jitguard reads (kernel registry, autotuner choices, the listener's positional `cache_hit`).
 
 Importing this module imports Triton.
 """
@@ -129,6 +132,30 @@ def patch_launcher_runs(wrap: Callable[[Callable], Callable]) -> ClassPatch:
     return patch
 
 
+def is_manual_warmup_call(run_kwargs: dict) -> bool:
+    """Whether a launcher's `run(...)` is `kernel.warmup(...)` (compile, never launch)."""
+    return bool(run_kwargs.get("warmup", False))
+
+
+def launcher_classes() -> tuple[type, ...]:
+    """Triton's classes whose `run` launches a kernel: a @triton.jit kernel and its autotune and
+    heuristics wrappers."""
+    return (JITFunction, Autotuner, Heuristics)
+
+
+def autotuner_config_caches(launcher: Any, jit_fn: JITFunction) -> list[dict]:
+    """{tuning key: chosen config} of every autotuner between `launcher` and the kernel it wraps."""
+    caches = []
+    wrapper = launcher
+    while wrapper is not None and wrapper is not jit_fn:
+        if isinstance(wrapper, Autotuner) and isinstance(getattr(wrapper, "cache", None), dict):
+            caches.append(wrapper.cache)
+        wrapper = getattr(wrapper, "fn", None)
+    return caches
+
+
+
+
 # --- two sides in one process: a GPU and the offline backend -------------------------------------
 #
 # `split_sides(side)` gives the side that is active at each access its own compiler choice and
@@ -244,25 +271,6 @@ def split_sides(side: Any) -> ClassPatch:
 def forget_offline_autotune_choices(tuner: Any) -> None:
     """Drop the configs an autotuner chose offline (its GPU choices stay)."""
     tuner.__dict__.pop(_OFFLINE_CONFIGS, None)
-
-
-def launcher_classes() -> tuple[type, ...]:
-    """Triton's classes whose `run` launches a kernel: a @triton.jit kernel and its autotune and
-    heuristics wrappers."""
-    return (JITFunction, Autotuner, Heuristics)
-
-
-def autotuner_config_caches(launcher: Any, jit_fn: JITFunction) -> list[dict]:
-    """{tuning key: chosen config} of every autotuner between `launcher` and the kernel it wraps."""
-    caches = []
-    wrapper = launcher
-    while wrapper is not None and wrapper is not jit_fn:
-        if isinstance(wrapper, Autotuner) and isinstance(getattr(wrapper, "cache", None), dict):
-            caches.append(wrapper.cache)
-        wrapper = getattr(wrapper, "fn", None)
-    return caches
-
-
 
 
 # --- the active driver ------------------------------------------------------------------------
