@@ -127,7 +127,7 @@ class CallScope:
         self.open()
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         self.close()
 
     # --- called by the run wrapper and the monitor --------------------------------------------

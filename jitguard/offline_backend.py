@@ -115,7 +115,7 @@ def _make_driver_class() -> type:
         return _STATE.driver_class
     DriverBase, GPUTarget = triton_compat.offline_driver_base()
 
-    class OfflineCudaDriver(DriverBase):
+    class OfflineCudaDriver(DriverBase):  # type: ignore[misc,valid-type]  # Triton's class, fetched at run time
         """A CUDA driver with no GPU behind it: targets sm_`arch`, launches nothing."""
 
         def __init__(self, arch: int = 90) -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import types
 from contextlib import ContextDecorator
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -124,7 +125,7 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
         site is often a library wrapper shared by every step, this says which step it was."""
         if not self.block_file:
             return ""
-        frame = sys._getframe(1)
+        frame: types.FrameType | None = sys._getframe(1)
         while frame is not None:
             if frame.f_code.co_filename == self.block_file:
                 return f"{frame.f_code.co_filename}:{frame.f_lineno}"
@@ -140,13 +141,13 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
         self.open()
         return self
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         __tracebackhide__ = True  # pytest shows the user's `with` line, not this frame
         self.close()
         if exc is not None:
             if self.new_variants and hasattr(exc, "add_note"):
                 exc.add_note(self.failure_message())
-            return False
+            return
         if self.internal_errors:
             first = self.internal_errors[0]
             raise RuntimeError(f"jitguard.no_recompiles could not judge this block: "
@@ -155,7 +156,6 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
             from jitguard.monitor import RecompileError
             raise RecompileError(self.failure_message(), [c.event for c in self.new_variants])
         self._check_named_kernels_were_called()
-        return False
 
     def _check_named_kernels_were_called(self) -> None:
         __tracebackhide__ = True
@@ -181,7 +181,7 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
 
 def _caller_file() -> str:
     """The file of the code that entered the block (skipping contextlib and this module)."""
-    frame = sys._getframe(2)
+    frame: types.FrameType | None = sys._getframe(2)
     here = os.path.abspath(__file__)
     while frame is not None:
         name = frame.f_code.co_filename

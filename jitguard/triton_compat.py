@@ -358,7 +358,7 @@ def registered_kernel(module_name: str, name: str) -> JITFunction | None:
 
 
 def kernel_name(jit_fn: JITFunction) -> str:
-    return getattr(jit_fn.fn, "__name__", None) or getattr(jit_fn, "__name__", "?")
+    return str(getattr(jit_fn.fn, "__name__", None) or getattr(jit_fn, "__name__", "?"))
 
 
 def kernel_location(jit_fn: JITFunction) -> tuple[str, int]:
@@ -586,9 +586,10 @@ def user_call_site(start_frame: Any, skip_dirs: tuple[str, ...]) -> str:
 
 def torch_dir() -> str | None:
     module = sys.modules.get("torch")
-    if module is None or not getattr(module, "__file__", None):
+    file = getattr(module, "__file__", None)
+    if not file:
         return None
-    return os.path.dirname(os.path.abspath(module.__file__))
+    return os.path.dirname(os.path.abspath(file))
 
 
 def unknown_demotion_names(jit_fn: JITFunction) -> list[tuple[str, Any]]:
@@ -597,7 +598,7 @@ def unknown_demotion_names(jit_fn: JITFunction) -> list[tuple[str, Any]]:
     Triton ignores such entries silently, so the parameter stays specialized.
     """
     names = param_names(jit_fn)
-    out = []
+    out: list[tuple[str, Any]] = []
     for option in ("do_not_specialize", "do_not_specialize_on_alignment"):
         for entry in getattr(jit_fn, option, None) or []:
             if isinstance(entry, str) and entry not in names:

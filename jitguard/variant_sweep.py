@@ -114,13 +114,13 @@ class SweepTable:
         for name in self.kernels():
             lines.append("")
             lines.append(f"{name}:")
-            for row in (r for r in self.rows if r.kernel == name):
-                tag = " [autotune config]" if row.autotuning else ""
-                head = f"  #{row.variant} at value {row.value!r}{tag}"
-                if not row.causes:
+            for variant in (r for r in self.rows if r.kernel == name):
+                tag = " [autotune config]" if variant.autotuning else ""
+                head = f"  #{variant.variant} at value {variant.value!r}{tag}"
+                if not variant.causes:
                     lines.append(f"{head}: first variant")
                     continue
-                reasons = "; ".join(f"{c.param}: {c.before} -> {c.after}" for c in row.causes)
+                reasons = "; ".join(f"{c.param}: {c.before} -> {c.after}" for c in variant.causes)
                 lines.append(f"{head}: {reasons}")
         return lines
 

@@ -31,7 +31,7 @@ TORCH_DTYPE_NAMES = {
     "fp8e5b16": "float8_e5m2fnuz",
 }
 
-INT_VALUES = {
+INT_VALUES: dict[tuple[str, Any], int] = {
     ("i32", "one"): 1, ("i32", "div16"): 16, ("i32", "plain"): 17, ("i32", "off"): 17,
     ("i64", "div16"): 2**31 + 16, ("i64", "plain"): 2**31 + 17, ("i64", "off"): 2**31 + 17,
     ("u64", "div16"): 2**63 + 16, ("u64", "plain"): 2**63 + 17, ("u64", "off"): 2**63 + 17,

