@@ -29,7 +29,7 @@ _LAZY = {
     "no_recompiles": "jitguard.recompile_guard",
     "sweep": "jitguard.variant_sweep",
     "assert_max_variants": "jitguard.variant_sweep",
-    "warmup": "jitguard.warmup",
+    "warmup": "jitguard.warmup_replay",
     "CompileEvent": "jitguard.events",
     "ParamSpec": "jitguard.events",
     "explain_recompile": "jitguard.explain",

@@ -19,7 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("jitguard.report_command:report_command", "Merge per-process logs into one report."),
     "fix": ("jitguard.codemod.commands:fix_command", "Add do_not_specialize to kernels, from a report or by name."),
     "scan": ("jitguard.codemod.commands:scan_command", "Find recompile risks in kernel sources, statically."),
-    "warmup-plan": ("jitguard.warmup:warmup_plan_command", "Turn a report into a warm-up plan (JSON)."),
+    "warmup-plan": ("jitguard.warmup_plan_command:warmup_plan_command", "Turn a report into a warm-up plan (JSON)."),
 }
 
 

@@ -201,7 +201,7 @@ def run_demo(steps: int, seed: int, echo: Any = click.echo) -> list[tuple[str, P
     echo(f"\n2) jitguard fix {' '.join(fix_args)} kernels.py")
     from jitguard.codemod.commands import fix_command
     captured = io.StringIO()
-    with contextlib.redirect_stdout(captured):
+    with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):  # the diff below says it
         code = fix_command.main([*fix_args, str(fixed)], standalone_mode=False)
     if code not in (0, 1, None):
         raise click.ClickException(f"jitguard fix failed on the demo kernel (exit {code}): {captured.getvalue()}")
@@ -215,7 +215,7 @@ def run_demo(steps: int, seed: int, echo: Any = click.echo) -> list[tuple[str, P
     after = _serve(fixed, trace, use_gpu, f"{KERNEL_MODULE}_fixed", echo)
     echo(f"   -> {after.compiles} compile(s), {after.compile_seconds:.2f} s on the request path")
 
-    from jitguard.warmup import build_plan
+    from jitguard.warmup_plan import build_plan
     plan = build_plan(after.events)
     echo(f"\n4) jitguard warmup-plan: {plan['variants']} variant(s) recorded; a cold server replays it at start-up:")
     os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache-3")

@@ -22,17 +22,16 @@ import atexit
 import contextlib
 import importlib.util
 import os
-import socket
 import sys
 import threading
 import time
 import warnings
 from typing import Any, Callable, Iterator
 
-from jitguard.argv_redaction import redact_argv
-from jitguard.events import Cause, CompileEvent, ProcessRecord, to_json_line
-from jitguard.explain import explain_recompile, fix_hint
-from jitguard.render_text import format_event_line
+from jitguard.events import Cause, CompileEvent
+from jitguard.explain import explain_recompile
+from jitguard.ndjson_sink import NdjsonSink
+from jitguard.render_text import format_event_line, format_summary
 
 MODES = ("log", "warn", "error")
 
@@ -82,71 +81,6 @@ class Recorder:
             self.events.clear()
 
 
-class NdjsonSink:
-    """Appends one JSON line per event to `<dir>/<host>-<pid>.ndjson`, one write() per line.
-
-    A line is in the file as soon as the event happens: a process killed later loses nothing
-    written before. After a fork the child opens its own file.
-    """
-
-    def __init__(self, directory: str) -> None:
-        self.directory = directory
-        self._fd: int | None = None
-        self._pid: int | None = None
-        self._lock = threading.Lock()
-        self.process_info: dict[str, Any] = {}
-
-    @property
-    def path(self) -> str:
-        return os.path.join(self.directory, f"{socket.gethostname()}-{os.getpid()}.ndjson")
-
-    def _open(self) -> None:
-        os.makedirs(self.directory, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self._pid = os.getpid()
-        os.write(self._fd, (to_json_line(self._process_record()) + "\n").encode())
-
-    def _process_record(self) -> ProcessRecord:
-        return ProcessRecord(pid=os.getpid(), ppid=os.getppid(), argv=redact_argv(_process_argv()),
-                             role=self.process_info.get("role"), rank=self.process_info.get("rank"),
-                             triton_version=self.process_info.get("triton_version", ""),
-                             host=socket.gethostname(), time=time.time())
-
-    def write(self, record: Any) -> None:
-        line = (to_json_line(record) + "\n").encode()
-        with self._lock:
-            if self._fd is None or self._pid != os.getpid():
-                self._open()
-            assert self._fd is not None
-            os.write(self._fd, line)
-
-    def write_process_record(self, force: bool = False) -> None:
-        """Write this process's record now (it is otherwise written with the first event).
-
-        `force` appends a fresh record even if one was written (a role or rank named later);
-        readers take a process's last record.
-        """
-        with self._lock:
-            if self._fd is None or self._pid != os.getpid():
-                self._open()
-            elif force:
-                os.write(self._fd, (to_json_line(self._process_record()) + "\n").encode())
-
-    def close(self) -> None:
-        with self._lock:
-            if self._fd is not None and self._pid == os.getpid():
-                os.close(self._fd)
-            self._fd = None
-
-
-def _process_argv() -> list[str]:
-    """sys.argv, or the interpreter's own argv while `python -m pkg` has not yet filled sys.argv[0]."""
-    argv = list(sys.argv)
-    if argv and argv[0] == "-m" and getattr(sys, "orig_argv", None):
-        return list(sys.orig_argv[1:])
-    return argv
-
-
 class Monitor:
     """The one installed monitor (see module docstring). Use `install()` / `watch()`, not this class."""
 
@@ -156,17 +90,16 @@ class Monitor:
         if mode not in MODES:
             raise ValueError(f"jitguard: mode must be one of {', '.join(MODES)}, not {mode!r}")
         self.mode = mode
-        self.budget = budget
+        self.budget = checked_budget(budget)
         self.summary = summary
         self.log_first_compiles = log_first_compiles
         self.stream = stream
-        self.sink = NdjsonSink(directory) if directory else None
+        self.sink = NdjsonSink(directory, warn=self._write_line) if directory else None
         self.phase = "warmup"
         self.role: str | None = "torchrun worker" if os.environ.get("TORCHELASTIC_RUN_ID") else None
         self.rank: int | None = _rank_from_env()
         self.events: list[CompileEvent] = []
-        self.recorders: list[Recorder] = []
-        self.listeners: list[Callable[[CompileEvent], None]] = []
+        self._subscribers: list[Callable[[CompileEvent], None]] = []
         self._histories: dict[Any, dict[Any, tuple]] = {}  # kernel -> {key: (params, options)} it compiled
         self._previous: dict[str, Callable | None] = {}
         self._ours: dict[str, Callable] = {}
@@ -186,8 +119,8 @@ class Monitor:
         jitguard_dir = os.path.dirname(os.path.abspath(__file__))
         # jitguard's machinery and its kernels' wrappers are skipped (the user's line is the call
         # site); its demo is not: there the demo is the user.
-        internal = ("monitor.py", "offline_backend.py", "triton_compat.py", "recompile_guard.py", "variant_sweep.py",
-                    "pytest_plugin.py", "warmup.py")
+        internal = ("monitor.py", "offline_backend.py", "triton_compat.py", "call_capture.py", "recompile_guard.py",
+                    "variant_sweep.py", "pytest_plugin.py", "warmup_replay.py")
         dirs = [tc.TRITON_DIR + os.sep, os.path.dirname(contextlib.__file__) + os.sep]
         dirs += [os.path.join(jitguard_dir, name) for name in internal]
         kernels_spec = importlib.util.find_spec("jitguard.kernels")
@@ -272,8 +205,7 @@ class Monitor:
 
     def _listener_hook(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            cache_hit = kwargs.get("cache_hit", args[4] if len(args) > 4 else None)
-            self._local.cache_hit = bool(cache_hit) if cache_hit is not None else None
+            self._local.cache_hit = self._tc.listener_cache_hit(args, kwargs)
         except Exception as exc:  # noqa: BLE001
             self._internal_error(exc)
         previous = self._previous.get("listener")
@@ -350,23 +282,46 @@ class Monitor:
                              f"{entry!r}, which is not a parameter; Triton ignores it silently "
                              f"(parameters: {', '.join(self._tc.param_names(jit_fn))})")
 
+    def subscribe(self, callback: Callable[[CompileEvent], None]) -> Callable[[], None]:
+        """Call `callback(event)` for every compile from now on, in the thread that compiled; returns
+        the function that unsubscribes it. A callback that raises is reported once, never propagated."""
+        with self._lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+
+        return unsubscribe
+
     def _dispatch(self, event: CompileEvent) -> None:
+        # Subscribers (recorders, no_recompiles) and the log line come first and never depend on
+        # the log file: a full disk must not silence a guard.
         with self._lock:
             self.events.append(event)
-            recorders = list(self.recorders)
-            listeners = list(self.listeners)
-        for recorder in recorders:
-            recorder._add(event)
-        if self.sink is not None:
-            self.sink.process_info.update(role=self.role, rank=self.rank)
-            self.sink.write(event)
-        for listener in listeners:
-            listener(event)
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            try:
+                callback(event)
+            except Exception as exc:  # noqa: BLE001 - one subscriber must not silence the others
+                self._internal_error(exc)
         if event.is_recompile or self.log_first_compiles or event.phase == "serving":
             self._write_line(format_event_line(event))
+        if self.sink is not None:
+            self.sink.process_info.update(role=self.role, rank=self.rank)
+            self.sink.write(event)  # never raises: a failure is warned once and counted
         self._check_replacements()
 
     # --- modes and budgets --------------------------------------------------------------------
+
+    def unwritten_events_line(self) -> str | None:
+        """The exit line about compile events the log could not hold, or None when it holds them all."""
+        sink = self.sink
+        if sink is None or sink.events_not_written == 0:
+            return None
+        return (f"[jitguard] {sink.events_not_written} compile event(s) of pid {os.getpid()} could not be written "
+                f"to {sink.directory} ({sink.last_error}); they are missing from its log")
 
     def _over_budget(self, event: CompileEvent) -> int | None:
         if self.budget is None:
@@ -420,6 +375,22 @@ def _pending_key(hook_kwargs: dict) -> tuple:
     return (id(getattr(info, "jit_function", None)), repr(hook_kwargs.get("key")))
 
 
+def checked_budget(budget: Any) -> int | dict[str, int] | None:
+    """`budget` if it is None, an int >= 1 or {kernel name: int >= 1}; else one ValueError naming what is wrong."""
+    def is_count(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+    if budget is None or is_count(budget):
+        return budget
+    expected = "a variant budget is an int >= 1, or a dict {kernel name: int >= 1}"
+    if isinstance(budget, dict):
+        bad = [f"{k!r}: {v!r}" for k, v in budget.items() if not isinstance(k, str) or not is_count(v)]
+        if not bad:
+            return dict(budget)
+        raise ValueError(f"jitguard: {expected}; got {', '.join(bad)}")
+    raise ValueError(f"jitguard: {expected}; got {budget!r}")
+
+
 def _rank_from_env() -> int | None:
     for name in ("RANK", "LOCAL_RANK"):
         value = os.environ.get(name)
@@ -428,36 +399,11 @@ def _rank_from_env() -> int | None:
     return None
 
 
-def format_summary(events: list[CompileEvent]) -> list[str]:
-    """A table of compiles per kernel: variants, total compile ms, top causes with the fix."""
-    if not events:
-        return []
-    by_kernel: dict[str, list[CompileEvent]] = {}
-    for event in events:
-        by_kernel.setdefault(event.kernel, []).append(event)
-    rows = []
-    for kernel, kernel_events in sorted(by_kernel.items(), key=lambda kv: -len(kv[1])):
-        total_ms = sum(e.compile_ms or 0.0 for e in kernel_events)
-        counts: dict[str, int] = {}
-        for event in kernel_events:
-            for cause in event.causes:
-                counts[cause.param] = counts.get(cause.param, 0) + 1
-        top = ", ".join(f"{name} x{n}" for name, n in sorted(counts.items(), key=lambda kv: -kv[1])[:3])
-        all_causes = [c for e in kernel_events for c in e.causes]
-        rows.append((kernel, str(len(kernel_events)), f"{total_ms:.0f}", top or "-", fix_hint(all_causes) or "-"))
-    header = ("kernel", "variants", "compile ms", "causes", "fix")
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(4)]
-    lines = ["[jitguard] compile summary (this process)"]
-    lines.append("  " + "  ".join(h.ljust(w) for h, w in zip(header[:4], widths)) + "  " + header[4])
-    for row in rows:
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + row[4])
-    return lines
-
-
 # --- the module-level API (the one installed monitor) ------------------------------------------
 
 _monitor: Monitor | None = None
 _atexit_registered = False
+_install_lock = threading.RLock()
 
 
 def current() -> Monitor | None:
@@ -471,23 +417,29 @@ def install(mode: str | None = None, dir: str | None = None,  # noqa: A002 - mat
     """Install the monitor (idempotent: a second call returns the installed one).
 
     Defaults come from JITGUARD_MODE, JITGUARD_DIR and JITGUARD_SUMMARY (0 turns the exit table off).
-    Log lines go to `stream` (default: stderr).
+    Log lines go to `stream` (default: stderr). Under `jitguard run` the monitor starts with the
+    run's settings on the first import of Triton, also when that import is this call's own.
+    A `budget` that is not an int >= 1 or {kernel name: int >= 1} raises ValueError here.
     """
     global _monitor, _atexit_registered
     if _monitor is not None:
         return _monitor
-    mode = mode or os.environ.get("JITGUARD_MODE") or "log"
-    directory = dir or os.environ.get("JITGUARD_DIR") or None
-    if summary is None:
-        summary = os.environ.get("JITGUARD_SUMMARY", "1") not in ("0", "false", "no")
-    monitor = Monitor(mode=mode, directory=directory, budget=budget, summary=summary,
-                      log_first_compiles=log_first_compiles, stream=stream)
-    monitor.install()
-    _monitor = monitor
-    if not _atexit_registered:
-        atexit.register(_at_exit)
-        _atexit_registered = True
-    return monitor
+    from jitguard import triton_compat  # noqa: F401 - under `jitguard run`, importing Triton starts the monitor
+    with _install_lock:  # two threads installing at once get one monitor
+        if _monitor is not None:
+            return _monitor  # started by that import (or another thread): the one a later call would get
+        mode = mode or os.environ.get("JITGUARD_MODE") or "log"
+        directory = dir or os.environ.get("JITGUARD_DIR") or None
+        if summary is None:
+            summary = os.environ.get("JITGUARD_SUMMARY", "1") not in ("0", "false", "no")
+        monitor = Monitor(mode=mode, directory=directory, budget=budget, summary=summary,
+                          log_first_compiles=log_first_compiles, stream=stream)
+        monitor.install()
+        _monitor = monitor
+        if not _atexit_registered:
+            atexit.register(_at_exit)
+            _atexit_registered = True
+        return monitor
 
 
 def uninstall() -> None:
@@ -500,10 +452,16 @@ def uninstall() -> None:
 
 def _at_exit() -> None:
     monitor = _monitor
-    if monitor is None or not monitor.summary:
+    if monitor is None:
         return
-    for line in monitor.summary_lines():
-        monitor._write_line(line)
+    if monitor.summary:
+        for line in monitor.summary_lines():
+            monitor._write_line(line)
+    if monitor.sink is not None:
+        monitor.sink.record_unwritten_count()
+    unwritten = monitor.unwritten_events_line()
+    if unwritten:  # said even with the summary off: the report cannot show what was never written
+        monitor._write_line(unwritten)
 
 
 def mark_serving() -> None:
@@ -542,13 +500,10 @@ def watch(mode: str = "log", dir: str | None = None,  # noqa: A002
     monitor = install(mode=mode, dir=dir, budget=budget, summary=False) if installed_here else _monitor
     assert monitor is not None
     recorder = Recorder()
-    with monitor._lock:
-        monitor.recorders.append(recorder)
+    unsubscribe = monitor.subscribe(recorder._add)
     try:
         yield recorder
     finally:
-        with monitor._lock:
-            if recorder in monitor.recorders:
-                monitor.recorders.remove(recorder)
+        unsubscribe()
         if installed_here:
             uninstall()

@@ -35,7 +35,8 @@ import threading
 import weakref
 from typing import Any, Iterator
 
-from jitguard import triton_compat
+# Triton (through triton_compat) is imported on first use, never at import: under `jitguard run`
+# the first `import triton` starts the monitor, which imports this module's `activate_from_env`.
 
 H100_MAX_SHARED_MEM = 232448  # bytes per block, sm_90 (H100 and H200)
 OFFLINE_DEVICE_BASE = 1_000_000
@@ -58,6 +59,7 @@ class _OfflineUtils:
         self.arch = arch
 
     def load_binary(self, name: str, kernel: Any, shared: int, device: int) -> tuple:
+        from jitguard import triton_compat
         return triton_compat.load_binary_result(None, None, 0, 0, 1024)
 
     def unload_module(self, module: Any) -> None:
@@ -79,17 +81,41 @@ def _fake_bench(kernel_call: Any, quantiles: Any = None, **kwargs: Any) -> Any:
     return 1.0
 
 
-_driver_class: Any = None  # built once, on first use (it subclasses Triton's DriverBase)
+class _KeysOnlySession:
+    """The span while at least one `compile=False` context is open; its stubs are valid only inside it."""
+
+    def __init__(self) -> None:
+        self.open = True
+
+
+class _OfflineState:
+    """What the offline backend keeps between calls: one instance, the process's."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.driver_class: Any = None  # built once, on first use (it subclasses Triton's DriverBase)
+        self.open_contexts = 0  # of any kind
+        self.keys_only_contexts = 0  # compile=False ones
+        self.keys_only_session: _KeysOnlySession | None = None
+        self.stubbed_kernels: list[Any] = []  # JITFunctions whose caches hold keys-only stubs
+        self.offline_tuned: "weakref.WeakSet[Any]" = weakref.WeakSet()  # autotuners holding offline choices
+        self.saved_drivers: list[Any] = []  # the driver each open context replaced
+        self.env_driver: Any = None  # JITGUARD_OFFLINE's driver, active for the whole process
+        self.side_split: Any = None  # the ClassPatch of Triton's classes while the split is installed
+
+
+_STATE = _OfflineState()
 
 
 def _make_driver_class() -> type:
-    global _driver_class
-    if _driver_class is not None:
-        return _driver_class
-    from triton.backends.driver import DriverBase
-    from triton.backends.compiler import GPUTarget
+    if _STATE.driver_class is not None:
+        return _STATE.driver_class
+    from jitguard import triton_compat  # may start the monitor (and build the class) first
+    if _STATE.driver_class is not None:
+        return _STATE.driver_class
+    DriverBase, GPUTarget = triton_compat.offline_driver_base()
 
-    class OfflineCudaDriver(DriverBase):
+    class OfflineCudaDriver(DriverBase):  # type: ignore[misc,valid-type]  # Triton's class, fetched at run time
         """A CUDA driver with no GPU behind it: targets sm_`arch`, launches nothing."""
 
         def __init__(self, arch: int = 90) -> None:
@@ -141,14 +167,23 @@ def _make_driver_class() -> type:
         def assemble_tensormap_to_arg(self, tensormaps_info: Any, args: Any) -> Any:
             return args
 
-    _driver_class = OfflineCudaDriver
+    _STATE.driver_class = OfflineCudaDriver
     return OfflineCudaDriver
 
 
-class _KeysOnlyKernel:
-    """What `compile=False` puts in Triton's cache instead of a compiled kernel."""
+class KeysOnlyStubError(RuntimeError):
+    """A keys-only stub ran after its `offline(compile=False)` context closed: nothing was compiled."""
 
-    def __init__(self, src: Any, options: dict) -> None:
+
+class _KeysOnlyKernel:
+    """What `compile=False` puts in Triton's cache instead of a compiled kernel.
+
+    Launching it inside its context does nothing. Outside (a cache of someone else's kept it, keyed
+    by argument values as FlagGems' LibEntry does) it raises: it must never pretend to have run.
+    """
+
+    def __init__(self, src: Any, options: dict, session: _KeysOnlySession) -> None:
+        self._session = session
         self.src = src
         self.name = getattr(getattr(src, "fn", None), "__name__", "?")
         self.function = None
@@ -158,165 +193,97 @@ class _KeysOnlyKernel:
         self.asm: dict = {}
         self.metadata = type("KeysOnlyMetadata", (), dict(options or {}, shared=0, name=self.name))()
 
+    def _check_open(self) -> None:
+        if not self._session.open:
+            raise KeysOnlyStubError(
+                f"jitguard: kernel {self.name!r} was launched through a keys-only stub made by "
+                "jitguard.offline(compile=False) after that context closed; it was never compiled, so nothing "
+                "would run. A kernel cache outside Triton's (keyed by argument values, like FlagGems' LibEntry) "
+                "still holds it: clear that cache when the context ends, or use jitguard.offline(compile=True)")
+
     def launch_metadata(self, grid: Any, stream: Any, *args: Any) -> None:
+        self._check_open()
         return None
 
     def run(self, *args: Any, **kwargs: Any) -> None:
+        self._check_open()
         return None
 
     def __getitem__(self, grid: Any) -> Any:
-        return lambda *args, **kwargs: None
+        self._check_open()
+        return self._launch
 
-
-_state = {"keys_only": 0, "open": 0}  # open compile=False contexts; open contexts of any kind
-_state_lock = threading.RLock()
-_stubbed_kernels: list = []  # JITFunctions whose cache holds _KeysOnlyKernel entries
-_MISSING = object()
-_replaced: list = []  # (Triton class, attribute, what it held before) while the side split is installed
+    def _launch(self, *args: Any, **kwargs: Any) -> None:
+        self._check_open()
+        return None
 
 
 def _offline_active() -> bool:
     """Whether the active driver is an offline one: which side (GPU or offline) a call is on."""
-    return _driver_class is not None and isinstance(triton_compat.get_active_driver_raw(), _driver_class)
+    if _STATE.driver_class is None:
+        return False
+    from jitguard import triton_compat
+    return isinstance(triton_compat.get_active_driver_raw(), _STATE.driver_class)
 
 
 def _compile_keys_only(src: Any, target: Any = None, options: Any = None, **kwargs: Any) -> Any:
+    from jitguard import triton_compat
     jit_fn = triton_compat.unwrap_jit_function(getattr(src, "fn", None))
-    if jit_fn is not None and jit_fn not in _stubbed_kernels:
-        _stubbed_kernels.append(jit_fn)
-    return _KeysOnlyKernel(src, options or {})
+    if jit_fn is not None and jit_fn not in _STATE.stubbed_kernels:
+        _STATE.stubbed_kernels.append(jit_fn)
+    assert _STATE.keys_only_session is not None  # only chosen while a keys-only context is open
+    return _KeysOnlyKernel(src, options or {}, _STATE.keys_only_session)
 
 
-def _benchmark_on_active_driver(kernel_call: Any, quantiles: Any = None, **kwargs: Any) -> Any:
-    """Triton 3.2 picks an autotuner's benchmarker at decoration: one decorated offline gets this."""
-    from triton.runtime.driver import driver
-    return driver.active.get_benchmarker()(kernel_call, quantiles=quantiles, **kwargs)
+class _OfflineSide:
+    """What triton_compat's side split asks of the offline backend (see `triton_compat.split_sides`)."""
 
+    @staticmethod
+    def active() -> bool:
+        return _offline_active()
 
-class _CapturedCompiler:
-    """`JITFunction.compile`: the compiler Triton captured per kernel, skipped while keys-only.
+    @staticmethod
+    def keys_only() -> bool:
+        return _STATE.keys_only_contexts > 0
 
-    Triton stores `triton.compiler.compile` on each kernel when it builds a binder (3.2: once, on the
-    first call), so patching `triton.compiler.compile` misses kernels that ran before; deciding here,
-    on every compile, does not.
-    """
+    compile_keys_only = staticmethod(_compile_keys_only)
+    bench = staticmethod(_fake_bench)
 
-    def __get__(self, jit_fn: Any, owner: Any = None) -> Any:
-        if jit_fn is None:
-            return self
-        if _state["keys_only"] > 0 and _offline_active():
-            return _compile_keys_only
-        try:
-            return jit_fn.__dict__["compile"]
-        except KeyError:
-            raise AttributeError("compile") from None
-
-    def __set__(self, jit_fn: Any, compiler: Any) -> None:
-        jit_fn.__dict__["compile"] = compiler
-
-
-_offline_tuned: "weakref.WeakSet[Any]" = weakref.WeakSet()  # autotuners holding offline choices
-
-
-class _AutotunerConfigs:
-    """`Autotuner.cache` ({tuning key: chosen config}): Triton's dict for GPUs, another for offline."""
-
-    def __get__(self, tuner: Any, owner: Any = None) -> Any:
-        if tuner is None:
-            return self
-        if _offline_active():
-            _offline_tuned.add(tuner)
-            return tuner.__dict__.setdefault("_jitguard_offline_configs", {})
-        return tuner.__dict__.setdefault("cache", {})
-
-    def __set__(self, tuner: Any, configs: Any) -> None:
-        if _offline_active():
-            tuner.__dict__["_jitguard_offline_configs"] = configs
-            tuner.__dict__.setdefault("cache", {})  # made offline: it still needs one for the GPU
-        else:
-            tuner.__dict__["cache"] = configs
-
-
-class _AutotunerBenchmarker:
-    """`Autotuner.do_bench`: the fake timer offline; otherwise what Triton would pick.
-
-    Triton picks it once per autotuner (3.2: at decoration, 3.6+: on first use, then cached) from
-    whichever driver is active then: picked offline, the fake timer would time later GPU autotunes.
-    """
-
-    def __init__(self, triton_property: Any) -> None:
-        self.triton_property = triton_property  # 3.6+: a cached_property; 3.2: None (a plain attribute)
-
-    def __get__(self, tuner: Any, owner: Any = None) -> Any:
-        if tuner is None:
-            return self
-        if _offline_active():
-            return _fake_bench
-        if self.triton_property is not None:
-            return self.triton_property.func(tuner)  # not cached: this may be the offline side's read
-        return tuner.__dict__.get("do_bench", _benchmark_on_active_driver)
-
-    def __set__(self, tuner: Any, benchmarker: Any) -> None:
-        tuner.__dict__["do_bench"] = _benchmark_on_active_driver if benchmarker is _fake_bench else benchmarker
-
-
-class _AutotunerDiskCache:
-    """`Autotuner.cache_results`: off offline, so fake timings never reach Triton's disk cache."""
-
-    def __get__(self, tuner: Any, owner: Any = None) -> Any:
-        if tuner is None:
-            return self
-        return False if _offline_active() else tuner.__dict__.get("cache_results", False)
-
-    def __set__(self, tuner: Any, value: Any) -> None:
-        tuner.__dict__["cache_results"] = value
+    @staticmethod
+    def tuned_offline(tuner: Any) -> None:
+        _STATE.offline_tuned.add(tuner)
 
 
 def _install_side_split() -> None:
     """While offline contexts are open, give each side its own compiler choice and autotune state.
 
-    Kernel caches need nothing here: the offline device index keeps them apart. Each replaced
-    attribute stores the GPU side's value where Triton keeps it, so removing the split (when the
-    last context closes) leaves Triton's classes and every kernel as Triton would have them, with
-    no cost on GPU launches.
+    Kernel caches need nothing here: the offline device index keeps them apart. Removing the split
+    (when the last context closes) leaves Triton's classes and every kernel as Triton would have
+    them, with no cost on GPU launches.
     """
-    from triton.runtime.autotuner import Autotuner
-    from triton.runtime.jit import JITFunction
-    if _replaced:
-        return
-    split = ((JITFunction, "compile", _CapturedCompiler()),
-             (Autotuner, "cache", _AutotunerConfigs()),
-             (Autotuner, "do_bench", _AutotunerBenchmarker(Autotuner.__dict__.get("do_bench"))),
-             (Autotuner, "cache_results", _AutotunerDiskCache()))
-    for cls, name, attribute in split:
-        _replaced.append((cls, name, cls.__dict__.get(name, _MISSING)))
-        setattr(cls, name, attribute)
+    from jitguard import triton_compat
+    if _STATE.side_split is None:
+        _STATE.side_split = triton_compat.split_sides(_OfflineSide)
 
 
 def _remove_side_split() -> None:
-    for cls, name, before in reversed(_replaced):
-        if before is _MISSING:
-            delattr(cls, name)
-        else:
-            setattr(cls, name, before)
-    _replaced.clear()
+    if _STATE.side_split is not None:
+        _STATE.side_split.restore()
+        _STATE.side_split = None
 
 
 def _drop_stub_entries() -> None:
-    for jit_fn in _stubbed_kernels:
+    from jitguard import triton_compat
+    for jit_fn in _STATE.stubbed_kernels:
         for cache in triton_compat.all_kernel_caches(jit_fn):
             for key in [k for k, v in cache.items() if isinstance(v, _KeysOnlyKernel)]:
                 del cache[key]
-    _stubbed_kernels.clear()
+    _STATE.stubbed_kernels.clear()
     # Offline autotune choices go with the stubs: a later context benchmarks (and compiles) every
     # config again, as the first one did, instead of compiling the one remembered choice.
-    for tuner in list(_offline_tuned):
-        tuner.__dict__.pop("_jitguard_offline_configs", None)
-    _offline_tuned.clear()
-
-
-_saved_drivers: list = []
-_env_driver: Any = None
+    for tuner in list(_STATE.offline_tuned):
+        triton_compat.forget_offline_autotune_choices(tuner)
+    _STATE.offline_tuned.clear()
 
 
 @contextlib.contextmanager
@@ -330,36 +297,43 @@ def offline(arch: int = 90, compile: bool = True) -> Iterator[Any]:  # noqa: A00
     if arch < 70:
         raise ValueError(f"offline(arch={arch}): jitguard's offline backend targets CUDA sm_70 or newer")
     driver_class = _make_driver_class()
-    with _state_lock:
-        _saved_drivers.append(triton_compat.get_active_driver_raw())
+    from jitguard import triton_compat
+    with _STATE.lock:
+        _STATE.saved_drivers.append(triton_compat.get_active_driver_raw())
         triton_compat.set_active_driver_raw(driver_class(arch))
         _install_side_split()
-        _state["open"] += 1
+        _STATE.open_contexts += 1
         if not compile:
-            _state["keys_only"] += 1
+            _STATE.keys_only_contexts += 1
+            if _STATE.keys_only_contexts == 1:
+                _STATE.keys_only_session = _KeysOnlySession()
     try:
         yield triton_compat.get_active_driver_raw()
     finally:
-        with _state_lock:
+        with _STATE.lock:
             if not compile:
-                _state["keys_only"] -= 1
-                if _state["keys_only"] == 0:
+                _STATE.keys_only_contexts -= 1
+                if _STATE.keys_only_contexts == 0 and _STATE.keys_only_session is not None:
+                    _STATE.keys_only_session.open = False
+                    _STATE.keys_only_session = None
                     _drop_stub_entries()
-            triton_compat.set_active_driver_raw(_saved_drivers.pop())
-            _state["open"] -= 1
-            if _state["open"] == 0 and _env_driver is None:
+            triton_compat.set_active_driver_raw(_STATE.saved_drivers.pop())
+            _STATE.open_contexts -= 1
+            if _STATE.open_contexts == 0 and _STATE.env_driver is None:
                 _remove_side_split()
 
 
 def activate_from_env(value: str | None) -> bool:
     """Activate the backend for the whole process from `JITGUARD_OFFLINE` ("sm90", "90", "1"); True if done."""
-    global _env_driver
     if not value or value.lower() in ("0", "false", "no", "off"):
         return False
     digits = "".join(ch for ch in value if ch.isdigit())
     arch = int(digits) if digits and value.lower() not in ("1", "true", "yes", "on") else 90
-    if _env_driver is None:
-        _env_driver = _make_driver_class()(arch)
-        triton_compat.set_active_driver_raw(_env_driver)
-        _install_side_split()
+    if _STATE.env_driver is None:
+        driver_class = _make_driver_class()
+        from jitguard import triton_compat
+        with _STATE.lock:
+            _STATE.env_driver = driver_class(arch)
+            triton_compat.set_active_driver_raw(_STATE.env_driver)
+            _install_side_split()
     return True

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Generator, Iterator
 
 import pytest
 
@@ -184,7 +184,8 @@ class JitguardSession:
         return f"(checked by jitguard: {why} on {item.name}, {where})"
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Iterator[Any]:
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         if call.when == "teardown" and _RECORDER in item.stash:
             guard = item.stash.get(_GUARD, None)
             item.user_properties.append((_PROPERTY, json.dumps(_compiles_of(item.stash[_RECORDER], guard))))
@@ -272,7 +273,7 @@ def summary_lines(per_test: dict[str, list[dict]]) -> list[str]:
         table.append((kernel, short_path(where), str(row["compiles"]), f"{row['ms']:.0f}", str(len(row["tests"])),
                       str(row["late"]), causes or "-", fix_hint(without_weaker_advice(row["causes"])) or "-"))
     widths = [max(len(r[i]) for r in table + [header]) for i in range(len(header) - 1)]
-    for row in [header] + table:
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row[:-1], widths)) + "  " + row[-1])
+    for cells in [header] + table:
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(cells[:-1], widths)) + "  " + cells[-1])
     lines.append("(a guarded test compiles its kernels afresh, often from Triton's disk cache: see jitguard.no_recompiles)")
     return lines

@@ -28,250 +28,18 @@ warmed up before the block compiles nothing more (then `warmup=0` is the usual c
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import threading
+import types
 from contextlib import ContextDecorator
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Iterable
 
-from jitguard.events import Cause, CompileEvent
-from jitguard.explain import fix_hint, short_path, without_weaker_advice
-
-
-# --- which kernel call is running; a fresh in-memory cache per block --------------------------------
-#
-# While at least one `CallScope` is open, `run` of Triton's JITFunction, Autotuner and Heuristics is
-# wrapped (the originals come back when the last scope closes). Only the outermost call of a kernel
-# counts, so the runs @triton.autotune makes while benchmarking belong to the call that triggered
-# them. An isolating scope empties a kernel's in-memory cache (and an autotuner's chosen configs) on
-# its first call in the scope and puts the entries back on exit; what was compiled inside stays.
-# Compile events arrive through `Monitor.listeners`, in the thread that made the call.
-
-@dataclass(frozen=True)
-class KernelId:
-    """A kernel as the user wrote it: name, source file and the first line of its definition."""
-
-    name: str
-    file: str
-    line: int
-
-    @classmethod
-    def of_event(cls, event: CompileEvent) -> "KernelId":
-        return cls(event.kernel, event.file, event.line)
-
-    def where(self) -> str:
-        """'file:line' of the kernel's definition."""
-        return f"{self.file}:{self.line}" if self.file else "?"
-
-
-@dataclass
-class KernelCall:
-    """One outermost call of a kernel (a launch, or `kernel.warmup(...)` when `manual_warmup`)."""
-
-    kernel: KernelId
-    jit_fn: Any
-    manual_warmup: bool
-    numbers: dict[int, int] = field(default_factory=dict)  # id(scope) -> this call's number there
-
-
-class CallScope:
-    """A block of code whose kernel calls and compiles are tracked; subclass and override the two hooks.
-
-    Use as a context manager (re-entering the same object after it closed is fine).
-    """
-
-    def __init__(self, isolate: bool = True) -> None:
-        self.isolate = isolate
-        self.paused = False
-        self._stashed_caches: list[tuple[dict, dict]] = []
-        self._isolated: set[int] = set()
-        self._keep_alive: list[Any] = []
-        self._watch: Any = None
-        self._monitor: Any = None
-        self._listener: Callable[[CompileEvent], None] | None = None
-        self.internal_errors: list[BaseException] = []
-
-    # --- hooks for subclasses ----------------------------------------------------------------
-
-    def call_started(self, call: KernelCall) -> None:
-        """A kernel call began inside the scope."""
-
-    def compile_seen(self, event: CompileEvent, call: KernelCall | None) -> None:
-        """A kernel compiled inside the scope; `call` is the kernel call that caused it, if known."""
-
-    # --- context manager ---------------------------------------------------------------------
-
-    def open(self) -> None:
-        """Start tracking (what `__enter__` does)."""
-        from jitguard.monitor import watch
-        self._stashed_caches = []
-        self._isolated = set()
-        self._keep_alive = []
-        self.internal_errors = []
-        self.paused = False
-        self._watch = watch()
-        self._watch.__enter__()
-        from jitguard import monitor as monitor_module
-        self._monitor = monitor_module.current()
-        self._listener = self._on_event
-        with self._monitor._lock:
-            self._monitor.listeners.append(self._listener)
-        _register(self)
-
-    def close(self) -> None:
-        """Stop tracking and put back every cache entry the scope set aside (what `__exit__` does)."""
-        _unregister(self)
-        if self._monitor is not None:
-            with self._monitor._lock:
-                if self._listener in self._monitor.listeners:
-                    self._monitor.listeners.remove(self._listener)
-        self._monitor = None
-        if self._watch is not None:
-            self._watch.__exit__(None, None, None)
-            self._watch = None
-        for cache, stashed in self._stashed_caches:
-            cache.update(stashed)  # earlier entries win; variants compiled inside stay
-        self._stashed_caches = []
-        self._keep_alive = []
-
-    def __enter__(self) -> "CallScope":
-        self.open()
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    # --- called by the run wrapper and the monitor --------------------------------------------
-
-    def _isolate(self, launcher: Any, jit_fn: Any) -> None:
-        """Empty the caches behind this call on its kernel's first call in the scope."""
-        from jitguard import triton_compat
-        if id(jit_fn) in self._isolated:
-            return
-        self._isolated.add(id(jit_fn))
-        self._keep_alive.append(jit_fn)  # ids stay unique while the scope is open
-        for cache in triton_compat.all_kernel_caches(jit_fn):
-            self._set_aside(cache)
-        # An autotuner remembers its chosen config per key; a fresh scope benchmarks again.
-        from triton.runtime.autotuner import Autotuner
-        wrapper = launcher
-        while wrapper is not None and wrapper is not jit_fn:
-            if isinstance(wrapper, Autotuner) and isinstance(getattr(wrapper, "cache", None), dict):
-                self._set_aside(wrapper.cache)
-            wrapper = getattr(wrapper, "fn", None)
-
-    def _set_aside(self, cache: dict) -> None:
-        self._stashed_caches.append((cache, dict(cache)))
-        cache.clear()
-
-    def _on_event(self, event: CompileEvent) -> None:
-        # Called inside Triton's compile hook: an exception here would be swallowed, so keep it.
-        try:
-            if not self.paused:
-                self.compile_seen(event, current_call())
-        except Exception as exc:  # noqa: BLE001
-            self.internal_errors.append(exc)
-
-
-# --- the one run wrapper, shared by every open scope ---------------------------------------------
-
-_lock = threading.RLock()
-_open_scopes: list[CallScope] = []
-_originals: dict[type, Callable] = {}
-_local = threading.local()
-
-
-def _call_stack() -> list[KernelCall]:
-    stack = getattr(_local, "stack", None)
-    if stack is None:
-        stack = _local.stack = []
-    return stack
-
-
-def current_call() -> KernelCall | None:
-    """The outermost kernel call running in this thread, or None."""
-    stack = _call_stack()
-    return stack[-1] if stack else None
-
-
-def open_scopes() -> list[CallScope]:
-    """The scopes open now, outermost first."""
-    with _lock:
-        return list(_open_scopes)
-
-
-_kernel_ids: dict[int, tuple[Any, KernelId]] = {}
-
-
-def kernel_id_of(jit_fn: Any) -> KernelId:
-    """The `KernelId` of a JITFunction (as the monitor names it in its events)."""
-    known = _kernel_ids.get(id(jit_fn))
-    if known is not None and known[0] is jit_fn:
-        return known[1]
-    from jitguard import triton_compat
-    file, line = triton_compat.kernel_location(jit_fn)
-    kid = KernelId(triton_compat.kernel_name(jit_fn), file, line)
-    _kernel_ids[id(jit_fn)] = (jit_fn, kid)
-    return kid
-
-
-def _wrap_run(original: Callable) -> Callable:
-    from jitguard.triton_compat import unwrap_jit_function
-
-    @functools.wraps(original)
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        scopes = [s for s in open_scopes() if not s.paused]
-        if not scopes:
-            return original(self, *args, **kwargs)
-        jit_fn = unwrap_jit_function(self)
-        stack = _call_stack()
-        if jit_fn is None or any(c.jit_fn is jit_fn for c in stack):
-            return original(self, *args, **kwargs)  # autotune benchmarking: part of the outer call
-        call = KernelCall(kernel_id_of(jit_fn), jit_fn, manual_warmup=bool(kwargs.get("warmup", False)))
-        for scope in scopes:
-            if scope.isolate:
-                scope._isolate(self, jit_fn)
-            scope.call_started(call)
-        stack.append(call)
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            stack.pop()
-
-    run.__jitguard_wrapper__ = True  # type: ignore[attr-defined]
-    return run
-
-
-def _launcher_classes() -> list[type]:
-    from triton.runtime.autotuner import Autotuner, Heuristics
-    from triton.runtime.jit import JITFunction
-    return [JITFunction, Autotuner, Heuristics]
-
-
-def _register(scope: CallScope) -> None:
-    with _lock:
-        if not _open_scopes:
-            for cls in _launcher_classes():
-                original = cls.__dict__.get("run")
-                if original is None or getattr(original, "__jitguard_wrapper__", False):
-                    continue
-                _originals[cls] = original
-                cls.run = _wrap_run(original)
-        _open_scopes.append(scope)
-
-
-def _unregister(scope: CallScope) -> None:
-    with _lock:
-        if scope in _open_scopes:
-            _open_scopes.remove(scope)
-        if not _open_scopes:
-            for cls, original in _originals.items():
-                if getattr(cls.__dict__.get("run"), "__jitguard_wrapper__", False):
-                    cls.run = original  # type: ignore[method-assign]
-            _originals.clear()
-            _kernel_ids.clear()
+from jitguard.call_capture import CallScope, KernelCall, KernelId, kernel_id_of
+from jitguard.events import CompileEvent
+from jitguard.explain import short_path
+from jitguard.render_text import format_new_variants
 
 
 # --- no_recompiles ------------------------------------------------------------------------------------
@@ -312,7 +80,6 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
     def _reset(self) -> None:
         self.calls: dict[KernelId, int] = {}
         self.compiles: list[ScopedCompile] = []
-        self._seen_keys: dict[KernelId, set[str]] = {}
         self._called_names: set[str] = set()  # every kernel called, judged or not
         self._lock = threading.Lock()  # kernels may be called from several threads
 
@@ -345,10 +112,8 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
             self._judge_compile(kernel, event, call)
 
     def _judge_compile(self, kernel: KernelId, event: CompileEvent, call: KernelCall | None) -> None:
-        seen = self._seen_keys.setdefault(kernel, set())
-        if event.key and event.key in seen:
+        if not self.first_compile_of_key(kernel, event.key):
             return  # a variant this block already has, compiled again by a nested isolated block
-        seen.add(event.key)
         number = call.numbers.get(id(self), 0) if call is not None and call.kernel == kernel else 0
         if number == 0 and not (call is not None and call.manual_warmup):
             number = self.calls.get(kernel, 0)  # compiled outside a tracked call: charge the latest one
@@ -361,7 +126,7 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
         site is often a library wrapper shared by every step, this says which step it was."""
         if not self.block_file:
             return ""
-        frame = sys._getframe(1)
+        frame: types.FrameType | None = sys._getframe(1)
         while frame is not None:
             if frame.f_code.co_filename == self.block_file:
                 return f"{frame.f_code.co_filename}:{frame.f_lineno}"
@@ -377,13 +142,13 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
         self.open()
         return self
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         __tracebackhide__ = True  # pytest shows the user's `with` line, not this frame
         self.close()
         if exc is not None:
             if self.new_variants and hasattr(exc, "add_note"):
                 exc.add_note(self.failure_message())
-            return False
+            return
         if self.internal_errors:
             first = self.internal_errors[0]
             raise RuntimeError(f"jitguard.no_recompiles could not judge this block: "
@@ -392,7 +157,6 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
             from jitguard.monitor import RecompileError
             raise RecompileError(self.failure_message(), [c.event for c in self.new_variants])
         self._check_named_kernels_were_called()
-        return False
 
     def _check_named_kernels_were_called(self) -> None:
         __tracebackhide__ = True
@@ -418,7 +182,7 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
 
 def _caller_file() -> str:
     """The file of the code that entered the block (skipping contextlib and this module)."""
-    frame = sys._getframe(2)
+    frame: types.FrameType | None = sys._getframe(2)
     here = os.path.abspath(__file__)
     while frame is not None:
         name = frame.f_code.co_filename
@@ -450,75 +214,3 @@ def _kernel_filter(kernels: Iterable[Any] | str | None) -> tuple[set[str], set[K
 
 # --- formatting ----------------------------------------------------------------------------------
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def _warmup_words(warmup: int, subject: str) -> str:
-    if warmup == 0:
-        return "no warm-up calls"
-    calls = "the first call" if warmup == 1 else f"the first {warmup} calls"
-    return f"{calls} of {subject}"
-
-
-def format_new_variants(compiles: list[ScopedCompile], warmup: int, subject: str = "each kernel") -> str:
-    """The failure text: a headline in the style 'Expected ... but N were compiled', then per kernel
-    each new variant with its call, call site and causes by argument name, then the fix."""
-    new = [c for c in compiles if c.after_warmup]
-    was = "was" if len(new) == 1 else "were"
-    lines = [f"Expected no new Triton variants after warm-up ({_warmup_words(warmup, subject)}), "
-             f"but {len(new)} {was} compiled:"]
-    by_kernel: dict[KernelId, list[ScopedCompile]] = {}
-    for item in compiles:
-        by_kernel.setdefault(item.kernel, []).append(item)
-    for kernel, items in by_kernel.items():
-        late = [c for c in items if c.after_warmup]
-        if not late:
-            continue
-        early = len(items) - len(late)
-        lines.append("")
-        lines.append(f"{kernel.name} ({short_path(kernel.where())}): {_plural(early, 'variant')} in warm-up, "
-                     f"{len(late)} new after it")
-        for item in late:
-            event = item.event
-            tags = " [autotune config]" if event.autotuning else ""
-            site = f", called from {short_path(event.call_site)}" if event.call_site else ""
-            if item.block_line and item.block_line != event.call_site:
-                site += f", reached from {short_path(item.block_line)}"
-            lines.append(f"  variant #{event.variant} at call {item.call_number}{tags}{site}")
-            for cause in event.causes:
-                lines.append(f"    {cause.param}: {cause.before} -> {cause.after}")
-            if not event.causes:
-                lines.append("    (first variant of this kernel in the block: it was not called during warm-up)")
-        lines.extend(_fix_lines([c for item in late for c in item.event.causes]))
-    if warmup == 0 and any(c.call_number == 1 for c in new):
-        lines.append("")
-        lines.append("note: with warmup=0 an isolated block compiles on each kernel's first call; use warmup=1, "
-                     "call kernel.warmup(...) inside the block, or isolate=False to rely on warm-up done before it")
-    return "\n".join(lines)
-
-
-def _fix_lines(causes: list[Cause]) -> list[str]:
-    causes = without_weaker_advice(causes)
-    hint = fix_hint(causes)
-    messages: list[str] = []
-    for cause in causes:
-        if cause.advice and cause.advice != "expected" and cause.message and cause.message not in messages:
-            messages.append(cause.message)
-    if hint:
-        decorator = hint if not hint.startswith("do_not_specialize") else None
-        if decorator is None:
-            parts = hint.split("; ")
-            jit_args = ", ".join(p for p in parts if p.startswith("do_not_specialize"))
-            rest = [p for p in parts if not p.startswith("do_not_specialize")]
-            decorator = f"@triton.jit({jit_args})" + (f"; {'; '.join(rest)}" if rest else "")
-        out = [f"  fix: {decorator}"]
-    else:
-        expected = sorted({c.param for c in causes if c.advice == "expected"})
-        if expected:
-            out = [f"  no decorator fix: {', '.join(expected)} changed in an expected way (dtype, launch options, "
-                   "constexpr or autotune config); call these variants during warm-up, or raise warmup"]
-        else:
-            out = ["  fix: call this kernel during warm-up with the arguments it will see later"]
-    out.extend(f"    {message}" for message in messages)
-    return out

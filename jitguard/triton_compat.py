@@ -4,7 +4,10 @@
   `triton.knobs.compilation.listener` on 3.4+; `JITFunction.cache_hook` / `compiled_hook` before;
 - the hook's `compile` dict: constants and attributes keyed by path tuples (3.3+) or by name and an
   `AttrsDescriptor` (3.2);
-- the active driver slot, the per-device kernel caches, `load_binary`'s return shape.
+- the active driver slot, the per-device kernel caches, `load_binary`'s return shape;
+- every patch of Triton's classes (`ClassPatch`: launcher `run` wrappers, the offline backend's
+  GPU/offline split of `JITFunction.compile` and `Autotuner` state) and every private attribute
+  jitguard reads (kernel registry, autotuner choices, the listener's positional `cache_hit`).
 
 Importing this module imports Triton.
 """
@@ -16,6 +19,7 @@ import sys
 from typing import Any, Callable
 
 import triton
+from triton.runtime.autotuner import Autotuner, Heuristics
 from triton.runtime.jit import JITFunction
 
 from jitguard.events import ParamSpec
@@ -31,7 +35,6 @@ TRITON_DIR = os.path.dirname(os.path.abspath(triton.__file__))
 
 
 # --- hook slots -------------------------------------------------------------------------------
-
 HOOK_SLOTS = ("pre_compile", "post_compile", "listener")
 
 
@@ -70,6 +73,206 @@ def has_listener() -> bool:
     return HAS_KNOBS
 
 
+def listener_cache_hit(args: tuple, kwargs: dict) -> bool | None:
+    """The `cache_hit` a compilation listener call carries: a keyword, or the 5th positional argument
+    (`listener(src, metadata, metadata_group, times, cache_hit)`); None when absent."""
+    cache_hit = kwargs.get("cache_hit", args[4] if len(args) > 4 else None)
+    return bool(cache_hit) if cache_hit is not None else None
+
+
+# --- patching Triton's classes ------------------------------------------------------------------
+
+_MISSING = object()
+
+
+class ClassPatch:
+    """Attributes of Triton classes replaced for a while, then put back exactly as they were.
+
+    The one way jitguard patches Triton (the offline backend's side split, the call wrappers of
+    `no_recompiles` and `sweep`). `restore()` deletes an attribute the class did not define itself
+    and leaves alone one that another tool replaced since (its own restore will find ours).
+
+        patch = ClassPatch()
+        patch.replace(JITFunction, "run", wrapped_run)
+        ...
+        patch.restore()
+    """
+
+    def __init__(self) -> None:
+        self._saved: list[tuple[type, str, Any, Any]] = []  # (class, name, what it defined, ours)
+
+    @property
+    def active(self) -> bool:
+        return bool(self._saved)
+
+    def replace(self, cls: type, name: str, value: Any) -> None:
+        self._saved.append((cls, name, cls.__dict__.get(name, _MISSING), value))
+        setattr(cls, name, value)
+
+    def restore(self) -> None:
+        for cls, name, before, ours in reversed(self._saved):
+            if cls.__dict__.get(name, _MISSING) is not ours:
+                continue
+            if before is _MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, before)
+        self._saved.clear()
+
+
+def patch_launcher_runs(wrap: Callable[[Callable], Callable]) -> ClassPatch:
+    """Replace `run` of every launcher class with `wrap(Triton's run)`; a `run` already marked
+    `__jitguard_wrapper__` stays. Returns the patch that puts them back."""
+    patch = ClassPatch()
+    for cls in launcher_classes():
+        original = cls.__dict__.get("run")
+        if original is None or getattr(original, "__jitguard_wrapper__", False):
+            continue
+        patch.replace(cls, "run", wrap(original))
+    return patch
+
+
+def is_manual_warmup_call(run_kwargs: dict) -> bool:
+    """Whether a launcher's `run(...)` is `kernel.warmup(...)` (compile, never launch)."""
+    return bool(run_kwargs.get("warmup", False))
+
+
+def launcher_classes() -> tuple[type, ...]:
+    """Triton's classes whose `run` launches a kernel: a @triton.jit kernel and its autotune and
+    heuristics wrappers."""
+    return (JITFunction, Autotuner, Heuristics)
+
+
+def autotuner_config_caches(launcher: Any, jit_fn: JITFunction) -> list[dict]:
+    """{tuning key: chosen config} of every autotuner between `launcher` and the kernel it wraps."""
+    caches = []
+    wrapper = launcher
+    while wrapper is not None and wrapper is not jit_fn:
+        if isinstance(wrapper, Autotuner) and isinstance(getattr(wrapper, "cache", None), dict):
+            caches.append(wrapper.cache)
+        wrapper = getattr(wrapper, "fn", None)
+    return caches
+
+
+
+
+# --- two sides in one process: a GPU and the offline backend -------------------------------------
+#
+# `split_sides(side)` gives the side that is active at each access its own compiler choice and
+# autotune state. `side` (the offline backend) answers: active() -> bool, keys_only() -> bool,
+# compile_keys_only(src, target, options) -> a stub kernel, bench(kernel_call, quantiles) -> ms,
+# tuned_offline(autotuner). Each replaced attribute keeps the GPU side's value in the instance slot
+# Triton itself uses, so restoring the patch leaves every kernel and autotuner as Triton has them.
+
+_OFFLINE_CONFIGS = "_jitguard_offline_configs"  # an autotuner's choices made offline
+
+
+class _SideCompiler:
+    """`JITFunction.compile`: the compiler Triton captured per kernel, skipped while keys-only.
+
+    Triton stores `triton.compiler.compile` on each kernel when it builds a binder (3.2: once, on the
+    first call), so patching `triton.compiler.compile` misses kernels that ran before; deciding here,
+    on every compile, does not.
+    """
+
+    def __init__(self, side: Any) -> None:
+        self.side = side
+
+    def __get__(self, jit_fn: Any, owner: Any = None) -> Any:
+        if jit_fn is None:
+            return self
+        if self.side.keys_only() and self.side.active():
+            return self.side.compile_keys_only
+        try:
+            return jit_fn.__dict__["compile"]
+        except KeyError:
+            raise AttributeError("compile") from None
+
+    def __set__(self, jit_fn: Any, compiler: Any) -> None:
+        jit_fn.__dict__["compile"] = compiler
+
+
+class _SideAutotuneConfigs:
+    """`Autotuner.cache` ({tuning key: chosen config}): Triton's dict for GPUs, another offline."""
+
+    def __init__(self, side: Any) -> None:
+        self.side = side
+
+    def __get__(self, tuner: Any, owner: Any = None) -> Any:
+        if tuner is None:
+            return self
+        if self.side.active():
+            self.side.tuned_offline(tuner)
+            return tuner.__dict__.setdefault(_OFFLINE_CONFIGS, {})
+        return tuner.__dict__.setdefault("cache", {})
+
+    def __set__(self, tuner: Any, configs: Any) -> None:
+        if self.side.active():
+            tuner.__dict__[_OFFLINE_CONFIGS] = configs
+            tuner.__dict__.setdefault("cache", {})  # made offline: it still needs one for the GPU
+        else:
+            tuner.__dict__["cache"] = configs
+
+
+def _benchmark_on_active_driver(kernel_call: Any, quantiles: Any = None, **kwargs: Any) -> Any:
+    """Triton 3.2 picks an autotuner's benchmarker at decoration: one decorated offline gets this."""
+    return active_driver().get_benchmarker()(kernel_call, quantiles=quantiles, **kwargs)
+
+
+class _SideBenchmarker:
+    """`Autotuner.do_bench`: the side's timer offline; otherwise what Triton would pick.
+
+    Triton picks it once per autotuner (3.2: at decoration, 3.6+: on first use, then cached) from
+    whichever driver is active then: picked offline, the fake timer would time later GPU autotunes.
+    """
+
+    def __init__(self, side: Any) -> None:
+        self.side = side
+        self.triton_property = Autotuner.__dict__.get("do_bench")  # 3.6+: a cached_property; 3.2: None
+
+    def __get__(self, tuner: Any, owner: Any = None) -> Any:
+        if tuner is None:
+            return self
+        if self.side.active():
+            return self.side.bench
+        if self.triton_property is not None:
+            return self.triton_property.func(tuner)  # not cached: this may be the offline side's read
+        return tuner.__dict__.get("do_bench", _benchmark_on_active_driver)
+
+    def __set__(self, tuner: Any, benchmarker: Any) -> None:
+        tuner.__dict__["do_bench"] = _benchmark_on_active_driver if benchmarker is self.side.bench else benchmarker
+
+
+class _SideDiskCache:
+    """`Autotuner.cache_results`: off offline, so fake timings never reach Triton's disk cache."""
+
+    def __init__(self, side: Any) -> None:
+        self.side = side
+
+    def __get__(self, tuner: Any, owner: Any = None) -> Any:
+        if tuner is None:
+            return self
+        return False if self.side.active() else tuner.__dict__.get("cache_results", False)
+
+    def __set__(self, tuner: Any, value: Any) -> None:
+        tuner.__dict__["cache_results"] = value
+
+
+def split_sides(side: Any) -> ClassPatch:
+    """Install the GPU/offline split of Triton's compiler choice and autotune state (see above)."""
+    patch = ClassPatch()
+    patch.replace(JITFunction, "compile", _SideCompiler(side))
+    patch.replace(Autotuner, "cache", _SideAutotuneConfigs(side))
+    patch.replace(Autotuner, "do_bench", _SideBenchmarker(side))
+    patch.replace(Autotuner, "cache_results", _SideDiskCache(side))
+    return patch
+
+
+def forget_offline_autotune_choices(tuner: Any) -> None:
+    """Drop the configs an autotuner chose offline (its GPU choices stay)."""
+    tuner.__dict__.pop(_OFFLINE_CONFIGS, None)
+
+
 # --- the active driver ------------------------------------------------------------------------
 
 def get_active_driver_raw() -> Any:
@@ -87,6 +290,25 @@ def set_active_driver_raw(value: Any) -> None:
         driver._active = value
     else:
         driver.active = value
+
+
+def offline_driver_base() -> tuple[type, Callable[..., Any]]:
+    """(DriverBase, GPUTarget): what a driver class and its target are built from."""
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.driver import DriverBase
+    return DriverBase, GPUTarget
+
+
+def active_driver() -> Any:
+    """The active driver (creating Triton's default one if none was set)."""
+    from triton.runtime.driver import driver
+    return driver.active
+
+
+def active_device() -> tuple[Any, int]:
+    """(torch device, device index) of the active driver (a GPU, or jitguard's offline driver)."""
+    active = active_driver()
+    return active.get_active_torch_device(), active.get_current_device()
 
 
 def load_binary_result(module: Any, function: Any, n_regs: int, n_spills: int, n_max_threads: int) -> tuple:
@@ -123,8 +345,20 @@ def all_kernel_caches(jit_fn: JITFunction) -> list[dict]:
     return list(jit_fn.cache.values())
 
 
+def registered_kernel(module_name: str, name: str) -> JITFunction | None:
+    """A kernel Triton's registry knows by module and name (3.5+: `module:qualname` of every kernel
+    defined so far, those defined inside functions included); None when unknown or before 3.5."""
+    from triton.runtime import jit as triton_jit
+    registry = getattr(triton_jit, "_triton_jit_function_registry", None) or {}
+    for full_name, fn in list(registry.items()):
+        mod, _, qualname = full_name.partition(":")
+        if mod == module_name and qualname.rsplit(".", 1)[-1] == name:
+            return fn
+    return None
+
+
 def kernel_name(jit_fn: JITFunction) -> str:
-    return getattr(jit_fn.fn, "__name__", None) or getattr(jit_fn, "__name__", "?")
+    return str(getattr(jit_fn.fn, "__name__", None) or getattr(jit_fn, "__name__", "?"))
 
 
 def kernel_location(jit_fn: JITFunction) -> tuple[str, int]:
@@ -352,9 +586,10 @@ def user_call_site(start_frame: Any, skip_dirs: tuple[str, ...]) -> str:
 
 def torch_dir() -> str | None:
     module = sys.modules.get("torch")
-    if module is None or not getattr(module, "__file__", None):
+    file = getattr(module, "__file__", None)
+    if not file:
         return None
-    return os.path.dirname(os.path.abspath(module.__file__))
+    return os.path.dirname(os.path.abspath(file))
 
 
 def unknown_demotion_names(jit_fn: JITFunction) -> list[tuple[str, Any]]:
@@ -363,7 +598,7 @@ def unknown_demotion_names(jit_fn: JITFunction) -> list[tuple[str, Any]]:
     Triton ignores such entries silently, so the parameter stays specialized.
     """
     names = param_names(jit_fn)
-    out = []
+    out: list[tuple[str, Any]] = []
     for option in ("do_not_specialize", "do_not_specialize_on_alignment"):
         for entry in getattr(jit_fn, option, None) or []:
             if isinstance(entry, str) and entry not in names:
@@ -587,3 +822,10 @@ def remove_autotune_observer(observer: Callable[..., None]) -> None:
             Autotuner.run = before
         else:  # another tool wrapped run over ours: leave its wrapper, which still calls ours
             _run_before_observers.append(before)
+
+
+# `jitguard run`'s import watcher starts the monitor on the first `import triton`; when that import
+# came from the top of this module, it waits until this module is complete (the monitor needs it).
+_watcher = sys.modules.get("jitguard.bootstrap.triton_hook")
+if _watcher is not None:
+    _watcher.triton_compat_imported()

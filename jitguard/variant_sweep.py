@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable
 
 from jitguard.events import Cause, CompileEvent
 from jitguard.explain import fix_hint, short_path, without_weaker_advice
-from jitguard.recompile_guard import CallScope, KernelCall, KernelId, open_scopes
+from jitguard.call_capture import CallScope, KernelCall, KernelId, open_scopes
 
 
 @dataclass
@@ -114,13 +114,13 @@ class SweepTable:
         for name in self.kernels():
             lines.append("")
             lines.append(f"{name}:")
-            for row in (r for r in self.rows if r.kernel == name):
-                tag = " [autotune config]" if row.autotuning else ""
-                head = f"  #{row.variant} at value {row.value!r}{tag}"
-                if not row.causes:
+            for variant in (r for r in self.rows if r.kernel == name):
+                tag = " [autotune config]" if variant.autotuning else ""
+                head = f"  #{variant.variant} at value {variant.value!r}{tag}"
+                if not variant.causes:
                     lines.append(f"{head}: first variant")
                     continue
-                reasons = "; ".join(f"{c.param}: {c.before} -> {c.after}" for c in row.causes)
+                reasons = "; ".join(f"{c.param}: {c.before} -> {c.after}" for c in variant.causes)
                 lines.append(f"{head}: {reasons}")
         return lines
 
@@ -133,17 +133,14 @@ class _SweepScope(CallScope):
         super().__init__(isolate=True)
         self.table = table
         self.value_index = -1
-        self._seen_keys: dict[KernelId, set[str]] = {}
 
     def compile_seen(self, event: CompileEvent, call: KernelCall | None) -> None:
         kernel = KernelId.of_event(event)
-        seen = self._seen_keys.setdefault(kernel, set())
-        if event.key and event.key in seen:
+        if not self.first_compile_of_key(kernel, event.key):
             return
-        seen.add(event.key)
         index = self.value_index
         self.table.rows.append(SweepVariant(
-            kernel=event.kernel, variant=len(seen), value=self.table.values[index] if index >= 0 else None,
+            kernel=event.kernel, variant=self.keys_seen(kernel), value=self.table.values[index] if index >= 0 else None,
             value_index=index, causes=list(event.causes), call_site=short_path(event.call_site) if event.call_site else "",
             autotuning=event.autotuning, compile_ms=event.compile_ms, event=event))
 

@@ -42,8 +42,8 @@ def _kernels():  # type: ignore[no-untyped-def]
     # Defined once per process: Triton's in-memory cache belongs to each JITFunction object.
     if _KERNELS:
         return _KERNELS
-    import triton
-    import triton.language as tl
+    global triton, tl  # module globals: Triton 3.2 resolves a kernel's names there, not in a closure
+    import triton, triton.language as tl
 
     @triton.jit
     def scale_tokens(x_ptr, num_tokens, BLOCK: tl.constexpr):

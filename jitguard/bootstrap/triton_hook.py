@@ -15,10 +15,25 @@ from __future__ import annotations
 import os
 import sys
 
-_state = {"activated_pid": None, "failed": False}
-_pending_process_info: dict = {}
-_pending_listeners: dict = {}
-_attached: dict = {"monitor": None, "listeners": {}}  # what add_listener put on which monitor
+class _HookState:
+    """What the bootstrap keeps in a process until (and after) the monitor starts: one instance."""
+
+    def __init__(self) -> None:
+        self.activated_pid: int | None = None
+        self.failed = False  # a start-up problem was reported (once)
+        self.waiting_for_compat = False  # Triton is imported; the monitor waits for jitguard.triton_compat
+        self.pending_process_info: dict = {}  # role, rank, phase to apply when the monitor starts
+        self.pending_listeners: dict = {}  # key -> listener, subscribed when the monitor starts
+        self.attached_monitor: object = None  # the monitor the listeners below are subscribed to
+        self.attached_listeners: dict = {}  # key -> (listener, its unsubscribe)
+        self.child_namer = _default_child_namer
+
+
+def _default_child_namer(process_name: str) -> None:
+    set_pending_process_info(role=process_name)
+
+
+_STATE = _HookState()
 
 
 class _ActivatingLoader:
@@ -77,6 +92,18 @@ class TritonImportWatcher:
 
     def triton_imported(self) -> None:
         remove_import_hook()
+        if "jitguard.triton_compat" in sys.modules:
+            # Triton's first import came from the top of jitguard.triton_compat (jitguard.install()
+            # or offline() before `import triton`): start once that module is complete.
+            _STATE.waiting_for_compat = True
+            return
+        activate_monitor()
+
+
+def triton_compat_imported() -> None:
+    """Called by jitguard.triton_compat at the end of its import: start a monitor that waited for it."""
+    if _STATE.waiting_for_compat:
+        _STATE.waiting_for_compat = False
         activate_monitor()
 
 
@@ -106,9 +133,9 @@ def _running_monitor():  # type: ignore[no-untyped-def]
 def set_pending_process_info(role: str | None = None, rank: int | None = None) -> None:
     """Name this process's role and rank: now if the monitor runs (a fork inherits it), else when it starts."""
     if role is not None:
-        _pending_process_info["role"] = role
+        _STATE.pending_process_info["role"] = role
     if rank is not None:
-        _pending_process_info["rank"] = rank
+        _STATE.pending_process_info["rank"] = rank
     if _running_monitor() is not None:
         from jitguard import monitor
         monitor.set_process_info(role=role, rank=rank)
@@ -116,7 +143,7 @@ def set_pending_process_info(role: str | None = None, rank: int | None = None) -
 
 def set_pending_phase(phase: str) -> None:
     """Enter `phase` ("serving") when the monitor starts in this process (now, if it runs)."""
-    _pending_process_info["phase"] = phase
+    _STATE.pending_process_info["phase"] = phase
     if _running_monitor() is not None:
         _apply_phase(phase)
 
@@ -131,22 +158,22 @@ def _apply_phase(phase: str) -> None:
 
 def add_listener(listener, key: str) -> None:  # type: ignore[no-untyped-def]
     """Call `listener(event)` for every compile, from when the monitor starts (one listener per key)."""
-    _pending_listeners[key] = listener
+    _STATE.pending_listeners[key] = listener
     running = _running_monitor()
     if running is not None:
         _attach_listeners(running)
 
 
 def _attach_listeners(running) -> None:  # type: ignore[no-untyped-def]
-    if _attached["monitor"] is not running:
-        _attached["monitor"], _attached["listeners"] = running, {}
-    attached = _attached["listeners"]
-    for key, listener in _pending_listeners.items():
-        if attached.get(key) is not listener:
-            if attached.get(key) in running.listeners:
-                running.listeners.remove(attached[key])
-            running.listeners.append(listener)
-            attached[key] = listener
+    if _STATE.attached_monitor is not running:
+        _STATE.attached_monitor, _STATE.attached_listeners = running, {}
+    attached = _STATE.attached_listeners
+    for key, listener in _STATE.pending_listeners.items():
+        previous = attached.get(key)
+        if previous is None or previous[0] is not listener:
+            if previous is not None:
+                previous[1]()
+            attached[key] = (listener, running.subscribe(listener))
 
 
 def _make_jitguard_importable() -> None:
@@ -171,13 +198,6 @@ def _multiprocessing_name() -> str | None:
     return None if name == "MainProcess" else name
 
 
-def _default_child_namer(process_name: str) -> None:
-    set_pending_process_info(role=process_name)
-
-
-_child_namer: dict = {"namer": _default_child_namer}
-
-
 def name_multiprocessing_children(namer=None) -> None:  # type: ignore[no-untyped-def]
     """Name each multiprocessing child (fork ones too) as it starts: `namer(process_name)` runs first thing
     in the child; by default the role becomes the Process name ("ForkProcess-2").
@@ -185,24 +205,24 @@ def name_multiprocessing_children(namer=None) -> None:  # type: ignore[no-untype
     A forked child otherwise keeps its parent's role. Idempotent; a later `namer` replaces the earlier.
     """
     if namer is not None:
-        _child_namer["namer"] = namer
+        _STATE.child_namer = namer
     from multiprocessing import process as mp_process
 
-    original = mp_process.BaseProcess._bootstrap
+    original = getattr(mp_process.BaseProcess, "_bootstrap")  # private: where every child starts
     if getattr(original, "_jitguard_names_children", False):
         return
 
     def _bootstrap(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         if os.environ.get("JITGUARD") == "1":
             try:
-                _child_namer["namer"](self.name)
+                _STATE.child_namer(self.name)
             except Exception as exc:  # noqa: BLE001 - the child must start regardless
                 sys.stderr.write(f"[jitguard] could not name process {os.getpid()}: {type(exc).__name__}: {exc}\n")
         return original(self, *args, **kwargs)
 
     _bootstrap._jitguard_names_children = True  # type: ignore[attr-defined]
     _bootstrap.__wrapped__ = original  # type: ignore[attr-defined]
-    mp_process.BaseProcess._bootstrap = _bootstrap
+    setattr(mp_process.BaseProcess, "_bootstrap", _bootstrap)  # noqa: B010 - a private attribute
 
 
 def activate_monitor() -> bool:
@@ -210,30 +230,44 @@ def activate_monitor() -> bool:
 
     Never raises: a failure is reported once on stderr and the program goes on unwatched.
     """
-    if _state["activated_pid"] == os.getpid():
+    if _STATE.activated_pid == os.getpid():
         return True
     try:
         _make_jitguard_importable()
         from jitguard import monitor
         from jitguard.offline_backend import activate_from_env
-
+    except Exception as exc:  # noqa: BLE001 - the host program must start whatever happens here
+        _report_once(f"could not start the monitor in pid {os.getpid()}: {type(exc).__name__}: {exc}")
+        return False
+    try:
         activate_from_env(os.environ.get("JITGUARD_OFFLINE"))
+    except Exception as exc:  # noqa: BLE001 - the monitor still starts: it watches whatever backend runs
+        _report_once(f"could not activate the offline backend (JITGUARD_OFFLINE={os.environ.get('JITGUARD_OFFLINE')}) "
+                     f"in pid {os.getpid()}: {type(exc).__name__}: {exc}")
+    try:
         installed = monitor.install()
-        role = _pending_process_info.get("role") or _multiprocessing_name()
-        if role is not None or _pending_process_info.get("rank") is not None:
-            monitor.set_process_info(role=role, rank=_pending_process_info.get("rank"))
+    except Exception as exc:  # noqa: BLE001
+        _report_once(f"could not start the monitor in pid {os.getpid()}: {type(exc).__name__}: {exc}")
+        return False
+    _STATE.activated_pid = os.getpid()
+    try:
+        role = _STATE.pending_process_info.get("role") or _multiprocessing_name()
+        if role is not None or _STATE.pending_process_info.get("rank") is not None:
+            monitor.set_process_info(role=role, rank=_STATE.pending_process_info.get("rank"))
         _attach_listeners(installed)
         if "multiprocessing.process" in sys.modules:  # fork children would otherwise keep this role
             name_multiprocessing_children()
-        if _pending_process_info.get("phase"):
-            _apply_phase(_pending_process_info["phase"])
+        if _STATE.pending_process_info.get("phase"):
+            _apply_phase(_STATE.pending_process_info["phase"])
         if installed.sink is not None:
             installed.sink.write_process_record()
-    except Exception as exc:  # noqa: BLE001 - the host program must start whatever happens here
-        if not _state["failed"]:
-            _state["failed"] = True
-            sys.stderr.write(f"[jitguard] could not start the monitor in pid {os.getpid()}: "
-                             f"{type(exc).__name__}: {exc}\n")
-        return False
-    _state["activated_pid"] = os.getpid()
+    except Exception as exc:  # noqa: BLE001 - the hooks are in: say what is missing, not that nothing runs
+        _report_once(f"the monitor runs in pid {os.getpid()}, but naming the process or its listeners failed: "
+                     f"{type(exc).__name__}: {exc}")
     return True
+
+
+def _report_once(message: str) -> None:
+    if not _STATE.failed:
+        _STATE.failed = True
+        sys.stderr.write(f"[jitguard] {message}\n")

@@ -79,7 +79,9 @@ def _write_process_record(role: str | None, rank: int | None) -> None:
     if not directory:
         return
     # No monitor yet (Triton not imported): a record of its own, appended to this process's file.
-    sink = monitor.NdjsonSink(directory)
+    from jitguard.ndjson_sink import NdjsonSink
+
+    sink = NdjsonSink(directory)
     sink.process_info = {"role": role, "rank": rank, "triton_version": ""}
     sink.write_process_record()
     sink.close()

@@ -1,25 +1,25 @@
 """The command line: fast help, exit codes, and the demo end to end on the offline backend."""
 
+import json
 import os
 import subprocess
 import sys
-import time
 
 from click.testing import CliRunner
 
 from jitguard.cli import COMMANDS, main
 
 
-def test_help_is_fast_and_imports_nothing_heavy():
-    code = ("import sys, time; t = time.perf_counter(); from jitguard.cli import main\n"
+def test_help_loads_no_command_and_nothing_heavy():
+    # What keeps `jitguard --help` fast: no command module, no Triton, torch or libcst behind it.
+    code = ("import sys, json; from jitguard.cli import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "print('TIME', time.perf_counter() - t, 'torch' in sys.modules, 'triton' in sys.modules)")
-    start = time.perf_counter()
+            "print('LOADED', json.dumps(sorted(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    wall = time.perf_counter() - start
-    _, seconds, torch_loaded, triton_loaded = out.strip().splitlines()[-1].split()
-    assert (torch_loaded, triton_loaded) == ("False", "False")
-    assert float(seconds) < 0.5 and wall < 2.0
+    loaded = set(json.loads(out.split("LOADED ", 1)[1]))
+    heavy = {"torch", "triton", "libcst"} | {target.split(":")[0] for target, _ in COMMANDS.values()}
+    assert heavy & loaded == set()
+    assert {m.split(".")[0] for m in loaded} & {"torch", "triton", "libcst"} == set()
     for name in COMMANDS:
         assert name in out
 

@@ -232,6 +232,26 @@ def test_strict_option_fails_an_unmarked_test_that_recompiles(pytester, tmp_path
                                  "no_recompiles(warmup=1)) on test_recompiles, test_strict.py:*)"])
 
 
+def test_a_log_dir_that_cannot_be_written_does_not_silence_the_marker(pytester, tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "triton-cache"))
+    blocker = tmp_path_factory.mktemp("logdir") / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("JITGUARD_DIR", str(blocker / "logs"))  # its parent is a file: every write fails
+    pytester.makepyfile(jg_logdir_kernels=KERNELS, test_logdir='''
+        import pytest, torch
+        from jg_logdir_kernels import add_kernel
+
+        @pytest.mark.no_recompiles
+        def test_recompiles(jitguard_backend):
+            for n in (16, 17):
+                add_kernel[(1,)](torch.zeros(64, device=jitguard_backend.device), n, BLOCK=64)
+    ''')
+    result = pytester.runpytest_subprocess("-rA", "-p", "no:cacheprovider", "--jitguard-backend=offline-keys")
+    assert verdicts(result) == {"test_recompiles": "FAILED"}
+    result.stdout.fnmatch_lines(["*but 1 was compiled:*"])
+    assert f"cannot write the compile log in {blocker / 'logs'}" in result.stderr.str() + result.stdout.str()
+
+
 def test_bad_marker_arguments_fail_with_one_clear_line(pytester):
     pytester.makepyfile(test_bad_marker='''
         import pytest

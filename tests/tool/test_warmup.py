@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jitguard.warmup import PlanInputError, WarmupError, build_plan, warmup, warmup_plan_command
+from jitguard.warmup_plan import build_plan
+from jitguard.warmup_plan_command import warmup_plan_command
+from jitguard.warmup_replay import WarmupError, warmup
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -176,29 +178,99 @@ def test_variants_that_cannot_be_rebuilt_are_named_not_skipped() -> None:
     assert "'n' is a tuple" in result.failures[1].reason
 
 
-def test_kernel_module_not_importable_is_loaded_by_file(tmp_path: Path) -> None:
+# A copy of the test kernels whose top level leaves a mark when it runs: a script must never run.
+_MARKING_KERNELS = (REPO / "tests" / "kernels_for_tests.py").read_text() + textwrap.dedent("""
+    import os as _os
+    open(_os.environ["JG_TOP_LEVEL_MARK"], "a").write("ran\\n")
+""")
+
+
+def _where_recorded_case(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """(module, file) a plan records for the kernel, set up for one case."""
+    unique = f"jg_moved_{abs(hash(case))}_{os.getpid()}"
+    if case == "renamed package, file importable under another name":
+        (tmp_path / "pkg_now").mkdir()
+        (tmp_path / "pkg_now" / "__init__.py").write_text("")
+        file = tmp_path / "pkg_now" / f"{unique}.py"
+        file.write_text(_MARKING_KERNELS)
+        monkeypatch.syspath_prepend(str(tmp_path))
+        return "a_package_that_was_renamed.kernels", str(file)
+    file = tmp_path / f"{unique}.py"
+    file.write_text(_MARKING_KERNELS)
+    if case == "module gone, file on no sys.path entry":
+        return "a_package_that_was_renamed.kernels", str(file)
+    assert case == "recorded in __main__ (python server.py)"
+    monkeypatch.syspath_prepend(str(tmp_path))  # even importable, a script is never run
+    return "__main__", str(file)
+
+
+@pytest.mark.parametrize("case, compiled, reason", [
+    ("renamed package, file importable under another name", True, ""),
+    ("module gone, file on no sys.path entry", False, "is not importable as a module"),
+    ("recorded in __main__ (python server.py)", False, "jitguard does not run scripts to find kernels"),
+])
+def test_kernels_are_found_by_importing_modules_never_by_running_files(
+        case: str, compiled: bool, reason: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import jitguard
 
-    source = (REPO / "tests" / "kernels_for_tests.py").read_text()
-    file = tmp_path / "moved_kernels.py"
-    file.write_text(source)
-    plan = _plan_for("add_one_kernel", "a_package_that_was_renamed.kernels", str(file), _ADD_ONE_PARAMS)
+    mark = tmp_path / "top-level-ran"
+    monkeypatch.setenv("JG_TOP_LEVEL_MARK", str(mark))
+    module, file = _where_recorded_case(case, tmp_path, monkeypatch)
+    before = set(sys.modules)
+    plan = _plan_for("add_one_kernel", module, file, _ADD_ONE_PARAMS)
     try:
         with jitguard.offline(compile=False):
             result = warmup(plan, stream=io.StringIO())
-        assert result.ok, result.summary()
-        assert [o.label for o in result.compiled] == ["add_one_kernel#1"]
     finally:
-        sys.modules.pop("a_package_that_was_renamed.kernels", None)
+        for name in set(sys.modules) - before:
+            if name.startswith(("pkg_now", "jg_moved_")):
+                del sys.modules[name]
+    if compiled:
+        assert result.ok, result.summary()
+        assert mark.read_text() == "ran\n"  # imported once, as a module, like any import
+    else:
+        assert [o.label for o in result.failures] == ["add_one_kernel#1"]
+        assert reason in result.failures[0].reason and file in result.failures[0].reason
+        assert not mark.exists()  # the file's top level never ran
 
 
-def test_rebuilt_key_is_checked_against_the_recorded_one(tmp_path: Path) -> None:
+def test_a_kernel_of_the_running_script_is_found_without_running_it_again(tmp_path: Path) -> None:
+    script = tmp_path / "server.py"
+    script.write_text(textwrap.dedent("""
+        import io, os, sys
+        import jitguard
+        import triton, triton.language as tl
+        print("server top level ran", file=sys.stderr)
+
+        @triton.jit
+        def served_kernel(x_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+        plan = {"jitguard_warmup_plan": 1, "kernels": [{
+            "name": "served_kernel", "module": "__main__", "qualname": "served_kernel", "file": __file__, "line": 1,
+            "variants": [{"params": {"x_ptr": {"kind": "ptr", "type": "*fp32", "spec": "aligned16"},
+                                     "n": {"kind": "int", "type": "i32", "spec": "div16"},
+                                     "BLOCK": {"kind": "constexpr", "type": "constexpr", "value": 16}},
+                          "options": {}, "launch_kwargs": {}, "key": ""}]}]}
+        with jitguard.offline(compile=False):
+            result = jitguard.warmup(plan, stream=io.StringIO())
+        print("ok" if result.ok else result.summary())
+    """))
+    proc = _python(script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
+    assert proc.stderr.count("server top level ran") == 1
+
+
+def test_rebuilt_key_is_checked_against_the_recorded_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import jitguard
     from jitguard import triton_compat
 
     # A private copy of the kernels: no other test has compiled anything of it in this process.
-    file = tmp_path / "private_kernels.py"
+    file = tmp_path / f"jg_private_kernels_{os.getpid()}.py"
     file.write_text((REPO / "tests" / "kernels_for_tests.py").read_text())
+    monkeypatch.syspath_prepend(str(tmp_path))
     plan = _plan_for("add_one_kernel", "", str(file), _ADD_ONE_PARAMS)
     plan["kernels"][0]["variants"][0]["key"] = "a key this Triton never makes"
     plan["triton_versions"] = [triton_compat.TRITON_VERSION]
@@ -214,11 +286,3 @@ def test_rebuilt_key_is_checked_against_the_recorded_one(tmp_path: Path) -> None
         result = warmup(plan, stream=stream)
     assert result.ok and len(result.compiled) == 1
     assert "recorded with Triton 0.0.1" in stream.getvalue()
-
-
-def test_jitguard_warmup_is_callable_even_after_importing_the_module() -> None:
-    import jitguard
-    import jitguard.warmup  # noqa: F401 - Python now binds jitguard.warmup to the module
-
-    with pytest.raises(PlanInputError):
-        jitguard.warmup({"format": "not a plan"})

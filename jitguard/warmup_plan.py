@@ -1,0 +1,199 @@
+"""Warm-up plans: every variant a run compiled, per kernel, as JSON (no Triton, no torch here).
+
+A plan lists, per kernel, every variant a run compiled: each parameter's class (int `one`,
+`div16`, `plain`, i64; pointer dtype and alignment), the constexpr values and the launch options.
+`jitguard.warmup(plan)` (jitguard/warmup_replay.py) replays it at start-up.
+
+    plan = build_plan("jitguard-logs/")          # a directory of NDJSON logs, or report.json
+    json.dump(plan, open("plan.json", "w"))
+
+Representative values: int `one` -> 1, `div16` -> 16, `plain` (and `off`, not specialized) -> 17;
+i64 -> 2**31 + 16 / 2**31 + 17; u64 -> 2**63 + 16 / 2**63 + 17. A variant that cannot be rebuilt
+from its recorded classes (tuple arguments, unknown dtype) is marked with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from jitguard.events import CompileEvent
+
+PLAN_FORMAT = 1
+
+# Triton pointer element types -> torch dtype names.
+TORCH_DTYPE_NAMES = {
+    "fp64": "float64", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16",
+    "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "i1": "bool", "u1": "bool",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+    "fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2", "fp8e4b8": "float8_e4m3fnuz",
+    "fp8e5b16": "float8_e5m2fnuz",
+}
+
+INT_VALUES: dict[tuple[str, Any], int] = {
+    ("i32", "one"): 1, ("i32", "div16"): 16, ("i32", "plain"): 17, ("i32", "off"): 17,
+    ("i64", "div16"): 2**31 + 16, ("i64", "plain"): 2**31 + 17, ("i64", "off"): 2**31 + 17,
+    ("u64", "div16"): 2**63 + 16, ("u64", "plain"): 2**63 + 17, ("u64", "off"): 2**63 + 17,
+}
+
+
+class PlanInputError(ValueError):
+    """The input of `build_plan` or `warmup` is unusable (no such file, not a report, not a plan)."""
+
+
+def _param_entry(name: str, spec: Any) -> dict[str, Any]:
+    observed = spec.observed if isinstance(spec.observed, dict) else None
+    entry: dict[str, Any] = {"kind": spec.kind, "type": spec.type, "spec": spec.spec}
+    if spec.kind == "constexpr":
+        entry["value"] = spec.value
+    if spec.kind == "ptr" and observed and observed.get("dtype"):
+        entry["dtype"] = observed["dtype"]
+    return entry
+
+
+def _unrebuildable_reason(params: dict[str, dict[str, Any]]) -> str | None:
+    """Why a variant cannot be rebuilt from its recorded classes, or None."""
+    for name, entry in params.items():
+        kind, ty = entry.get("kind"), entry.get("type") or ""
+        if kind == "tuple":
+            return f"argument {name!r} is a tuple ({ty}): its elements' classes are not recorded"
+        if kind == "ptr":
+            if TORCH_DTYPE_NAMES.get(ty.lstrip("*")) is None and not entry.get("dtype"):
+                return f"argument {name!r}: unknown pointer dtype {ty!r}"
+        elif kind == "int":
+            if (int_type_of(ty), entry.get("spec")) not in INT_VALUES:
+                return f"argument {name!r}: no representative value for {ty} {entry.get('spec')}"
+        elif kind not in ("constexpr", "float", "bool", "none"):
+            return f"argument {name!r}: unknown kind {kind!r} (type {ty!r})"
+    return None
+
+
+def int_type_of(ty: str) -> str:
+    if ty in ("i64",):
+        return "i64"
+    if ty in ("u64",):
+        return "u64"
+    return "i32"
+
+
+def _events_from(source: Any) -> list[CompileEvent]:
+    """Compile events from a path (report JSON, NDJSON file or directory), a report dict, a
+    Recorder, or an iterable of CompileEvent / event dicts (each checked: a bad one names its field)."""
+    from jitguard.event_logs import InvalidRecord, LogInputError, compile_event_from_record, load_logs
+
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if os.path.isfile(path) and not path.endswith(".ndjson"):
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    data = json.load(handle)
+            except json.JSONDecodeError:
+                data = None  # maybe NDJSON with another suffix
+            except OSError as exc:
+                raise PlanInputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+            if isinstance(data, dict):
+                return _events_from_report(data, path)
+        try:
+            return load_logs(path).events
+        except LogInputError as exc:
+            raise PlanInputError(str(exc)) from exc
+    if isinstance(source, dict):
+        return _events_from_report(source, "report")
+    events = getattr(source, "events", source)
+    out = []
+    for item in events:
+        if isinstance(item, CompileEvent):
+            out.append(item)
+        elif isinstance(item, dict) and item.get("type", "compile") == "compile":
+            try:
+                out.append(compile_event_from_record(item))
+            except InvalidRecord as exc:
+                raise PlanInputError(f"compile event {len(out) + 1}: {exc}") from exc
+    return out
+
+
+def _events_from_report(report: dict, where: str) -> list[CompileEvent]:
+    """The variants a `jitguard report --json` lists per kernel (`variant_list`); a report written
+    before reports carried them is read through the logs it was merged from (its `directory`)."""
+    from jitguard.event_logs import InvalidRecord, LogInputError, compile_event_from_record, load_logs
+
+    if "kernels" not in report or "directory" not in report:
+        raise PlanInputError(f"{where}: not a `jitguard report --json` output (no 'kernels'/'directory')")
+    kernels = report["kernels"]
+    if kernels and all("variant_list" in kernel for kernel in kernels):
+        events = []
+        for kernel in kernels:
+            for variant in kernel["variant_list"]:
+                record = {"type": "compile", "kernel": kernel.get("name"), "module": kernel.get("module") or "",
+                          "file": kernel.get("file") or "", "line": kernel.get("line") or 0, **variant}
+                try:
+                    events.append(compile_event_from_record(record))
+                except InvalidRecord as exc:
+                    raise PlanInputError(f"{where}: kernel {kernel.get('name')!r}: a variant is unusable: {exc}") from exc
+        return events
+    directory = report["directory"]
+    try:
+        return load_logs(directory).events
+    except LogInputError as exc:
+        raise PlanInputError(f"{where}: the report keeps per-kernel totals only, and the logs it was merged "
+                             f"from are gone ({exc}); pass the directory of NDJSON logs instead") from exc
+
+
+def build_plan(report_or_events: Any) -> dict[str, Any]:
+    """A warm-up plan (a JSON-ready dict) from observed compiles.
+
+    `report_or_events`: a directory of NDJSON logs (or one log file), a `jitguard report --json`
+    file or dict (its logs are read from the directory it names), a `Recorder`, or a list of
+    `CompileEvent`. Each distinct variant (per kernel, by Triton key) appears once.
+    """
+    events = _events_from(report_or_events)
+    kernels: dict[tuple[str, str, str], dict[str, Any]] = {}
+    seen: dict[tuple[str, str, str], set[str]] = {}
+    versions = set()
+    for event in events:
+        if event.triton_version:
+            versions.add(event.triton_version)
+        slot = (event.module, event.kernel, event.file)
+        params = {name: _param_entry(name, spec) for name, spec in event.params.items()}
+        options = {k: v for k, v in event.options.items() if k != "passed"}
+        launch_kwargs = event.options.get("passed")  # what the compiling call passed explicitly
+        identity = event.key or json.dumps([params, options], sort_keys=True, default=repr)
+        if identity in seen.setdefault(slot, set()):
+            continue
+        seen[slot].add(identity)
+        entry = kernels.setdefault(slot, {"name": event.kernel, "module": event.module,
+                                          "qualname": event.kernel, "file": event.file, "line": event.line,
+                                          "variants": []})
+        variant: dict[str, Any] = {"params": params, "options": options, "launch_kwargs": launch_kwargs,
+                                   "key": event.key, "compile_ms": event.compile_ms}
+        reason = _unrebuildable_reason(params)
+        if reason:
+            variant["unrebuildable"] = reason
+        entry["variants"].append(variant)
+    plan_kernels = sorted(kernels.values(), key=lambda k: (k["module"], k["name"]))
+    return {
+        "jitguard_warmup_plan": PLAN_FORMAT,
+        "triton_versions": sorted(versions),
+        "kernels": plan_kernels,
+        "variants": sum(len(k["variants"]) for k in plan_kernels),
+    }
+
+
+def load_plan(plan: dict[str, Any] | str | os.PathLike) -> dict[str, Any]:
+    """A plan dict, from a dict or a JSON file; raises PlanInputError naming the file."""
+    if isinstance(plan, (str, os.PathLike)):
+        path = os.fspath(plan)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except OSError as exc:
+            raise PlanInputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        except json.JSONDecodeError as exc:
+            raise PlanInputError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from exc
+        where = path
+    else:
+        data, where = plan, "plan"
+    if not isinstance(data, dict) or "jitguard_warmup_plan" not in data or not isinstance(data.get("kernels"), list):
+        raise PlanInputError(f"{where}: not a jitguard warm-up plan (write one with `jitguard warmup-plan`)")
+    return data

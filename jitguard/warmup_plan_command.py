@@ -1,0 +1,46 @@
+"""`jitguard warmup-plan REPORT -o plan.json`: the command that writes a warm-up plan."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from jitguard.warmup_plan import PlanInputError, build_plan
+
+
+@click.command("warmup-plan")
+@click.argument("report", type=click.Path(path_type=str))
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=str), default="warmup-plan.json",
+              show_default=True, help="Where to write the plan (JSON); '-' prints it.")
+def warmup_plan_command(report: str, output: str) -> None:
+    """Turn REPORT (a directory of NDJSON logs, or a `jitguard report --json` file) into a warm-up
+    plan that `jitguard.warmup(plan)` replays at start-up."""
+    try:
+        plan = build_plan(report)
+    except PlanInputError as exc:
+        click.echo(f"jitguard warmup-plan: {exc}", err=True)
+        sys.exit(2)
+    if not plan["kernels"]:
+        click.echo(f"jitguard warmup-plan: {report}: no compiles recorded, nothing to plan", err=True)
+        sys.exit(2)
+    text = json.dumps(plan, indent=1, default=repr)
+    if output == "-":
+        click.echo(text)
+    else:
+        try:
+            with open(output, "w", encoding="utf-8") as handle:
+                handle.write(text + "\n")
+        except OSError as exc:
+            click.echo(f"jitguard warmup-plan: {output}: cannot write ({exc.strerror or exc})", err=True)
+            sys.exit(2)
+    summary_stream_is_err = output == "-"
+    for entry in plan["kernels"]:
+        bad = [v for v in entry["variants"] if v.get("unrebuildable")]
+        note = f", {len(bad)} cannot be rebuilt: {bad[0]['unrebuildable']}" if bad else ""
+        click.echo(f"  {entry['name']} ({entry['module']}): {len(entry['variants'])} variant(s){note}",
+                   err=summary_stream_is_err)
+    where = "stdout" if output == "-" else output
+    click.echo(f"[jitguard] wrote {where}: {len(plan['kernels'])} kernel(s), {plan['variants']} variant(s)",
+               err=summary_stream_is_err)

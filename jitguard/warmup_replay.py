@@ -1,0 +1,337 @@
+"""`jitguard.warmup(plan)`: replay a warm-up plan at start-up through Triton's warm-up API.
+
+For each planned variant, rebuild arguments of the recorded classes (see jitguard/warmup_plan.py)
+and call the kernel's own `JITFunction.warmup(*args, grid=..., **constexprs_and_options)`, which
+compiles into Triton's in-memory cache without launching. The same traffic then finds every
+variant already compiled.
+
+    result = jitguard.warmup("plan.json")        # at start-up, before serving
+    assert result.ok, result.summary()
+
+Pointers: a small tensor of the recorded dtype on Triton's active torch device, offset by one
+element when the variant was `unaligned`. A variant the plan cannot rebuild (kernel not
+importable, tuple arguments, unknown dtype, a rebuilt key that differs from the recorded one) is
+reported by name, never skipped. Kernels are found by importing their module by name: a script's
+top level is never run again to find one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from jitguard.warmup_plan import INT_VALUES, TORCH_DTYPE_NAMES, int_type_of, load_plan
+
+
+class WarmupError(RuntimeError):
+    """Raised by `warmup(..., strict=True)` when a variant could not be rebuilt; lists every one."""
+
+    def __init__(self, message: str, result: "WarmupResult") -> None:
+        super().__init__(message)
+        self.result = result
+
+
+@dataclass
+class VariantOutcome:
+    """What happened to one variant of a plan: compiled, already compiled, or failed (with why)."""
+
+    kernel: str
+    index: int  # 1-based index of the variant within its kernel's plan entry
+    status: str  # "compiled" | "cached" | "failed"
+    seconds: float = 0.0
+    reason: str = ""
+    describe: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.kernel}#{self.index}"
+
+
+@dataclass
+class WarmupResult:
+    """The outcome of `warmup(plan)`: one `VariantOutcome` per planned variant, and the time taken."""
+
+    outcomes: list[VariantOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def compiled(self) -> list[VariantOutcome]:
+        return [o for o in self.outcomes if o.status == "compiled"]
+
+    @property
+    def cached(self) -> list[VariantOutcome]:
+        return [o for o in self.outcomes if o.status == "cached"]
+
+    @property
+    def failures(self) -> list[VariantOutcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+    @property
+    def ok(self) -> bool:
+        """True when every planned variant is now in Triton's in-memory cache."""
+        return not self.failures
+
+    def summary(self) -> str:
+        """One line, then one line per failure."""
+        lines = [f"[jitguard] warm-up: {len(self.compiled)} compiled, {len(self.cached)} already compiled, "
+                 f"{len(self.failures)} failed, {self.seconds:.2f} s"]
+        lines += [f"[jitguard] warm-up FAILED {o.label}: {o.reason}" for o in self.failures]
+        return "\n".join(lines)
+
+
+def _loaded_from(file: str) -> Any:
+    """A module of this process loaded from `file` (the running script's `__main__` included), or None."""
+    absolute = os.path.realpath(file)
+    for module in list(sys.modules.values()):
+        origin = getattr(module, "__file__", None)
+        if origin and os.path.realpath(origin) == absolute:
+            return module
+    return None
+
+
+def importable_name(file: str) -> str | None:
+    """The dotted module name `file` is imported under from some sys.path entry, or None."""
+    absolute = os.path.realpath(file)
+    if not absolute.endswith(".py"):
+        return None
+    for entry in sys.path:
+        root = os.path.realpath(entry or os.getcwd())
+        if not absolute.startswith(root + os.sep):
+            continue
+        parts = os.path.relpath(absolute, root)[:-3].split(os.sep)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if not parts or not all(part.isidentifier() for part in parts):
+            continue
+        name = ".".join(parts)
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.origin and os.path.realpath(spec.origin) == absolute:
+            return name
+    return None
+
+
+def _kernel_module(module_name: str, file: str) -> tuple[Any, list[str]]:
+    """The module that defines a planned kernel, found by importing modules by name, never by
+    running a file: (module, []) or (None, [why not, ...])."""
+    errors: list[str] = []
+    if module_name and module_name != "__main__":
+        try:
+            return importlib.import_module(module_name), []
+        except Exception as exc:  # noqa: BLE001 - any import failure is reported, then the file is tried
+            errors.append(f"import {module_name}: {type(exc).__name__}: {exc}")
+    if file:
+        loaded = _loaded_from(file)
+        if loaded is not None:
+            return loaded, []  # already running here (this very script, say): nothing is executed again
+    if module_name == "__main__":
+        errors.append(f"it was defined in a script run as `python {file or '?'}` (module __main__), and jitguard "
+                      "does not run scripts to find kernels: move the kernel into an importable module, or call "
+                      "jitguard.warmup from that script after the kernel is defined")
+        return None, errors
+    if not file:
+        return None, errors or ["no module or file recorded"]
+    if not os.path.isfile(file):
+        errors.append(f"{file}: no such file")
+        return None, errors
+    name = importable_name(file)
+    if name is None:
+        errors.append(f"{file} is not importable as a module (no sys.path entry holds it); jitguard does not "
+                      "run files to find kernels")
+        return None, errors
+    try:
+        return importlib.import_module(name), []
+    except Exception as exc:  # noqa: BLE001
+        errors.append(f"import {name} ({file}): {type(exc).__name__}: {exc}")
+        return None, errors
+
+
+def resolve_kernel(entry: dict[str, Any]) -> Any:
+    """The JITFunction a plan entry names: by its module's name first, else by the name its file is
+    importable under. A script (`__main__`) is never run again: its kernels are found only in the
+    script itself. Raises LookupError with a one-line reason naming the kernel, module and file.
+    """
+    from jitguard import triton_compat
+
+    module_name, name, file = entry.get("module") or "", entry.get("qualname") or entry["name"], entry.get("file") or ""
+    module, errors = _kernel_module(module_name, file)
+    if module is None:
+        raise LookupError(f"kernel {name!r} cannot be imported ({'; '.join(errors)})")
+    target: Any = module
+    for part in name.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            break
+    jit_fn = triton_compat.unwrap_jit_function(target) if target is not None else None
+    if jit_fn is None:
+        # A kernel defined inside a function is no module attribute; Triton's registry may know it.
+        jit_fn = triton_compat.registered_kernel(module.__name__, name.rsplit(".", 1)[-1])
+    if jit_fn is None:
+        where = getattr(module, "__file__", None) or module.__name__
+        raise LookupError(f"kernel {name!r} is gone: module {module.__name__} ({where}) has no Triton kernel of that name")
+    return jit_fn
+
+
+def _torch_dtype(entry: dict[str, Any]) -> Any:
+    import torch
+    names = []
+    element = (entry.get("type") or "").lstrip("*")
+    if element in TORCH_DTYPE_NAMES:
+        names.append(TORCH_DTYPE_NAMES[element])
+    if entry.get("dtype"):
+        names.append(entry["dtype"])
+    for name in names:
+        dtype = getattr(torch, name, None)
+        if isinstance(dtype, torch.dtype):
+            return dtype
+    raise ValueError(f"unknown pointer dtype {entry.get('type')!r}")
+
+
+def _representative(name: str, entry: dict[str, Any], device: Any) -> Any:
+    kind = entry.get("kind")
+    if kind == "constexpr":
+        return entry.get("value")
+    if kind == "none":
+        return None
+    if kind == "bool":
+        return True
+    if kind == "float":
+        return 1.5
+    if kind == "int":
+        value = INT_VALUES.get((int_type_of(entry.get("type") or ""), entry.get("spec")))
+        if value is None:
+            raise ValueError(f"argument {name!r}: no representative value for {entry.get('type')} {entry.get('spec')}")
+        return value
+    if kind == "ptr":
+        import torch
+        dtype = _torch_dtype(entry)
+        buffer = torch.zeros(64, dtype=dtype, device=device)
+        if entry.get("spec") == "unaligned":
+            view = buffer[1:]
+            if view.data_ptr() % 16 == 0:  # pragma: no cover - a 16-byte element type
+                raise ValueError(f"argument {name!r}: cannot make an unaligned {dtype} pointer")
+            return view
+        return buffer
+    raise ValueError(f"argument {name!r}: cannot rebuild kind {kind!r}")
+
+
+def _describe(variant: dict[str, Any]) -> str:
+    parts = []
+    for name, entry in variant.get("params", {}).items():
+        if entry.get("kind") == "constexpr":
+            parts.append(f"{name}={entry.get('value')!r}")
+        elif entry.get("kind") in ("int", "ptr") and entry.get("spec") not in (None, "off", "aligned16"):
+            parts.append(f"{name}:{entry.get('spec')}")
+    options = variant.get("launch_kwargs")
+    if options is None:
+        options = variant.get("options") or {}
+    parts += [f"{k}={v}" for k, v in options.items() if k in ("num_warps", "num_stages")]
+    return ", ".join(parts)
+
+
+def _warm_one(jit_fn: Any, variant: dict[str, Any], check_key: bool = True) -> tuple[str, str]:
+    """Compile one variant; returns (status, reason). `check_key`: the plan's keys come from this
+    Triton version, so the rebuilt key must equal the recorded one."""
+    from jitguard import triton_compat
+
+    reason = variant.get("unrebuildable")
+    if reason:
+        return "failed", reason
+    device, device_index = triton_compat.active_device()
+    names = triton_compat.param_names(jit_fn)
+    params = variant.get("params") or {}
+    missing = [n for n in names if n not in params]
+    if missing:
+        return "failed", f"the kernel's parameters changed since the plan was made (not in plan: {', '.join(missing)})"
+    unknown = [n for n in params if n not in names]
+    if unknown:
+        return "failed", f"the kernel's parameters changed since the plan was made (gone: {', '.join(unknown)})"
+    args = [_representative(n, params[n], device) for n in names]
+    launch_kwargs = variant.get("launch_kwargs")
+    if launch_kwargs is None:  # the key did not say which options the call passed: pass them all
+        launch_kwargs = {k: v for k, v in (variant.get("options") or {}).items()}
+    recorded_key = (variant.get("key") or "") if check_key else ""
+    cache = triton_compat.kernel_cache(jit_fn, device_index)
+    if recorded_key and recorded_key in {triton_compat.key_string(k) for k in cache}:
+        return "cached", ""
+    before = set(cache)
+    jit_fn.warmup(*args, grid=(1,), **launch_kwargs)
+    cache = triton_compat.kernel_cache(jit_fn, device_index)
+    new_keys = [triton_compat.key_string(k) for k in cache if k not in before]
+    if recorded_key and recorded_key not in {triton_compat.key_string(k) for k in cache}:
+        got = new_keys[0] if new_keys else "(nothing new)"
+        return "failed", f"rebuilt a different variant: recorded key {recorded_key!r}, warmed {got!r}"
+    return ("compiled", "") if new_keys else ("cached", "")
+
+
+def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = None, quiet: bool = False,
+           strict: bool = False) -> WarmupResult:
+    """Precompile every variant of `plan` (a dict or a JSON file) on the current device.
+
+    Prints a progress line per variant (to `stream`, default stderr; `quiet=True` prints only the
+    summary and failures). Returns a `WarmupResult`; `strict=True` raises `WarmupError` if any
+    variant failed. Call it before serving, under the same backend (a GPU, or `jitguard.offline`).
+    """
+    data = load_plan(plan)
+    out = stream or sys.stderr
+    result = WarmupResult()
+    started = time.perf_counter()
+    total = sum(len(k.get("variants") or []) for k in data["kernels"])
+    done = 0
+
+    def say(line: str) -> None:
+        try:
+            out.write(line + "\n")
+            out.flush()
+        except Exception:  # noqa: BLE001 - a closed stream must not stop the warm-up
+            pass
+
+    from jitguard import triton_compat
+
+    recorded_versions = data.get("triton_versions") or []
+    same_version = not recorded_versions or triton_compat.TRITON_VERSION in recorded_versions
+    if not same_version:
+        say(f"[jitguard] warm-up: the plan was recorded with Triton {', '.join(recorded_versions)}, this is "
+            f"{triton_compat.TRITON_VERSION}: keys are not compared, re-record the plan to check them")
+    for entry in data["kernels"]:
+        name = entry.get("name") or "?"
+        variants = entry.get("variants") or []
+        try:
+            jit_fn = resolve_kernel(entry)
+            lookup_error = ""
+        except LookupError as exc:
+            jit_fn, lookup_error = None, str(exc)
+        kernel_seconds = 0.0
+        for index, variant in enumerate(variants, start=1):
+            done += 1
+            outcome = VariantOutcome(kernel=name, index=index, status="failed", describe=_describe(variant))
+            t0 = time.perf_counter()
+            if jit_fn is None:
+                outcome.reason = lookup_error
+            else:
+                try:
+                    outcome.status, outcome.reason = _warm_one(jit_fn, variant, check_key=same_version)
+                except Exception as exc:  # noqa: BLE001 - one bad variant must not stop the others
+                    outcome.status, outcome.reason = "failed", f"{type(exc).__name__}: {exc}".splitlines()[0]
+            outcome.seconds = time.perf_counter() - t0
+            kernel_seconds += outcome.seconds
+            result.outcomes.append(outcome)
+            if outcome.status == "failed":
+                say(f"[jitguard] warm-up {done}/{total} FAILED {outcome.label} ({outcome.describe}): {outcome.reason}")
+            elif not quiet:
+                say(f"[jitguard] warm-up {done}/{total} {outcome.label} {outcome.status} in {outcome.seconds:.2f} s"
+                    f" ({outcome.describe})")
+        if variants and not quiet:
+            say(f"[jitguard] warm-up {name}: {len(variants)} variant(s), {kernel_seconds:.2f} s")
+    result.seconds = time.perf_counter() - started
+    say(result.summary().splitlines()[0])
+    if strict and result.failures:
+        raise WarmupError(result.summary(), result)
+    return result
