@@ -15,8 +15,8 @@ import torch
 import jitguard
 from jitguard import triton_compat
 from jitguard.demotion_cost import DemotionCostChecker
-from jitguard.kernels import inv_rope_fp8, moe_align, moe_decode, moe_gemm, moe_routing
-from jitguard.kernels.fused_moe import fused_moe
+from jitguard.kernels import inv_rope, moe_align, moe_decode, moe_gemm, moe_routing
+from jitguard.kernels.moe_chain import fused_moe
 from jitguard.kernels.moe_decode import fused_moe_decode
 
 M, E, K, H, I = 64, 8, 2, 256, 256  # 64 tokens x top-2: 128 pairs; every count % 16 == 0
@@ -26,8 +26,8 @@ M, E, K, H, I = 64, 8, 2, 256, 256  # 64 tokens x top-2: 128 pairs; every count 
 #   inv_rope_fp8_kernel.num_tokens: 2 of 3 128-bit stores become 32-bit (6 -> 12 stores);
 #   moe_align's count/scatter kernels and the route kernel: one 64-bit access becomes two 32-bit.
 EXPECTED = [
-    (inv_rope_fp8, "inv_rope_fp8_kernel", "num_tokens", "do_not_specialize", "costly"),
-    (inv_rope_fp8, "inv_rope_fp8_kernel", "positions_ptr", "do_not_specialize_on_alignment", "free"),
+    (inv_rope, "inv_rope_fp8_kernel", "num_tokens", "do_not_specialize", "costly"),
+    (inv_rope, "inv_rope_fp8_kernel", "positions_ptr", "do_not_specialize_on_alignment", "free"),
     (moe_align, "_moe_count_kernel", "num_pairs", "do_not_specialize", "costly"),
     (moe_align, "_moe_count_kernel", "padded_len", "do_not_specialize", "costly"),
     (moe_align, "_moe_block_experts_kernel", "num_blocks", "do_not_specialize", "free"),
@@ -58,7 +58,7 @@ def recorded():
         weights, ids = moe_routing.softmax_topk(logits, K, renormalize=True)
         fused_moe(x, w13, w2, weights, ids)
         fused_moe_decode(x, logits, w13, w2, K, renormalize=True)
-        inv_rope_fp8.fused_inv_rope_fp8_quant(torch.empty(M, heads, dim, dtype=torch.bfloat16),
+        inv_rope.fused_inv_rope_fp8_quant(torch.empty(M, heads, dim, dtype=torch.bfloat16),
                                               torch.zeros(M, dtype=torch.int64), torch.empty(4096, 64),
                                               n_groups=4, heads_per_group=4)
     by_kernel: dict[str, list] = {}
@@ -74,7 +74,7 @@ def checker():
 
 def test_every_demotion_in_kernels_has_a_recorded_verdict():
     declared = set()
-    for module in (inv_rope_fp8, moe_align, moe_decode, moe_gemm, moe_routing):
+    for module in (inv_rope, moe_align, moe_decode, moe_gemm, moe_routing):
         for name, value in vars(module).items():
             jit_fn = triton_compat.unwrap_jit_function(value)
             if jit_fn is None or jit_fn.fn.__module__ != module.__name__:
