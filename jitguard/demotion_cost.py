@@ -144,14 +144,14 @@ def signature_from_call(kernel: Any, *args: Any, **kwargs: Any) -> dict[str, Any
     For tests, benchmarks and `scan`: {"params": {name: {"kind", "type", "spec", "value"}},
     "options": {num_warps, num_stages, ...}}. Tensors need only `.dtype` and `.data_ptr()`.
     """
-    from jitguard.warmup import _TORCH_DTYPE_NAMES
+    from jitguard.warmup_plan import TORCH_DTYPE_NAMES
 
     jit_fn = _resolve(kernel)
     option_names = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "maxnreg")
     options = {k: kwargs.pop(k) for k in option_names if k in kwargs}
     bound = inspect.signature(jit_fn.fn).bind(*args, **kwargs)
     bound.apply_defaults()
-    triton_names = {torch_name: short for short, torch_name in _TORCH_DTYPE_NAMES.items()}
+    triton_names = {torch_name: short for short, torch_name in TORCH_DTYPE_NAMES.items()}
     triton_names["bool"] = "i1"
     params: dict[str, Any] = {}
     for param in jit_fn.params:
@@ -431,14 +431,14 @@ class DemotionCostChecker:
     def _compile(self, jit_fn: Any, param: str, demotion: str | None, variant: dict[str, Any]) -> CodeFacts | str:
         from jitguard import triton_compat
         from jitguard.offline_backend import offline
-        from jitguard.warmup import _representative
+        from jitguard.warmup_replay import representative_arg
 
         names = triton_compat.param_names(jit_fn)
         try:
             copy = _copy_with(jit_fn, param, demotion)
             with offline(arch=self.arch) as driver:
                 device = driver.get_active_torch_device()
-                args = [_representative(n, variant["params"][n], device) for n in names]
+                args = [representative_arg(n, variant["params"][n], device) for n in names]
                 compiled = copy.warmup(*args, grid=(1,), **_codegen_options(variant["options"]))
         except Exception as exc:  # noqa: BLE001 - a failed compile is a verdict, never a crash
             first = (str(exc).strip().splitlines() or [""])[-1]

@@ -199,6 +199,7 @@ class NdjsonSink:
                                role=self.process_info.get("role"), rank=self.process_info.get("rank"),
                                triton_version=self.process_info.get("triton_version", ""),
                                host=socket.gethostname(), time=time.time()).to_dict()
+        record.pop("events_not_written", None)  # only a process that lost events says so
         if self.events_not_written:
             record["events_not_written"] = self.events_not_written
         return (to_json_line(record) + "\n").encode()

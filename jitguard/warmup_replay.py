@@ -194,7 +194,10 @@ def _torch_dtype(entry: dict[str, Any]) -> Any:
     raise ValueError(f"unknown pointer dtype {entry.get('type')!r}")
 
 
-def _representative(name: str, entry: dict[str, Any], device: Any) -> Any:
+def representative_arg(name: str, entry: dict[str, Any], device: Any) -> Any:
+    """A value of parameter `name` in the class a recorded `entry` names (a small tensor of its dtype
+    and alignment, an int of its divisibility class, the constexpr itself): what a warm-up or a cost
+    check passes to compile that variant."""
     kind = entry.get("kind")
     if kind == "constexpr":
         return entry.get("value")
@@ -253,7 +256,7 @@ def _warm_one(jit_fn: Any, variant: dict[str, Any], check_key: bool = True) -> t
     unknown = [n for n in params if n not in names]
     if unknown:
         return "failed", f"the kernel's parameters changed since the plan was made (gone: {', '.join(unknown)})"
-    args = [_representative(n, params[n], device) for n in names]
+    args = [representative_arg(n, params[n], device) for n in names]
     launch_kwargs = variant.get("launch_kwargs")
     if launch_kwargs is None:  # the key did not say which options the call passed: pass them all
         launch_kwargs = {k: v for k, v in (variant.get("options") or {}).items()}

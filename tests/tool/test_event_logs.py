@@ -38,7 +38,14 @@ def set_path(record: dict, path: str, value: object) -> dict:
     return record
 
 
-DELETE = object()
+class _Delete:
+    """Marks a field to remove from the record (a stable repr keeps test ids equal across xdist workers)."""
+
+    def __repr__(self) -> str:
+        return "<deleted>"
+
+
+DELETE = _Delete()
 
 # (field path, bad value, words the reason must contain)
 BAD_COMPILE_FIELDS = [
