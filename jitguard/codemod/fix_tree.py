@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jitguard.codemod.demotions import Demotion
-from jitguard.codemod.files import Progress, SourceError, map_files, read_source, write_atomically
+from jitguard.codemod.file_writes import WriteReport, write_files
+from jitguard.codemod.files import Progress, SourceError, map_files, read_source
 from jitguard.codemod.fix import FixOutcome, KernelChange, fix_source
 from jitguard.codemod.kernels import find_kernels, might_contain_kernels, parse_source
 from jitguard.codemod.scan import scan_kernel, source_lines
+from jitguard.codemod.source_text import declared_encoding
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,8 @@ def survey_file(task: tuple[Path, bytes | None]) -> FileSurvey:
     """Read and parse one file if its text may define a requested kernel (`task[1]` a regex)."""
     path, defines = task
     survey = FileSurvey(path)
+    if path.is_symlink() and not path.exists():
+        return survey  # a dangling link (an editor's `.#name.py` lock) is no source: skip it quietly
     try:
         source = read_source(path)
     except SourceError as exc:
@@ -203,23 +207,28 @@ def fix_paths(
     return run
 
 
-def write_changes(run: FixRun) -> list[str]:
-    """Write every changed file atomically; return error lines for files that could not be written."""
-    errors: list[str] = []
-    for result in run.results:
-        if result.changed and result.outcome is not None:
-            try:
-                write_atomically(result.path, result.outcome.source)
-            except OSError as exc:
-                errors.append(f"{result.path}: cannot write ({exc.strerror or exc})")
-    return errors
+def write_changes(run: FixRun) -> WriteReport:
+    """Write every changed file atomically, stopping between files on SIGINT/SIGTERM.
+
+    Each changed file ends up in exactly one of the report's lists: written, failed (read-only,
+    an owner that cannot be kept, an OS error) or not written (the run was stopped first).
+    """
+    return write_files(
+        [(result.path, result.outcome.source) for result in run.results if result.changed and result.outcome is not None]
+    )
+
+
+def _python_lines(text: str) -> list[str]:
+    """Lines ended as Python ends them (str.splitlines would also split at form feeds)."""
+    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
 
 
 def unified_diff(result: FileResult) -> str:
     """The change to one file as a unified diff (a/ and b/ prefixes, like git)."""
     if result.outcome is None:
         return ""
-    before = result.original.decode("utf-8").splitlines(keepends=True)
-    after = result.outcome.source.decode("utf-8").splitlines(keepends=True)
+    encoding = declared_encoding(result.original)
+    before = _python_lines(result.original.decode(encoding))
+    after = _python_lines(result.outcome.source.decode(encoding))
     name = result.path.as_posix().lstrip("/")
     return "".join(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}"))

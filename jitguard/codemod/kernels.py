@@ -19,7 +19,10 @@ DEMOTION_OPTIONS = ("do_not_specialize", "do_not_specialize_on_alignment")
 
 # A file with neither a line like `@triton.jit` / `@tjit` / `@tr.jit(...)` nor a `jit as` alias
 # holds no decorated kernel, so it is never parsed: a scan of a large tree reads few files.
-JIT_DECORATOR_LINE = re.compile(rb"^[ \t]*@[ \t]*(?:\w+[ \t]*\.[ \t]*)*\w*jit\b|\bjit[ \t]+as\b", re.MULTILINE)
+# A line starts after LF or a lone CR (old Mac files) and may open with a form feed.
+JIT_DECORATOR_LINE = re.compile(
+    rb"(?:^|\r)[ \t\f]*@[ \t]*(?:\w+[ \t]*\.[ \t]*)*\w*jit\b|\bjit[ \t]+as\b", re.MULTILINE
+)
 
 
 @dataclass(frozen=True)

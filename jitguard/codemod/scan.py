@@ -39,6 +39,7 @@ from jitguard.codemod.kernels import (
     might_contain_kernels,
     parse_source,
 )
+from jitguard.codemod.source_text import declared_encoding
 
 
 @dataclass(frozen=True)
@@ -303,7 +304,7 @@ def scan_kernel(
 
 def source_lines(source: bytes) -> list[str]:
     """Lines numbered as Python numbers them (str.splitlines would also split on form feeds)."""
-    return re.split(r"\r\n|\r|\n", source.decode("utf-8"))
+    return re.split(r"\r\n|\r|\n", source.decode(declared_encoding(source)))
 
 
 def scan_source(source: bytes, file: str) -> tuple[list[Finding], int]:

@@ -231,7 +231,7 @@ DECORATOR_FORMS = [
         "add", [("n", DNS)],
         """
         import triton
-        @triton.jit(do_not_specialize=('m', 'n',))
+        @triton.jit(do_not_specialize=('m', 'n'))
         def add(x_ptr, n, m):
             pass
         """,
