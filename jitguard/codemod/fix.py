@@ -221,11 +221,19 @@ def add_demotions(decorator: cst.BaseExpression, additions: Mapping[str, list[st
     return decorator.with_changes(args=args)
 
 
+# The quote probe reads at most this many string literals and lines: a file's style shows early,
+# and an unbounded pass made `fix` cost a whole extra tokenize of every large file.
+QUOTE_SAMPLE_STRINGS = 200
+QUOTE_SAMPLE_LINES = 3000
+
+
 def _majority_quote(text: str) -> str:
-    """The file's majority quote among string literals (comments don't count); one tokenize pass."""
+    """The majority quote among the file's first string literals (comments don't count)."""
     single = double = 0
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.start[0] > QUOTE_SAMPLE_LINES or single + double >= QUOTE_SAMPLE_STRINGS:
+                break
             if token.type == tokenize.STRING:
                 body = token.string.lstrip("rRbBuUfF")
                 if body.startswith("'"):
@@ -368,6 +376,7 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
             new_text = cst.Module([], default_newline=newline).code_for_node(
                 add_demotions(expression, added, file_quote.for_decorator(decorator))
             )
+            _check_rewrite(kernel, new_text, added)
             if work is not source:
                 new_text.encode(encoding)  # a name the file's encoding cannot spell is refused here
         except FixError as exc:
@@ -390,8 +399,23 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
     pieces.append(work[cursor:])
     new_work = b"".join(pieces)
     new_source = new_work if work is source else new_work.decode("utf-8").encode(encoding)
-    try:
-        parse_source(new_source)
-    except (SyntaxError, ValueError) as exc:  # a bug here must never reach the user's file
-        raise RuntimeError(f"jitguard produced invalid Python ({exc}); nothing written") from exc
     return FixOutcome(new_source, changes, errors)
+
+
+def _check_rewrite(kernel: TritonKernel, new_text: str, added: Mapping[str, list[str]]) -> None:
+    """Raise RuntimeError unless `new_text` is an expression whose lists hold every added name.
+
+    Only decorator expressions are replaced, each by another expression, so checking them (not
+    re-parsing the whole file) proves the file still parses; a bug must never reach the user's file.
+    """
+    try:
+        expression = ast.parse(new_text, mode="eval").body
+    except (SyntaxError, ValueError) as exc:
+        raise RuntimeError(f"jitguard produced invalid Python for `{kernel.name}` ({exc}); nothing written") from exc
+    listed: dict[str, set[object]] = {}
+    for keyword in expression.keywords if isinstance(expression, ast.Call) else []:
+        if keyword.arg in DEMOTION_OPTIONS and isinstance(keyword.value, (ast.List, ast.Tuple)):
+            listed[keyword.arg] = {getattr(element, "value", None) for element in keyword.value.elts}
+    for option, names in added.items():
+        if not set(names) <= listed.get(option, set()):
+            raise RuntimeError(f"jitguard lost `{option}` entries of `{kernel.name}` ({new_text!r}); nothing written")

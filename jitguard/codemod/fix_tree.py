@@ -6,6 +6,7 @@ requested name are parsed), then the edits on the few files that need them.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import re
@@ -18,7 +19,7 @@ from jitguard.codemod.demotions import Demotion
 from jitguard.codemod.file_writes import WriteReport, write_files
 from jitguard.codemod.files import Progress, SourceError, map_files, read_source
 from jitguard.codemod.fix import FixOutcome, KernelChange, fix_source
-from jitguard.codemod.kernels import find_kernels, might_contain_kernels, parse_source
+from jitguard.codemod.kernels import TritonKernel, find_kernels, might_contain_kernels, parse_source
 from jitguard.codemod.scan import scan_kernel, source_lines
 from jitguard.codemod.source_text import declared_encoding
 
@@ -42,6 +43,7 @@ class FileSurvey:
     path: Path
     digest: str = ""
     kernels: list[KernelSite] = field(default_factory=list)
+    found: list[TritonKernel] = field(default_factory=list)  # the same kernels, for pass two (no re-parse)
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
 
@@ -71,14 +73,18 @@ def survey_file(task: tuple[Path, bytes | None]) -> FileSurvey:
     except (SyntaxError, ValueError, RecursionError) as exc:
         survey.error = _error_text(exc)
         return survey
-    lines = source_lines(source)
+    lines: list[str] | None = None
     for kernel in find_kernels(source, tree):
         survey.kernels.append(
             KernelSite(path, kernel.name, kernel.qualname, kernel.line, kernel.first_line, kernel.end_line)
         )
-        for finding in scan_kernel(kernel, str(path), lines):
-            if finding.rule in ("JG104", "JG105"):
-                survey.warnings.append(f"{path}:{finding.line}: {finding.message}")
+        survey.found.append(dataclasses.replace(kernel, node=None))  # an ast node is costly to pickle
+        # JG104/JG105 judge an existing list, so only listed kernels are scanned (the scan is the costly part).
+        if kernel.demotions and (defines is None or re.search(defines, f"def {kernel.name}".encode())):
+            lines = source_lines(source) if lines is None else lines
+            for finding in scan_kernel(kernel, str(path), lines):
+                if finding.rule in ("JG104", "JG105"):
+                    survey.warnings.append(f"{path}:{finding.line}: {finding.message}")
     return survey
 
 
@@ -163,7 +169,9 @@ def fix_paths(
     surveys = list(map_files(survey_file, [(path, pattern) for path in files], jobs, progress))
     sites: list[KernelSite] = []
     digests: dict[Path, str] = {}
+    found: dict[Path, list[TritonKernel]] = {}
     for survey in surveys:
+        found[survey.path] = survey.found
         if survey.error:
             run.errors.append(f"{survey.path}: {survey.error}")
         run.warnings.extend(survey.warnings)
@@ -202,7 +210,7 @@ def fix_paths(
             result.error = "changed while jitguard was running; run it again"
             run.errors.append(f"{path}: {result.error}")
             continue
-        result.outcome = fix_source(result.original, plans[path])
+        result.outcome = fix_source(result.original, plans[path], found.get(path))
         run.errors.extend(f"{path}: {message}" for message in result.outcome.errors)
     return run
 
