@@ -25,7 +25,7 @@ from typing import TypeVar
 
 import libcst as cst
 
-from jitguard.codemod.kernels import DEMOTION_OPTIONS, TritonKernel, find_kernels, parse_source
+from jitguard.codemod.kernels import DEMOTION_OPTIONS, TritonKernel, find_kernels
 from jitguard.codemod.source_text import UTF8_ENCODINGS, declared_encoding
 
 #: (kernel name, `def` line) -> [(parameter, option)], the plan for one file.
