@@ -7,7 +7,6 @@ found (`scan`), 2 a usage or input error (bad file, unknown kernel, bad report).
 from __future__ import annotations
 
 import json
-import signal
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,7 +21,6 @@ from jitguard.codemod.demotions import (
     load_report,
     parse_param_option,
 )
-from jitguard.codemod.file_writes import WriteReport
 from jitguard.codemod.files import PathInputError, default_jobs, map_files, progress_for, python_files
 from jitguard.codemod.scan import FileScan, scan_file
 
@@ -137,22 +135,15 @@ def fix_command(
     if run.errors:
         summary += f"; {_plural(len(run.errors), 'error')}"
     if report is not None and report.stopped_by is not None:
-        _echo_err(_stopped_summary(report, summary))
+        for line in report.stop_lines():
+            _echo_err(line)
+        _echo_err(f"{summary}.")
         click.get_current_context().exit(128 + report.stopped_by)
     _echo_err(summary + ".")
     if run.errors:
         click.get_current_context().exit(2)
     if kernels and not writing:
         click.get_current_context().exit(1)
-
-
-def _stopped_summary(report: WriteReport, summary: str) -> str:
-    """What an interrupted write phase left: each file not written, then the counts (written ones were listed)."""
-    name = signal.Signals(report.stopped_by).name if report.stopped_by is not None else "a signal"
-    lines = [f"not written: {path}" for path in report.not_written]
-    lines.append(f"Stopped by {name}: {_plural(len(report.written), 'file')} written, "
-                 f"{len(report.not_written)} not written (run fix again to finish); {summary}.")
-    return "\n".join(lines)
 
 
 def _count_adviceless_findings(report: str) -> int:

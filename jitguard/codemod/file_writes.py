@@ -69,6 +69,16 @@ class WriteReport:
     not_written: list[Path] = field(default_factory=list)  # not reached: the run was stopped first
     stopped_by: int | None = None  # the signal number that stopped the run
 
+    def stop_lines(self) -> list[str]:
+        """For a stopped run: `not written: FILE` for each file not reached, then the counts."""
+        if self.stopped_by is None:
+            return []
+        name = signal.Signals(self.stopped_by).name
+        lines = [f"not written: {path}" for path in self.not_written]
+        lines.append(f"Stopped by {name}: {len(self.written)} file{'' if len(self.written) == 1 else 's'} written, "
+                     f"{len(self.not_written)} not written (run fix again to finish).")
+        return lines
+
 
 @contextmanager
 def _signals_deferred(report: WriteReport) -> Iterator[None]:

@@ -54,6 +54,16 @@ def _error_text(exc: BaseException) -> str:
     return str(exc)
 
 
+# TritonKernel fields holding `ast` nodes: costly to send back from a worker, and pass two needs
+# only spans, parameters and lists.
+_SYNTAX_TREE_FIELDS = ("node", "_nodes")
+
+
+def _without_syntax_trees(kernel: TritonKernel) -> TritonKernel:
+    names = {item.name for item in dataclasses.fields(kernel)}
+    return dataclasses.replace(kernel, **{name: None for name in _SYNTAX_TREE_FIELDS if name in names})
+
+
 def survey_file(task: tuple[Path, bytes | None]) -> FileSurvey:
     """Read and parse one file if its text may define a requested kernel (`task[1]` a regex)."""
     path, defines = task
@@ -78,7 +88,7 @@ def survey_file(task: tuple[Path, bytes | None]) -> FileSurvey:
         survey.kernels.append(
             KernelSite(path, kernel.name, kernel.qualname, kernel.line, kernel.first_line, kernel.end_line)
         )
-        survey.found.append(dataclasses.replace(kernel, node=None))  # an ast node is costly to pickle
+        survey.found.append(_without_syntax_trees(kernel))
         # JG104/JG105 judge an existing list, so only listed kernels are scanned (the scan is the costly part).
         if kernel.demotions and (defines is None or re.search(defines, f"def {kernel.name}".encode())):
             lines = source_lines(source) if lines is None else lines

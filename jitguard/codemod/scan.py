@@ -39,7 +39,6 @@ from jitguard.codemod.kernels import (
     might_contain_kernels,
     parse_source,
 )
-from jitguard.codemod.source_text import declared_encoding
 
 
 @dataclass(frozen=True)
@@ -304,7 +303,7 @@ def scan_kernel(
 
 def source_lines(source: bytes) -> list[str]:
     """Lines numbered as Python numbers them (str.splitlines would also split on form feeds)."""
-    return re.split(r"\r\n|\r|\n", source.decode(declared_encoding(source)))
+    return re.split(r"\r\n|\r|\n", source.decode("utf-8", errors="replace"))
 
 
 def scan_source(source: bytes, file: str) -> tuple[list[Finding], int]:

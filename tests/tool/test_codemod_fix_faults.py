@@ -314,7 +314,7 @@ def test_signal_stops_between_files_and_says_which_were_written(tmp_path: Path, 
     assert f"{a}:5: a: do_not_specialize += n" in result.stdout
     assert str(b) not in result.stdout and str(c) not in result.stdout
     name = signal.Signals(signum).name
-    assert f"not written: {b}\nnot written: {c}\nStopped by {name}: 1 file written, 2 not written" in result.stderr
+    assert f"not written: {b}\nnot written: {c}\nStopped by {name}: 1 file written, 2 not written (run fix again to finish)." in result.stderr
     assert "Traceback" not in result.stderr
 
 
