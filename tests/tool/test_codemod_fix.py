@@ -933,6 +933,26 @@ def test_only_decorator_lines_change_whatever_the_surroundings(case: tuple, newl
     assert fix_source(outcome.source, _plan(outcome.source, kernel, requests)).source == outcome.source
 
 
+_LATIN1_COMMENTS = st.text(st.characters(min_codepoint=0xA0, max_codepoint=0xFF) | st.sampled_from("abc #'\""),
+                           max_size=20)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    case=st.sampled_from(DECORATOR_FORMS),
+    newline=st.sampled_from(["\n", "\r\n", "\r"]),
+    prefix=st.lists(_LATIN1_COMMENTS.map(lambda c: "# " + c), max_size=3),
+)
+def test_latin_1_files_change_only_on_decorator_lines(case: tuple, newline: str, prefix: list[str]) -> None:
+    _, before, kernel, requests, after = case
+    head = "# -*- coding: latin-1 -*-\n" + "".join(line + "\n" for line in prefix)
+    source = (head + textwrap.dedent(before).lstrip("\n")).replace("\n", newline).encode("latin-1")
+    expected = (head + textwrap.dedent(after).lstrip("\n")).replace("\n", newline).encode("latin-1")
+    outcome = fix_source(source, _plan(source, kernel, requests))
+    assert outcome.source == expected
+    assert fix_source(outcome.source, _plan(outcome.source, kernel, requests)).source == outcome.source
+
+
 def test_quotes_in_comments_do_not_choose_the_quote_style() -> None:
     source = b"# it's a kernel, isn't it: 'x' 'y'\nimport triton\n\n\n@triton.jit\ndef k(x_ptr, n):\n    pass\n"
     outcome = fix_source(source, _plan(source, "k", [("n", "do_not_specialize")]))
