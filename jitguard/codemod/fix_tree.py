@@ -1,7 +1,8 @@
 """`jitguard fix` over a tree: find the requested kernels, plan each file's edits, apply them.
 
 Two passes: a parallel survey (which file defines which kernel; only files whose text defines a
-requested name are parsed), then the edits on the few files that need them.
+requested name are parsed), then the edits on the few files that need them, from the kernels the
+survey found (a file is parsed once; its hash proves it did not change in between).
 """
 
 from __future__ import annotations
