@@ -114,13 +114,18 @@ def fix_command(
     for result in run.results:
         if show_diff and result.changed:
             click.echo(unified_diff(result), nl=False)
-    for path, change in run.changes:
+    written: set[Path] | None = None  # files actually replaced (None: nothing is written in this mode)
+    report = None
+    if writing:
+        report = write_changes(run)
+        written = set(report.written)
+        run.errors += [f"{path}: {reason}" for path, reason in report.failed]
+    changes = [(path, change) for path, change in run.changes if written is None or path in written]
+    for path, change in changes:
         if not show_diff:
             verb = "" if writing else "would add "
             added = "; ".join(f"{option} += {', '.join(names)}" for option, names in change.added.items())
             click.echo(f"{path}:{change.line}: {change.qualname or change.kernel}: {verb}{added}")
-    if writing:
-        run.errors += write_changes(run)
     for line in run.warnings:
         _echo_err(f"warning: {line}")
     for line in _describe_notes(notes, skipped):
@@ -131,19 +136,24 @@ def fix_command(
                       f"do_not_specialize, annotate it `{demotion.param}: tl.int64` (fix edits decorators only)")
     for line in run.errors:
         _echo_err(f"error: {line}")
-    changed_files = sum(1 for result in run.results if result.changed)
-    kernels = len(run.changes)
-    parameters = sum(len(names) for _, change in run.changes for names in change.added.values())
+    changed_files = len(written) if written is not None else sum(1 for result in run.results if result.changed)
+    kernels = len(changes)
+    parameters = sum(len(names) for _, change in changes for names in change.added.values())
     elapsed = time.perf_counter() - started
     if kernels:
         verb = "Fixed" if writing else "Would fix"
         summary = (f"{verb} {_plural(kernels, 'kernel')} in {_plural(changed_files, 'file')} "
                    f"({_plural(parameters, 'parameter')})")
     else:
-        summary = "Nothing to fix"
+        summary = "Nothing to fix" if not (report and report.failed) else "Nothing written"
     summary += f"; {_plural(run.files_checked, 'file')} checked in {elapsed:.1f} s"
     if run.errors:
         summary += f"; {_plural(len(run.errors), 'error')}"
+    if report is not None and report.stopped_by is not None:
+        for line in report.stop_lines():
+            _echo_err(line)
+        _echo_err(f"{summary}.")
+        click.get_current_context().exit(128 + report.stopped_by)
     _echo_err(summary + ".")
     if run.errors:
         click.get_current_context().exit(2)

@@ -1,10 +1,9 @@
-"""Files for `fix` and `scan`: walk PATHs, read sources safely, write atomically, run in parallel."""
+"""Files for `fix` and `scan`: walk PATHs, read sources safely, run in parallel (writing: `file_writes`)."""
 
 from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -12,6 +11,8 @@ from pathlib import Path
 from typing import TypeVar
 
 import click
+
+from jitguard.codemod.source_text import UTF8_ENCODINGS, declared_encoding
 
 # Directories a walk never enters (an explicitly named path is always used).
 SKIPPED_DIRECTORIES = frozenset(
@@ -59,7 +60,10 @@ class SourceError(Exception):
 
 
 def read_source(path: Path) -> bytes:
-    """The bytes of `path`, checked to be UTF-8 text; raises SourceError with a short reason."""
+    """The bytes of `path`, checked to be text in the encoding Python would read it with (PEP 263).
+
+    Raises SourceError with a short reason.
+    """
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -67,34 +71,14 @@ def read_source(path: Path) -> bytes:
     if b"\x00" in data:
         raise SourceError("binary file (contains NUL bytes), not Python source")
     try:
-        data.decode("utf-8")
+        encoding = declared_encoding(data)
+        data.decode(encoding)
+    except SyntaxError as exc:  # an unknown codec in the cookie, or a BOM that contradicts it
+        raise SourceError(f"bad encoding declaration ({exc})") from None
     except UnicodeDecodeError as exc:
-        raise SourceError(f"not UTF-8 (byte {exc.start})") from None
+        name = "UTF-8" if encoding in UTF8_ENCODINGS else f"valid {encoding} (its coding cookie)"
+        raise SourceError(f"not {name} (byte {exc.start})") from None
     return data
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` via a temporary file and a rename in the same directory.
-
-    An interrupted run leaves either the old file or the new one, never a mix; the file's
-    permission bits are kept, and a symlink keeps pointing at the file it named.
-    """
-    path = path.resolve()
-    mode = path.stat().st_mode & 0o7777
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".jitguard-tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 @dataclass(frozen=True)

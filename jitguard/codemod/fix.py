@@ -15,6 +15,7 @@ itself is edited as a libcst tree, so its own comments and layout survive too.
 
 from __future__ import annotations
 
+import ast
 import io
 import tokenize
 
@@ -24,7 +25,8 @@ from typing import TypeVar
 
 import libcst as cst
 
-from jitguard.codemod.kernels import DEMOTION_OPTIONS, TritonKernel, find_kernels, parse_source
+from jitguard.codemod.kernels import DEMOTION_OPTIONS, TritonKernel, find_kernels
+from jitguard.codemod.source_text import UTF8_ENCODINGS, declared_encoding
 
 #: (kernel name, `def` line) -> [(parameter, option)], the plan for one file.
 FilePlan = Mapping[tuple[str, int], Sequence[tuple[str, str]]]
@@ -177,7 +179,15 @@ def _extend_sequence(value: cst.BaseExpression, names: list[str], quote: str) ->
     value = value.with_changes(rpar=[value.rpar[0].with_changes(whitespace_before=tail), *value.rpar[1:]])
     if len(elements) == 1:  # ("a",) is a tuple only with its comma
         elements[0] = elements[0].with_changes(comma=cst.Comma())
+    elif len(value.elements) == 1 and not _spans_lines(value):  # (4,) grows into (4, "n"), not (4, "n",)
+        elements[-1] = elements[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
     return value.with_changes(elements=elements)
+
+
+def _spans_lines(value: cst.Tuple) -> bool:
+    """True when the tuple's brackets hold a line break (its trailing comma is then layout, kept)."""
+    code = cst.Module([]).code_for_node(value)
+    return "\n" in code or "\r" in code
 
 
 def add_demotions(decorator: cst.BaseExpression, additions: Mapping[str, list[str]], quote: str = '"') -> cst.BaseExpression:
@@ -211,14 +221,19 @@ def add_demotions(decorator: cst.BaseExpression, additions: Mapping[str, list[st
     return decorator.with_changes(args=args)
 
 
-def _preferred_quote(decorator_text: str, source: bytes) -> str:
-    """The decorator's own quote style, else the file's majority among string literals (comments don't count)."""
-    for quote in ('"', "'"):
-        if quote in decorator_text:
-            return quote
+# The quote probe reads at most this many string literals and lines: a file's style shows early,
+# and an unbounded pass made `fix` cost a whole extra tokenize of every large file.
+QUOTE_SAMPLE_STRINGS = 200
+QUOTE_SAMPLE_LINES = 3000
+
+
+def _majority_quote(text: str) -> str:
+    """The majority quote among the file's first string literals (comments don't count)."""
     single = double = 0
     try:
-        for token in tokenize.tokenize(io.BytesIO(source).readline):
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.start[0] > QUOTE_SAMPLE_LINES or single + double >= QUOTE_SAMPLE_STRINGS:
+                break
             if token.type == tokenize.STRING:
                 body = token.string.lstrip("rRbBuUfF")
                 if body.startswith("'"):
@@ -228,6 +243,23 @@ def _preferred_quote(decorator_text: str, source: bytes) -> str:
     except (tokenize.TokenError, SyntaxError):
         pass
     return "'" if single > double else '"'
+
+
+class _FileQuote:
+    """The file's quote style, computed on first use and then reused (one pass per file, not per kernel)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._quote: str | None = None
+
+    def for_decorator(self, decorator_text: str) -> str:
+        """The decorator's own quote style, else the file's majority."""
+        for quote in ('"', "'"):
+            if quote in decorator_text:
+                return quote
+        if self._quote is None:
+            self._quote = _majority_quote(self._text)
+        return self._quote
 
 
 def _newline_of(line: bytes) -> str:
@@ -281,13 +313,36 @@ def plan_for_kernel(kernel: TritonKernel, requests: Sequence[tuple[str, str]]) -
     return change, errors
 
 
+def _decoded(source: bytes) -> tuple[str, str]:
+    """(encoding, text) of `source`; raises FixError when it cannot be edited byte for byte."""
+    try:
+        encoding = declared_encoding(source)
+        text = source.decode(encoding)
+    except SyntaxError as exc:  # an unknown codec or a BOM against the cookie
+        raise FixError(f"bad encoding declaration ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise FixError(f"not valid {exc.encoding} text (byte {exc.start})") from None
+    if encoding not in UTF8_ENCODINGS and text.encode(encoding) != source:
+        raise FixError(f"{encoding} text that does not re-encode byte for byte; edit it by hand")
+    return encoding, text
+
+
 def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None = None) -> FixOutcome:
     """Apply `plan` to the kernels of one file; other bytes are returned unchanged.
 
     A plan entry whose kernel is not found is reported in `errors`, as is every request that
-    cannot be applied (not a parameter, a constexpr, a non-literal list).
+    cannot be applied (not a parameter, a constexpr, a non-literal list). A file in another
+    encoding than UTF-8 (a PEP 263 cookie) is edited as text and written back in that encoding.
     """
-    if kernels is None:
+    try:
+        encoding, text = _decoded(source)
+    except FixError as exc:
+        return FixOutcome(source, [], [str(exc)])
+    # `ast` column offsets count UTF-8 bytes, so a file in another encoding is edited as UTF-8.
+    work = source if encoding in UTF8_ENCODINGS else text.encode("utf-8")
+    if work is not source:
+        kernels = find_kernels(work, ast.parse(text))
+    elif kernels is None:
         kernels = find_kernels(source)
     by_key = {(kernel.name, kernel.line): kernel for kernel in kernels}
     changes: list[KernelChange] = []
@@ -305,31 +360,62 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
             edits.append((kernel, change.added))
     if not edits:
         return FixOutcome(source, changes, errors)
-    offsets = _line_offsets(source)
+    # Per-file facts, computed once: line offsets here, the quote style on first need.
+    offsets = _line_offsets(work)
+    file_quote = _FileQuote(text)
     pieces: list[bytes] = []
     cursor = 0
     # Edit from the top; spans never overlap since each kernel has its own decorator.
     for kernel, added in sorted(edits, key=lambda item: item[0].decorator_span):
         line, col, end_line, end_col = kernel.decorator_span
         start, end = offsets[line - 1] + col, offsets[end_line - 1] + end_col
-        text = source[start:end].decode("utf-8")
-        newline = _newline_of(source[offsets[line - 1] : offsets[line]])
+        decorator = work[start:end].decode("utf-8")
+        newline = _newline_of(work[offsets[line - 1] : offsets[line]])
         try:
-            expression = cst.parse_expression(text, cst.PartialParserConfig(default_newline=newline))
+            expression = cst.parse_expression(decorator, cst.PartialParserConfig(default_newline=newline))
             new_text = cst.Module([], default_newline=newline).code_for_node(
-                add_demotions(expression, added, _preferred_quote(text, source))
+                add_demotions(expression, added, file_quote.for_decorator(decorator))
             )
+            _check_rewrite(kernel, new_text, added)
+            if work is not source:
+                new_text.encode(encoding)  # a name the file's encoding cannot spell is refused here
         except FixError as exc:
             errors.append(f"kernel `{kernel.name}` (line {kernel.line}): {exc}; edit it by hand")
             added.clear()
             continue
-        pieces += [source[cursor:start], new_text.encode("utf-8")]
+        except cst.ParserSyntaxError as exc:
+            errors.append(f"kernel `{kernel.name}` (line {kernel.line}): cannot read the decorator "
+                          f"({exc.message}); edit it by hand")
+            added.clear()
+            continue
+        except UnicodeEncodeError:
+            names = ", ".join(name for names in added.values() for name in names)
+            errors.append(f"kernel `{kernel.name}` (line {kernel.line}): `{names}` cannot be written in "
+                          f"the file's encoding ({encoding}); edit it by hand")
+            added.clear()
+            continue
+        pieces += [work[cursor:start], new_text.encode("utf-8")]
         cursor = end
-    pieces.append(source[cursor:])
-    new_source = b"".join(pieces)
-    try:
-        parse_source(new_source)
-    except (SyntaxError, ValueError) as exc:  # a bug here must never reach the user's file
-        raise RuntimeError(f"jitguard produced invalid Python ({exc}); nothing written") from exc
+    pieces.append(work[cursor:])
+    new_work = b"".join(pieces)
+    new_source = new_work if work is source else new_work.decode("utf-8").encode(encoding)
     return FixOutcome(new_source, changes, errors)
 
+
+def _check_rewrite(kernel: TritonKernel, new_text: str, added: Mapping[str, list[str]]) -> None:
+    """Raise RuntimeError unless `new_text` is an expression whose lists hold every added name.
+
+    Only decorator expressions are replaced, each by another expression, so checking them (not
+    re-parsing the whole file) proves the file still parses; a bug must never reach the user's file.
+    """
+    try:
+        expression = ast.parse(new_text, mode="eval").body
+    except (SyntaxError, ValueError) as exc:
+        raise RuntimeError(f"jitguard produced invalid Python for `{kernel.name}` ({exc}); nothing written") from exc
+    listed: dict[str, set[object]] = {}
+    for keyword in expression.keywords if isinstance(expression, ast.Call) else []:
+        if keyword.arg in DEMOTION_OPTIONS and isinstance(keyword.value, (ast.List, ast.Tuple)):
+            listed[keyword.arg] = {getattr(element, "value", None) for element in keyword.value.elts}
+    for option, names in added.items():
+        if not set(names) <= listed.get(option, set()):
+            raise RuntimeError(f"jitguard lost `{option}` entries of `{kernel.name}` ({new_text!r}); nothing written")

@@ -1,11 +1,13 @@
 """`jitguard fix` over a tree: find the requested kernels, plan each file's edits, apply them.
 
 Two passes: a parallel survey (which file defines which kernel; only files whose text defines a
-requested name are parsed), then the edits on the few files that need them.
+requested name are parsed), then the edits on the few files that need them, from the kernels the
+survey found (a file is parsed once; its hash proves it did not change in between).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import re
@@ -15,10 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jitguard.codemod.demotions import Demotion
-from jitguard.codemod.files import Progress, SourceError, map_files, read_source, write_atomically
+from jitguard.codemod.file_writes import WriteReport, write_files
+from jitguard.codemod.files import Progress, SourceError, map_files, read_source
 from jitguard.codemod.fix import FixOutcome, KernelChange, fix_source
-from jitguard.codemod.kernels import find_kernels, might_contain_kernels, parse_source
+from jitguard.codemod.kernels import TritonKernel, find_kernels, might_contain_kernels, parse_source
 from jitguard.codemod.scan import scan_kernel, source_lines
+from jitguard.codemod.source_text import declared_encoding
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,7 @@ class FileSurvey:
     path: Path
     digest: str = ""
     kernels: list[KernelSite] = field(default_factory=list)
+    found: list[TritonKernel] = field(default_factory=list)  # the same kernels, for pass two (no re-parse)
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
 
@@ -50,10 +55,22 @@ def _error_text(exc: BaseException) -> str:
     return str(exc)
 
 
+# TritonKernel fields holding `ast` nodes: costly to send back from a worker, and pass two needs
+# only spans, parameters and lists.
+_SYNTAX_TREE_FIELDS = ("node", "_nodes")
+
+
+def _without_syntax_trees(kernel: TritonKernel) -> TritonKernel:
+    names = {item.name for item in dataclasses.fields(kernel)}
+    return dataclasses.replace(kernel, **{name: None for name in _SYNTAX_TREE_FIELDS if name in names})
+
+
 def survey_file(task: tuple[Path, bytes | None]) -> FileSurvey:
     """Read and parse one file if its text may define a requested kernel (`task[1]` a regex)."""
     path, defines = task
     survey = FileSurvey(path)
+    if path.is_symlink() and not path.exists():
+        return survey  # a dangling link (an editor's `.#name.py` lock) is no source: skip it quietly
     try:
         source = read_source(path)
     except SourceError as exc:
@@ -67,14 +84,18 @@ def survey_file(task: tuple[Path, bytes | None]) -> FileSurvey:
     except (SyntaxError, ValueError, RecursionError) as exc:
         survey.error = _error_text(exc)
         return survey
-    lines = source_lines(source)
+    lines: list[str] | None = None
     for kernel in find_kernels(source, tree):
         survey.kernels.append(
             KernelSite(path, kernel.name, kernel.qualname, kernel.line, kernel.first_line, kernel.end_line)
         )
-        for finding in scan_kernel(kernel, str(path), lines):
-            if finding.rule in ("JG104", "JG105"):
-                survey.warnings.append(f"{path}:{finding.line}: {finding.message}")
+        survey.found.append(_without_syntax_trees(kernel))
+        # JG104/JG105 judge an existing list, so only listed kernels are scanned (the scan is the costly part).
+        if kernel.demotions and (defines is None or re.search(defines, f"def {kernel.name}".encode())):
+            lines = source_lines(source) if lines is None else lines
+            for finding in scan_kernel(kernel, str(path), lines):
+                if finding.rule in ("JG104", "JG105"):
+                    survey.warnings.append(f"{path}:{finding.line}: {finding.message}")
     return survey
 
 
@@ -159,7 +180,9 @@ def fix_paths(
     surveys = list(map_files(survey_file, [(path, pattern) for path in files], jobs, progress))
     sites: list[KernelSite] = []
     digests: dict[Path, str] = {}
+    found: dict[Path, list[TritonKernel]] = {}
     for survey in surveys:
+        found[survey.path] = survey.found
         if survey.error:
             run.errors.append(f"{survey.path}: {survey.error}")
         run.warnings.extend(survey.warnings)
@@ -198,28 +221,33 @@ def fix_paths(
             result.error = "changed while jitguard was running; run it again"
             run.errors.append(f"{path}: {result.error}")
             continue
-        result.outcome = fix_source(result.original, plans[path])
+        result.outcome = fix_source(result.original, plans[path], found.get(path))
         run.errors.extend(f"{path}: {message}" for message in result.outcome.errors)
     return run
 
 
-def write_changes(run: FixRun) -> list[str]:
-    """Write every changed file atomically; return error lines for files that could not be written."""
-    errors: list[str] = []
-    for result in run.results:
-        if result.changed and result.outcome is not None:
-            try:
-                write_atomically(result.path, result.outcome.source)
-            except OSError as exc:
-                errors.append(f"{result.path}: cannot write ({exc.strerror or exc})")
-    return errors
+def write_changes(run: FixRun) -> WriteReport:
+    """Write every changed file atomically, stopping between files on SIGINT/SIGTERM.
+
+    Each changed file ends up in exactly one of the report's lists: written, failed (read-only,
+    an owner that cannot be kept, an OS error) or not written (the run was stopped first).
+    """
+    return write_files(
+        [(result.path, result.outcome.source) for result in run.results if result.changed and result.outcome is not None]
+    )
+
+
+def _python_lines(text: str) -> list[str]:
+    """Lines ended as Python ends them (str.splitlines would also split at form feeds)."""
+    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
 
 
 def unified_diff(result: FileResult) -> str:
     """The change to one file as a unified diff (a/ and b/ prefixes, like git)."""
     if result.outcome is None:
         return ""
-    before = result.original.decode("utf-8").splitlines(keepends=True)
-    after = result.outcome.source.decode("utf-8").splitlines(keepends=True)
+    encoding = declared_encoding(result.original)
+    before = _python_lines(result.original.decode(encoding))
+    after = _python_lines(result.outcome.source.decode(encoding))
     name = result.path.as_posix().lstrip("/")
     return "".join(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}"))

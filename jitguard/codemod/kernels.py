@@ -26,9 +26,11 @@ DEMOTION_OPTIONS = ("do_not_specialize", "do_not_specialize_on_alignment")
 
 # A file with none of: a line like `@triton.jit` / `@tjit` / `@tr.jit(...)`, a `jit as` alias,
 # a `= triton.jit` alias or a `jit(` call holds no kernel, so it is never parsed: a scan of a
-# large tree reads few files.
+# large tree reads few files. A line starts after LF or a lone CR (old Mac files) and may open
+# with a form feed.
 JIT_DECORATOR_LINE = re.compile(
-    rb"^[ \t]*@[ \t]*(?:\w+[ \t]*\.[ \t]*)*\w*jit\b|\bjit[ \t]+as\b|=[ \t]*(?:\w+[ \t]*\.[ \t]*)*jit\b|\bjit[ \t]*\(",
+    rb"(?:^|\r)[ \t\f]*@[ \t]*(?:\w+[ \t]*\.[ \t]*)*\w*jit\b|\bjit[ \t]+as\b|=[ \t]*(?:\w+[ \t]*\.[ \t]*)*jit\b"
+    rb"|\bjit[ \t]*\(",
     re.MULTILINE,
 )
 # Call forms (`triton.jit(fn)`, `partial(triton.jit, ...)`) need a walk of expressions; only files

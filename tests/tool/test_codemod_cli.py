@@ -204,7 +204,7 @@ def test_interrupted_write_leaves_the_original_file(tree: Path, monkeypatch: pyt
     def crash(source: str, destination: str) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("jitguard.codemod.files.os.replace", crash)
+    monkeypatch.setattr("jitguard.codemod.file_writes.os.replace", crash)
     result = _run(fix_command, ["--param", "scale_rows:num_tokens", tree])
     assert result.exit_code != 0
     assert target.read_text() == KERNEL

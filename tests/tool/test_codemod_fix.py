@@ -231,7 +231,7 @@ DECORATOR_FORMS = [
         "add", [("n", DNS)],
         """
         import triton
-        @triton.jit(do_not_specialize=('m', 'n',))
+        @triton.jit(do_not_specialize=('m', 'n'))
         def add(x_ptr, n, m):
             pass
         """,
@@ -619,6 +619,159 @@ DECORATOR_FORMS = [
             pass
         """,
     ),
+    (
+        "index-one-element-tuple",
+        """
+        import triton
+        @triton.jit(do_not_specialize=(4,))
+        def k(a, b, c, d, e, b_seq_len):
+            pass
+        """,
+        "k", [("b_seq_len", DNS)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=(4, "b_seq_len"))
+        def k(a, b, c, d, e, b_seq_len):
+            pass
+        """,
+    ),
+    (
+        "index-list",
+        """
+        import triton
+        @triton.jit(do_not_specialize=[0, 3])
+        def k(a, b, c, d, n):
+            pass
+        """,
+        "k", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=[0, 3, "n"])
+        def k(a, b, c, d, n):
+            pass
+        """,
+    ),
+    (
+        "mixed-index-and-name-tuple",
+        """
+        import triton
+        @triton.jit(do_not_specialize=(0, 'b'))
+        def k(a, b, n):
+            pass
+        """,
+        "k", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=(0, 'b', 'n'))
+        def k(a, b, n):
+            pass
+        """,
+    ),
+    (
+        "one-name-tuple-spaced",
+        """
+        import triton
+        @triton.jit(do_not_specialize=( 'm' , ))
+        def k(x_ptr, n, m):
+            pass
+        """,
+        "k", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=( 'm' , 'n' ))
+        def k(x_ptr, n, m):
+            pass
+        """,
+    ),
+    (
+        "two-element-tuple-keeps-its-trailing-comma",
+        """
+        import triton
+        @triton.jit(do_not_specialize=(0, 1,))
+        def k(a, b, n):
+            pass
+        """,
+        "k", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=(0, 1, "n",))
+        def k(a, b, n):
+            pass
+        """,
+    ),
+    (
+        "empty-list",
+        """
+        import triton
+        @triton.jit(do_not_specialize=[])
+        def k(x_ptr, n):
+            pass
+        """,
+        "k", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=["n"])
+        def k(x_ptr, n):
+            pass
+        """,
+    ),
+    (
+        "empty-tuple",
+        """
+        import triton
+        @triton.jit(do_not_specialize=())
+        def k(x_ptr, n):
+            pass
+        """,
+        "k", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=("n",))
+        def k(x_ptr, n):
+            pass
+        """,
+    ),
+    (
+        "index-tuple-align",
+        """
+        import triton
+        @triton.jit(do_not_specialize=(1,), do_not_specialize_on_alignment=(0,))
+        def k(p, n, q):
+            pass
+        """,
+        "k", [("q", ALIGN)],
+        """
+        import triton
+        @triton.jit(do_not_specialize=(1,), do_not_specialize_on_alignment=(0, "q"))
+        def k(p, n, q):
+            pass
+        """,
+    ),
+    (
+        "multiline-one-element-tuple-keeps-its-comma",
+        """
+        import triton
+        @triton.jit(
+            do_not_specialize=(
+                4,
+            ),
+        )
+        def k(a, b, c, d, e, n):
+            pass
+        """,
+        "k", [("n", DNS)],
+        """
+        import triton
+        @triton.jit(
+            do_not_specialize=(
+                4,
+                "n",
+            ),
+        )
+        def k(a, b, c, d, e, n):
+            pass
+        """,
+    ),
 ]
 
 
@@ -767,7 +920,7 @@ def test_files_without_triton_kernels_come_out_byte_identical(case: tuple[bytes,
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     case=st.sampled_from(DECORATOR_FORMS),
-    newline=st.sampled_from(["\n", "\r\n"]),
+    newline=st.sampled_from(["\n", "\r\n", "\r"]),
     prefix=st.lists(_COMMENTS.map(lambda c: "# " + c.replace("\r", " ").replace("\n", " ")), max_size=3),
 )
 def test_only_decorator_lines_change_whatever_the_surroundings(case: tuple, newline: str, prefix: list[str]) -> None:
@@ -775,6 +928,26 @@ def test_only_decorator_lines_change_whatever_the_surroundings(case: tuple, newl
     head = "".join(line + "\n" for line in prefix)
     source = (head + textwrap.dedent(before).lstrip("\n")).replace("\n", newline).encode()
     expected = (head + textwrap.dedent(after).lstrip("\n")).replace("\n", newline).encode()
+    outcome = fix_source(source, _plan(source, kernel, requests))
+    assert outcome.source == expected
+    assert fix_source(outcome.source, _plan(outcome.source, kernel, requests)).source == outcome.source
+
+
+_LATIN1_COMMENTS = st.text(st.characters(min_codepoint=0xA0, max_codepoint=0xFF) | st.sampled_from("abc #'\""),
+                           max_size=20)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    case=st.sampled_from(DECORATOR_FORMS),
+    newline=st.sampled_from(["\n", "\r\n", "\r"]),
+    prefix=st.lists(_LATIN1_COMMENTS.map(lambda c: "# " + c), max_size=3),
+)
+def test_latin_1_files_change_only_on_decorator_lines(case: tuple, newline: str, prefix: list[str]) -> None:
+    _, before, kernel, requests, after = case
+    head = "# -*- coding: latin-1 -*-\n" + "".join(line + "\n" for line in prefix)
+    source = (head + textwrap.dedent(before).lstrip("\n")).replace("\n", newline).encode("latin-1")
+    expected = (head + textwrap.dedent(after).lstrip("\n")).replace("\n", newline).encode("latin-1")
     outcome = fix_source(source, _plan(source, kernel, requests))
     assert outcome.source == expected
     assert fix_source(outcome.source, _plan(outcome.source, kernel, requests)).source == outcome.source

@@ -1,0 +1,123 @@
+"""Writing rewritten sources back, the way ruff and black do: atomically, keeping ownership and
+mode, refusing read-only files, and stopping only between files when a run is interrupted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TEMPORARY_SUFFIX = ".jitguard-tmp"
+# Signals that stop a run between two files (the file being written is finished first).
+STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class WriteRefused(Exception):
+    """A file jitguard must not replace (read-only, or an owner it cannot keep); str() is the reason."""
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` via a temporary file and a rename in the same directory.
+
+    An interrupted run leaves either the old file or the new one, never a mix and never the
+    temporary file; owner, group and permission bits are kept, and a symlink keeps pointing at
+    the file it named. Raises WriteRefused for a read-only file (no write bit, or not writable
+    by this user) and for an owner or group this user cannot give the new file; OSError otherwise.
+    """
+    path = path.resolve()
+    before = path.stat()
+    mode = stat.S_IMODE(before.st_mode)
+    if not mode & 0o222 or not os.access(path, os.W_OK):
+        raise WriteRefused(f"read-only file (mode {mode:04o}); not written")
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX, dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        created = os.stat(temporary)
+        if hasattr(os, "chown") and (created.st_uid, created.st_gid) != (before.st_uid, before.st_gid):
+            try:
+                os.chown(temporary, before.st_uid, before.st_gid)
+            except PermissionError:
+                raise WriteRefused(
+                    f"owned by uid {before.st_uid} gid {before.st_gid}, which this user cannot keep on "
+                    "a rewritten file; not written"
+                ) from None
+        os.chmod(temporary, mode)  # after chown, which clears set-id bits
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+@dataclass
+class WriteReport:
+    """What a batch of writes did: each file is written, failed (with a reason), or not reached."""
+
+    written: list[Path] = field(default_factory=list)
+    failed: list[tuple[Path, str]] = field(default_factory=list)
+    not_written: list[Path] = field(default_factory=list)  # not reached: the run was stopped first
+    stopped_by: int | None = None  # the signal number that stopped the run
+
+    def stop_lines(self) -> list[str]:
+        """For a stopped run: `not written: FILE` for each file not reached, then the counts."""
+        if self.stopped_by is None:
+            return []
+        name = signal.Signals(self.stopped_by).name
+        lines = [f"not written: {path}" for path in self.not_written]
+        lines.append(f"Stopped by {name}: {len(self.written)} file{'' if len(self.written) == 1 else 's'} written, "
+                     f"{len(self.not_written)} not written (run fix again to finish).")
+        return lines
+
+
+@contextmanager
+def _signals_deferred(report: WriteReport) -> Iterator[None]:
+    """SIGINT/SIGTERM only set `report.stopped_by` (a second one stops at once, temp file removed)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers; the caller's own handling stands
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        if report.stopped_by is None:
+            report.stopped_by = signum
+            return
+        raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(128 + signum)
+
+    previous = {signum: signal.signal(signum, stop) for signum in STOPPING_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def write_files(files: Sequence[tuple[Path, bytes]]) -> WriteReport:
+    """Write each `(path, data)` atomically, in order; a SIGINT/SIGTERM stops the run between files.
+
+    The caller decides what a stop means (the `fix` command lists both sides and exits 128+signal).
+    """
+    report = WriteReport()
+    with _signals_deferred(report):
+        for index, (path, data) in enumerate(files):
+            if report.stopped_by is not None:
+                report.not_written = [pending for pending, _ in files[index:]]
+                break
+            try:
+                write_atomically(path, data)
+            except WriteRefused as exc:
+                report.failed.append((path, str(exc)))
+            except OSError as exc:
+                report.failed.append((path, f"cannot write ({exc.strerror or exc})"))
+            else:
+                report.written.append(path)
+    return report
