@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import importlib.util
-from typing import Sequence
+from collections.abc import Sequence
 
 # extra -> the top-level modules it brings that a feature imports
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {

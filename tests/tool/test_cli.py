@@ -36,8 +36,8 @@ def test_demo_shows_the_storm_and_the_fix(tmp_path):
     out = proc.stdout
     assert "[jitguard] recompile per_token_quant_kernel#2" in out
     assert '+@triton.jit(do_not_specialize=["num_tokens"]' in out
-    rows = {label: line.split()[-3:] for line in out.splitlines()
-            for label in ("kernel as written", "after jitguard fix", "fix + warm-up plan") if line.startswith("  " + label)}
+    labels = ("kernel as written", "after jitguard fix", "fix + warm-up plan")
+    rows = {label: line.split()[-3:] for line in out.splitlines() for label in labels if line.startswith("  " + label)}
     assert rows["kernel as written"][0] == "0" and int(rows["kernel as written"][1]) >= 3
     assert rows["after jitguard fix"][:2] == ["0", "1"]
     assert rows["fix + warm-up plan"][:2] == ["1", "0"]  # compiled at start-up, nothing on the request path
