@@ -67,7 +67,8 @@ def dist(tmp_path_factory) -> tuple[Path, str]:
     # a copy of the source tree, so the build's egg-info and build/ never land in the checkout
     source = out / "source"
     shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv*", ".ci", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis"))
+        ".git", ".venv*", ".ci", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis",
+        ".mypy_cache", ".ruff_cache", "jitguard-logs"))
     proc = sh([sys.executable, "-m", "build", "--outdir", out, source])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out, proc.stdout + proc.stderr
@@ -126,8 +127,12 @@ def test_the_wheel_declares_the_license_and_a_light_base_install(wheel):
 def test_the_wheel_and_the_sdist_carry_every_file_an_install_needs(dist, wheel):
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-    for needed in ("jitguard/kernels/__init__.py", "jitguard/bootstrap/sitecustomize.py", "jitguard/extras.py",
-                   "jitguard-0.1.0.dist-info/licenses/LICENSE", "jitguard-0.1.0.dist-info/entry_points.txt"):
+    # every module of the checkout, kernels/ as jitguard.kernels (a new subpackage must be listed in pyproject)
+    sources = {p.relative_to(REPO).as_posix() for p in (REPO / "jitguard").rglob("*.py")}
+    sources |= {f"jitguard/kernels/{p.name}" for p in (REPO / "kernels").glob("*.py")}
+    assert sorted(sources - names) == []
+    for needed in ("jitguard/py.typed", "jitguard-0.1.0.dist-info/licenses/LICENSE",
+                   "jitguard-0.1.0.dist-info/entry_points.txt"):
         assert needed in names, needed
     assert not [n for n in names if n.startswith("kernels/")]  # installed as jitguard.kernels only
     sdist = next(dist[0].glob("jitguard-*.tar.gz"))
