@@ -84,10 +84,10 @@ def _spelling(config: pytest.Config, name: str) -> str:
     return f"{name} = true in {config.inipath.name if config.inipath else 'the ini file'}"
 
 
-def _require_triton(what: str) -> str | None:
-    """The one line saying `what` needs jitguard[pytest]'s packages, or None when they are installed."""
-    from jitguard.extras import missing_extra_message
-    return missing_extra_message(what, "pytest")
+def _require_triton(what: str, torch_too: bool = False) -> str | None:
+    """The one line saying `what` needs Triton (and torch) from jitguard[pytest], or None when they are installed."""
+    from jitguard.extras import missing_extra_message, missing_modules
+    return missing_extra_message(what, "pytest", missing_modules("pytest" if torch_too else "monitor"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -116,7 +116,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture
 def jitguard_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     """The backend kernels run on in this test: the GPU when CUDA is available, else `jitguard.offline()`."""
-    missing = _require_triton("the jitguard_backend fixture (and @pytest.mark.no_recompiles)")
+    missing = _require_triton("the jitguard_backend fixture (and @pytest.mark.no_recompiles)", torch_too=True)
     if missing:
         pytest.fail(missing, pytrace=False)
     import torch

@@ -258,8 +258,8 @@ def test_the_pytest_plugin_stays_inert_without_triton(base_venv, tmp_path):
     strict = sh(["python", "-m", "pytest", "-p", "no:cacheprovider", "--jitguard-strict"], cwd=tmp_path,
                 venv=base_venv)
     assert strict.returncode == pytest.ExitCode.USAGE_ERROR
-    assert strict.stderr.strip() == ("ERROR: jitguard's pytest plugin (--jitguard-strict) needs Triton and torch, "
-                                     "which are not installed here: pip install 'jitguard[pytest]'"), strict.stderr
+    assert strict.stderr.strip() == ("ERROR: jitguard's pytest plugin (--jitguard-strict) needs Triton, "
+                                     "which is not installed here: pip install 'jitguard[pytest]'"), strict.stderr
 
 
 # --- pre-commit ----------------------------------------------------------------------------------
