@@ -210,7 +210,9 @@ class JitguardSession:
             with guard:
                 result = yield
         except RecompileError as exc:
-            item.stash[_FAILED_BY_GUARD] = str(exc) + "\n\n" + self._checked_by(item)
+            command = fix_command_line(exc.events)
+            item.stash[_FAILED_BY_GUARD] = (str(exc) + "\n\n" + self._checked_by(item)
+                                            + (f"\nfix with: {command}" if command else ""))
             raise
         return result
 
@@ -256,6 +258,34 @@ class JitguardSession:
         terminalreporter.write_sep("=", lines[0])
         for line in lines[1:]:
             terminalreporter.write_line(line)
+
+
+def fix_command_line(events: list[Any]) -> str | None:
+    """The `jitguard fix` command applying the demotions these compiles advise, or None when none does.
+
+        jitguard fix --param add_kernel:n:align kernels/ops.py
+    """
+    import os
+    import shlex
+
+    from jitguard.events import OPTION_FOR_ADVICE
+    from jitguard.explain import without_weaker_advice
+    by_kernel: dict[tuple[str, str], list[Any]] = {}
+    for event in events:
+        by_kernel.setdefault((event.kernel, event.file), []).extend(event.causes)
+    params: dict[str, None] = {}  # ordered sets
+    files: dict[str, None] = {}
+    for (kernel, file), causes in by_kernel.items():
+        for cause in without_weaker_advice(causes):
+            option = OPTION_FOR_ADVICE.get(cause.advice or "")
+            if option is None:
+                continue
+            params[f"{kernel}:{cause.param}" + (":align" if option == "do_not_specialize_on_alignment" else "")] = None
+            relative = os.path.relpath(file) if file else ""
+            files[relative if relative and not relative.startswith("..") else file] = None
+    if not params or not all(files):
+        return None
+    return " ".join(["jitguard fix", *(f"--param {shlex.quote(p)}" for p in params), *map(shlex.quote, files)])
 
 
 def _compiles_of(recorder: Any, guard: Any) -> list[dict]:

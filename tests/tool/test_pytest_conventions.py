@@ -1,7 +1,12 @@
-"""The pytest plugin's settings from the ini file (pytest.ini, [tool.pytest.ini_options]), run with `pytester`.
+"""The pytest plugin as pytest users expect it, run with `pytester`: settings from the ini file (pytest.ini,
+[tool.pytest.ini_options]) and a failure that ends with the command that fixes it.
 
 Each run is a subprocess: these suites import Triton afresh, which an in-process run could not undo.
 """
+
+import shlex
+import subprocess
+import sys
 
 import pytest
 
@@ -92,3 +97,17 @@ def test_a_bad_backend_in_the_ini_file_is_one_usage_error(suite):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: jitguard: jitguard_backend = gpu in pytest.ini; "
                                  "expected one of auto, cuda, offline, offline-keys"])
+
+
+def test_the_failure_ends_with_the_jitguard_fix_command_that_makes_it_pass(suite):
+    write_config(suite, "pytest.ini", {"jitguard_strict": "true", "jitguard_backend": "offline-keys"})
+    failed = run(suite)
+    failed.assert_outcomes(passed=1, failed=1)
+    lines = failed.stdout.lines
+    last = lines[next(i for i, line in enumerate(lines) if line.startswith("(checked by jitguard:")) + 1]
+    assert last == "fix with: jitguard fix --param add_kernel:n:align jg_ini_kernels.py"
+    command = shlex.split(last.removeprefix("fix with: "))
+    fixed = subprocess.run([sys.executable, "-m", *command], cwd=suite.path, capture_output=True, text=True)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert '@triton.jit(do_not_specialize_on_alignment=["n"])' in (suite.path / "jg_ini_kernels.py").read_text()
+    run(suite).assert_outcomes(passed=2)
