@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
+
+from jitguard.extras import extra_for_missing_module, missing_extra_message
 
 # name -> ("module:attribute" of a click.Command, one-line help shown by `jitguard --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -21,6 +23,22 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "scan": ("jitguard.codemod.commands:scan_command", "Find recompile risks in kernel sources, statically."),
     "warmup-plan": ("jitguard.warmup_plan_command:warmup_plan_command", "Turn a report into a warm-up plan (JSON)."),
 }
+
+# command -> the extra it needs beyond the base install (jitguard/extras.py); the others run on the base
+COMMAND_EXTRAS: dict[str, str] = {"run": "monitor", "demo": "kernels"}
+
+
+def _missing_extra_line(what: str, exc: ModuleNotFoundError) -> str | None:
+    """One line naming the extra that brings the module `exc` did not find, or None if no extra does."""
+    extra = extra_for_missing_module(exc.name)
+    if extra is None:
+        return None
+    return missing_extra_message(what, extra, [(exc.name or "").split(".")[0]])
+
+
+def _exit_missing_extra(ctx: click.Context, line: str) -> NoReturn:
+    click.echo(line, err=True)
+    ctx.exit(2)
 
 
 class LazyGroup(click.Group):
@@ -34,14 +52,31 @@ class LazyGroup(click.Group):
         if entry is None:
             return None
         target, _ = entry
+        extra = COMMAND_EXTRAS.get(name)
+        missing = missing_extra_message(f"jitguard {name}", extra) if extra else None
+        if missing:
+            _exit_missing_extra(ctx, missing)
         module_name, attribute = target.split(":")
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
+            line = _missing_extra_line(f"jitguard {name}", exc)  # the module imports torch or Triton at its top
+            if line:
+                _exit_missing_extra(ctx, line)
             if exc.name and module_name.startswith(exc.name):
                 raise click.UsageError(f"command {name!r} is not available in this build of jitguard") from exc
             raise
         return getattr(module, attribute)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        # A command that imports torch or Triton only when it runs still gets one line, not a traceback.
+        try:
+            return super().invoke(ctx)
+        except ModuleNotFoundError as exc:
+            line = _missing_extra_line(f"jitguard {ctx.invoked_subcommand or ''}".rstrip(), exc)
+            if line is None:
+                raise
+            _exit_missing_extra(ctx, line)
 
     def format_commands(self, ctx: click.Context, formatter: Any) -> None:
         rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]

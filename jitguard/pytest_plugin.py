@@ -33,6 +33,7 @@ import pytest
 MARKER = "no_recompiles"
 _MARKER_ARGS = ("warmup", "kernels")
 _PROPERTY = "jitguard"  # name of the user property that carries a test's compiles to the controller
+BACKENDS = ("auto", "cuda", "offline", "offline-keys")
 
 
 @dataclass(frozen=True)
@@ -54,12 +55,47 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--jitguard-strict", action="store_true", default=False,
                     help="fail any test whose kernels compile a new variant after their first call "
                          "(as if every test were marked no_recompiles)")
-    group.addoption("--jitguard-backend", choices=("auto", "cuda", "offline", "offline-keys"), default="auto",
+    group.addoption("--jitguard-backend", choices=BACKENDS, default=None,
                     help="backend of the jitguard_backend fixture: auto (GPU if CUDA is available, else offline), "
                          "cuda, offline (compile for sm_90 without a GPU), offline-keys (keys only, no compiler)")
+    # the same settings for pytest.ini / [tool.pytest.ini_options]; a command-line option wins
+    parser.addini("jitguard", type="bool", default=False, help="as --jitguard: print a summary of Triton compiles")
+    parser.addini("jitguard_strict", type="bool", default=False,
+                  help="as --jitguard-strict: every test runs as if marked no_recompiles")
+    parser.addini("jitguard_backend", default="auto", help=f"as --jitguard-backend: one of {', '.join(BACKENDS)}")
+
+
+def setting(config: pytest.Config, name: str) -> Any:
+    """The plugin setting `name`: its command-line option when given, else the ini option of the same name."""
+    value = config.getoption(name)
+    if value is None or value is False:
+        value = config.getini(name)
+    if name == "jitguard_backend" and value not in BACKENDS:
+        raise pytest.UsageError(f"jitguard: jitguard_backend = {value} in "
+                                f"{config.inipath.name if config.inipath else 'the ini file'}; "
+                                f"expected one of {', '.join(BACKENDS)}")
+    return value
+
+
+def _spelling(config: pytest.Config, name: str) -> str:
+    """How the user turned the setting `name` on: `--jitguard-strict` or `jitguard_strict = true` (ini)."""
+    if config.getoption(name):
+        return f"--{name.replace('_', '-')}"
+    return f"{name} = true in {config.inipath.name if config.inipath else 'the ini file'}"
+
+
+def _require_triton(what: str, torch_too: bool = False) -> str | None:
+    """The one line saying `what` needs Triton (and torch) from jitguard[pytest], or None when they are installed."""
+    from jitguard.extras import missing_extra_message, missing_modules
+    return missing_extra_message(what, "pytest", missing_modules("pytest" if torch_too else "monitor"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    setting(config, "jitguard_backend")  # a bad ini value is a usage error now, not a failure in each test
+    wanted = [_spelling(config, name) for name in ("jitguard", "jitguard_strict") if setting(config, name)]
+    missing = _require_triton(f"jitguard's pytest plugin ({', '.join(wanted)})") if wanted else None
+    if missing:
+        raise pytest.UsageError(missing)
     config.addinivalue_line(
         "markers",
         "no_recompiles(warmup=1, kernels=None): fail the test when a Triton kernel compiles a new variant "
@@ -80,8 +116,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture
 def jitguard_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     """The backend kernels run on in this test: the GPU when CUDA is available, else `jitguard.offline()`."""
+    missing = _require_triton("the jitguard_backend fixture (and @pytest.mark.no_recompiles)", torch_too=True)
+    if missing:
+        pytest.fail(missing, pytrace=False)
     import torch
-    choice = request.config.getoption("jitguard_backend")
+    choice = setting(request.config, "jitguard_backend")
     cuda = torch.cuda.is_available()
     if choice == "auto":
         choice = "cuda" if cuda else "offline"
@@ -99,6 +138,9 @@ def jitguard_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
 @pytest.fixture
 def jitguard() -> Iterator[Any]:
     """The `Recorder` of every Triton compile during this test (`.events`, `.variants(name)`, `.recompiles`)."""
+    missing = _require_triton("the jitguard fixture")
+    if missing:
+        pytest.fail(missing, pytrace=False)
     from jitguard.monitor import watch
     with watch() as recorder:
         yield recorder
@@ -136,8 +178,8 @@ class JitguardSession:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.summary = bool(config.getoption("jitguard"))
-        self.strict = bool(config.getoption("jitguard_strict"))
+        self.summary = bool(setting(config, "jitguard"))
+        self.strict = bool(setting(config, "jitguard_strict"))
         self.installed_monitor = False
         self.per_test: dict[str, list[dict]] = {}  # nodeid -> compiles, read back from the reports
 
@@ -168,14 +210,16 @@ class JitguardSession:
             with guard:
                 result = yield
         except RecompileError as exc:
-            item.stash[_FAILED_BY_GUARD] = str(exc) + "\n\n" + self._checked_by(item)
+            command = fix_command_line(exc.events)
+            item.stash[_FAILED_BY_GUARD] = (str(exc) + "\n\n" + self._checked_by(item)
+                                            + (f"\nfix with: {command}" if command else ""))
             raise
         return result
 
     def _checked_by(self, item: pytest.Item) -> str:
         marker = item.get_closest_marker(MARKER)
         if marker is None:
-            why = "--jitguard-strict (every test runs as if marked no_recompiles(warmup=1))"
+            why = f"{_spelling(self.config, 'jitguard_strict')} (every test runs as if marked no_recompiles(warmup=1))"
         else:
             shown = [repr(a) for a in marker.args] + [f"{k}={v!r}" for k, v in marker.kwargs.items()]
             why = f"@pytest.mark.no_recompiles({', '.join(shown)})"
@@ -215,6 +259,34 @@ class JitguardSession:
         terminalreporter.write_sep("=", lines[0])
         for line in lines[1:]:
             terminalreporter.write_line(line)
+
+
+def fix_command_line(events: list[Any]) -> str | None:
+    """The `jitguard fix` command applying the demotions these compiles advise, or None when none does.
+
+        jitguard fix --param add_kernel:n:align kernels/ops.py
+    """
+    import os
+    import shlex
+
+    from jitguard.events import OPTION_FOR_ADVICE
+    from jitguard.explain import without_weaker_advice
+    by_kernel: dict[tuple[str, str], list[Any]] = {}
+    for event in events:
+        by_kernel.setdefault((event.kernel, event.file), []).extend(event.causes)
+    params: dict[str, None] = {}  # ordered sets
+    files: dict[str, None] = {}
+    for (kernel, file), causes in by_kernel.items():
+        for cause in without_weaker_advice(causes):
+            option = OPTION_FOR_ADVICE.get(cause.advice or "")
+            if option is None:
+                continue
+            params[f"{kernel}:{cause.param}" + (":align" if option == "do_not_specialize_on_alignment" else "")] = None
+            relative = os.path.relpath(file) if file else ""
+            files[relative if relative and not relative.startswith("..") else file] = None
+    if not params or not all(files):
+        return None
+    return " ".join(["jitguard fix", *(f"--param {shlex.quote(p)}" for p in params), *map(shlex.quote, files)])
 
 
 def _compiles_of(recorder: Any, guard: Any) -> list[dict]:

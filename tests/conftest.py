@@ -7,7 +7,7 @@ import tempfile
 os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="jitguard-triton-cache-")
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # silences Triton 3.9's fp-fusion notice
 
-import pytest  # noqa: E402
+import pytest
 
 
 def _cuda_available() -> bool:

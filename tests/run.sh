@@ -1,19 +1,45 @@
 #!/usr/bin/env bash
-# The test command (README and .ci/run): a fresh virtual environment, the full suite on the newest
-# Triton on PyPI, then every tool test (tests/tool/) on Triton 3.6 (the GPU machine's) and 3.2 (before knobs).
+# The test command (README and .ci/run), in a fresh virtual environment:
+#   1. lint: ruff (the whole tree) and mypy (jitguard/), configured in pyproject.toml
+#   2. the full suite on the newest Triton on PyPI (the kernels' maths cases skip on a CPU: step 3 runs them)
+#   3. the kernels' maths under TRITON_INTERPRET=1 on the CPU, every case shown
+#   4. every tool test (tests/tool/) on Triton 3.6 (the GPU machine's) and 3.2 (before knobs)
+#   5. packaging, once: the wheel in a venv with neither torch nor Triton, the pre-commit hooks
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${JITGUARD_TEST_VENV:-.venv}
 PY="$VENV/bin/python"
+# 1 once ruff and mypy report nothing (the tree is being rewritten: findings are counted, not yet fatal)
+LINT_FATAL=0
+PYTEST=("$PY" -m pytest -q -p no:cacheprovider)
+
 if [ ! -x "$PY" ]; then
   python3 -m venv "$VENV"
 fi
 "$PY" -m pip install -q --disable-pip-version-check torch==2.13.0
-"$PY" -m pip install -q --disable-pip-version-check -e '.[test]'
+"$PY" -m pip install -q --disable-pip-version-check -e '.[test,lint]'
 "$PY" -c "import triton, torch; print(f'newest: triton {triton.__version__}, torch {torch.__version__}')"
 
+echo "== lint: ruff check . and mypy"
+ruff_rc=0; mypy_rc=0
+"$VENV/bin/ruff" check --statistics . || ruff_rc=$?
+"$VENV/bin/mypy" || mypy_rc=$?
+if [ "$ruff_rc" -ne 0 ] || [ "$mypy_rc" -ne 0 ]; then
+  echo "lint: ruff exit $ruff_rc, mypy exit $mypy_rc (LINT_FATAL=$LINT_FATAL in tests/run.sh)"
+  if [ "$LINT_FATAL" = 1 ]; then exit 1; fi
+fi
+
+# The maths cases run in step 3, each shown; their in-suite parents would run them all again, hidden.
+INTERPRETER_PARENTS=(--deselect tests/kernels/test_fused_moe_math.py::test_math_under_interpreter
+                     --deselect tests/kernels/test_moe_decode.py::test_math_under_interpreter)
+
 echo "== full suite, newest Triton"
-"$PY" -m pytest -q -n 2 -p no:cacheprovider tests
+"${PYTEST[@]}" -n 2 -m "not packaging" "${INTERPRETER_PARENTS[@]}" tests
+
+echo "== kernel maths under TRITON_INTERPRET=1 (CPU), newest Triton"
+TRITON_INTERPRET=1 JITGUARD_FUSED_MOE_MATH_CHILD=1 JITGUARD_MOE_DECODE_CHILD=1 \
+  "${PYTEST[@]}" -n 2 -k "(test_fused_moe_math or test_math_) and not test_math_under_interpreter" \
+  tests/kernels/test_fused_moe_math.py tests/kernels/test_moe_decode.py
 
 for version in 3.6.0 3.2.0; do
   target=".ci/triton-${version%.0}"
@@ -21,5 +47,8 @@ for version in 3.6.0 3.2.0; do
     "$PY" -m pip install -q --disable-pip-version-check --no-deps --target "$target" "triton==$version"
   fi
   echo "== tool tests, Triton $version"
-  PYTHONPATH="$PWD/$target" "$PY" -m pytest -q -n 2 -p no:cacheprovider tests/tool
+  PYTHONPATH="$PWD/$target" "${PYTEST[@]}" -n 2 -m "not packaging" tests/tool
 done
+
+echo "== packaging (once: it installs jitguard without Triton): wheel, base install, pre-commit hooks"
+"${PYTEST[@]}" -s -m packaging tests/tool/test_packaging.py
