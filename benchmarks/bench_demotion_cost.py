@@ -29,8 +29,9 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -235,7 +236,7 @@ def run(out: str) -> int:
         try:
             events = _recorded_signature(case)
             cost = checker.cost(f"{case.module}:{case.kernel}", case.param, "do_not_specialize", events)
-        except Exception as exc:  # noqa: BLE001 - one failing library must not stop the table
+        except Exception as exc:
             cost = None
             reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:160]
         verdict = cost.verdict if cost else "error"
@@ -245,7 +246,7 @@ def run(out: str) -> int:
             try:
                 spec_us, demoted_us = _time_case(case)
                 ratio = demoted_us / spec_us
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 detail += f"; timing failed: {type(exc).__name__}: {exc}"[:160]
         rows.append([case.library, case.kernel, case.param, case.shape, verdict, detail.replace("|", "/"),
                      f"{spec_us:.1f}" if spec_us else "-", f"{demoted_us:.1f}" if demoted_us else "-",

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import statistics
 import sys
 import time
@@ -37,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def import_kernels():
     """jitguard.kernels from an install, or straight from this checkout (the GPU host has no install)."""
     try:
-        import jitguard.kernels.moe_chain  # noqa: F401
+        import jitguard.kernels.moe_chain
     except ImportError:
         sys.path.insert(0, str(ROOT))
         import jitguard  # noqa: F401

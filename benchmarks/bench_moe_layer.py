@@ -48,8 +48,9 @@ import triton
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # Importing it also makes jitguard.kernels importable from a checkout (the GPU host has no install).
 import bench_fused_moe as bfm
-from jitguard.kernels import moe_chain as fm
+
 from jitguard.kernels import moe_align, moe_decode, moe_quant, moe_routing
+from jitguard.kernels import moe_chain as fm
 
 # (name, E, top_k, H, I, FP8 scheme or None): the fused-MoE issue's three shapes first.
 CASES = {name: bfm.CASES[name] for name in

@@ -21,12 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
+import torch
+import triton
+import triton.language as tl
 
-import jitguard  # noqa: E402
-from jitguard import monitor  # noqa: E402
+import jitguard
+from jitguard import monitor
 
 
 @triton.jit

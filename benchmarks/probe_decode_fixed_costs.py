@@ -27,8 +27,9 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_fused_moe as bfm  # noqa: E402  (also makes jitguard.kernels importable from a checkout)
-from jitguard.kernels import moe_decode, moe_routing  # noqa: E402
+import bench_fused_moe as bfm
+
+from jitguard.kernels import moe_decode, moe_routing
 
 STEPS_PER_GRAPH = 20
 

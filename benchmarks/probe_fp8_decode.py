@@ -20,10 +20,11 @@ import torch
 import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_fused_moe as bfm  # noqa: E402  (makes jitguard.kernels importable from a checkout)
-import bench_moe_layer as bml  # noqa: E402
-from jitguard.kernels import moe_chain as fm  # noqa: E402
-from jitguard.kernels import moe_align, moe_decode, moe_quant, moe_routing  # noqa: E402
+import bench_fused_moe as bfm
+import bench_moe_layer as bml
+
+from jitguard.kernels import moe_align, moe_decode, moe_quant, moe_routing
+from jitguard.kernels import moe_chain as fm
 
 REPLAYS = 100
 

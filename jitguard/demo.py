@@ -17,9 +17,10 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import click
 
@@ -109,7 +110,7 @@ class PassResult:
     compiles: int
     compile_seconds: float
     events: list
-    startup: "PassResult | None" = None
+    startup: PassResult | None = None
 
 
 def _serve(module_path: Path, trace: list[TraceStep], use_gpu: bool, module_name: str, echo: Any,

@@ -22,12 +22,13 @@ import glob
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
+from jitguard.events import Cause, CompileEvent, ParamSpec
 from jitguard.tuning_records import RECORD_TYPE as TUNING_RECORD_TYPE
 from jitguard.tuning_records import TuningRecord
-from jitguard.events import Cause, CompileEvent, ParamSpec
 
 
 class LogInputError(ValueError):

@@ -53,7 +53,7 @@ class ParamSpec:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ParamSpec":
+    def from_dict(cls, data: dict) -> ParamSpec:
         return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls)})
 
 
@@ -104,7 +104,7 @@ class CompileEvent:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> "CompileEvent":
+    def from_dict(cls, data: dict) -> CompileEvent:
         known = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in known}
         kwargs["params"] = {n: ParamSpec.from_dict(p) for n, p in (data.get("params") or {}).items()}

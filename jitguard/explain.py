@@ -16,11 +16,11 @@ and the fix it asks for.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from jitguard.events import OPTION_FOR_ADVICE, Cause, ParamSpec
-
 
 Variant = tuple[dict[str, ParamSpec], dict[str, Any]]  # (params, launch options)
 

@@ -14,7 +14,8 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import click
 

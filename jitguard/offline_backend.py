@@ -33,7 +33,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 # Triton (through triton_compat) is imported on first use, never at import: under `jitguard run`
 # the first `import triton` starts the monitor, which imports this module's `activate_from_env`.
@@ -98,7 +99,7 @@ class _OfflineState:
         self.keys_only_contexts = 0  # compile=False ones
         self.keys_only_session: _KeysOnlySession | None = None
         self.stubbed_kernels: list[Any] = []  # JITFunctions whose caches hold keys-only stubs
-        self.offline_tuned: "weakref.WeakSet[Any]" = weakref.WeakSet()  # autotuners holding offline choices
+        self.offline_tuned: weakref.WeakSet[Any] = weakref.WeakSet()  # autotuners holding offline choices
         self.saved_drivers: list[Any] = []  # the driver each open context replaced
         self.env_driver: Any = None  # JITGUARD_OFFLINE's driver, active for the whole process
         self.side_split: Any = None  # the ClassPatch of Triton's classes while the split is installed
@@ -287,7 +288,7 @@ def _drop_stub_entries() -> None:
 
 
 @contextlib.contextmanager
-def offline(arch: int = 90, compile: bool = True) -> Iterator[Any]:  # noqa: A002 - the public name
+def offline(arch: int = 90, compile: bool = True) -> Iterator[Any]:
     """Activate the compile-only backend for sm_`arch` (see module docstring); restores the previous driver.
 
     `compile=False` computes keys only: entries it puts in Triton's cache are dropped on exit, so a

@@ -45,7 +45,7 @@ class CodeFacts:
     local_bytes: int | None = None
     uses: dict[str, tuple[str, ...]] = field(default_factory=dict)  # argument -> "address", "bound", "loop"
 
-    def with_uses(self, uses: dict[str, tuple[str, ...]]) -> "CodeFacts":
+    def with_uses(self, uses: dict[str, tuple[str, ...]]) -> CodeFacts:
         return dataclasses.replace(self, uses=uses)
 
     def summary(self, counts: bool = True) -> str:

@@ -21,11 +21,11 @@ import os
 from typing import Any
 
 from jitguard.argv_redaction import redact_argv
-from jitguard.tuning_records import format_autotune_summary, remedy_lines, summarize_tunings
 from jitguard.event_logs import LogInputError, MergedLogs, ProcessLog, load_logs
 from jitguard.events import CompileEvent
 from jitguard.explain import fix_for_advice, strongest_advice
 from jitguard.render_text import cause_line, cost_lines, kernel_where, markdown_table, md_code, md_text, table
+from jitguard.tuning_records import format_autotune_summary, remedy_lines, summarize_tunings
 
 REPORT_FORMAT = 1
 

@@ -68,8 +68,9 @@ def price_demotions(report: dict, stream: object = None) -> None:
                if isinstance(info, dict)):
         return
     try:
-        from jitguard.demotion_cost import add_costs_to_report
         import triton  # noqa: F401 - the check compiles
+
+        from jitguard.demotion_cost import add_costs_to_report
     except ImportError as exc:
         say(f"[jitguard] demotions not priced: {exc.name or exc} is not installed (pip install 'jitguard[monitor]')")
         return

@@ -19,12 +19,13 @@ Like `no_recompiles`, the sweep is isolated: each kernel starts it with an empty
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
+from jitguard.call_capture import CallScope, KernelCall, KernelId, open_scopes
 from jitguard.events import Cause, CompileEvent
 from jitguard.explain import fix_hint, short_path, without_weaker_advice
-from jitguard.call_capture import CallScope, KernelCall, KernelId, open_scopes
 
 
 @dataclass

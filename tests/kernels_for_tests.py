@@ -80,6 +80,6 @@ def sum_rows_kernel(x_ptr, out_ptr, num_rows, BLOCK: tl.constexpr):
     """`num_rows` only bounds a loop: demoting it changes no generated code (a free demotion)."""
     cols = tl.arange(0, BLOCK)
     acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for row in range(0, num_rows):
+    for row in range(num_rows):
         acc += tl.load(x_ptr + row * BLOCK + cols)
     tl.store(out_ptr + cols, acc)

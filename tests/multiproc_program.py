@@ -43,7 +43,8 @@ def _kernels():  # type: ignore[no-untyped-def]
     if _KERNELS:
         return _KERNELS
     global triton, tl  # module globals: Triton 3.2 resolves a kernel's names there, not in a closure
-    import triton, triton.language as tl
+    import triton
+    import triton.language as tl
 
     @triton.jit
     def scale_tokens(x_ptr, num_tokens, BLOCK: tl.constexpr):

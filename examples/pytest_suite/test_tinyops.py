@@ -6,9 +6,9 @@ See jitguard's message for the stock kernel:  pytest examples/pytest_suite --run
 
 import pytest
 import torch
+from tinyops import fixed, stock
 
 from jitguard import RecompileError
-from tinyops import fixed, stock
 
 # Decode batch sizes a server sees one after another: 16 is divisible by 16, 17 is not, 1 is special.
 DECODE_BATCH_SIZES = (16, 17, 1, 32)

@@ -11,9 +11,20 @@ warm-up) and once with jitguard's kernels and a warm-up plan. See README.md.
     print(result.format_header()); print(result.format_table())
 """
 
+from .model import GPU_SHAPE, ModelShape
 from .simulation import DEFAULT_RUNS, RUNS, RunResult, SimConfig, SimResult, run_simulation
 from .trace import Request, TraceSpec, make_trace
-from .model import GPU_SHAPE, ModelShape
 
-__all__ = ["DEFAULT_RUNS", "GPU_SHAPE", "ModelShape", "RUNS", "Request", "RunResult", "SimConfig", "SimResult",
-           "TraceSpec", "make_trace", "run_simulation"]
+__all__ = [
+           "DEFAULT_RUNS",
+           "GPU_SHAPE",
+           "RUNS",
+           "ModelShape",
+           "Request",
+           "RunResult",
+           "SimConfig",
+           "SimResult",
+           "TraceSpec",
+           "make_trace",
+           "run_simulation",
+]

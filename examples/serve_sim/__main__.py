@@ -11,8 +11,8 @@ if __package__ in (None, ""):  # run as `python examples/serve_sim`: make the pa
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     __package__ = "serve_sim"
 
-from serve_sim.simulation import DEFAULT_RUNS, RUNS, SimConfig, run_simulation  # noqa: E402
-from serve_sim.trace import TraceSpec  # noqa: E402
+from serve_sim.simulation import DEFAULT_RUNS, RUNS, SimConfig, run_simulation
+from serve_sim.trace import TraceSpec
 
 
 def main(argv: list[str] | None = None) -> int:

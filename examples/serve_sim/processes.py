@@ -151,7 +151,7 @@ def engine_main(config: EngineConfig, inbox: Any, outbox: Any) -> None:
     # compiles is known to have waited on that compile.
     import threading
 
-    arrivals: "queue.Queue[Any]" = queue.Queue()
+    arrivals: queue.Queue[Any] = queue.Queue()
 
     def receive() -> None:
         while True:

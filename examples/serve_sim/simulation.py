@@ -50,19 +50,19 @@ class SimConfig:
     max_num_seqs: int = 32
 
     @classmethod
-    def cpu_small(cls) -> "SimConfig":
+    def cpu_small(cls) -> SimConfig:
         """Small enough for a CPU test (< 90 s on 2 cores): steps of at most 8 tokens (one MoE tile config)."""
         return cls(trace=TraceSpec(num_requests=10, rate=20.0, prompt_median=3, prompt_max=8,
                                    output_median=3, output_max=6, seed=0),
                    shape=ModelShape(layers=1, max_tokens=8), max_num_seqs=8)
 
     @classmethod
-    def cpu_default(cls) -> "SimConfig":
+    def cpu_default(cls) -> SimConfig:
         """The recorded CPU run: steps up to 256 tokens, 48 requests."""
         return cls()
 
     @classmethod
-    def gpu_default(cls) -> "SimConfig":
+    def gpu_default(cls) -> SimConfig:
         """The H200 run: Qwen3-30B-A3B-like MoE + DeepSeek-V4-like inverse RoPE, TP2 on one GPU."""
         return cls(trace=TraceSpec(num_requests=64, rate=8.0, prompt_median=256, prompt_sigma=1.0,
                                    prompt_max=1024, output_median=24, output_max=64, seed=0),

@@ -132,7 +132,7 @@ def check(report: dict, name: str) -> bool:
     roles = [(p["pid"], p["role"], p["rank"], " ".join(p["argv"])[:70]) for p in report["processes"]]
     print(f"--- {name}: {len(roles)} process(es) in the report")
     for pid, role, rank, argv in roles:
-        print(f"  pid {pid:>7}  {str(role):14} rank {rank!s:5} {argv}")
+        print(f"  pid {pid:>7}  {role!s:14} rank {rank!s:5} {argv}")
     missing = [r for r in EXPECTED_ROLES if not any((role or "").startswith(r) for _, role, _, _ in roles)]
     compiles = report["totals"]["compiles"]
     print(f"  Triton compiles: {compiles} (vLLM on a CPU runs no Triton kernel: this proves process coverage, "

@@ -50,10 +50,10 @@ def _run_user_sitecustomize() -> None:
 if os.environ.get("JITGUARD") == "1":
     try:
         _arm_triton_watcher()
-    except Exception as _exc:  # noqa: BLE001 - never stop the interpreter from starting
+    except Exception as _exc:
         sys.stderr.write(f"[jitguard] bootstrap failed, this process is not watched: {type(_exc).__name__}: {_exc}\n")
 
 try:
     _run_user_sitecustomize()
-except Exception as _exc:  # noqa: BLE001 - what site.py does with a failing sitecustomize
+except Exception as _exc:
     sys.stderr.write(f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\n{type(_exc).__name__}: {_exc}\n")

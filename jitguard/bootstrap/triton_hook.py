@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
+
 class _HookState:
     """What the bootstrap keeps in a process until (and after) the monitor starts: one instance."""
 
@@ -193,7 +194,7 @@ def _multiprocessing_name() -> str | None:
         return None
     try:
         name = mp.current_process().name
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
     return None if name == "MainProcess" else name
 
@@ -208,7 +209,7 @@ def name_multiprocessing_children(namer=None) -> None:  # type: ignore[no-untype
         _STATE.child_namer = namer
     from multiprocessing import process as mp_process
 
-    original = getattr(mp_process.BaseProcess, "_bootstrap")  # private: where every child starts
+    original = mp_process.BaseProcess._bootstrap  # private: where every child starts
     if getattr(original, "_jitguard_names_children", False):
         return
 
@@ -216,7 +217,7 @@ def name_multiprocessing_children(namer=None) -> None:  # type: ignore[no-untype
         if os.environ.get("JITGUARD") == "1":
             try:
                 _STATE.child_namer(self.name)
-            except Exception as exc:  # noqa: BLE001 - the child must start regardless
+            except Exception as exc:
                 sys.stderr.write(f"[jitguard] could not name process {os.getpid()}: {type(exc).__name__}: {exc}\n")
         return original(self, *args, **kwargs)
 
@@ -236,17 +237,17 @@ def activate_monitor() -> bool:
         _make_jitguard_importable()
         from jitguard import monitor
         from jitguard.offline_backend import activate_from_env
-    except Exception as exc:  # noqa: BLE001 - the host program must start whatever happens here
+    except Exception as exc:
         _report_once(f"could not start the monitor in pid {os.getpid()}: {type(exc).__name__}: {exc}")
         return False
     try:
         activate_from_env(os.environ.get("JITGUARD_OFFLINE"))
-    except Exception as exc:  # noqa: BLE001 - the monitor still starts: it watches whatever backend runs
+    except Exception as exc:
         _report_once(f"could not activate the offline backend (JITGUARD_OFFLINE={os.environ.get('JITGUARD_OFFLINE')}) "
                      f"in pid {os.getpid()}: {type(exc).__name__}: {exc}")
     try:
         installed = monitor.install()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         _report_once(f"could not start the monitor in pid {os.getpid()}: {type(exc).__name__}: {exc}")
         return False
     _STATE.activated_pid = os.getpid()
@@ -261,7 +262,7 @@ def activate_monitor() -> bool:
             _apply_phase(_STATE.pending_process_info["phase"])
         if installed.sink is not None:
             installed.sink.write_process_record()
-    except Exception as exc:  # noqa: BLE001 - the hooks are in: say what is missing, not that nothing runs
+    except Exception as exc:
         _report_once(f"the monitor runs in pid {os.getpid()}, but naming the process or its listeners failed: "
                      f"{type(exc).__name__}: {exc}")
     return True

@@ -23,7 +23,8 @@ import importlib
 import os
 import re
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _WORKER_MODULE_PREFIXES = ("vllm.v1.worker.", "vllm.worker.")
 _PATCHED_MARK = "_jitguard_marks_serving"
@@ -110,7 +111,7 @@ def _wrap_warm_up(method: Callable) -> Callable:
         result = method(*args, **kwargs)
         try:
             mark_serving_now()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             sys.stderr.write(f"[jitguard] could not mark the serving phase: {type(exc).__name__}: {exc}\n")
         return result
 
@@ -126,7 +127,7 @@ def patch_worker_module(module: Any) -> int:
             continue
         method = value.__dict__.get("compile_or_warm_up_model")
         if callable(method) and not getattr(method, _PATCHED_MARK, False):
-            setattr(value, "compile_or_warm_up_model", _wrap_warm_up(method))
+            value.compile_or_warm_up_model = _wrap_warm_up(method)
             patched += 1
     return patched
 
@@ -212,5 +213,5 @@ def register() -> None:
         _watch_worker_modules()
         # A forked worker never calls register(): name it when multiprocessing starts it.
         hook.name_multiprocessing_children(_name_this_process)
-    except Exception as exc:  # noqa: BLE001 - never stop vLLM from starting
+    except Exception as exc:
         sys.stderr.write(f"[jitguard] vLLM plugin failed in pid {os.getpid()}: {type(exc).__name__}: {exc}\n")

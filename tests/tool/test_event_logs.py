@@ -14,7 +14,6 @@ from jitguard.events import ProcessRecord, to_json_line
 from jitguard.report import build_report, format_markdown, format_text
 from jitguard.report_command import report_command
 from jitguard.report_html import render_html
-
 from tests.tool.test_report import compiles_for, write_log
 
 

@@ -12,8 +12,17 @@ from dataclasses import dataclass
 import pytest
 
 from jitguard.events import Cause, CompileEvent
-from jitguard.render_text import (cause_line, fix_block, format_new_variants, format_summary, kernel_where, plural,
-                                  table, tally, warmup_words)
+from jitguard.render_text import (
+    cause_line,
+    fix_block,
+    format_new_variants,
+    format_summary,
+    kernel_where,
+    plural,
+    table,
+    tally,
+    warmup_words,
+)
 
 HERE = os.getcwd()
 

@@ -16,7 +16,6 @@ from click.testing import CliRunner
 from jitguard.report import build_report, format_text
 from jitguard.report_command import report_command
 from jitguard.report_html import render_html
-
 from tests.tool.test_report import compiles_for, write_log
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -154,7 +153,7 @@ def test_where_column_is_relative_as_in_the_text_report(tmp_path: Path, monkeypa
     monkeypatch.chdir("/srv/model" if Path("/srv/model").is_dir() else tmp_path)
     report = build_report(logs)
     page = render_html(report)
-    assert f"<td>kernels/moe.py:12</td>" in page and "/srv/model/kernels/moe.py" not in page
+    assert "<td>kernels/moe.py:12</td>" in page and "/srv/model/kernels/moe.py" not in page
     assert "kernels/moe.py:12" in format_text(report)
 
 

@@ -9,7 +9,6 @@ import pytest
 
 from jitguard.render_text import md_code, md_text
 from jitguard.report import build_report, format_markdown
-
 from tests.tool.test_report import compiles_for, write_log
 
 HOSTILE = [

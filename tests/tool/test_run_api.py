@@ -9,7 +9,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-
 from jitguard.launcher import BOOTSTRAP_DIR, child_environment
 
 REPO = Path(__file__).resolve().parents[2]

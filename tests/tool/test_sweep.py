@@ -156,7 +156,7 @@ def test_to_dict_is_json():
 
 
 def test_sweep_is_callable_after_importing_the_submodule():
-    import jitguard.variant_sweep  # noqa: F401 - the implementing module may be imported first
+    import jitguard.variant_sweep
     assert jitguard.sweep(both, [16]).kernels() == {"stock_kernel": 1, "fixed_kernel": 1}
 
 
