@@ -164,4 +164,5 @@ def main(manifest_dir: str) -> int:
 
 
 if __name__ == "__main__":
+    os.makedirs(sys.argv[1], exist_ok=True)  # the README runs it with a fresh MANIFEST_DIR
     sys.exit(main(sys.argv[1]))
