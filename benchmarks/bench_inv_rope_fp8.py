@@ -12,8 +12,13 @@ One run does, in order:
    (16 heads of 512 = nope 448 + rope 64, GPT-J, 128-groups, UE8M0-valued fp32 scales, MN-major);
 5. a small sweep of our tile size, warps and grid cap at a few T.
 
+Step 4 also times our kernel under Triton's default specialization ("ours_specialized": what
+``do_not_specialize=["num_tokens"]`` costs) and, with ``--previous FILE``, an earlier version of
+``kernels/inv_rope.py`` ("ours_prev", whose outputs step 3 compares with ours bit for bit).
+
 Usage:
-    python benchmarks/bench_inv_rope_fp8.py --upstream PATH/TO/fused_inv_rope_fp8_quant.py --out DIR
+    python benchmarks/bench_inv_rope_fp8.py --upstream PATH/TO/fused_inv_rope_fp8_quant.py --out DIR \
+        [--previous PATH/TO/old/inv_rope.py]
 
 PATH is vLLM's ``vllm/models/deepseek_v4/common/ops/fused_inv_rope_fp8_quant.py`` extracted from a
 vllm wheel; it is loaded at run time with its vllm imports stubbed (never copied into this repo).
@@ -99,6 +104,24 @@ def load_upstream(path: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_previous(path: str) -> Any:
+    """An earlier kernels/inv_rope.py (self-contained: torch and Triton imports only), by path."""
+    spec = importlib.util.spec_from_file_location("inv_rope_previous", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def call_specialized(irf: Any, stock: Any, o: Any, positions: Any, cos_sin_cache: Any) -> tuple[Any, Any]:
+    """Our drop-in call with ``stock`` (the kernel under default specialization) launched."""
+    layout = irf.plan_inv_rope_fp8(o, positions, cos_sin_cache, rope_start=NOPE_DIM, scale_format="pow2",
+                                   scale_layout="mn_major", n_groups=N_GROUPS)
+    out, scales = irf.allocate_inv_rope_fp8_outputs(layout, o.shape[0], o.device)
+    irf.launch_inv_rope_fp8(layout, o, positions, cos_sin_cache, out, scales, kernel=stock)
+    return irf.output_views(layout, out, scales, o.shape[0])
 
 
 def upstream_kernel(module: Any) -> Any:
@@ -287,7 +310,7 @@ def graph_time_us(make_call: Callable[[int], Callable[[], Any]], sets: int, inne
     return statistics.median(start.elapsed_time(end) for start, end in events) * 1000 / inner
 
 
-def check_correctness(irf: Any, reference: Any, upstream: Any) -> list[dict]:
+def check_correctness(irf: Any, reference: Any, upstream: Any, previous: Any = None) -> list[dict]:
     import torch
 
     rows = []
@@ -309,11 +332,20 @@ def check_correctness(irf: Any, reference: Any, upstream: Any) -> list[dict]:
             up_out = up_out.reshape(tokens, HEADS, HEAD_DIM)
             row["vs_upstream_fp8_mismatch"] = int((up_out.view(torch.uint8) != got.view(torch.uint8)).sum())
             row["vs_upstream_scale_mismatch"] = int((up_scales.reshape(tokens, HEADS, -1) != got_scales).sum())
+        if previous is not None:
+            prev_out, prev_scales = previous.fused_inv_rope_fp8_quant(**inputs, n_groups=N_GROUPS,
+                                                                     heads_per_group=HEADS_PER_GROUP)
+            row["vs_previous_mismatch"] = int((prev_out.reshape(tokens, HEADS, HEAD_DIM).view(torch.uint8)
+                                               != got.view(torch.uint8)).sum()
+                                              + (prev_scales.reshape(got_scales.shape) != got_scales).sum())
         rows.append(row)
     return rows
 
 
-def time_implementations(irf: Any, reference: Any, upstream: Any, copy_gbs: float) -> list[dict]:
+def time_implementations(irf: Any, reference: Any, upstream: Any, copy_gbs: float, previous: Any = None) -> list[dict]:
+    import triton
+
+    stock = triton.jit(irf.inv_rope_fp8_kernel.fn)
     rows = []
     for tokens in TIME_TOKENS:
         nbytes = minimal_bytes(tokens)
@@ -323,21 +355,33 @@ def time_implementations(irf: Any, reference: Any, upstream: Any, copy_gbs: floa
         impls: dict[str, Callable[[dict], Callable[[], Any]]] = {
             "ours": lambda i: lambda: irf.fused_inv_rope_fp8_quant(**i, n_groups=N_GROUPS, heads_per_group=HEADS_PER_GROUP),
             "ours_row_fp32": lambda i: lambda: irf.inv_rope_fp8(**i, check_positions=False),
+            "ours_specialized": lambda i: lambda: call_specialized(irf, stock, **i),
         }
+        if previous is not None:
+            impls["ours_prev"] = lambda i: lambda: previous.fused_inv_rope_fp8_quant(
+                **i, n_groups=N_GROUPS, heads_per_group=HEADS_PER_GROUP)
         if upstream is not None:
             impls["vllm"] = lambda i: lambda: call_upstream(upstream, **i)
         if tokens <= 16384:
             impls["torch"] = lambda i: lambda: reference.inv_rope_fp8_reference(**i, scale_format="pow2")
         row: dict[str, Any] = dict(tokens=tokens, bytes=nbytes, l2_sets=sets)
-        for name, make in impls.items():
-            try:
-                us = graph_time_us(lambda k: make(input_sets[k]), sets, inner)
-            except Exception as exc:  # one failing baseline must not lose the others' numbers
-                row[f"{name}_error"] = repr(exc)[:300]
-                print(f"T={tokens} {name}: {exc!r}", file=sys.stderr)
-                continue
-            row[f"{name}_us"] = us
-            row[f"{name}_pct_copy"] = 100 * nbytes / (us * 1e-6) / 1e9 / copy_gbs
+        # Two alternating rounds (ours, vLLM, ..., ours, vLLM, ...): the mean is reported, and the
+        # two rounds' spread says what difference is noise.
+        for _ in range(2):
+            for name, make in impls.items():
+                if f"{name}_error" in row:
+                    continue
+                try:
+                    us = graph_time_us(lambda k: make(input_sets[k]), sets, inner)
+                except Exception as exc:  # one failing baseline must not lose the others' numbers
+                    row[f"{name}_error"] = repr(exc)[:300]
+                    print(f"T={tokens} {name}: {exc!r}", file=sys.stderr)
+                    continue
+                row.setdefault(f"{name}_rounds_us", []).append(us)
+        for name in impls:
+            if f"{name}_rounds_us" in row:
+                us = row[f"{name}_us"] = statistics.mean(row[f"{name}_rounds_us"])
+                row[f"{name}_pct_copy"] = 100 * nbytes / (us * 1e-6) / 1e9 / copy_gbs
         rows.append(row)
         del input_sets
     return rows
@@ -399,12 +443,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--upstream", help="path to vLLM's fused_inv_rope_fp8_quant.py (from a vllm wheel)")
     parser.add_argument("--out", default=".", help="directory for results.json")
+    parser.add_argument("--previous", help="an earlier kernels/inv_rope.py, timed and compared beside ours")
     parser.add_argument("--skip-sweep", action="store_true")
     parser.add_argument("--sweep-only", action="store_true", help="only the copy ceiling and the config sweep")
     parser.add_argument("--story-child", choices=STORY_MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.upstream and not os.path.isfile(args.upstream):
-        raise SystemExit(f"bench_inv_rope_fp8: --upstream: no such file: {args.upstream}")
+    for option, path in (("--upstream", args.upstream), ("--previous", args.previous)):
+        if path and not os.path.isfile(path):
+            raise SystemExit(f"bench_inv_rope_fp8: {option}: no such file: {path}")
     if args.story_child:
         print(json.dumps(story_child(args.story_child, args.upstream)))
         return
@@ -417,6 +463,7 @@ def main() -> None:
     from jitguard.kernels import inv_rope as reference
 
     upstream = upstream_kernel(load_upstream(args.upstream)) if args.upstream else None
+    previous = load_previous(args.previous) if args.previous else None
     env = dict(
         date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         gpu=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
@@ -431,9 +478,9 @@ def main() -> None:
     results["copy_gbs"] = copy_gbs = copy_bandwidth_gbs()
     save()
     if not args.sweep_only:
-        results["correctness"] = check_correctness(irf, reference, upstream)
+        results["correctness"] = check_correctness(irf, reference, upstream, previous)
         save()
-        results["timing"] = time_implementations(irf, reference, upstream, copy_gbs)
+        results["timing"] = time_implementations(irf, reference, upstream, copy_gbs, previous)
         save()
     if not args.skip_sweep:
         results["sweep"] = sweep_configs(irf, copy_gbs)
@@ -459,20 +506,27 @@ def print_tables(results: dict) -> None:
         print(f"| {row['mode']} | {row['compiles']} | {row['compile_s']:.2f} | {row['request_path_s']:.2f} | "
               f"{', '.join(row['causes']) or '-'} |")
     print("\ncorrectness (ours vs reference; vs vLLM):")
-    print("| T | ok | fp8 mismatches (ties) | scale max rel | fp8 != vLLM | scales != vLLM |")
-    print("|---|---|---|---|---|---|")
+    print("| T | ok | fp8 mismatches (ties) | scale max rel | fp8 != vLLM | scales != vLLM | != previous |")
+    print("|---|---|---|---|---|---|---|")
     for row in results["correctness"]:
         print(f"| {row['tokens']} | {row['ok']} | {row['fp8_mismatch']} ({row['fp8_mismatch_ties']}) | "
               f"{row['scale_max_rel']:.1e} | {row.get('vs_upstream_fp8_mismatch', '-')} | "
-              f"{row.get('vs_upstream_scale_mismatch', '-')} |")
+              f"{row.get('vs_upstream_scale_mismatch', '-')} | {row.get('vs_previous_mismatch', '-')} |")
     print("\ntime per call, us (and % of copy bandwidth), CUDA graph median of 100 replays:")
-    names = [n[:-3] for n in results["timing"][0] if n.endswith("_us")]
-    print("| T | MB | " + " | ".join(names) + " | ours / vLLM |")
-    print("|---|---|" + "---|" * len(names) + "---|")
+    names = [n[:-3] for n in results["timing"][0] if n.endswith("_us") and not n.endswith("_rounds_us")]
+    print("mean of two alternating rounds; ours's two rounds in brackets")
+    print("| T | MB | " + " | ".join(names) + " | ours rounds | vLLM / ours | prev / ours |")
+    print("|---|---|" + "---|" * len(names) + "---|---|---|")
+
+    def ratio(row: dict, name: str) -> str:
+        return f"{row[name + '_us'] / row['ours_us']:.3f}x" if name + "_us" in row and "ours_us" in row else "-"
+
     for row in results["timing"]:
-        cells = [f"{row[n + '_us']:.1f} ({row[n + '_pct_copy']:.0f}%)" if n + "_us" in row else "-" for n in names]
-        speedup = f"{row['vllm_us'] / row['ours_us']:.2f}x" if "vllm_us" in row else "-"
-        print(f"| {row['tokens']} | {row['bytes'] / 1e6:.2f} | " + " | ".join(cells) + f" | {speedup} |")
+        cells = [f"{row[n + '_us']:.{2 if row[n + '_us'] < 10 else 1}f} ({row[n + '_pct_copy']:.0f}%)"
+                 if n + "_us" in row else "-" for n in names]
+        rounds = "/".join(f"{us:.2f}" for us in row.get("ours_rounds_us", []))
+        print(f"| {row['tokens']} | {row['bytes'] / 1e6:.2f} | " + " | ".join(cells)
+              + f" | {rounds} | {ratio(row, 'vllm')} | {ratio(row, 'ours_prev')} |")
     print_sweep(results)
 
 

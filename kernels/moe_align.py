@@ -42,7 +42,10 @@ def _moe_count_kernel(
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     # Pre-fill with the sentinel; the scatter kernel (launched after) overwrites the real slots.
-    tl.store(sorted_ids_ptr + offs, num_pairs, mask=offs < padded_len)
+    # The bound is rounded up to 16 (the buffer has room): a mask the compiler knows to be
+    # constant over 16-element groups keeps the store vectorized although padded_len is demoted.
+    fill_len = (padded_len + 15) // 16 * 16
+    tl.store(sorted_ids_ptr + offs, num_pairs, mask=offs < fill_len)
     in_range = offs < num_pairs
     expert = tl.load(topk_ids_ptr + offs, mask=in_range, other=-1).to(tl.int32)
     valid = in_range & (expert >= 0) & (expert < num_experts)
@@ -155,7 +158,8 @@ def moe_align_block_size(
     counts = torch.zeros(num_experts, dtype=torch.int32, device=device)
     starts = torch.empty(num_experts, dtype=torch.int32, device=device)
     rank = torch.empty(max(num_pairs, 1), dtype=torch.int32, device=device)
-    sorted_ids = torch.empty(padded_len, dtype=torch.int32, device=device)
+    # Room for the count kernel's fill, which runs to padded_len rounded up to 16.
+    sorted_ids = torch.empty(triton.cdiv(padded_len, 16) * 16, dtype=torch.int32, device=device)[:padded_len]
     expert_ids = torch.empty(num_blocks, dtype=torch.int32, device=device)
     num_padded = torch.empty(1, dtype=torch.int32, device=device)
 

@@ -266,9 +266,13 @@ def moe_decode_route_kernel(
         experts = tl.arange(0, E_POW2)
         e_mask = experts < num_experts
         tl.store(counts_ptr + experts, tl.zeros((E_POW2,), dtype=tl.int32), mask=e_mask)
-        for f0 in range(0, padded_len, FILL_BLOCK):
+        # padded_len is a multiple of block_m >= 8 and the workspace a multiple of 64: filling to
+        # the next multiple of 16 stays inside it, and a bound the compiler knows to be a multiple
+        # of 16 keeps the stores vectorized although padded_len is demoted.
+        fill_len = (padded_len + 15) // 16 * 16
+        for f0 in range(0, fill_len, FILL_BLOCK):
             offs = f0 + tl.arange(0, FILL_BLOCK)
-            tl.store(sorted_ids_ptr + offs, tl.zeros((FILL_BLOCK,), dtype=tl.int32) + num_pairs, mask=offs < padded_len)
+            tl.store(sorted_ids_ptr + offs, tl.zeros((FILL_BLOCK,), dtype=tl.int32) + num_pairs, mask=offs < fill_len)
         for f0 in range(0, num_blocks, FILL_BLOCK):
             offs = f0 + tl.arange(0, FILL_BLOCK)
             tl.store(expert_ids_ptr + offs, tl.zeros((FILL_BLOCK,), dtype=tl.int32) - 1, mask=offs < num_blocks)

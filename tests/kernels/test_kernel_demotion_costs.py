@@ -22,20 +22,23 @@ from jitguard.kernels.moe_decode import fused_moe_decode
 M, E, K, H, I = 64, 8, 2, 256, 256  # 64 tokens x top-2: 128 pairs; every count % 16 == 0
 
 # (module, kernel, param, demotion, verdict): the recorded verdict of each demotion in kernels/.
-# Costly today (Triton 3.9, sm_90, M = 64), to be justified with an H200 timing by the kernels' owner:
-#   inv_rope_fp8_kernel.num_tokens: 2 of 3 128-bit stores become 32-bit (6 -> 12 stores);
-#   moe_align's count/scatter kernels and the route kernel: one 64-bit access becomes two 32-bit.
+# Costly (Triton 3.9, sm_90, M = 64), and kept, justified beside their decorators with an H200 timing
+# (benchmarks/results/kernel_demotions.md): the topk-id loads of moe_align's count and scatter kernels,
+# masked by num_pairs, go from one 64-bit access to two 32-bit ones per thread.
+# Made free by restructuring: inv_rope's MN-major scale padding (a runtime loop over the 0..3 padding
+# tokens instead of a mask over them) and the sorted_ids sentinel fills of moe_align and the route
+# kernel (bounded by padded_len rounded up to 16, inside the buffer).
 EXPECTED = [
-    (inv_rope, "inv_rope_fp8_kernel", "num_tokens", "do_not_specialize", "costly"),
+    (inv_rope, "inv_rope_fp8_kernel", "num_tokens", "do_not_specialize", "free"),
     (inv_rope, "inv_rope_fp8_kernel", "positions_ptr", "do_not_specialize_on_alignment", "free"),
     (moe_align, "_moe_count_kernel", "num_pairs", "do_not_specialize", "costly"),
-    (moe_align, "_moe_count_kernel", "padded_len", "do_not_specialize", "costly"),
+    (moe_align, "_moe_count_kernel", "padded_len", "do_not_specialize", "free"),
     (moe_align, "_moe_block_experts_kernel", "num_blocks", "do_not_specialize", "free"),
     (moe_align, "_moe_block_experts_kernel", "block_size", "do_not_specialize", "free"),
     (moe_align, "_moe_scatter_kernel", "num_pairs", "do_not_specialize", "costly"),
     (moe_decode, "moe_decode_route_kernel", "num_tokens", "do_not_specialize", "free"),
     (moe_decode, "moe_decode_route_kernel", "num_pairs", "do_not_specialize", "free"),
-    (moe_decode, "moe_decode_route_kernel", "padded_len", "do_not_specialize", "costly"),
+    (moe_decode, "moe_decode_route_kernel", "padded_len", "do_not_specialize", "free"),
     (moe_decode, "moe_decode_route_kernel", "num_blocks", "do_not_specialize", "free"),
     (moe_decode, "moe_decode_route_kernel", "block_m", "do_not_specialize", "free"),
     (moe_decode, "moe_decode_gemm_kernel", "num_pairs", "do_not_specialize", "free"),
