@@ -55,23 +55,18 @@ _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offlin
 @triton.jit
 def _load_tile(
     o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b, pair_ok,
-    NUM_HEADS: tl.constexpr, ROWS: tl.constexpr, LOAD_PAIRS: tl.constexpr,
+    NUM_HEADS: tl.constexpr, ROWS: tl.constexpr,
 ):
-    """Raw loads of one tile: the rows, their rope pairs (re-read, L1 hits; only where the pairs
-    are not adjacent) and positions."""
+    """Raw loads of one tile: the rows, their rope pairs (re-read, L1 hits) and positions."""
     rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
     row_ok = rows < n_rows
     token = rows // NUM_HEADS
     head = rows % NUM_HEADS
     row_ptr = o_ptr + (token * o_stride_token + head * o_stride_head)[:, None]
+    pair_mask = row_ok[:, None] & pair_ok[None, :]
     x = tl.load(row_ptr + cols[None, :], mask=row_ok[:, None] & col_ok[None, :], other=0.0)
-    if LOAD_PAIRS:
-        pair_mask = row_ok[:, None] & pair_ok[None, :]
-        a = tl.load(row_ptr + col_a[None, :], mask=pair_mask, other=0.0)
-        b = tl.load(row_ptr + col_b[None, :], mask=pair_mask, other=0.0)
-    else:
-        a = tl.zeros((ROWS, col_a.shape[0]), dtype=x.dtype)
-        b = a
+    a = tl.load(row_ptr + col_a[None, :], mask=pair_mask, other=0.0)
+    b = tl.load(row_ptr + col_b[None, :], mask=pair_mask, other=0.0)
     pos = tl.load(positions_ptr + token, mask=row_ok, other=0).to(tl.int64)
     return x, a, b, pos
 
@@ -112,9 +107,6 @@ def inv_rope_fp8_kernel(
     ROPE_END: tl.constexpr = ROPE_START + 2 * HALF_ROPE
     ROW_WIDTH: tl.constexpr = HEADS_PER_GROUP * HEAD_DIM
     SCALES_PER_ROW: tl.constexpr = CHUNKS // 4 if PACKED_SCALES else CHUNKS
-    # GPT-J pairs are adjacent columns: rotate them in registers (split the row into even and odd
-    # columns) and write the row with one contiguous store; NeoX pairs are loaded and stored apart.
-    ADJACENT_PAIRS: tl.constexpr = (not NEOX) and ROPE_START % 2 == 0
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
     n_tokens = tl.cast(num_tokens, tl.int64)  # a constexpr under default specialization
@@ -156,7 +148,7 @@ def inv_rope_fp8_kernel(
     if PREFETCH:
         x_next, a_next, b_next, pos_next = _load_tile(
             o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
-            pair_ok, NUM_HEADS, ROWS, not ADJACENT_PAIRS,
+            pair_ok, NUM_HEADS, ROWS,
         )
     for tile in range(pid, n_tiles, num_programs):
         rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
@@ -170,52 +162,35 @@ def inv_rope_fp8_kernel(
             x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
             x_next, a_next, b_next, pos_next = _load_tile(
                 o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, cols, col_ok,
-                col_a, col_b, pair_ok, NUM_HEADS, ROWS, not ADJACENT_PAIRS,
+                col_a, col_b, pair_ok, NUM_HEADS, ROWS,
             )
         else:
             x_raw, a_raw, b_raw, pos = _load_tile(
                 o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
-                pair_ok, NUM_HEADS, ROWS, not ADJACENT_PAIRS,
+                pair_ok, NUM_HEADS, ROWS,
             )
         x = x_raw.to(tl.float32)
+        a = a_raw.to(tl.float32)
+        b = b_raw.to(tl.float32)
+        pair_mask = row_ok[:, None] & pair_ok[None, :]
         cache_row = cos_sin_ptr + pos * cache_stride_pos
-        out_rows = out_ptr + out_base
-        if ADJACENT_PAIRS:
-            # Pair j of the row is columns (2j, 2j + 1); pairs ROPE_START / 2 + k, k < HALF_ROPE, rotate.
-            even, odd = tl.split(tl.reshape(x, (ROWS, D_TILE // 2, 2)))
-            k = tl.arange(0, D_TILE // 2) - ROPE_START // 2
-            in_rope = (k >= 0) & (k < HALF_ROPE)
-            rope_mask = row_ok[:, None] & in_rope[None, :]
-            cos = tl.load(cache_row[:, None] + k[None, :], mask=rope_mask, other=1.0).to(tl.float32)
-            sin = tl.load(cache_row[:, None] + HALF_ROPE + k[None, :], mask=rope_mask, other=0.0).to(tl.float32)
-            # Inverse rotation (by -theta); other columns pass through unchanged (signed zeros too).
-            new_even = tl.where(in_rope[None, :], even * cos + odd * sin, even)
-            new_odd = tl.where(in_rope[None, :], odd * cos - even * sin, odd)
-            values = tl.reshape(tl.join(new_even, new_odd), (ROWS, D_TILE))
-            row_mask = row_ok[:, None] & col_ok[None, :]
-        else:
-            a = a_raw.to(tl.float32)
-            b = b_raw.to(tl.float32)
-            pair_mask = row_ok[:, None] & pair_ok[None, :]
-            cos = tl.load(cache_row[:, None] + pair[None, :], mask=pair_mask, other=1.0).to(tl.float32)
-            sin = tl.load(cache_row[:, None] + HALF_ROPE + pair[None, :], mask=pair_mask, other=0.0).to(tl.float32)
-            # Inverse rotation (by -theta).
-            new_a = a * cos + b * sin
-            new_b = b * cos - a * sin
-            keep_mask = row_ok[:, None] & keep_cols[None, :]
+        cos = tl.load(cache_row[:, None] + pair[None, :], mask=pair_mask, other=1.0).to(tl.float32)
+        sin = tl.load(cache_row[:, None] + HALF_ROPE + pair[None, :], mask=pair_mask, other=0.0).to(tl.float32)
+        # Inverse rotation (by -theta).
+        new_a = a * cos + b * sin
+        new_b = b * cos - a * sin
 
+        keep_mask = row_ok[:, None] & keep_cols[None, :]
+        out_rows = out_ptr + out_base
         if QUANTIZE:
-            if ADJACENT_PAIRS:
-                amax = tl.max(tl.reshape(tl.abs(values), (ROWS, CHUNKS_P2, GROUP)), axis=2)
-            else:
-                kept_abs = tl.where(keep_cols[None, :], tl.abs(x), 0.0)
-                amax = tl.max(tl.reshape(kept_abs, (ROWS, CHUNKS_P2, GROUP)), axis=2)
-                for c in tl.static_range(ROPE_START // GROUP, (ROPE_END - 1) // GROUP + 1):
-                    rope_amax = tl.maximum(
-                        tl.max(tl.where((chunk_a == c)[None, :], tl.abs(new_a), 0.0), axis=1),
-                        tl.max(tl.where((chunk_b == c)[None, :], tl.abs(new_b), 0.0), axis=1),
-                    )
-                    amax = tl.where((chunk_ids == c)[None, :], tl.maximum(amax, rope_amax[:, None]), amax)
+            kept_abs = tl.where(keep_cols[None, :], tl.abs(x), 0.0)
+            amax = tl.max(tl.reshape(kept_abs, (ROWS, CHUNKS_P2, GROUP)), axis=2)
+            for c in tl.static_range(ROPE_START // GROUP, (ROPE_END - 1) // GROUP + 1):
+                rope_amax = tl.maximum(
+                    tl.max(tl.where((chunk_a == c)[None, :], tl.abs(new_a), 0.0), axis=1),
+                    tl.max(tl.where((chunk_b == c)[None, :], tl.abs(new_b), 0.0), axis=1),
+                )
+                amax = tl.where((chunk_ids == c)[None, :], tl.maximum(amax, rope_amax[:, None]), amax)
             scale = tl.maximum(amax, EPS) * (1.0 / FP8_MAX_VALUE)
             if POW2_SCALES:
                 # Exact round-up to a power of two (log2/exp2 are approximate on the GPU).
@@ -227,22 +202,19 @@ def inv_rope_fp8_kernel(
             inverse_cols = tl.reshape(
                 tl.broadcast_to(inverse[:, :, None], (ROWS, CHUNKS_P2, GROUP)), (ROWS, D_TILE)
             )
-            if ADJACENT_PAIRS:
-                q = tl.clamp(values * inverse_cols, -FP8_MAX_VALUE, FP8_MAX_VALUE)
-                tl.store(out_rows[:, None] + cols[None, :], q.to(out_ptr.dtype.element_ty), mask=row_mask)
-            else:
-                q = tl.clamp(x * inverse_cols, -FP8_MAX_VALUE, FP8_MAX_VALUE)
-                tl.store(out_rows[:, None] + cols[None, :], q.to(out_ptr.dtype.element_ty), mask=keep_mask)
-                inverse_a = tl.zeros((ROWS, HALF_ROPE_P2), dtype=tl.float32)
-                inverse_b = tl.zeros((ROWS, HALF_ROPE_P2), dtype=tl.float32)
-                for c in tl.static_range(ROPE_START // GROUP, (ROPE_END - 1) // GROUP + 1):
-                    inverse_c = tl.sum(tl.where((chunk_ids == c)[None, :], inverse, 0.0), axis=1)
-                    inverse_a = tl.where((chunk_a == c)[None, :], inverse_c[:, None], inverse_a)
-                    inverse_b = tl.where((chunk_b == c)[None, :], inverse_c[:, None], inverse_b)
-                q_a = tl.clamp(new_a * inverse_a, -FP8_MAX_VALUE, FP8_MAX_VALUE)
-                q_b = tl.clamp(new_b * inverse_b, -FP8_MAX_VALUE, FP8_MAX_VALUE)
-                tl.store(out_rows[:, None] + col_a[None, :], q_a.to(out_ptr.dtype.element_ty), mask=pair_mask)
-                tl.store(out_rows[:, None] + col_b[None, :], q_b.to(out_ptr.dtype.element_ty), mask=pair_mask)
+            q = tl.clamp(x * inverse_cols, -FP8_MAX_VALUE, FP8_MAX_VALUE)
+            tl.store(out_rows[:, None] + cols[None, :], q.to(out_ptr.dtype.element_ty), mask=keep_mask)
+
+            inverse_a = tl.zeros((ROWS, HALF_ROPE_P2), dtype=tl.float32)
+            inverse_b = tl.zeros((ROWS, HALF_ROPE_P2), dtype=tl.float32)
+            for c in tl.static_range(ROPE_START // GROUP, (ROPE_END - 1) // GROUP + 1):
+                inverse_c = tl.sum(tl.where((chunk_ids == c)[None, :], inverse, 0.0), axis=1)
+                inverse_a = tl.where((chunk_a == c)[None, :], inverse_c[:, None], inverse_a)
+                inverse_b = tl.where((chunk_b == c)[None, :], inverse_c[:, None], inverse_b)
+            q_a = tl.clamp(new_a * inverse_a, -FP8_MAX_VALUE, FP8_MAX_VALUE)
+            q_b = tl.clamp(new_b * inverse_b, -FP8_MAX_VALUE, FP8_MAX_VALUE)
+            tl.store(out_rows[:, None] + col_a[None, :], q_a.to(out_ptr.dtype.element_ty), mask=pair_mask)
+            tl.store(out_rows[:, None] + col_b[None, :], q_b.to(out_ptr.dtype.element_ty), mask=pair_mask)
 
             # Scale column of (head, chunk) is head * SCALES_PER_ROW + chunk for every grouping.
             if PACKED_SCALES:
@@ -262,8 +234,6 @@ def inv_rope_fp8_kernel(
             else:
                 scale_addr = token[:, None] * (NUM_HEADS * SCALES_PER_ROW) + scale_col
             tl.store(scale_ptr + scale_addr, scale_values, mask=scale_mask)
-        elif ADJACENT_PAIRS:
-            tl.store(out_rows[:, None] + cols[None, :], values.to(out_ptr.dtype.element_ty), mask=row_mask)
         else:
             tl.store(out_rows[:, None] + cols[None, :], x.to(out_ptr.dtype.element_ty), mask=keep_mask)
             tl.store(out_rows[:, None] + col_a[None, :], new_a.to(out_ptr.dtype.element_ty), mask=pair_mask)
@@ -486,7 +456,10 @@ def launch_inv_rope_fp8(
     rows = rows_per_tile or max(1, _ELEMENTS_PER_TILE // tile_width)
     num_warps = num_warps or min(4, max(1, rows * tile_width // 1024))
     n_tiles = triton.cdiv(num_tokens * layout.num_heads, rows)
-    grid = (min(n_tiles, _sm_count(o.device) * programs_per_sm),)
+    sms = _sm_count(o.device)
+    # Past half the resident-program cap, programs take two tiles each (the second prefetched):
+    # half as many one-warp programs to schedule, and the prefetch then has work to overlap.
+    grid = (min(n_tiles, sms * programs_per_sm, max(sms * programs_per_sm // 2, triton.cdiv(n_tiles, 2))),)
     # With one token the token stride is never used; normalise it so a view's odd stride
     # cannot become a new specialization.
     token_stride = o.stride(0) if num_tokens > 1 else layout.num_heads * o.stride(1)

@@ -14,6 +14,7 @@ import torch
 
 import jitguard
 from jitguard import triton_compat
+from jitguard.call_capture import CallScope
 from jitguard.demotion_cost import DemotionCostChecker
 from jitguard.kernels import inv_rope, moe_align, moe_decode, moe_gemm, moe_routing
 from jitguard.kernels.moe_chain import fused_moe
@@ -57,7 +58,8 @@ def recorded():
     w13 = torch.zeros(E, 2 * I, H, dtype=torch.bfloat16)
     w2 = torch.zeros(E, H, I, dtype=torch.bfloat16)
     heads, dim = 16, 512
-    with jitguard.offline(compile=False), jitguard.watch() as rec:
+    # CallScope: a fresh in-memory cache, so kernels another test compiled in this process compile again.
+    with jitguard.offline(compile=False), CallScope(), jitguard.watch() as rec:
         weights, ids = moe_routing.softmax_topk(logits, K, renormalize=True)
         fused_moe(x, w13, w2, weights, ids)
         fused_moe_decode(x, logits, w13, w2, K, renormalize=True)
