@@ -23,6 +23,7 @@ from jitguard.codemod.demotions import (
     DemotionInputError,
     load_report,
     parse_param_option,
+    report_kernel_entries,
 )
 from jitguard.codemod.files import PathInputError, default_jobs, map_files, progress_for, python_files
 from jitguard.codemod.file_selection import is_excluded, select_python_files
@@ -79,13 +80,18 @@ def _describe_notes(notes: list[AdviceNote], skipped_findings: int) -> list[str]
               help="Demote PARAM of KERNEL (do_not_specialize; with :align, do_not_specialize_on_alignment).")
 @click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff and write nothing.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if a file would change.")
+@click.option("--accept-cost", is_flag=True,
+              help="Also apply demotions the report prices as costly (slower code, fewer variants).")
 @click.option("-j", "--jobs", type=int, default=None, help="Worker processes (default: one per CPU).")
 def fix_command(
-    paths: tuple[str, ...], report: str | None, params: tuple[str, ...], show_diff: bool, check: bool, jobs: int | None
+    paths: tuple[str, ...], report: str | None, params: tuple[str, ...], show_diff: bool, check: bool,
+    accept_cost: bool, jobs: int | None,
 ) -> None:
     """Add parameters to do_not_specialize / do_not_specialize_on_alignment of Triton kernels.
 
-    Edits in place by default, changing only the decorators that need it.
+    Edits in place by default, changing only the decorators that need it. A demotion the report
+    prices as costly (`jitguard report --json`) is skipped with its price and the alternative
+    unless --accept-cost; free and unknown ones are applied. --param is always applied, its price said.
 
     \b
       jitguard fix --from report.json kernels/
@@ -94,22 +100,27 @@ def fix_command(
     # libcst loads here, not at import: `jitguard scan` (a pre-commit hook) starts faster without it.
     from jitguard.codemod.fix_tree import fix_paths, unified_diff, write_changes
 
+    from jitguard.codemod.demotion_prices import price_requests
+
     started = time.perf_counter()
     demotions: list[Demotion] = []
     notes: list[AdviceNote] = []
+    entries: dict = {}
     skipped = 0
     try:
         demotions += [parse_param_option(text) for text in params]
         if report is not None:
             from_report, notes = load_report(report)
             demotions += from_report
+            entries = report_kernel_entries(report)
             skipped = _count_adviceless_findings(report)
     except DemotionInputError as exc:
         raise click.UsageError(str(exc)) from None
     if report is None and not params:
         raise click.UsageError("nothing to do: give --from REPORT or --param KERNEL:PARAM")
     files = _collect_files(paths)
-    run = fix_paths(files, demotions, _jobs(jobs), progress_for("Fixing", len(files)))
+    priced = price_requests(demotions, entries, accept_cost)
+    run = fix_paths(files, priced.apply, _jobs(jobs), progress_for("Fixing", len(files)))
     writing = not (show_diff or check)
     for result in run.results:
         if show_diff and result.changed:
@@ -128,6 +139,8 @@ def fix_command(
             click.echo(f"{path}:{change.line}: {change.qualname or change.kernel}: {verb}{added}")
     for line in run.warnings:
         _echo_err(f"warning: {line}")
+    for line in priced.lines:
+        _echo_err(line)
     for line in _describe_notes(notes, skipped):
         _echo_err(line)
     for demotion in demotions:
@@ -147,6 +160,8 @@ def fix_command(
     else:
         summary = "Nothing to fix" if not (report and report.failed) else "Nothing written"
     summary += f"; {_plural(run.files_checked, 'file')} checked in {elapsed:.1f} s"
+    if priced.skipped:
+        summary += f"; {_plural(priced.skipped, 'costly demotion')} skipped"
     if run.errors:
         summary += f"; {_plural(len(run.errors), 'error')}"
     if report is not None and report.stopped_by is not None:
