@@ -25,7 +25,7 @@ from jitguard.codemod.demotions import (
     parse_param_option,
     report_kernel_entries,
 )
-from jitguard.codemod.files import PathInputError, default_jobs, map_files, progress_for, python_files
+from jitguard.codemod.files import default_jobs, map_files, progress_for
 from jitguard.codemod.file_selection import is_excluded, select_python_files
 from jitguard.codemod.file_selection import PathInputError as SelectionPathError
 from jitguard.codemod.scan import RULES, FileScan, scan_source, scan_task
@@ -50,9 +50,15 @@ def _echo_err(message: str) -> None:
 
 
 def _collect_files(paths: tuple[str, ...]) -> list[Path]:
+    """The files `fix` works on: scan's selection (excludes, .gitignore, `[tool.jitguard]`)."""
     try:
-        files = python_files(paths)
-    except PathInputError as exc:
+        settings = _scan_settings(None, (), (), (), (), None, False)
+    except ConfigError as exc:
+        _echo_err(f"error: {exc}")
+        click.get_current_context().exit(2)
+    try:
+        files = select_python_files(paths, settings.selection)
+    except SelectionPathError as exc:
         raise click.UsageError(str(exc)) from None
     if not files:
         _echo_err(f"warning: no Python files found under {', '.join(paths)}")

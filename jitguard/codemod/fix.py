@@ -25,7 +25,7 @@ from typing import TypeVar
 
 import libcst as cst
 
-from jitguard.codemod.kernels import DEMOTION_OPTIONS, TritonKernel, find_kernels
+from jitguard.codemod.kernels import DEMOTION_OPTIONS, DemotionList, TritonKernel, find_kernels
 from jitguard.codemod.source_text import UTF8_ENCODINGS, declared_encoding
 
 #: (kernel name, `def` line) -> [(parameter, option)], the plan for one file.
@@ -167,14 +167,15 @@ def _option_arg(option: str, names: list[str], quote: str) -> cst.Arg:
 
 
 def _extend_sequence(value: cst.BaseExpression, names: list[str], quote: str) -> cst.BaseExpression:
-    if not isinstance(value, (cst.List, cst.Tuple)):
-        raise FixError("is not a literal list")
+    """`value` (a list or tuple that `DemotionList.literal` judged literal) with `names` appended."""
     new = [cst.Element(_string(name, quote)) for name in names]
     if isinstance(value, cst.List):
         elements, tail = _append(value.elements, new, value.lbracket.whitespace_after, value.rbracket.whitespace_before)
         return value.with_changes(elements=elements, rbracket=value.rbracket.with_changes(whitespace_before=tail))
-    if not value.lpar:  # a bare tuple `a, b` cannot be a keyword value without parentheses
-        raise FixError("is not a literal list")
+    if not isinstance(value, cst.Tuple) or not value.lpar:
+        # kernels.py's `DemotionList.literal` is the one judge of "literal list"; `plan_for_kernel`
+        # refuses the others, so reaching here is a disagreement between the two trees: a bug.
+        raise FixError("is not a list or parenthesized tuple that fix can extend")
     elements, tail = _append(value.elements, new, value.lpar[0].whitespace_after, value.rpar[0].whitespace_before)
     value = value.with_changes(rpar=[value.rpar[0].with_changes(whitespace_before=tail), *value.rpar[1:]])
     if len(elements) == 1:  # ("a",) is a tuple only with its comma
@@ -305,12 +306,24 @@ def plan_for_kernel(kernel: TritonKernel, requests: Sequence[tuple[str, str]]) -
             continue
         existing = kernel.demotions.get(option)
         if existing is not None and not existing.literal:
-            errors.append(f"{where}: {option} is not a literal list; add `{param_name}` to it by hand")
+            errors.append(f"{where}: {where_to_add(existing, param_name, kernel)}")
             continue
         added = change.added.setdefault(option, [])
         if param_name not in added:
             added.append(param_name)
     return change, errors
+
+
+def where_to_add(listed: DemotionList, param_name: str, kernel: TritonKernel) -> str:
+    """Where a name goes in a computed demotion list: the branches lacking it, or the line computing it."""
+    index = next((i for i, p in enumerate(kernel.params) if p.name == param_name), None)
+    missing = listed.branches_without(param_name, index) if listed.branches else []
+    source = f" ({listed.computed_at})" if listed.computed_at else ""
+    if missing:
+        return (f"{listed.option} is not a literal list{source}; add `{param_name}` by hand where it is "
+                f"missing: {', '.join(missing)}")
+    return f"{listed.option} is not a literal list, computed at {listed.computed_at or f'line {listed.line}'}: " \
+           f"add `{param_name}` there by hand"
 
 
 def _decoded(source: bytes) -> tuple[str, str]:
