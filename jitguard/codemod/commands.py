@@ -22,6 +22,7 @@ from jitguard.codemod.demotions import (
     Demotion,
     DemotionInputError,
     load_report,
+    parse_bucket_option,
     parse_param_option,
     report_kernel_entries,
 )
@@ -84,13 +85,17 @@ def _describe_notes(notes: list[AdviceNote], skipped_findings: int) -> list[str]
 @click.option("--from", "report", type=click.Path(), help="A `jitguard report --json` or `jitguard scan --json` file.")
 @click.option("--param", "params", multiple=True, metavar="KERNEL:PARAM[:align]",
               help="Demote PARAM of KERNEL (do_not_specialize; with :align, do_not_specialize_on_alignment).")
+@click.option("--bucket", "buckets", multiple=True, metavar="KERNEL:PARAM[=STRATEGY]",
+              help="Make KERNEL's autotune jitguard.autotune with PARAM's key values bucketed (pow2, align:N, "
+                   "le:[...]; default pow2): one tuning per bucket, not per value.")
 @click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff and write nothing.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if a file would change.")
 @click.option("--accept-cost", is_flag=True,
               help="Also apply demotions the report prices as costly (slower code, fewer variants).")
 @click.option("-j", "--jobs", type=int, default=None, help="Worker processes (default: one per CPU).")
 def fix_command(
-    paths: tuple[str, ...], report: str | None, params: tuple[str, ...], show_diff: bool, check: bool,
+    paths: tuple[str, ...], report: str | None, params: tuple[str, ...], buckets: tuple[str, ...], show_diff: bool,
+    check: bool,
     accept_cost: bool, jobs: int | None,
 ) -> None:
     """Add parameters to do_not_specialize / do_not_specialize_on_alignment of Triton kernels.
@@ -102,6 +107,7 @@ def fix_command(
     \b
       jitguard fix --from report.json kernels/
       jitguard fix --param fused_moe_kernel:EM --param fused_moe_kernel:num_valid_tokens --diff src/
+      jitguard fix --bucket rms_norm_kernel:num_tokens=pow2 src/
     """
     # libcst loads here, not at import: `jitguard scan` (a pre-commit hook) starts faster without it.
     from jitguard.codemod.fix_tree import fix_paths, unified_diff, write_changes
@@ -115,6 +121,7 @@ def fix_command(
     skipped = 0
     try:
         demotions += [parse_param_option(text) for text in params]
+        demotions += [parse_bucket_option(text) for text in buckets]
         if report is not None:
             from_report, notes = load_report(report)
             demotions += from_report
@@ -122,8 +129,8 @@ def fix_command(
             skipped = _count_adviceless_findings(report)
     except DemotionInputError as exc:
         raise click.UsageError(str(exc)) from None
-    if report is None and not params:
-        raise click.UsageError("nothing to do: give --from REPORT or --param KERNEL:PARAM")
+    if report is None and not params and not buckets:
+        raise click.UsageError("nothing to do: give --from REPORT, --param KERNEL:PARAM or --bucket KERNEL:PARAM")
     files = _collect_files(paths)
     priced = price_requests(demotions, entries, accept_cost)
     run = fix_paths(files, priced.apply, _jobs(jobs), progress_for("Fixing", len(files)))
@@ -141,7 +148,8 @@ def fix_command(
     for path, change in changes:
         if not show_diff:
             verb = "" if writing else "would add "
-            added = "; ".join(f"{option} += {', '.join(names)}" for option, names in change.added.items())
+            added = "; ".join(f"autotune -> jitguard.autotune, bucket += {', '.join(names)}" if option == "bucket"
+                              else f"{option} += {', '.join(names)}" for option, names in change.added.items())
             click.echo(f"{path}:{change.line}: {change.qualname or change.kernel}: {verb}{added}")
     for line in run.warnings:
         _echo_err(f"warning: {line}")

@@ -66,6 +66,40 @@ def parse_param_option(text: str) -> Demotion:
     return Demotion(kernel=parts[0].strip(), param=parts[1].strip(), option=option, origin="--param")
 
 
+def parse_bucket_option(text: str) -> Demotion:
+    """Parse `KERNEL:PARAM[=STRATEGY]` (default pow2): migrate KERNEL's autotune to `jitguard.autotune`
+    with PARAM bucketed."""
+    from jitguard.codemod.autotune_migration import BUCKET_PREFIX, check_strategy
+
+    target, _, strategy = text.partition("=")
+    parts = target.split(":")
+    if len(parts) != 2 or not all(part.strip() for part in parts):
+        raise DemotionInputError(f"--bucket {text!r}: expected KERNEL:PARAM or KERNEL:PARAM=STRATEGY")
+    strategy = strategy.strip() or "pow2"
+    problem = check_strategy(strategy)
+    if problem is not None:
+        raise DemotionInputError(f"--bucket {text!r}: {problem}")
+    return Demotion(kernel=parts[0].strip(), param=parts[1].strip(), option=BUCKET_PREFIX + strategy,
+                    origin="--bucket")
+
+
+def _bucket_requests(origin: str, kernel: Mapping[str, Any]) -> list[Demotion]:
+    """The report's autotune advice for one kernel: each varying key parameter worth bucketing."""
+    from jitguard.codemod.autotune_migration import BUCKET_PREFIX
+    from jitguard.tuning_records import suggested_bucket
+
+    entry = kernel.get("autotune")
+    if not isinstance(entry, dict):
+        return []
+    file, line = kernel.get("file"), kernel.get("line")
+    return [
+        Demotion(kernel=str(kernel["name"]), param=param, option=BUCKET_PREFIX + strategy, origin=origin,
+                 file=file if isinstance(file, str) else None,
+                 line=line if isinstance(line, int) and not isinstance(line, bool) else None, advice="autotune")
+        for param, strategy in suggested_bucket(entry).items()
+    ]
+
+
 def _advice_request(
     origin: str, kernel: str, param: str, advice: object, file: object, line: object,
     entry: Mapping[str, Any] | None = None,
@@ -135,6 +169,7 @@ def load_report(path: str | Path) -> tuple[list[Demotion], list[AdviceNote]]:
                 requests.append(
                     _advice_request(origin, kernel["name"], param, advice, kernel.get("file"), kernel.get("line"), kernel)
                 )
+            requests += _bucket_requests(origin, kernel)
     elif isinstance(data, dict) and isinstance(data.get("findings"), list):
         for index, finding in enumerate(data["findings"]):
             if not isinstance(finding, dict) or not finding.get("kernel") or not finding.get("param"):

@@ -204,9 +204,9 @@ def fix_paths(
             if line not in run.errors:
                 run.errors.append(line)
             continue
-        if len(chosen) > 1 and demotion.origin == "--param":
+        if len(chosen) > 1 and demotion.origin in ("--param", "--bucket"):
             names = ", ".join(f"{site.path}:{site.line}" for site in chosen)
-            line = (f"--param {demotion.kernel}:{demotion.param} matches {len(chosen)} kernels ({names}); "
+            line = (f"{demotion.origin} {demotion.kernel}:{demotion.param} matches {len(chosen)} kernels ({names}); "
                     "name one as Class.kernel or pass its file alone")
             if line not in run.warnings:
                 run.warnings.append(line)
