@@ -128,6 +128,7 @@ def price_requests(
     prices = _Prices(entries, pricer, why_not)
     result = PricedRequests()
     said: set[tuple[str, str, str]] = set()
+    unrecorded: list[str] = []
     for demotion in demotions:
         if demotion.option.startswith("bucket:"):  # an autotune migration: no codegen to price
             result.apply.append(demotion)
@@ -139,7 +140,7 @@ def price_requests(
         if demotion.origin == "--param":
             result.apply.append(demotion)
             if first:
-                result.lines.append(f"price: {_label(demotion)}: {_describe(price)}")
+                result.lines.append(f"--param {_label(demotion)}: {_describe(price)}")
             continue
         if price.verdict == "costly" and not accept_cost:
             result.skipped += first
@@ -151,8 +152,14 @@ def price_requests(
         result.apply.append(demotion)
         if first and price.verdict == "costly":
             result.lines.append(f"accepted cost: {_label(demotion)}: costly: {price.detail}")
+        elif first and price.verdict == "unknown" and not entries and price.detail == NO_VARIANT:
+            unrecorded.append(_label(demotion))  # a scan JSON: one reason for all, said once
         elif first and price.verdict == "unknown":
-            result.lines.append(f"note: {_label(demotion)}: price unknown ({price.detail}); applied")
+            result.lines.append(f"note: {_label(demotion)}: price unknown: {price.detail}; applied")
+    if unrecorded:
+        shown = ", ".join(unrecorded[:3]) + (", ..." if len(unrecorded) > 3 else "")
+        result.lines.append(f"note: {len(unrecorded)} demotion{'s' if len(unrecorded) != 1 else ''} applied unpriced "
+                            f"({shown}): this report records no variants; `jitguard report --json` prices them")
     return result
 
 

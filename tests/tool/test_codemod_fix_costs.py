@@ -65,14 +65,14 @@ CASES = [
     ("priced", ["--accept-cost"], True, True, ["accepted cost: add_one_kernel:n: costly: "]),
     ("unpriced", [], False, True, ["skipped: add_one_kernel:n: costly: ", "128-bit"]),
     ("no-triton", [], True, True,
-     ["note: add_one_kernel:n: price unknown (not priced: Triton is not installed",
-      "note: sum_rows_kernel:num_rows: price unknown ("]),
+     ["note: add_one_kernel:n: price unknown: not priced: Triton is not installed",
+      "note: sum_rows_kernel:num_rows: price unknown: "]),
     ("no-variants", [], True, True,
-     ["note: add_one_kernel:n: price unknown (no recorded variant (use jitguard report --json)); applied"]),
-    ("priced", ["--param", "add_one_kernel:n"], True, True, ["price: add_one_kernel:n: costly: "]),
+     ["note: add_one_kernel:n: price unknown: no recorded variant (use jitguard report --json); applied"]),
+    ("priced", ["--param", "add_one_kernel:n"], True, True, ["--param add_one_kernel:n: costly: "]),
     (None, ["--param", "add_one_kernel:n"], True, False,
-     ["price: add_one_kernel:n: price unknown: no recorded variant (use jitguard report --json)"]),
-    (None, ["--param", "sum_rows_kernel:num_rows"], False, True, ["price: sum_rows_kernel:num_rows: price unknown"]),
+     ["--param add_one_kernel:n: price unknown: no recorded variant (use jitguard report --json)"]),
+    (None, ["--param", "sum_rows_kernel:num_rows"], False, True, ["--param sum_rows_kernel:num_rows: price unknown"]),
 ]
 
 
@@ -120,3 +120,23 @@ def test_only_costly_advice_leaves_nothing_to_fix(reports: dict[str, Path], tmp_
     assert result.exit_code == 0, result.output
     assert text == KERNEL_FILE.read_text()
     assert "Nothing to fix" in result.stderr and "skipped: add_one_kernel:n: costly" in result.stderr
+
+
+def test_scan_json_demotions_are_applied_unpriced_said_once(tmp_path: Path) -> None:
+    """A scan records no variants: its demotions are applied, and one line says they are unpriced."""
+    from jitguard.codemod.commands import scan_command
+
+    source = ("import triton\nimport triton.language as tl\n\n"
+              + "".join(f"@triton.jit\ndef rows{i}(x_ptr, num_tokens, BLOCK: tl.constexpr):\n"
+                        f"    tl.store(x_ptr + tl.arange(0, BLOCK), 0.0, mask=tl.program_id(0) < num_tokens)\n\n"
+                        for i in range(4)))
+    target = tmp_path / "rows.py"
+    target.write_text(source)
+    scan = CliRunner().invoke(scan_command, ["--json", str(target)])
+    (tmp_path / "scan.json").write_text(scan.stdout)
+    result = CliRunner().invoke(fix_command, ["--from", str(tmp_path / "scan.json"), str(target)])
+    assert result.exit_code == 0, result.output
+    assert target.read_text().count('@triton.jit(do_not_specialize=["num_tokens"])') == 4
+    unpriced = [line for line in result.stderr.splitlines() if "unpriced" in line]
+    assert unpriced == ["note: 4 demotions applied unpriced (rows0:num_tokens, rows1:num_tokens, rows2:num_tokens, "
+                        "...): this report records no variants; `jitguard report --json` prices them"]
