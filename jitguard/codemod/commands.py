@@ -132,7 +132,11 @@ def fix_command(
     if report is None and not params and not buckets:
         raise click.UsageError("nothing to do: give --from REPORT, --param KERNEL:PARAM or --bucket KERNEL:PARAM")
     files = _collect_files(paths)
-    priced = price_requests(demotions, entries, accept_cost)
+    priced = price_requests(
+        demotions, entries, accept_cost, files=files,
+        on_compile=lambda: _echo_err("[jitguard] pricing the demotions the report left unpriced: each kernel "
+                                     "compiled with and without (sm_90)"),
+    )
     run = fix_paths(files, priced.apply, _jobs(jobs), progress_for("Fixing", len(files)))
     writing = not (show_diff or check)
     for result in run.results:

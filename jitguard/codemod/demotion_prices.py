@@ -10,8 +10,11 @@ demotions are `unknown`. Free and unknown demotions are applied, costly ones onl
 from __future__ import annotations
 
 import importlib.util
+import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from jitguard.codemod.demotions import Demotion
@@ -54,14 +57,45 @@ def triton_importable() -> bool:
 Pricer = Callable[[Mapping[str, Any], str, str], Price]
 
 
-def compiling_pricer() -> Pricer:
-    """A pricer that compiles through one `DemotionCostChecker` (its cache shared by the whole run)."""
+def import_roots(entries: Mapping[str, Mapping[str, Any]], files: Sequence[Path]) -> list[str]:
+    """Directories to import report kernels from: for module `a.b`, the root of a file `.../a/b.py`
+    among those `fix` edits (the kernel found in the file you edit), then the working directory.
+
+    A console script's `sys.path` starts at its own `bin/`, so without this the user's package,
+    importable from the project root, would not be found.
+    """
+    roots: list[str] = []
+    modules = {entry.get("module") for entry in entries.values() if isinstance(entry.get("module"), str)}
+    for module in sorted(m for m in modules if m and m != "__main__"):
+        tail = Path(*module.split("."))
+        for file in files:
+            resolved = file.resolve()
+            candidates = (resolved.with_suffix(""), resolved.parent if resolved.name == "__init__.py" else None)
+            for candidate in candidates:
+                if candidate is not None and candidate.parts[-len(tail.parts):] == tail.parts:
+                    root = str(Path(*candidate.parts[: -len(tail.parts)]))
+                    if root not in roots:
+                        roots.append(root)
+    cwd = os.getcwd()
+    return roots + ([cwd] if cwd not in roots else [])
+
+
+def compiling_pricer(roots: Sequence[str] = ()) -> Pricer:
+    """A pricer that compiles through one `DemotionCostChecker` (its cache shared by the whole run),
+    importing kernels with `roots` ahead on `sys.path`."""
     from jitguard.demotion_cost import DemotionCostChecker
 
     checker = DemotionCostChecker()
 
     def price(entry: Mapping[str, Any], param: str, option: str) -> Price:
-        cost = checker.cost_for_report_kernel(entry, param, option)
+        added = [root for root in roots if root not in sys.path]
+        sys.path[:0] = added
+        try:
+            cost = checker.cost_for_report_kernel(entry, param, option)
+        finally:
+            for root in added:
+                if root in sys.path:
+                    sys.path.remove(root)
         return Price(cost.verdict, cost.detail, cost.alternative)
 
     return price
@@ -115,15 +149,18 @@ def price_requests(
     entries: Mapping[str, Mapping[str, Any]],
     accept_cost: bool = False,
     pricer: Pricer | None = None,
+    files: Sequence[Path] = (),
+    on_compile: Callable[[], None] | None = None,
 ) -> PricedRequests:
     """Decide which `demotions` to apply and what to say about their prices.
 
     `entries`: the report's kernel entries by name (for `--param` kernels the report names; empty
     without a report). `pricer` computes a price the report lacks; None (Triton missing) makes
-    such demotions `unknown`, saying why.
+    such demotions `unknown`, saying why. `files`: the files `fix` works on (where report modules
+    are imported from). `on_compile` is called once, before the first compile.
     """
     if pricer is None and triton_importable():
-        pricer = _lazy(compiling_pricer)
+        pricer = _lazy(lambda: compiling_pricer(import_roots(entries, files)), on_compile)
     why_not = "not priced: Triton is not installed (pip install 'jitguard[monitor]')"
     prices = _Prices(entries, pricer, why_not)
     result = PricedRequests()
@@ -169,12 +206,14 @@ def _describe(price: Price) -> str:
     return f"{price.verdict}: {price.detail}" if price.detail else price.verdict
 
 
-def _lazy(factory: Callable[[], Pricer]) -> Pricer:
+def _lazy(factory: Callable[[], Pricer], on_first: Callable[[], None] | None = None) -> Pricer:
     """`factory()` made on first use: a report that is fully priced never loads the compiler."""
     made: list[Pricer] = []
 
     def price(entry: Mapping[str, Any], param: str, option: str) -> Price:
         if not made:
+            if on_first is not None:
+                on_first()
             made.append(factory())
         return made[0](entry, param, option)
 

@@ -140,3 +140,24 @@ def test_scan_json_demotions_are_applied_unpriced_said_once(tmp_path: Path) -> N
     unpriced = [line for line in result.stderr.splitlines() if "unpriced" in line]
     assert unpriced == ["note: 4 demotions applied unpriced (rows0:num_tokens, rows1:num_tokens, rows2:num_tokens, "
                         "...): this report records no variants; `jitguard report --json` prices them"]
+
+
+def test_report_module_is_imported_from_the_tree_being_fixed(reports: dict[str, Path], tmp_path: Path) -> None:
+    """`jitguard fix` run from elsewhere: the report's module (`jgproj.kernels_for_tests`) is found
+    through the file it edits (`<root>/jgproj/kernels_for_tests.py`), so the unpriced report is priced."""
+    import subprocess
+    import sys
+
+    package = tmp_path / "proj" / "jgproj"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    shutil.copyfile(KERNEL_FILE, package / "kernels_for_tests.py")
+    data = json.loads(reports["unpriced"].read_text())
+    for entry in data["kernels"]:
+        entry["module"] = "jgproj.kernels_for_tests"
+    (tmp_path / "unpriced.json").write_text(json.dumps(data))
+    result = subprocess.run([sys.executable, "-m", "jitguard", "fix", "--check", "--from", "unpriced.json",
+                             str(package)], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 1, result.stderr
+    assert "skipped: add_one_kernel:n: costly: " in result.stderr, result.stderr
+    assert "sum_rows_kernel: would add do_not_specialize += num_rows" in result.stdout
