@@ -42,7 +42,9 @@ def is_bucket_option(option: str) -> bool:
     return option.startswith(BUCKET_PREFIX)
 
 
-def plan_buckets(kernel: TritonKernel, requests: Sequence[tuple[str, str]]) -> tuple[dict[str, str], list[str], list[str]]:
+def plan_buckets(
+    kernel: TritonKernel, requests: Sequence[tuple[str, str]]
+) -> tuple[dict[str, str], list[str], list[str]]:
     """({param: strategy} to add, params bucketed already, errors) for one kernel's bucket requests."""
     where = f"kernel `{kernel.name}` (line {kernel.line})"
     added: dict[str, str] = {}
@@ -93,8 +95,10 @@ def _merge_into(value: cst.BaseExpression, bucket: Mapping[str, str], quote: str
     new = _entries(bucket, quote)
     if not value.elements:
         return value.with_changes(elements=new)
-    elements, tail = _append(value.elements, [item.with_changes(comma=cst.MaybeSentinel.DEFAULT) for item in new],
-                             value.lbrace.whitespace_after, value.rbrace.whitespace_before)
+    elements, tail = _append(  # type: ignore[misc]  # DictElement has the same `comma` as Element
+        value.elements, [item.with_changes(comma=cst.MaybeSentinel.DEFAULT) for item in new],
+        value.lbrace.whitespace_after, value.rbrace.whitespace_before,
+    )
     return value.with_changes(elements=elements, rbrace=value.rbrace.with_changes(whitespace_before=tail))
 
 
@@ -139,15 +143,15 @@ def migrate_autotune(call: cst.BaseExpression, bucket: Mapping[str, str], quote:
     if not is_jitguard:
         call = call.with_changes(func=cst.Attribute(value=cst.Name("jitguard"), attr=cst.Name("autotune")))
     args = list(call.args)
-    for position, arg in enumerate(args):
+    for index, arg in enumerate(args):
         if arg.keyword is not None and arg.keyword.value == "bucket":
-            args[position] = arg.with_changes(value=_merge_into(arg.value, bucket, quote))
+            args[index] = arg.with_changes(value=_merge_into(arg.value, bucket, quote))
             return call.with_changes(args=args)
     position = _key_position(args)
-    like = args[position] if position is not None else None
-    new = _bucket_arg(bucket, quote, like if like is not None and like.keyword is not None else None)
     if position is None:
         raise MigrationError("its key is not given; write key=[...] first")
+    like = args[position]
+    new = _bucket_arg(bucket, quote, like if like.keyword is not None else None)
     return call.with_changes(args=_insert_after(args, position, new, call.whitespace_before_args))
 
 
@@ -156,7 +160,9 @@ def check_migration(kernel: TritonKernel, new_text: str, bucket: Mapping[str, st
     try:
         expression = ast.parse(new_text, mode="eval").body
     except (SyntaxError, ValueError) as exc:
-        raise RuntimeError(f"jitguard produced invalid Python for `{kernel.name}`'s autotune ({exc}); nothing written") from exc
+        raise RuntimeError(
+            f"jitguard produced invalid Python for `{kernel.name}`'s autotune ({exc}); nothing written"
+        ) from exc
     callee = ast.unparse(expression.func) if isinstance(expression, ast.Call) else ""
     written: dict[object, object] = {}
     for keyword in expression.keywords if isinstance(expression, ast.Call) else []:
@@ -183,7 +189,7 @@ def import_insertion_line(tree: ast.Module, before_line: int) -> int | None:
     0: the top, after a docstring), or None when the module imports jitguard already."""
     last = 0
     for node in tree.body:
-        if isinstance(node, ast.Import) and any(alias.name == "jitguard" and alias.asname is None for alias in node.names):
+        if isinstance(node, ast.Import) and any(a.name == "jitguard" and a.asname is None for a in node.names):
             return None
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)) and (node.end_lineno or node.lineno) < before_line:

@@ -26,9 +26,9 @@ from jitguard.codemod.demotions import (
     parse_param_option,
     report_kernel_entries,
 )
-from jitguard.codemod.files import default_jobs, map_files, progress_for
-from jitguard.codemod.file_selection import is_excluded, select_python_files
 from jitguard.codemod.file_selection import PathInputError as SelectionPathError
+from jitguard.codemod.file_selection import is_excluded, select_python_files
+from jitguard.codemod.files import default_jobs, map_files, progress_for
 from jitguard.codemod.scan import RULES, FileScan, scan_source, scan_task
 from jitguard.codemod.scan_config import (
     ConfigError,
@@ -39,7 +39,16 @@ from jitguard.codemod.scan_config import (
     ignored_for_file,
     load_settings,
 )
-from jitguard.codemod.scan_output import OUTPUT_FORMATS, ScanResult, render_github, render_json, render_junit, render_sarif, text_line, use_color
+from jitguard.codemod.scan_output import (
+    OUTPUT_FORMATS,
+    ScanResult,
+    render_github,
+    render_json,
+    render_junit,
+    render_sarif,
+    text_line,
+    use_color,
+)
 
 
 def _plural(count: int, word: str) -> str:
@@ -110,9 +119,8 @@ def fix_command(
       jitguard fix --bucket rms_norm_kernel:num_tokens=pow2 src/
     """
     # libcst loads here, not at import: `jitguard scan` (a pre-commit hook) starts faster without it.
-    from jitguard.codemod.fix_tree import fix_paths, unified_diff, write_changes
-
     from jitguard.codemod.demotion_prices import price_requests
+    from jitguard.codemod.fix_tree import fix_paths, unified_diff, write_changes
 
     started = time.perf_counter()
     demotions: list[Demotion] = []

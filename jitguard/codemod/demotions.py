@@ -166,9 +166,9 @@ def load_report(path: str | Path) -> tuple[list[Demotion], list[AdviceNote]]:
                 raise DemotionInputError(f"{origin}: kernel `{kernel['name']}`: params is not an object")
             for param, info in params.items():
                 advice = info.get("advice") if isinstance(info, dict) else None
-                requests.append(
-                    _advice_request(origin, kernel["name"], param, advice, kernel.get("file"), kernel.get("line"), kernel)
-                )
+                requests.append(_advice_request(
+                    origin, kernel["name"], param, advice, kernel.get("file"), kernel.get("line"), kernel
+                ))
             requests += _bucket_requests(origin, kernel)
     elif isinstance(data, dict) and isinstance(data.get("findings"), list):
         for index, finding in enumerate(data["findings"]):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -411,7 +410,8 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
             quote = file_quote.for_decorator(decorator)
             if is_bucket:
                 tree = tree or ast.parse(text)
-                is_jitguard = ast.unparse(ast.parse(decorator, mode="eval").body.func) in jitguard_autotune_names(tree)
+                callee = ast.parse(decorator, mode="eval").body
+                is_jitguard = isinstance(callee, ast.Call) and ast.unparse(callee.func) in jitguard_autotune_names(tree)
                 new_expression = migrate_autotune(expression, added, quote, is_jitguard)  # type: ignore[arg-type]
             else:
                 new_expression = add_demotions(expression, added, quote)  # type: ignore[arg-type]
@@ -462,8 +462,10 @@ def _drop(change: KernelChange, is_bucket: bool) -> None:
             change.added.pop(option, None)
 
 
-def _jitguard_import(work: bytes, tree: ast.Module, before_line: int, offsets: list[int]) -> list[tuple[int, int, bytes]]:
-    """The insertion of `import jitguard` after the last top-level import above `before_line` ([] if present)."""
+def _jitguard_import(
+    work: bytes, tree: ast.Module, before_line: int, offsets: list[int]
+) -> list[tuple[int, int, bytes]]:
+    """Insert `import jitguard` after the last top-level import above `before_line` ([] if present)."""
     after = import_insertion_line(tree, before_line)
     if after is None:
         return []

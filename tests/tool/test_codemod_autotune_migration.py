@@ -55,7 +55,8 @@ CASES = [
      "import triton as tr\nimport triton.language as tl\n\n@tr.autotune(CONFIGS, ['num_tokens'])\n"
      + TAIL.replace("@triton.jit", "@tr.jit"),
      "import triton as tr\nimport triton.language as tl\nimport jitguard\n\n"
-     "@jitguard.autotune(CONFIGS, ['num_tokens'], bucket={'num_tokens': 'pow2'})\n" + TAIL.replace("@triton.jit", "@tr.jit")),
+     "@jitguard.autotune(CONFIGS, ['num_tokens'], bucket={'num_tokens': 'pow2'})\n"
+     + TAIL.replace("@triton.jit", "@tr.jit")),
     ("jitguard-already-merge", "rows:num_tokens",
      "import jitguard\n" + IMPORTS + '\n@jitguard.autotune(configs=C, key=["hidden", "num_tokens"], '
      'bucket={"hidden": "align:64"})\n' + TAIL,
@@ -100,7 +101,9 @@ ERRORS = [
 
 
 @pytest.mark.parametrize("bucket, source, said", [case[1:] for case in ERRORS], ids=[case[0] for case in ERRORS])
-def test_bucket_that_cannot_be_written_is_one_error_and_no_edit(tmp_path: Path, bucket: str, source: str, said: str) -> None:
+def test_bucket_that_cannot_be_written_is_one_error_and_no_edit(
+    tmp_path: Path, bucket: str, source: str, said: str
+) -> None:
     target = tmp_path / "ops.py"
     target.write_text(source)
     result = CliRunner().invoke(fix_command, ["--bucket", bucket, str(target)])

@@ -3,7 +3,6 @@ list, selects files as `scan` does, and both commands skip dangling symlinks."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
