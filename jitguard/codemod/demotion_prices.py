@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from jitguard.codemod.demotions import Demotion
+from jitguard.events import OPTION_FOR_ADVICE
 
 NO_VARIANT = "no recorded variant (use jitguard report --json)"
 
@@ -126,9 +127,10 @@ class _Prices:
             return self._done[key]
         entry = self._entry(demotion)
         recorded = None
-        if entry is not None and demotion.origin != "--param":
-            info = (entry.get("params") or {}).get(demotion.param)
-            recorded = Price.from_json(info.get("cost")) if isinstance(info, Mapping) else None
+        info = (entry.get("params") or {}).get(demotion.param) if entry is not None else None
+        # The report priced the demotion its advice asks for; a --param asking for another one is priced anew.
+        if isinstance(info, Mapping) and OPTION_FOR_ADVICE.get(info.get("advice") or "") == demotion.option:
+            recorded = Price.from_json(info.get("cost"))
         if recorded is not None:
             price = recorded
         elif entry is None or not entry.get("variant_list"):

@@ -70,6 +70,7 @@ CASES = [
     ("no-variants", [], True, True,
      ["note: add_one_kernel:n: price unknown: no recorded variant (use jitguard report --json); applied"]),
     ("priced", ["--param", "add_one_kernel:n"], True, True, ["--param add_one_kernel:n: costly: "]),
+    ("unpriced", ["--param", "add_one_kernel:n"], True, True, ["--param add_one_kernel:n: costly: "]),
     (None, ["--param", "add_one_kernel:n"], True, False,
      ["--param add_one_kernel:n: price unknown: no recorded variant (use jitguard report --json)"]),
     (None, ["--param", "sum_rows_kernel:num_rows"], False, True, ["--param sum_rows_kernel:num_rows: price unknown"]),
@@ -161,3 +162,14 @@ def test_report_module_is_imported_from_the_tree_being_fixed(reports: dict[str, 
     assert result.returncode == 1, result.stderr
     assert "skipped: add_one_kernel:n: costly: " in result.stderr, result.stderr
     assert "sum_rows_kernel: would add do_not_specialize += num_rows" in result.stdout
+
+
+def test_param_asking_another_demotion_than_the_report_is_priced_anew(reports: dict[str, Path], tmp_path: Path) -> None:
+    """The report priced `do_not_specialize` on n; `--param add_one_kernel:n:align` is compiled both ways
+    itself: dropping `% 16 == 0` also costs the 128-bit accesses."""
+    result, text = _fix(tmp_path, ["--from", str(reports["priced"]), "--param", "add_one_kernel:n:align"])
+    assert result.exit_code == 0, result.output
+    assert "--param add_one_kernel:n:align: costly: " in result.stderr and "128-bit" in result.stderr
+    assert "skipped: add_one_kernel:n: costly: " in result.stderr  # the report's own advice is still skipped
+    assert text == KERNEL_FILE.read_text().replace(SUM_ROWS, SUM_ROWS_DEMOTED).replace(
+        ADD_ONE, '@triton.jit(do_not_specialize_on_alignment=["n"])\ndef add_one_kernel(')
