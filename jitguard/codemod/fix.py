@@ -319,6 +319,13 @@ def plan_for_kernel(kernel: TritonKernel, requests: Sequence[tuple[str, str]]) -
         added = change.added.setdefault(option, [])
         if param_name not in added:
             added.append(param_name)
+    # do_not_specialize covers the alignment demotion: a name asked both ways is written once, there.
+    full = set(change.added.get("do_not_specialize", []))
+    aligned = change.added.get("do_not_specialize_on_alignment")
+    if full and aligned:
+        change.added["do_not_specialize_on_alignment"] = [name for name in aligned if name not in full]
+        if not change.added["do_not_specialize_on_alignment"]:
+            del change.added["do_not_specialize_on_alignment"]
     return change, errors
 
 

@@ -108,3 +108,13 @@ def test_pre_commit_scan_hook_forces_excludes() -> None:
     hooks = (Path(__file__).resolve().parents[2] / ".pre-commit-hooks.yaml").read_text()
     check = hooks.split("\n- id: jitguard-check", 1)[1].split("\n- id:", 1)[0]
     assert "\n  entry: jitguard scan --force-exclude\n" in check
+
+
+@pytest.mark.parametrize("order", [["k:n:align", "k:n"], ["k:n", "k:n:align"]], ids=["align-first", "full-first"])
+def test_name_asked_both_ways_is_demoted_once(tmp_path: Path, order: list[str]) -> None:
+    """`do_not_specialize` already drops the alignment classes: listing n twice would only add noise."""
+    target = tmp_path / "ops.py"
+    target.write_text(KERNEL)
+    result = CliRunner().invoke(fix_command, [arg for param in order for arg in ("--param", param)] + [str(target)])
+    assert result.exit_code == 0, result.output
+    assert target.read_text() == KERNEL.replace("@triton.jit", '@triton.jit(do_not_specialize=["n"])')
