@@ -412,6 +412,7 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
         newline = _newline_of(work[offsets[line - 1] : offsets[line]])
         is_bucket = span == kernel.autotune_span and span != kernel.decorator_span
         change = next(c for c in changes if c.kernel == kernel.name and c.line == kernel.line)
+        is_jitguard = False
         try:
             expression = cst.parse_expression(decorator, cst.PartialParserConfig(default_newline=newline))
             quote = file_quote.for_decorator(decorator)
@@ -444,7 +445,7 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
                           f"the file's encoding ({encoding}); edit it by hand")
             _drop(change, is_bucket)
             continue
-        if is_bucket and migrated_at is None:
+        if is_bucket and not is_jitguard and migrated_at is None:  # a new `jitguard.autotune` needs the import
             migrated_at = line
         replacements.append((start, end, new_text.encode("utf-8")))
     if migrated_at is not None:

@@ -64,8 +64,17 @@ CASES = [
      'bucket={"hidden": "align:64", "num_tokens": "pow2"})\n' + TAIL),
     ("from-jitguard-import-autotune", "rows:num_tokens",
      IMPORTS + "from jitguard import autotune\n\n@autotune(configs=C, key=['num_tokens'])\n" + TAIL,
-     IMPORTS + "from jitguard import autotune\nimport jitguard\n\n"
+     IMPORTS + "from jitguard import autotune\n\n"
      "@autotune(configs=C, key=['num_tokens'], bucket={'num_tokens': 'pow2'})\n" + TAIL),
+    ("jitguard-alias-no-bucket", "rows:num_tokens",
+     "import jitguard as jg\n" + IMPORTS + "\n@jg.autotune(configs=C, key=['num_tokens'])\n" + TAIL,
+     "import jitguard as jg\n" + IMPORTS + "\n@jg.autotune(configs=C, key=['num_tokens'], bucket={'num_tokens': 'pow2'})\n"
+     + TAIL),
+    ("multi-line-bucket-merge", "rows:num_tokens",
+     "import jitguard\n" + IMPORTS + "\n@jitguard.autotune(\n    configs=C,\n    key=['hidden', 'num_tokens'],\n"
+     "    bucket={\n        'hidden': 'align:64',\n    },\n)\n" + TAIL,
+     "import jitguard\n" + IMPORTS + "\n@jitguard.autotune(\n    configs=C,\n    key=['hidden', 'num_tokens'],\n"
+     "    bucket={\n        'hidden': 'align:64',\n        'num_tokens': 'pow2',\n    },\n)\n" + TAIL),
     ("crlf-call-form", "rows:num_tokens",
      (IMPORTS + "\ndef _rows(x_ptr, num_tokens, hidden, BLOCK: tl.constexpr):\n    pass\n\n"
       "rows = triton.autotune(configs=C, key=['num_tokens'])(triton.jit(_rows))\n").replace("\n", "\r\n"),
