@@ -68,8 +68,8 @@ CASES = [
      "@autotune(configs=C, key=['num_tokens'], bucket={'num_tokens': 'pow2'})\n" + TAIL),
     ("jitguard-alias-no-bucket", "rows:num_tokens",
      "import jitguard as jg\n" + IMPORTS + "\n@jg.autotune(configs=C, key=['num_tokens'])\n" + TAIL,
-     "import jitguard as jg\n" + IMPORTS + "\n@jg.autotune(configs=C, key=['num_tokens'], bucket={'num_tokens': 'pow2'})\n"
-     + TAIL),
+     "import jitguard as jg\n" + IMPORTS
+     + "\n@jg.autotune(configs=C, key=['num_tokens'], bucket={'num_tokens': 'pow2'})\n" + TAIL),
     ("multi-line-bucket-merge", "rows:num_tokens",
      "import jitguard\n" + IMPORTS + "\n@jitguard.autotune(\n    configs=C,\n    key=['hidden', 'num_tokens'],\n"
      "    bucket={\n        'hidden': 'align:64',\n    },\n)\n" + TAIL,
