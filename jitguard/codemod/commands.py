@@ -103,11 +103,11 @@ def _describe_notes(notes: list[AdviceNote], skipped_findings: int) -> list[str]
               help="Also apply demotions the report prices as costly (slower code, fewer variants).")
 @click.option("-j", "--jobs", type=int, default=None, help="Worker processes (default: one per CPU).")
 def fix_command(
-    paths: tuple[str, ...], report: str | None, params: tuple[str, ...], buckets: tuple[str, ...], show_diff: bool,
-    check: bool,
-    accept_cost: bool, jobs: int | None,
+    paths: tuple[str, ...], report: str | None, params: tuple[str, ...], buckets: tuple[str, ...],
+    show_diff: bool, check: bool, accept_cost: bool, jobs: int | None,
 ) -> None:
-    """Add parameters to do_not_specialize / do_not_specialize_on_alignment of Triton kernels.
+    """Add parameters to do_not_specialize / do_not_specialize_on_alignment of Triton kernels, and
+    make an autotune keyed on a count `jitguard.autotune(..., bucket=...)` (--bucket, or the report).
 
     Edits in place by default, changing only the decorators that need it. A demotion the report
     prices as costly (`jitguard report --json`) is skipped with its price and the alternative
