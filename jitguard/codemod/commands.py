@@ -22,11 +22,13 @@ from jitguard.codemod.demotions import (
     Demotion,
     DemotionInputError,
     load_report,
+    parse_bucket_option,
     parse_param_option,
+    report_kernel_entries,
 )
-from jitguard.codemod.files import PathInputError, default_jobs, map_files, progress_for, python_files
-from jitguard.codemod.file_selection import is_excluded, select_python_files
 from jitguard.codemod.file_selection import PathInputError as SelectionPathError
+from jitguard.codemod.file_selection import is_excluded, select_python_files
+from jitguard.codemod.files import default_jobs, map_files, progress_for
 from jitguard.codemod.scan import RULES, FileScan, scan_source, scan_task
 from jitguard.codemod.scan_config import (
     ConfigError,
@@ -37,7 +39,16 @@ from jitguard.codemod.scan_config import (
     ignored_for_file,
     load_settings,
 )
-from jitguard.codemod.scan_output import OUTPUT_FORMATS, ScanResult, render_github, render_json, render_junit, render_sarif, text_line, use_color
+from jitguard.codemod.scan_output import (
+    OUTPUT_FORMATS,
+    ScanResult,
+    render_github,
+    render_json,
+    render_junit,
+    render_sarif,
+    text_line,
+    use_color,
+)
 
 
 def _plural(count: int, word: str) -> str:
@@ -49,9 +60,15 @@ def _echo_err(message: str) -> None:
 
 
 def _collect_files(paths: tuple[str, ...]) -> list[Path]:
+    """The files `fix` works on: scan's selection (excludes, .gitignore, `[tool.jitguard]`)."""
     try:
-        files = python_files(paths)
-    except PathInputError as exc:
+        settings = _scan_settings(None, (), (), (), (), None, False)
+    except ConfigError as exc:
+        _echo_err(f"error: {exc}")
+        click.get_current_context().exit(2)
+    try:
+        files = select_python_files(paths, settings.selection)
+    except SelectionPathError as exc:
         raise click.UsageError(str(exc)) from None
     if not files:
         _echo_err(f"warning: no Python files found under {', '.join(paths)}")
@@ -77,39 +94,58 @@ def _describe_notes(notes: list[AdviceNote], skipped_findings: int) -> list[str]
 @click.option("--from", "report", type=click.Path(), help="A `jitguard report --json` or `jitguard scan --json` file.")
 @click.option("--param", "params", multiple=True, metavar="KERNEL:PARAM[:align]",
               help="Demote PARAM of KERNEL (do_not_specialize; with :align, do_not_specialize_on_alignment).")
+@click.option("--bucket", "buckets", multiple=True, metavar="KERNEL:PARAM[=STRATEGY]",
+              help="Make KERNEL's autotune jitguard.autotune with PARAM's key values bucketed (pow2, align:N, "
+                   "le:[...]; default pow2): one tuning per bucket, not per value.")
 @click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff and write nothing.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if a file would change.")
+@click.option("--accept-cost", is_flag=True,
+              help="Also apply demotions the report prices as costly (slower code, fewer variants).")
 @click.option("-j", "--jobs", type=int, default=None, help="Worker processes (default: one per CPU).")
 def fix_command(
-    paths: tuple[str, ...], report: str | None, params: tuple[str, ...], show_diff: bool, check: bool, jobs: int | None
+    paths: tuple[str, ...], report: str | None, params: tuple[str, ...], buckets: tuple[str, ...],
+    show_diff: bool, check: bool, accept_cost: bool, jobs: int | None,
 ) -> None:
-    """Add parameters to do_not_specialize / do_not_specialize_on_alignment of Triton kernels.
+    """Add parameters to do_not_specialize / do_not_specialize_on_alignment of Triton kernels, and
+    make an autotune keyed on a count `jitguard.autotune(..., bucket=...)` (--bucket, or the report).
 
-    Edits in place by default, changing only the decorators that need it.
+    Edits in place by default, changing only the decorators that need it. A demotion the report
+    prices as costly (`jitguard report --json`) is skipped with its price and the alternative
+    unless --accept-cost; free and unknown ones are applied. --param is always applied, its price said.
 
     \b
       jitguard fix --from report.json kernels/
       jitguard fix --param fused_moe_kernel:EM --param fused_moe_kernel:num_valid_tokens --diff src/
+      jitguard fix --bucket rms_norm_kernel:num_tokens=pow2 src/
     """
     # libcst loads here, not at import: `jitguard scan` (a pre-commit hook) starts faster without it.
+    from jitguard.codemod.demotion_prices import price_requests
     from jitguard.codemod.fix_tree import fix_paths, unified_diff, write_changes
 
     started = time.perf_counter()
     demotions: list[Demotion] = []
     notes: list[AdviceNote] = []
+    entries: dict = {}
     skipped = 0
     try:
         demotions += [parse_param_option(text) for text in params]
+        demotions += [parse_bucket_option(text) for text in buckets]
         if report is not None:
             from_report, notes = load_report(report)
             demotions += from_report
+            entries = report_kernel_entries(report)
             skipped = _count_adviceless_findings(report)
     except DemotionInputError as exc:
         raise click.UsageError(str(exc)) from None
-    if report is None and not params:
-        raise click.UsageError("nothing to do: give --from REPORT or --param KERNEL:PARAM")
+    if report is None and not params and not buckets:
+        raise click.UsageError("nothing to do: give --from REPORT, --param KERNEL:PARAM or --bucket KERNEL:PARAM")
     files = _collect_files(paths)
-    run = fix_paths(files, demotions, _jobs(jobs), progress_for("Fixing", len(files)))
+    priced = price_requests(
+        demotions, entries, accept_cost, files=files,
+        on_compile=lambda: _echo_err("[jitguard] pricing the demotions the report left unpriced: each kernel "
+                                     "compiled with and without (sm_90)"),
+    )
+    run = fix_paths(files, priced.apply, _jobs(jobs), progress_for("Fixing", len(files)))
     writing = not (show_diff or check)
     for result in run.results:
         if show_diff and result.changed:
@@ -124,10 +160,13 @@ def fix_command(
     for path, change in changes:
         if not show_diff:
             verb = "" if writing else "would add "
-            added = "; ".join(f"{option} += {', '.join(names)}" for option, names in change.added.items())
+            added = "; ".join(f"autotune -> jitguard.autotune, bucket += {', '.join(names)}" if option == "bucket"
+                              else f"{option} += {', '.join(names)}" for option, names in change.added.items())
             click.echo(f"{path}:{change.line}: {change.qualname or change.kernel}: {verb}{added}")
     for line in run.warnings:
         _echo_err(f"warning: {line}")
+    for line in priced.lines:
+        _echo_err(line)
     for line in _describe_notes(notes, skipped):
         _echo_err(line)
     for demotion in demotions:
@@ -147,6 +186,8 @@ def fix_command(
     else:
         summary = "Nothing to fix" if not (report and report.failed) else "Nothing written"
     summary += f"; {_plural(run.files_checked, 'file')} checked in {elapsed:.1f} s"
+    if priced.skipped:
+        summary += f"; {_plural(priced.skipped, 'costly demotion')} skipped"
     if run.errors:
         summary += f"; {_plural(len(run.errors), 'error')}"
     if report is not None and report.stopped_by is not None:

@@ -7,8 +7,10 @@ static scan (`jitguard scan --json`, with `findings`); the kind is detected from
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from jitguard.events import OPTION_FOR_ADVICE  # advice code -> decorator option (None: no rewrite)
 
@@ -38,6 +40,8 @@ class Demotion:
     file: str | None = None
     line: int | None = None
     advice: str | None = None
+    # The runtime report's `kernels[]` entry this request came from (its variants and prices).
+    report_entry: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -62,8 +66,43 @@ def parse_param_option(text: str) -> Demotion:
     return Demotion(kernel=parts[0].strip(), param=parts[1].strip(), option=option, origin="--param")
 
 
+def parse_bucket_option(text: str) -> Demotion:
+    """Parse `KERNEL:PARAM[=STRATEGY]` (default pow2): migrate KERNEL's autotune to `jitguard.autotune`
+    with PARAM bucketed."""
+    from jitguard.codemod.autotune_migration import BUCKET_PREFIX, check_strategy
+
+    target, _, strategy = text.partition("=")
+    parts = target.split(":")
+    if len(parts) != 2 or not all(part.strip() for part in parts):
+        raise DemotionInputError(f"--bucket {text!r}: expected KERNEL:PARAM or KERNEL:PARAM=STRATEGY")
+    strategy = strategy.strip() or "pow2"
+    problem = check_strategy(strategy)
+    if problem is not None:
+        raise DemotionInputError(f"--bucket {text!r}: {problem}")
+    return Demotion(kernel=parts[0].strip(), param=parts[1].strip(), option=BUCKET_PREFIX + strategy,
+                    origin="--bucket")
+
+
+def _bucket_requests(origin: str, kernel: Mapping[str, Any]) -> list[Demotion]:
+    """The report's autotune advice for one kernel: each varying key parameter worth bucketing."""
+    from jitguard.codemod.autotune_migration import BUCKET_PREFIX
+    from jitguard.tuning_records import suggested_bucket
+
+    entry = kernel.get("autotune")
+    if not isinstance(entry, dict):
+        return []
+    file, line = kernel.get("file"), kernel.get("line")
+    return [
+        Demotion(kernel=str(kernel["name"]), param=param, option=BUCKET_PREFIX + strategy, origin=origin,
+                 file=file if isinstance(file, str) else None,
+                 line=line if isinstance(line, int) and not isinstance(line, bool) else None, advice="autotune")
+        for param, strategy in suggested_bucket(entry).items()
+    ]
+
+
 def _advice_request(
-    origin: str, kernel: str, param: str, advice: object, file: object, line: object
+    origin: str, kernel: str, param: str, advice: object, file: object, line: object,
+    entry: Mapping[str, Any] | None = None,
 ) -> Demotion | AdviceNote | None:
     if advice is None:
         return None
@@ -80,7 +119,33 @@ def _advice_request(
         file=file if isinstance(file, str) else None,
         line=line if isinstance(line, int) and not isinstance(line, bool) else None,
         advice=advice,
+        report_entry=entry,
     )
+
+
+def _read_json(path: str | Path) -> Any:
+    origin = str(path)
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DemotionInputError(f"{origin}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise DemotionInputError(f"{origin}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise DemotionInputError(f"{origin}: not JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+def report_kernel_entries(path: str | Path) -> dict[str, Mapping[str, Any]]:
+    """A runtime report's `kernels[]` entries by name and qualname ({} for a scan JSON)."""
+    data = _read_json(path)
+    entries: dict[str, Mapping[str, Any]] = {}
+    kernels = data.get("kernels") if isinstance(data, dict) else None
+    for entry in kernels if isinstance(kernels, list) else []:
+        if isinstance(entry, dict):
+            for name in (entry.get("name"), entry.get("qualname")):
+                if isinstance(name, str) and name:
+                    entries.setdefault(name, entry)
+    return entries
 
 
 def load_report(path: str | Path) -> tuple[list[Demotion], list[AdviceNote]]:
@@ -90,14 +155,7 @@ def load_report(path: str | Path) -> tuple[list[Demotion], list[AdviceNote]]:
     neither kind of report.
     """
     origin = str(path)
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DemotionInputError(f"{origin}: cannot read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise DemotionInputError(f"{origin}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise DemotionInputError(f"{origin}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    data = _read_json(path)
     requests: list[Demotion | AdviceNote | None] = []
     if isinstance(data, dict) and isinstance(data.get("kernels"), list):
         for index, kernel in enumerate(data["kernels"]):
@@ -108,9 +166,10 @@ def load_report(path: str | Path) -> tuple[list[Demotion], list[AdviceNote]]:
                 raise DemotionInputError(f"{origin}: kernel `{kernel['name']}`: params is not an object")
             for param, info in params.items():
                 advice = info.get("advice") if isinstance(info, dict) else None
-                requests.append(
-                    _advice_request(origin, kernel["name"], param, advice, kernel.get("file"), kernel.get("line"))
-                )
+                requests.append(_advice_request(
+                    origin, kernel["name"], param, advice, kernel.get("file"), kernel.get("line"), kernel
+                ))
+            requests += _bucket_requests(origin, kernel)
     elif isinstance(data, dict) and isinstance(data.get("findings"), list):
         for index, finding in enumerate(data["findings"]):
             if not isinstance(finding, dict) or not finding.get("kernel") or not finding.get("param"):

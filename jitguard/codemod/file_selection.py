@@ -124,6 +124,8 @@ def select_python_files(paths: Sequence[str | Path], selection: FileSelection = 
     for raw in paths or (".",):
         path = Path(raw)
         if not path.exists():
+            if path.is_symlink():
+                continue  # a dangling link (an editor's `.#name.py` lock) is no source: skip it
             raise PathInputError(f"{raw}: no such file or directory")
         if not path.is_dir():
             if not (selection.force_exclude and is_excluded(path, selection, matcher)):
@@ -142,7 +144,8 @@ def select_python_files(paths: Sequence[str | Path], selection: FileSelection = 
             directories[:] = sorted(d for d in directories if not walker.excluded_path(base / d, True, real / d))
             for name in files:
                 if name.endswith((".py", ".pyi")) and not walker.excluded_path(base / name, False, real / name):
-                    found.add(base / name)
+                    if os.path.exists(base / name) or not os.path.islink(base / name):  # skip dangling links
+                        found.add(base / name)
     unique: dict[str, Path] = {}
     for path in sorted(found):
         unique.setdefault(os.path.realpath(path), path)

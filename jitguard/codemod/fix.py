@@ -18,14 +18,22 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 import libcst as cst
 
-from jitguard.codemod.kernels import DEMOTION_OPTIONS, TritonKernel, find_kernels
+from jitguard.codemod.autotune_migration import (
+    MigrationError,
+    check_migration,
+    import_insertion_line,
+    is_bucket_option,
+    jitguard_autotune_names,
+    migrate_autotune,
+    plan_buckets,
+)
+from jitguard.codemod.kernels import DEMOTION_OPTIONS, DemotionList, TritonKernel, find_kernels
 from jitguard.codemod.source_text import UTF8_ENCODINGS, declared_encoding
 
 #: (kernel name, `def` line) -> [(parameter, option)], the plan for one file.
@@ -167,14 +175,15 @@ def _option_arg(option: str, names: list[str], quote: str) -> cst.Arg:
 
 
 def _extend_sequence(value: cst.BaseExpression, names: list[str], quote: str) -> cst.BaseExpression:
-    if not isinstance(value, (cst.List, cst.Tuple)):
-        raise FixError("is not a literal list")
+    """`value` (a list or tuple that `DemotionList.literal` judged literal) with `names` appended."""
     new = [cst.Element(_string(name, quote)) for name in names]
     if isinstance(value, cst.List):
         elements, tail = _append(value.elements, new, value.lbracket.whitespace_after, value.rbracket.whitespace_before)
         return value.with_changes(elements=elements, rbracket=value.rbracket.with_changes(whitespace_before=tail))
-    if not value.lpar:  # a bare tuple `a, b` cannot be a keyword value without parentheses
-        raise FixError("is not a literal list")
+    if not isinstance(value, cst.Tuple) or not value.lpar:
+        # kernels.py's `DemotionList.literal` is the one judge of "literal list"; `plan_for_kernel`
+        # refuses the others, so reaching here is a disagreement between the two trees: a bug.
+        raise FixError("is not a list or parenthesized tuple that fix can extend")
     elements, tail = _append(value.elements, new, value.lpar[0].whitespace_after, value.rpar[0].whitespace_before)
     value = value.with_changes(rpar=[value.rpar[0].with_changes(whitespace_before=tail), *value.rpar[1:]])
     if len(elements) == 1:  # ("a",) is a tuple only with its comma
@@ -305,12 +314,31 @@ def plan_for_kernel(kernel: TritonKernel, requests: Sequence[tuple[str, str]]) -
             continue
         existing = kernel.demotions.get(option)
         if existing is not None and not existing.literal:
-            errors.append(f"{where}: {option} is not a literal list; add `{param_name}` to it by hand")
+            errors.append(f"{where}: {where_to_add(existing, param_name, kernel)}")
             continue
         added = change.added.setdefault(option, [])
         if param_name not in added:
             added.append(param_name)
+    # do_not_specialize covers the alignment demotion: a name asked both ways is written once, there.
+    full = set(change.added.get("do_not_specialize", []))
+    aligned = change.added.get("do_not_specialize_on_alignment")
+    if full and aligned:
+        change.added["do_not_specialize_on_alignment"] = [name for name in aligned if name not in full]
+        if not change.added["do_not_specialize_on_alignment"]:
+            del change.added["do_not_specialize_on_alignment"]
     return change, errors
+
+
+def where_to_add(listed: DemotionList, param_name: str, kernel: TritonKernel) -> str:
+    """Where a name goes in a computed demotion list: the branches lacking it, or the line computing it."""
+    index = next((i for i, p in enumerate(kernel.params) if p.name == param_name), None)
+    missing = listed.branches_without(param_name, index) if listed.branches else []
+    source = f" ({listed.computed_at})" if listed.computed_at else ""
+    if missing:
+        return (f"{listed.option} is not a literal list{source}; add `{param_name}` by hand where it is "
+                f"missing: {', '.join(missing)}")
+    return f"{listed.option} is not a literal list, computed at {listed.computed_at or f'line {listed.line}'}: " \
+           f"add `{param_name}` there by hand"
 
 
 def _decoded(source: bytes) -> tuple[str, str]:
@@ -347,59 +375,113 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
     by_key = {(kernel.name, kernel.line): kernel for kernel in kernels}
     changes: list[KernelChange] = []
     errors: list[str] = []
-    edits: list[tuple[TritonKernel, dict[str, list[str]]]] = []
+    # (span, kernel, what to add): a demotion edit of the jit call, or a bucket edit of the autotune call
+    edits: list[tuple[tuple[int, int, int, int], TritonKernel, dict[str, list[str]] | dict[str, str]]] = []
     for key, requests in sorted(plan.items(), key=lambda item: item[0][1]):
         kernel = by_key.get(key)
         if kernel is None:
             errors.append(f"kernel `{key[0]}` not found at line {key[1]}")
             continue
-        change, kernel_errors = plan_for_kernel(kernel, requests)
+        demotions = [request for request in requests if not is_bucket_option(request[1])]
+        change, kernel_errors = plan_for_kernel(kernel, demotions)
         errors.extend(kernel_errors)
         changes.append(change)
         if change.added:
-            edits.append((kernel, change.added))
-    if not edits:
+            edits.append((kernel.decorator_span, kernel, dict(change.added)))
+        buckets = [request for request in requests if is_bucket_option(request[1])]
+        if buckets:
+            bucket, already, bucket_errors = plan_buckets(kernel, buckets)
+            errors.extend(bucket_errors)
+            change.already += [name for name in already if name not in change.already]
+            if bucket and kernel.autotune_span is not None:
+                change.added["bucket"] = [f"{name}: {strategy}" for name, strategy in bucket.items()]
+                edits.append((kernel.autotune_span, kernel, bucket))
+    if not any(change.added for change in changes):
         return FixOutcome(source, changes, errors)
     # Per-file facts, computed once: line offsets here, the quote style on first need.
     offsets = _line_offsets(work)
     file_quote = _FileQuote(text)
-    pieces: list[bytes] = []
-    cursor = 0
-    # Edit from the top; spans never overlap since each kernel has its own decorator.
-    for kernel, added in sorted(edits, key=lambda item: item[0].decorator_span):
-        line, col, end_line, end_col = kernel.decorator_span
+    tree: ast.Module | None = None
+    replacements: list[tuple[int, int, bytes]] = []
+    migrated_at: int | None = None  # the first autotune call rewritten (`import jitguard` goes above it)
+    # Edit from the top; spans never overlap (a kernel's autotune call and jit call are apart).
+    for span, kernel, added in sorted(edits, key=lambda item: item[0]):
+        line, col, end_line, end_col = span
         start, end = offsets[line - 1] + col, offsets[end_line - 1] + end_col
         decorator = work[start:end].decode("utf-8")
         newline = _newline_of(work[offsets[line - 1] : offsets[line]])
+        is_bucket = span == kernel.autotune_span and span != kernel.decorator_span
+        change = next(c for c in changes if c.kernel == kernel.name and c.line == kernel.line)
+        is_jitguard = False
         try:
             expression = cst.parse_expression(decorator, cst.PartialParserConfig(default_newline=newline))
-            new_text = cst.Module([], default_newline=newline).code_for_node(
-                add_demotions(expression, added, file_quote.for_decorator(decorator))
-            )
-            _check_rewrite(kernel, new_text, added)
+            quote = file_quote.for_decorator(decorator)
+            if is_bucket:
+                tree = tree or ast.parse(text)
+                callee = ast.parse(decorator, mode="eval").body
+                is_jitguard = isinstance(callee, ast.Call) and ast.unparse(callee.func) in jitguard_autotune_names(tree)
+                new_expression = migrate_autotune(expression, added, quote, is_jitguard)  # type: ignore[arg-type]
+            else:
+                new_expression = add_demotions(expression, added, quote)  # type: ignore[arg-type]
+            new_text = cst.Module([], default_newline=newline).code_for_node(new_expression)
+            if is_bucket:
+                check_migration(kernel, new_text, added, is_jitguard)  # type: ignore[arg-type]
+            else:
+                _check_rewrite(kernel, new_text, added)  # type: ignore[arg-type]
             if work is not source:
                 new_text.encode(encoding)  # a name the file's encoding cannot spell is refused here
-        except FixError as exc:
+        except (FixError, MigrationError) as exc:
             errors.append(f"kernel `{kernel.name}` (line {kernel.line}): {exc}; edit it by hand")
-            added.clear()
+            _drop(change, is_bucket)
             continue
         except cst.ParserSyntaxError as exc:
             errors.append(f"kernel `{kernel.name}` (line {kernel.line}): cannot read the decorator "
                           f"({exc.message}); edit it by hand")
-            added.clear()
+            _drop(change, is_bucket)
             continue
         except UnicodeEncodeError:
-            names = ", ".join(name for names in added.values() for name in names)
+            names = ", ".join(added)
             errors.append(f"kernel `{kernel.name}` (line {kernel.line}): `{names}` cannot be written in "
                           f"the file's encoding ({encoding}); edit it by hand")
-            added.clear()
+            _drop(change, is_bucket)
             continue
-        pieces += [work[cursor:start], new_text.encode("utf-8")]
+        if is_bucket and not is_jitguard and migrated_at is None:  # a new `jitguard.autotune` needs the import
+            migrated_at = line
+        replacements.append((start, end, new_text.encode("utf-8")))
+    if migrated_at is not None:
+        replacements += _jitguard_import(work, tree or ast.parse(text), migrated_at, offsets)
+    pieces: list[bytes] = []
+    cursor = 0
+    for start, end, new_bytes in sorted(replacements, key=lambda item: item[:2]):
+        pieces += [work[cursor:start], new_bytes]
         cursor = end
     pieces.append(work[cursor:])
     new_work = b"".join(pieces)
     new_source = new_work if work is source else new_work.decode("utf-8").encode(encoding)
     return FixOutcome(new_source, changes, errors)
+
+
+def _drop(change: KernelChange, is_bucket: bool) -> None:
+    """Forget the part of `change` that could not be written."""
+    if is_bucket:
+        change.added.pop("bucket", None)
+    else:
+        for option in DEMOTION_OPTIONS:
+            change.added.pop(option, None)
+
+
+def _jitguard_import(
+    work: bytes, tree: ast.Module, before_line: int, offsets: list[int]
+) -> list[tuple[int, int, bytes]]:
+    """Insert `import jitguard` after the last top-level import above `before_line` ([] if present)."""
+    after = import_insertion_line(tree, before_line)
+    if after is None:
+        return []
+    position = offsets[after] if after < len(offsets) else len(work)
+    newline = _newline_of(work[offsets[max(after - 1, 0)]:offsets[after]]) if after else _newline_of(
+        work[: offsets[1] if len(offsets) > 1 else len(work)])
+    prefix = b"" if position == 0 or work[position - 1:position] in (b"\n", b"\r") else newline.encode()
+    return [(position, position, prefix + b"import jitguard" + newline.encode())]
 
 
 def _check_rewrite(kernel: TritonKernel, new_text: str, added: Mapping[str, list[str]]) -> None:

@@ -35,6 +35,8 @@ class KernelSite:
     line: int
     first_line: int
     end_line: int
+    # The kernel found there (syntax trees dropped): `TritonKernel.matches` judges names, `bound_as` included.
+    kernel: TritonKernel | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -86,12 +88,14 @@ def survey_file(task: tuple[Path, bytes | None]) -> FileSurvey:
         return survey
     lines: list[str] | None = None
     for kernel in find_kernels(source, tree):
+        light = _without_syntax_trees(kernel)
         survey.kernels.append(
-            KernelSite(path, kernel.name, kernel.qualname, kernel.line, kernel.first_line, kernel.end_line)
+            KernelSite(path, kernel.name, kernel.qualname, kernel.line, kernel.first_line, kernel.end_line, light)
         )
-        survey.found.append(_without_syntax_trees(kernel))
+        survey.found.append(light)
         # JG104/JG105 judge an existing list, so only listed kernels are scanned (the scan is the costly part).
-        if kernel.demotions and (defines is None or re.search(defines, f"def {kernel.name}".encode())):
+        spellings = [f"def {kernel.name}", *(f"{name} =" for name in kernel.bound_as)]
+        if kernel.demotions and (defines is None or any(re.search(defines, text.encode()) for text in spellings)):
             lines = source_lines(source) if lines is None else lines
             for finding in scan_kernel(kernel, str(path), lines):
                 if finding.rule in ("JG104", "JG105"):
@@ -100,12 +104,15 @@ def survey_file(task: tuple[Path, bytes | None]) -> FileSurvey:
 
 
 def definition_pattern(demotions: Sequence[Demotion]) -> bytes:
-    """A regex that matches `def NAME` for every kernel the requests name."""
+    """A regex that matches `def NAME` or `NAME =` (`NAME = triton.jit(fn)`) for every kernel the requests name."""
     names = sorted({demotion.kernel.rsplit(".", 1)[-1] for demotion in demotions})
-    return rb"\bdef[ \t]+(?:" + b"|".join(re.escape(name.encode()) for name in names) + rb")\b"
+    alternatives = b"|".join(re.escape(name.encode()) for name in names)
+    return rb"\bdef[ \t]+(?:" + alternatives + rb")\b|\b(?:" + alternatives + rb")[ \t]*=(?!=)"
 
 
 def _matches(spec: str, site: KernelSite) -> bool:
+    if site.kernel is not None:
+        return site.kernel.matches(spec)
     return spec in (site.name, site.qualname) or site.qualname.endswith("." + spec)
 
 
@@ -197,9 +204,9 @@ def fix_paths(
             if line not in run.errors:
                 run.errors.append(line)
             continue
-        if len(chosen) > 1 and demotion.origin == "--param":
+        if len(chosen) > 1 and demotion.origin in ("--param", "--bucket"):
             names = ", ".join(f"{site.path}:{site.line}" for site in chosen)
-            line = (f"--param {demotion.kernel}:{demotion.param} matches {len(chosen)} kernels ({names}); "
+            line = (f"{demotion.origin} {demotion.kernel}:{demotion.param} matches {len(chosen)} kernels ({names}); "
                     "name one as Class.kernel or pass its file alone")
             if line not in run.warnings:
                 run.warnings.append(line)

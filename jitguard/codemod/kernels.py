@@ -132,6 +132,8 @@ class TritonKernel:
     decorator_line: int = 0  # the line of the jit decorator (or of the jit call)
     autotune_keys: list[AutotuneKey] = field(default_factory=list)
     heuristics: list[Heuristic] = field(default_factory=list)
+    # (line, col, end_line, end_col) of the `autotune(...)` call wrapping the kernel (what `fix --bucket` edits)
+    autotune_span: tuple[int, int, int, int] | None = None
     _nodes: list[ast.AST] | None = field(default=None, repr=False, compare=False)
 
     def nodes(self) -> list[ast.AST]:
@@ -565,6 +567,9 @@ def _kernel(
     for wrapper in wrappers:
         kernel.autotune_keys += _autotune_keys(wrapper)
         kernel.heuristics += _heuristics(wrapper)
+        if kernel.autotune_span is None and isinstance(wrapper, ast.Call) and _callee_last(wrapper) == "autotune":
+            kernel.autotune_span = (wrapper.lineno, wrapper.col_offset, wrapper.end_lineno or wrapper.lineno,
+                                    wrapper.end_col_offset or 0)
     return kernel
 
 

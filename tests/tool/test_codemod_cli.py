@@ -238,7 +238,7 @@ def test_pre_commit_hook_runs_the_scan() -> None:
     yaml = pytest.importorskip("yaml")
     hooks = yaml.safe_load((Path(__file__).parents[2] / ".pre-commit-hooks.yaml").read_text())
     check = {hook["id"]: hook for hook in hooks}["jitguard-check"]
-    assert check["entry"] == "jitguard scan"
+    assert check["entry"] == "jitguard scan --force-exclude"  # excludes apply to the staged files it is given
     assert check["language"] == "python" and check["types"] == ["python"]
 
 
