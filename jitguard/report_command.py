@@ -78,7 +78,21 @@ def price_demotions(report: dict, stream: object = None) -> None:
     def progress(done: int, total: int, kernel: str, param: str) -> None:
         if done == 0:
             say(f"[jitguard] pricing {total} advised demotion(s): each kernel compiled with and without (sm_90)")
-    add_costs_to_report(report, on_progress=progress)
+
+    # A console script's sys.path starts at its bin/: import kernels from the roots of their files.
+    from pathlib import Path
+
+    from jitguard.codemod.demotion_prices import import_roots
+    entries = {str(i): k for i, k in enumerate(report["kernels"])}
+    roots = [r for r in import_roots(entries, [Path(k["file"]) for k in report["kernels"] if k.get("file")])
+             if r not in sys.path]
+    sys.path[:0] = roots
+    try:
+        add_costs_to_report(report, on_progress=progress)
+    finally:
+        for root in roots:
+            if root in sys.path:
+                sys.path.remove(root)
 
 
 @click.command("report")
