@@ -28,6 +28,11 @@ import triton.language as tl
 # every M (an int equal to 1 or divisible by 16 would otherwise be a separate specialization).
 
 
+# Demoting num_pairs is costly in code (issue 14's check: its masked topk-id load goes from one
+# 64-bit to two 32-bit accesses per thread) and free in time, so it stays: H200, 2026-11-30,
+# moe_align_block_size at 256 experts top-8, 1-16384 tokens (6.5-43.7 us) as shipped vs this kernel
+# and the scatter kernel specialized: 0.99-1.02x, 1.07x once at 8 tokens (6.62 vs 6.20 us)
+# (benchmarks/results/kernel_demotions.md). These kernels are latency-bound; one load is not the cost.
 @triton.jit(do_not_specialize=["num_pairs", "padded_len"])
 def _moe_count_kernel(
     topk_ids_ptr,
@@ -84,6 +89,8 @@ def _moe_block_experts_kernel(
     tl.store(expert_ids_ptr + blocks, expert, mask=blocks < num_blocks)
 
 
+# num_pairs: costly in code, free in time, kept (see _moe_count_kernel's note and
+# benchmarks/results/kernel_demotions.md).
 @triton.jit(do_not_specialize=["num_pairs"])
 def _moe_scatter_kernel(
     topk_ids_ptr,
