@@ -514,7 +514,7 @@ def print_tables(results: dict) -> None:
               f"{row.get('vs_upstream_scale_mismatch', '-')} | {row.get('vs_previous_mismatch', '-')} |")
     print("\ntime per call, us (and % of copy bandwidth), CUDA graph median of 100 replays:")
     names = [n[:-3] for n in results["timing"][0] if n.endswith("_us") and not n.endswith("_rounds_us")]
-    print("mean of two alternating rounds; ours's two rounds in brackets")
+    print("mean of two alternating rounds; 'ours rounds': each round of ours")
     print("| T | MB | " + " | ".join(names) + " | ours rounds | vLLM / ours | prev / ours |")
     print("|---|---|" + "---|" * len(names) + "---|---|---|")
 

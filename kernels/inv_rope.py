@@ -45,7 +45,8 @@ POSITION_DTYPES = (torch.int64, torch.int32)
 
 # Measured on an H200 (benchmarks/results/inv_rope_fp8.md): one (token, head) row of 512 per
 # one-warp program, 32 programs per SM (the resident-block limit) looping over rows, with the
-# next row's loads issued before the current one is computed, beat wider tiles and more warps.
+# next row's loads issued before the current one is computed, beat wider tiles and more warps;
+# and at mid sizes, two tiles per program beat one (see launch_inv_rope_fp8's grid).
 _ELEMENTS_PER_TILE = 512
 _PROGRAMS_PER_SM = 32
 _PREFETCH = True
