@@ -18,6 +18,15 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+def pytest_configure(config):
+    # pyproject.toml's markers list belongs to packaging; this one belongs to the kernel tests.
+    config.addinivalue_line(
+        "markers",
+        "interpreter: kernel maths case; runs on a GPU, or on the CPU under TRITON_INTERPRET=1 "
+        "(tests/run.sh: TRITON_INTERPRET=1 pytest -m interpreter tests/kernels), else skips",
+    )
+
+
 def pytest_collection_modifyitems(config, items):
     if _cuda_available():
         return

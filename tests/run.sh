@@ -2,7 +2,7 @@
 # The test command (README and .ci/run), in a fresh virtual environment:
 #   1. lint: ruff (the whole tree) and mypy (jitguard/), configured in pyproject.toml
 #   2. the full suite on the newest Triton on PyPI (the kernels' maths cases skip on a CPU: step 3 runs them)
-#   3. the kernels' maths under TRITON_INTERPRET=1 on the CPU, every case shown
+#   3. the kernels' maths (marker `interpreter`) under TRITON_INTERPRET=1 on the CPU, every case shown
 #   4. every tool test (tests/tool/) on Triton 3.6 (the GPU machine's) and 3.2 (before knobs)
 #   5. packaging, once: the wheel in a venv with neither torch nor Triton, the pre-commit hooks
 set -euo pipefail
@@ -29,17 +29,11 @@ if [ "$ruff_rc" -ne 0 ] || [ "$mypy_rc" -ne 0 ]; then
   if [ "$LINT_FATAL" = 1 ]; then exit 1; fi
 fi
 
-# The maths cases run in step 3, each shown; their in-suite parents would run them all again, hidden.
-INTERPRETER_PARENTS=(--deselect tests/kernels/test_fused_moe_math.py::test_math_under_interpreter
-                     --deselect tests/kernels/test_moe_decode.py::test_math_under_interpreter)
-
-echo "== full suite, newest Triton"
-"${PYTEST[@]}" -n 2 -m "not packaging" "${INTERPRETER_PARENTS[@]}" tests
+echo "== full suite, newest Triton (maths cases skip without a GPU: step 3 runs them)"
+"${PYTEST[@]}" -n 2 -m "not packaging" tests
 
 echo "== kernel maths under TRITON_INTERPRET=1 (CPU), newest Triton"
-TRITON_INTERPRET=1 JITGUARD_FUSED_MOE_MATH_CHILD=1 JITGUARD_MOE_DECODE_CHILD=1 \
-  "${PYTEST[@]}" -n 2 -k "(test_fused_moe_math or test_math_) and not test_math_under_interpreter" \
-  tests/kernels/test_fused_moe_math.py tests/kernels/test_moe_decode.py
+TRITON_INTERPRET=1 "${PYTEST[@]}" -n 2 -m interpreter tests/kernels
 
 for version in 3.6.0 3.2.0; do
   target=".ci/triton-${version%.0}"

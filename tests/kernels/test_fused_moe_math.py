@@ -1,8 +1,8 @@
 """fused_moe maths against the plain-torch reference, on small shapes.
 
-One parametrised body per check, two backends: "interpreter" runs every case on the CPU under
-TRITON_INTERPRET=1 in one child process (the flag must be set before Triton is imported), "cuda"
-runs them on a GPU (marker ``gpu``).
+One parametrised body per check, two backends (marker ``interpreter``, every test here): on the
+CPU under TRITON_INTERPRET=1 (``TRITON_INTERPRET=1 pytest -m interpreter tests/kernels``, a step
+of tests/run.sh), or on a GPU; without either they skip.
 
 Under the interpreter, FP8 activation quantization goes through the torch twin of the kernel:
 the interpreter's fp32 -> e4m3 cast is wrong (triton#8322), so only the GPU run checks the
@@ -12,9 +12,6 @@ both backends with a tolerance the interpreter meets.
 
 from __future__ import annotations
 
-import os
-import re
-
 import pytest
 import torch
 
@@ -22,10 +19,9 @@ from jitguard.kernels import moe_chain as fm
 from jitguard.kernels.moe_align import moe_align_block_size, moe_align_reference
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 from jitguard.kernels.moe_quant import quantize_fp8, quantize_fp8_reference
+from tests.interpreter_child import INTERPRETED, maths_device
 
-from tests.interpreter_child import INTERPRETED, maths_device, run_under_interpreter
-
-IN_CHILD = os.environ.get("JITGUARD_FUSED_MOE_MATH_CHILD") == "1"
+pytestmark = pytest.mark.interpreter
 
 # (M, E, top_k, H, I): decode and a few tokens per expert, non-multiple-of-tile sizes included.
 SHAPES = [(1, 8, 2, 128, 64), (5, 8, 2, 192, 96), (19, 16, 4, 128, 48)]
@@ -37,7 +33,7 @@ TILES = {
 
 
 def _device() -> str:
-    return maths_device(IN_CHILD)
+    return maths_device()
 
 
 def _routing(M: int, E: int, k: int, device: str, gen: torch.Generator):
@@ -172,11 +168,3 @@ def test_quant_kernels_layout(mode):
     within_one = float((code_diff <= 1).float().mean())
     assert within_one >= (0.9 if INTERPRETED else 1.0)
 
-
-def test_math_under_interpreter():
-    """Every case above, once, in a child process with TRITON_INTERPRET=1 (CPU only)."""
-    if IN_CHILD or torch.cuda.is_available():
-        pytest.skip("this is the parent of the interpreter run")
-    tail = run_under_interpreter(__file__, "JITGUARD_FUSED_MOE_MATH_CHILD")
-    # Only this parent test may skip itself in the child; every maths case must have run.
-    assert re.search(r"\b\d+ passed, 1 skipped\b", tail), tail

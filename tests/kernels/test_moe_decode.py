@@ -1,55 +1,52 @@
 """The decode MoE layer (kernels/moe_decode.py) and softmax top-k routing (kernels/moe_routing.py).
 
-Maths (``test_math_*``): one parametrised body per check, two backends: on a CPU-only machine
-``test_math_under_interpreter`` runs them all once in a child process with TRITON_INTERPRET=1;
-on a GPU they run directly. The interpreter's fp32 -> e4m3 cast is wrong (triton#8322, about 9%
-relative error against torch's 2.6% on random data), and the decode path quantizes inside its
-GEMMs, so under the interpreter the FP8 cases check plumbing (scale layouts, indexing) with a
-loose bound; on a GPU they check numerics.
+Maths (``test_math_*``, marker ``interpreter``): one parametrised body per check, two backends: on
+the CPU under TRITON_INTERPRET=1 (``TRITON_INTERPRET=1 pytest -m interpreter tests/kernels``, a
+step of tests/run.sh), or on a GPU; without either they skip. The interpreter's fp32 -> e4m3
+cast is wrong (triton#8322, about 9% relative error against torch's 2.6% on random data), and
+the decode path quantizes inside its GEMMs, so under the interpreter the FP8 cases check plumbing
+(scale layouts, indexing) with a loose bound; on a GPU they check numerics.
 
-Compile-side checks (variant counts, real sm_90 compiles, PTX) and input errors run in the parent
-through jitguard's offline backend.
+Compile-side checks (variant counts, real sm_90 compiles, PTX) and input errors run without the
+interpreter, through jitguard's offline backend.
 """
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
 import torch
+import triton
+from torch.utils._python_dispatch import TorchDispatchMode
+from triton.runtime.jit import JITFunction
+
+import jitguard
+from jitguard import triton_compat
 from jitguard.kernels import moe_decode
 from jitguard.kernels.moe_align import moe_align_reference
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, select_tile_configs
 from jitguard.kernels.moe_decode import (
     MAX_DECODE_TOKENS,
-    choose_decode_path,
     MoeDecodeWorkspace,
+    choose_decode_path,
     fused_moe_decode,
     fused_moe_decode_reference,
 )
 from jitguard.kernels.moe_dispatch import from_logits_takes_decode, fused_moe_from_logits
 from jitguard.kernels.moe_routing import softmax_topk, softmax_topk_reference
-from torch.utils._python_dispatch import TorchDispatchMode
-import triton
-from triton.runtime.jit import JITFunction
+from tests.interpreter_child import INTERPRETED, maths_device
 
-import jitguard
-from jitguard import triton_compat
-
-from tests.interpreter_child import INTERPRETED, maths_device, run_under_interpreter
-
-IN_CHILD = os.environ.get("JITGUARD_MOE_DECODE_CHILD") == "1"
 FP8 = torch.float8_e4m3fn
 
 
 def _device() -> str:
-    return maths_device(IN_CHILD)
+    return maths_device()
 
 
 def _compile_side() -> None:
-    if IN_CHILD:
-        pytest.skip("compile-side tests run in the parent process")
+    if INTERPRETED:
+        pytest.skip("compile-side test: needs Triton's compiler, not the interpreter")
 
 
 def _rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -68,6 +65,7 @@ def _tied_logits(M: int, E: int, gen: torch.Generator) -> torch.Tensor:
 
 # ---- maths ----------------------------------------------------------------------------------------
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("E,k", [(8, 2), (60, 6), (128, 8), (160, 8)])
 @pytest.mark.parametrize("renormalize", [False, True])
 @pytest.mark.parametrize("logit_dtype", [torch.float32, torch.bfloat16])
@@ -97,6 +95,7 @@ def test_math_routing_matches_reference_with_ties(E, k, renormalize, logit_dtype
         torch.testing.assert_close(dw.cpu(), ref_w, rtol=2e-6, atol=1e-7)
 
 
+@pytest.mark.interpreter
 def test_math_argmax_fallback_picks_the_same_experts(monkeypatch):
     """The selection used on Triton without tl.topk (successive argmaxes) agrees with the reference."""
     if not INTERPRETED:
@@ -113,6 +112,7 @@ def test_math_argmax_fallback_picks_the_same_experts(monkeypatch):
         torch.testing.assert_close(w, ref_w, rtol=2e-6, atol=1e-7)
 
 
+@pytest.mark.interpreter
 def test_math_tie_rule_is_lower_index_first():
     """The documented rule on the example where torch.topk on the CPU picks [1, 6, 4]."""
     device = _device()
@@ -138,6 +138,7 @@ TILES = {
 }
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "M%d_E%d_k%d_H%d_I%d" % s)
 @pytest.mark.parametrize("tile,path", [(tile, "grouped") for tile in sorted(TILES)] + [("bm16-swap", "pairs")])
 def test_math_bf16_layer_matches_reference(shape, tile, path):
@@ -161,6 +162,7 @@ def test_math_bf16_layer_matches_reference(shape, tile, path):
         logits = torch.randn(M, E, generator=gen).to(device)
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("M,E,k,block", [(1, 8, 2, 8), (7, 8, 2, 16), (64, 16, 4, 32), (3, 64, 8, 8)])
 def test_math_alignment_groups_every_pair_by_expert(M, E, k, block):
     device = _device()
@@ -197,6 +199,7 @@ def _quantize_weight(w: torch.Tensor, scheme: str):
     return (blocks / s[:, :, None, :, None]).view(E, R, K).to(FP8), s
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("scheme,tile", [("tensor", "bm8-noswap"), ("channel", "bm16-swap"), ("block", "bm16-swap")])
 def test_math_fp8_layer_matches_reference(scheme, tile):
     device = _device()
@@ -215,14 +218,6 @@ def test_math_fp8_layer_matches_reference(scheme, tile):
     # GPU: only accumulation order and an occasional neighbouring e4m3 code differ. Interpreter:
     # its e4m3 cast alone costs ~0.1; a misplaced scale or row costs ~1.
     assert _rel_err(out, emulated) < (0.2 if INTERPRETED else 4e-2)
-
-
-def test_math_under_interpreter():
-    """Every maths case above, once, in a child process with TRITON_INTERPRET=1 (CPU only)."""
-    if IN_CHILD or torch.cuda.is_available():
-        pytest.skip("this is the parent of the interpreter run")
-    tail = run_under_interpreter(__file__, "JITGUARD_MOE_DECODE_CHILD", "-k", "test_math_ and not under_interpreter")
-    assert re.search(r"\b\d+ passed\b", tail) and "skipped" not in tail, tail
 
 
 # ---- clear errors ----------------------------------------------------------------------------------
