@@ -407,9 +407,19 @@ def test_real_compile_for_sm90_gives_one_variant(sweep_inputs, tmp_path, monkeyp
     def call(tokens: int) -> None:
         irf.fused_inv_rope_fp8_quant(o[:tokens], positions[:tokens], cache, n_groups=4, heads_per_group=4)
 
+    def compiled() -> dict:
+        return {(device, key): kernel for device, caches in irf.inv_rope_fp8_kernel.device_caches.items()
+                for key, kernel in caches[0].items()}
+
+    before = compiled()
     variants, events = _variants_over((1, 17, 4096, 65536), call, compile=True)
     assert variants == 1 and len(events) == 1
     assert any(path.suffix == ".cubin" for path in tmp_path.rglob("*")), "no cubin was written"
+    # The one variant keeps 128-bit row accesses although num_tokens is demoted: the bf16 row
+    # (32 bytes a thread: two 128-bit loads, again for the prefetched row) and the fp8 row store.
+    ptx = [kernel.asm["ptx"] for slot, kernel in compiled().items() if slot not in before]
+    assert len(ptx) == 1, "expected the one new variant in the kernel's cache"
+    assert ptx[0].count("ld.global.v4.b32") >= 4 and ptx[0].count("st.global.v4.b32") >= 1, "row access not 128-bit"
 
 
 if __name__ == "__main__":
