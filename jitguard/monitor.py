@@ -28,10 +28,12 @@ import time
 import warnings
 from typing import Any, Callable, Iterator
 
+from jitguard.demotion_cost import COST_PROBE_ATTRIBUTE
 from jitguard.events import Cause, CompileEvent
 from jitguard.explain import explain_recompile
 from jitguard.ndjson_sink import NdjsonSink
-from jitguard.render_text import format_event_line, format_summary
+from jitguard.render_text import format_event_line, format_summary, format_tuning_summary
+from jitguard.tuning_records import TuningRecord, format_tuning_line, remedy_lines, summarize_tunings
 
 MODES = ("log", "warn", "error")
 
@@ -40,25 +42,36 @@ class RecompileError(AssertionError):
     """A kernel compiled where it must not: after `mark_serving()` in error mode, over budget, or
     inside `no_recompiles()`. The message lists every new variant with its causes."""
 
-    def __init__(self, message: str, events: list[CompileEvent] | None = None) -> None:
+    jitguard_verdict = True  # raised through Triton's hooks to the host, never swallowed as internal
+
+    def __init__(self, message: str, events: list[CompileEvent] | None = None,
+                 tunings: list[TuningRecord] | None = None) -> None:
         super().__init__(message)
         self.events = list(events or [])
+        self.tunings = list(tunings or [])
 
 
 class RecompileWarning(UserWarning):
-    """A kernel compiled during serving (mode "warn")."""
+    """A kernel compiled or autotuned during serving (mode "warn")."""
+
+    jitguard_verdict = True  # under `-W error` it is the host's exception
 
 
 class Recorder:
-    """Collects the compile events seen while it is attached (see `watch`)."""
+    """Collects the compile events and autotune tunings seen while it is attached (see `watch`)."""
 
     def __init__(self) -> None:
         self.events: list[CompileEvent] = []
+        self.tunings: list[TuningRecord] = []
         self._lock = threading.Lock()
 
     def _add(self, event: CompileEvent) -> None:
         with self._lock:
             self.events.append(event)
+
+    def _add_tuning(self, record: TuningRecord) -> None:
+        with self._lock:
+            self.tunings.append(record)
 
     def variants(self, kernel_name: str) -> int:
         """How many new variants of `kernel_name` were compiled while recording."""
@@ -79,6 +92,7 @@ class Recorder:
     def clear(self) -> None:
         with self._lock:
             self.events.clear()
+            self.tunings.clear()
 
 
 class Monitor:
@@ -99,7 +113,11 @@ class Monitor:
         self.role: str | None = "torchrun worker" if os.environ.get("TORCHELASTIC_RUN_ID") else None
         self.rank: int | None = _rank_from_env()
         self.events: list[CompileEvent] = []
+        self.tunings: list[TuningRecord] = []
         self._subscribers: list[Callable[[CompileEvent], None]] = []
+        self._tuning_subscribers: list[Callable[[TuningRecord], None]] = []
+        self._tunings_per_kernel: dict[tuple[str, str], int] = {}  # (kernel, file) -> tunings so far
+        self._tuning_recorder: Any = None
         self._histories: dict[Any, dict[Any, tuple]] = {}  # kernel -> {key: (params, options)} it compiled
         self._previous: dict[str, Callable | None] = {}
         self._ours: dict[str, Callable] = {}
@@ -137,6 +155,11 @@ class Monitor:
             tc.set_hook(slot, hook)
         if self.sink is not None:
             self.sink.process_info = {"role": self.role, "rank": self.rank, "triton_version": self.triton_version}
+        try:
+            from jitguard.tuning_recorder import start_tuning_recording
+            self._tuning_recorder = start_tuning_recording(on_record=self._on_tuning, phase=lambda: self.phase)
+        except Exception as exc:  # noqa: BLE001 - compiles are still watched without tunings
+            self._internal_error(exc)
         self._installed = True
 
     def uninstall(self) -> None:
@@ -147,6 +170,9 @@ class Monitor:
             current = self._tc.get_hook(slot)
             if current is hook:
                 self._tc.set_hook(slot, self._previous.get(slot))
+        if self._tuning_recorder is not None:
+            self._tuning_recorder.stop()
+            self._tuning_recorder = None
         self._installed = False
         if self.sink is not None:
             self.sink.close()
@@ -231,8 +257,8 @@ class Monitor:
         tc = self._tc
         info = hook_kwargs.get("fn")
         jit_fn = getattr(info, "jit_function", None)
-        if jit_fn is None:
-            return None
+        if jit_fn is None or getattr(jit_fn, COST_PROBE_ATTRIBUTE, False):
+            return None  # a cost check's copy of a kernel: not the program's compile
         compile_info = hook_kwargs.get("compile") or {}
         key = hook_kwargs.get("key")
         started = (getattr(self._local, "pending", None) or {}).pop(_pending_key(hook_kwargs), None)
@@ -281,6 +307,60 @@ class Monitor:
             self._write_line(f"[jitguard] warning: {self._tc.kernel_name(jit_fn)} ({file}:{line}): {option} lists "
                              f"{entry!r}, which is not a parameter; Triton ignores it silently "
                              f"(parameters: {', '.join(self._tc.param_names(jit_fn))})")
+
+    def subscribe_tunings(self, callback: Callable[[TuningRecord], None]) -> Callable[[], None]:
+        """Call `callback(record)` for every autotune tuning from now on (see `subscribe`)."""
+        with self._lock:
+            self._tuning_subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._tuning_subscribers:
+                    self._tuning_subscribers.remove(callback)
+
+        return unsubscribe
+
+    def _on_tuning(self, record: TuningRecord) -> None:
+        """One autotune tuning (the kernel benchmarked every config for a new key): keep it, tell the
+        subscribers, log it when it is a re-tune or during serving, write it, then apply the mode."""
+        try:
+            with self._lock:
+                self.tunings.append(record)
+                where = (record.kernel, record.file)
+                count = self._tunings_per_kernel[where] = self._tunings_per_kernel.get(where, 0) + 1
+                subscribers = list(self._tuning_subscribers)
+            for callback in subscribers:
+                try:
+                    callback(record)
+                except Exception as exc:  # noqa: BLE001
+                    self._internal_error(exc)
+            if count > 1 or record.phase == "serving" or self.log_first_compiles:
+                self._write_line(self._tuning_log_line(record, count))
+            if self.sink is not None:
+                self.sink.process_info.update(role=self.role, rank=self.rank)
+                self.sink.write(record.to_dict())  # never raises: a failure is warned once and counted
+        except Exception as exc:  # noqa: BLE001 - never reach the host program
+            self._internal_error(exc)
+            return
+        if record.phase == "serving":
+            message = f"[jitguard] {record.kernel} autotuned during serving: {format_tuning_line(record)}"
+            if self.mode == "error":
+                raise RecompileError(message, tunings=[record])
+            if self.mode == "warn":
+                warnings.warn(message, RecompileWarning, stacklevel=2)
+
+    def _tuning_log_line(self, record: TuningRecord, count: int) -> str:
+        """`[jitguard] autotune k (f.py:3) tuned n=65: 2 configs, ...; tuning #2 of k: <remedy>`."""
+        line = "[jitguard] " + format_tuning_line(record).removeprefix("jitguard: ")
+        if count < 2:
+            return line
+        with self._lock:
+            same = [t for t in self.tunings if (t.kernel, t.file) == (record.kernel, record.file)]
+        entry = summarize_tunings(same)[record.kernel]
+        varying = ", ".join(entry["key_params_varying"])
+        line += f"; tuning #{count} of {record.kernel}" + (f", key {varying} varies" if varying else "")
+        remedy = remedy_lines(record.kernel, entry)
+        return line + "".join(f"; remedy: {text.split('; ', 1)[-1]}" for text in remedy)
 
     def subscribe(self, callback: Callable[[CompileEvent], None]) -> Callable[[], None]:
         """Call `callback(event)` for every compile from now on, in the thread that compiled; returns
@@ -366,8 +446,9 @@ class Monitor:
         self._write_line(f"[jitguard] internal error (reported once; the program goes on): {kind}")
 
     def summary_lines(self) -> list[str]:
-        """The end-of-process table: kernel, variants, total compile ms, top causes."""
-        return format_summary(self.events)
+        """The end-of-process table (kernel, variants, total compile ms, top causes), then each
+        autotuned kernel with its tuning count and the remedy."""
+        return format_summary(self.events) + format_tuning_summary(self.tunings)
 
 
 def _pending_key(hook_kwargs: dict) -> tuple:
@@ -501,9 +582,11 @@ def watch(mode: str = "log", dir: str | None = None,  # noqa: A002
     assert monitor is not None
     recorder = Recorder()
     unsubscribe = monitor.subscribe(recorder._add)
+    unsubscribe_tunings = monitor.subscribe_tunings(recorder._add_tuning)
     try:
         yield recorder
     finally:
         unsubscribe()
+        unsubscribe_tunings()
         if installed_here:
             uninstall()

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Protocol, Sequence
 
 from jitguard.events import Cause, CompileEvent
 from jitguard.explain import fix_hint, fix_parts, short_path, without_weaker_advice
+from jitguard.tuning_records import remedy_lines, summarize_tunings
 
 
 def plural(n: int, word: str) -> str:
@@ -188,6 +189,24 @@ def format_summary(events: list[CompileEvent]) -> list[str]:
                      fix_hint(all_causes) or "-"])
     return ["[jitguard] compile summary (this process)",
             *table(["kernel", "variants", "compile ms", "causes", "fix"], rows)]
+
+
+def format_tuning_summary(tunings: Sequence[Any]) -> list[str]:
+    """The exit lines about autotune: each autotuned kernel's tunings, configs timed, the varying key
+    parameters, and the remedy; [] when nothing was tuned."""
+    if not tunings:
+        return []
+    summary = summarize_tunings(tunings)
+    rows = []
+    remedies = []
+    for kernel, entry in sorted(summary.items(), key=lambda kv: -kv[1]["tunings"]):
+        rows.append([kernel, str(entry["tunings"]), str(entry["tunings_during_serving"]), str(entry["configs_timed"]),
+                     f"{entry['tuning_s']:.2f}", ", ".join(entry["key_params_varying"]) or "-"])
+        remedies.extend(remedy_lines(kernel, entry))
+    lines = ["[jitguard] autotune summary (this process)",
+             *table(["kernel", "tunings", "in serving", "configs timed", "tuning s", "key varying"], rows)]
+    lines.extend(f"  remedy: {line}" for line in remedies)
+    return lines
 
 
 # --- the no_recompiles failure ----------------------------------------------------------------------

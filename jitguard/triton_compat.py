@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from typing import Any, Callable
 
 import triton
@@ -778,36 +779,57 @@ def bucket_autotuner_keys(tuner: Any, rules: dict[str, Callable[[Any], Any]]) ->
 
 
 _autotune_observers: list[Callable[..., None]] = []
-_run_before_observers: list = []  # [Autotuner.run as it was] while an observer is installed
+_observer_patch = ClassPatch()  # Autotuner.run wrapped while any observer is installed
+_observing = threading.local()  # ids of the tuners whose run is being observed in this thread
 
 
-def _observed_run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
-    state = tuner.__dict__
-    timings_before = state.get("configs_timings")
-    bench_time_before = state.get("bench_time")
-    result = _run_before_observers[0](tuner, *args, **kwargs)
-    timings = state.get("configs_timings")
-    if timings is not None and timings is not timings_before:  # a tuning happened in this call
-        bench_time = state.get("bench_time")
-        from_disk = bench_time is bench_time_before  # 3.6+ disk-cache hit: timings read, nothing run
-        for observer in list(_autotune_observers):
-            try:
-                observer(tuner, args, kwargs, dict(timings), None if from_disk else bench_time, from_disk)
-            except Exception:  # noqa: BLE001 - an observer must never break the host's launch
-                pass
-    return result
+def passes_through_hooks(exc: BaseException) -> bool:
+    """Whether an exception raised by a jitguard hook or observer is a verdict meant for the host
+    (`RecompileError` in error mode), not an internal failure to swallow."""
+    return bool(getattr(exc, "jitguard_verdict", False))
+
+
+def _observing_run(beneath: Callable) -> Callable:
+    """`Autotuner.run` that calls `beneath` and tells the observers about a tuning it made."""
+
+    def run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+        active = _observing.__dict__.setdefault("ids", set())
+        if id(tuner) in active:  # another wrapper stacked over ours: observe once, in the outer one
+            return beneath(tuner, *args, **kwargs)
+        state = tuner.__dict__
+        timings_before = state.get("configs_timings")
+        bench_time_before = state.get("bench_time")
+        active.add(id(tuner))
+        try:
+            result = beneath(tuner, *args, **kwargs)
+        finally:
+            active.discard(id(tuner))
+        timings = state.get("configs_timings")
+        if timings is not None and timings is not timings_before:  # a tuning happened in this call
+            bench_time = state.get("bench_time")
+            from_disk = bench_time is bench_time_before  # 3.6+ disk-cache hit: timings read, nothing run
+            for observer in list(_autotune_observers):
+                try:
+                    observer(tuner, args, kwargs, dict(timings), None if from_disk else bench_time, from_disk)
+                except Exception as exc:  # noqa: BLE001 - an observer must never break the host's launch
+                    if passes_through_hooks(exc):
+                        raise
+        return result
+
+    # Its own marker, not `__jitguard_wrapper__`: call capture must still wrap this run.
+    run.__jitguard_observer__ = True  # type: ignore[attr-defined]
+    return run
 
 
 def add_autotune_observer(observer: Callable[..., None]) -> None:
     """Call `observer(tuner, args, kwargs, configs_timings, bench_s, from_disk)` after each tuning.
 
     Costs one extra call per autotuned launch while any observer is installed; nothing after the
-    last one is removed.
+    last one is removed (`Autotuner.run` goes back through `ClassPatch`).
     """
     Autotuner = autotuner_type()
-    if not _run_before_observers:
-        _run_before_observers.append(Autotuner.__dict__["run"])
-        Autotuner.run = _observed_run
+    if not _observer_patch.active:
+        _observer_patch.replace(Autotuner, "run", _observing_run(Autotuner.run))
     if observer not in _autotune_observers:
         _autotune_observers.append(observer)
 
@@ -815,13 +837,38 @@ def add_autotune_observer(observer: Callable[..., None]) -> None:
 def remove_autotune_observer(observer: Callable[..., None]) -> None:
     if observer in _autotune_observers:
         _autotune_observers.remove(observer)
-    if not _autotune_observers and _run_before_observers:
-        Autotuner = autotuner_type()
-        before = _run_before_observers.pop()
-        if Autotuner.__dict__.get("run") is _observed_run:
-            Autotuner.run = before
-        else:  # another tool wrapped run over ours: leave its wrapper, which still calls ours
-            _run_before_observers.append(before)
+    if not _autotune_observers:
+        _observer_patch.restore()  # a tool that wrapped run over ours keeps its wrapper, which still works
+
+
+# --- copies of a kernel with other demotion lists (the cost check) ---------------------------------
+
+def jit_function_copy(jit_fn: JITFunction, do_not_specialize: list, do_not_specialize_on_alignment: list) -> JITFunction:
+    """A new JITFunction over the same Python function with the given demotion lists.
+
+    `JITFunction(fn, version, do_not_specialize, do_not_specialize_on_alignment, debug, noinline, ...)`
+    is the same in 3.2-3.9; 3.5+ registers every JITFunction by `module:qualname`, so the
+    original's registry entry is put back (the copy must not replace the user's kernel there).
+    """
+    from triton.runtime import jit as triton_jit
+
+    registry = getattr(triton_jit, "_triton_jit_function_registry", None)
+    registry_key = f"{jit_fn.fn.__module__}:{jit_fn.fn.__qualname__}"
+    saved = registry.get(registry_key) if registry is not None else None
+    copy = triton_jit.JITFunction(jit_fn.fn, do_not_specialize=list(do_not_specialize),
+                                  do_not_specialize_on_alignment=list(do_not_specialize_on_alignment),
+                                  debug=getattr(jit_fn, "debug", None), noinline=getattr(jit_fn, "noinline", None))
+    if registry is not None and saved is not None:
+        registry[registry_key] = saved
+    return copy
+
+
+def cuobjdump_path() -> str | None:
+    """Triton's bundled `cuobjdump` (its NVIDIA backend ships one), else the one on PATH, else None."""
+    import shutil
+
+    bundled = os.path.join(TRITON_DIR, "backends", "nvidia", "bin", "cuobjdump")
+    return bundled if os.access(bundled, os.X_OK) else shutil.which("cuobjdump")
 
 
 # `jitguard run`'s import watcher starts the monitor on the first `import triton`; when that import
