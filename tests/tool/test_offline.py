@@ -7,7 +7,6 @@ import sys
 from typing import ClassVar
 
 import pytest
-
 import torch
 import triton
 import triton.language as tl
