@@ -57,7 +57,9 @@ def _call_site() -> str:
     from jitguard import triton_compat
     here = os.path.dirname(os.path.abspath(__file__))
     skip = [triton_compat.TRITON_DIR + os.sep, os.path.dirname(threading.__file__) + os.sep]
-    skip += [os.path.join(here, name) for name in ("triton_compat.py", "tuning_recorder.py", "autotune_pretune.py")]
+    skip += [os.path.join(here, name) for name in ("triton_compat.py", "tuning_recorder.py", "autotune_pretune.py",
+                                                   "call_capture.py", "monitor.py", "offline_backend.py",
+                                                   "warmup_replay.py")]
     torch_dir = triton_compat.torch_dir()
     if torch_dir:
         skip.append(torch_dir + os.sep)

@@ -178,6 +178,7 @@ def test_verdicts_and_the_full_failure_message(suite):
         f"add_kernel (jg_suite_kernels.py:{kernel_line}): 1 variant in warm-up, 1 new after it",
         f"  variant #2 at call 2, called from test_suite.py:{launch_line}",
         "    n: int32 divisible by 16 -> int32, value 17",
+        "  price: n: free (*)",  # computed in a child process: the test process keeps its driver
         '  fix: @triton.jit(do_not_specialize_on_alignment=["n"])',
         "    n flips between divisible-by-16 and not: do_not_specialize_on_alignment keeps one variant*",
         "",
