@@ -647,6 +647,31 @@ def autotune_call_values(tuner: Any, args: tuple, kwargs: dict) -> tuple[dict[st
     return values, dtypes
 
 
+def launcher_supplied_names(launcher: Any) -> set[str]:
+    """The parameters a launcher fills in itself, which its caller must not pass: every autotune
+    config's kwargs and every `@triton.heuristics` value between `launcher` and its kernel."""
+    names: set[str] = set()
+    wrapper = launcher
+    while wrapper is not None and not isinstance(wrapper, JITFunction):
+        if isinstance(wrapper, Autotuner):
+            for config in getattr(wrapper, "configs", None) or []:
+                names.update(getattr(config, "kwargs", None) or {})
+        elif isinstance(wrapper, Heuristics):
+            names.update(getattr(wrapper, "values", None) or {})
+        wrapper = getattr(wrapper, "fn", None)
+    return names
+
+
+def is_autotuned(launcher: Any) -> bool:
+    """Whether an Autotuner sits between `launcher` and the kernel it launches."""
+    wrapper = launcher
+    while wrapper is not None and not isinstance(wrapper, JITFunction):
+        if isinstance(wrapper, Autotuner):
+            return True
+        wrapper = getattr(wrapper, "fn", None)
+    return False
+
+
 class _BucketedConfigs(dict):
     """The tuner's {tuning key: Config} dict, storing and finding configs per bucket of the key.
 
