@@ -276,17 +276,23 @@ def autotune_block(tunings: Sequence[Any]) -> list[str]:
     name = late[0].record.kernel
     entry = summarize_tunings([t.record for t in tunings])[name]
     varying = entry["key_params_varying"] or list(late[0].record.key)
+    bucketed = entry.get("bucket") or {}
     for param in varying:
         seen = [k.get(param) for k in entry["keys_tuned"]]
-        lines.append(f"  autotune key {param} took {plural(len(seen), 'value')} ({', '.join(map(str, seen))}): each new "
-                     "value benchmarks every config again")
+        unit = f"{bucketed[param]} bucket" if param in bucketed else "value"
+        lines.append(f"  autotune key {param} took {plural(len(seen), unit)} ({', '.join(map(str, seen))}): each new "
+                     f"{unit.split()[-1]} benchmarks every config again")
     remedies = remedy_lines(name, entry)
+    unbucketed = [p for p in varying if p not in bucketed]
     if remedies:
         lines.extend(f"  remedy: {line.split('; ', 1)[-1]}" for line in remedies)
-    else:  # too few values here to show the saving: name the remedy all the same
-        bucket = ", ".join(f'"{p}": "pow2"' for p in varying)
+    elif unbucketed:  # too few values here to show the saving: name the remedy all the same
+        bucket = ", ".join(f'"{p}": "pow2"' for p in unbucketed)
         lines.append(f"  remedy: bucket it: jitguard.autotune(..., bucket={{{bucket}}}) tunes once per bucket, or "
                      "tune these values during warm-up (a warm-up plan from `jitguard warmup-plan` pre-tunes them)")
+    else:
+        lines.append("  remedy: tune these buckets during warm-up (a warm-up plan from `jitguard warmup-plan` "
+                     "pre-tunes them), or raise warmup")
     return lines
 
 

@@ -346,3 +346,18 @@ def test_tunings_during_warmup_calls_pass():
         tuned_kernel()[(1,)](x, y, 64)
         tuned_kernel()[(1,)](x, y, 128)  # second call: still warm-up
     assert [t.after_warmup for t in guard.tunings] == [False, False] and not guard.new_tunings
+
+
+def test_a_new_bucket_of_a_bucketed_kernel_is_named_as_a_bucket_and_warmup_is_the_remedy():
+    x, y = torch.zeros(256), torch.zeros(256)
+    kernel = jitguard.autotune([triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 128}, num_warps=4)],
+                               key=["n"], bucket={"n": "pow2"})(add_kernel)
+
+    def block():
+        with jitguard.no_recompiles():
+            kernel[(1,)](x, y, 48)
+            kernel[(1,)](x, y, 64)  # same bucket: no tuning
+            kernel[(1,)](x, y, 80)  # bucket 128: tunes
+    message = _failure(block)
+    assert "autotune key n took 2 pow2 buckets (64, 128): each new bucket benchmarks every config again" in message
+    assert "  remedy: tune these buckets during warm-up" in message and 'bucket={"n"' not in message
