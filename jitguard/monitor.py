@@ -14,6 +14,11 @@ an internal error reach the host program (it is logged once).
 Modes: "log" (a line per recompile on stderr), "warn" (a `RecompileWarning` for every compile
 after `mark_serving()`), "error" (raise `RecompileError` instead). A per-kernel variant budget
 acts the same way whatever the phase.
+
+Autotune tunings (an `@triton.autotune` kernel benchmarking every config for a new key value) are
+recorded too (`jitguard.tuning_recorder`): kept in `.tunings`, written as `"type": "tuning"` NDJSON
+records, logged when a kernel tunes again or tunes during serving (with the varying key parameter
+and the remedy), summed up at exit, and acted on by warn/error modes during serving like compiles.
 """
 
 from __future__ import annotations

@@ -854,7 +854,7 @@ def add_autotune_observer(observer: Callable[..., None]) -> None:
     """
     Autotuner = autotuner_type()
     if not _observer_patch.active:
-        _observer_patch.replace(Autotuner, "run", _observing_run(Autotuner.run))
+        _observer_patch.replace(Autotuner, "run", _observing_run(Autotuner.__dict__["run"]))
     if observer not in _autotune_observers:
         _autotune_observers.append(observer)
 
@@ -868,7 +868,8 @@ def remove_autotune_observer(observer: Callable[..., None]) -> None:
 
 # --- copies of a kernel with other demotion lists (the cost check) ---------------------------------
 
-def jit_function_copy(jit_fn: JITFunction, do_not_specialize: list, do_not_specialize_on_alignment: list) -> JITFunction:
+def jit_function_copy(jit_fn: JITFunction, do_not_specialize: list,
+                      do_not_specialize_on_alignment: list) -> JITFunction:
     """A new JITFunction over the same Python function with the given demotion lists.
 
     `JITFunction(fn, version, do_not_specialize, do_not_specialize_on_alignment, debug, noinline, ...)`

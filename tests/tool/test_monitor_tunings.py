@@ -71,14 +71,16 @@ def test_a_storm_under_watch_reaches_the_report_with_counts_key_and_remedy(tmp_p
     autotune = entry["autotune"]
     assert (autotune["tunings"], autotune["tunings_during_serving"], autotune["configs_timed"]) == (12, 8, 24)
     assert autotune["key"] == ["num_tokens"] and autotune["key_params_varying"] == ["num_tokens"]
-    assert autotune["remedy"] == ['scale_rows: num_tokens varies across 12 tunings (12 values); bucket it: '
-                                  'jitguard.autotune(..., bucket={"num_tokens": "pow2"}) tunes 5 times for these values']
+    assert autotune["remedy"] == [
+        'scale_rows: num_tokens varies across 12 tunings (12 values); bucket it: '
+        'jitguard.autotune(..., bucket={"num_tokens": "pow2"}) tunes 5 times for these values']
 
     # The first tuning (warm-up, first of its kernel) is quiet; every re-tune is one line.
     tuning_lines = [line for line in stream.getvalue().splitlines() if line.startswith("[jitguard] autotune")]
     assert len(tuning_lines) == 11
     line = triton_compat.kernel_location(scale_rows)[1]
-    assert tuning_lines[0].startswith(f"[jitguard] autotune scale_rows (test_monitor_tunings.py:{line}) tuned num_tokens=2:")
+    assert tuning_lines[0].startswith(
+        f"[jitguard] autotune scale_rows (test_monitor_tunings.py:{line}) tuned num_tokens=2:")
     assert "; tuning #2 of scale_rows, key num_tokens varies" in tuning_lines[0]
     assert tuning_lines[-1].endswith('; remedy: bucket it: jitguard.autotune(..., bucket={"num_tokens": "pow2"}) '
                                      'tunes 5 times for these values')
