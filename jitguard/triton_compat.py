@@ -805,7 +805,7 @@ def bucket_autotuner_keys(tuner: Any, rules: dict[str, Callable[[Any], Any]]) ->
 
 _autotune_observers: list[Callable[..., None]] = []
 _observer_patch = ClassPatch()  # Autotuner.run wrapped while any observer is installed
-_observing = threading.local()  # ids of the tuners whose run is being observed in this thread
+_observing = threading.local()  # .tuner: the tuner whose run is being observed in this thread
 
 
 def passes_through_hooks(exc: BaseException) -> bool:
@@ -818,17 +818,16 @@ def _observing_run(beneath: Callable) -> Callable:
     """`Autotuner.run` that calls `beneath` and tells the observers about a tuning it made."""
 
     def run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
-        active = _observing.__dict__.setdefault("ids", set())
-        if id(tuner) in active:  # another wrapper stacked over ours: observe once, in the outer one
-            return beneath(tuner, *args, **kwargs)
         state = tuner.__dict__
         timings_before = state.get("configs_timings")
+        if getattr(_observing, "tuner", None) is tuner:  # another wrapper stacked over ours: observe once
+            return beneath(tuner, *args, **kwargs)
+        outer, _observing.tuner = getattr(_observing, "tuner", None), tuner
         bench_time_before = state.get("bench_time")
-        active.add(id(tuner))
         try:
             result = beneath(tuner, *args, **kwargs)
         finally:
-            active.discard(id(tuner))
+            _observing.tuner = outer
         timings = state.get("configs_timings")
         if timings is not None and timings is not timings_before:  # a tuning happened in this call
             bench_time = state.get("bench_time")
