@@ -54,6 +54,7 @@ class RecompileError(AssertionError):
         super().__init__(message)
         self.events = list(events or [])
         self.tunings = list(tunings or [])
+        self.prices: dict[str, dict[str, dict[str, Any]]] = {}  # {kernel: {param: cost}} when a failure priced its fix
 
 
 class RecompileWarning(UserWarning):

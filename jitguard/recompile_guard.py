@@ -192,8 +192,11 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
                                f"{type(first).__name__}: {first}") from first
         if self.new_variants or self.new_tunings:
             from jitguard.monitor import RecompileError
-            raise RecompileError(self.failure_message(), [c.event for c in self.new_variants],
-                                 [t.record for t in self.new_tunings])
+            prices = self.advised_prices()
+            error = RecompileError(self.failure_message(prices=prices), [c.event for c in self.new_variants],
+                                   [t.record for t in self.new_tunings])
+            error.prices = {kernel.name: by_param for kernel, by_param in prices.items()}
+            raise error
         self._check_named_kernels_were_called()
 
     def _check_named_kernels_were_called(self) -> None:
@@ -207,12 +210,12 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
 
     # --- the message ---------------------------------------------------------------------------
 
-    def failure_message(self, prices: bool = True) -> str:
+    def failure_message(self, prices: dict[KernelId, dict[str, dict[str, Any]]] | None = None) -> str:
         """The text of the `RecompileError`: every new variant and tuning, its causes, call site, the
-        price of each advised demotion (`prices`: computed in a child process, see `advised_prices`),
-        and the fix."""
+        price of each advised demotion (`prices`, default: `advised_prices()`, computed in child
+        processes), and the fix."""
         return format_new_variants(self.compiles, self.warmup, self._warmup_subject(), tunings=self.tunings,
-                                   prices=self.advised_prices() if prices else None)
+                                   prices=self.advised_prices() if prices is None else prices)
 
     def advised_prices(self, budget_s: float = PRICE_BUDGET_S) -> dict[KernelId, dict[str, dict[str, Any]]]:
         """{kernel: {param: {"verdict", "detail"[, "alternative"]}}} for every demotion the failure advises.
