@@ -16,6 +16,11 @@ raises, on exit, a `RecompileError` (an `AssertionError`) that lists every new v
       fix: @triton.jit(do_not_specialize_on_alignment=["num_tokens"])
         num_tokens flips between divisible-by-16 and not: ...
 
+Before the fix, each advised demotion shows its price (`jitguard.demotion_cost`, computed at failure
+time in a child process: `price: n: costly: 2 of 2 128-bit loads become 32-bit; instead: ...`). An
+autotune tuning after warm-up (the kernel benchmarking every config again for a new key value)
+fails the block too, naming the varying key parameter and the remedy.
+
 "Warm-up" means a kernel's first `warmup` calls inside the block: they may compile anything. Calls
 count only inside the block; `kernel.warmup(...)` calls never count and may always compile; the
 compiles `@triton.autotune` makes while benchmarking belong to the call that triggered them.

@@ -319,6 +319,20 @@ def test_a_kernel_the_cost_check_cannot_import_says_price_unknown_and_why():
     assert price.startswith(f"  price unknown: n: {reason}")
 
 
+def test_a_kernel_of_a_script_is_never_priced_by_running_the_script():
+    guard = jitguard.no_recompiles()
+    with pytest.raises(RecompileError):
+        with guard:
+            add(16)
+            add(17)
+    for item in guard.compiles:
+        item.event.module = "__main__"  # as if add_kernel were defined in `python serve.py`
+    (prices,) = guard.advised_prices(budget_s=0.5).values()
+    assert prices == {"n": {"verdict": "unknown", "detail": "add_kernel is defined in a script run as __main__, which "
+                                                            "the cost check never runs; `jitguard report` on its log "
+                                                            "prices it"}}
+
+
 @pytest.mark.parametrize("sizes, headline, new_key", [
     ((64, 64, 128), "but 1 autotune tuning ran:", "n=128 "),  # same class: a re-tune, no compile
     ((64, 65), "but 2 were compiled and 1 autotune tuning ran:", "n=65 "),  # a new class: compiles too
