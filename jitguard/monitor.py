@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import importlib.util
 import os
 import sys
@@ -35,7 +36,7 @@ from typing import Any, Callable, Iterator
 
 from jitguard.demotion_cost import COST_PROBE_ATTRIBUTE
 from jitguard.events import Cause, CompileEvent
-from jitguard.explain import explain_recompile
+from jitguard.explain import explain_recompile, short_path
 from jitguard.ndjson_sink import NdjsonSink
 from jitguard.render_text import format_event_line, format_summary, format_tuning_summary
 from jitguard.tuning_records import TuningRecord, format_tuning_line, remedy_lines, summarize_tunings
@@ -357,7 +358,8 @@ class Monitor:
 
     def _tuning_log_line(self, record: TuningRecord, count: int) -> str:
         """`[jitguard] autotune k (f.py:3) tuned n=65: 2 configs, ...; tuning #2 of k: <remedy>`."""
-        line = "[jitguard] " + format_tuning_line(record).removeprefix("jitguard: ")
+        shown = dataclasses.replace(record, call_site=short_path(record.call_site, keep=3))  # as compile lines show it
+        line = "[jitguard] " + format_tuning_line(shown).removeprefix("jitguard: ")
         if count < 2:
             return line
         with self._lock:
