@@ -295,6 +295,9 @@ class Monitor:
             history[key] = (params, options)
             self._histories[jit_fn] = history
             variant = max(len(cache), len(history))
+        tuner = tc.autotuner_on_stack(frame)
+        if tuner is not None:
+            _config_causes_expected(causes, tc.autotune_config_names(tuner))
         if variant > 1 and not causes:
             causes = [Cause("(unknown)", "variants compiled before jitguard was watching", "this variant", None,
                             "install jitguard earlier (jitguard run, or JITGUARD=1) to see what changed")]
@@ -457,6 +460,15 @@ class Monitor:
         """The end-of-process table (kernel, variants, total compile ms, top causes), then each
         autotuned kernel with its tuning count and the remedy."""
         return format_summary(self.events) + format_tuning_summary(self.tunings)
+
+
+def _config_causes_expected(causes: list[Cause], config_names: set[str]) -> None:
+    """A parameter or option an autotune config sets varies because the configs differ: expected,
+    never "make it runtime" (the tuner picks among them; bucketing its key is the remedy for storms)."""
+    for cause in causes:
+        if cause.param in config_names and cause.advice != "expected":
+            cause.advice = "expected"
+            cause.message = f"{cause.param} is set by the autotune configs: one variant per config (expected)"
 
 
 def _pending_key(hook_kwargs: dict) -> tuple:

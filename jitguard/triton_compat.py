@@ -574,6 +574,31 @@ def is_autotuning(start_frame: Any) -> bool:
     return False
 
 
+def autotuner_on_stack(start_frame: Any) -> Any:
+    """The `Autotuner` whose `run` (or benchmark) led to this compile, or None: the `self` of the
+    nearest Triton frame that is one. Read on the compile path only (never on a cache hit)."""
+    frame = start_frame
+    depth = 0
+    while frame is not None and depth < 32:
+        if frame.f_code.co_filename.startswith(TRITON_DIR):
+            candidate = frame.f_locals.get("self")
+            if isinstance(candidate, Autotuner):
+                return candidate
+        frame = frame.f_back
+        depth += 1
+    return None
+
+
+def autotune_config_names(tuner: Any) -> set[str]:
+    """Every name an autotuner's configs set: their kwargs, and the launch options they choose."""
+    names: set[str] = set()
+    for config in getattr(tuner, "configs", None) or []:
+        names.update(getattr(config, "kwargs", None) or {})
+        names.update(option for option in ("num_warps", "num_stages", "num_ctas", "maxnreg")
+                     if getattr(config, option, None) is not None)
+    return names
+
+
 def user_call_site(start_frame: Any, skip_dirs: tuple[str, ...]) -> str:
     """'path:line' of the first frame outside Triton, torch and jitguard."""
     frame = start_frame
@@ -655,7 +680,7 @@ def launcher_supplied_names(launcher: Any) -> set[str]:
     while wrapper is not None and not isinstance(wrapper, JITFunction):
         if isinstance(wrapper, Autotuner):
             for config in getattr(wrapper, "configs", None) or []:
-                names.update(getattr(config, "kwargs", None) or {})
+                names.update(getattr(config, "kwargs", None) or {})  # not its options: the caller may pass them
         elif isinstance(wrapper, Heuristics):
             names.update(getattr(wrapper, "values", None) or {})
         wrapper = getattr(wrapper, "fn", None)

@@ -154,3 +154,15 @@ def test_compiles_of_a_cost_check_copy_are_not_the_programs():
         scale_rows[(4,)](x, torch.empty_like(x), 4, 64, BLOCK_N=32)
     assert [(e.kernel, e.variant) for e in recorder.events] == [("scale_rows", 1)]  # the probe's compile is not here
     assert triton_compat.registered_kernel(scale_rows.fn.__module__, "scale_rows") in (scale_rows, None)
+
+
+def test_a_config_knob_taking_many_values_is_expected_never_make_it_runtime():
+    storm_kernel()  # empties the kernel's caches
+    configs = [triton.Config({"BLOCK_N": n}) for n in (16, 32, 64, 128)]  # BLOCK_N alone, 4 values
+    kernel = triton.autotune(configs, key=["num_tokens"])(scale_rows)
+    with jitguard.watch() as recorder:
+        launch(kernel, 16)
+    causes = [c for e in recorder.events for c in e.causes]
+    assert [c.param for c in causes] == ["BLOCK_N"] * 3
+    assert causes[-1].advice == "expected"  # 4 values of a constexpr would say "make it runtime" elsewhere
+    assert causes[-1].message == "BLOCK_N is set by the autotune configs: one variant per config (expected)"
