@@ -64,6 +64,7 @@ class CallScope:
         self._watch: Any = None
         self._monitor: Any = None
         self._unsubscribe: Callable[[], None] | None = None
+        self._unsubscribe_tunings: Callable[[], None] | None = None
         self._seen_keys: dict[KernelId, set[str]] = {}
         self.internal_errors: list[BaseException] = []
 
@@ -74,6 +75,9 @@ class CallScope:
 
     def compile_seen(self, event: CompileEvent, call: KernelCall | None) -> None:
         """A kernel compiled inside the scope; `call` is the kernel call that caused it, if known."""
+
+    def tuning_seen(self, record: Any, call: KernelCall | None) -> None:
+        """An autotuner benchmarked its configs for a new key inside the scope (a `TuningRecord`)."""
 
     # --- for subclasses ----------------------------------------------------------------------
 
@@ -106,6 +110,7 @@ class CallScope:
         from jitguard import monitor as monitor_module
         self._monitor = monitor_module.current()
         self._unsubscribe = self._monitor.subscribe(self._on_event)
+        self._unsubscribe_tunings = self._monitor.subscribe_tunings(self._on_tuning)
         _register(self)
 
     def close(self) -> None:
@@ -114,6 +119,9 @@ class CallScope:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        if self._unsubscribe_tunings is not None:
+            self._unsubscribe_tunings()
+            self._unsubscribe_tunings = None
         self._monitor = None
         if self._watch is not None:
             self._watch.__exit__(None, None, None)
@@ -154,6 +162,14 @@ class CallScope:
         try:
             if not self.paused:
                 self.compile_seen(event, current_call())
+        except Exception as exc:  # noqa: BLE001
+            self.internal_errors.append(exc)
+
+    def _on_tuning(self, record: Any) -> None:
+        # Called after the tuner's run, while its call is still on this thread's call stack.
+        try:
+            if not self.paused:
+                self.tuning_seen(record, current_call())
         except Exception as exc:  # noqa: BLE001
             self.internal_errors.append(exc)
 

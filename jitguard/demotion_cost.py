@@ -32,7 +32,6 @@ import importlib
 import inspect
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -203,26 +202,16 @@ def _describe_variant(variant: dict[str, Any], param: str) -> str:
     return f"{param} {_CLASS_WORDS.get(spec, spec or variant['params'][param].get('kind'))}"
 
 
-# --- compiling (the Triton version differences are marked; the lead moves them into triton_compat) --
+# --- compiling (Triton internals through triton_compat) ------------------------------------------
 
 def _copy_with(jit_fn: Any, param: str, demotion: str | None) -> Any:
     """A new JITFunction over the same Python function: `param` specialized (taken out of the
-    kernel's own demotion lists) when `demotion` is None, else added to `demotion`.
-
-    Version note (3.2-3.9): `JITFunction(fn, version, do_not_specialize, do_not_specialize_on_alignment,
-    debug, noinline, ...)` is the same in all; 3.5+ registers every JITFunction by `module:qualname`,
-    so the original's registry entry is put back.
-    """
-    from triton.runtime import jit as triton_jit
+    kernel's own demotion lists) when `demotion` is None, else added to `demotion`. Marked with
+    `COST_PROBE_ATTRIBUTE`, so the monitor does not count its compiles."""
+    from jitguard import triton_compat
 
     lists = _demotion_lists(jit_fn, param, demotion)
-    registry = getattr(triton_jit, "_triton_jit_function_registry", None)
-    registry_key = f"{jit_fn.fn.__module__}:{jit_fn.fn.__qualname__}"
-    saved = registry.get(registry_key) if registry is not None else None
-    copy = triton_jit.JITFunction(jit_fn.fn, do_not_specialize=list(lists[0]), do_not_specialize_on_alignment=list(lists[1]),
-                                  debug=getattr(jit_fn, "debug", None), noinline=getattr(jit_fn, "noinline", None))
-    if registry is not None and saved is not None:
-        registry[registry_key] = saved
+    copy = triton_compat.jit_function_copy(jit_fn, list(lists[0]), list(lists[1]))
     setattr(copy, COST_PROBE_ATTRIBUTE, True)
     return copy
 
@@ -239,18 +228,13 @@ def _demotion_lists(jit_fn: Any, param: str, demotion: str | None) -> tuple[tupl
     return lists[0], lists[1]
 
 
-def _cuobjdump_path() -> str | None:
-    import triton
-
-    bundled = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-    return bundled if os.access(bundled, os.X_OK) else shutil.which("cuobjdump")
-
-
 def _cubin_usage(cubin: bytes) -> tuple[int, int] | None:
     """(registers, local bytes) from `cuobjdump -res-usage`; None when it is missing or fails."""
     from jitguard.ptx_facts import resource_usage
 
-    tool = _cuobjdump_path()
+    from jitguard.triton_compat import cuobjdump_path
+
+    tool = cuobjdump_path()
     if tool is None or not cubin:
         return None
     try:

@@ -14,12 +14,18 @@ an internal error reach the host program (it is logged once).
 Modes: "log" (a line per recompile on stderr), "warn" (a `RecompileWarning` for every compile
 after `mark_serving()`), "error" (raise `RecompileError` instead). A per-kernel variant budget
 acts the same way whatever the phase.
+
+Autotune tunings (an `@triton.autotune` kernel benchmarking every config for a new key value) are
+recorded too (`jitguard.tuning_recorder`): kept in `.tunings`, written as `"type": "tuning"` NDJSON
+records, logged when a kernel tunes again or tunes during serving (with the varying key parameter
+and the remedy), summed up at exit, and acted on by warn/error modes during serving like compiles.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import importlib.util
 import os
 import sys
@@ -28,10 +34,12 @@ import time
 import warnings
 from typing import Any, Callable, Iterator
 
+from jitguard.demotion_cost import COST_PROBE_ATTRIBUTE
 from jitguard.events import Cause, CompileEvent
-from jitguard.explain import explain_recompile
+from jitguard.explain import explain_recompile, short_path
 from jitguard.ndjson_sink import NdjsonSink
-from jitguard.render_text import format_event_line, format_summary
+from jitguard.render_text import format_event_line, format_summary, format_tuning_summary
+from jitguard.tuning_records import TuningRecord, format_tuning_line, remedy_lines, summarize_tunings
 
 MODES = ("log", "warn", "error")
 
@@ -40,25 +48,37 @@ class RecompileError(AssertionError):
     """A kernel compiled where it must not: after `mark_serving()` in error mode, over budget, or
     inside `no_recompiles()`. The message lists every new variant with its causes."""
 
-    def __init__(self, message: str, events: list[CompileEvent] | None = None) -> None:
+    jitguard_verdict = True  # raised through Triton's hooks to the host, never swallowed as internal
+
+    def __init__(self, message: str, events: list[CompileEvent] | None = None,
+                 tunings: list[TuningRecord] | None = None) -> None:
         super().__init__(message)
         self.events = list(events or [])
+        self.tunings = list(tunings or [])
+        self.prices: dict[str, dict[str, dict[str, Any]]] = {}  # {kernel: {param: cost}} when a failure priced its fix
 
 
 class RecompileWarning(UserWarning):
-    """A kernel compiled during serving (mode "warn")."""
+    """A kernel compiled or autotuned during serving (mode "warn")."""
+
+    jitguard_verdict = True  # under `-W error` it is the host's exception
 
 
 class Recorder:
-    """Collects the compile events seen while it is attached (see `watch`)."""
+    """Collects the compile events and autotune tunings seen while it is attached (see `watch`)."""
 
     def __init__(self) -> None:
         self.events: list[CompileEvent] = []
+        self.tunings: list[TuningRecord] = []
         self._lock = threading.Lock()
 
     def _add(self, event: CompileEvent) -> None:
         with self._lock:
             self.events.append(event)
+
+    def _add_tuning(self, record: TuningRecord) -> None:
+        with self._lock:
+            self.tunings.append(record)
 
     def variants(self, kernel_name: str) -> int:
         """How many new variants of `kernel_name` were compiled while recording."""
@@ -79,6 +99,7 @@ class Recorder:
     def clear(self) -> None:
         with self._lock:
             self.events.clear()
+            self.tunings.clear()
 
 
 class Monitor:
@@ -99,7 +120,11 @@ class Monitor:
         self.role: str | None = "torchrun worker" if os.environ.get("TORCHELASTIC_RUN_ID") else None
         self.rank: int | None = _rank_from_env()
         self.events: list[CompileEvent] = []
+        self.tunings: list[TuningRecord] = []
         self._subscribers: list[Callable[[CompileEvent], None]] = []
+        self._tuning_subscribers: list[Callable[[TuningRecord], None]] = []
+        self._tunings_per_kernel: dict[tuple[str, str], int] = {}  # (kernel, file) -> tunings so far
+        self._tuning_recorder: Any = None
         self._histories: dict[Any, dict[Any, tuple]] = {}  # kernel -> {key: (params, options)} it compiled
         self._previous: dict[str, Callable | None] = {}
         self._ours: dict[str, Callable] = {}
@@ -137,6 +162,11 @@ class Monitor:
             tc.set_hook(slot, hook)
         if self.sink is not None:
             self.sink.process_info = {"role": self.role, "rank": self.rank, "triton_version": self.triton_version}
+        try:
+            from jitguard.tuning_recorder import start_tuning_recording
+            self._tuning_recorder = start_tuning_recording(on_record=self._on_tuning, phase=lambda: self.phase)
+        except Exception as exc:  # noqa: BLE001 - compiles are still watched without tunings
+            self._internal_error(exc)
         self._installed = True
 
     def uninstall(self) -> None:
@@ -147,6 +177,9 @@ class Monitor:
             current = self._tc.get_hook(slot)
             if current is hook:
                 self._tc.set_hook(slot, self._previous.get(slot))
+        if self._tuning_recorder is not None:
+            self._tuning_recorder.stop()
+            self._tuning_recorder = None
         self._installed = False
         if self.sink is not None:
             self.sink.close()
@@ -231,8 +264,8 @@ class Monitor:
         tc = self._tc
         info = hook_kwargs.get("fn")
         jit_fn = getattr(info, "jit_function", None)
-        if jit_fn is None:
-            return None
+        if jit_fn is None or getattr(jit_fn, COST_PROBE_ATTRIBUTE, False):
+            return None  # a cost check's copy of a kernel: not the program's compile
         compile_info = hook_kwargs.get("compile") or {}
         key = hook_kwargs.get("key")
         started = (getattr(self._local, "pending", None) or {}).pop(_pending_key(hook_kwargs), None)
@@ -262,6 +295,9 @@ class Monitor:
             history[key] = (params, options)
             self._histories[jit_fn] = history
             variant = max(len(cache), len(history))
+        tuner = tc.autotuner_on_stack(frame)
+        if tuner is not None:
+            _config_causes_expected(causes, tc.autotune_config_names(tuner))
         if variant > 1 and not causes:
             causes = [Cause("(unknown)", "variants compiled before jitguard was watching", "this variant", None,
                             "install jitguard earlier (jitguard run, or JITGUARD=1) to see what changed")]
@@ -281,6 +317,61 @@ class Monitor:
             self._write_line(f"[jitguard] warning: {self._tc.kernel_name(jit_fn)} ({file}:{line}): {option} lists "
                              f"{entry!r}, which is not a parameter; Triton ignores it silently "
                              f"(parameters: {', '.join(self._tc.param_names(jit_fn))})")
+
+    def subscribe_tunings(self, callback: Callable[[TuningRecord], None]) -> Callable[[], None]:
+        """Call `callback(record)` for every autotune tuning from now on (see `subscribe`)."""
+        with self._lock:
+            self._tuning_subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._tuning_subscribers:
+                    self._tuning_subscribers.remove(callback)
+
+        return unsubscribe
+
+    def _on_tuning(self, record: TuningRecord) -> None:
+        """One autotune tuning (the kernel benchmarked every config for a new key): keep it, tell the
+        subscribers, log it when it is a re-tune or during serving, write it, then apply the mode."""
+        try:
+            with self._lock:
+                self.tunings.append(record)
+                where = (record.kernel, record.file)
+                count = self._tunings_per_kernel[where] = self._tunings_per_kernel.get(where, 0) + 1
+                subscribers = list(self._tuning_subscribers)
+            for callback in subscribers:
+                try:
+                    callback(record)
+                except Exception as exc:  # noqa: BLE001
+                    self._internal_error(exc)
+            if count > 1 or record.phase == "serving" or self.log_first_compiles:
+                self._write_line(self._tuning_log_line(record, count))
+            if self.sink is not None:
+                self.sink.process_info.update(role=self.role, rank=self.rank)
+                self.sink.write(record.to_dict())  # never raises: a failure is warned once and counted
+        except Exception as exc:  # noqa: BLE001 - never reach the host program
+            self._internal_error(exc)
+            return
+        if record.phase == "serving":
+            message = f"[jitguard] {record.kernel} autotuned during serving: {format_tuning_line(record)}"
+            if self.mode == "error":
+                raise RecompileError(message, tunings=[record])
+            if self.mode == "warn":
+                warnings.warn(message, RecompileWarning, stacklevel=2)
+
+    def _tuning_log_line(self, record: TuningRecord, count: int) -> str:
+        """`[jitguard] autotune k (f.py:3) tuned n=65: 2 configs, ...; tuning #2 of k: <remedy>`."""
+        shown = dataclasses.replace(record, call_site=short_path(record.call_site, keep=3))  # as compile lines show it
+        line = "[jitguard] " + format_tuning_line(shown).removeprefix("jitguard: ")
+        if count < 2:
+            return line
+        with self._lock:
+            same = [t for t in self.tunings if (t.kernel, t.file) == (record.kernel, record.file)]
+        entry = summarize_tunings(same)[record.kernel]
+        varying = ", ".join(entry["key_params_varying"])
+        line += f"; tuning #{count} of {record.kernel}" + (f", key {varying} varies" if varying else "")
+        remedy = remedy_lines(record.kernel, entry)
+        return line + "".join(f"; remedy: {text.split('; ', 1)[-1]}" for text in remedy)
 
     def subscribe(self, callback: Callable[[CompileEvent], None]) -> Callable[[], None]:
         """Call `callback(event)` for every compile from now on, in the thread that compiled; returns
@@ -366,8 +457,18 @@ class Monitor:
         self._write_line(f"[jitguard] internal error (reported once; the program goes on): {kind}")
 
     def summary_lines(self) -> list[str]:
-        """The end-of-process table: kernel, variants, total compile ms, top causes."""
-        return format_summary(self.events)
+        """The end-of-process table (kernel, variants, total compile ms, top causes), then each
+        autotuned kernel with its tuning count and the remedy."""
+        return format_summary(self.events) + format_tuning_summary(self.tunings)
+
+
+def _config_causes_expected(causes: list[Cause], config_names: set[str]) -> None:
+    """A parameter or option an autotune config sets varies because the configs differ: expected,
+    never "make it runtime" (the tuner picks among them; bucketing its key is the remedy for storms)."""
+    for cause in causes:
+        if cause.param in config_names and cause.advice != "expected":
+            cause.advice = "expected"
+            cause.message = f"{cause.param} is set by the autotune configs: one variant per config (expected)"
 
 
 def _pending_key(hook_kwargs: dict) -> tuple:
@@ -501,9 +602,11 @@ def watch(mode: str = "log", dir: str | None = None,  # noqa: A002
     assert monitor is not None
     recorder = Recorder()
     unsubscribe = monitor.subscribe(recorder._add)
+    unsubscribe_tunings = monitor.subscribe_tunings(recorder._add_tuning)
     try:
         yield recorder
     finally:
         unsubscribe()
+        unsubscribe_tunings()
         if installed_here:
             uninstall()

@@ -211,8 +211,11 @@ class JitguardSession:
                 result = yield
         except RecompileError as exc:
             command = fix_command_line(exc.events)
+            costly = sorted({f"{kernel}.{param}" for kernel, by_param in getattr(exc, "prices", {}).items()
+                             for param, cost in by_param.items() if cost.get("verdict") == "costly"})
+            warning = f"  (costly: {', '.join(costly)}; see the price above)" if command and costly else ""
             item.stash[_FAILED_BY_GUARD] = (str(exc) + "\n\n" + self._checked_by(item)
-                                            + (f"\nfix with: {command}" if command else ""))
+                                            + (f"\nfix with: {command}{warning}" if command else ""))
             raise
         return result
 

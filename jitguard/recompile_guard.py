@@ -16,6 +16,11 @@ raises, on exit, a `RecompileError` (an `AssertionError`) that lists every new v
       fix: @triton.jit(do_not_specialize_on_alignment=["num_tokens"])
         num_tokens flips between divisible-by-16 and not: ...
 
+Before the fix, each advised demotion shows its price (`jitguard.demotion_cost`, computed at failure
+time in a child process: `price: n: costly: 2 of 2 128-bit loads become 32-bit; instead: ...`). An
+autotune tuning after warm-up (the kernel benchmarking every config again for a new key value)
+fails the block too, naming the varying key parameter and the remedy.
+
 "Warm-up" means a kernel's first `warmup` calls inside the block: they may compile anything. Calls
 count only inside the block; `kernel.warmup(...)` calls never count and may always compile; the
 compiles `@triton.autotune` makes while benchmarking belong to the call that triggered them.
@@ -31,6 +36,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 import types
 from contextlib import ContextDecorator
 from dataclasses import dataclass
@@ -38,8 +44,12 @@ from typing import Any, Iterable
 
 from jitguard.call_capture import CallScope, KernelCall, KernelId, kernel_id_of
 from jitguard.events import CompileEvent
-from jitguard.explain import short_path
+from jitguard.explain import fix_parts
 from jitguard.render_text import format_new_variants
+
+# The failure prices each advised demotion in a child process (this one keeps its driver); all of a
+# failure's checks together stop after this many seconds, the rest say "price unknown".
+PRICE_BUDGET_S = 60.0
 
 
 # --- no_recompiles ------------------------------------------------------------------------------------
@@ -58,13 +68,28 @@ class ScopedCompile:
         return KernelId.of_event(self.event)
 
 
+@dataclass
+class ScopedTuning:
+    """An autotune tuning seen inside a `no_recompiles` block (a `TuningRecord` and its call number)."""
+
+    record: Any
+    call_number: int
+    after_warmup: bool
+
+    @property
+    def kernel(self) -> KernelId:
+        return KernelId(self.record.kernel, self.record.file, self.record.line)
+
+
 class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public name is a function-like verb
     """Context manager (and decorator): raise `RecompileError` if a kernel compiles a new variant after warm-up.
 
     `warmup`: how many calls of each kernel may compile (int >= 0). `kernels`: only judge these
     kernels (names, or the kernel objects themselves); None judges every kernel. `isolate`: see the
     module docstring. Inside the block, `.compiles` lists every compile seen and `.new_variants`
-    the ones after warm-up.
+    the ones after warm-up; `.tunings` every autotune tuning and `.new_tunings` the ones after
+    warm-up (an autotuner benchmarking all its configs again for a new key value fails the block
+    too: on a server that is a stall on the request path).
     """
 
     def __init__(self, warmup: int = 1, kernels: Iterable[Any] | str | None = None, *, isolate: bool = True) -> None:
@@ -80,6 +105,7 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
     def _reset(self) -> None:
         self.calls: dict[KernelId, int] = {}
         self.compiles: list[ScopedCompile] = []
+        self.tunings: list[ScopedTuning] = []
         self._called_names: set[str] = set()  # every kernel called, judged or not
         self._lock = threading.Lock()  # kernels may be called from several threads
 
@@ -87,6 +113,11 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
     def new_variants(self) -> list[ScopedCompile]:
         """Compiles after warm-up so far: what the block will fail on."""
         return [c for c in self.compiles if c.after_warmup]
+
+    @property
+    def new_tunings(self) -> list[ScopedTuning]:
+        """Autotune tunings after warm-up so far: the block fails on them too."""
+        return [t for t in self.tunings if t.after_warmup]
 
     # --- scope hooks ---------------------------------------------------------------------------
 
@@ -110,6 +141,17 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
             return
         with self._lock:
             self._judge_compile(kernel, event, call)
+
+    def tuning_seen(self, record: Any, call: KernelCall | None) -> None:
+        kernel = KernelId(record.kernel, record.file, record.line)
+        if not self._judges(kernel):
+            return
+        with self._lock:
+            number = call.numbers.get(id(self), 0) if call is not None and call.kernel == kernel else 0
+            if number == 0 and not (call is not None and call.manual_warmup):
+                number = self.calls.get(kernel, 0)
+            after_warmup = not (call is not None and call.manual_warmup) and number > self.warmup
+            self.tunings.append(ScopedTuning(record, number, after_warmup))
 
     def _judge_compile(self, kernel: KernelId, event: CompileEvent, call: KernelCall | None) -> None:
         if not self.first_compile_of_key(kernel, event.key):
@@ -146,16 +188,20 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
         __tracebackhide__ = True  # pytest shows the user's `with` line, not this frame
         self.close()
         if exc is not None:
-            if self.new_variants and hasattr(exc, "add_note"):
+            if (self.new_variants or self.new_tunings) and hasattr(exc, "add_note"):
                 exc.add_note(self.failure_message())
             return
         if self.internal_errors:
             first = self.internal_errors[0]
             raise RuntimeError(f"jitguard.no_recompiles could not judge this block: "
                                f"{type(first).__name__}: {first}") from first
-        if self.new_variants:
+        if self.new_variants or self.new_tunings:
             from jitguard.monitor import RecompileError
-            raise RecompileError(self.failure_message(), [c.event for c in self.new_variants])
+            prices = self.advised_prices()
+            error = RecompileError(self.failure_message(prices=prices), [c.event for c in self.new_variants],
+                                   [t.record for t in self.new_tunings])
+            error.prices = {kernel.name: by_param for kernel, by_param in prices.items()}
+            raise error
         self._check_named_kernels_were_called()
 
     def _check_named_kernels_were_called(self) -> None:
@@ -169,15 +215,75 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
 
     # --- the message ---------------------------------------------------------------------------
 
-    def failure_message(self) -> str:
-        """The text of the `RecompileError`: every new variant, its causes, call site and the fix."""
-        return format_new_variants(self.compiles, self.warmup, self._warmup_subject())
+    def failure_message(self, prices: dict[KernelId, dict[str, dict[str, Any]]] | None = None) -> str:
+        """The text of the `RecompileError`: every new variant and tuning, its causes, call site, the
+        price of each advised demotion (`prices`, default: `advised_prices()`, computed in child
+        processes), and the fix."""
+        return format_new_variants(self.compiles, self.warmup, self._warmup_subject(), tunings=self.tunings,
+                                   prices=self.advised_prices() if prices is None else prices)
+
+    def advised_prices(self, budget_s: float = PRICE_BUDGET_S) -> dict[KernelId, dict[str, dict[str, Any]]]:
+        """{kernel: {param: {"verdict", "detail"[, "alternative"]}}} for every demotion the failure advises.
+
+        Each is `jitguard.demotion_cost.cost_in_subprocess` over the variants this block recorded:
+        a test process must not swap its own driver. A kernel that cannot be imported by name (a
+        script's `__main__`, one made inside a function) or a check past `budget_s` seconds in all
+        gets verdict "unknown" with the reason.
+        """
+        from jitguard.demotion_cost import cost_in_subprocess
+
+        deadline = time.monotonic() + budget_s
+        prices: dict[KernelId, dict[str, dict[str, Any]]] = {}
+        for kernel, late in _by_kernel(self.new_variants).items():
+            parts = fix_parts([cause for item in late for cause in item.event.causes])
+            demotions = [(param, option) for option, params in parts.options.items() for param in params]
+            if not demotions:
+                continue
+            event = late[0].event
+            signature = [_variant_of(c.event) for c in self.compiles if c.kernel == kernel]
+            unreachable = _why_not_importable(event)
+            for param, option in demotions:
+                left = deadline - time.monotonic()
+                if unreachable:
+                    price = {"verdict": "unknown", "detail": unreachable}
+                elif left <= 1:
+                    price = {"verdict": "unknown", "detail": f"the cost checks ran past {budget_s:.0f} s; "
+                                                             "`jitguard report` prices it"}
+                else:
+                    price = cost_in_subprocess(f"{event.module}:{event.kernel}", param, option, signature=signature,
+                                               timeout=left).to_json()
+                prices.setdefault(kernel, {})[param] = price
+        return prices
 
     def _warmup_subject(self) -> str:
         if not self._kernel_names and not self._kernel_ids:
             return "each kernel"
         names = sorted(self._kernel_names | {k.name for k in self._kernel_ids})
         return ", ".join(names)
+
+
+def _by_kernel(compiles: list[ScopedCompile]) -> dict[KernelId, list[ScopedCompile]]:
+    out: dict[KernelId, list[ScopedCompile]] = {}
+    for item in compiles:
+        out.setdefault(item.kernel, []).append(item)
+    return out
+
+
+def _variant_of(event: CompileEvent) -> dict[str, Any]:
+    """A recorded variant as the cost check takes it: {"params": {name: spec dict}, "options": {...}}."""
+    return {"params": {name: spec.to_dict() for name, spec in event.params.items()}, "options": dict(event.options)}
+
+
+def _why_not_importable(event: CompileEvent) -> str | None:
+    """Why a child process could not import this kernel as `module:name`, or None when it can."""
+    if not event.module or event.module == "__main__":
+        return (f"{event.kernel} is defined in a script run as __main__, which the cost check never runs; "
+                "`jitguard report` on its log prices it")
+    module = sys.modules.get(event.module)
+    if module is not None and getattr(module, event.kernel, None) is None:
+        return (f"{event.kernel} is not a module-level name of {event.module} (made inside a function?), "
+                "so a child process cannot import it")
+    return None
 
 
 def _caller_file() -> str:

@@ -11,10 +11,11 @@ This module imports neither Triton nor torch.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 from jitguard.events import Cause, CompileEvent
 from jitguard.explain import fix_hint, fix_parts, short_path, without_weaker_advice
+from jitguard.tuning_records import remedy_lines, summarize_tunings
 
 
 def plural(n: int, word: str) -> str:
@@ -115,23 +116,42 @@ def decorator_fix(causes: Iterable[Cause]) -> str:
     return "; ".join(steps)
 
 
-def fix_block(causes: list[Cause]) -> list[str]:
-    """The fix lines under a failure: the decorator (or why there is none), then each advice's reason."""
+def price_lines(prices: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per advised demotion with its price, e.g. `  price: n: costly: 2 of 2 128-bit loads
+    become 32-bit; instead: ...`, `  price: n: free (...)`, `  price unknown: n: <why>`."""
+    lines = []
+    for param, cost in prices.items():
+        verdict = cost.get("verdict", "unknown")
+        detail = cost.get("detail") or ""
+        if verdict == "costly":
+            instead = f"; instead: {cost['alternative']}" if cost.get("alternative") else ""
+            lines.append(f"  price: {param}: costly: {detail}{instead}")
+        elif verdict == "free":
+            lines.append(f"  price: {param}: free" + (f" ({detail})" if detail else ""))
+        else:
+            lines.append(f"  price unknown: {param}: {detail or 'the cost check gave no reason'}")
+    return lines
+
+
+def fix_block(causes: list[Cause], prices: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
+    """The fix lines under a failure: each advised demotion's price (when known: a costly one is never
+    shown as the fix without it), the decorator (or why there is none), then each advice's reason."""
     causes = without_weaker_advice(causes)
     messages: list[str] = []
     for cause in causes:
         if cause.advice and cause.advice != "expected" and cause.message and cause.message not in messages:
             messages.append(cause.message)
     fix = decorator_fix(causes)
+    out = price_lines(prices or {})
     if fix:
-        out = [f"  fix: {fix}"]
+        out.append(f"  fix: {fix}")
     else:
         expected = sorted({c.param for c in causes if c.advice == "expected"})
         if expected:
-            out = [f"  no decorator fix: {', '.join(expected)} changed in an expected way (dtype, launch options, "
-                   "constexpr or autotune config); call these variants during warm-up, or raise warmup"]
+            out.append(f"  no decorator fix: {', '.join(expected)} changed in an expected way (dtype, launch options, "
+                       "constexpr or autotune config); call these variants during warm-up, or raise warmup")
         else:
-            out = ["  fix: call this kernel during warm-up with the arguments it will see later"]
+            out.append("  fix: call this kernel during warm-up with the arguments it will see later")
     out.extend(f"    {message}" for message in messages)
     return out
 
@@ -190,6 +210,24 @@ def format_summary(events: list[CompileEvent]) -> list[str]:
             *table(["kernel", "variants", "compile ms", "causes", "fix"], rows)]
 
 
+def format_tuning_summary(tunings: Sequence[Any]) -> list[str]:
+    """The exit lines about autotune: each autotuned kernel's tunings, configs timed, the varying key
+    parameters, and the remedy; [] when nothing was tuned."""
+    if not tunings:
+        return []
+    summary = summarize_tunings(tunings)
+    rows = []
+    remedies = []
+    for kernel, entry in sorted(summary.items(), key=lambda kv: -kv[1]["tunings"]):
+        rows.append([kernel, str(entry["tunings"]), str(entry["tunings_during_serving"]), str(entry["configs_timed"]),
+                     f"{entry['tuning_s']:.2f}", ", ".join(entry["key_params_varying"]) or "-"])
+        remedies.extend(remedy_lines(kernel, entry))
+    lines = ["[jitguard] autotune summary (this process)",
+             *table(["kernel", "tunings", "in serving", "configs timed", "tuning s", "key varying"], rows)]
+    lines.extend(f"  remedy: {line}" for line in remedies)
+    return lines
+
+
 # --- the no_recompiles failure ----------------------------------------------------------------------
 
 class ScopedCompileLike(Protocol):
@@ -219,27 +257,78 @@ def warmup_words(warmup: int, subject: str) -> str:
     return f"{calls} of {subject}"
 
 
-def format_new_variants(compiles: Sequence[ScopedCompileLike], warmup: int, subject: str = "each kernel") -> str:
-    """The failure text: a headline in the style 'Expected ... but N were compiled', then per kernel
-    each new variant with its call, call site and causes by argument name, then the fix.
+def autotune_block(tunings: Sequence[Any]) -> list[str]:
+    """The lines about one kernel's tunings in a failure: each tuning after warm-up (key values, call,
+    call site), which key parameter varies, and the remedy (bucket it, or tune it during warm-up).
 
-    (Same output as `recompile_guard.format_new_variants`, which can call this.)
+    `tunings`: objects with `.record` (a `TuningRecord`), `.call_number` and `.after_warmup`.
+    """
+    late = [t for t in tunings if t.after_warmup]
+    if not late:
+        return []
+    lines = []
+    for item in late:
+        record = item.record
+        values = ", ".join(f"{k}={v}" for k, v in record.key.items()) or "its key"
+        site = f", called from {short_path(record.call_site)}" if record.call_site else ""
+        lines.append(f"  autotune tuning at call {item.call_number}{site}: {values} "
+                     f"({plural(record.configs_timed, 'config')} timed, {record.tuning_s:.3f} s)")
+    name = late[0].record.kernel
+    entry = summarize_tunings([t.record for t in tunings])[name]
+    varying = entry["key_params_varying"] or list(late[0].record.key)
+    bucketed = entry.get("bucket") or {}
+    for param in varying:
+        seen = [k.get(param) for k in entry["keys_tuned"]]
+        unit = f"{bucketed[param]} bucket" if param in bucketed else "value"
+        lines.append(f"  autotune key {param} took {plural(len(seen), unit)} ({', '.join(map(str, seen))}): each new "
+                     f"{unit.split()[-1]} benchmarks every config again")
+    remedies = remedy_lines(name, entry)
+    unbucketed = [p for p in varying if p not in bucketed]
+    if remedies:
+        lines.extend(f"  remedy: {line.split('; ', 1)[-1]}" for line in remedies)
+    elif unbucketed:  # too few values here to show the saving: name the remedy all the same
+        bucket = ", ".join(f'"{p}": "pow2"' for p in unbucketed)
+        lines.append(f"  remedy: bucket it: jitguard.autotune(..., bucket={{{bucket}}}) tunes once per bucket, or "
+                     "tune these values during warm-up (a warm-up plan from `jitguard warmup-plan` pre-tunes them)")
+    else:
+        lines.append("  remedy: tune these buckets during warm-up (a warm-up plan from `jitguard warmup-plan` "
+                     "pre-tunes them), or raise warmup")
+    return lines
+
+
+def format_new_variants(compiles: Sequence[ScopedCompileLike], warmup: int, subject: str = "each kernel",
+                        tunings: Sequence[Any] = (), prices: Mapping[Any, Mapping[str, Any]] | None = None) -> str:
+    """The failure text: a headline in the style 'Expected ... but N were compiled', then per kernel
+    each new variant with its call, call site and causes by argument name, its autotune tunings after
+    warm-up with the varying key and the remedy, each advised demotion's price, then the fix.
+
+    `tunings`: see `autotune_block`; `prices`: {kernel: {param: {"verdict", "detail"[, "alternative"]}}}.
     """
     new = [c for c in compiles if c.after_warmup]
-    was = "was" if len(new) == 1 else "were"
+    new_tunings = [t for t in tunings if t.after_warmup]
+    happened = [f"{len(new)} {'was' if len(new) == 1 else 'were'} compiled"] if new or not new_tunings else []
+    if new_tunings:
+        happened.append(f"{plural(len(new_tunings), 'autotune tuning')} ran")
     lines = [f"Expected no new Triton variants after warm-up ({warmup_words(warmup, subject)}), "
-             f"but {len(new)} {was} compiled:"]
+             f"but {' and '.join(happened)}:"]
     by_kernel: dict[Any, list[ScopedCompileLike]] = {}
     for item in compiles:
         by_kernel.setdefault(item.kernel, []).append(item)
-    for kernel, items in by_kernel.items():
+    tunings_by_kernel: dict[Any, list[Any]] = {}
+    for tuning in tunings:
+        tunings_by_kernel.setdefault(tuning.kernel, []).append(tuning)
+    for kernel in [*by_kernel, *(k for k in tunings_by_kernel if k not in by_kernel)]:
+        items = by_kernel.get(kernel, [])
         late = [c for c in items if c.after_warmup]
-        if not late:
+        tuning_lines = autotune_block(tunings_by_kernel.get(kernel, []))
+        if not late and not tuning_lines:
             continue
         early = len(items) - len(late)
         lines.append("")
+        retuned = sum(1 for t in tunings_by_kernel.get(kernel, []) if t.after_warmup)
+        tuned_after = f", {plural(retuned, 'autotune tuning')} after it" if retuned else ""
         lines.append(f"{kernel.name} ({short_path(kernel.where())}): {plural(early, 'variant')} in warm-up, "
-                     f"{len(late)} new after it")
+                     f"{len(late)} new after it{tuned_after}")
         for item in late:
             event = item.event
             tags = " [autotune config]" if event.autotuning else ""
@@ -251,7 +340,9 @@ def format_new_variants(compiles: Sequence[ScopedCompileLike], warmup: int, subj
                 lines.append(f"    {cause_line(cause)}")
             if not event.causes:
                 lines.append("    (first variant of this kernel in the block: it was not called during warm-up)")
-        lines.extend(fix_block([c for item in late for c in item.event.causes]))
+        lines.extend(tuning_lines)
+        if late:
+            lines.extend(fix_block([c for item in late for c in item.event.causes], (prices or {}).get(kernel)))
     if warmup == 0 and any(c.call_number == 1 for c in new):
         lines.append("")
         lines.append("note: with warmup=0 an isolated block compiles on each kernel's first call; use warmup=1, "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from typing import Any, Callable
 
 import triton
@@ -573,6 +574,31 @@ def is_autotuning(start_frame: Any) -> bool:
     return False
 
 
+def autotuner_on_stack(start_frame: Any) -> Any:
+    """The `Autotuner` whose `run` (or benchmark) led to this compile, or None: the `self` of the
+    nearest Triton frame that is one. Read on the compile path only (never on a cache hit)."""
+    frame = start_frame
+    depth = 0
+    while frame is not None and depth < 32:
+        if frame.f_code.co_filename.startswith(TRITON_DIR):
+            candidate = frame.f_locals.get("self")
+            if isinstance(candidate, Autotuner):
+                return candidate
+        frame = frame.f_back
+        depth += 1
+    return None
+
+
+def autotune_config_names(tuner: Any) -> set[str]:
+    """Every name an autotuner's configs set: their kwargs, and the launch options they choose."""
+    names: set[str] = set()
+    for config in getattr(tuner, "configs", None) or []:
+        names.update(getattr(config, "kwargs", None) or {})
+        names.update(option for option in ("num_warps", "num_stages", "num_ctas", "maxnreg")
+                     if getattr(config, option, None) is not None)
+    return names
+
+
 def user_call_site(start_frame: Any, skip_dirs: tuple[str, ...]) -> str:
     """'path:line' of the first frame outside Triton, torch and jitguard."""
     frame = start_frame
@@ -644,6 +670,31 @@ def autotune_call_values(tuner: Any, args: tuple, kwargs: dict) -> tuple[dict[st
     values = {k: named[k] for k in autotuner_key_names(tuner) if k in named}
     dtypes = [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
     return values, dtypes
+
+
+def launcher_supplied_names(launcher: Any) -> set[str]:
+    """The parameters a launcher fills in itself, which its caller must not pass: every autotune
+    config's kwargs and every `@triton.heuristics` value between `launcher` and its kernel."""
+    names: set[str] = set()
+    wrapper = launcher
+    while wrapper is not None and not isinstance(wrapper, JITFunction):
+        if isinstance(wrapper, Autotuner):
+            for config in getattr(wrapper, "configs", None) or []:
+                names.update(getattr(config, "kwargs", None) or {})  # not its options: the caller may pass them
+        elif isinstance(wrapper, Heuristics):
+            names.update(getattr(wrapper, "values", None) or {})
+        wrapper = getattr(wrapper, "fn", None)
+    return names
+
+
+def is_autotuned(launcher: Any) -> bool:
+    """Whether an Autotuner sits between `launcher` and the kernel it launches."""
+    wrapper = launcher
+    while wrapper is not None and not isinstance(wrapper, JITFunction):
+        if isinstance(wrapper, Autotuner):
+            return True
+        wrapper = getattr(wrapper, "fn", None)
+    return False
 
 
 class _BucketedConfigs(dict):
@@ -778,36 +829,56 @@ def bucket_autotuner_keys(tuner: Any, rules: dict[str, Callable[[Any], Any]]) ->
 
 
 _autotune_observers: list[Callable[..., None]] = []
-_run_before_observers: list = []  # [Autotuner.run as it was] while an observer is installed
+_observer_patch = ClassPatch()  # Autotuner.run wrapped while any observer is installed
+_observing = threading.local()  # .tuner: the tuner whose run is being observed in this thread
 
 
-def _observed_run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
-    state = tuner.__dict__
-    timings_before = state.get("configs_timings")
-    bench_time_before = state.get("bench_time")
-    result = _run_before_observers[0](tuner, *args, **kwargs)
-    timings = state.get("configs_timings")
-    if timings is not None and timings is not timings_before:  # a tuning happened in this call
-        bench_time = state.get("bench_time")
-        from_disk = bench_time is bench_time_before  # 3.6+ disk-cache hit: timings read, nothing run
-        for observer in list(_autotune_observers):
-            try:
-                observer(tuner, args, kwargs, dict(timings), None if from_disk else bench_time, from_disk)
-            except Exception:  # noqa: BLE001 - an observer must never break the host's launch
-                pass
-    return result
+def passes_through_hooks(exc: BaseException) -> bool:
+    """Whether an exception raised by a jitguard hook or observer is a verdict meant for the host
+    (`RecompileError` in error mode), not an internal failure to swallow."""
+    return bool(getattr(exc, "jitguard_verdict", False))
+
+
+def _observing_run(beneath: Callable) -> Callable:
+    """`Autotuner.run` that calls `beneath` and tells the observers about a tuning it made."""
+
+    def run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+        state = tuner.__dict__
+        timings_before = state.get("configs_timings")
+        if getattr(_observing, "tuner", None) is tuner:  # another wrapper stacked over ours: observe once
+            return beneath(tuner, *args, **kwargs)
+        outer, _observing.tuner = getattr(_observing, "tuner", None), tuner
+        bench_time_before = state.get("bench_time")
+        try:
+            result = beneath(tuner, *args, **kwargs)
+        finally:
+            _observing.tuner = outer
+        timings = state.get("configs_timings")
+        if timings is not None and timings is not timings_before:  # a tuning happened in this call
+            bench_time = state.get("bench_time")
+            from_disk = bench_time is bench_time_before  # 3.6+ disk-cache hit: timings read, nothing run
+            for observer in list(_autotune_observers):
+                try:
+                    observer(tuner, args, kwargs, dict(timings), None if from_disk else bench_time, from_disk)
+                except Exception as exc:  # noqa: BLE001 - an observer must never break the host's launch
+                    if passes_through_hooks(exc):
+                        raise
+        return result
+
+    # Its own marker, not `__jitguard_wrapper__`: call capture must still wrap this run.
+    run.__jitguard_observer__ = True  # type: ignore[attr-defined]
+    return run
 
 
 def add_autotune_observer(observer: Callable[..., None]) -> None:
     """Call `observer(tuner, args, kwargs, configs_timings, bench_s, from_disk)` after each tuning.
 
     Costs one extra call per autotuned launch while any observer is installed; nothing after the
-    last one is removed.
+    last one is removed (`Autotuner.run` goes back through `ClassPatch`).
     """
     Autotuner = autotuner_type()
-    if not _run_before_observers:
-        _run_before_observers.append(Autotuner.__dict__["run"])
-        Autotuner.run = _observed_run
+    if not _observer_patch.active:
+        _observer_patch.replace(Autotuner, "run", _observing_run(Autotuner.__dict__["run"]))
     if observer not in _autotune_observers:
         _autotune_observers.append(observer)
 
@@ -815,13 +886,39 @@ def add_autotune_observer(observer: Callable[..., None]) -> None:
 def remove_autotune_observer(observer: Callable[..., None]) -> None:
     if observer in _autotune_observers:
         _autotune_observers.remove(observer)
-    if not _autotune_observers and _run_before_observers:
-        Autotuner = autotuner_type()
-        before = _run_before_observers.pop()
-        if Autotuner.__dict__.get("run") is _observed_run:
-            Autotuner.run = before
-        else:  # another tool wrapped run over ours: leave its wrapper, which still calls ours
-            _run_before_observers.append(before)
+    if not _autotune_observers:
+        _observer_patch.restore()  # a tool that wrapped run over ours keeps its wrapper, which still works
+
+
+# --- copies of a kernel with other demotion lists (the cost check) ---------------------------------
+
+def jit_function_copy(jit_fn: JITFunction, do_not_specialize: list,
+                      do_not_specialize_on_alignment: list) -> JITFunction:
+    """A new JITFunction over the same Python function with the given demotion lists.
+
+    `JITFunction(fn, version, do_not_specialize, do_not_specialize_on_alignment, debug, noinline, ...)`
+    is the same in 3.2-3.9; 3.5+ registers every JITFunction by `module:qualname`, so the
+    original's registry entry is put back (the copy must not replace the user's kernel there).
+    """
+    from triton.runtime import jit as triton_jit
+
+    registry = getattr(triton_jit, "_triton_jit_function_registry", None)
+    registry_key = f"{jit_fn.fn.__module__}:{jit_fn.fn.__qualname__}"
+    saved = registry.get(registry_key) if registry is not None else None
+    copy = triton_jit.JITFunction(jit_fn.fn, do_not_specialize=list(do_not_specialize),
+                                  do_not_specialize_on_alignment=list(do_not_specialize_on_alignment),
+                                  debug=getattr(jit_fn, "debug", None), noinline=getattr(jit_fn, "noinline", None))
+    if registry is not None and saved is not None:
+        registry[registry_key] = saved
+    return copy
+
+
+def cuobjdump_path() -> str | None:
+    """Triton's bundled `cuobjdump` (its NVIDIA backend ships one), else the one on PATH, else None."""
+    import shutil
+
+    bundled = os.path.join(TRITON_DIR, "backends", "nvidia", "bin", "cuobjdump")
+    return bundled if os.access(bundled, os.X_OK) else shutil.which("cuobjdump")
 
 
 # `jitguard run`'s import watcher starts the monitor on the first `import triton`; when that import

@@ -57,7 +57,9 @@ def _call_site() -> str:
     from jitguard import triton_compat
     here = os.path.dirname(os.path.abspath(__file__))
     skip = [triton_compat.TRITON_DIR + os.sep, os.path.dirname(threading.__file__) + os.sep]
-    skip += [os.path.join(here, name) for name in ("triton_compat.py", "tuning_recorder.py", "autotune_pretune.py")]
+    skip += [os.path.join(here, name) for name in ("triton_compat.py", "tuning_recorder.py", "autotune_pretune.py",
+                                                   "call_capture.py", "monitor.py", "offline_backend.py",
+                                                   "warmup_replay.py")]
     torch_dir = triton_compat.torch_dir()
     if torch_dir:
         skip.append(torch_dir + os.sep)
@@ -78,9 +80,11 @@ class TuningRecorder:
     the record: it stays in `.records` and the failure is reported once on stderr.
     """
 
-    def __init__(self, on_record: Callable[[TuningRecord], Any] | None = None) -> None:
+    def __init__(self, on_record: Callable[[TuningRecord], Any] | None = None,
+                 phase: Callable[[], str] | None = None) -> None:
         self.records: list[TuningRecord] = []
         self.on_record = on_record
+        self.phase = phase  # where the phase comes from (default: the installed monitor)
         self._lock = threading.Lock()
         self._started = False
         self._sink_failed = False
@@ -89,13 +93,16 @@ class TuningRecorder:
                  bench_s: float | None, from_disk: bool) -> None:
         if from_disk:
             return
-        record = build_record(tuner, args, kwargs, configs_timings, bench_s)
+        record = build_record(tuner, args, kwargs, configs_timings, bench_s,
+                              phase=self.phase() if self.phase is not None else None)
         with self._lock:
             self.records.append(record)
         if self.on_record is not None:
             try:
                 self.on_record(record)
             except Exception as exc:  # noqa: BLE001 - a sink failure must not break the launch
+                if _is_verdict(exc):
+                    raise  # a verdict for the host (error mode), not a failure of ours
                 if not self._sink_failed:
                     self._sink_failed = True
                     print(f"jitguard: could not write a tuning record ({exc!r}); "
@@ -121,9 +128,19 @@ class TuningRecorder:
         self.stop()
 
 
-def start_tuning_recording(on_record: Callable[[TuningRecord], Any] | None = None) -> TuningRecorder:
-    """Start recording tunings (what the monitor calls on install); `.stop()` on uninstall."""
-    return TuningRecorder(on_record).start()
+def start_tuning_recording(on_record: Callable[[TuningRecord], Any] | None = None,
+                           phase: Callable[[], str] | None = None) -> TuningRecorder:
+    """Start recording tunings (what the monitor calls on install); `.stop()` on uninstall.
+
+    An exception from `on_record` reaches the launch only when it is a verdict for the host
+    (`RecompileError` of the monitor's error mode); anything else is reported once and dropped.
+    """
+    return TuningRecorder(on_record, phase).start()
+
+
+def _is_verdict(exc: BaseException) -> bool:
+    from jitguard import triton_compat
+    return triton_compat.passes_through_hooks(exc)
 
 
 def record_tunings(on_record: Callable[[TuningRecord], Any] | None = None) -> TuningRecorder:

@@ -7,6 +7,10 @@ A plan lists, per kernel, every variant a run compiled: each parameter's class (
     plan = build_plan("jitguard-logs/")          # a directory of NDJSON logs, or report.json
     json.dump(plan, open("plan.json", "w"))
 
+An autotuned kernel's entry also carries `"autotune": {"key": [...], "keys_tuned": [{param: value}, ...],
+"bucket": {...}}` (from the report's `autotune` entry, or the logs' tuning records): the warm-up
+pre-tunes each key value so serving finds every tuning done.
+
 Representative values: int `one` -> 1, `div16` -> 16, `plain` (and `off`, not specialized) -> 17;
 i64 -> 2**31 + 16 / 2**31 + 17; u64 -> 2**63 + 16 / 2**63 + 17. A variant that cannot be rebuilt
 from its recorded classes (tuple arguments, unknown dtype) is marked with the reason.
@@ -113,6 +117,51 @@ def _events_from(source: Any) -> list[CompileEvent]:
     return out
 
 
+def _tunings_from(source: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    """{(kernel, file): its autotune entry} from the same sources as `_events_from`: a report's
+    `kernels[].autotune`, or the tuning records of logs, a Recorder, or records given directly."""
+    from jitguard.event_logs import LogInputError, load_logs
+    from jitguard.tuning_records import TuningRecord, iter_tuning_records
+
+    report: dict | None = None
+    records: list[TuningRecord] = []
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        data = None
+        if os.path.isfile(path) and not path.endswith(".ndjson"):
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    data = json.load(handle)
+            except (OSError, json.JSONDecodeError):
+                data = None  # `_events_from` already said what is wrong with it
+        if isinstance(data, dict):
+            report = data
+        else:
+            try:
+                records = load_logs(path).tunings
+            except LogInputError:
+                records = []
+    elif isinstance(source, dict):
+        report = source
+    else:
+        items = list(getattr(source, "tunings", None) or ([] if hasattr(source, "events") else source))
+        records = [i for i in items if isinstance(i, TuningRecord)]
+        records += list(iter_tuning_records(i for i in items if isinstance(i, dict)))
+    if report is not None:
+        return {(k.get("name", "?"), k.get("file") or ""): k["autotune"] for k in report.get("kernels") or []
+                if isinstance(k.get("autotune"), dict) and k["autotune"].get("keys_tuned")}
+    return _summarize_per_kernel(records)
+
+
+def _summarize_per_kernel(records: list[Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    from jitguard.tuning_records import summarize_tunings
+
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for record in records:
+        groups.setdefault((record.kernel, record.file), []).append(record)
+    return {slot: summarize_tunings(group)[slot[0]] for slot, group in groups.items()}
+
+
 def _events_from_report(report: dict, where: str) -> list[CompileEvent]:
     """The variants a `jitguard report --json` lists per kernel (`variant_list`); a report written
     before reports carried them is read through the logs it was merged from (its `directory`)."""
@@ -171,12 +220,19 @@ def build_plan(report_or_events: Any) -> dict[str, Any]:
         if reason:
             variant["unrebuildable"] = reason
         entry["variants"].append(variant)
+    for (name, file), tuned in _tunings_from(report_or_events).items():
+        for (_, kernel_name, kernel_file), entry in kernels.items():
+            if (kernel_name, kernel_file) == (name, file):
+                entry["autotune"] = {"key": list(tuned.get("key") or []),
+                                     "keys_tuned": [dict(k) for k in tuned.get("keys_tuned") or []],
+                                     "bucket": dict(tuned.get("bucket") or {})}
     plan_kernels = sorted(kernels.values(), key=lambda k: (k["module"], k["name"]))
     return {
         "jitguard_warmup_plan": PLAN_FORMAT,
         "triton_versions": sorted(versions),
         "kernels": plan_kernels,
         "variants": sum(len(k["variants"]) for k in plan_kernels),
+        "tunings": sum(len(k.get("autotune", {}).get("keys_tuned", [])) for k in plan_kernels),
     }
 
 

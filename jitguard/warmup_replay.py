@@ -8,6 +8,13 @@ variant already compiled.
     result = jitguard.warmup("plan.json")        # at start-up, before serving
     assert result.ok, result.summary()
 
+Autotuned kernels whose plan entry carries `autotune.keys_tuned` are pre-tuned: the kernel is
+launched once per recorded key value (grid (1,), the other arguments rebuilt from the kernel's first
+rebuildable variant, each pointer a zeroed buffer of as many elements as the product of the int
+arguments, at least 64), so the autotuner benchmarks its configs now and serving finds every tuning
+done. A key value that cannot be rebuilt (a tensor in the key, buffers too large) is a named
+failure, never skipped silently.
+
 Pointers: a small tensor of the recorded dtype on Triton's active torch device, offset by one
 element when the variant was `unaligned`. A variant the plan cannot rebuild (kernel not
 importable, tuple arguments, unknown dtype, a rebuilt key that differs from the recorded one) is
@@ -54,10 +61,14 @@ class VariantOutcome:
 
 @dataclass
 class WarmupResult:
-    """The outcome of `warmup(plan)`: one `VariantOutcome` per planned variant, and the time taken."""
+    """The outcome of `warmup(plan)`: one `VariantOutcome` per planned variant, the key values
+    pre-tuned per autotuned kernel, the pre-tunes that failed (each names kernel, values and why),
+    and the time taken."""
 
     outcomes: list[VariantOutcome] = field(default_factory=list)
     seconds: float = 0.0
+    pretuned: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    pretune_failures: list[str] = field(default_factory=list)
 
     @property
     def compiled(self) -> list[VariantOutcome]:
@@ -73,14 +84,19 @@ class WarmupResult:
 
     @property
     def ok(self) -> bool:
-        """True when every planned variant is now in Triton's in-memory cache."""
-        return not self.failures
+        """True when every planned variant is now in Triton's in-memory cache and every planned
+        tuning was pre-tuned."""
+        return not self.failures and not self.pretune_failures
 
     def summary(self) -> str:
         """One line, then one line per failure."""
+        tuned = sum(len(v) for v in self.pretuned.values())
+        pretune = (f", {tuned} autotune key(s) pre-tuned, {len(self.pretune_failures)} failed"
+                   if self.pretuned or self.pretune_failures else "")
         lines = [f"[jitguard] warm-up: {len(self.compiled)} compiled, {len(self.cached)} already compiled, "
-                 f"{len(self.failures)} failed, {self.seconds:.2f} s"]
+                 f"{len(self.failures)} failed{pretune}, {self.seconds:.2f} s"]
         lines += [f"[jitguard] warm-up FAILED {o.label}: {o.reason}" for o in self.failures]
+        lines += [f"[jitguard] warm-up pre-tune FAILED {failure}" for failure in self.pretune_failures]
         return "\n".join(lines)
 
 
@@ -194,10 +210,10 @@ def _torch_dtype(entry: dict[str, Any]) -> Any:
     raise ValueError(f"unknown pointer dtype {entry.get('type')!r}")
 
 
-def representative_arg(name: str, entry: dict[str, Any], device: Any) -> Any:
-    """A value of parameter `name` in the class a recorded `entry` names (a small tensor of its dtype
-    and alignment, an int of its divisibility class, the constexpr itself): what a warm-up or a cost
-    check passes to compile that variant."""
+def representative_arg(name: str, entry: dict[str, Any], device: Any, elements: int = 64) -> Any:
+    """A value of parameter `name` in the class a recorded `entry` names (a tensor of `elements`
+    zeros of its dtype and alignment, an int of its divisibility class, the constexpr itself): what a
+    warm-up or a cost check passes to compile that variant, and a pre-tune launches with."""
     kind = entry.get("kind")
     if kind == "constexpr":
         return entry.get("value")
@@ -215,8 +231,9 @@ def representative_arg(name: str, entry: dict[str, Any], device: Any) -> Any:
     if kind == "ptr":
         import torch
         dtype = _torch_dtype(entry)
-        buffer = torch.zeros(64, dtype=dtype, device=device)
-        if entry.get("spec") == "unaligned":
+        unaligned = entry.get("spec") == "unaligned"
+        buffer = torch.zeros(elements + unaligned, dtype=dtype, device=device)
+        if unaligned:
             view = buffer[1:]
             if view.data_ptr() % 16 == 0:  # pragma: no cover - a 16-byte element type
                 raise ValueError(f"argument {name!r}: cannot make an unaligned {dtype} pointer")
@@ -272,6 +289,90 @@ def _warm_one(jit_fn: Any, variant: dict[str, Any], check_key: bool = True) -> t
         got = new_keys[0] if new_keys else "(nothing new)"
         return "failed", f"rebuilt a different variant: recorded key {recorded_key!r}, warmed {got!r}"
     return ("compiled", "") if new_keys else ("cached", "")
+
+
+# A pre-tune launches the kernel: its pointer buffers must hold what it may touch, at most this many elements.
+PRETUNE_MAX_ELEMENTS = 2**26
+
+
+def resolve_launcher(entry: dict[str, Any]) -> Any:
+    """What the program launches for a plan entry: the module attribute named by its qualname (an
+    autotuner, heuristics, or the kernel itself). LookupError with a one-line reason otherwise."""
+    module_name, name, file = entry.get("module") or "", entry.get("qualname") or entry["name"], entry.get("file") or ""
+    module, errors = _kernel_module(module_name, file)
+    if module is None:
+        raise LookupError(f"kernel {name!r} cannot be imported ({'; '.join(errors)})")
+    target: Any = module
+    for part in name.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise LookupError(f"kernel {name!r} is not a module-level name of {module.__name__} (made inside a "
+                              "function?): pre-tune it with jitguard.autotune_pretune.pretune and a launcher")
+    return target
+
+
+def _pretune_arguments(jit_fn: Any, launcher: Any, variant: dict[str, Any], key_values: dict[str, Any],
+                       device: Any) -> dict[str, Any]:
+    """Keyword arguments that launch `launcher` once with `key_values` in its tuning key; ValueError
+    naming the parameter when a key value cannot be represented."""
+    from jitguard import triton_compat
+
+    supplied = triton_compat.launcher_supplied_names(launcher)
+    params = variant.get("params") or {}
+    names = [n for n in triton_compat.param_names(jit_fn) if n not in supplied]
+    values: dict[str, Any] = {}
+    for name in names:
+        entry = params.get(name) or {}
+        if name in key_values:
+            value = key_values[name]
+            kind = entry.get("kind")
+            if kind == "int" and not (isinstance(value, int) and not isinstance(value, bool)):
+                raise ValueError(f"key {name}={value!r} cannot be represented: the kernel takes an int there")
+            if kind in ("ptr", "tuple", "none"):
+                raise ValueError(f"key {name}={value!r} cannot be represented: a {kind} argument's value in the key "
+                                 "is not recorded")
+            values[name] = value
+        elif entry.get("kind") == "int":
+            values[name] = representative_arg(name, entry, device)
+    elements = 1
+    for value in values.values():
+        if isinstance(value, int) and not isinstance(value, bool):
+            elements *= max(abs(value), 1)
+    if elements > PRETUNE_MAX_ELEMENTS:
+        shown = ", ".join(f"{k}={v}" for k, v in values.items() if isinstance(v, int))
+        raise ValueError(f"pointer buffers for {shown} would need {elements} elements (over {PRETUNE_MAX_ELEMENTS})")
+    args = {}
+    for name in names:
+        args[name] = values[name] if name in values else representative_arg(name, params.get(name) or {}, device,
+                                                                              max(elements, 64))
+    return args
+
+
+def _pretune(entry: dict[str, Any], jit_fn: Any, result: WarmupResult) -> None:
+    """Pre-tune one autotuned plan entry: every recorded key value, launched once (see module docstring)."""
+    from jitguard import triton_compat
+    from jitguard.autotune_pretune import pretune
+
+    name = entry.get("name") or "?"
+    keys = list((entry.get("autotune") or {}).get("keys_tuned") or [])
+    try:
+        launcher = resolve_launcher(entry)
+        if not triton_compat.is_autotuned(launcher):
+            raise LookupError(f"{name} is no longer autotuned (the plan recorded tunings)")
+        variant = next((v for v in entry.get("variants") or [] if not v.get("unrebuildable")), None)
+        if variant is None:
+            raise LookupError(f"no variant of {name} can be rebuilt to launch it")
+    except LookupError as exc:
+        result.pretune_failures.extend(f"{name} {values}: {exc}" for values in keys)
+        return
+    device, _ = triton_compat.active_device()
+
+    def launch(**key_values: Any) -> None:
+        launcher[(1,)](**_pretune_arguments(jit_fn, launcher, variant, key_values, device))
+
+    done = pretune({name: {"keys_tuned": keys}}, {name: launch})
+    result.pretuned.setdefault(name, []).extend(done.pretuned.get(name, []))
+    result.pretune_failures.extend(done.errors)
 
 
 def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = None, quiet: bool = False,
@@ -333,8 +434,19 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
                     f" ({outcome.describe})")
         if variants and not quiet:
             say(f"[jitguard] warm-up {name}: {len(variants)} variant(s), {kernel_seconds:.2f} s")
+        keys_tuned = (entry.get("autotune") or {}).get("keys_tuned") or []
+        if keys_tuned and jit_fn is None:
+            result.pretune_failures.extend(f"{name} {values}: {lookup_error}" for values in keys_tuned)
+        elif keys_tuned:
+            failed_before, t0 = len(result.pretune_failures), time.perf_counter()
+            _pretune(entry, jit_fn, result)
+            for failure in result.pretune_failures[failed_before:]:
+                say(f"[jitguard] warm-up pre-tune FAILED {failure}")
+            if not quiet:
+                say(f"[jitguard] warm-up {name}: {len(result.pretuned.get(name, []))} autotune key(s) pre-tuned, "
+                    f"{time.perf_counter() - t0:.2f} s")
     result.seconds = time.perf_counter() - started
     say(result.summary().splitlines()[0])
-    if strict and result.failures:
+    if strict and not result.ok:
         raise WarmupError(result.summary(), result)
     return result

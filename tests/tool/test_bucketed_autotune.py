@@ -188,7 +188,7 @@ def test_no_recompiles_isolation_sets_bucketed_choices_aside_and_back():
         kernel = make_rows_kernel(jitguard.autotune(configs(), key=["M"], bucket={"M": "pow2"}))
         drive(kernel)
         with record_tunings() as recorder:
-            with jitguard.no_recompiles(warmup=1, isolate=True):
+            with jitguard.no_recompiles(warmup=2, isolate=True):  # a tuning after warm-up would fail the block
                 drive(kernel, [3, 5])  # a fresh block tunes its buckets (4 and 8) again
             inside = len(recorder.records)
             drive(kernel)  # every bucket chosen before the block is back

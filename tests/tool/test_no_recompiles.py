@@ -264,3 +264,114 @@ def test_usable_as_a_decorator_and_after_importing_the_submodule():
     decode_steps([16, 32])
     with pytest.raises(RecompileError):
         decode_steps([16, 17])
+
+
+# --- the price of each advised demotion, and autotune tunings (issues 14 and 15) -------------------
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements  # bounds a mask over contiguous offsets: the vector width depends on n % 16
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+def scale(n):
+    x = torch.zeros(n)
+    scale_kernel[(triton.cdiv(n, 256),)](x, torch.empty_like(x), n, BLOCK=256)
+
+
+def nested_kernel():
+    @triton.jit
+    def made_in_a_function(x_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offsets, tl.zeros([BLOCK], dtype=tl.float32), mask=offsets < n)
+    return made_in_a_function
+
+
+def _failure(block) -> str:
+    with pytest.raises(RecompileError) as failure:
+        block()
+    return str(failure.value)
+
+
+def test_a_costly_demotion_is_shown_with_its_price_before_the_fix():
+    def block():
+        with jitguard.no_recompiles():
+            scale(1024)
+            scale(1000)
+    lines = _failure(block).splitlines()
+    (price,) = [line for line in lines if "price" in line]
+    assert price.startswith("  price: n_elements: costly: ") and "become 32-bit" in price
+    assert "; instead: keep the specialization and cover its classes" in price
+    assert lines.index(price) == lines.index('  fix: @triton.jit(do_not_specialize_on_alignment=["n_elements"])') - 1
+
+
+def test_a_kernel_the_cost_check_cannot_import_says_price_unknown_and_why():
+    kernel = nested_kernel()
+    reason = "made_in_a_function is not a module-level name of tests.tool.test_no_recompiles"
+
+    def block():
+        with jitguard.no_recompiles():
+            kernel[(1,)](X, 16, BLOCK=64)
+            kernel[(1,)](X, 17, BLOCK=64)
+    lines = _failure(block).splitlines()
+    (price,) = [line for line in lines if "price" in line]
+    assert price.startswith(f"  price unknown: n: {reason}")
+
+
+def test_a_kernel_of_a_script_is_never_priced_by_running_the_script():
+    guard = jitguard.no_recompiles()
+    with pytest.raises(RecompileError):
+        with guard:
+            add(16)
+            add(17)
+    for item in guard.compiles:
+        item.event.module = "__main__"  # as if add_kernel were defined in `python serve.py`
+    (prices,) = guard.advised_prices(budget_s=0.5).values()
+    assert prices == {"n": {"verdict": "unknown", "detail": "add_kernel is defined in a script run as __main__, which "
+                                                            "the cost check never runs; `jitguard report` on its log "
+                                                            "prices it"}}
+
+
+@pytest.mark.parametrize("sizes, headline, new_key", [
+    ((64, 64, 128), "but 1 autotune tuning ran:", "n=128 "),  # same class: a re-tune, no compile
+    ((64, 65), "but 2 were compiled and 1 autotune tuning ran:", "n=65 "),  # a new class: compiles too
+])
+def test_a_tuning_after_warmup_fails_naming_the_varying_key_and_the_remedy(sizes, headline, new_key):
+    x, y = torch.zeros(256), torch.zeros(256)
+    kernel = tuned_kernel()
+
+    def block():
+        with jitguard.no_recompiles():
+            for n in sizes:
+                kernel[(1,)](x, y, n)
+    message = _failure(block)
+    assert headline in message
+    call_site = line_of(test_a_tuning_after_warmup_fails_naming_the_varying_key_and_the_remedy, "kernel[(1,)](x, y, n)")
+    assert f"autotune tuning at call {len(sizes)}, called from {call_site}: {new_key}(2 configs timed" in message
+    values = ", ".join(str(n) for n in dict.fromkeys(sizes))
+    assert f"  autotune key n took 2 values ({values}): each new value benchmarks every config again" in message
+    assert '  remedy: bucket it: jitguard.autotune(..., bucket={"n": "pow2"})' in message
+
+
+def test_tunings_during_warmup_calls_pass():
+    x, y = torch.zeros(256), torch.zeros(256)
+    with jitguard.no_recompiles(warmup=2) as guard:
+        tuned_kernel()[(1,)](x, y, 64)
+        tuned_kernel()[(1,)](x, y, 128)  # second call: still warm-up
+    assert [t.after_warmup for t in guard.tunings] == [False, False] and not guard.new_tunings
+
+
+def test_a_new_bucket_of_a_bucketed_kernel_is_named_as_a_bucket_and_warmup_is_the_remedy():
+    x, y = torch.zeros(256), torch.zeros(256)
+    kernel = jitguard.autotune([triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 128}, num_warps=4)],
+                               key=["n"], bucket={"n": "pow2"})(add_kernel)
+
+    def block():
+        with jitguard.no_recompiles():
+            kernel[(1,)](x, y, 48)
+            kernel[(1,)](x, y, 64)  # same bucket: no tuning
+            kernel[(1,)](x, y, 80)  # bucket 128: tunes
+    message = _failure(block)
+    assert "autotune key n took 2 pow2 buckets (64, 128): each new bucket benchmarks every config again" in message
+    assert "  remedy: tune these buckets during warm-up" in message and 'bucket={"n"' not in message

@@ -1,6 +1,7 @@
 """The offline backend: real sm_90 compiles with no GPU, keys-only sweeps, the driver restored, and no
 cache shared with a real GPU in the same process."""
 
+import os
 import subprocess
 import sys
 from typing import ClassVar
@@ -23,13 +24,23 @@ def test_compile_true_produces_sm90_cubin_and_ptx():
     assert compiled.asm.get("cubin")  # ptxas ran
 
 
-def test_compile_false_counts_keys_over_thousands_of_values():
+def _triton_cache_files() -> set[str]:
+    root = os.environ["TRITON_CACHE_DIR"]
+    return {os.path.join(d, f) for d, _, files in os.walk(root) for f in files}
+
+
+def test_compile_false_counts_keys_over_thousands_of_values_without_compiling():
+    before = _triton_cache_files()
+    launched = []
     with jitguard.offline(compile=False), jitguard.watch() as rec:
         for n in range(1, 4097):
-            k.add_one_kernel[(1,)](torch.zeros(8), torch.zeros(8), n, BLOCK=1024)
-            k.add_one_dns_name[(1,)](torch.zeros(8), torch.zeros(8), n, BLOCK=1024)
+            launched.append(k.add_one_kernel[(1,)](torch.zeros(8), torch.zeros(8), n, BLOCK=1024))
+            launched.append(k.add_one_dns_name[(1,)](torch.zeros(8), torch.zeros(8), n, BLOCK=1024))
     assert rec.variants("add_one_kernel") == 3
     assert rec.variants("add_one_dns_name") == 1
+    # Keys only: no launch got a compiled kernel, and the compiler wrote nothing to Triton's disk cache.
+    assert not any("ptx" in (getattr(kernel, "asm", None) or {}) for kernel in launched)
+    assert _triton_cache_files() == before
 
 
 def test_keys_only_entries_do_not_outlive_the_context():

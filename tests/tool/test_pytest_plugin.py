@@ -178,6 +178,7 @@ def test_verdicts_and_the_full_failure_message(suite):
         f"add_kernel (jg_suite_kernels.py:{kernel_line}): 1 variant in warm-up, 1 new after it",
         f"  variant #2 at call 2, called from test_suite.py:{launch_line}",
         "    n: int32 divisible by 16 -> int32, value 17",
+        "  price: n: free (*)",  # computed in a child process: the test process keeps its driver
         '  fix: @triton.jit(do_not_specialize_on_alignment=["n"])',
         "    n flips between divisible-by-16 and not: do_not_specialize_on_alignment keeps one variant*",
         "",
@@ -230,6 +231,65 @@ def test_strict_option_fails_an_unmarked_test_that_recompiles(pytester, tmp_path
     assert verdicts(strict) == {"test_recompiles": "FAILED", "test_one_variant": "PASSED"}
     strict.stdout.fnmatch_lines(["(checked by jitguard: --jitguard-strict (every test runs as if marked "
                                  "no_recompiles(warmup=1)) on test_recompiles, test_strict.py:*)"])
+
+
+def test_a_costly_fix_carries_its_price_and_an_autotune_storm_its_remedy(pytester, tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "triton-cache"))
+    pytester.makepyfile(jg_priced_kernels='''
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def scale_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < n_elements
+            tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+        def rows_kernel(x_ptr, out_ptr, n_rows, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n_rows) + 1, mask=offs < n_rows)
+    ''', test_priced='''
+        import pytest
+        import torch
+        import triton
+
+        import jg_priced_kernels as k
+
+
+        @pytest.mark.no_recompiles(warmup=1)
+        def test_scale(jitguard_backend):
+            for n in (1024, 1000):
+                x = torch.zeros(n, device=jitguard_backend.device)
+                k.scale_kernel[(4,)](x, torch.empty_like(x), n, BLOCK=256)
+
+
+        @pytest.mark.no_recompiles(warmup=1)
+        def test_rows(jitguard_backend):
+            tuned = triton.autotune([triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})],
+                                    key=["n_rows"])(triton.jit(k.rows_kernel))
+            for n in (16, 32, 48):
+                x = torch.zeros(n, device=jitguard_backend.device)
+                tuned[(1,)](x, torch.empty_like(x), n)
+    ''')
+    result = pytester.runpytest("-rA", "-p", "no:cacheprovider", "--jitguard-backend=offline-keys")
+    assert verdicts(result) == {"test_scale": "FAILED", "test_rows": "FAILED"}
+    result.stdout.fnmatch_lines([
+        "    n_elements: int32 divisible by 16 (value 1024) -> int32, value 1000",
+        "  price: n_elements: costly: * become 32-bit *; instead: keep the specialization and cover its classes*",
+        '  fix: @triton.jit(do_not_specialize_on_alignment=["n_elements"])',
+        "fix with: jitguard fix --param scale_kernel:n_elements:align jg_priced_kernels.py  "
+        "(costly: scale_kernel.n_elements; see the price above)",
+    ])
+    result.stdout.fnmatch_lines([
+        "Expected no new Triton variants after warm-up (the first call of each kernel), but 2 autotune tunings ran:",
+        "rows_kernel (jg_priced_kernels.py:*): 2 variants in warm-up, 0 new after it, 2 autotune tunings after it",
+        "  autotune tuning at call 2, called from test_priced.py:*: n_rows=32 (2 configs timed, *",
+        "  autotune tuning at call 3, called from test_priced.py:*: n_rows=48 (2 configs timed, *",
+        "  autotune key n_rows took 3 values (16, 32, 48): each new value benchmarks every config again",
+        '  remedy: bucket it: jitguard.autotune(..., bucket={"n_rows": "pow2"}) tunes once per bucket, *',
+    ])
 
 
 def test_a_log_dir_that_cannot_be_written_does_not_silence_the_marker(pytester, tmp_path_factory, monkeypatch):
