@@ -397,7 +397,10 @@ class Monitor:
                 callback(event)
             except Exception as exc:  # noqa: BLE001 - one subscriber must not silence the others
                 self._internal_error(exc)
-        if event.is_recompile or self.log_first_compiles or event.phase == "serving":
+        # A config variant compiled while autotune benchmarks is expected: the tuning's own line
+        # (one per tuning, with the varying key) says what matters, not one line per config.
+        config_variant = event.autotuning and bool(event.causes) and all(c.advice == "expected" for c in event.causes)
+        if (event.is_recompile or self.log_first_compiles or event.phase == "serving") and not config_variant:
             self._write_line(format_event_line(event))
         if self.sink is not None:
             self.sink.process_info.update(role=self.role, rank=self.rank)

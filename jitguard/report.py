@@ -305,8 +305,15 @@ def format_text(report: dict[str, Any]) -> str:
                                 for p in k["by_process"])
         lines.append(f"  variants per process: {per_process}")
         if k["causes"]:
+            # Tile-config and launch-option switches (autotune trying its configs) are expected: one
+            # row says how many and which, the table keeps the causes that need a decision.
+            expected = [c for c in k["causes"] if c["advice"] == "expected"]
             rows = [[c["param"], f"{c['before']} -> {c['after']}", str(c["count"]), c["advice"] or "-"]
-                    for c in k["causes"]]
+                    for c in k["causes"] if c["advice"] != "expected" or len(expected) <= 3]
+            if len(expected) > 3:
+                names = ", ".join(dict.fromkeys(c["param"] for c in expected))
+                rows.append([names, f"{len(expected)} config/option switches", str(sum(c["count"] for c in expected)),
+                             "expected"])
             lines.extend(table(["param", "change", "count", "advice"], rows))
         if k["fix"]:
             lines.append(f"  fix: {k['fix']}")
