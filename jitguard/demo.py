@@ -175,6 +175,24 @@ def _fix_arguments(events: list) -> list[str]:
     return args
 
 
+def _price_lines(kernel: Any, events: list) -> list[str]:
+    """What each demotion of step 2 costs: the kernel compiled for the recorded variants with and
+    without it (jitguard.demotion_cost), one `price:` line per parameter."""
+    from jitguard.demotion_cost import DemotionCostChecker
+    from jitguard.events import OPTION_FOR_ADVICE
+    from jitguard.explain import without_weaker_advice
+    checker = DemotionCostChecker()
+    lines: list[str] = []
+    priced: set[str] = set()
+    for cause in without_weaker_advice(c for event in events for c in event.causes):
+        option = OPTION_FOR_ADVICE.get(cause.advice or "")
+        if option and cause.param not in priced:
+            priced.add(cause.param)
+            cost = checker.cost(kernel, cause.param, option, signature=events)
+            lines.append(f"price: {cause.param}: {cost.verdict} ({cost.detail})")
+    return lines
+
+
 def run_demo(steps: int, seed: int, echo: Any = click.echo) -> list[tuple[str, PassResult]]:
     """The whole demo; returns (label, serving pass) for each of the three servers."""
     import torch
@@ -209,6 +227,8 @@ def run_demo(steps: int, seed: int, echo: Any = click.echo) -> list[tuple[str, P
     diff = difflib.unified_diff(KERNEL_SOURCE.splitlines(), fixed.read_text().splitlines(),
                                 "kernels.py", "kernels.py (fixed)", lineterm="", n=0)
     for line in diff:
+        echo("   " + line)
+    for line in _price_lines(sys.modules[f"{KERNEL_MODULE}_stock"].per_token_quant_kernel, before.events):
         echo("   " + line)
 
     echo("\n3) a cold server with the fixed kernel:")
