@@ -169,13 +169,9 @@ def _kernel_module(module_name: str, file: str) -> tuple[Any, list[str]]:
         return None, errors
 
 
-def resolve_kernel(entry: dict[str, Any]) -> Any:
-    """The JITFunction a plan entry names: by its module's name first, else by the name its file is
-    importable under. A script (`__main__`) is never run again: its kernels are found only in the
-    script itself. Raises LookupError with a one-line reason naming the kernel, module and file.
-    """
-    from jitguard import triton_compat
-
+def _module_attribute(entry: dict[str, Any]) -> tuple[Any, str, Any]:
+    """(module, qualname, the attribute it names or None) for a plan entry; LookupError naming the
+    kernel when its module cannot be imported."""
     module_name, name, file = entry.get("module") or "", entry.get("qualname") or entry["name"], entry.get("file") or ""
     module, errors = _kernel_module(module_name, file)
     if module is None:
@@ -185,6 +181,17 @@ def resolve_kernel(entry: dict[str, Any]) -> Any:
         target = getattr(target, part, None)
         if target is None:
             break
+    return module, name, target
+
+
+def resolve_kernel(entry: dict[str, Any]) -> Any:
+    """The JITFunction a plan entry names: by its module's name first, else by the name its file is
+    importable under. A script (`__main__`) is never run again: its kernels are found only in the
+    script itself. Raises LookupError with a one-line reason naming the kernel, module and file.
+    """
+    from jitguard import triton_compat
+
+    module, name, target = _module_attribute(entry)
     jit_fn = triton_compat.unwrap_jit_function(target) if target is not None else None
     if jit_fn is None:
         # A kernel defined inside a function is no module attribute; Triton's registry may know it.
@@ -298,16 +305,10 @@ PRETUNE_MAX_ELEMENTS = 2**26
 def resolve_launcher(entry: dict[str, Any]) -> Any:
     """What the program launches for a plan entry: the module attribute named by its qualname (an
     autotuner, heuristics, or the kernel itself). LookupError with a one-line reason otherwise."""
-    module_name, name, file = entry.get("module") or "", entry.get("qualname") or entry["name"], entry.get("file") or ""
-    module, errors = _kernel_module(module_name, file)
-    if module is None:
-        raise LookupError(f"kernel {name!r} cannot be imported ({'; '.join(errors)})")
-    target: Any = module
-    for part in name.split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            raise LookupError(f"kernel {name!r} is not a module-level name of {module.__name__} (made inside a "
-                              "function?): pre-tune it with jitguard.autotune_pretune.pretune and a launcher")
+    module, name, target = _module_attribute(entry)
+    if target is None:
+        raise LookupError(f"kernel {name!r} is not a module-level name of {module.__name__} (made inside a "
+                          "function?): pre-tune it with jitguard.autotune_pretune.pretune and a launcher")
     return target
 
 
