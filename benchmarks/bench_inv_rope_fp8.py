@@ -38,8 +38,9 @@ import sys
 import tempfile
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 HEADS, HEAD_DIM, NOPE_DIM, ROPE_DIM, GROUP = 16, 512, 448, 64, 128

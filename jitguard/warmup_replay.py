@@ -38,7 +38,7 @@ from jitguard.warmup_plan import INT_VALUES, TORCH_DTYPE_NAMES, int_type_of, loa
 class WarmupError(RuntimeError):
     """Raised by `warmup(..., strict=True)` when a variant could not be rebuilt; lists every one."""
 
-    def __init__(self, message: str, result: "WarmupResult") -> None:
+    def __init__(self, message: str, result: WarmupResult) -> None:
         super().__init__(message)
         self.result = result
 
@@ -141,7 +141,7 @@ def _kernel_module(module_name: str, file: str) -> tuple[Any, list[str]]:
     if module_name and module_name != "__main__":
         try:
             return importlib.import_module(module_name), []
-        except Exception as exc:  # noqa: BLE001 - any import failure is reported, then the file is tried
+        except Exception as exc:
             errors.append(f"import {module_name}: {type(exc).__name__}: {exc}")
     if file:
         loaded = _loaded_from(file)
@@ -164,7 +164,7 @@ def _kernel_module(module_name: str, file: str) -> tuple[Any, list[str]]:
         return None, errors
     try:
         return importlib.import_module(name), []
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         errors.append(f"import {name} ({file}): {type(exc).__name__}: {exc}")
         return None, errors
 
@@ -394,7 +394,7 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
         try:
             out.write(line + "\n")
             out.flush()
-        except Exception:  # noqa: BLE001 - a closed stream must not stop the warm-up
+        except Exception:
             pass
 
     from jitguard import triton_compat
@@ -422,7 +422,7 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
             else:
                 try:
                     outcome.status, outcome.reason = _warm_one(jit_fn, variant, check_key=same_version)
-                except Exception as exc:  # noqa: BLE001 - one bad variant must not stop the others
+                except Exception as exc:
                     outcome.status, outcome.reason = "failed", f"{type(exc).__name__}: {exc}".splitlines()[0]
             outcome.seconds = time.perf_counter() - t0
             kernel_seconds += outcome.seconds

@@ -45,8 +45,8 @@ __all__ = [
     "fused_moe",
     "fused_moe_reference",
     "moe_align_block_size",
-    "moe_gate_up",
     "moe_down",
+    "moe_gate_up",
     "select_tile_configs",
 ]
 

@@ -83,11 +83,11 @@ from .moe_routing import check_router_logits, softmax_topk_reference, softmax_to
 __all__ = [
     "DECODE_LAUNCHES",
     "DECODE_PATHS",
-    "PAIRS_LAUNCHES",
-    "choose_decode_path",
     "MAX_DECODE_TOKENS",
+    "PAIRS_LAUNCHES",
     "DecodePlan",
     "MoeDecodeWorkspace",
+    "choose_decode_path",
     "fused_moe_decode",
     "fused_moe_decode_reference",
     "plan_fused_moe_decode",

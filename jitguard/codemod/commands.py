@@ -249,7 +249,7 @@ def _version() -> str:
         from importlib.metadata import version
 
         return version("jitguard")
-    except Exception:  # noqa: BLE001 - a missing distribution must not stop a scan
+    except Exception:
         return "0"
 
 

@@ -10,12 +10,12 @@ import re
 
 import pytest
 import torch
-from jitguard.kernels import moe_gemm
-from jitguard.kernels.moe_chain import fused_moe
-from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, select_tile_configs
 
 import jitguard
 from jitguard import triton_compat
+from jitguard.kernels import moe_gemm
+from jitguard.kernels.moe_chain import fused_moe
+from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, select_tile_configs
 
 FP8 = torch.float8_e4m3fn
 

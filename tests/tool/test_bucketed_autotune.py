@@ -9,8 +9,8 @@ import triton.language as tl
 
 import jitguard
 from jitguard import triton_compat
-from jitguard.tuning_recorder import record_tunings
 from jitguard.bucketed_autotune import BucketError, bucket_value
+from jitguard.tuning_recorder import record_tunings
 
 TOKEN_COUNTS = range(1, 65)
 

@@ -16,15 +16,14 @@ import json
 import os
 import socket
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 import torch
 
 import jitguard
 from jitguard import monitor, ndjson_sink, triton_compat
-
 from tests import kernels_for_tests as k
 
 

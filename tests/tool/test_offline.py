@@ -13,7 +13,6 @@ import triton.language as tl
 
 import jitguard
 from jitguard import triton_compat
-
 from tests import kernels_for_tests as k
 
 
