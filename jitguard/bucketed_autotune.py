@@ -99,7 +99,7 @@ def _kernel_label(fn: Any) -> str:
         if hasattr(inner, "__code__") or not hasattr(inner, "fn"):
             break
         inner = inner.fn
-    name = getattr(inner, "__name__", None) or getattr(fn, "__name__", "?")
+    name = str(getattr(inner, "__name__", None) or getattr(fn, "__name__", "?"))
     code = getattr(inner, "__code__", None)
     return f"{name} ({code.co_filename}:{code.co_firstlineno})" if code is not None else name
 

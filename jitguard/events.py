@@ -54,7 +54,8 @@ class ParamSpec:
 
     @classmethod
     def from_dict(cls, data: dict) -> ParamSpec:
-        return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls)})
+        known: dict[str, Any] = {f.name: data.get(f.name) for f in dataclasses.fields(cls)}
+        return cls(**known)
 
 
 @dataclass

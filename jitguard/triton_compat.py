@@ -796,7 +796,7 @@ def _bucketing_class(cls: type) -> type:
 
     mro = cls.__mro__
     owners = mro[:mro.index(autotuner_type()) + 1]
-    sub = type(f"Bucketed{cls.__name__}", (cls,), {"__module__": __name__, "cache": _BucketedConfigSlot(owners),
+    sub: type[Any] = type(f"Bucketed{cls.__name__}", (cls,), {"__module__": __name__, "cache": _BucketedConfigSlot(owners),
                                                   "run": run, "_jitguard_bucketing": True})
     return sub
 

@@ -121,6 +121,7 @@ def fix_command(
     # libcst loads here, not at import: `jitguard scan` (a pre-commit hook) starts faster without it.
     from jitguard.codemod.demotion_prices import price_requests
     from jitguard.codemod.fix_tree import fix_paths, unified_diff, write_changes
+    from jitguard.codemod.file_writes import WriteReport
 
     started = time.perf_counter()
     demotions: list[Demotion] = []
@@ -151,11 +152,11 @@ def fix_command(
         if show_diff and result.changed:
             click.echo(unified_diff(result), nl=False)
     written: set[Path] | None = None  # files actually replaced (None: nothing is written in this mode)
-    report = None
+    write_report: WriteReport | None = None
     if writing:
-        report = write_changes(run)
-        written = set(report.written)
-        run.errors += [f"{path}: {reason}" for path, reason in report.failed]
+        write_report = write_changes(run)
+        written = set(write_report.written)
+        run.errors += [f"{path}: {reason}" for path, reason in write_report.failed]
     changes = [(path, change) for path, change in run.changes if written is None or path in written]
     for path, change in changes:
         if not show_diff:
@@ -184,17 +185,17 @@ def fix_command(
         summary = (f"{verb} {_plural(kernels, 'kernel')} in {_plural(changed_files, 'file')} "
                    f"({_plural(parameters, 'parameter')})")
     else:
-        summary = "Nothing to fix" if not (report and report.failed) else "Nothing written"
+        summary = "Nothing to fix" if not (write_report and write_report.failed) else "Nothing written"
     summary += f"; {_plural(run.files_checked, 'file')} checked in {elapsed:.1f} s"
     if priced.skipped:
         summary += f"; {_plural(priced.skipped, 'costly demotion')} skipped"
     if run.errors:
         summary += f"; {_plural(len(run.errors), 'error')}"
-    if report is not None and report.stopped_by is not None:
-        for line in report.stop_lines():
+    if write_report is not None and write_report.stopped_by is not None:
+        for line in write_report.stop_lines():
             _echo_err(line)
         _echo_err(f"{summary}.")
-        click.get_current_context().exit(128 + report.stopped_by)
+        click.get_current_context().exit(128 + write_report.stopped_by)
     _echo_err(summary + ".")
     if run.errors:
         click.get_current_context().exit(2)

@@ -637,16 +637,16 @@ def find_kernels(source: bytes, tree: ast.Module | None = None) -> list[TritonKe
         wrappers, inner = _wrapped_calls(value)
         if not isinstance(inner, ast.Call):
             continue
-        form = _call_form(inner, names)
-        if form is None or form[3] not in functions:
+        call_form = _call_form(inner, names)
+        if call_form is None or call_form[3] not in functions:
             continue
-        jit_expression, options, kind, function = form
-        node, scope = functions[form[3]]
+        jit_expression, call_options, kind, function = call_form
+        node, scope = functions[function]
         if node in decorated:
             continue
         decorated.add(node)
         targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
         bound = tuple(target.id for target in targets if isinstance(target, ast.Name) and target.id != function)
-        kernels.append(_kernel(node, jit_expression, options, kind, scope, names, wrappers, bound))
+        kernels.append(_kernel(node, jit_expression, call_options, kind, scope, names, wrappers, bound))
     kernels.sort(key=lambda kernel: kernel.line)
     return kernels
