@@ -50,7 +50,7 @@ def _row_max_kernel(logits_ptr, out_ptr, E_POW2: tl.constexpr):
 def _routing_grid_kernel(logits_ptr, ids_ptr, num_experts, TOP_K: tl.constexpr, K_POW2: tl.constexpr,
                          E_POW2: tl.constexpr):
     """Every program routes token 0, as each program of the pairs path's GEMMs does."""
-    ids, weights = moe_routing.softmax_topk_row(logits_ptr, num_experts, TOP_K, K_POW2, E_POW2, True)
+    ids, _weights = moe_routing.softmax_topk_row(logits_ptr, num_experts, TOP_K, K_POW2, E_POW2, True)
     slot = tl.program_id(0) % TOP_K
     tl.store(ids_ptr + tl.program_id(0), tl.sum(tl.where(tl.arange(0, K_POW2) == slot, ids, 0), 0))
 

@@ -58,11 +58,11 @@ class TraceStep:
 def demo_trace(steps: int = 64, seed: int = 0) -> list[TraceStep]:
     """A seeded serving trace: prompt lengths log-uniform in 1..2048, decode batches 1..64 that grow and shrink."""
     rng = random.Random(seed)
-    trace: list[TraceStep] = [TraceStep("prefill", int(round(2 ** rng.uniform(4, 11)))), TraceStep("decode", 1)]
+    trace: list[TraceStep] = [TraceStep("prefill", round(2 ** rng.uniform(4, 11))), TraceStep("decode", 1)]
     batch = 1
     for _ in range(steps - 2):
         if rng.random() < 0.3:
-            trace.append(TraceStep("prefill", int(round(2 ** rng.uniform(0, 11)))))
+            trace.append(TraceStep("prefill", round(2 ** rng.uniform(0, 11))))
             batch = min(64, batch + 1)
         else:
             batch = max(1, min(64, batch + rng.choice((-1, 0, 1, 1))))

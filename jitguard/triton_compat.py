@@ -388,7 +388,7 @@ def _kind_of_type(ty: str) -> str:
         return "int"
     if ty in _BOOL_TYPES:
         return "bool"
-    if ty.startswith("fp") or ty.startswith("bf"):
+    if ty.startswith(("fp", "bf")):
         return "float"
     return ty
 

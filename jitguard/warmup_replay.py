@@ -276,7 +276,7 @@ def _warm_one(jit_fn: Any, variant: dict[str, Any], check_key: bool = True) -> t
     args = [representative_arg(n, params[n], device) for n in names]
     launch_kwargs = variant.get("launch_kwargs")
     if launch_kwargs is None:  # the key did not say which options the call passed: pass them all
-        launch_kwargs = {k: v for k, v in (variant.get("options") or {}).items()}
+        launch_kwargs = dict(variant.get("options") or {})
     recorded_key = (variant.get("key") or "") if check_key else ""
     cache = triton_compat.kernel_cache(jit_fn, device_index)
     if recorded_key and recorded_key in {triton_compat.key_string(k) for k in cache}:

@@ -209,7 +209,7 @@ def main() -> None:
         fix = jitguard_cli("fix", "--from", str(work / "scan.json"), str(copy))
         print("  " + fix.stderr.strip().splitlines()[-1].replace(str(work) + "/", ""))
         fixed_source = copy.read_bytes()
-        decorator = [k for k in find_kernels(fixed_source) if k.name == "fused_moe_kernel"][0]
+        decorator = next(k for k in find_kernels(fixed_source) if k.name == "fused_moe_kernel")
         print("  " + fixed_source.decode().splitlines()[decorator.decorator_span[0] - 1].strip())
 
         started = time.perf_counter()

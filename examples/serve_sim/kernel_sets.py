@@ -120,7 +120,7 @@ def _kernels_directory() -> str:
     spec = importlib.util.find_spec("jitguard.kernels")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("serve_sim: jitguard.kernels is not importable (install jitguard, or run from the repo)")
-    return list(spec.submodule_search_locations)[0]
+    return next(iter(spec.submodule_search_locations))
 
 
 def _upstream_loader() -> _UpstreamKernelsLoader:

@@ -43,8 +43,8 @@ DEFAULT_RUNS = ("upstream", "fixed+warmup")
 class SimConfig:
     """Everything a simulation run depends on (printed with its results)."""
 
-    trace: TraceSpec = TraceSpec()
-    shape: ModelShape = ModelShape()
+    trace: TraceSpec = TraceSpec()  # noqa: RUF009 - frozen dataclass: one shared default is safe
+    shape: ModelShape = ModelShape()  # noqa: RUF009 - frozen dataclass: one shared default is safe
     backend: str = "offline"  # "offline" (CPU, compile-only sm_90) or "cuda"
     workers: int = 2
     max_num_seqs: int = 32

@@ -45,7 +45,7 @@ class TraceSpec:
 
 
 def _lognormal_int(rng: random.Random, median: float, sigma: float, low: int, high: int) -> int:
-    value = int(round(math.exp(rng.gauss(math.log(median), sigma))))
+    value = round(math.exp(rng.gauss(math.log(median), sigma)))
     return max(low, min(high, value))
 
 

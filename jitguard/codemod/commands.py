@@ -120,8 +120,8 @@ def fix_command(
     """
     # libcst loads here, not at import: `jitguard scan` (a pre-commit hook) starts faster without it.
     from jitguard.codemod.demotion_prices import price_requests
-    from jitguard.codemod.fix_tree import fix_paths, unified_diff, write_changes
     from jitguard.codemod.file_writes import WriteReport
+    from jitguard.codemod.fix_tree import fix_paths, unified_diff, write_changes
 
     started = time.perf_counter()
     demotions: list[Demotion] = []

@@ -41,7 +41,7 @@ class ScanSettings:
     """Settings of one run: where they came from, file selection and rule selection."""
 
     source: Path | None = None  # the pyproject.toml read, if any
-    selection: FileSelection = FileSelection()
+    selection: FileSelection = FileSelection()  # noqa: RUF009 - frozen dataclass: one shared default is safe
     select: tuple[str, ...] = ("ALL",)
     ignore: tuple[str, ...] = ()
     per_file_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

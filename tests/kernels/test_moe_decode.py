@@ -139,7 +139,7 @@ TILES = {
 
 
 @pytest.mark.interpreter
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "M%d_E%d_k%d_H%d_I%d" % s)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "M{}_E{}_k{}_H{}_I{}".format(*s))
 @pytest.mark.parametrize("tile,path", [(tile, "grouped") for tile in sorted(TILES)] + [("bm16-swap", "pairs")])
 def test_math_bf16_layer_matches_reference(shape, tile, path):
     """Whole layer against fp32 torch; a second call on the same workspace (as a graph replay

@@ -228,7 +228,7 @@ def test_scan_case(body: str, expected: set[tuple[str, str | None]]) -> None:
 
 
 def test_folded_causes_are_listed_in_one_message() -> None:
-    body = dict((case[0], case[1]) for case in CASES)["one-finding-per-parameter"]
+    body = {case[0]: case[1] for case in CASES}["one-finding-per-parameter"]
     (finding,) = scan_source(_source(body), "k.py")[0]
     assert finding.also == ("JG109",)
     assert "re-benchmarks all 1 configs" in finding.message and "do_not_specialize" in finding.message

@@ -75,7 +75,7 @@ def test_a_keys_only_stub_kept_by_someone_else_refuses_to_run_after_its_context(
         cache(x, y, 3, BLOCK=4096)
         cache(x, y, 5, BLOCK=4096)  # the stub, launched inside its context: fine
     stub = cache.compiled[(False, False, 4096)]
-    with pytest.raises(RuntimeError, match="keys-only stub made by jitguard.offline\\(compile=False\\) after that "
+    with pytest.raises(RuntimeError, match=r"keys-only stub made by jitguard.offline\(compile=False\) after that "
                                            "context closed") as raised:
         if launch == "kernel.run(...)":
             stub.run(1, 1, 1, 0, None, (), None, None, None, x, y, 5)
