@@ -179,7 +179,8 @@ def signature_from_call(kernel: Any, *args: Any, **kwargs: Any) -> dict[str, Any
 def _variant_dict(signature: Any) -> dict[str, Any]:
     """A report `variant_list` entry, a plan variant, a `signature_from_call` dict, or a CompileEvent."""
     if isinstance(signature, Mapping):
-        params = {n: (p.to_dict() if hasattr(p, "to_dict") else dict(p)) for n, p in (signature.get("params") or {}).items()}
+        params = {n: (p.to_dict() if hasattr(p, "to_dict") else dict(p))
+                  for n, p in (signature.get("params") or {}).items()}
         return {"params": params, "options": dict(signature.get("options") or {})}
     params = {n: p.to_dict() for n, p in getattr(signature, "params", {}).items()}
     return {"params": params, "options": dict(getattr(signature, "options", {}) or {})}

@@ -350,5 +350,6 @@ def summary_lines(per_test: dict[str, list[dict]]) -> list[str]:
     widths = [max(len(r[i]) for r in table + [header]) for i in range(len(header) - 1)]
     for cells in [header] + table:
         lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(cells[:-1], widths)) + "  " + cells[-1])
-    lines.append("(a guarded test compiles its kernels afresh, often from Triton's disk cache: see jitguard.no_recompiles)")
+    lines.append("(a guarded test compiles its kernels afresh, often from Triton's disk cache: "
+                 "see jitguard.no_recompiles)")
     return lines

@@ -796,8 +796,8 @@ def _bucketing_class(cls: type) -> type:
 
     mro = cls.__mro__
     owners = mro[:mro.index(autotuner_type()) + 1]
-    sub: type[Any] = type(f"Bucketed{cls.__name__}", (cls,), {"__module__": __name__, "cache": _BucketedConfigSlot(owners),
-                                                  "run": run, "_jitguard_bucketing": True})
+    namespace = {"__module__": __name__, "cache": _BucketedConfigSlot(owners), "run": run, "_jitguard_bucketing": True}
+    sub: type[Any] = type(f"Bucketed{cls.__name__}", (cls,), namespace)
     return sub
 
 

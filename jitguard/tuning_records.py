@@ -58,7 +58,8 @@ class TuningRecord:
         """A record read back from NDJSON; missing fields get empty values (older writers)."""
         return cls(kernel=str(data.get("kernel", "?")), file=str(data.get("file", "")), line=int(data.get("line") or 0),
                    call_site=str(data.get("call_site") or ""),
-                   key=dict(data.get("key") or {}), bucketed_key=dict(data.get("bucketed_key") or data.get("key") or {}),
+                   key=dict(data.get("key") or {}),
+                   bucketed_key=dict(data.get("bucketed_key") or data.get("key") or {}),
                    bucket=dict(data.get("bucket") or {}), dtypes=list(data.get("dtypes") or []),
                    configs_timed=int(data.get("configs_timed") or 0), tuning_s=float(data.get("tuning_s") or 0.0),
                    best_config=str(data.get("best_config", "")), phase=str(data.get("phase") or "warmup"),

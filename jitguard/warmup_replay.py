@@ -191,7 +191,8 @@ def resolve_kernel(entry: dict[str, Any]) -> Any:
         jit_fn = triton_compat.registered_kernel(module.__name__, name.rsplit(".", 1)[-1])
     if jit_fn is None:
         where = getattr(module, "__file__", None) or module.__name__
-        raise LookupError(f"kernel {name!r} is gone: module {module.__name__} ({where}) has no Triton kernel of that name")
+        raise LookupError(f"kernel {name!r} is gone: module {module.__name__} ({where}) "
+                          "has no Triton kernel of that name")
     return jit_fn
 
 

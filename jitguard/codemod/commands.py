@@ -83,7 +83,8 @@ def _describe_notes(notes: list[AdviceNote], skipped_findings: int) -> list[str]
     lines = []
     for advice, count in sorted(Counter(note.advice for note in notes).items()):
         examples = ", ".join(sorted({f"{n.kernel}:{n.param}" for n in notes if n.advice == advice})[:3])
-        lines.append(f"note: {_plural(count, 'parameter')} with advice `{advice}` ({examples}): {NO_REWRITE_REASON[advice]}")
+        lines.append(f"note: {_plural(count, 'parameter')} with advice `{advice}` ({examples}): "
+                     f"{NO_REWRITE_REASON[advice]}")
     if skipped_findings:
         lines.append(f"note: {_plural(skipped_findings, 'finding')} carry no rewrite advice and were skipped")
     return lines
@@ -260,17 +261,23 @@ def _version() -> str:
               help="text (default), json, github (Actions annotations), sarif, junit.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --output-format json.")
 @click.option("--all", "show_all", is_flag=True, help="Also list info findings (JG102, JG106) in text output.")
-@click.option("--select", multiple=True, metavar="CODES", help="Only these rules (ids or prefixes, comma-separated; ALL).")
+@click.option("--select", multiple=True, metavar="CODES",
+              help="Only these rules (ids or prefixes, comma-separated; ALL).")
 @click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rules (ids or prefixes, comma-separated).")
 @click.option("--exclude", multiple=True, metavar="PATTERNS",
               help="Glob patterns to skip, replacing the default list (.git, .venv, build, ...).")
-@click.option("--extend-exclude", multiple=True, metavar="PATTERNS", help="Glob patterns to skip, besides the defaults.")
-@click.option("--respect-gitignore/--no-respect-gitignore", default=None, help="Skip files .gitignore ignores (default on).")
-@click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too (pre-commit).")
+@click.option("--extend-exclude", multiple=True, metavar="PATTERNS",
+              help="Glob patterns to skip, besides the defaults.")
+@click.option("--respect-gitignore/--no-respect-gitignore", default=None,
+              help="Skip files .gitignore ignores (default on).")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply excludes to files named on the command line too (pre-commit).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when warnings are found (2 still means a bad file).")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings and errors only: no summary.")
-@click.option("--stdin-filename", metavar="PATH", help="The name to report (and match per-file-ignores) for `-` (stdin).")
-@click.option("--config", metavar="PYPROJECT", help="Read [tool.jitguard] from this file (default: nearest pyproject.toml).")
+@click.option("--stdin-filename", metavar="PATH",
+              help="The name to report (and match per-file-ignores) for `-` (stdin).")
+@click.option("--config", metavar="PYPROJECT",
+              help="Read [tool.jitguard] from this file (default: nearest pyproject.toml).")
 @click.option("-j", "--jobs", type=int, default=None, help="Worker processes (default: one per CPU).")
 def scan_command(
     paths: tuple[str, ...], output_format: str | None, as_json: bool, show_all: bool, select: tuple[str, ...],
@@ -318,7 +325,8 @@ def scan_command(
             raise click.UsageError("`-` (stdin) cannot be combined with other paths")
         display = stdin_filename or "-"
         files: list[Path] = []
-        if stdin_filename and settings.selection.force_exclude and is_excluded(Path(stdin_filename), settings.selection):
+        if (stdin_filename and settings.selection.force_exclude
+                and is_excluded(Path(stdin_filename), settings.selection)):
             scans = []
         else:
             scans = [_scan_stdin(sys.stdin.buffer.read(), display, rules_for(display))]

@@ -204,7 +204,9 @@ def _spans_lines(value: cst.Tuple) -> bool:
     return "\n" in code or "\r" in code
 
 
-def add_demotions(decorator: cst.BaseExpression, additions: Mapping[str, list[str]], quote: str = '"') -> cst.BaseExpression:
+def add_demotions(
+    decorator: cst.BaseExpression, additions: Mapping[str, list[str]], quote: str = '"'
+) -> cst.BaseExpression:
     """Return `decorator` (`triton.jit`, `jit(...)`, ...) with `additions` merged into its options.
 
     `additions` maps an option (`do_not_specialize` or `do_not_specialize_on_alignment`) to

@@ -242,7 +242,8 @@ def write_changes(run: FixRun) -> WriteReport:
     an owner that cannot be kept, an OS error) or not written (the run was stopped first).
     """
     return write_files(
-        [(result.path, result.outcome.source) for result in run.results if result.changed and result.outcome is not None]
+        [(result.path, result.outcome.source) for result in run.results
+         if result.changed and result.outcome is not None]
     )
 
 

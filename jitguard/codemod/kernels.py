@@ -394,7 +394,8 @@ def _branches(value: ast.expr, names: TritonNames, label: str, depth: int = 0) -
     if isinstance(value, ast.IfExp):
         condition = ast.unparse(value.test)
         body = _branches(value.body, names, _join(label, condition), depth + 1)
-        orelse = _branches(value.orelse, names, _join(label, f"not {condition}" if isinstance(value.test, ast.Name) else f"not ({condition})"), depth + 1)
+        negated = f"not {condition}" if isinstance(value.test, ast.Name) else f"not ({condition})"
+        orelse = _branches(value.orelse, names, _join(label, negated), depth + 1)
         return None if body is None or orelse is None else body + orelse
     if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
         left = _branches(value.left, names, label, depth + 1)
@@ -488,7 +489,8 @@ def _autotune_keys(wrapper: ast.expr) -> list[AutotuneKey]:
         if keyword.arg == "key":
             key_value = keyword.value
         elif keyword.arg == "bucket" and isinstance(keyword.value, ast.Dict):
-            bucketed |= {k.value for k in keyword.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+            bucketed |= {k.value for k in keyword.value.keys
+                         if isinstance(k, ast.Constant) and isinstance(k.value, str)}
     if key_value is None:
         return []
     entries = literal_entries(key_value) or []
