@@ -149,7 +149,8 @@ def test_other_arguments_behave_as_in_the_installed_triton(extra):
 
 
 @pytest.mark.skipif(triton_compat.VERSION < (3, 3),
-                    reason="Triton 3.2's interpreter cannot run any autotuned kernel (Config passes num_buffers_warp_spec)")
+                    reason="Triton 3.2's interpreter cannot run any autotuned kernel "
+                           "(Config passes num_buffers_warp_spec)")
 def test_outputs_equal_triton_autotune_under_the_interpreter(monkeypatch):
     def fake_bench(fn, quantiles=None, **kwargs):
         fn()

@@ -271,7 +271,9 @@ SPELLINGS = [
 
 
 @pytest.mark.parametrize(("statement", "form", "bound", "span_text"), SPELLINGS, ids=[s[0] for s in SPELLINGS])
-def test_call_forms_record_the_jit_call_for_fix(statement: str, form: str, bound: tuple[str, ...], span_text: str) -> None:
+def test_call_forms_record_the_jit_call_for_fix(
+    statement: str, form: str, bound: tuple[str, ...], span_text: str
+) -> None:
     source = _source(f"def _k(x_ptr, n):\n    pass\n{statement}\n")
     (kernel,) = find_kernels(source)
     assert (kernel.name, kernel.form, kernel.bound_as) == ("_k", form, bound)

@@ -78,7 +78,8 @@ def keys_only(tmp_path_factory, monkeypatch):
 
 
 def test_new_variant_after_warmup_fails_listing_cause_call_site_and_fix(monkeypatch):
-    monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # paths print relative to it
+    # paths print relative to the repository root
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     with pytest.raises(RecompileError) as failure:
         with jitguard.no_recompiles(warmup=1):
             add(16)
