@@ -349,7 +349,8 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log, explore=Fa
         full_out = torch.empty_like(x)
         res["ours_layer"] = time_graph(
             lambda l: fm.fused_moe(x, layers[l][0], layers[l][1], tw, ti, out=full_out,
-                                   **(dict(qkw, use_fp8_w8a8=True, w1_scale=layers[l][2], w2_scale=layers[l][3]) if fp8 else {})),
+                                   **(dict(qkw, use_fp8_w8a8=True, w1_scale=layers[l][2], w2_scale=layers[l][3])
+                                      if fp8 else {})),
             n_layers, replays)
 
         if vllm is not None:
@@ -360,7 +361,8 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log, explore=Fa
             v2 = torch.empty(M * k, H, device="cuda", dtype=torch.bfloat16)
             launch_vllm_gemm(vllm, a1, w13, v1, a1s, s13, None, vrouting, k, vcfg, scheme, False)
             vact = torch.nn.functional.silu(v1[:, :I].float()) * v1[:, I:].float()
-            va2, va2s = (moe_quant.quantize_fp8(vact.to(torch.bfloat16), act_mode) if fp8 else (vact.to(torch.bfloat16), None))
+            va2, va2s = (moe_quant.quantize_fp8(vact.to(torch.bfloat16), act_mode) if fp8
+                         else (vact.to(torch.bfloat16), None))
             launch_vllm_gemm(vllm, va2, w2, v2, va2s, s2, flat_w, vrouting, 1, vcfg, scheme, True)
             row["err_vllm"] = rel(v2.float().view(M, k, H).sum(1), ref)
 
@@ -440,10 +442,11 @@ CASES = {
 
 
 def format_table(rows, bw) -> str:
-    lines = [f"copy {bw[0]:.0f} GB/s, read-only {bw[1]:.0f} GB/s; us per GEMM (weight bytes/time as % of copy / % of read-only);"
+    lines = [f"copy {bw[0]:.0f} GB/s, read-only {bw[1]:.0f} GB/s; "
+             "us per GEMM (weight bytes/time as % of copy / % of read-only);"
              " 'again' = ours timed a second time, last",
-             "| case | M | tile | err ours/vllm | G1 ours | G1 again | G1 noswap | G1 vllm | G1 torch | G2 ours | G2 again"
-             " | G2 noswap | G2 vllm | G2 torch | layer ours |",
+             "| case | M | tile | err ours/vllm | G1 ours | G1 again | G1 noswap | G1 vllm | G1 torch"
+             " | G2 ours | G2 again | G2 noswap | G2 vllm | G2 torch | layer ours |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def cell(r, key):

@@ -73,7 +73,8 @@ def main() -> None:
     probe("empty kernel, 1 program", lambda: _empty_kernel[(1,)](scratch))
     probe("empty kernel, 192 programs", lambda: _empty_kernel[(192,)](scratch))
     logits = {E: torch.randn(1, E, device="cuda") for E in (128, 256)}
-    probe("load a 128-float row, store its max (1 program)", lambda: _row_max_kernel[(1,)](logits[128], scratch, E_POW2=128))
+    probe("load a 128-float row, store its max (1 program)",
+          lambda: _row_max_kernel[(1,)](logits[128], scratch, E_POW2=128))
     out_ids = torch.empty(1, 8, device="cuda", dtype=torch.int32)
     out_w = torch.empty(1, 8, device="cuda", dtype=torch.float32)
     for E in (128, 256):
@@ -110,8 +111,8 @@ def main() -> None:
             grid = triton.cdiv(n, block * iters)
             partial = torch.empty(grid, device="cuda", dtype=torch.float32)
             us = bfm.time_graph(
-                lambda layer, grid=grid, partial=partial, block=block, iters=iters, bufs=bufs, n=n: bfm._read_only_kernel[(grid,)](
-                    bufs[layer], partial, n, BLOCK=block, ITERS=iters),
+                lambda layer, grid=grid, partial=partial, block=block, iters=iters, bufs=bufs, n=n:
+                    bfm._read_only_kernel[(grid,)](bufs[layer], partial, n, BLOCK=block, ITERS=iters),
                 copies, args.replays)
             name = f"stream-read {nbytes / 1e6:.1f} MB ({label} bytes at M=1), {grid} programs"
             rows.append((name, us))

@@ -318,7 +318,8 @@ def launch_moe_gemm(
     """
     if routing.block_size != cfg.block_m:
         raise ValueError(
-            f"launch_moe_gemm: routing was aligned to blocks of {routing.block_size} but the tile has block_m={cfg.block_m}"
+            f"launch_moe_gemm: routing was aligned to blocks of {routing.block_size} "
+            f"but the tile has block_m={cfg.block_m}"
         )
     K = a.shape[1]
     n_out = out.shape[1]

@@ -222,7 +222,8 @@ def main() -> None:
             # A fresh cache directory, so these are real compiles and not disk-cache hits.
             os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
             layer = Layer()
-            with jitguard.offline(compile=True), jitguard.watch() as recorder, contextlib.redirect_stderr(io.StringIO()):
+            with jitguard.offline(compile=True), jitguard.watch() as recorder, \
+                    contextlib.redirect_stderr(io.StringIO()):
                 for m in (1, 64):
                     started = time.perf_counter()
                     forward(fixed_kernel, layer, m, 1)

@@ -104,7 +104,9 @@ class _UpstreamKernelsFinder(importlib.abc.MetaPathFinder):
     def __init__(self, loader: _UpstreamKernelsLoader) -> None:
         self.loader = loader
 
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname != UPSTREAM_PACKAGE and not fullname.startswith(UPSTREAM_PACKAGE + "."):
             return None
         if not os.path.isfile(self.loader._path(fullname)):
