@@ -58,7 +58,7 @@ def pretune(source: Any, launchers: Mapping[str, Callable[..., Any]]) -> Pretune
         for values in keys:
             try:
                 launch(**values)
-            except Exception as exc:
+            except Exception as exc:  # one bad bucket must not stop the others
                 result.errors.append(f"{kernel} {values}: {type(exc).__name__}: {exc}")
                 continue
             done.append(dict(values))

@@ -106,7 +106,7 @@ def kernel_by_name(module: str, name: str) -> Any:
                           "by module name and never runs scripts")
     try:
         target: Any = importlib.import_module(module)
-    except Exception as exc:
+    except Exception as exc:  # any import failure is the one-line reason
         raise LookupError(f"kernel {name!r}: import {module}: {type(exc).__name__}: {exc}") from None
     for part in name.split("."):
         target = getattr(target, part, None)
@@ -303,7 +303,7 @@ class DemotionCostChecker:
             return _unknown(variants)
         try:
             verdicts = [self._cost_of_variant(jit_fn, param, demotion, v) for v in variants]
-        except Exception as exc:
+        except Exception as exc:  # a report must get a verdict, never a traceback
             return _unknown(f"the cost check of {param} failed: {type(exc).__name__}: {exc}"[:240])
         for wanted in ("costly", "unknown"):
             chosen = [c for c in verdicts if c.verdict == wanted]
@@ -425,7 +425,7 @@ class DemotionCostChecker:
                 device = driver.get_active_torch_device()
                 args = [representative_arg(n, variant["params"][n], device) for n in names]
                 compiled = copy.warmup(*args, grid=(1,), **_codegen_options(variant["options"]))
-        except Exception as exc:
+        except Exception as exc:  # a failed compile is a verdict, never a crash
             first = (str(exc).strip().splitlines() or [""])[-1]
             return f"{type(exc).__name__}: {first[:200]}"
         asm = getattr(compiled, "asm", None) or {}

@@ -166,7 +166,7 @@ class Monitor:
         try:
             from jitguard.tuning_recorder import start_tuning_recording
             self._tuning_recorder = start_tuning_recording(on_record=self._on_tuning, phase=lambda: self.phase)
-        except Exception as exc:
+        except Exception as exc:  # compiles are still watched without tunings
             self._internal_error(exc)
         self._installed = True
 
@@ -230,7 +230,7 @@ class Monitor:
             pending.clear()  # a compile that raised never reaches the post hook: forget it
             pending[_pending_key(kwargs)] = time.perf_counter()
             self._local.cache_hit = None
-        except Exception as exc:
+        except Exception as exc:  # never reach the host program
             self._internal_error(exc)
         previous = self._previous.get("pre_compile")
         if previous is not None:
@@ -350,7 +350,7 @@ class Monitor:
             if self.sink is not None:
                 self.sink.process_info.update(role=self.role, rank=self.rank)
                 self.sink.write(record.to_dict())  # never raises: a failure is warned once and counted
-        except Exception as exc:
+        except Exception as exc:  # never reach the host program
             self._internal_error(exc)
             return
         if record.phase == "serving":
@@ -396,7 +396,7 @@ class Monitor:
         for callback in subscribers:
             try:
                 callback(event)
-            except Exception as exc:
+            except Exception as exc:  # one subscriber must not silence the others
                 self._internal_error(exc)
         if event.is_recompile or self.log_first_compiles or event.phase == "serving":
             self._write_line(format_event_line(event))
@@ -447,7 +447,7 @@ class Monitor:
             stream = self.stream or sys.stderr
             stream.write(line + "\n")
             stream.flush()
-        except Exception:
+        except Exception:  # a closed stderr must not break the host
             pass
 
     def _internal_error(self, exc: BaseException) -> None:
@@ -513,7 +513,7 @@ def current() -> Monitor | None:
     return _monitor
 
 
-def install(mode: str | None = None, dir: str | None = None,
+def install(mode: str | None = None, dir: str | None = None,  # matches the env name
             budget: int | dict[str, int] | None = None, summary: bool | None = None,
             log_first_compiles: bool = False, stream: Any = None) -> Monitor:
     """Install the monitor (idempotent: a second call returns the installed one).

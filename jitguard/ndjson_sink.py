@@ -39,7 +39,7 @@ def _stderr_line(line: str) -> None:
     try:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
-    except Exception:
+    except Exception:  # a closed stderr must not break the host
         pass
 
 
@@ -99,7 +99,7 @@ class NdjsonSink:
             try:
                 self._ensure_header()
                 self._append((to_json_line(record) + "\n").encode())
-            except Exception as exc:
+            except Exception as exc:  # any failure: count it, the host goes on
                 self.events_not_written += 1
                 self._count_pending = True
                 self._failed(exc)

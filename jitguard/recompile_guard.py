@@ -82,7 +82,7 @@ class ScopedTuning:
         return KernelId(self.record.kernel, self.record.file, self.record.line)
 
 
-class no_recompiles(CallScope, ContextDecorator):
+class no_recompiles(CallScope, ContextDecorator):  # the public name is a function-like verb
     """Context manager (and decorator): raise `RecompileError` if a kernel compiles a new variant after warm-up.
 
     `warmup`: how many calls of each kernel may compile (int >= 0). `kernels`: only judge these

@@ -401,7 +401,7 @@ def _observed(value: Any) -> Any:
         try:
             return {"dtype": str(getattr(value, "dtype", "")).replace("torch.", ""),
                     "shape": list(getattr(value, "shape", [])), "align": int(data_ptr()) % 16}
-        except Exception:
+        except Exception:  # a fake or exotic tensor: not worth failing for
             return None
     return None
 
@@ -559,7 +559,7 @@ def bound_args_of(run_frame: Any) -> dict | None:
         return None
     try:
         return dict(bound)
-    except Exception:
+    except Exception:  # an exotic mapping: values are a nicety
         return None
 
 
@@ -861,7 +861,7 @@ def _observing_run(beneath: Callable) -> Callable:
             for observer in list(_autotune_observers):
                 try:
                     observer(tuner, args, kwargs, dict(timings), None if from_disk else bench_time, from_disk)
-                except Exception as exc:
+                except Exception as exc:  # an observer must never break the host's launch
                     if passes_through_hooks(exc):
                         raise
         return result

@@ -101,7 +101,7 @@ class TuningRecorder:
         if self.on_record is not None:
             try:
                 self.on_record(record)
-            except Exception as exc:
+            except Exception as exc:  # a sink failure must not break the launch
                 if _is_verdict(exc):
                     raise  # a verdict for the host (error mode), not a failure of ours
                 if not self._sink_failed:

@@ -141,7 +141,7 @@ def _kernel_module(module_name: str, file: str) -> tuple[Any, list[str]]:
     if module_name and module_name != "__main__":
         try:
             return importlib.import_module(module_name), []
-        except Exception as exc:
+        except Exception as exc:  # any import failure is reported, then the file is tried
             errors.append(f"import {module_name}: {type(exc).__name__}: {exc}")
     if file:
         loaded = _loaded_from(file)
@@ -395,7 +395,7 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
         try:
             out.write(line + "\n")
             out.flush()
-        except Exception:
+        except Exception:  # a closed stream must not stop the warm-up
             pass
 
     from jitguard import triton_compat
@@ -423,7 +423,7 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
             else:
                 try:
                     outcome.status, outcome.reason = _warm_one(jit_fn, variant, check_key=same_version)
-                except Exception as exc:
+                except Exception as exc:  # one bad variant must not stop the others
                     outcome.status, outcome.reason = "failed", f"{type(exc).__name__}: {exc}".splitlines()[0]
             outcome.seconds = time.perf_counter() - t0
             kernel_seconds += outcome.seconds

@@ -251,7 +251,7 @@ def _version() -> str:
         from importlib.metadata import version
 
         return version("jitguard")
-    except Exception:
+    except Exception:  # a missing distribution must not stop a scan
         return "0"
 
 

@@ -255,7 +255,7 @@ def test_calls_from_another_thread_count():
 
 
 def test_usable_as_a_decorator_and_after_importing_the_submodule():
-    import jitguard.recompile_guard
+    import jitguard.recompile_guard  # the implementing module may be imported first
 
     @jitguard.no_recompiles(warmup=1)
     def decode_steps(sizes):
