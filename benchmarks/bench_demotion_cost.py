@@ -15,8 +15,8 @@ table. Without a GPU only the verdict columns are filled.
 
     python benchmarks/bench_demotion_cost.py --out $OUT/demotion_cost.md
 
-Needs liger-kernel==0.8.5 and fla-core==0.6.0 (+ einops) beside torch and Triton. A case whose library or entry point fails is a
-row saying why, never a crash.
+Needs liger-kernel==0.8.5 and fla-core==0.6.0 (+ einops) beside torch and Triton. A case whose library or entry point
+fails is a row saying why, never a crash.
 """
 
 from __future__ import annotations

@@ -225,7 +225,8 @@ def measure_bandwidths(replays: int) -> tuple[float, float, float]:
     partial = torch.empty(grid, dtype=torch.float32, device="cuda")
     read_us = time_graph(lambda _: _read_only_kernel[(grid,)](src, partial, n, BLOCK=block, ITERS=iters), 1, replays)
     assert abs(float(partial.sum()) - float(src.float().sum())) < 1e-2 * n ** 0.5 * 10
-    del src, dst
+    # None rather than del: the timed lambdas above keep their names bound (ruff F821)
+    src = dst = None
     return 2 * n * 2 / copy_us / 1e3, n * 2 / read_us / 1e3, 2 * n * 2 / torch_copy_us / 1e3
 
 
@@ -348,7 +349,8 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log, explore=Fa
         full_out = torch.empty_like(x)
         res["ours_layer"] = time_graph(
             lambda l: fm.fused_moe(x, layers[l][0], layers[l][1], tw, ti, out=full_out,
-                                   **(dict(qkw, use_fp8_w8a8=True, w1_scale=layers[l][2], w2_scale=layers[l][3]) if fp8 else {})),
+                                   **(dict(qkw, use_fp8_w8a8=True, w1_scale=layers[l][2], w2_scale=layers[l][3])
+                                      if fp8 else {})),
             n_layers, replays)
 
         if vllm is not None:
@@ -359,7 +361,8 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log, explore=Fa
             v2 = torch.empty(M * k, H, device="cuda", dtype=torch.bfloat16)
             launch_vllm_gemm(vllm, a1, w13, v1, a1s, s13, None, vrouting, k, vcfg, scheme, False)
             vact = torch.nn.functional.silu(v1[:, :I].float()) * v1[:, I:].float()
-            va2, va2s = (moe_quant.quantize_fp8(vact.to(torch.bfloat16), act_mode) if fp8 else (vact.to(torch.bfloat16), None))
+            va2, va2s = (moe_quant.quantize_fp8(vact.to(torch.bfloat16), act_mode) if fp8
+                         else (vact.to(torch.bfloat16), None))
             launch_vllm_gemm(vllm, va2, w2, v2, va2s, s2, flat_w, vrouting, 1, vcfg, scheme, True)
             row["err_vllm"] = rel(v2.float().view(M, k, H).sum(1), ref)
 
@@ -421,8 +424,9 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log, explore=Fa
         rows.append(row)
         log(json.dumps(row))
         print(f"{name} M={M} err={row['err_ours']:.1e} " + " ".join(f"{k}={v:.1f}" for k, v in res.items()), flush=True)
-        del x, ref, ref_q, out, out_ns, inter, c1, c2
-    del layers
+        # Free this shape's buffers; None rather than del keeps the timed closures' names bound (ruff F821)
+        x = ref = ref_q = out = out_ns = inter = c1 = c2 = None
+    layers = None
     torch.cuda.empty_cache()
     return rows
 
@@ -438,10 +442,11 @@ CASES = {
 
 
 def format_table(rows, bw) -> str:
-    lines = [f"copy {bw[0]:.0f} GB/s, read-only {bw[1]:.0f} GB/s; us per GEMM (weight bytes/time as % of copy / % of read-only);"
+    lines = [f"copy {bw[0]:.0f} GB/s, read-only {bw[1]:.0f} GB/s; "
+             "us per GEMM (weight bytes/time as % of copy / % of read-only);"
              " 'again' = ours timed a second time, last",
-             "| case | M | tile | err ours/vllm | G1 ours | G1 again | G1 noswap | G1 vllm | G1 torch | G2 ours | G2 again"
-             " | G2 noswap | G2 vllm | G2 torch | layer ours |",
+             "| case | M | tile | err ours/vllm | G1 ours | G1 again | G1 noswap | G1 vllm | G1 torch"
+             " | G2 ours | G2 again | G2 noswap | G2 vllm | G2 torch | layer ours |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def cell(r, key):

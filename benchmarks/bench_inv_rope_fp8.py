@@ -38,8 +38,9 @@ import sys
 import tempfile
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 HEADS, HEAD_DIM, NOPE_DIM, ROPE_DIM, GROUP = 16, 512, 448, 64, 128
@@ -255,7 +256,8 @@ def recompile_story(upstream_path: str | None) -> list[dict]:
             continue
         with tempfile.TemporaryDirectory() as cache_dir:
             env = dict(os.environ, TRITON_CACHE_DIR=cache_dir, JITGUARD_MODE="log")
-            argv = [sys.executable, __file__, "--story-child", mode] + (["--upstream", upstream_path] if upstream_path else [])
+            argv = [sys.executable, __file__, "--story-child", mode]
+            argv += ["--upstream", upstream_path] if upstream_path else []
             child = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=400)
         if child.returncode != 0:
             rows.append(dict(mode=mode, error=child.stderr[-2000:]))
@@ -353,7 +355,8 @@ def time_implementations(irf: Any, reference: Any, upstream: Any, copy_gbs: floa
         inner = max(sets, 16 if tokens < 4096 else 4)
         input_sets = [make_inputs(tokens, seed=s) for s in range(sets)]
         impls: dict[str, Callable[[dict], Callable[[], Any]]] = {
-            "ours": lambda i: lambda: irf.fused_inv_rope_fp8_quant(**i, n_groups=N_GROUPS, heads_per_group=HEADS_PER_GROUP),
+            "ours": lambda i: lambda: irf.fused_inv_rope_fp8_quant(
+                **i, n_groups=N_GROUPS, heads_per_group=HEADS_PER_GROUP),
             "ours_row_fp32": lambda i: lambda: irf.inv_rope_fp8(**i, check_positions=False),
             "ours_specialized": lambda i: lambda: call_specialized(irf, stock, **i),
         }
@@ -383,7 +386,7 @@ def time_implementations(irf: Any, reference: Any, upstream: Any, copy_gbs: floa
                 us = row[f"{name}_us"] = statistics.mean(row[f"{name}_rounds_us"])
                 row[f"{name}_pct_copy"] = 100 * nbytes / (us * 1e-6) / 1e9 / copy_gbs
         rows.append(row)
-        del input_sets
+        input_sets = None  # free this size's inputs; None rather than del keeps the timed lambda's name bound
     return rows
 
 
@@ -422,7 +425,8 @@ def sweep_configs(irf: Any, copy_gbs: float) -> list[dict]:
                     for out in buffers[0]:
                         out.view(torch.uint8).fill_(0xFF)
                     make(0)()
-                    same = all(torch.equal(x.view(torch.uint8), y.view(torch.uint8)) for x, y in zip(buffers[0], expected))
+                    same = all(torch.equal(x.view(torch.uint8), y.view(torch.uint8))
+                               for x, y in zip(buffers[0], expected))
                     us = graph_time_us(make, sets, max(sets, 16 if tokens < 4096 else 4))
                     rows.append(dict(tokens=tokens, **knobs, same_output=same, us=us,
                                      pct_copy=100 * nbytes / (us * 1e-6) / 1e9 / copy_gbs))
@@ -492,7 +496,8 @@ def main() -> None:
 
 def print_tables(results: dict) -> None:
     env = results["env"]
-    print(f"\n{env['date']} {env['gpu']} torch {env['torch']} triton {env['triton']}; copy {results['copy_gbs']:.0f} GB/s")
+    print(f"\n{env['date']} {env['gpu']} torch {env['torch']} triton {env['triton']}; "
+          f"copy {results['copy_gbs']:.0f} GB/s")
     if not results["story"]:
         print_sweep(results)
         return

@@ -78,7 +78,8 @@ def main() -> None:
     med_off, med_on = statistics.median(off), statistics.median(on)
     spread_off = (statistics.quantiles(off, n=10)[8] - statistics.quantiles(off, n=10)[0]) / med_off * 100
     ratio = med_on / med_off
-    where = torch.cuda.get_device_name() if use_gpu else f"CPU ({platform.processor() or platform.machine()}), offline backend"
+    where = (torch.cuda.get_device_name() if use_gpu
+             else f"CPU ({platform.processor() or platform.machine()}), offline backend")
     table = [
         "| setting | median us/launch | p10..p90 spread |",
         "|---|---|---|",

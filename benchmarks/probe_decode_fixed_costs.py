@@ -50,7 +50,7 @@ def _row_max_kernel(logits_ptr, out_ptr, E_POW2: tl.constexpr):
 def _routing_grid_kernel(logits_ptr, ids_ptr, num_experts, TOP_K: tl.constexpr, K_POW2: tl.constexpr,
                          E_POW2: tl.constexpr):
     """Every program routes token 0, as each program of the pairs path's GEMMs does."""
-    ids, weights = moe_routing.softmax_topk_row(logits_ptr, num_experts, TOP_K, K_POW2, E_POW2, True)
+    ids, _weights = moe_routing.softmax_topk_row(logits_ptr, num_experts, TOP_K, K_POW2, E_POW2, True)
     slot = tl.program_id(0) % TOP_K
     tl.store(ids_ptr + tl.program_id(0), tl.sum(tl.where(tl.arange(0, K_POW2) == slot, ids, 0), 0))
 
@@ -73,7 +73,8 @@ def main() -> None:
     probe("empty kernel, 1 program", lambda: _empty_kernel[(1,)](scratch))
     probe("empty kernel, 192 programs", lambda: _empty_kernel[(192,)](scratch))
     logits = {E: torch.randn(1, E, device="cuda") for E in (128, 256)}
-    probe("load a 128-float row, store its max (1 program)", lambda: _row_max_kernel[(1,)](logits[128], scratch, E_POW2=128))
+    probe("load a 128-float row, store its max (1 program)",
+          lambda: _row_max_kernel[(1,)](logits[128], scratch, E_POW2=128))
     out_ids = torch.empty(1, 8, device="cuda", dtype=torch.int32)
     out_w = torch.empty(1, 8, device="cuda", dtype=torch.float32)
     for E in (128, 256):
@@ -110,8 +111,8 @@ def main() -> None:
             grid = triton.cdiv(n, block * iters)
             partial = torch.empty(grid, device="cuda", dtype=torch.float32)
             us = bfm.time_graph(
-                lambda layer, grid=grid, partial=partial, block=block, iters=iters, bufs=bufs, n=n: bfm._read_only_kernel[(grid,)](
-                    bufs[layer], partial, n, BLOCK=block, ITERS=iters),
+                lambda layer, grid=grid, partial=partial, block=block, iters=iters, bufs=bufs, n=n:
+                    bfm._read_only_kernel[(grid,)](bufs[layer], partial, n, BLOCK=block, ITERS=iters),
                 copies, args.replays)
             name = f"stream-read {nbytes / 1e6:.1f} MB ({label} bytes at M=1), {grid} programs"
             rows.append((name, us))

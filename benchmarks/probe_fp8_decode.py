@@ -31,7 +31,8 @@ REPLAYS = 100
 
 def probe_case(case, ms, vllm, configs_dir, bw, l2_bytes) -> list[str]:
     name, E, k, H, I, scheme = case
-    expert_bytes = 3 * H * I + 4 * (triton.cdiv(2 * I, 128) * triton.cdiv(H, 128) + triton.cdiv(H, 128) * triton.cdiv(I, 128))
+    scale_blocks = triton.cdiv(2 * I, 128) * triton.cdiv(H, 128) + triton.cdiv(H, 128) * triton.cdiv(I, 128)
+    expert_bytes = 3 * H * I + 4 * scale_blocks
     n_layers = max(1, -(-4 * l2_bytes // (k * expert_bytes)))
     layers = [bfm.make_layer(E, H, I, scheme, 1234 + i) for i in range(n_layers)]
     ws = moe_decode.MoeDecodeWorkspace.for_layer(layers[0][0], layers[0][1], k, torch.bfloat16)

@@ -15,8 +15,8 @@ candidate's output is compared with the current table tile's output before it is
 Picking a row (``TUNED_ROWS``): both GEMMs of a row share the token tile, so for each token tile
 the best gate_up and the best down tile are found, then the token tile whose worse GEMM is better.
 A tile's score at the row's points is first how far its worst point is behind vLLM (0 when never
-behind), then its mean time relative to vLLM; exact ties go to the simpler tile. A swapped tile is only kept when its no-swap twin was
-timed at the same points and was slower.
+behind), then its mean time relative to vLLM; exact ties go to the simpler tile. A swapped tile is only kept when its
+no-swap twin was timed at the same points and was slower.
 """
 
 from __future__ import annotations
@@ -120,12 +120,17 @@ TUNED_ROWS = [
      "bms": {8: "decode", 16: "decode-small"}},
     {"cls": ("bf16", "few"), "max_m": 4, "points": [("mixtral-bf16", 4)], "bms": {8: "decode", 16: "decode-small"}},
     {"cls": ("bf16", "few"), "max_m": 8, "points": [("mixtral-bf16", 8)], "bms": {8: "decode", 16: "decode-small"}},
-    {"cls": ("fp8", "few"), "max_m": 1, "points": [("mixtral-fp8-tensor", 1)], "bms": {8: "decode", 16: "decode-small"}},
-    {"cls": ("fp8", "few"), "max_m": 2, "points": [("mixtral-fp8-tensor", 2)], "bms": {8: "decode", 16: "decode-small"}},
-    {"cls": ("fp8", "few"), "max_m": 4, "points": [("mixtral-fp8-tensor", 4)], "bms": {8: "decode", 16: "decode-small"}},
-    {"cls": ("fp8", "few"), "max_m": 8, "points": [("mixtral-fp8-tensor", 8)], "bms": {8: "decode", 16: "decode-small"}},
+    {"cls": ("fp8", "few"), "max_m": 1, "points": [("mixtral-fp8-tensor", 1)],
+     "bms": {8: "decode", 16: "decode-small"}},
+    {"cls": ("fp8", "few"), "max_m": 2, "points": [("mixtral-fp8-tensor", 2)],
+     "bms": {8: "decode", 16: "decode-small"}},
+    {"cls": ("fp8", "few"), "max_m": 4, "points": [("mixtral-fp8-tensor", 4)],
+     "bms": {8: "decode", 16: "decode-small"}},
+    {"cls": ("fp8", "few"), "max_m": 8, "points": [("mixtral-fp8-tensor", 8)],
+     "bms": {8: "decode", 16: "decode-small"}},
     {"cls": ("fp8-block", "many"), "max_m": 1,
-     "points": [("qwen3-30b-fp8-block", 1), ("deepseek-v3-tp2-fp8-block", 1)], "bms": {8: "decode", 16: "decode-small"}},
+     "points": [("qwen3-30b-fp8-block", 1), ("deepseek-v3-tp2-fp8-block", 1)],
+     "bms": {8: "decode", 16: "decode-small"}},
     {"cls": ("bf16", "many"), "max_m": 128, "points": [("qwen3-30b-bf16", m) for m in (16, 32, 64)],
      "bms": {16: "mid"}},
     {"cls": ("bf16", "few"), "max_m": 64, "points": [("mixtral-bf16", m) for m in (32, 64)], "bms": {32: "mid"}},
@@ -306,7 +311,8 @@ def read_only_floor(bench, replays: int, l2: int) -> dict:
     import triton
 
     out = {}
-    for label, nbytes in [("qwen3 fp8 G2 (12.6 MB)", 8 * 2048 * 768), ("qwen3 bf16 G2 / fp8 G1 (25.2 MB)", 16 * 2048 * 768),
+    for label, nbytes in [("qwen3 fp8 G2 (12.6 MB)", 8 * 2048 * 768),
+                          ("qwen3 bf16 G2 / fp8 G1 (25.2 MB)", 16 * 2048 * 768),
                           ("qwen3 bf16 G1 (50.3 MB)", 32 * 2048 * 768)]:
         n = nbytes // 2
         copies = max(1, -(-4 * l2 // nbytes))
@@ -351,7 +357,8 @@ def measure(args) -> None:
     chunks = [jobs[i::n_workers] for i in range(n_workers)]
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(n_workers) as pool:
-        errors = [e for errs in pool.map(_precompile_worker, [(args.vllm_file, args.vllm_configs, c) for c in chunks]) for e in errs]
+        worker_args = [(args.vllm_file, args.vllm_configs, c) for c in chunks]
+        errors = [e for errs in pool.map(_precompile_worker, worker_args) for e in errs]
     print(f"# precompiled {len(jobs)} launches with {n_workers} processes in {time.time() - t0:.0f}s; "
           f"{len(errors)} failed", flush=True)
     for e in errors[:20]:

@@ -49,7 +49,10 @@ _SCHEME_VALUE = re.compile(r"^(?P<scheme>Bearer|Basic|Token|Digest|Negotiate|Bot
 # A credential on its own ("Bearer abc.def"): one word after the scheme, so prose ("Basic usage") stays.
 _SCHEME_CREDENTIAL = re.compile(r"^(?P<scheme>Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}$", re.IGNORECASE)
 _NAME_VALUE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)=(?P<value>.*)$", re.DOTALL)
-_QUOTED_PAIR = re.compile(r"""(?P<q>["'])(?P<name>[^"']+)(?P=q)(?P<sep>\s*:\s*)(?P<vq>["'])(?P<value>(?:\\.|(?!(?P=vq)).)*)(?P=vq)""")
+_QUOTED_PAIR = re.compile(
+    r"""(?P<q>["'])(?P<name>[^"']+)(?P=q)(?P<sep>\s*:\s*)"""
+    r"""(?P<vq>["'])(?P<value>(?:\\.|(?!(?P=vq)).)*)(?P=vq)"""
+)
 _KNOWN_TOKENS = re.compile(
     r"\b(?:hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
     r"|glpat-[A-Za-z0-9_-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}"

@@ -14,8 +14,9 @@ finds every tuning done.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from jitguard.tuning_records import summarize_tunings
 
@@ -57,7 +58,7 @@ def pretune(source: Any, launchers: Mapping[str, Callable[..., Any]]) -> Pretune
         for values in keys:
             try:
                 launch(**values)
-            except Exception as exc:  # noqa: BLE001 - one bad bucket must not stop the others
+            except Exception as exc:  # one bad bucket must not stop the others
                 result.errors.append(f"{kernel} {values}: {type(exc).__name__}: {exc}")
                 continue
             done.append(dict(values))

@@ -27,8 +27,9 @@ Strategies (`bucket={param: strategy}`), all mapping a bucket's upper bound to i
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 STRATEGY_FORMS = ('"pow2"', '"log2"', '"align:N"', '"le:[b1,b2,...]"')
 
@@ -98,7 +99,7 @@ def _kernel_label(fn: Any) -> str:
         if hasattr(inner, "__code__") or not hasattr(inner, "fn"):
             break
         inner = inner.fn
-    name = getattr(inner, "__name__", None) or getattr(fn, "__name__", "?")
+    name = str(getattr(inner, "__name__", None) or getattr(fn, "__name__", "?"))
     code = getattr(inner, "__code__", None)
     return f"{name} ({code.co_filename}:{code.co_firstlineno})" if code is not None else name
 
@@ -185,5 +186,13 @@ def bucket_count(spec: str, values: Sequence[int]) -> int:
     return len({strategy.apply(v) for v in values})
 
 
-__all__ = ["autotune", "BucketError", "BucketStrategy", "parse_strategy", "bucket_value", "bucket_of",
-           "bucketed_values", "bucket_count"]
+__all__ = [
+    "BucketError",
+    "BucketStrategy",
+    "autotune",
+    "bucket_count",
+    "bucket_of",
+    "bucket_value",
+    "bucketed_values",
+    "parse_strategy",
+]

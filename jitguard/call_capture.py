@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from jitguard.events import CompileEvent
 
@@ -31,7 +32,7 @@ class KernelId:
     line: int
 
     @classmethod
-    def of_event(cls, event: CompileEvent) -> "KernelId":
+    def of_event(cls, event: CompileEvent) -> KernelId:
         return cls(event.kernel, event.file, event.line)
 
     def where(self) -> str:
@@ -131,7 +132,7 @@ class CallScope:
         self._stashed_caches = []
         self._keep_alive = []
 
-    def __enter__(self) -> "CallScope":
+    def __enter__(self) -> CallScope:
         self.open()
         return self
 
@@ -162,7 +163,7 @@ class CallScope:
         try:
             if not self.paused:
                 self.compile_seen(event, current_call())
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.internal_errors.append(exc)
 
     def _on_tuning(self, record: Any) -> None:
@@ -170,7 +171,7 @@ class CallScope:
         try:
             if not self.paused:
                 self.tuning_seen(record, current_call())
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.internal_errors.append(exc)
 
 

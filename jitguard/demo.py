@@ -58,11 +58,11 @@ class TraceStep:
 def demo_trace(steps: int = 64, seed: int = 0) -> list[TraceStep]:
     """A seeded serving trace: prompt lengths log-uniform in 1..2048, decode batches 1..64 that grow and shrink."""
     rng = random.Random(seed)
-    trace: list[TraceStep] = [TraceStep("prefill", int(round(2 ** rng.uniform(4, 11)))), TraceStep("decode", 1)]
+    trace: list[TraceStep] = [TraceStep("prefill", round(2 ** rng.uniform(4, 11))), TraceStep("decode", 1)]
     batch = 1
     for _ in range(steps - 2):
         if rng.random() < 0.3:
-            trace.append(TraceStep("prefill", int(round(2 ** rng.uniform(0, 11)))))
+            trace.append(TraceStep("prefill", round(2 ** rng.uniform(0, 11))))
             batch = min(64, batch + 1)
         else:
             batch = max(1, min(64, batch + rng.choice((-1, 0, 1, 1))))
@@ -169,7 +169,8 @@ def _fix_arguments(events: list) -> list[str]:
     args: list[str] = []
     for cause in without_weaker_advice(c for event in events for c in event.causes):
         option = OPTION_FOR_ADVICE.get(cause.advice or "")
-        spec = f"per_token_quant_kernel:{cause.param}" + (":align" if option == "do_not_specialize_on_alignment" else "")
+        align = ":align" if option == "do_not_specialize_on_alignment" else ""
+        spec = f"per_token_quant_kernel:{cause.param}" + align
         if option and spec not in args:
             args += ["--param", spec]
     return args
@@ -256,7 +257,10 @@ def run_demo(steps: int, seed: int, echo: Any = click.echo) -> list[tuple[str, P
 @click.option("--steps", default=64, show_default=True, help="Engine steps in the seeded trace.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the trace generator.")
 def demo_command(steps: int, seed: int) -> None:
-    """Show a recompile storm, its fix and a warm-up plan on an embedded kernel (CPU-only; uses a GPU if there is one)."""
+    """Show a recompile storm, its fix and a warm-up plan on an embedded kernel.
+
+    CPU-only; uses a GPU if there is one.
+    """
     started = time.perf_counter()
     rows = run_demo(steps, seed)
     click.echo(f"\n(demo took {time.perf_counter() - started:.1f} s)")

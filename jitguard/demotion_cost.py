@@ -34,8 +34,9 @@ import json
 import os
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from jitguard.ptx_facts import CodeFacts, code_facts, compare_facts, param_uses
 
@@ -105,7 +106,7 @@ def kernel_by_name(module: str, name: str) -> Any:
                           "by module name and never runs scripts")
     try:
         target: Any = importlib.import_module(module)
-    except Exception as exc:  # noqa: BLE001 - any import failure is the one-line reason
+    except Exception as exc:  # any import failure is the one-line reason
         raise LookupError(f"kernel {name!r}: import {module}: {type(exc).__name__}: {exc}") from None
     for part in name.split("."):
         target = getattr(target, part, None)
@@ -178,7 +179,8 @@ def signature_from_call(kernel: Any, *args: Any, **kwargs: Any) -> dict[str, Any
 def _variant_dict(signature: Any) -> dict[str, Any]:
     """A report `variant_list` entry, a plan variant, a `signature_from_call` dict, or a CompileEvent."""
     if isinstance(signature, Mapping):
-        params = {n: (p.to_dict() if hasattr(p, "to_dict") else dict(p)) for n, p in (signature.get("params") or {}).items()}
+        params = {n: (p.to_dict() if hasattr(p, "to_dict") else dict(p))
+                  for n, p in (signature.get("params") or {}).items()}
         return {"params": params, "options": dict(signature.get("options") or {})}
     params = {n: p.to_dict() for n, p in getattr(signature, "params", {}).items()}
     return {"params": params, "options": dict(getattr(signature, "options", {}) or {})}
@@ -231,7 +233,6 @@ def _demotion_lists(jit_fn: Any, param: str, demotion: str | None) -> tuple[tupl
 def _cubin_usage(cubin: bytes) -> tuple[int, int] | None:
     """(registers, local bytes) from `cuobjdump -res-usage`; None when it is missing or fails."""
     from jitguard.ptx_facts import resource_usage
-
     from jitguard.triton_compat import cuobjdump_path
 
     tool = cuobjdump_path()
@@ -302,7 +303,7 @@ class DemotionCostChecker:
             return _unknown(variants)
         try:
             verdicts = [self._cost_of_variant(jit_fn, param, demotion, v) for v in variants]
-        except Exception as exc:  # noqa: BLE001 - a report must get a verdict, never a traceback
+        except Exception as exc:  # a report must get a verdict, never a traceback
             return _unknown(f"the cost check of {param} failed: {type(exc).__name__}: {exc}"[:240])
         for wanted in ("costly", "unknown"):
             chosen = [c for c in verdicts if c.verdict == wanted]
@@ -424,7 +425,7 @@ class DemotionCostChecker:
                 device = driver.get_active_torch_device()
                 args = [representative_arg(n, variant["params"][n], device) for n in names]
                 compiled = copy.warmup(*args, grid=(1,), **_codegen_options(variant["options"]))
-        except Exception as exc:  # noqa: BLE001 - a failed compile is a verdict, never a crash
+        except Exception as exc:  # a failed compile is a verdict, never a crash
             first = (str(exc).strip().splitlines() or [""])[-1]
             return f"{type(exc).__name__}: {first[:200]}"
         asm = getattr(compiled, "asm", None) or {}

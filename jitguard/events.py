@@ -54,7 +54,8 @@ class ParamSpec:
 
     @classmethod
     def from_dict(cls, data: dict) -> ParamSpec:
-        return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls)})
+        known: dict[str, Any] = {f.name: data.get(f.name) for f in dataclasses.fields(cls)}
+        return cls(**known)
 
 
 @dataclass
@@ -84,7 +85,8 @@ class CompileEvent:
     ppid: int = 0
     rank: int | None = None
     role: str | None = None
-    device: int = 0  # CUDA device index; under jitguard.offline() 1_000_000 + arch (offline_backend.OFFLINE_DEVICE_BASE)
+    # CUDA device index; under jitguard.offline() 1_000_000 + arch (offline_backend.OFFLINE_DEVICE_BASE)
+    device: int = 0
     phase: str = "warmup"  # "warmup" | "serving"
     variant: int = 1
     key: str = ""

@@ -32,7 +32,8 @@ import sys
 import threading
 import time
 import warnings
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from jitguard.demotion_cost import COST_PROBE_ATTRIBUTE
 from jitguard.events import Cause, CompileEvent
@@ -165,7 +166,7 @@ class Monitor:
         try:
             from jitguard.tuning_recorder import start_tuning_recording
             self._tuning_recorder = start_tuning_recording(on_record=self._on_tuning, phase=lambda: self.phase)
-        except Exception as exc:  # noqa: BLE001 - compiles are still watched without tunings
+        except Exception as exc:  # compiles are still watched without tunings
             self._internal_error(exc)
         self._installed = True
 
@@ -229,7 +230,7 @@ class Monitor:
             pending.clear()  # a compile that raised never reaches the post hook: forget it
             pending[_pending_key(kwargs)] = time.perf_counter()
             self._local.cache_hit = None
-        except Exception as exc:  # noqa: BLE001 - never reach the host program
+        except Exception as exc:  # never reach the host program
             self._internal_error(exc)
         previous = self._previous.get("pre_compile")
         if previous is not None:
@@ -239,7 +240,7 @@ class Monitor:
     def _listener_hook(self, *args: Any, **kwargs: Any) -> Any:
         try:
             self._local.cache_hit = self._tc.listener_cache_hit(args, kwargs)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self._internal_error(exc)
         previous = self._previous.get("listener")
         if previous is not None:
@@ -250,7 +251,7 @@ class Monitor:
         event = None
         try:
             event = self._record(kwargs, sys._getframe(1))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self._internal_error(exc)
         previous = self._previous.get("post_compile")
         result = previous(*args, **kwargs) if previous is not None else None
@@ -342,14 +343,14 @@ class Monitor:
             for callback in subscribers:
                 try:
                     callback(record)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     self._internal_error(exc)
             if count > 1 or record.phase == "serving" or self.log_first_compiles:
                 self._write_line(self._tuning_log_line(record, count))
             if self.sink is not None:
                 self.sink.process_info.update(role=self.role, rank=self.rank)
                 self.sink.write(record.to_dict())  # never raises: a failure is warned once and counted
-        except Exception as exc:  # noqa: BLE001 - never reach the host program
+        except Exception as exc:  # never reach the host program
             self._internal_error(exc)
             return
         if record.phase == "serving":
@@ -395,7 +396,7 @@ class Monitor:
         for callback in subscribers:
             try:
                 callback(event)
-            except Exception as exc:  # noqa: BLE001 - one subscriber must not silence the others
+            except Exception as exc:  # one subscriber must not silence the others
                 self._internal_error(exc)
         # A config variant compiled while autotune benchmarks is expected: the tuning's own line
         # (one per tuning, with the varying key) says what matters, not one line per config.
@@ -449,7 +450,7 @@ class Monitor:
             stream = self.stream or sys.stderr
             stream.write(line + "\n")
             stream.flush()
-        except Exception:  # noqa: BLE001 - a closed stderr must not break the host
+        except Exception:  # a closed stderr must not break the host
             pass
 
     def _internal_error(self, exc: BaseException) -> None:
@@ -515,7 +516,7 @@ def current() -> Monitor | None:
     return _monitor
 
 
-def install(mode: str | None = None, dir: str | None = None,  # noqa: A002 - matches the env name
+def install(mode: str | None = None, dir: str | None = None,  # matches the env name
             budget: int | dict[str, int] | None = None, summary: bool | None = None,
             log_first_compiles: bool = False, stream: Any = None) -> Monitor:
     """Install the monitor (idempotent: a second call returns the installed one).
@@ -594,7 +595,7 @@ def set_process_info(role: str | None = None, rank: int | None = None) -> None:
 
 
 @contextlib.contextmanager
-def watch(mode: str = "log", dir: str | None = None,  # noqa: A002
+def watch(mode: str = "log", dir: str | None = None,
           budget: int | dict[str, int] | None = None) -> Iterator[Recorder]:
     """Record every compile inside the block; installs the monitor for the block if it is not installed.
 

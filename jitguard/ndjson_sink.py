@@ -19,7 +19,8 @@ import stat
 import sys
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from jitguard.argv_redaction import redact_argv
 from jitguard.events import ProcessRecord, to_json_line
@@ -38,7 +39,7 @@ def _stderr_line(line: str) -> None:
     try:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
-    except Exception:  # noqa: BLE001 - a closed stderr must not break the host
+    except Exception:  # a closed stderr must not break the host
         pass
 
 
@@ -98,7 +99,7 @@ class NdjsonSink:
             try:
                 self._ensure_header()
                 self._append((to_json_line(record) + "\n").encode())
-            except Exception as exc:  # noqa: BLE001 - any failure: count it, the host goes on
+            except Exception as exc:  # any failure: count it, the host goes on
                 self.events_not_written += 1
                 self._count_pending = True
                 self._failed(exc)
@@ -119,7 +120,7 @@ class NdjsonSink:
                 if not self._ensure_header() and (force or self._count_pending):
                     self._append(self._process_line())
                     self._count_pending = False
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 self._failed(exc)
                 return False
             return True
@@ -191,7 +192,7 @@ class NdjsonSink:
         try:
             self._append(self._process_line())
             self._count_pending = False
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self._failed(exc)
 
     def _process_line(self) -> bytes:

@@ -18,7 +18,10 @@ from dataclasses import dataclass, field
 # `@%p1 ld.global.L1::evict_last.v4.b32 { ... }, [ %rd1 + 0 ];` -> opcode tokens after "ld.global"
 _GLOBAL_ACCESS = re.compile(r"^\s*(?:@!?%p\w+\s+)?(ld|st)\.global((?:\.[\w:]+)*)\s")
 # `cp.async.cg.shared.global [ %r1 + 0 ], [ %rd2 + 0 ], 0x10, %r3;` (not the bulk tensor form)
-_ASYNC_COPY = re.compile(r"^\s*(?:@!?%p\w+\s+)?cp\.async\.c[ag]\.shared\.global(?:\.[\w:]+)*\s+\[[^\]]*\],\s*\[[^\]]*\],\s*(0x[0-9a-fA-F]+|\d+)")
+_ASYNC_COPY = re.compile(
+    r"^\s*(?:@!?%p\w+\s+)?cp\.async\.c[ag]\.shared\.global(?:\.[\w:]+)*"
+    r"\s+\[[^\]]*\],\s*\[[^\]]*\],\s*(0x[0-9a-fA-F]+|\d+)"
+)
 _TYPE_TOKEN = re.compile(r"^[bsuf](8|16|32|64|128)$")
 _VECTOR_TOKEN = re.compile(r"^v(\d+)$")
 _TTIR_FUNC = re.compile(r"tt\.func\s+(?:public\s+)?@[\w$.]+\((.*)\)\s*(?:attributes|\{|->)")
@@ -232,7 +235,8 @@ def compare_facts(before: CodeFacts, after: CodeFacts) -> tuple[list[str], list[
     if (after.local_bytes or 0) > (before.local_bytes or 0):
         prices.append(f"spills {before.local_bytes or 0} -> {after.local_bytes} B of local memory")
     growth = after.instructions - before.instructions
-    if before.instructions and growth >= INSTRUCTION_GROWTH_MIN and growth > INSTRUCTION_GROWTH_COSTLY * before.instructions:
+    if (before.instructions and growth >= INSTRUCTION_GROWTH_MIN
+            and growth > INSTRUCTION_GROWTH_COSTLY * before.instructions):
         prices.append(f"{growth * 100 // before.instructions}% more instructions "
                       f"({before.instructions} -> {after.instructions})")
     elif growth:

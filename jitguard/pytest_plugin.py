@@ -25,8 +25,9 @@ Importing this module imports neither Triton nor torch.
 from __future__ import annotations
 
 import json
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import Any, Generator, Iterator
+from typing import Any
 
 import pytest
 
@@ -326,8 +327,7 @@ def summary_lines(per_test: dict[str, list[dict]]) -> list[str]:
         lines.append(f"  {nodeid.ljust(width)}  {len(compiles)} {what} ({ms:.0f} ms{extra}): {kernels}{verdict}")
     lines.append("per kernel:")
     from jitguard.events import Cause
-    from jitguard.explain import fix_hint
-    from jitguard.explain import short_path, without_weaker_advice
+    from jitguard.explain import fix_hint, short_path, without_weaker_advice
     rows: dict[tuple[str, str], dict] = {}
     for nodeid, compiles in compiled.items():
         for c in compiles:
@@ -350,5 +350,6 @@ def summary_lines(per_test: dict[str, list[dict]]) -> list[str]:
     widths = [max(len(r[i]) for r in table + [header]) for i in range(len(header) - 1)]
     for cells in [header] + table:
         lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(cells[:-1], widths)) + "  " + cells[-1])
-    lines.append("(a guarded test compiles its kernels afresh, often from Triton's disk cache: see jitguard.no_recompiles)")
+    lines.append("(a guarded test compiles its kernels afresh, often from Triton's disk cache: "
+                 "see jitguard.no_recompiles)")
     return lines

@@ -38,9 +38,10 @@ import sys
 import threading
 import time
 import types
+from collections.abc import Iterable
 from contextlib import ContextDecorator
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from jitguard.call_capture import CallScope, KernelCall, KernelId, kernel_id_of
 from jitguard.events import CompileEvent
@@ -81,7 +82,7 @@ class ScopedTuning:
         return KernelId(self.record.kernel, self.record.file, self.record.line)
 
 
-class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public name is a function-like verb
+class no_recompiles(CallScope, ContextDecorator):  # the public name is a function-like verb
     """Context manager (and decorator): raise `RecompileError` if a kernel compiles a new variant after warm-up.
 
     `warmup`: how many calls of each kernel may compile (int >= 0). `kernels`: only judge these
@@ -177,7 +178,7 @@ class no_recompiles(CallScope, ContextDecorator):  # noqa: N801 - the public nam
 
     # --- context manager -----------------------------------------------------------------------
 
-    def __enter__(self) -> "no_recompiles":
+    def __enter__(self) -> no_recompiles:
         if self.block_file is None:
             self.block_file = _caller_file()
         self._reset()

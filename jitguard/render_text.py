@@ -11,7 +11,8 @@ This module imports neither Triton nor torch.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping, Protocol, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from jitguard.events import Cause, CompileEvent
 from jitguard.explain import fix_hint, fix_parts, short_path, without_weaker_advice

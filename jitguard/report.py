@@ -90,12 +90,13 @@ def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEve
     for event in events:
         counted: set[str] = set()
         for cause in event.causes:
-            slot = (cause.param, cause.before, cause.after, cause.advice)
-            entry = causes.get(slot)
-            if entry is None:
-                entry = causes[slot] = {"param": cause.param, "before": cause.before, "after": cause.after,
-                                        "advice": cause.advice, "message": cause.message, "count": 0}
-            entry["count"] += 1
+            cause_slot = (cause.param, cause.before, cause.after, cause.advice)
+            cause_entry = causes.get(cause_slot)
+            if cause_entry is None:
+                cause_entry = causes[cause_slot] = {
+                    "param": cause.param, "before": cause.before, "after": cause.after,
+                    "advice": cause.advice, "message": cause.message, "count": 0}
+            cause_entry["count"] += 1
             if cause.param in params and cause.param not in counted:
                 counted.add(cause.param)
                 params[cause.param]["recompiles_caused"] += 1

@@ -97,7 +97,8 @@ def price_demotions(report: dict, stream: object = None) -> None:
 
 @click.command("report")
 @click.argument("path", type=click.Path(path_type=str))
-@click.option("--json", "as_json", is_flag=True, help="Print the merged report as JSON (what `jitguard fix --from` reads).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the merged report as JSON (what `jitguard fix --from` reads).")
 @click.option("--markdown", "as_markdown", is_flag=True, help="Print the report as markdown tables.")
 @click.option("--html", "html_path", is_flag=False, flag_value=_HTML_AS_OUTPUT, default=None, metavar="[FILE]",
               help="Also write a self-contained HTML page (timeline and tables) to FILE; without FILE the page "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import math
 import time
+from collections.abc import Collection
 from typing import Any
 
 from jitguard.render_text import cost_lines, kernel_where
@@ -31,7 +32,8 @@ code, td.code { font-family: ui-monospace, monospace; font-size: 12px; }
 .cost { color: #444; margin: 2px 0; }
 svg text { font: 11px ui-monospace, monospace; fill: #374151; }
 .legend span { display: inline-block; margin-right: 16px; }
-.dot { display: inline-block; width: 10px; height: 10px; border-radius: 50%; margin-right: 4px; vertical-align: middle; }
+.dot { display: inline-block; width: 10px; height: 10px; border-radius: 50%; margin-right: 4px;
+       vertical-align: middle; }
 """
 
 
@@ -90,9 +92,11 @@ def render_timeline(report: dict[str, Any], width: int = 1100) -> str:
         fill = "#f9fafb" if row % 2 == 0 else "#ffffff"
         parts.append(f'<rect x="{label_width}" y="{y - row_height / 2:.1f}" width="{plot_width}" '
                      f'height="{row_height}" fill="{fill}"/>')
-        parts.append(f'<text x="{label_width - 8}" y="{y + 4:.1f}" text-anchor="end">{_e(_process_label(process))}</text>')
+        parts.append(f'<text x="{label_width - 8}" y="{y + 4:.1f}" text-anchor="end">'
+                     f'{_e(_process_label(process))}</text>')
     axis_y = top + row_height * len(processes)
-    parts.append(f'<line x1="{label_width}" y1="{axis_y}" x2="{label_width + plot_width}" y2="{axis_y}" stroke="#9ca3af"/>')
+    parts.append(f'<line x1="{label_width}" y1="{axis_y}" x2="{label_width + plot_width}" y2="{axis_y}" '
+                 f'stroke="#9ca3af"/>')
     step = _nice_step(span) if span > 0 else 1.0
     tick = 0.0
     while tick <= span + 1e-9:
@@ -117,7 +121,8 @@ def render_timeline(report: dict[str, Any], width: int = 1100) -> str:
     return "\n".join(parts)
 
 
-def _table(header: list[str], rows: list[list[Any]], numeric: set[int] = frozenset(), code: set[int] = frozenset()) -> str:  # type: ignore[assignment]
+def _table(header: list[str], rows: list[list[Any]],
+           numeric: Collection[int] = frozenset(), code: Collection[int] = frozenset()) -> str:
     out = ["<table><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in header) + "</tr></thead><tbody>"]
     for row in rows:
         cells = []
@@ -148,9 +153,10 @@ def render_html(report: dict[str, Any]) -> str:
 
     body.append("<h2>Kernels</h2>")
     body.append(_table(["kernel", "where", "variants", "compiles", "processes", "warmup ms", "serving ms", "fix"],
-                       [[k["name"], kernel_where(k["file"], k["line"]), k["variants"], k["compiles"], len(k["by_process"]),
-                         f"{k['by_phase']['warmup']['compile_ms']:.0f}", f"{k['by_phase']['serving']['compile_ms']:.0f}",
-                         k["fix"] or "-"] for k in report["kernels"]], numeric={2, 3, 4, 5, 6}, code={0, 7}))
+                       [[k["name"], kernel_where(k["file"], k["line"]), k["variants"], k["compiles"],
+                         len(k["by_process"]), f"{k['by_phase']['warmup']['compile_ms']:.0f}",
+                         f"{k['by_phase']['serving']['compile_ms']:.0f}", k["fix"] or "-"]
+                        for k in report["kernels"]], numeric={2, 3, 4, 5, 6}, code={0, 7}))
     for k in report["kernels"]:
         body.append(f"<h3>{_e(k['name'])}</h3>")
         body.append(_table(["pid", "role", "rank", "variants", "compiles", "compile ms"],

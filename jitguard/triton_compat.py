@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import triton
 from triton.runtime.autotuner import Autotuner, Heuristics
@@ -387,7 +388,7 @@ def _kind_of_type(ty: str) -> str:
         return "int"
     if ty in _BOOL_TYPES:
         return "bool"
-    if ty.startswith("fp") or ty.startswith("bf"):
+    if ty.startswith(("fp", "bf")):
         return "float"
     return ty
 
@@ -400,7 +401,7 @@ def _observed(value: Any) -> Any:
         try:
             return {"dtype": str(getattr(value, "dtype", "")).replace("torch.", ""),
                     "shape": list(getattr(value, "shape", [])), "align": int(data_ptr()) % 16}
-        except Exception:  # noqa: BLE001 - a fake or exotic tensor: not worth failing for
+        except Exception:  # a fake or exotic tensor: not worth failing for
             return None
     return None
 
@@ -558,7 +559,7 @@ def bound_args_of(run_frame: Any) -> dict | None:
         return None
     try:
         return dict(bound)
-    except Exception:  # noqa: BLE001 - an exotic mapping: values are a nicety
+    except Exception:  # an exotic mapping: values are a nicety
         return None
 
 
@@ -795,8 +796,8 @@ def _bucketing_class(cls: type) -> type:
 
     mro = cls.__mro__
     owners = mro[:mro.index(autotuner_type()) + 1]
-    sub = type(f"Bucketed{cls.__name__}", (cls,), {"__module__": __name__, "cache": _BucketedConfigSlot(owners),
-                                                  "run": run, "_jitguard_bucketing": True})
+    namespace = {"__module__": __name__, "cache": _BucketedConfigSlot(owners), "run": run, "_jitguard_bucketing": True}
+    sub: type[Any] = type(f"Bucketed{cls.__name__}", (cls,), namespace)
     return sub
 
 
@@ -860,7 +861,7 @@ def _observing_run(beneath: Callable) -> Callable:
             for observer in list(_autotune_observers):
                 try:
                     observer(tuner, args, kwargs, dict(timings), None if from_disk else bench_time, from_disk)
-                except Exception as exc:  # noqa: BLE001 - an observer must never break the host's launch
+                except Exception as exc:  # an observer must never break the host's launch
                     if passes_through_hooks(exc):
                         raise
         return result

@@ -19,7 +19,8 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from jitguard.tuning_records import TuningRecord, json_value
 
@@ -100,7 +101,7 @@ class TuningRecorder:
         if self.on_record is not None:
             try:
                 self.on_record(record)
-            except Exception as exc:  # noqa: BLE001 - a sink failure must not break the launch
+            except Exception as exc:  # a sink failure must not break the launch
                 if _is_verdict(exc):
                     raise  # a verdict for the host (error mode), not a failure of ours
                 if not self._sink_failed:
@@ -108,7 +109,7 @@ class TuningRecorder:
                     print(f"jitguard: could not write a tuning record ({exc!r}); "
                           "later records are kept in memory only", file=sys.stderr)
 
-    def start(self) -> "TuningRecorder":
+    def start(self) -> TuningRecorder:
         from jitguard import triton_compat
         if not self._started:
             triton_compat.add_autotune_observer(self._observe)
@@ -121,7 +122,7 @@ class TuningRecorder:
             triton_compat.remove_autotune_observer(self._observe)
             self._started = False
 
-    def __enter__(self) -> "TuningRecorder":
+    def __enter__(self) -> TuningRecorder:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

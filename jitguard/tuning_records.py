@@ -21,8 +21,9 @@ log, reports and pytest failures show.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from jitguard.bucketed_autotune import bucket_count
 
@@ -53,11 +54,12 @@ class TuningRecord:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "TuningRecord":
+    def from_dict(cls, data: Mapping[str, Any]) -> TuningRecord:
         """A record read back from NDJSON; missing fields get empty values (older writers)."""
         return cls(kernel=str(data.get("kernel", "?")), file=str(data.get("file", "")), line=int(data.get("line") or 0),
                    call_site=str(data.get("call_site") or ""),
-                   key=dict(data.get("key") or {}), bucketed_key=dict(data.get("bucketed_key") or data.get("key") or {}),
+                   key=dict(data.get("key") or {}),
+                   bucketed_key=dict(data.get("bucketed_key") or data.get("key") or {}),
                    bucket=dict(data.get("bucket") or {}), dtypes=list(data.get("dtypes") or []),
                    configs_timed=int(data.get("configs_timed") or 0), tuning_s=float(data.get("tuning_s") or 0.0),
                    best_config=str(data.get("best_config", "")), phase=str(data.get("phase") or "warmup"),
@@ -183,7 +185,7 @@ def format_autotune_summary(kernel: str, entry: Mapping[str, Any]) -> str:
 def suggested_bucket(entry: Mapping[str, Any]) -> dict[str, str]:
     """{param: strategy} that `jitguard fix` would write into `jitguard.autotune(..., bucket=...)`
     for a report's autotune entry ({} when bucketing would not cut the tunings)."""
-    return {param: "pow2" for param in bucket_advice(entry)}
+    return dict.fromkeys(bucket_advice(entry), "pow2")
 
 
 def iter_tuning_records(records: Iterable[Mapping[str, Any]]) -> Iterator[TuningRecord]:

@@ -141,8 +141,9 @@ class _SweepScope(CallScope):
             return
         index = self.value_index
         self.table.rows.append(SweepVariant(
-            kernel=event.kernel, variant=self.keys_seen(kernel), value=self.table.values[index] if index >= 0 else None,
-            value_index=index, causes=list(event.causes), call_site=short_path(event.call_site) if event.call_site else "",
+            kernel=event.kernel, variant=self.keys_seen(kernel),
+            value=self.table.values[index] if index >= 0 else None, value_index=index, causes=list(event.causes),
+            call_site=short_path(event.call_site) if event.call_site else "",
             autotuning=event.autotuning, compile_ms=event.compile_ms, event=event))
 
 
@@ -166,7 +167,8 @@ def sweep(fn: Callable[[Any], Any], values: Iterable[Any]) -> SweepTable:
                     fn(value)
                 except Exception as exc:
                     if hasattr(exc, "add_note"):
-                        exc.add_note(f"jitguard.sweep: raised by fn({value!r}), value {index + 1} of {len(table.values)}")
+                        exc.add_note(f"jitguard.sweep: raised by fn({value!r}), "
+                                     f"value {index + 1} of {len(table.values)}")
                     raise
     finally:
         for outer in enclosing:
@@ -184,7 +186,8 @@ def assert_max_variants(table: SweepTable, kernel: Any, n: int) -> None:
     """
     from jitguard.monitor import RecompileError
     if not isinstance(table, SweepTable):
-        raise TypeError(f"jitguard.assert_max_variants: expected the table jitguard.sweep returns, got {type(table).__name__}")
+        raise TypeError("jitguard.assert_max_variants: expected the table jitguard.sweep returns, "
+                        f"got {type(table).__name__}")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"jitguard.assert_max_variants: n must be an int >= 1, not {n!r}")
     name = _kernel_name(kernel)

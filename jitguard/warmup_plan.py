@@ -179,7 +179,8 @@ def _events_from_report(report: dict, where: str) -> list[CompileEvent]:
                 try:
                     events.append(compile_event_from_record(record))
                 except InvalidRecord as exc:
-                    raise PlanInputError(f"{where}: kernel {kernel.get('name')!r}: a variant is unusable: {exc}") from exc
+                    raise PlanInputError(
+                        f"{where}: kernel {kernel.get('name')!r}: a variant is unusable: {exc}") from exc
         return events
     directory = report["directory"]
     try:

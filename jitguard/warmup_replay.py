@@ -38,7 +38,7 @@ from jitguard.warmup_plan import INT_VALUES, TORCH_DTYPE_NAMES, int_type_of, loa
 class WarmupError(RuntimeError):
     """Raised by `warmup(..., strict=True)` when a variant could not be rebuilt; lists every one."""
 
-    def __init__(self, message: str, result: "WarmupResult") -> None:
+    def __init__(self, message: str, result: WarmupResult) -> None:
         super().__init__(message)
         self.result = result
 
@@ -141,7 +141,7 @@ def _kernel_module(module_name: str, file: str) -> tuple[Any, list[str]]:
     if module_name and module_name != "__main__":
         try:
             return importlib.import_module(module_name), []
-        except Exception as exc:  # noqa: BLE001 - any import failure is reported, then the file is tried
+        except Exception as exc:  # any import failure is reported, then the file is tried
             errors.append(f"import {module_name}: {type(exc).__name__}: {exc}")
     if file:
         loaded = _loaded_from(file)
@@ -164,7 +164,7 @@ def _kernel_module(module_name: str, file: str) -> tuple[Any, list[str]]:
         return None, errors
     try:
         return importlib.import_module(name), []
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         errors.append(f"import {name} ({file}): {type(exc).__name__}: {exc}")
         return None, errors
 
@@ -198,7 +198,8 @@ def resolve_kernel(entry: dict[str, Any]) -> Any:
         jit_fn = triton_compat.registered_kernel(module.__name__, name.rsplit(".", 1)[-1])
     if jit_fn is None:
         where = getattr(module, "__file__", None) or module.__name__
-        raise LookupError(f"kernel {name!r} is gone: module {module.__name__} ({where}) has no Triton kernel of that name")
+        raise LookupError(f"kernel {name!r} is gone: module {module.__name__} ({where}) "
+                          "has no Triton kernel of that name")
     return jit_fn
 
 
@@ -283,7 +284,7 @@ def _warm_one(jit_fn: Any, variant: dict[str, Any], check_key: bool = True) -> t
     args = [representative_arg(n, params[n], device) for n in names]
     launch_kwargs = variant.get("launch_kwargs")
     if launch_kwargs is None:  # the key did not say which options the call passed: pass them all
-        launch_kwargs = {k: v for k, v in (variant.get("options") or {}).items()}
+        launch_kwargs = dict(variant.get("options") or {})
     recorded_key = (variant.get("key") or "") if check_key else ""
     cache = triton_compat.kernel_cache(jit_fn, device_index)
     if recorded_key and recorded_key in {triton_compat.key_string(k) for k in cache}:
@@ -395,7 +396,7 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
         try:
             out.write(line + "\n")
             out.flush()
-        except Exception:  # noqa: BLE001 - a closed stream must not stop the warm-up
+        except Exception:  # a closed stream must not stop the warm-up
             pass
 
     from jitguard import triton_compat
@@ -423,7 +424,7 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
             else:
                 try:
                     outcome.status, outcome.reason = _warm_one(jit_fn, variant, check_key=same_version)
-                except Exception as exc:  # noqa: BLE001 - one bad variant must not stop the others
+                except Exception as exc:  # one bad variant must not stop the others
                     outcome.status, outcome.reason = "failed", f"{type(exc).__name__}: {exc}".splitlines()[0]
             outcome.seconds = time.perf_counter() - t0
             kernel_seconds += outcome.seconds

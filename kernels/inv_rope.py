@@ -32,7 +32,6 @@ import torch
 import triton
 import triton.language as tl
 
-
 FP8_DTYPE = torch.float8_e4m3fn
 FP8_MAX = float(torch.finfo(FP8_DTYPE).max)
 AMAX_EPS = 1e-10
@@ -420,7 +419,7 @@ def allocate_inv_rope_fp8_outputs(
     return out, scales
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sm_count(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count

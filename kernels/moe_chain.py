@@ -45,8 +45,8 @@ __all__ = [
     "fused_moe",
     "fused_moe_reference",
     "moe_align_block_size",
-    "moe_gate_up",
     "moe_down",
+    "moe_gate_up",
     "select_tile_configs",
 ]
 
@@ -143,8 +143,10 @@ def fused_moe(
     )
     w1s = w2s = None
     if shape.fp8:
-        w1s = normalize_w_scale(w1_scale, "w1_scale", shape.num_experts, 2 * shape.intermediate, shape.hidden, shape.quant, shape.scale_block)
-        w2s = normalize_w_scale(w2_scale, "w2_scale", shape.num_experts, shape.hidden, shape.intermediate, shape.quant, shape.scale_block)
+        w1s = normalize_w_scale(w1_scale, "w1_scale", shape.num_experts, 2 * shape.intermediate, shape.hidden,
+                                shape.quant, shape.scale_block)
+        w2s = normalize_w_scale(w2_scale, "w2_scale", shape.num_experts, shape.hidden, shape.intermediate,
+                                shape.quant, shape.scale_block)
         if shape.quant != QUANT_TENSOR and (a1_scale is not None or a2_scale is not None):
             raise ValueError("fused_moe: static a1_scale/a2_scale are only supported with per-tensor FP8")
     elif any(s is not None for s in (w1_scale, w2_scale, a1_scale, a2_scale)):
@@ -237,7 +239,8 @@ def fused_moe_reference(
         if tok.numel() == 0:
             continue
         # Dequantize one expert at a time: the whole layer in fp32 can be tens of GB.
-        h = xf[tok] @ _dequant_weight(w13[e : e + 1], _expert_scale(w1_scale, e, shape.quant), shape.quant, shape.scale_block)[0].T
+        w13_e = _dequant_weight(w13[e : e + 1], _expert_scale(w1_scale, e, shape.quant), shape.quant, shape.scale_block)
+        h = xf[tok] @ w13_e[0].T
         acts[e] = (tok, slot, torch.nn.functional.silu(h[:, :I]) * h[:, I:])
     if emulate:
         # The tensor scale of the intermediate spans every pair, so quantize all pairs at once.

@@ -83,11 +83,11 @@ from .moe_routing import check_router_logits, softmax_topk_reference, softmax_to
 __all__ = [
     "DECODE_LAUNCHES",
     "DECODE_PATHS",
-    "PAIRS_LAUNCHES",
-    "choose_decode_path",
     "MAX_DECODE_TOKENS",
+    "PAIRS_LAUNCHES",
     "DecodePlan",
     "MoeDecodeWorkspace",
+    "choose_decode_path",
     "fused_moe_decode",
     "fused_moe_decode_reference",
     "plan_fused_moe_decode",
@@ -642,7 +642,8 @@ def plan_fused_moe_decode(
     check_router_logits(router_logits, top_k, "fused_moe_decode")
     M = x.shape[0] if x.dim() == 2 else -1
     if router_logits.shape[0] != M:
-        raise ValueError(f"fused_moe_decode: router_logits has {router_logits.shape[0]} rows but x {tuple(x.shape)} has {M} tokens")
+        raise ValueError(f"fused_moe_decode: router_logits has {router_logits.shape[0]} rows "
+                         f"but x {tuple(x.shape)} has {M} tokens")
     if not 1 <= M <= MAX_DECODE_TOKENS:
         raise ValueError(
             f"fused_moe_decode: serves 1..{MAX_DECODE_TOKENS} tokens, got {M} (use fused_moe_from_logits for any M)"
@@ -672,7 +673,8 @@ def plan_fused_moe_decode(
     if out is None:
         out = torch.empty_like(x)
     elif tuple(out.shape) != tuple(x.shape) or out.dtype != x.dtype or out.stride(1) != 1:
-        raise ValueError(f"fused_moe_decode: out must be {tuple(x.shape)} {x.dtype} with contiguous rows, got {tuple(out.shape)} {out.dtype}")
+        raise ValueError(f"fused_moe_decode: out must be {tuple(x.shape)} {x.dtype} with contiguous rows, "
+                         f"got {tuple(out.shape)} {out.dtype}")
     if workspace is None:
         workspace = MoeDecodeWorkspace.for_layer(w13, w2, top_k, x.dtype)
     workspace.check(E, top_k, H, I, x.dtype, x.device)

@@ -217,7 +217,7 @@ def moe_grouped_gemm_kernel(
         a_scale_rows = a_scale_ptr + a_rows * stride_asm
         b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
 
-    for kb in range(0, tl.cdiv(K, BLOCK_K)):
+    for kb in range(tl.cdiv(K, BLOCK_K)):
         k_mask = offs_k < K - kb * BLOCK_K
         a = moe_load_a(a_ptrs, pair_mask, k_mask, SWAP_AB)
         b = moe_load_b(b_ptrs, k_mask, SWAP_AB)
@@ -318,7 +318,8 @@ def launch_moe_gemm(
     """
     if routing.block_size != cfg.block_m:
         raise ValueError(
-            f"launch_moe_gemm: routing was aligned to blocks of {routing.block_size} but the tile has block_m={cfg.block_m}"
+            f"launch_moe_gemm: routing was aligned to blocks of {routing.block_size} "
+            f"but the tile has block_m={cfg.block_m}"
         )
     K = a.shape[1]
     n_out = out.shape[1]

@@ -74,15 +74,18 @@ def normalize_w_scale(scale, name: str, E: int, rows: int, K: int, quant: int, b
         raise TypeError(f"fused_moe: {name} must be float32, got {scale.dtype}")
     if quant == QUANT_TENSOR:
         if scale.numel() != E:
-            raise ValueError(f"fused_moe: per-tensor {name} must have one scale per expert ({E}), got shape {_shape(scale)}")
+            raise ValueError(f"fused_moe: per-tensor {name} must have one scale per expert ({E}), "
+                             f"got shape {_shape(scale)}")
         return scale.reshape(E).contiguous()
     if quant == QUANT_CHANNEL:
         if scale.numel() != E * rows or scale.shape[0] != E or scale.shape[1] != rows:
-            raise ValueError(f"fused_moe: per-channel {name} must be [{E}, {rows}] (or [{E}, {rows}, 1]), got shape {_shape(scale)}")
+            raise ValueError(f"fused_moe: per-channel {name} must be [{E}, {rows}] (or [{E}, {rows}, 1]), "
+                             f"got shape {_shape(scale)}")
         return scale.reshape(E, rows).contiguous()
     want = (E, -(-rows // blk[0]), -(-K // blk[1]))
     if _shape(scale) != want:
-        raise ValueError(f"fused_moe: block {name} must be {list(want)} for block_shape {list(blk)}, got shape {_shape(scale)}")
+        raise ValueError(f"fused_moe: block {name} must be {list(want)} for block_shape {list(blk)}, "
+                         f"got shape {_shape(scale)}")
     return scale.contiguous()
 
 
@@ -126,7 +129,8 @@ def check_moe_inputs(
     if topk_ids.dim() != 2 or topk_ids.shape[0] != M:
         raise ValueError(f"fused_moe: topk_ids must be [{M}, top_k], got shape {_shape(topk_ids)}")
     if _shape(topk_weights) != _shape(topk_ids):
-        raise ValueError(f"fused_moe: topk_weights {_shape(topk_weights)} and topk_ids {_shape(topk_ids)} differ in shape")
+        raise ValueError(f"fused_moe: topk_weights {_shape(topk_weights)} and topk_ids {_shape(topk_ids)} "
+                         "differ in shape")
     if topk_ids.dtype not in (torch.int32, torch.int64):
         raise TypeError(f"fused_moe: topk_ids must be int32 or int64, got {topk_ids.dtype}")
     if not topk_weights.is_floating_point():

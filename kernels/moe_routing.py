@@ -14,10 +14,10 @@ benchmark compares the kernel with CUDA ``torch.topk`` on tied logits in the sam
 Selection is done on the logits (softmax is increasing), through an integer key that orders
 floats exactly, so equal logits are equal keys and the result never depends on the rounding of
 ``exp``: a bitonic top-k (``tl.topk``) over the key and the reversed expert index packed in 64
-bits, or, on Triton without ``tl.topk``, successive argmaxes. The one case where this can differ from ranking torch's fp32 probabilities: two
-*distinct* logits whose probabilities round to the same fp32 value (logits one ulp apart, or both
-more than ~100 below the row maximum, where both underflow to 0); the larger logit wins here,
-the lower index in the reference.
+bits, or, on Triton without ``tl.topk``, successive argmaxes. The one case where this can differ
+from ranking torch's fp32 probabilities: two *distinct* logits whose probabilities round to the
+same fp32 value (logits one ulp apart, or both more than ~100 below the row maximum, where both
+underflow to 0); the larger logit wins here, the lower index in the reference.
 """
 
 from __future__ import annotations
@@ -118,7 +118,8 @@ def check_router_logits(router_logits: torch.Tensor, top_k: int, where: str = "s
     if router_logits.dtype not in _LOGIT_DTYPES:
         raise TypeError(f"{where}: router_logits must be float32, bfloat16 or float16, got {router_logits.dtype}")
     if router_logits.stride(1) != 1:
-        raise ValueError(f"{where}: router_logits needs a contiguous expert dimension, got strides {router_logits.stride()}")
+        raise ValueError(f"{where}: router_logits needs a contiguous expert dimension, "
+                         f"got strides {router_logits.stride()}")
     E = router_logits.shape[1]
     if not isinstance(top_k, int) or not 1 <= top_k <= E:
         raise ValueError(f"{where}: top_k must be an int in [1, {E}] (the number of experts), got {top_k!r}")

@@ -4,7 +4,8 @@
 
 The parent compiles a tiny kernel for a few token counts, then starts: two multiprocessing spawn
 children, a fork child, a forkserver child, a torch.multiprocessing.spawn worker (when torch
-imports), a `subprocess` child, a helper that never imports Triton, and a spawn child that the parent SIGKILLs after it compiled. Every process that compiles
+imports), a `subprocess` child, a helper that never imports Triton, and a spawn child that the parent SIGKILLs after it
+compiled. Every process that compiles
 first writes MANIFEST_DIR/<role>.json: its pid and the (kernel, token count) calls it makes, and,
 for the fork child, the calls whose compiled variants it inherits from the parent. The test
 derives the expected compiles from those calls. Nothing here imports jitguard: the bootstrap does.

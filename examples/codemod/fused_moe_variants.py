@@ -209,7 +209,7 @@ def main() -> None:
         fix = jitguard_cli("fix", "--from", str(work / "scan.json"), str(copy))
         print("  " + fix.stderr.strip().splitlines()[-1].replace(str(work) + "/", ""))
         fixed_source = copy.read_bytes()
-        decorator = [k for k in find_kernels(fixed_source) if k.name == "fused_moe_kernel"][0]
+        decorator = next(k for k in find_kernels(fixed_source) if k.name == "fused_moe_kernel")
         print("  " + fixed_source.decode().splitlines()[decorator.decorator_span[0] - 1].strip())
 
         started = time.perf_counter()
@@ -222,7 +222,8 @@ def main() -> None:
             # A fresh cache directory, so these are real compiles and not disk-cache hits.
             os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
             layer = Layer()
-            with jitguard.offline(compile=True), jitguard.watch() as recorder, contextlib.redirect_stderr(io.StringIO()):
+            with jitguard.offline(compile=True), jitguard.watch() as recorder, \
+                    contextlib.redirect_stderr(io.StringIO()):
                 for m in (1, 64):
                     started = time.perf_counter()
                     forward(fixed_kernel, layer, m, 1)

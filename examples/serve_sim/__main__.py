@@ -1,4 +1,7 @@
-"""`python examples/serve_sim [--preset cpu|cpu-small|gpu] [--runs upstream,fixed+warmup] [--out DIR] [--per-request]`."""
+"""The serving simulation's command line.
+
+`python examples/serve_sim [--preset cpu|cpu-small|gpu] [--runs upstream,fixed+warmup] [--out DIR] [--per-request]`.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="keep plans, logs and result.json here")
     parser.add_argument("--per-request", action="store_true", help="also print each request's TTFT per run")
     args = parser.parse_args(argv)
-    config = {"cpu": SimConfig.cpu_default, "cpu-small": SimConfig.cpu_small, "gpu": SimConfig.gpu_default}[args.preset]()
+    presets = {"cpu": SimConfig.cpu_default, "cpu-small": SimConfig.cpu_small, "gpu": SimConfig.gpu_default}
+    config = presets[args.preset]()
     trace: TraceSpec = config.trace
     if args.requests is not None:
         trace = replace(trace, num_requests=args.requests)

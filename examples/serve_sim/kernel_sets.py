@@ -104,7 +104,9 @@ class _UpstreamKernelsFinder(importlib.abc.MetaPathFinder):
     def __init__(self, loader: _UpstreamKernelsLoader) -> None:
         self.loader = loader
 
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname != UPSTREAM_PACKAGE and not fullname.startswith(UPSTREAM_PACKAGE + "."):
             return None
         if not os.path.isfile(self.loader._path(fullname)):
@@ -120,7 +122,7 @@ def _kernels_directory() -> str:
     spec = importlib.util.find_spec("jitguard.kernels")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("serve_sim: jitguard.kernels is not importable (install jitguard, or run from the repo)")
-    return list(spec.submodule_search_locations)[0]
+    return next(iter(spec.submodule_search_locations))
 
 
 def _upstream_loader() -> _UpstreamKernelsLoader:

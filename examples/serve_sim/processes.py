@@ -142,7 +142,7 @@ def engine_main(config: EngineConfig, inbox: Any, outbox: Any) -> None:
     for worker in workers:
         worker.start()
     for _ in workers:
-        kind, rank, _info = _get(results, workers)
+        kind, _rank, _info = _get(results, workers)
         assert kind == "ready", kind
     outbox.put(("ready", {"workers": config.workers}))
 
@@ -217,7 +217,7 @@ def engine_main(config: EngineConfig, inbox: Any, outbox: Any) -> None:
             command.put(("step", tokens, segments))
         compile_ms = step_s = 0.0
         for _ in workers:
-            kind, rank, count, ms, worker_step_s = _get(results, workers)
+            kind, _rank, _count, ms, worker_step_s = _get(results, workers)
             compile_ms = max(compile_ms, ms)  # the ranks compile in parallel: the step waits for the slowest
             step_s = max(step_s, worker_step_s)
         step_seconds.append(step_s)
@@ -239,7 +239,7 @@ def engine_main(config: EngineConfig, inbox: Any, outbox: Any) -> None:
         command.put(("stop",))
     stats = []
     for _ in workers:
-        kind, rank, info = _get(results, workers)
+        kind, _rank, info = _get(results, workers)
         stats.append(info)
     for worker in workers:
         worker.join(timeout=30)
@@ -281,7 +281,7 @@ def front_run(config: EngineConfig, requests: list, env: dict[str, str], timeout
             else:
                 os.environ[key] = value
     try:
-        kind, info = _get_from_engine(outbox, engine, timeout_s)
+        _kind, _info = _get_from_engine(outbox, engine, timeout_s)
         startup_s = time.perf_counter() - t0
         sent: dict[int, float] = {}
 

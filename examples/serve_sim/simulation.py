@@ -43,8 +43,8 @@ DEFAULT_RUNS = ("upstream", "fixed+warmup")
 class SimConfig:
     """Everything a simulation run depends on (printed with its results)."""
 
-    trace: TraceSpec = TraceSpec()
-    shape: ModelShape = ModelShape()
+    trace: TraceSpec = TraceSpec()  # noqa: RUF009 - frozen dataclass: one shared default is safe
+    shape: ModelShape = ModelShape()  # noqa: RUF009 - frozen dataclass: one shared default is safe
     backend: str = "offline"  # "offline" (CPU, compile-only sm_90) or "cuda"
     workers: int = 2
     max_num_seqs: int = 32
@@ -220,7 +220,8 @@ class SimResult:
             f"model per rank: {c.shape.layers} layers of MoE (E{c.shape.experts} top-{c.shape.top_k} "
             f"H{c.shape.hidden} I{c.shape.intermediate}) + inverse RoPE FP8 ({c.shape.heads}x{c.shape.head_dim}); "
             f"max {c.shape.max_tokens} tokens / {c.max_num_seqs} requests per step",
-            f"warm-up plan: {self.plan_variants} variants ({self.plan_path})" if self.plan_path else "warm-up plan: none",
+            (f"warm-up plan: {self.plan_variants} variants ({self.plan_path})" if self.plan_path
+             else "warm-up plan: none"),
         ])
 
     def to_json(self) -> dict[str, Any]:
@@ -260,7 +261,8 @@ def environment() -> dict[str, str]:
     import torch
     import triton
     env = {"python": platform.python_version(), "torch": torch.__version__, "triton": f"triton {triton.__version__}",
-           "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+           "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     if torch.cuda.is_available():
         env["gpu"] = torch.cuda.get_device_name(0)
     if hasattr(os, "getloadavg"):  # CPU compile times depend on what else the machine runs

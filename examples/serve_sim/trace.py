@@ -45,7 +45,7 @@ class TraceSpec:
 
 
 def _lognormal_int(rng: random.Random, median: float, sigma: float, low: int, high: int) -> int:
-    value = int(round(math.exp(rng.gauss(math.log(median), sigma))))
+    value = round(math.exp(rng.gauss(math.log(median), sigma)))
     return max(low, min(high, value))
 
 
@@ -70,5 +70,6 @@ def describe_trace(requests: list[Request]) -> str:
         pick = lambda q: ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
         return f"p50 {pick(0.5)}, p90 {pick(0.9)}, max {ordered[-1]}"
     duration = requests[-1].arrival_s if requests else 0.0
-    return (f"{len(requests)} requests over {duration:.1f} s; prompt tokens {quantiles([r.prompt_len for r in requests])}; "
+    return (f"{len(requests)} requests over {duration:.1f} s; "
+            f"prompt tokens {quantiles([r.prompt_len for r in requests])}; "
             f"output tokens {quantiles([r.output_len for r in requests])}")

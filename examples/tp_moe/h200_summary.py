@@ -55,7 +55,7 @@ def summarize(base: Path, name: str) -> None:
         shared[kernel] += len(v)
     for kernel in sorted({k for k, _ in keys}):
         union = set().union(*(v for (k, _), v in keys.items() if k == kernel))
-        if name.startswith("small-fixed") or name.startswith("big-fixed"):
+        if name.startswith(("small-fixed", "big-fixed")):
             print(f"    {kernel}: {len(union)} distinct keys over ranks, per rank "
                   f"{[len(v) for (k, _), v in sorted(keys.items()) if k == kernel]}")
     for line in odd[:10]:

@@ -111,7 +111,7 @@ def _source_dir() -> str:
     spec = importlib.util.find_spec(SOURCE_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise StockDerivationError(f"{SOURCE_PACKAGE} is not installed (pip install -e . in the repository)")
-    return list(spec.submodule_search_locations)[0]
+    return next(iter(spec.submodule_search_locations))
 
 
 class _StockLoader(importlib.abc.Loader):

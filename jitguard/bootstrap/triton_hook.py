@@ -209,7 +209,7 @@ def name_multiprocessing_children(namer=None) -> None:  # type: ignore[no-untype
         _STATE.child_namer = namer
     from multiprocessing import process as mp_process
 
-    original = mp_process.BaseProcess._bootstrap  # private: where every child starts
+    original = vars(mp_process.BaseProcess)["_bootstrap"]  # private: where every child starts
     if getattr(original, "_jitguard_names_children", False):
         return
 

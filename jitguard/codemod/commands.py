@@ -83,7 +83,8 @@ def _describe_notes(notes: list[AdviceNote], skipped_findings: int) -> list[str]
     lines = []
     for advice, count in sorted(Counter(note.advice for note in notes).items()):
         examples = ", ".join(sorted({f"{n.kernel}:{n.param}" for n in notes if n.advice == advice})[:3])
-        lines.append(f"note: {_plural(count, 'parameter')} with advice `{advice}` ({examples}): {NO_REWRITE_REASON[advice]}")
+        lines.append(f"note: {_plural(count, 'parameter')} with advice `{advice}` ({examples}): "
+                     f"{NO_REWRITE_REASON[advice]}")
     if skipped_findings:
         lines.append(f"note: {_plural(skipped_findings, 'finding')} carry no rewrite advice and were skipped")
     return lines
@@ -120,6 +121,7 @@ def fix_command(
     """
     # libcst loads here, not at import: `jitguard scan` (a pre-commit hook) starts faster without it.
     from jitguard.codemod.demotion_prices import price_requests
+    from jitguard.codemod.file_writes import WriteReport
     from jitguard.codemod.fix_tree import fix_paths, unified_diff, write_changes
 
     started = time.perf_counter()
@@ -151,11 +153,11 @@ def fix_command(
         if show_diff and result.changed:
             click.echo(unified_diff(result), nl=False)
     written: set[Path] | None = None  # files actually replaced (None: nothing is written in this mode)
-    report = None
+    write_report: WriteReport | None = None
     if writing:
-        report = write_changes(run)
-        written = set(report.written)
-        run.errors += [f"{path}: {reason}" for path, reason in report.failed]
+        write_report = write_changes(run)
+        written = set(write_report.written)
+        run.errors += [f"{path}: {reason}" for path, reason in write_report.failed]
     changes = [(path, change) for path, change in run.changes if written is None or path in written]
     for path, change in changes:
         if not show_diff:
@@ -184,17 +186,17 @@ def fix_command(
         summary = (f"{verb} {_plural(kernels, 'kernel')} in {_plural(changed_files, 'file')} "
                    f"({_plural(parameters, 'parameter')})")
     else:
-        summary = "Nothing to fix" if not (report and report.failed) else "Nothing written"
+        summary = "Nothing to fix" if not (write_report and write_report.failed) else "Nothing written"
     summary += f"; {_plural(run.files_checked, 'file')} checked in {elapsed:.1f} s"
     if priced.skipped:
         summary += f"; {_plural(priced.skipped, 'costly demotion')} skipped"
     if run.errors:
         summary += f"; {_plural(len(run.errors), 'error')}"
-    if report is not None and report.stopped_by is not None:
-        for line in report.stop_lines():
+    if write_report is not None and write_report.stopped_by is not None:
+        for line in write_report.stop_lines():
             _echo_err(line)
         _echo_err(f"{summary}.")
-        click.get_current_context().exit(128 + report.stopped_by)
+        click.get_current_context().exit(128 + write_report.stopped_by)
     _echo_err(summary + ".")
     if run.errors:
         click.get_current_context().exit(2)
@@ -249,7 +251,7 @@ def _version() -> str:
         from importlib.metadata import version
 
         return version("jitguard")
-    except Exception:  # noqa: BLE001 - a missing distribution must not stop a scan
+    except Exception:  # a missing distribution must not stop a scan
         return "0"
 
 
@@ -259,17 +261,23 @@ def _version() -> str:
               help="text (default), json, github (Actions annotations), sarif, junit.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --output-format json.")
 @click.option("--all", "show_all", is_flag=True, help="Also list info findings (JG102, JG106) in text output.")
-@click.option("--select", multiple=True, metavar="CODES", help="Only these rules (ids or prefixes, comma-separated; ALL).")
+@click.option("--select", multiple=True, metavar="CODES",
+              help="Only these rules (ids or prefixes, comma-separated; ALL).")
 @click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rules (ids or prefixes, comma-separated).")
 @click.option("--exclude", multiple=True, metavar="PATTERNS",
               help="Glob patterns to skip, replacing the default list (.git, .venv, build, ...).")
-@click.option("--extend-exclude", multiple=True, metavar="PATTERNS", help="Glob patterns to skip, besides the defaults.")
-@click.option("--respect-gitignore/--no-respect-gitignore", default=None, help="Skip files .gitignore ignores (default on).")
-@click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too (pre-commit).")
+@click.option("--extend-exclude", multiple=True, metavar="PATTERNS",
+              help="Glob patterns to skip, besides the defaults.")
+@click.option("--respect-gitignore/--no-respect-gitignore", default=None,
+              help="Skip files .gitignore ignores (default on).")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply excludes to files named on the command line too (pre-commit).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when warnings are found (2 still means a bad file).")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings and errors only: no summary.")
-@click.option("--stdin-filename", metavar="PATH", help="The name to report (and match per-file-ignores) for `-` (stdin).")
-@click.option("--config", metavar="PYPROJECT", help="Read [tool.jitguard] from this file (default: nearest pyproject.toml).")
+@click.option("--stdin-filename", metavar="PATH",
+              help="The name to report (and match per-file-ignores) for `-` (stdin).")
+@click.option("--config", metavar="PYPROJECT",
+              help="Read [tool.jitguard] from this file (default: nearest pyproject.toml).")
 @click.option("-j", "--jobs", type=int, default=None, help="Worker processes (default: one per CPU).")
 def scan_command(
     paths: tuple[str, ...], output_format: str | None, as_json: bool, show_all: bool, select: tuple[str, ...],
@@ -317,7 +325,8 @@ def scan_command(
             raise click.UsageError("`-` (stdin) cannot be combined with other paths")
         display = stdin_filename or "-"
         files: list[Path] = []
-        if stdin_filename and settings.selection.force_exclude and is_excluded(Path(stdin_filename), settings.selection):
+        if (stdin_filename and settings.selection.force_exclude
+                and is_excluded(Path(stdin_filename), settings.selection)):
             scans = []
         else:
             scans = [_scan_stdin(sys.stdin.buffer.read(), display, rules_for(display))]

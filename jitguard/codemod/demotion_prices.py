@@ -140,7 +140,7 @@ class _Prices:
         else:
             try:
                 price = self._pricer(entry, demotion.param, demotion.option)
-            except Exception as exc:  # noqa: BLE001 - a failed check leaves the price unknown, never the fix undone
+            except Exception as exc:  # a failed check leaves the price unknown, never the fix undone
                 price = Price("unknown", f"the cost check failed: {type(exc).__name__}: {exc}"[:240])
         self._done[key] = price
         return price

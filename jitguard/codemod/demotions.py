@@ -171,7 +171,7 @@ def load_report(path: str | Path) -> tuple[list[Demotion], list[AdviceNote]]:
                 ))
             requests += _bucket_requests(origin, kernel)
     elif isinstance(data, dict) and isinstance(data.get("findings"), list):
-        for index, finding in enumerate(data["findings"]):
+        for finding in data["findings"]:
             if not isinstance(finding, dict) or not finding.get("kernel") or not finding.get("param"):
                 continue  # file-level findings name no parameter: nothing to rewrite
             requests.append(

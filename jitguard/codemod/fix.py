@@ -20,7 +20,7 @@ import io
 import tokenize
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeGuard, TypeVar, cast
 
 import libcst as cst
 
@@ -84,14 +84,14 @@ def _plain_whitespace(whitespace: cst.BaseParenthesizableWhitespace) -> cst.Base
     return whitespace
 
 
-def _has_comment(whitespace: object) -> bool:
+def _has_comment(whitespace: object) -> TypeGuard[cst.ParenthesizedWhitespace]:
     return isinstance(whitespace, cst.ParenthesizedWhitespace) and whitespace.first_line.comment is not None
 
 
 def _without_line_comment(whitespace: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:
     """`whitespace` less the comment ending its first line; comment lines below it and the bracket's indent stay."""
     if _has_comment(whitespace):
-        newline = whitespace.first_line.newline  # type: ignore[union-attr]
+        newline = whitespace.first_line.newline
         return whitespace.with_changes(first_line=cst.TrailingWhitespace(newline=newline))
     return whitespace
 
@@ -129,13 +129,14 @@ def _append(
     line_break = separator.whitespace_after
     if isinstance(line_break, cst.ParenthesizedWhitespace) and _has_comment(tail):
         last_separator = separator.with_changes(
-            whitespace_after=line_break.with_changes(first_line=tail.first_line)  # type: ignore[union-attr]
+            whitespace_after=line_break.with_changes(first_line=tail.first_line)
         )
         new_tail = _without_line_comment(tail)
     if isinstance(last.comma, cst.Comma):  # keep the spacing the user put before their comma
         last_separator = last_separator.with_changes(whitespace_before=last.comma.whitespace_before)
-    head = [*elements[:-1], last.with_changes(comma=last_separator)]
-    body = [item.with_changes(comma=separator) for item in new[:-1]]
+    head: list[_Element] = list(elements[:-1])
+    head.append(last.with_changes(comma=last_separator))
+    body: list[_Element] = [item.with_changes(comma=separator) for item in new[:-1]]
     return head + body + [new[-1].with_changes(comma=last.comma)], new_tail
 
 
@@ -166,7 +167,8 @@ def _string(name: str, quote: str) -> cst.SimpleString:
 
 
 def _option_arg(option: str, names: list[str], quote: str) -> cst.Arg:
-    elements, _ = _append([], [cst.Element(_string(name, quote)) for name in names], _NO_SPACE)
+    none: list[cst.Element] = []
+    elements, _ = _append(none, [cst.Element(_string(name, quote)) for name in names], _NO_SPACE)
     return cst.Arg(
         keyword=cst.Name(option),
         value=cst.List(elements),
@@ -178,13 +180,16 @@ def _extend_sequence(value: cst.BaseExpression, names: list[str], quote: str) ->
     """`value` (a list or tuple that `DemotionList.literal` judged literal) with `names` appended."""
     new = [cst.Element(_string(name, quote)) for name in names]
     if isinstance(value, cst.List):
-        elements, tail = _append(value.elements, new, value.lbracket.whitespace_after, value.rbracket.whitespace_before)
+        # A literal list (DemotionList.literal) holds no starred element: each is a cst.Element
+        literal = cast(Sequence[cst.Element], value.elements)
+        elements, tail = _append(literal, new, value.lbracket.whitespace_after, value.rbracket.whitespace_before)
         return value.with_changes(elements=elements, rbracket=value.rbracket.with_changes(whitespace_before=tail))
     if not isinstance(value, cst.Tuple) or not value.lpar:
         # kernels.py's `DemotionList.literal` is the one judge of "literal list"; `plan_for_kernel`
         # refuses the others, so reaching here is a disagreement between the two trees: a bug.
         raise FixError("is not a list or parenthesized tuple that fix can extend")
-    elements, tail = _append(value.elements, new, value.lpar[0].whitespace_after, value.rpar[0].whitespace_before)
+    literal = cast(Sequence[cst.Element], value.elements)  # literal: no starred element, as for the list above
+    elements, tail = _append(literal, new, value.lpar[0].whitespace_after, value.rpar[0].whitespace_before)
     value = value.with_changes(rpar=[value.rpar[0].with_changes(whitespace_before=tail), *value.rpar[1:]])
     if len(elements) == 1:  # ("a",) is a tuple only with its comma
         elements[0] = elements[0].with_changes(comma=cst.Comma())
@@ -199,7 +204,9 @@ def _spans_lines(value: cst.Tuple) -> bool:
     return "\n" in code or "\r" in code
 
 
-def add_demotions(decorator: cst.BaseExpression, additions: Mapping[str, list[str]], quote: str = '"') -> cst.BaseExpression:
+def add_demotions(
+    decorator: cst.BaseExpression, additions: Mapping[str, list[str]], quote: str = '"'
+) -> cst.BaseExpression:
     """Return `decorator` (`triton.jit`, `jit(...)`, ...) with `additions` merged into its options.
 
     `additions` maps an option (`do_not_specialize` or `do_not_specialize_on_alignment`) to

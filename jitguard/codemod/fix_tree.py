@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from jitguard.codemod.demotions import Demotion
 from jitguard.codemod.file_writes import WriteReport, write_files
@@ -64,7 +65,8 @@ _SYNTAX_TREE_FIELDS = ("node", "_nodes")
 
 def _without_syntax_trees(kernel: TritonKernel) -> TritonKernel:
     names = {item.name for item in dataclasses.fields(kernel)}
-    return dataclasses.replace(kernel, **{name: None for name in _SYNTAX_TREE_FIELDS if name in names})
+    cleared: dict[str, Any] = {name: None for name in _SYNTAX_TREE_FIELDS if name in names}
+    return dataclasses.replace(kernel, **cleared)
 
 
 def survey_file(task: tuple[Path, bytes | None]) -> FileSurvey:
@@ -240,7 +242,8 @@ def write_changes(run: FixRun) -> WriteReport:
     an owner that cannot be kept, an OS error) or not written (the run was stopped first).
     """
     return write_files(
-        [(result.path, result.outcome.source) for result in run.results if result.changed and result.outcome is not None]
+        [(result.path, result.outcome.source) for result in run.results
+         if result.changed and result.outcome is not None]
     )
 
 

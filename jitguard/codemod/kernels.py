@@ -394,7 +394,8 @@ def _branches(value: ast.expr, names: TritonNames, label: str, depth: int = 0) -
     if isinstance(value, ast.IfExp):
         condition = ast.unparse(value.test)
         body = _branches(value.body, names, _join(label, condition), depth + 1)
-        orelse = _branches(value.orelse, names, _join(label, f"not {condition}" if isinstance(value.test, ast.Name) else f"not ({condition})"), depth + 1)
+        negated = f"not {condition}" if isinstance(value.test, ast.Name) else f"not ({condition})"
+        orelse = _branches(value.orelse, names, _join(label, negated), depth + 1)
         return None if body is None or orelse is None else body + orelse
     if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
         left = _branches(value.left, names, label, depth + 1)
@@ -488,7 +489,8 @@ def _autotune_keys(wrapper: ast.expr) -> list[AutotuneKey]:
         if keyword.arg == "key":
             key_value = keyword.value
         elif keyword.arg == "bucket" and isinstance(keyword.value, ast.Dict):
-            bucketed |= {k.value for k in keyword.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+            bucketed |= {k.value for k in keyword.value.keys
+                         if isinstance(k, ast.Constant) and isinstance(k.value, str)}
     if key_value is None:
         return []
     entries = literal_entries(key_value) or []
@@ -637,16 +639,16 @@ def find_kernels(source: bytes, tree: ast.Module | None = None) -> list[TritonKe
         wrappers, inner = _wrapped_calls(value)
         if not isinstance(inner, ast.Call):
             continue
-        form = _call_form(inner, names)
-        if form is None or form[3] not in functions:
+        call_form = _call_form(inner, names)
+        if call_form is None or call_form[3] not in functions:
             continue
-        jit_expression, options, kind, function = form
-        node, scope = functions[form[3]]
+        jit_expression, call_options, kind, function = call_form
+        node, scope = functions[function]
         if node in decorated:
             continue
         decorated.add(node)
         targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
         bound = tuple(target.id for target in targets if isinstance(target, ast.Name) and target.id != function)
-        kernels.append(_kernel(node, jit_expression, options, kind, scope, names, wrappers, bound))
+        kernels.append(_kernel(node, jit_expression, call_options, kind, scope, names, wrappers, bound))
     kernels.sort(key=lambda kernel: kernel.line)
     return kernels

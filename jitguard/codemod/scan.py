@@ -178,7 +178,10 @@ def _is_stride_name(name: str) -> bool:
 
 
 def _stride_axis(name: str) -> tuple[str, str]:
-    """(tensor, axis) of a stride name: `stride_am` -> (a, m), `q_stride_t` -> (q, t), `stride_x_group` -> (x, group)."""
+    """(tensor, axis) of a stride name.
+
+    `stride_am` -> (a, m), `q_stride_t` -> (q, t), `stride_x_group` -> (x, group).
+    """
     words = [word for word in _words(name) if word != "stride"]
     if not words:
         return "", ""
@@ -255,7 +258,8 @@ def _is_index_expression(expression: ast.AST, index_names: set[str]) -> bool:
             return True
         if last not in _INDEX_PRESERVING:
             return False
-        inner = [*expression.args, expression.func.value] if isinstance(expression.func, ast.Attribute) else expression.args
+        inner = ([*expression.args, expression.func.value] if isinstance(expression.func, ast.Attribute)
+                 else expression.args)
         return any(_is_index_expression(arg, index_names) for arg in inner)
     return any(_is_index_expression(child, index_names) for child in ast.iter_child_nodes(expression)
                if isinstance(child, ast.expr))
@@ -408,7 +412,8 @@ def _heuristic_findings(kernel: TritonKernel, counts: dict[str, str]) -> list[tu
         read = [name for name in heuristic.reads if name in counts]
         if not read:
             continue
-        text = _short(heuristic.expression.body if isinstance(heuristic.expression, ast.Lambda) else heuristic.expression, 60)
+        shown = heuristic.expression.body if isinstance(heuristic.expression, ast.Lambda) else heuristic.expression
+        text = _short(shown, 60)
         calls = {(dotted_name(n.func) or "").rsplit(".", 1)[-1] for n in ast.walk(heuristic.expression)
                  if isinstance(n, ast.Call)}
         if "next_power_of_2" in calls:
@@ -536,7 +541,8 @@ def scan_kernel(
                 demotes_token_count = True
             elif param.name not in demoted:
                 add("JG107", param.line, param.name,
-                    f"`{param.name}` bounds or splits a position (`{_short(uses.bounds[param.name])}`) and is specialized: values 1, multiples "
+                    f"`{param.name}` bounds or splits a position (`{_short(uses.bounds[param.name])}`) "
+                    f"and is specialized: values 1, multiples "
                     f"of 16 and others compile separate variants; unless it is fixed per model, "
                     f"{_demotion_hint(kernel, param)}")
         elif param.name in uses.sizes and param.name not in demoted and not _is_stride_name(param.name):

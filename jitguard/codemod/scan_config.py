@@ -41,7 +41,7 @@ class ScanSettings:
     """Settings of one run: where they came from, file selection and rule selection."""
 
     source: Path | None = None  # the pyproject.toml read, if any
-    selection: FileSelection = FileSelection()
+    selection: FileSelection = FileSelection()  # noqa: RUF009 - frozen dataclass: one shared default is safe
     select: tuple[str, ...] = ("ALL",)
     ignore: tuple[str, ...] = ()
     per_file_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -97,7 +97,8 @@ def load_settings(pyproject: Path | None, rule_ids: Iterable[str]) -> ScanSettin
         raise ConfigError(f"{pyproject}: [tool.jitguard] must be a table")
     unknown = sorted(set(table) - KNOWN_KEYS)
     if unknown:
-        raise ConfigError(f"{pyproject}: unknown key `{unknown[0]}` in [tool.jitguard] (known: {', '.join(sorted(KNOWN_KEYS))})")
+        raise ConfigError(f"{pyproject}: unknown key `{unknown[0]}` in [tool.jitguard] "
+                          f"(known: {', '.join(sorted(KNOWN_KEYS))})")
     ids = list(rule_ids)
     flags = {}
     for key in ("respect-gitignore", "force-exclude"):
@@ -122,7 +123,8 @@ def load_settings(pyproject: Path | None, rule_ids: Iterable[str]) -> ScanSettin
     return ScanSettings(
         source=pyproject,
         selection=selection,
-        select=check_codes(_strings(table["select"], "select", pyproject), ids, where) if "select" in table else ("ALL",),
+        select=(check_codes(_strings(table["select"], "select", pyproject), ids, where)
+                if "select" in table else ("ALL",)),
         ignore=check_codes(_strings(table.get("ignore", []), "ignore", pyproject), ids, where),
         per_file_ignores=per_file,
     )

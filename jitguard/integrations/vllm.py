@@ -24,7 +24,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 _WORKER_MODULE_PREFIXES = ("vllm.v1.worker.", "vllm.worker.")
 _PATCHED_MARK = "_jitguard_marks_serving"
@@ -127,7 +127,7 @@ def patch_worker_module(module: Any) -> int:
             continue
         method = value.__dict__.get("compile_or_warm_up_model")
         if callable(method) and not getattr(method, _PATCHED_MARK, False):
-            value.compile_or_warm_up_model = _wrap_warm_up(method)
+            cast(Any, value).compile_or_warm_up_model = _wrap_warm_up(method)  # a class of vLLM's, found at run time
             patched += 1
     return patched
 

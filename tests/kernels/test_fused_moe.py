@@ -10,12 +10,12 @@ import re
 
 import pytest
 import torch
-from jitguard.kernels import moe_gemm
-from jitguard.kernels.moe_chain import fused_moe
-from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, select_tile_configs
 
 import jitguard
 from jitguard import triton_compat
+from jitguard.kernels import moe_gemm
+from jitguard.kernels.moe_chain import fused_moe
+from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, select_tile_configs
 
 FP8 = torch.float8_e4m3fn
 
@@ -40,7 +40,8 @@ def _bad_calls():
         "hidden mismatch": ((x[:, :128], w13, w2, tw, ti), {}, r"w13 \(8, 256, 256\) does not match hidden size 128"),
         "expert count": ((x, w13, w2[:4], tw, ti), {}, r"w13 has 8 experts but w2 has 4"),
         "w2 shape": ((x, w13, w2[:, :, :64], tw, ti), {}, r"w2 must be \[E, 256, 128\]"),
-        "fp8 without flag": ((x, f13, f2, tw, ti), {}, r"w13 must be torch.bfloat16 to match x .* \(set use_fp8_w8a8=True for FP8 weights\)"),
+        "fp8 without flag": ((x, f13, f2, tw, ti), {},
+                             r"w13 must be torch.bfloat16 to match x .* \(set use_fp8_w8a8=True for FP8 weights\)"),
         "ids rows": ((x, w13, w2, tw, ti[:2]), {}, r"topk_ids must be \[4, top_k\]"),
         "weights shape": ((x, w13, w2, tw[:, :1], ti), {}, r"topk_weights \(4, 1\) and topk_ids \(4, 2\) differ"),
         "ids dtype": ((x, w13, w2, tw, ti.float()), {}, r"topk_ids must be int32 or int64"),
@@ -51,7 +52,8 @@ def _bad_calls():
         ),
         "channel scale shape": (
             (x, f13, f2, tw, ti),
-            {"use_fp8_w8a8": True, "per_channel_quant": True, "w1_scale": torch.ones(8, 128), "w2_scale": torch.ones(8, 256)},
+            {"use_fp8_w8a8": True, "per_channel_quant": True, "w1_scale": torch.ones(8, 128),
+             "w2_scale": torch.ones(8, 256)},
             r"per-channel w1_scale must be \[8, 256\]",
         ),
         "block scale layout": (
@@ -60,11 +62,14 @@ def _bad_calls():
             r"block w2_scale must be \[8, 2, 1\] for block_shape \[128, 128\], got shape \(8, 1, 2\)",
         ),
         "scale dtype": (
-            (x, f13, f2, tw, ti), {"use_fp8_w8a8": True, "w1_scale": torch.ones(8, dtype=torch.float16), "w2_scale": torch.ones(8)},
+            (x, f13, f2, tw, ti),
+            {"use_fp8_w8a8": True, "w1_scale": torch.ones(8, dtype=torch.float16), "w2_scale": torch.ones(8)},
             r"w1_scale must be float32",
         ),
-        "scales without fp8": ((x, w13, w2, tw, ti), {"w1_scale": torch.ones(8)}, r"scales were given but use_fp8_w8a8=False"),
-        "odd block shape": ((x, f13, f2, tw, ti), {"use_fp8_w8a8": True, "block_shape": [96, 128]}, r"block_shape block_n must be a power of two"),
+        "scales without fp8": ((x, w13, w2, tw, ti), {"w1_scale": torch.ones(8)},
+                               r"scales were given but use_fp8_w8a8=False"),
+        "odd block shape": ((x, f13, f2, tw, ti), {"use_fp8_w8a8": True, "block_shape": [96, 128]},
+                            r"block_shape block_n must be a power of two"),
         "bad tile": (
             (x, w13, w2, tw, ti), {"tile_configs": MoeTileConfigs(*(2 * [TileConfig(8, 48, 64, 1, 4, 2, True)]))},
             r"gate_up tile: block_n must be a power of two",

@@ -81,7 +81,7 @@ def test_alignment_groups_every_pair_by_expert(M, E, k, block):
     assert all(e == -1 for e in expert_ids[used // block:]), "unused blocks must be labelled -1"
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "M%d_E%d_k%d_H%d_I%d" % s)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "M{}_E{}_k{}_H{}_I{}".format(*s))
 @pytest.mark.parametrize("tile", sorted(TILES))
 def test_bf16_matches_reference(shape, tile):
     device = _device()

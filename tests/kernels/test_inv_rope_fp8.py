@@ -72,7 +72,8 @@ class Case:
         o = wide.to(getattr(torch, self.dtype))[:, :, : self.head_dim]
         angles = torch.rand(MAX_POSITION, self.rope_dim // 2, generator=gen) * 6.3
         cache = torch.cat((angles.cos(), angles.sin()), dim=-1).to(getattr(torch, self.cache_dtype))
-        positions = torch.randint(0, MAX_POSITION, (num_tokens,), generator=gen).to(getattr(torch, self.positions_dtype))
+        positions = torch.randint(0, MAX_POSITION, (num_tokens,), generator=gen)
+        positions = positions.to(getattr(torch, self.positions_dtype))
         return dict(o=o, positions=positions, cos_sin_cache=cache)
 
 
@@ -180,7 +181,8 @@ def check_against_reference(case: Case, inputs: dict, got: dict, fp8_got: dict |
     ref = type(ref)(ref.out.cpu(), ref.scales.cpu(), ref.precast.cpu())
     tokens = inputs["o"].shape[0]
     assert not got["values"].isnan().any(), "the kernel left output elements unwritten"
-    torch.testing.assert_close(got["values"], ref.precast, rtol=1e-6, atol=0, msg=lambda m: f"{case.name} T={tokens}: {m}")
+    torch.testing.assert_close(got["values"], ref.precast, rtol=1e-6, atol=0,
+                               msg=lambda m: f"{case.name} T={tokens}: {m}")
     if not case.quantize:
         if fp8_got is not None:  # the output in the input dtype, rounded like the reference
             assert torch.equal(fp8_got["values"], ref.out)
@@ -290,7 +292,8 @@ def _good_inputs(tokens: int = 3) -> dict:
         (dict(positions=lambda i: i["positions"].float()), {}, TypeError, "positions: dtype"),
         (dict(positions=lambda i: i["positions"][:2]), {}, ValueError, "positions: expected shape [3]"),
         (dict(positions=lambda i: i["positions"].to("meta")), {}, ValueError, "positions: is on meta"),
-        (dict(positions=lambda i: i["positions"] + MAX_POSITION), {}, ValueError, "positions: values must lie in [0, 4096)"),
+        (dict(positions=lambda i: i["positions"] + MAX_POSITION), {}, ValueError,
+         "positions: values must lie in [0, 4096)"),
         (dict(cos_sin_cache=lambda i: i["cos_sin_cache"].double()), {}, TypeError, "cos_sin_cache: dtype"),
         (dict(cos_sin_cache=lambda i: i["cos_sin_cache"][:, :47]), {}, ValueError, "rope_dim: must be a positive even"),
         ({}, dict(rope_dim=32), ValueError, "rope_dim: 32 does not match"),

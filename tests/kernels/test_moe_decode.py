@@ -139,7 +139,7 @@ TILES = {
 
 
 @pytest.mark.interpreter
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "M%d_E%d_k%d_H%d_I%d" % s)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "M{}_E{}_k{}_H{}_I{}".format(*s))
 @pytest.mark.parametrize("tile,path", [(tile, "grouped") for tile in sorted(TILES)] + [("bm16-swap", "pairs")])
 def test_math_bf16_layer_matches_reference(shape, tile, path):
     """Whole layer against fp32 torch; a second call on the same workspace (as a graph replay
@@ -242,9 +242,11 @@ def _bad_calls():
         "workspace shape": ((x, logits, w13, w2, k), {"workspace": other_ws}, r"workspace is for .* this call needs"),
         "fp8 block shape": ((x, logits, w13.to(FP8), w2.to(FP8), k),
                             {"use_fp8_w8a8": True, "block_shape": [64, 64], "w1_scale": torch.ones(E, 1, 1),
-                             "w2_scale": torch.ones(E, 1, 1)}, r"block w1_scale must be|block_shape must be \[128, 128\]"),
+                             "w2_scale": torch.ones(E, 1, 1)},
+                            r"block w1_scale must be|block_shape must be \[128, 128\]"),
         "x fp32": ((x.float(), logits, w13, w2, k), {}, r"x must be bfloat16 or float16"),
-        "unknown path": ((x, logits, w13, w2, k), {"path": "fast"}, r"path must be one of \('auto', 'pairs', 'grouped'\), got 'fast'"),
+        "unknown path": ((x, logits, w13, w2, k), {"path": "fast"},
+                         r"path must be one of \('auto', 'pairs', 'grouped'\), got 'fast'"),
         "pairs fp8": ((x, logits, w13.to(FP8), w2.to(FP8), k),
                       {"use_fp8_w8a8": True, "w1_scale": torch.ones(E), "w2_scale": torch.ones(E), "path": "pairs"},
                       r"path='pairs' is bf16/fp16 only"),
@@ -264,7 +266,8 @@ def test_bad_input_gets_one_line_error(case):
 
 def test_softmax_topk_errors_name_the_function():
     _compile_side()
-    with pytest.raises(ValueError, match=r"^softmax_topk: top_k must be an int in \[1, 4\] \(the number of experts\), got 5$"):
+    with pytest.raises(ValueError,
+                       match=r"^softmax_topk: top_k must be an int in \[1, 4\] \(the number of experts\), got 5$"):
         softmax_topk(torch.randn(3, 4), 5)
     with pytest.raises(ValueError, match=r"^softmax_topk: router_logits needs a contiguous expert dimension"):
         softmax_topk(torch.randn(4, 3).t(), 2)
@@ -378,7 +381,8 @@ def test_real_sm90_compile_of_each_path(path):
     down_ptx = [p for p in gemm_ptx if "ld.volatile" in p]
     assert route_ptx and len(down_ptx) == 1, "route kernel and down GEMM (the two with arrival counters)"
     for ptx in route_ptx + down_ptx:
-        assert re.search(r"atom\.global\.(gpu\.acq_rel|acq_rel\.gpu)\.add\.u32", ptx), "arrival atomic is not gpu-scope acq_rel"
+        assert re.search(r"atom\.global\.(gpu\.acq_rel|acq_rel\.gpu)\.add\.u32", ptx), \
+            "arrival atomic is not gpu-scope acq_rel"
         assert re.search(r"\bbar(rier)?\.sync", ptx)
     if tile.swap_ab:
         for ptx in gemm_ptx:
@@ -526,7 +530,8 @@ def test_cuda_graph_replays_follow_new_inputs(M, path):
     x, logits, w13, w2 = _layer(M, E, k, H, I, gen, "cuda")
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     out = torch.empty_like(x)
-    fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out, path=path)  # compile outside capture
+    # compile outside capture
+    fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out, path=path)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):

@@ -33,10 +33,10 @@ def test_upstream_set_is_the_same_source_without_demotion_lists() -> None:
     assert [r.split(":")[0] for r in removed] == ["k", "j"]
     assert new.splitlines()[5:7] == source.splitlines()[5:7]  # the def and body lines are untouched
 
-    moe, rope, removed = load_kernel_set("upstream")
+    _moe, rope, removed = load_kernel_set("upstream")
     assert rope.inv_rope_fp8_kernel.do_not_specialize == []
     assert "inv_rope_fp8_kernel: do_not_specialize=[\"num_tokens\"]" in removed
-    fixed_moe, fixed_rope, _ = load_kernel_set("fixed")
+    _fixed_moe, fixed_rope, _ = load_kernel_set("fixed")
     assert fixed_rope.inv_rope_fp8_kernel.do_not_specialize == ["num_tokens"]
     # Same kernel body: Triton reads the transformed source through linecache.
     assert rope.inv_rope_fp8_kernel.src == fixed_rope.inv_rope_fp8_kernel.src

@@ -1,8 +1,8 @@
 """examples/tp_moe under `jitguard run --offline -- torchrun --nproc-per-node 2`: per-rank reporting.
 
 Two ranks (gloo on CPU with the compile-only sm_90 backend; or, marker `gpu`, NCCL on two GPUs)
-each run the MoE layer over its own token-count stream, once with the stock kernels (do_not_specialize lists stripped) and once with the fixed
-ones. The merged report (`jitguard report DIR --json`) must put every compile on the right rank
+each run the MoE layer over its own token-count stream, once with the stock kernels (do_not_specialize lists stripped)
+and once with the fixed ones. The merged report (`jitguard report DIR --json`) must put every compile on the right rank
 and process, show the stock kernels compiling different variants on the two ranks, and the fixed
 kernels compiling the same variant per tile config on both.
 

@@ -9,8 +9,8 @@ import triton.language as tl
 
 import jitguard
 from jitguard import triton_compat
-from jitguard.tuning_recorder import record_tunings
 from jitguard.bucketed_autotune import BucketError, bucket_value
+from jitguard.tuning_recorder import record_tunings
 
 TOKEN_COUNTS = range(1, 65)
 
@@ -149,7 +149,8 @@ def test_other_arguments_behave_as_in_the_installed_triton(extra):
 
 
 @pytest.mark.skipif(triton_compat.VERSION < (3, 3),
-                    reason="Triton 3.2's interpreter cannot run any autotuned kernel (Config passes num_buffers_warp_spec)")
+                    reason="Triton 3.2's interpreter cannot run any autotuned kernel "
+                           "(Config passes num_buffers_warp_spec)")
 def test_outputs_equal_triton_autotune_under_the_interpreter(monkeypatch):
     def fake_bench(fn, quantiles=None, **kwargs):
         fn()

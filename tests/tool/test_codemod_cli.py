@@ -115,7 +115,8 @@ def test_fix_from_scan_json_round_trip(tree: Path) -> None:
     assert scan.exit_code == 1  # num_tokens is a warning
     payload = json.loads(scan.stdout)
     assert payload["files"] == 2
-    assert {"rule": "JG101", "param": "num_tokens", "advice": "do_not_specialize"}.items() <= payload["findings"][0].items()
+    expected = {"rule": "JG101", "param": "num_tokens", "advice": "do_not_specialize"}
+    assert expected.items() <= payload["findings"][0].items()
     (tree / "scan.json").write_text(scan.stdout)
     fixed = _run(fix_command, ["--from", tree / "scan.json", tree / "pkg"])
     assert fixed.exit_code == 0, fixed.output
@@ -344,7 +345,8 @@ def test_runtime_report_drives_the_fix_end_to_end(tmp_path: Path) -> None:
     (tmp_path / "report.json").write_text(report.stdout)
     result = _run(fix_command, ["--from", tmp_path / "report.json", kernel_file])
     assert result.exit_code == 0, result.output
-    assert kernel_file.read_text() == ROWS_KERNEL.replace("@triton.jit", '@triton.jit(do_not_specialize=["num_tokens"])')
+    fixed = ROWS_KERNEL.replace("@triton.jit", '@triton.jit(do_not_specialize=["num_tokens"])')
+    assert kernel_file.read_text() == fixed
     assert _variants_over_token_counts(kernel_file) == 1
 
 

@@ -797,7 +797,8 @@ def test_second_run_changes_nothing(before: str, kernel: str, requests: list, af
 def test_crlf_and_non_ascii_bytes_around_the_decorator_are_kept() -> None:
     source = "# café ☕\r\nimport triton\r\n@triton.jit\r\ndef add(x_ptr, n):  # ünïcode\r\n    pass\r\n".encode()
     outcome = fix_source(source, _plan(source, "add", [("n", DNS)]))
-    expected = "# café ☕\r\nimport triton\r\n@triton.jit(do_not_specialize=[\"n\"])\r\ndef add(x_ptr, n):  # ünïcode\r\n    pass\r\n"
+    expected = ("# café ☕\r\nimport triton\r\n@triton.jit(do_not_specialize=[\"n\"])\r\n"
+                "def add(x_ptr, n):  # ünïcode\r\n    pass\r\n")
     assert outcome.source.decode() == expected
 
 

@@ -66,7 +66,8 @@ SOURCE_FORMS = [
         # C3 A9 is "é" in UTF-8 and "Ã©" in latin-1: byte offsets differ between the two readings.
         "latin-1-cookie-bytes-that-also-read-as-utf-8",
         (LATIN1_COOKIE + "import triton\n@triton.jit(debug=False)  # Ã©\ndef k(x_ptr, n):  # Ã©\n    pass\n")
-        .encode("latin-1").replace(b"@triton.jit(debug=False)  # \xc3\xa9", b"@triton.jit(  # \xc3\xa9\n    debug=False)"),
+        .encode("latin-1")
+        .replace(b"@triton.jit(debug=False)  # \xc3\xa9", b"@triton.jit(  # \xc3\xa9\n    debug=False)"),
         (LATIN1_COOKIE + 'import triton\n@triton.jit(  # Ã©\n    debug=False,\n    do_not_specialize=["n"])\n'
          "def k(x_ptr, n):  # Ã©\n    pass\n").encode("latin-1"),
     ),
@@ -74,7 +75,8 @@ SOURCE_FORMS = [
         "cp1252-cookie-curly-quotes-in-a-comment",
         ("# coding: cp1252\nimport triton\n@triton.jit(\n    debug=False,  # \u201cfast\u201d\n)\ndef k(x_ptr, n):\n"
          "    pass\n").encode("cp1252"),
-        ('# coding: cp1252\nimport triton\n@triton.jit(\n    debug=False,  # \u201cfast\u201d\n    do_not_specialize=["n"],\n)\n'
+        ('# coding: cp1252\nimport triton\n@triton.jit(\n    debug=False,  # \u201cfast\u201d\n'
+         '    do_not_specialize=["n"],\n)\n'
          "def k(x_ptr, n):\n    pass\n").encode("cp1252"),
     ),
     (
@@ -125,11 +127,14 @@ def test_diff_of_a_latin_1_file_shows_its_text(tmp_path: Path) -> None:
 
 # (id, source, the reason on the one error line)
 REFUSED_SOURCES = [
-    ("unknown-codec-in-the-cookie", b"# coding: no-such-codec\nimport triton\n@triton.jit\ndef k(x_ptr, n):\n    pass\n",
+    ("unknown-codec-in-the-cookie",
+     b"# coding: no-such-codec\nimport triton\n@triton.jit\ndef k(x_ptr, n):\n    pass\n",
      "bad encoding declaration (unknown encoding: no-such-codec)"),
-    ("byte-the-cookie-codec-cannot-read", b"# coding: cp1252\nimport triton\n@triton.jit\ndef k(x_ptr, n):  # \x81\n    pass\n",
+    ("byte-the-cookie-codec-cannot-read",
+     b"# coding: cp1252\nimport triton\n@triton.jit\ndef k(x_ptr, n):  # \x81\n    pass\n",
      "not valid cp1252 (its coding cookie)"),
-    ("no-cookie-and-not-utf-8", b"import triton\n@triton.jit\ndef k(x_ptr, n):  # caf\xe9\n    pass\n", "not UTF-8 (byte"),
+    ("no-cookie-and-not-utf-8", b"import triton\n@triton.jit\ndef k(x_ptr, n):  # caf\xe9\n    pass\n",
+     "not UTF-8 (byte"),
 ]
 
 
@@ -314,7 +319,8 @@ def test_signal_stops_between_files_and_says_which_were_written(tmp_path: Path, 
     assert f"{a}:5: a: do_not_specialize += n" in result.stdout
     assert str(b) not in result.stdout and str(c) not in result.stdout
     name = signal.Signals(signum).name
-    assert f"not written: {b}\nnot written: {c}\nStopped by {name}: 1 file written, 2 not written (run fix again to finish)." in result.stderr
+    assert (f"not written: {b}\nnot written: {c}\n"
+            f"Stopped by {name}: 1 file written, 2 not written (run fix again to finish).") in result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -228,7 +228,7 @@ def test_scan_case(body: str, expected: set[tuple[str, str | None]]) -> None:
 
 
 def test_folded_causes_are_listed_in_one_message() -> None:
-    body = dict((case[0], case[1]) for case in CASES)["one-finding-per-parameter"]
+    body = {case[0]: case[1] for case in CASES}["one-finding-per-parameter"]
     (finding,) = scan_source(_source(body), "k.py")[0]
     assert finding.also == ("JG109",)
     assert "re-benchmarks all 1 configs" in finding.message and "do_not_specialize" in finding.message
@@ -271,7 +271,9 @@ SPELLINGS = [
 
 
 @pytest.mark.parametrize(("statement", "form", "bound", "span_text"), SPELLINGS, ids=[s[0] for s in SPELLINGS])
-def test_call_forms_record_the_jit_call_for_fix(statement: str, form: str, bound: tuple[str, ...], span_text: str) -> None:
+def test_call_forms_record_the_jit_call_for_fix(
+    statement: str, form: str, bound: tuple[str, ...], span_text: str
+) -> None:
     source = _source(f"def _k(x_ptr, n):\n    pass\n{statement}\n")
     (kernel,) = find_kernels(source)
     assert (kernel.name, kernel.form, kernel.bound_as) == ("_k", form, bound)

@@ -123,7 +123,8 @@ def test_bad_settings_are_one_error_line(project: Path, pyproject: str | None, a
 def test_text_lines_carry_a_column_and_the_summary_goes_to_stderr(project: Path) -> None:
     result = _run(["src/ops.py"])
     assert result.stdout.splitlines() == [
-        "src/ops.py:5:14: JG101 [token-count-specialized] k.num_tokens: " + result.stdout.split("k.num_tokens: ", 1)[1].strip()
+        "src/ops.py:5:14: JG101 [token-count-specialized] k.num_tokens: "
+        + result.stdout.split("k.num_tokens: ", 1)[1].strip()
     ]
     assert "1 warning, 1 info in 1 kernel; 1 file scanned" in result.stderr
     quiet = _run(["--quiet", "src/ops.py"])
@@ -145,7 +146,8 @@ def test_json_alias_and_format_agree(project: Path) -> None:
     named = json.loads(_run(["--output-format", "json", "src/ops.py"]).stdout)
     for payload in (alias, named):
         (finding,) = [f for f in payload["findings"] if f["rule"] == "JG101"]
-        assert (finding["file"], finding["line"], finding["column"], finding["param"]) == ("src/ops.py", 5, 14, "num_tokens")
+        where = (finding["file"], finding["line"], finding["column"], finding["param"])
+        assert where == ("src/ops.py", 5, 14, "num_tokens")
     assert alias["findings"] == named["findings"]
 
 

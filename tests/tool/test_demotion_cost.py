@@ -172,7 +172,7 @@ def test_recorded_compile_events_are_signatures():
 
 
 UNKNOWN_CASES = [
-    ("script-kernel", f"__main__:mask_bound_kernel", "n_elements", "do_not_specialize", [_variant("div16")],
+    ("script-kernel", "__main__:mask_bound_kernel", "n_elements", "do_not_specialize", [_variant("div16")],
      "never runs scripts"),
     ("no-such-module", "no_such_module_xyz:kernel", "n_elements", "do_not_specialize", [_variant("div16")],
      "import no_such_module_xyz"),

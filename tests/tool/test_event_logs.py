@@ -227,7 +227,7 @@ def test_a_directory_named_like_a_log_is_an_unreadable_file(tmp_path: Path) -> N
 
 def test_no_readable_log_at_all_is_an_input_error_naming_them(tmp_path: Path) -> None:
     (tmp_path / "node1-99.ndjson").mkdir()
-    with pytest.raises(LogInputError, match="cannot read any log: .*node1-99.ndjson"):
+    with pytest.raises(LogInputError, match=r"cannot read any log: .*node1-99.ndjson"):
         load_logs(tmp_path)
     result = CliRunner().invoke(report_command, [str(tmp_path)])
     assert result.exit_code == 2 and "node1-99.ndjson" in result.output

@@ -22,7 +22,8 @@ def i32(spec, value):
     (ParamSpec("int", "i32", "plain"), "int32 not divisible by 16"),
     (ParamSpec("int", "i64", "off", observed=2**31), "int64 (not specialized), value 2147483648"),
     (ParamSpec("ptr", "*bf16", "aligned16"), "pointer to bf16, 16-byte aligned"),
-    (ParamSpec("ptr", "*bf16", "unaligned", observed={"align": 2}), "pointer to bf16, not 16-byte aligned (address % 16 = 2)"),
+    (ParamSpec("ptr", "*bf16", "unaligned", observed={"align": 2}),
+     "pointer to bf16, not 16-byte aligned (address % 16 = 2)"),
     (ParamSpec("constexpr", "constexpr", value=128), "constexpr 128"),
     (ParamSpec("none"), "None"),
     (ParamSpec("float", "fp32"), "fp32"),
@@ -69,7 +70,8 @@ def test_log_line_is_grepable_and_carries_the_fix():
     assert line.startswith("[jitguard] recompile fused_moe_kernel#3 (")
     assert "412 ms, called from " in line
     assert line.endswith('num_valid_tokens: int32 divisible by 16 -> int32, value 17; '
-                         'EM: int32 divisible by 16 -> int32, value 33; fix: do_not_specialize=["num_valid_tokens", "EM"]')
+                         'EM: int32 divisible by 16 -> int32, value 33; '
+                         'fix: do_not_specialize=["num_valid_tokens", "EM"]')
 
 
 def test_explain_imports_no_triton():

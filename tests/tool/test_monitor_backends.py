@@ -7,7 +7,6 @@ import torch
 
 import jitguard
 from jitguard import triton_compat
-
 from tests import kernels_for_tests as k
 
 

@@ -10,7 +10,6 @@ import torch
 import jitguard
 from jitguard import monitor, triton_compat
 from jitguard.argv_redaction import redact_argv
-
 from tests import kernels_for_tests as k
 
 

@@ -16,15 +16,14 @@ import json
 import os
 import socket
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 import torch
 
 import jitguard
 from jitguard import monitor, ndjson_sink, triton_compat
-
 from tests import kernels_for_tests as k
 
 
@@ -95,12 +94,16 @@ def _read_only_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pyt
     return str(where), "Permission denied"
 
 
-def _parent_is_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> tuple[str, str]:
+def _parent_is_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> tuple[str, str]:
     (tmp_path / "not-a-dir").write_text("")
     return str(tmp_path / "not-a-dir" / "logs"), "Not a directory"
 
 
-def _full_filesystem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> tuple[str, str]:
+def _full_filesystem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> tuple[str, str]:
     where = tmp_path / "full"
     if _mount_tmpfs(where, "size=16k", request):
         try:
@@ -115,7 +118,9 @@ def _full_filesystem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: p
     return str(where), "No space left on device"
 
 
-def _planted_symlink(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> tuple[str, str]:
+def _planted_symlink(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> tuple[str, str]:
     where = tmp_path / "shared"
     where.mkdir()
     (tmp_path / "attacker.txt").write_text("")

@@ -78,7 +78,8 @@ def keys_only(tmp_path_factory, monkeypatch):
 
 
 def test_new_variant_after_warmup_fails_listing_cause_call_site_and_fix(monkeypatch):
-    monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # paths print relative to it
+    # paths print relative to the repository root
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     with pytest.raises(RecompileError) as failure:
         with jitguard.no_recompiles(warmup=1):
             add(16)
@@ -192,7 +193,7 @@ def test_manual_warmup_calls_may_compile_and_do_not_count():
         add(16)
         add(17)
     assert len(guard.compiles) == 2 and not guard.new_variants
-    assert guard.calls == {c: 2 for c in guard.calls}
+    assert guard.calls == dict.fromkeys(guard.calls, 2)
 
 
 def test_warmup_zero_failure_explains_isolation():
@@ -254,7 +255,7 @@ def test_calls_from_another_thread_count():
 
 
 def test_usable_as_a_decorator_and_after_importing_the_submodule():
-    import jitguard.recompile_guard  # noqa: F401 - the implementing module may be imported first
+    import jitguard.recompile_guard  # the implementing module may be imported first
 
     @jitguard.no_recompiles(warmup=1)
     def decode_steps(sizes):

@@ -13,7 +13,6 @@ import triton.language as tl
 
 import jitguard
 from jitguard import triton_compat
-
 from tests import kernels_for_tests as k
 
 
@@ -76,7 +75,7 @@ def test_a_keys_only_stub_kept_by_someone_else_refuses_to_run_after_its_context(
         cache(x, y, 3, BLOCK=4096)
         cache(x, y, 5, BLOCK=4096)  # the stub, launched inside its context: fine
     stub = cache.compiled[(False, False, 4096)]
-    with pytest.raises(RuntimeError, match="keys-only stub made by jitguard.offline\\(compile=False\\) after that "
+    with pytest.raises(RuntimeError, match=r"keys-only stub made by jitguard.offline\(compile=False\) after that "
                                            "context closed") as raised:
         if launch == "kernel.run(...)":
             stub.run(1, 1, 1, 0, None, (), None, None, None, x, y, 5)
@@ -108,7 +107,8 @@ def test_import_jitguard_imports_neither_torch_nor_triton():
 
 
 def test_jitguard_offline_env_activates_for_the_process():
-    code = ("import os, torch, jitguard.offline_backend as o; assert o.activate_from_env(os.environ['JITGUARD_OFFLINE']);"
+    code = ("import os, torch, jitguard.offline_backend as o; "
+            "assert o.activate_from_env(os.environ['JITGUARD_OFFLINE']);"
             "from tests.kernels_for_tests import add_one_kernel as kern;"
             "c = kern[(1,)](torch.zeros(8), torch.zeros(8), 3, BLOCK=32); print(c.asm['ptx'].count('sm_90'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -16,7 +16,8 @@ PTX_CASES = [
     ("cp-async-4", "\tcp.async.ca.shared.global [ %r97 + 0 ], [ %rd21 + 0 ], 4, %r98;", {4: 1}, {}, {}),
     ("tensor-cores", "\twgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%f1}, %rd1, %rd2, 1, 1, 1, 0, 1;\n"
                      "\tmma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f1}, {%r1}, {%r2}, {%f1};\n"
-                     "\tcp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2, %r3}], [%r4];",
+                     "\tcp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                     "[%r1], [%rd1, {%r2, %r3}], [%r4];",
      {}, {}, {"wgmma": 1, "mma": 1, "tma": 1}),
     ("not-instructions", ".visible .entry k(\n\t.param .u64 .ptr .global .align 1 k_param_0\n)\n{\n$L__BB0_1:\n"
                          "\t// ld.global.v4.b32 in a comment\n}", {}, {}, {"instructions": 0}),
@@ -63,7 +64,8 @@ def test_resource_usage_from_cuobjdump():
 
 
 COMPARE_CASES = [
-    ("narrowed", CodeFacts(loads={16: 2}), CodeFacts(loads={4: 8}), ["2 of 2 128-bit loads become 32-bit (2 -> 8 loads)"]),
+    ("narrowed", CodeFacts(loads={16: 2}), CodeFacts(loads={4: 8}),
+     ["2 of 2 128-bit loads become 32-bit (2 -> 8 loads)"]),
     ("partly-narrowed", CodeFacts(loads={16: 6}), CodeFacts(loads={16: 4, 2: 16}),
      ["2 of 6 128-bit loads become 16-bit (6 -> 20 loads)"]),
     ("same", CodeFacts(loads={16: 2}, instructions=40), CodeFacts(loads={16: 2}, instructions=44), []),

@@ -139,7 +139,8 @@ EXERCISE = textwrap.dedent('''
     check("CompileEvent", lambda c: c(kernel="k").kernel)
     check("ParamSpec", lambda c: c("int", "i32", "div16").spec)
     check("explain_recompile", lambda f: [(c.param, c.before, c.after) for c in f(
-        {"n": jitguard.ParamSpec("int", "i32", "plain")}, {}, [({"n": jitguard.ParamSpec("int", "i32", "div16")}, {})])])
+        {"n": jitguard.ParamSpec("int", "i32", "plain")}, {},
+        [({"n": jitguard.ParamSpec("int", "i32", "div16")}, {})])])
     check("__version__", lambda v: isinstance(v, str))
     check("uninstall", lambda f: (f(), running())[1])
     missing = set(jitguard.__all__) - set(results)
@@ -151,11 +152,13 @@ EXERCISE = textwrap.dedent('''
 EXPECTED = {
     "set_process_info": "api-test", "install": True, "mark_serving": "serving", "mark_warmup": "warmup",
     "watch": 1, "offline": "OfflineCudaDriver",
-    "no_recompiles": "Expected no new Triton variants after warm-up (the first call of each kernel), but 1 was compiled:",
+    "no_recompiles": ("Expected no new Triton variants after warm-up (the first call of each kernel), "
+                      "but 1 was compiled:"),
     "sweep": 3,
     "assert_max_variants": "Expected at most 1 variant of api_kernel over the sweep of 3 values, but 3 were compiled:",
     "warmup": ["compiled"], "Recorder": [], "RecompileError": True, "RecompileWarning": True, "CompileEvent": "k",
-    "ParamSpec": "div16", "explain_recompile": [["n", "int32 divisible by 16", "int32 not divisible by 16"]], "__version__": True,
+    "ParamSpec": "div16", "explain_recompile": [["n", "int32 divisible by 16", "int32 not divisible by 16"]],
+    "__version__": True,
     "uninstall": None, "autotune": {"n": "pow2"},
 }
 

@@ -36,7 +36,8 @@ DNS = Cause("n", "int32 divisible by 16", "int32, value 17", "do_not_specialize"
             "n took the value 1 and other values: do_not_specialize compiles one variant for all of them")
 ALIGN = Cause("s", "int32 divisible by 16", "int32, value 20", "do_not_specialize_on_alignment", "s flips")
 SPLIT = Cause("s", "int32, value 20", "int32 divisible by 16", "do_not_specialize_on_alignment", "s flips")
-DTYPE = Cause("x", "pointer to fp16, 16-byte aligned", "pointer to bf16, 16-byte aligned", "expected", "x changed dtype")
+DTYPE = Cause("x", "pointer to fp16, 16-byte aligned", "pointer to bf16, 16-byte aligned", "expected",
+              "x changed dtype")
 INT64 = Cause("m", "int32, value 7", "int64, value 2147483664", "int64", "m crossed 2**31")
 
 EVENTS = [

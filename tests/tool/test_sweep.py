@@ -57,7 +57,8 @@ def both(n):
 @pytest.fixture(autouse=True)
 def keys_only(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "triton-cache"))
-    monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # call sites print relative
+    # call sites print relative to the repository root
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     with jitguard.offline(compile=False):
         yield
 

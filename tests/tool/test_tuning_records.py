@@ -9,10 +9,16 @@ import triton.language as tl
 
 import jitguard
 from jitguard.autotune_pretune import pretune
-from jitguard.tuning_recorder import record_tunings
-from jitguard.tuning_records import (TuningRecord, format_autotune_summary, format_tuning_line, remedy_lines,
-                                     suggested_bucket, summarize_tunings)
 from jitguard.events import to_json_line
+from jitguard.tuning_recorder import record_tunings
+from jitguard.tuning_records import (
+    TuningRecord,
+    format_autotune_summary,
+    format_tuning_line,
+    remedy_lines,
+    suggested_bucket,
+    summarize_tunings,
+)
 
 TOKEN_COUNTS = range(1, 65)
 
@@ -39,8 +45,8 @@ def launcher(kernel):
     return launch
 
 
-PLAIN = lambda: triton.autotune(configs(), key=["num_tokens", "hidden"])  # noqa: E731
-POW2 = lambda: jitguard.autotune(configs(), key=["num_tokens", "hidden"], bucket={"num_tokens": "pow2"})  # noqa: E731
+PLAIN = lambda: triton.autotune(configs(), key=["num_tokens", "hidden"])
+POW2 = lambda: jitguard.autotune(configs(), key=["num_tokens", "hidden"], bucket={"num_tokens": "pow2"})
 
 
 def test_a_record_per_tuning_with_key_values_buckets_and_place():

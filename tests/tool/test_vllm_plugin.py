@@ -6,7 +6,8 @@ coverage). Here a small program plays vLLM's part: an API server process that sp
 through the `vllm.general_plugins` entry point, once per process (a fork inherits "loaded", as in
 vLLM). Each worker module lives at vLLM's path (vllm/v1/worker/gpu_worker.py) and compiles real
 kernels with the offline backend during `compile_or_warm_up_model()` and after it. The API server imports Triton before
-plugins load (as vLLM does); the engine core loads plugins first. A chaining post-compile hook plays vLLM's own `--jit-monitor-mode` hook, installed at the end of warm-up.
+plugins load (as vLLM does); the engine core loads plugins first. A chaining post-compile hook plays vLLM's own
+`--jit-monitor-mode` hook, installed at the end of warm-up.
 """
 
 from __future__ import annotations
