@@ -347,6 +347,19 @@ def all_kernel_caches(jit_fn: JITFunction) -> list[dict]:
     return list(jit_fn.cache.values())
 
 
+def forget_compiled_variants(jit_fn: JITFunction) -> None:
+    """Empty a kernel's in-memory caches on every device (3.5+ also its key cache), so its next
+    launches compile (or hit the disk cache) again and fire the compile hooks."""
+    if hasattr(jit_fn, "device_caches"):
+        for entry in jit_fn.device_caches.values():
+            for cache in entry[:2]:
+                if isinstance(cache, dict):
+                    cache.clear()
+        return
+    for cache in jit_fn.cache.values():
+        cache.clear()
+
+
 def registered_kernel(module_name: str, name: str) -> JITFunction | None:
     """A kernel Triton's registry knows by module and name (3.5+: `module:qualname` of every kernel
     defined so far, those defined inside functions included); None when unknown or before 3.5."""

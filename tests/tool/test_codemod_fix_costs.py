@@ -15,6 +15,7 @@ import torch
 from click.testing import CliRunner
 
 import jitguard
+from jitguard import triton_compat
 from jitguard.codemod.commands import fix_command
 from jitguard.report_command import report_command
 from tests import kernels_for_tests as k
@@ -32,6 +33,8 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("costs")
     logs = root / "logs"
     x, y = torch.zeros(64 * 32), torch.zeros(64 * 32)
+    for kernel in (k.add_one_kernel, k.sum_rows_kernel):  # other tests in this worker may have compiled them
+        triton_compat.forget_compiled_variants(kernel)
     with jitguard.offline(compile=True), jitguard.watch(dir=str(logs)):
         for n in (16, 17, 1):
             k.add_one_kernel[(1,)](x, y, n, BLOCK=1024)
