@@ -62,7 +62,8 @@ def test_no_cost_leaves_the_report_unpriced(run_logs: Path) -> None:
     report = json.loads(result.stdout)
     assert all("cost" not in info for entry in report["kernels"] for info in entry["params"].values())
     assert {entry["name"]: entry["fix"] for entry in report["kernels"]} == {
-        "scale_elements_kernel": 'do_not_specialize=["n_elements"]', "sum_rows_kernel": 'do_not_specialize=["num_rows"]'}
+        "scale_elements_kernel": 'do_not_specialize=["n_elements"]',
+        "sum_rows_kernel": 'do_not_specialize=["num_rows"]'}
 
 
 def test_a_kernel_that_cannot_be_imported_is_unknown_with_the_reason(tmp_path: Path) -> None:
