@@ -18,10 +18,12 @@ This module imports neither Triton nor torch.
 
 from __future__ import annotations
 
+import errno
 import glob
 import json
 import math
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -194,13 +196,19 @@ def _cause(index: int, data: Any) -> Cause:
     return Cause(values["param"], values["before"], values["after"], advice, message)
 
 
+def _json_scalars(value: Any) -> bool:
+    """An object whose values are strings, ints, bools, None or finite floats (no NaN reaches a report)."""
+    return isinstance(value, dict) and all(
+        v is None or isinstance(v, (str, int)) or (isinstance(v, float) and math.isfinite(v)) for v in value.values())
+
+
 _TUNING_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "kernel": (lambda v: isinstance(v, str), "a string"),
     "file": (lambda v: isinstance(v, str), "a string"),
     "line": (_is_int, "an integer"),
     "call_site": (lambda v: isinstance(v, str), "a string"),
-    "key": (lambda v: isinstance(v, dict), "an object"),
-    "bucketed_key": (lambda v: isinstance(v, dict), "an object"),
+    "key": (lambda v: _json_scalars(v), "an object of numbers and strings"),
+    "bucketed_key": (lambda v: _json_scalars(v), "an object of numbers and strings"),
     "bucket": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), "an object of strings"),
     "dtypes": (lambda v: isinstance(v, list), "a list"),
     "configs_timed": (lambda v: _is_int(v) and v >= 0, "a count"),
@@ -321,7 +329,18 @@ def _host_pid_from_name(path: str) -> tuple[str, int]:
 def _read_records(path: str, skipped: list[SkippedLine]) -> list[tuple[int, dict]]:
     """(line number, JSON object) for each line of one file; a line that is not one goes to `skipped`."""
     records: list[tuple[int, dict]] = []
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    # Never follow a link planted in a shared log directory, never block on a FIFO: a log is a
+    # regular file or it is named as unreadable.
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "a symbolic link (not followed)") from exc
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file")
+    with os.fdopen(fd, encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, start=1):
             line = line.strip()
             if not line:

@@ -25,7 +25,11 @@ def warmup_plan_command(report: str, output: str) -> None:
     if not plan["kernels"]:
         click.echo(f"jitguard warmup-plan: {report}: no compiles recorded, nothing to plan", err=True)
         sys.exit(2)
-    text = json.dumps(plan, indent=1, default=repr)
+    try:
+        text = json.dumps(plan, indent=1, default=repr, allow_nan=False)  # a plan is strict JSON
+    except ValueError as exc:
+        click.echo(f"jitguard warmup-plan: {report}: a recorded value is not JSON ({exc})", err=True)
+        sys.exit(2)
     if output == "-":
         click.echo(text)
     else:

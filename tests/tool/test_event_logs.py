@@ -292,3 +292,28 @@ def test_secrets_in_an_old_log_do_not_reach_any_report(tmp_path: Path) -> None:
         assert "SECRET-" not in output
     assert report["processes"][0]["argv"] == ["python", "serve.py", "--api-key", "***", "--db",
                                               "postgres://u:***@h/db", "HF_TOKEN=***"]
+
+
+def test_a_fifo_or_a_planted_link_in_a_log_dir_is_named_never_read(tmp_path: Path) -> None:
+    """A FIFO would block the report forever; a link could point anywhere: both are named unreadable."""
+    good = tmp_path / "node1-20.ndjson"
+    good.write_text(json.dumps({"type": "process", "pid": 20, "ppid": 1, "argv": ["serve.py"]}) + "\n")
+    os.mkfifo(tmp_path / "node1-21.ndjson")
+    secret = tmp_path.parent / "elsewhere.txt"
+    secret.write_text("not a log\n")
+    (tmp_path / "node1-22.ndjson").symlink_to(secret)
+    logs = load_logs(tmp_path)
+    assert [p.pid for p in logs.processes] == [20]
+    assert dict((os.path.basename(f), e) for f, e in logs.unreadable) == {
+        "node1-21.ndjson": "not a regular file", "node1-22.ndjson": "a symbolic link (not followed)"}
+
+
+@pytest.mark.parametrize("field", ["key", "bucketed_key"])
+def test_a_tuning_key_value_that_is_not_json_finite_is_skipped(tmp_path: Path, field: str) -> None:
+    record = {"type": "tuning", "kernel": "k", "file": "k.py", "line": 3, "key": {"n": 5}, "bucketed_key": {"n": 8},
+              "configs_timed": 2, "tuning_s": 0.1, "phase": "warmup", "time": 1.0, "pid": 20}
+    record[field] = {"n": float("nan")}
+    (tmp_path / "node1-20.ndjson").write_text(json.dumps(record) + "\n")
+    logs = load_logs(tmp_path)
+    assert logs.tunings == []
+    assert logs.skipped[0].reason.startswith(f"{field} is ")
