@@ -304,7 +304,7 @@ def test_a_fifo_or_a_planted_link_in_a_log_dir_is_named_never_read(tmp_path: Pat
     (tmp_path / "node1-22.ndjson").symlink_to(secret)
     logs = load_logs(tmp_path)
     assert [p.pid for p in logs.processes] == [20]
-    assert dict((os.path.basename(f), e) for f, e in logs.unreadable) == {
+    assert {os.path.basename(f): e for f, e in logs.unreadable} == {
         "node1-21.ndjson": "not a regular file", "node1-22.ndjson": "a symbolic link (not followed)"}
 
 
