@@ -26,7 +26,7 @@ MASK = "***"
 _SECRET_WORDS = frozenset({
     "token", "secret", "password", "passwd", "passphrase", "pass", "pw", "pwd", "key", "apikey", "credential",
     "credentials", "auth", "authorization", "bearer", "jwt", "cookie", "sas", "signature", "private",
-    "session", "sessionid",
+    "session", "sessionid", "sig",  # sig: a URL's shared-access signature (?sig=...)
 })
 # A secret word beside one of these names something that is not itself a secret.
 _HARMLESS_WORDS = frozenset({
@@ -34,7 +34,7 @@ _HARMLESS_WORDS = frozenset({
     "max", "min", "num", "count", "budget", "limit", "size", "len", "length", "per", "batch", "batched", "heads",
     # where a secret lives, or how it is checked: --token-file, --auth-url, --auth-type
     "file", "path", "dir", "url", "uri", "host", "port", "type", "mode", "method", "algorithm", "header",
-    "name", "env", "id", "cache",
+    "name", "env", "id", "cache", "version", "jar",  # --sas-version 1, --cookie-jar FILE
 })
 # A flag with one of these words switches something on or off and takes no value.
 _BOOLEAN_WORDS = frozenset({"disable", "enable", "no", "skip", "use", "allow", "require", "trust", "insecure",
@@ -43,7 +43,7 @@ _BOOLEAN_WORDS = frozenset({"disable", "enable", "no", "skip", "use", "allow", "
 _SECRET_SHORT_FLAGS = frozenset({"p"})
 
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@\s:?#]*)(?::(?P<password>[^/@\s?#]*))?@")
-_URL_QUERY_PAIR = re.compile(r"(?P<sep>[?&;])(?P<name>[^=&#;\s]+)=(?P<value>[^&#;\s]*)")
+_URL_QUERY_PAIR = re.compile(r"(?P<sep>[?&;#])(?P<name>[^=&#;\s]+)=(?P<value>[^&#;\s]*)")
 _HEADER = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_-]*)\s*:\s*(?P<value>.+)$", re.DOTALL)
 _SCHEME_VALUE = re.compile(r"^(?P<scheme>Bearer|Basic|Token|Digest|Negotiate|Bot)\s+\S", re.IGNORECASE)
 # A credential on its own ("Bearer abc.def"): one word after the scheme, so prose ("Basic usage") stays.

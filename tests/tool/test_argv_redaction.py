@@ -30,7 +30,9 @@ MASKED = [
     (["https://TOKEN@github.com/org/repo"], ["https://***@github.com/org/repo"]),
     (["redis://:secret@cache:6379/0"], ["redis://:***@cache:6379/0"]),
     (["https://h/x?token=abc&n=1"], ["https://h/x?token=***&n=1"]),
-    (["https://h/x?sig=1&api_key=abc"], ["https://h/x?sig=1&api_key=***"]),
+    (["https://h/x?page=1&api_key=abc"], ["https://h/x?page=1&api_key=***"]),
+    (["https://acct.blob.core/c/b?sv=2024&sig=SECRET"], ["https://acct.blob.core/c/b?sv=2024&sig=***"]),  # Azure SAS
+    (["https://h/cb#access_token=SECRET&state=1"], ["https://h/cb#access_token=***&state=1"]),  # OAuth fragment
     (["-H", "Authorization: Bearer X"], ["-H", "Authorization: Bearer ***"]),
     (["--header", "Authorization: Basic dXNlcjpwdw=="], ["--header", "Authorization: Basic ***"]),
     (["--header=Authorization: Bearer X"], ["--header=Authorization: Bearer ***"]),
@@ -51,6 +53,8 @@ MASKED = [
 
 KEPT = [
     ["--max-num-batched-tokens", "8192"],
+    ["--cookie-jar", "/tmp/cookies.txt"],
+    ["--sas-version", "2024-05-04"],
     ["--max-tokens", "128"],
     ["--num-tokens=64"],
     ["--token-budget", "512"],
