@@ -105,8 +105,10 @@ def print_run_report(log_dir: str, stream: Any = None) -> None:
     stream = stream or sys.stderr
     try:
         report = build_report(log_dir)
-    except ReportInputError:
-        stream.write(f"[jitguard] no process imported Triton (no logs in {log_dir})\n")
+    except ReportInputError as exc:
+        # No log at all: nothing imported Triton, or no process could write here (each said so above).
+        stream.write(f"[jitguard] no report: {exc} (no process imported Triton, or none could write its log "
+                     "there: see the warnings above)\n")
         return
     stream.write("\n" + format_text(report))
     stream.write(f"[jitguard] logs: {log_dir}  (jitguard report {log_dir} --json > report.json)\n")
