@@ -22,6 +22,7 @@ import libcst as cst
 
 from jitguard.bucketed_autotune import BucketError, parse_strategy
 from jitguard.codemod.kernels import TritonKernel
+from jitguard.codemod.sequence_edits import append_args, append_elements
 
 #: A bucket request travels through `fix`'s plan as option `bucket:STRATEGY` (e.g. `bucket:pow2`).
 BUCKET_PREFIX = "bucket:"
@@ -88,14 +89,12 @@ def _entries(bucket: Mapping[str, str], quote: str) -> list[cst.DictElement]:
 
 
 def _merge_into(value: cst.BaseExpression, bucket: Mapping[str, str], quote: str) -> cst.Dict:
-    from jitguard.codemod.fix import _append  # one home for "append in the container's layout"
-
     if not isinstance(value, cst.Dict):
         raise MigrationError("its bucket= is not a literal dict; add the names by hand")
     new = _entries(bucket, quote)
     if not value.elements:
         return value.with_changes(elements=new)
-    elements, tail = _append(  # type: ignore[misc]  # DictElement has the same `comma` as Element
+    elements, tail = append_elements(
         value.elements, [item.with_changes(comma=cst.MaybeSentinel.DEFAULT) for item in new],
         value.lbrace.whitespace_after, value.rbrace.whitespace_before,
     )
@@ -119,10 +118,8 @@ def _key_position(args: Sequence[cst.Arg]) -> int | None:
 def _insert_after(args: list[cst.Arg], position: int, new: cst.Arg,
                   opening: cst.BaseParenthesizableWhitespace) -> list[cst.Arg]:
     """`args` with `new` right after `args[position]`, laid out as the call is (one line or one per line)."""
-    from jitguard.codemod.fix import _append_args  # one home for "append an argument in the call's layout"
-
     if position == len(args) - 1:
-        return _append_args(args, [new], opening)
+        return append_args(args, [new], opening)
     anchor = args[position]
     comma = anchor.comma if isinstance(anchor.comma, cst.Comma) else cst.Comma(
         whitespace_after=cst.SimpleWhitespace(" "))

@@ -20,7 +20,7 @@ import io
 import tokenize
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeGuard, TypeVar, cast
+from typing import cast
 
 import libcst as cst
 
@@ -34,6 +34,7 @@ from jitguard.codemod.autotune_migration import (
     plan_buckets,
 )
 from jitguard.codemod.kernels import DEMOTION_OPTIONS, DemotionList, TritonKernel, find_kernels
+from jitguard.codemod.sequence_edits import NO_SPACE, append_args, append_elements
 from jitguard.codemod.source_text import UTF8_ENCODINGS, declared_encoding
 
 #: (kernel name, `def` line) -> [(parameter, option)], the plan for one file.
@@ -69,106 +70,13 @@ class FixOutcome:
         return any(change.added for change in self.changes)
 
 
-_Element = TypeVar("_Element", cst.Element, cst.Arg)
-
-
-def _plain_whitespace(whitespace: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:
-    """The same line break and indent, without a comment (a copied comment would duplicate it)."""
-    if isinstance(whitespace, cst.ParenthesizedWhitespace):
-        return cst.ParenthesizedWhitespace(
-            first_line=cst.TrailingWhitespace(),
-            empty_lines=[],
-            indent=whitespace.indent,
-            last_line=whitespace.last_line,
-        )
-    return whitespace
-
-
-def _has_comment(whitespace: object) -> TypeGuard[cst.ParenthesizedWhitespace]:
-    return isinstance(whitespace, cst.ParenthesizedWhitespace) and whitespace.first_line.comment is not None
-
-
-def _without_line_comment(whitespace: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:
-    """`whitespace` less the comment ending its first line; comment lines below it and the bracket's indent stay."""
-    if _has_comment(whitespace):
-        newline = whitespace.first_line.newline
-        return whitespace.with_changes(first_line=cst.TrailingWhitespace(newline=newline))
-    return whitespace
-
-
-_NO_SPACE = cst.SimpleWhitespace("")
-
-
-def _append(
-    elements: Sequence[_Element],
-    new: list[_Element],
-    opening: cst.BaseParenthesizableWhitespace,
-    tail: cst.BaseParenthesizableWhitespace = _NO_SPACE,
-) -> tuple[list[_Element], cst.BaseParenthesizableWhitespace]:
-    """`elements + new`, with separators that follow the existing layout (one line or one per line).
-
-    `tail` is everything between the last element (and its trailing comma, if any) and the closing
-    bracket; `elements` must not hold it. Returns the elements and the new tail. When the new
-    elements go on lines of their own, a comment ending the old last line stays on that line
-    after the comma added there, and comment lines just above the bracket stay last. On one line,
-    the new elements go before the tail, comment included.
-    """
-    if not elements:
-        separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        return [item.with_changes(comma=separator) for item in new[:-1]] + [new[-1]], tail
-    last = elements[-1]
-    if len(elements) >= 2 and isinstance(elements[-2].comma, cst.Comma):
-        previous = elements[-2].comma
-        separator = previous.with_changes(whitespace_after=_plain_whitespace(previous.whitespace_after))
-    elif isinstance(opening, cst.ParenthesizedWhitespace):
-        separator = cst.Comma(whitespace_after=_plain_whitespace(opening))
-    else:
-        separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    last_separator = separator
-    new_tail = tail
-    line_break = separator.whitespace_after
-    if isinstance(line_break, cst.ParenthesizedWhitespace) and _has_comment(tail):
-        last_separator = separator.with_changes(
-            whitespace_after=line_break.with_changes(first_line=tail.first_line)
-        )
-        new_tail = _without_line_comment(tail)
-    if isinstance(last.comma, cst.Comma):  # keep the spacing the user put before their comma
-        last_separator = last_separator.with_changes(whitespace_before=last.comma.whitespace_before)
-    head: list[_Element] = list(elements[:-1])
-    head.append(last.with_changes(comma=last_separator))
-    body: list[_Element] = [item.with_changes(comma=separator) for item in new[:-1]]
-    return head + body + [new[-1].with_changes(comma=last.comma)], new_tail
-
-
-def _append_args(
-    args: Sequence[cst.Arg], new: list[cst.Arg], opening: cst.BaseParenthesizableWhitespace
-) -> list[cst.Arg]:
-    """`_append` for call arguments, whose tail sits in the last argument, not in the `)`."""
-    if not args:
-        return _append(args, new, opening)[0]
-    last = args[-1]
-    if isinstance(last.comma, cst.Comma):
-        tail = last.comma.whitespace_after
-        last = last.with_changes(comma=last.comma.with_changes(whitespace_after=_NO_SPACE))
-    else:
-        tail = last.whitespace_after_arg
-        last = last.with_changes(whitespace_after_arg=_NO_SPACE)
-    joined, tail = _append([*args[:-1], last], new, opening, tail)
-    end = joined[-1]
-    if isinstance(end.comma, cst.Comma):
-        end = end.with_changes(comma=end.comma.with_changes(whitespace_after=tail))
-    else:
-        end = end.with_changes(whitespace_after_arg=tail)
-    return [*joined[:-1], end]
-
-
 def _string(name: str, quote: str) -> cst.SimpleString:
     return cst.SimpleString(f"{quote}{name}{quote}")
 
 
 def _option_arg(option: str, names: list[str], quote: str) -> cst.Arg:
     none: list[cst.Element] = []
-    elements, _ = _append(none, [cst.Element(_string(name, quote)) for name in names], _NO_SPACE)
+    elements, _ = append_elements(none, [cst.Element(_string(name, quote)) for name in names], NO_SPACE)
     return cst.Arg(
         keyword=cst.Name(option),
         value=cst.List(elements),
@@ -182,14 +90,16 @@ def _extend_sequence(value: cst.BaseExpression, names: list[str], quote: str) ->
     if isinstance(value, cst.List):
         # A literal list (DemotionList.literal) holds no starred element: each is a cst.Element
         literal = cast(Sequence[cst.Element], value.elements)
-        elements, tail = _append(literal, new, value.lbracket.whitespace_after, value.rbracket.whitespace_before)
+        elements, tail = append_elements(
+            literal, new, value.lbracket.whitespace_after, value.rbracket.whitespace_before
+        )
         return value.with_changes(elements=elements, rbracket=value.rbracket.with_changes(whitespace_before=tail))
     if not isinstance(value, cst.Tuple) or not value.lpar:
         # kernels.py's `DemotionList.literal` is the one judge of "literal list"; `plan_for_kernel`
         # refuses the others, so reaching here is a disagreement between the two trees: a bug.
         raise FixError("is not a list or parenthesized tuple that fix can extend")
     literal = cast(Sequence[cst.Element], value.elements)  # literal: no starred element, as for the list above
-    elements, tail = _append(literal, new, value.lpar[0].whitespace_after, value.rpar[0].whitespace_before)
+    elements, tail = append_elements(literal, new, value.lpar[0].whitespace_after, value.rpar[0].whitespace_before)
     value = value.with_changes(rpar=[value.rpar[0].with_changes(whitespace_before=tail), *value.rpar[1:]])
     if len(elements) == 1:  # ("a",) is a tuple only with its comma
         elements[0] = elements[0].with_changes(comma=cst.Comma())
@@ -217,7 +127,7 @@ def add_demotions(
         return decorator
     if not isinstance(decorator, cst.Call):
         args = [_option_arg(option, wanted[option], quote) for option in DEMOTION_OPTIONS if option in wanted]
-        return cst.Call(func=decorator, args=_append([], args, _NO_SPACE)[0])
+        return cst.Call(func=decorator, args=append_elements([], args, NO_SPACE)[0])
     args = list(decorator.args)
     missing: list[cst.Arg] = []
     for option in DEMOTION_OPTIONS:
@@ -233,7 +143,7 @@ def add_demotions(
         else:
             missing.append(_option_arg(option, wanted[option], quote))
     if missing:
-        args = _append_args(args, missing, decorator.whitespace_before_args)
+        args = append_args(args, missing, decorator.whitespace_before_args)
     return decorator.with_changes(args=args)
 
 

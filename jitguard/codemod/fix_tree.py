@@ -36,7 +36,7 @@ class KernelSite:
     line: int
     first_line: int
     end_line: int
-    # The kernel found there (syntax trees dropped): `TritonKernel.matches` judges names, `bound_as` included.
+    # The kernel found there (syntax trees dropped): its `bound_as` names are names of the site too.
     kernel: TritonKernel | None = field(default=None, compare=False, repr=False)
 
 
@@ -112,12 +112,6 @@ def definition_pattern(demotions: Sequence[Demotion]) -> bytes:
     return rb"\bdef[ \t]+(?:" + alternatives + rb")\b|\b(?:" + alternatives + rb")[ \t]*=(?!=)"
 
 
-def _matches(spec: str, site: KernelSite) -> bool:
-    if site.kernel is not None:
-        return site.kernel.matches(spec)
-    return spec in (site.name, site.qualname) or site.qualname.endswith("." + spec)
-
-
 def _shared_tail(a: Path, b: Path) -> int:
     count = 0
     for left, right in zip(reversed(a.parts), reversed(b.parts)):
@@ -127,19 +121,72 @@ def _shared_tail(a: Path, b: Path) -> int:
     return count
 
 
+def _names_for(site: KernelSite) -> set[str]:
+    """Every spec that names `site` (as `TritonKernel.matches` judges): its names, the names it is
+    bound to, and each dotted tail of its qualname (`Class.kernel`, `kernel`)."""
+    names = {site.name, site.qualname}
+    if site.kernel is not None:
+        names.update(site.kernel.bound_as)
+    # `qualname.endswith("." + spec)` holds exactly for the text after each dot.
+    names.update(site.qualname[index + 1:] for index, char in enumerate(site.qualname) if char == ".")
+    return names
+
+
+class KernelSites:
+    """The sites of a tree, indexed once by every name a request may use, so each request is a lookup.
+
+    Matching every site per request made `fix` quadratic in the number of kernels (4000 kernels: 16
+    million name checks); here a request is one lookup by name and, when many files define that
+    name, one more by resolved path (each path resolves once).
+    """
+
+    def __init__(self, sites: Sequence[KernelSite]) -> None:
+        self._by_name: dict[str, list[KernelSite]] = defaultdict(list)
+        for site in sites:
+            for name in _names_for(site):
+                self._by_name[name].append(site)  # sites stay in survey order within each name
+        self._resolved: dict[Path, Path] = {}
+        # name -> resolved path parts -> its sites, built for a name the first time a file must pick among them
+        self._by_file: dict[str, dict[tuple[str, ...], list[KernelSite]]] = {}
+
+    def _resolve(self, path: Path) -> Path:
+        resolved = self._resolved.get(path)
+        if resolved is None:
+            resolved = self._resolved[path] = path.resolve()
+        return resolved
+
+    def _in_file(self, spec: str, candidates: list[KernelSite]) -> dict[tuple[str, ...], list[KernelSite]]:
+        """`candidates` (all the sites `spec` names) by their resolved path, so same-named kernels in
+        many files cost one lookup per request, not one path comparison per file."""
+        by_file = self._by_file.get(spec)
+        if by_file is None:
+            by_file = self._by_file[spec] = defaultdict(list)
+            for site in candidates:
+                by_file[self._resolve(site.path).parts].append(site)
+        return by_file
+
+    def choose(self, demotion: Demotion) -> list[KernelSite]:
+        """The kernels a request means: same name; then the best file-path match; then the line."""
+        candidates = self._by_name.get(demotion.kernel, [])
+        if demotion.file and len(candidates) > 1:
+            wanted = Path(demotion.file)
+            exact = self._in_file(demotion.kernel, candidates).get(wanted.parts) if wanted.is_absolute() else None
+            if exact:
+                candidates = exact  # an absolute path shares its whole tail with itself alone: the best score
+            else:
+                scores = [_shared_tail(wanted, self._resolve(site.path)) for site in candidates]
+                best = max(scores)
+                if best > 0:
+                    candidates = [site for site, score in zip(candidates, scores) if score == best]
+        if demotion.line is not None and len(candidates) > 1:
+            around = [site for site in candidates if site.first_line <= demotion.line <= site.end_line]
+            candidates = around or candidates
+        return list(candidates)  # a copy: callers never reach the index's own lists
+
+
 def choose_sites(demotion: Demotion, sites: Sequence[KernelSite]) -> list[KernelSite]:
-    """The kernels a request means: same name; then the best file-path match; then the line."""
-    candidates = [site for site in sites if _matches(demotion.kernel, site)]
-    if demotion.file and len(candidates) > 1:
-        wanted = Path(demotion.file)
-        scores = [_shared_tail(wanted, site.path.resolve()) for site in candidates]
-        best = max(scores)
-        if best > 0:
-            candidates = [site for site, score in zip(candidates, scores) if score == best]
-    if demotion.line is not None and len(candidates) > 1:
-        around = [site for site in candidates if site.first_line <= demotion.line <= site.end_line]
-        candidates = around or candidates
-    return candidates
+    """The kernels a request means, among `sites` (one request; many requests share a `KernelSites`)."""
+    return KernelSites(sites).choose(demotion)
 
 
 @dataclass
@@ -198,19 +245,24 @@ def fix_paths(
         sites.extend(survey.kernels)
         digests[survey.path] = survey.digest
     plans: dict[Path, dict[tuple[str, int], list[tuple[str, str]]]] = defaultdict(lambda: defaultdict(list))
+    index = KernelSites(sites)
+    # Sets beside the lists keep the "once each" checks constant-time when many requests miss.
+    errors_seen, warnings_seen = set(run.errors), set(run.warnings)
     for demotion in demotions:
-        chosen = choose_sites(demotion, sites)
+        chosen = index.choose(demotion)
         if not chosen:
             where = f" (reported at {demotion.file}:{demotion.line})" if demotion.file else ""
             line = f"{demotion.origin}: kernel `{demotion.kernel}`{where} not found under the given paths"
-            if line not in run.errors:
+            if line not in errors_seen:
+                errors_seen.add(line)
                 run.errors.append(line)
             continue
         if len(chosen) > 1 and demotion.origin in ("--param", "--bucket"):
             names = ", ".join(f"{site.path}:{site.line}" for site in chosen)
             line = (f"{demotion.origin} {demotion.kernel}:{demotion.param} matches {len(chosen)} kernels ({names}); "
                     "name one as Class.kernel or pass its file alone")
-            if line not in run.warnings:
+            if line not in warnings_seen:
+                warnings_seen.add(line)
                 run.warnings.append(line)
         for site in chosen:
             request = (demotion.param, demotion.option)

@@ -5,6 +5,8 @@ token count to `jitguard.autotune(..., bucket=...)` (issue 15): only the autotun
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -158,3 +160,25 @@ def test_report_autotune_entry_drives_the_migration(tmp_path: Path) -> None:
         '@triton.autotune(configs=C, key=["num_tokens", "hidden"])',
         '@jitguard.autotune(configs=C, key=["num_tokens", "hidden"], bucket={"num_tokens": "pow2"})',
     ).replace(IMPORTS, IMPORTS + "import jitguard\n")
+
+
+def test_migration_runs_without_the_decorator_rewrite() -> None:
+    """The migration and `fix` share their append edits through jitguard.codemod.sequence_edits, so
+    the migration neither imports `fix` (which imports it: a circle) nor reaches into its privates."""
+    code = textwrap.dedent("""
+        import sys
+        import libcst as cst
+        from jitguard.codemod.autotune_migration import migrate_autotune
+        calls = ['triton.autotune(configs=C, key=["n", "d"])',
+                 'jitguard.autotune(configs=C, key=["n", "d"], bucket={"n": "pow2"})']
+        for text in calls:
+            print(cst.Module([]).code_for_node(migrate_autotune(cst.parse_expression(text), {"d": "pow2"}, '"')))
+        print('jitguard.codemod.fix' in sys.modules)
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        'jitguard.autotune(configs=C, key=["n", "d"], bucket={"d": "pow2"})',
+        'jitguard.autotune(configs=C, key=["n", "d"], bucket={"n": "pow2", "d": "pow2"})',
+        "False",
+    ]
