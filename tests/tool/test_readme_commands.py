@@ -28,6 +28,8 @@ def normalized(text: str) -> str:
     text = re.sub(r"\d+\.\d+( s)?\b", r"N\1", text)
     # the compile ms column of a compile summary row: `  kernel  variants  compile ms  causes  fix`
     text = re.sub(r"^(\s+\w+\s+\d+\s+)\d+(\s{2,}\S)", r"\1N\2", text)
+    # a price's detail (instruction and register counts) depends on the Triton version; its verdict does not
+    text = re.sub(r"^(\s*price: \w+: \w+) \(.*\)$", r"\1", text)
     return re.sub(r"(?<=\S)\s{2,}", "  ", text)  # table padding follows the widest number
 
 
