@@ -10,21 +10,12 @@ import textwrap
 from pathlib import Path
 
 from jitguard.launcher import BOOTSTRAP_DIR, child_environment
+from tests.tool.test_run_launcher import TINY_KERNEL
 
 REPO = Path(__file__).resolve().parents[2]
 
-KERNEL = textwrap.dedent("""
-    import triton, triton.language as tl
-
-    class DevicePointer:
-        dtype = "float32"
-        def data_ptr(self):
-            return 1 << 20
-
-    @triton.jit
-    def tiny_kernel(x_ptr, n, BLOCK: tl.constexpr):
-        offs = tl.arange(0, BLOCK)
-        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+# test_run_launcher's tiny kernel, plus a launcher the bootstrapped processes call.
+KERNEL = TINY_KERNEL + textwrap.dedent("""
 
     def launch(n):
         tiny_kernel[(1,)](DevicePointer(), n, BLOCK=16)
