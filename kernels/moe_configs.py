@@ -167,3 +167,18 @@ def select_tile_configs(
         if max_m is None or num_tokens <= max_m:
             return cfgs
     return rows[-1][1]
+
+
+# Decode-layer rows (``moe_decode``, M <= 64) where its GEMMs want other tiles than ``fused_moe``'s:
+# its gate_up also quantizes the intermediate for block scales, its down GEMM reduces the top-k
+# rows itself. Written by ``benchmarks/tune_moe_decode.py`` from an H200 run; a class or an M with
+# no row here takes TILE_TABLE's.
+DECODE_TILE_TABLE: dict[tuple[str, str], list[tuple[int, MoeTileConfigs]]] = {}
+
+
+def select_decode_tile_configs(num_tokens: int, num_experts: int, precision: str = "bf16") -> MoeTileConfigs:
+    """The decode layer's tiles for ``num_tokens`` tokens: DECODE_TILE_TABLE's row, else TILE_TABLE's."""
+    for max_m, cfgs in DECODE_TILE_TABLE.get(shape_class(num_experts, precision), []):
+        if num_tokens <= max_m:
+            return cfgs
+    return select_tile_configs(num_tokens, num_experts, precision)

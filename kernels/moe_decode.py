@@ -61,7 +61,7 @@ import triton.language as tl
 
 from .moe_align import max_padded_len
 from .moe_chain import fused_moe_reference
-from .moe_configs import MoeTileConfigs, select_tile_configs
+from .moe_configs import MoeTileConfigs, select_decode_tile_configs
 from .moe_gemm import (
     QUANT_BLOCK,
     QUANT_CHANNEL,
@@ -99,6 +99,7 @@ PAIRS_LAUNCHES = 2
 DECODE_PATHS = ("auto", "pairs", "grouped")
 _MAX_BLOCK_M = 64
 _MIN_BLOCK_N = 16
+_MIN_BLOCK_M = 8  # TileConfig.check's smallest tile
 _MIN_AMAX = 1e-10
 
 # Triton 3.9's interpreter returns garbage for tl.dot on bf16 operands (moe_gemm notes the same).
@@ -201,6 +202,8 @@ def moe_decode_route_kernel(
     LAUNCH_DEPENDENTS: tl.constexpr,
     WRITE_XQ: tl.constexpr = False,
     HIDDEN_POW2: tl.constexpr = 0,
+    SMALL_PAIRS: tl.constexpr = 64,
+    ALIGN_IN_REGISTERS: tl.constexpr = True,
 ):
     """Routing of token ``program_id``; the last program to finish aligns every pair.
 
@@ -260,12 +263,17 @@ def moe_decode_route_kernel(
 
     # Every thread's stores precede the release of this program's arrival.
     tl.debug_barrier()
-    arrived = tl.atomic_add(arrivals_ptr, 1, sem="acq_rel", scope="gpu")
-    if arrived == num_tokens - 1:
+    if (QUANT != 1) & (num_tokens == 1):
+        # One token: this program is the last; skipping the arrival atomic saves a round trip
+        # (per-tensor scales keep it: the tensor absmax is folded in by an atomic above).
+        is_last = num_tokens == 1
+    else:
+        arrived = tl.atomic_add(arrivals_ptr, 1, sem="acq_rel", scope="gpu")
+        is_last = arrived == num_tokens - 1
+        if is_last:
+            tl.store(arrivals_ptr, 0)
+    if is_last:
         tl.debug_barrier()
-        experts = tl.arange(0, E_POW2)
-        e_mask = experts < num_experts
-        tl.store(counts_ptr + experts, tl.zeros((E_POW2,), dtype=tl.int32), mask=e_mask)
         # padded_len is a multiple of block_m >= 8 and the workspace a multiple of 64: filling to
         # the next multiple of 16 stays inside it, and a bound the compiler knows to be a multiple
         # of 16 keeps the stores vectorized although padded_len is demoted.
@@ -276,28 +284,69 @@ def moe_decode_route_kernel(
         for f0 in range(0, num_blocks, FILL_BLOCK):
             offs = f0 + tl.arange(0, FILL_BLOCK)
             tl.store(expert_ids_ptr + offs, tl.zeros((FILL_BLOCK,), dtype=tl.int32) - 1, mask=offs < num_blocks)
-        tl.debug_barrier()
-        pairs = tl.arange(0, P_POW2)
-        valid = pairs < num_pairs
-        expert = tl.load(topk_ids_ptr + pairs, mask=valid, other=0, volatile=True)
-        # Rank of each pair among its expert's pairs (any order is a valid layout).
-        rank = tl.atomic_add(counts_ptr + expert, 1, mask=valid)
-        tl.debug_barrier()
-        counts = tl.load(counts_ptr + experts, mask=e_mask, other=0, volatile=True)
-        padded = (counts + block_m - 1) // block_m * block_m
-        ends = tl.cumsum(padded, 0)
-        tl.store(starts_ptr + experts, ends - padded, mask=e_mask)
-        tl.store(num_padded_ptr, tl.sum(padded, 0))
-        tl.debug_barrier()
-        pos = tl.load(starts_ptr + expert, mask=valid, other=0, volatile=True) + rank
-        tl.store(sorted_ids_ptr + pos, pairs, mask=valid)
-        # Each tile starts with a real pair (runs start tile-aligned): it labels the tile.
-        tl.store(expert_ids_ptr + pos // block_m, expert, mask=valid & (rank % block_m == 0))
+        few_pairs = num_pairs <= SMALL_PAIRS
+        if not ALIGN_IN_REGISTERS:
+            few_pairs = num_pairs < 0
+        if few_pairs:
+            _align_few_pairs(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, num_pairs, block_m,
+                             SMALL_PAIRS)
+        else:
+            _align_by_counters(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr,
+                               num_pairs, num_experts, block_m, E_POW2, P_POW2)
         if QUANT == 1:
             x_amax = tl.load(x_amax_ptr, volatile=True)
             tl.store(x_scale_ptr, tl.maximum(x_amax, MIN_AMAX) / FP8_MAX_C)
             tl.store(x_amax_ptr, 0.0)
-        tl.store(arrivals_ptr, 0)
+
+
+@triton.jit
+def _align_few_pairs(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, num_pairs, block_m,
+                     SMALL_PAIRS: tl.constexpr):
+    """The expert-sorted, tile-padded layout of at most SMALL_PAIRS pairs, computed in registers.
+
+    A pair's rank is the number of earlier pairs with its expert; its expert's run starts after
+    every smaller expert's tiles, and each tile is opened by the pair of rank 0, block_m, ... in
+    it. One load and the stores: no counters, no round trips through memory (the caller has
+    filled sorted_ids and expert_ids and synchronized).
+    """
+    tl.debug_barrier()
+    pairs = tl.arange(0, SMALL_PAIRS)
+    valid = pairs < num_pairs
+    expert = tl.load(topk_ids_ptr + pairs, mask=valid, other=-1, volatile=True)
+    same_before = (expert[:, None] == expert[None, :]) & (pairs[None, :] < pairs[:, None]) & valid[None, :]
+    rank = tl.sum(same_before.to(tl.int32), axis=1)
+    opens_tile = valid & (rank % block_m == 0)
+    tiles_before = tl.sum(((expert[None, :] < expert[:, None]) & opens_tile[None, :]).to(tl.int32), axis=1)
+    pos = tiles_before * block_m + rank
+    tl.store(num_padded_ptr, tl.sum(opens_tile.to(tl.int32), 0) * block_m)
+    tl.store(sorted_ids_ptr + pos, pairs, mask=valid)
+    tl.store(expert_ids_ptr + pos // block_m, expert, mask=opens_tile)
+
+
+@triton.jit
+def _align_by_counters(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr,
+                       num_pairs, num_experts, block_m, E_POW2: tl.constexpr, P_POW2: tl.constexpr):
+    """The same layout for any number of pairs, through per-expert counters in memory."""
+    experts = tl.arange(0, E_POW2)
+    e_mask = experts < num_experts
+    tl.store(counts_ptr + experts, tl.zeros((E_POW2,), dtype=tl.int32), mask=e_mask)
+    tl.debug_barrier()
+    pairs = tl.arange(0, P_POW2)
+    valid = pairs < num_pairs
+    expert = tl.load(topk_ids_ptr + pairs, mask=valid, other=0, volatile=True)
+    # Rank of each pair among its expert's pairs (any order is a valid layout).
+    rank = tl.atomic_add(counts_ptr + expert, 1, mask=valid)
+    tl.debug_barrier()
+    counts = tl.load(counts_ptr + experts, mask=e_mask, other=0, volatile=True)
+    padded = (counts + block_m - 1) // block_m * block_m
+    ends = tl.cumsum(padded, 0)
+    tl.store(starts_ptr + experts, ends - padded, mask=e_mask)
+    tl.store(num_padded_ptr, tl.sum(padded, 0))
+    tl.debug_barrier()
+    pos = tl.load(starts_ptr + expert, mask=valid, other=0, volatile=True) + rank
+    tl.store(sorted_ids_ptr + pos, pairs, mask=valid)
+    # Each tile starts with a real pair (runs start tile-aligned): it labels the tile.
+    tl.store(expert_ids_ptr + pos // block_m, expert, mask=valid & (rank % block_m == 0))
 
 
 # ---- launches 2 and 3: the grouped GEMMs ----------------------------------------------------------
@@ -311,6 +360,32 @@ def _quantize_on_load(a, scale_or_amax, SCALE_IS_AMAX: tl.constexpr, FP8_MAX_C: 
         scale = scale_or_amax
     q = tl.clamp(a.to(tl.float32) / scale, -FP8_MAX_C, FP8_MAX_C)
     return q.to(tl.float8e4nv), scale
+
+
+@triton.jit
+def _quantize_group_when_written(c_ptr, cq_ptr, amax_ptr, arrivals_ptr, pairs, pair_mask, pid_m, group, N,
+                                 stride_cm, stride_amax_m, OUT_N: tl.constexpr, GROUP: tl.constexpr,
+                                 FP8_MAX_C: tl.constexpr, MIN_AMAX: tl.constexpr):
+    """After this program's columns of ``group`` are stored: the last of the group's writers
+    (one arrival counter per token tile and group, reset by it) re-reads the group's rows, writes
+    them as e4m3 to ``cq`` and replaces the group's absmax in ``amax`` by its scale."""
+    n_groups = tl.cdiv(N, GROUP)
+    writers = tl.minimum(GROUP // OUT_N, tl.cdiv(N - group * GROUP, OUT_N))
+    # Every thread's stores and absmax updates precede the release of this program's arrival.
+    tl.debug_barrier()
+    counter = arrivals_ptr + pid_m * n_groups + group
+    arrived = tl.atomic_add(counter, 1, sem="acq_rel", scope="gpu")
+    if arrived == writers - 1:
+        tl.store(counter, 0)
+        amax = tl.load(amax_ptr + pairs * stride_amax_m + group, mask=pair_mask, other=0.0, volatile=True)
+        scale = tl.maximum(amax, MIN_AMAX) / FP8_MAX_C
+        cols = group * GROUP + tl.arange(0, GROUP)
+        mask = pair_mask[:, None] & (cols < N)[None, :]
+        offs = pairs[:, None].to(tl.int64) * stride_cm + cols[None, :]
+        v = tl.load(c_ptr + offs, mask=mask, other=0.0, volatile=True)
+        q = tl.clamp(v.to(tl.float32) / scale[:, None], -FP8_MAX_C, FP8_MAX_C).to(tl.float8e4nv)
+        tl.store(cq_ptr + offs, q, mask=mask)
+        tl.store(amax_ptr + pairs * stride_amax_m + group, scale, mask=pair_mask)
 
 
 @triton.jit(do_not_specialize=["num_pairs", "num_tokens"])
@@ -369,6 +444,9 @@ def moe_decode_gemm_kernel(
     LAUNCH_DEPENDENTS: tl.constexpr,
     WAIT_PRIOR: tl.constexpr,
     A_PREQUANT: tl.constexpr = False,
+    aq_out_ptr=None,
+    group_arrivals_ptr=None,
+    QUANT_OUT: tl.constexpr = False,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -378,6 +456,10 @@ def moe_decode_gemm_kernel(
     program of each column tile writes ``out[t] = sum_j c[t * TOP_K + j]`` for that tile.
     A is bf16/fp16; with QUANT it is quantized to e4m3 on load with scales (or absmaxes, with
     A_SCALE_IS_AMAX) from ``a_scale``: QUANT 1 one, 2 one per row, 3 one per row and K group.
+
+    QUANT_OUT (gate_up, block scales): the program that completes a token tile's 128-column group
+    writes it again as e4m3 to ``aq_out`` and turns its absmax in ``amax_out`` into the scale, so
+    the down GEMM loads FP8 A (A_PREQUANT) like the weights, pipelined, instead of quantizing it.
 
     PAIR_TILES (the two-launch path, no route launch, QUANT 0): token tile ``pid_m`` is the one
     pair ``pid_m``, whose expert the program routes itself from ``logits`` (gate_up also records
@@ -502,6 +584,10 @@ def moe_decode_gemm_kernel(
                     tl.static_assert(OUT_N <= SCALE_BLOCK_K, "gate_up output tile wider than a quantization group")
                     group = (pid_n * OUT_N) // SCALE_BLOCK_K
                     tl.atomic_max(amax_out_ptr + pairs * stride_amax_m + group, tl.max(mag, 1), mask=pair_mask)
+                    if QUANT_OUT:
+                        _quantize_group_when_written(c_ptr, aq_out_ptr, amax_out_ptr, group_arrivals_ptr, pairs,
+                                                     pair_mask, pid_m, group, N, stride_cm, stride_amax_m, OUT_N,
+                                                     SCALE_BLOCK_K, FP8_MAX_C, MIN_AMAX)
         else:
             if PAIR_TILES:
                 w = tl.where(pair_mask, pair_weight, 0.0)
@@ -558,6 +644,8 @@ class MoeDecodeWorkspace:
     inter: torch.Tensor
     pair_out: torch.Tensor
     x_q: torch.Tensor
+    inter_q: torch.Tensor
+    group_arrivals: torch.Tensor
 
     @staticmethod
     def for_layer(w13: torch.Tensor, w2: torch.Tensor, top_k: int, act_dtype: torch.dtype = torch.bfloat16,
@@ -588,6 +676,11 @@ class MoeDecodeWorkspace:
             pair_out=torch.empty((P, H), **f32),
             # x as e4m3, written by the route launch for block scales (PREQUANT_X)
             x_q=torch.empty((MAX_DECODE_TOKENS, H), dtype=torch.float8_e4m3fn, device=dev),
+            # the intermediate as e4m3, written by gate_up for block scales (QUANTIZE_INTER), and
+            # one arrival counter per (token tile, 128-column group), zero between calls
+            inter_q=torch.empty((P, I), dtype=torch.float8_e4m3fn, device=dev),
+            group_arrivals=torch.zeros(max_padded_len(P, E, _MIN_BLOCK_M) // _MIN_BLOCK_M * triton.cdiv(I, scale_group),
+                                       **i32),
         )
 
     def routing(self, num_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -611,6 +704,13 @@ _ROUTE_MAX_BLOCK_H = 8192
 # FP8 block scales: the route launch writes x as e4m3 and gate_up loads it instead of quantizing
 # on load (H200: benchmarks/results/moe_layer.md, "FP8: x quantized by the route launch").
 PREQUANT_X = True
+# Up to this many (token, expert) pairs the route launch aligns them in registers (no counters in
+# memory: three fewer round trips); a [pairs, pairs] comparison, so it stays small.
+ALIGN_IN_REGISTERS_MAX_PAIRS = 64
+ALIGN_IN_REGISTERS = True
+# FP8 block scales: gate_up also writes the intermediate as e4m3 with its scales, and the down GEMM
+# loads that (pipelined like the weights) instead of quantizing the bf16 intermediate as it loads it.
+QUANTIZE_INTER = True
 _REDUCE_ELEMENTS = 8192
 
 
@@ -684,7 +784,7 @@ def plan_fused_moe_decode(
         path = choose_decode_path(M, E, top_k, shape.fp8)
     if path == "pairs" and shape.fp8:
         raise ValueError("fused_moe_decode: path='pairs' is bf16/fp16 only; FP8 W8A8 runs on path='grouped'")
-    cfgs = tile_configs or select_tile_configs(M, E, shape.precision)
+    cfgs = tile_configs or select_decode_tile_configs(M, E, shape.precision)
     if cfgs.gate_up.block_m != cfgs.down.block_m:
         raise ValueError("fused_moe_decode: tile_configs gate_up and down must share block_m")
     cfgs.gate_up.check("fused_moe_decode gate_up tile")
@@ -710,6 +810,7 @@ def plan_fused_moe_decode(
     pair_tiles = path == "pairs"
     pdl = pdl_supported()
     prequant = PREQUANT_X and quant == QUANT_BLOCK and not pair_tiles
+    quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK and not pair_tiles
     launches: list[tuple[str, Callable[[], object]]] = []
     if not pair_tiles:
         launches.append(("route", functools.partial(
@@ -727,13 +828,14 @@ def plan_fused_moe_decode(
             else _ROUTE_BLOCK_H,
             HIDDEN_POW2=triton.next_power_of_2(H),
             FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, LAUNCH_DEPENDENTS=pdl, WRITE_XQ=prequant,
+            SMALL_PAIRS=ALIGN_IN_REGISTERS_MAX_PAIRS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS,
         )))
     inter = ws.inter[:num_pairs]
     for gemm in (1, 2):
         cfg = cfgs.gate_up if gemm == 1 else cfgs.down
         gated = gemm == 1
         out_n = I if gated else H
-        a = (ws.x_q[:M] if prequant else x) if gated else inter
+        a = (ws.x_q[:M] if prequant else x) if gated else (ws.inter_q[:num_pairs] if quant_inter else inter)
         wt = w13 if gated else w2
         ws_ = w1s if gated else w2s
         out_per_tile = cfg.block_n // 2 if gated else cfg.block_n
@@ -752,7 +854,7 @@ def plan_fused_moe_decode(
             GATED=gated,
             REDUCE=not gated,
             QUANT=quant,
-            A_SCALE_IS_AMAX=not gated,
+            A_SCALE_IS_AMAX=not gated and not quant_inter,
             AMAX_OUT=gated and quant != QUANT_NONE,
             SCALE_BLOCK_N=128,
             SCALE_BLOCK_K=128,
@@ -773,7 +875,10 @@ def plan_fused_moe_decode(
             # gate_up has none before it; its down routes before waiting).
             LAUNCH_DEPENDENTS=pdl and gated,
             WAIT_PRIOR=_wait_prior(pdl, pair_tiles, gated),
-            A_PREQUANT=prequant and gated,
+            A_PREQUANT=(prequant and gated) or (quant_inter and not gated),
+            aq_out_ptr=ws.inter_q,
+            group_arrivals_ptr=ws.group_arrivals,
+            QUANT_OUT=quant_inter and gated,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
             **({"launch_pdl": True} if pdl and not (pair_tiles and gated) else {}),

@@ -1,0 +1,382 @@
+"""H200 tuner for the decode MoE layer (issue #16): structural variants, then tiles per stage.
+
+Two parts, each on the inputs and timer of bench_moe_layer.py (CUDA graphs over rotated layer
+copies, L2 defeated, median of the replays):
+
+1. ``variants``: the whole layer and each launch alone with the module switches of
+   ``moe_decode`` off and on, side by side: ``ALIGN_IN_REGISTERS`` (the route launch aligns up to
+   64 pairs in registers, and skips its arrival atomic for one token) and ``QUANTIZE_INTER``
+   (FP8 block scales: gate_up writes the intermediate as e4m3, the down GEMM loads it);
+   our unfused chain and vLLM's two GEMMs alone as references.
+2. ``tiles``: for each M, every candidate tile of each GEMM timed alone (the other GEMM on the
+   table's tile with the same token tile), then the whole layer on the best pair against the
+   table's row. Prints the rows to paste into ``moe_configs.DECODE_TILE_TABLE``.
+
+    PYTHONPATH=$PWD python3 benchmarks/tune_moe_decode.py --vllm-file .vendor/vllm_fused_moe.py \\
+        --vllm-configs .vendor/configs --out $OUT
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+import triton
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_fused_moe as bfm
+import bench_moe_layer as bml
+
+from jitguard.kernels import moe_align, moe_configs, moe_decode, moe_quant, moe_routing
+from jitguard.kernels import moe_chain as fm
+from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
+
+REPLAYS = 60
+SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER")
+# (name, switch values): the first is the code before this round, the last the new default.
+VARIANTS = [("before", (False, False)), ("align", (True, False)), ("align+qinter", (True, True))]
+
+
+def token_tiles(M: int) -> tuple[int, ...]:
+    return (8, 16) if M <= 8 else (16, 32)
+
+
+def candidate_tiles(block_m: int) -> list[TileConfig]:
+    return [TileConfig(block_m, bn, 128, 1, 4, stages, swap)
+            for bn, stages, swap in itertools.product((32, 64, 128), (3, 5), (False, True))]
+
+
+class Layer:
+    """Rotated copies of one case's weights and a workspace."""
+
+    def __init__(self, case, l2_bytes: int):
+        self.name, self.E, self.k, self.H, self.I, self.scheme = case
+        wbytes = 1 if self.scheme else 2
+        scale = 4 * (triton.cdiv(2 * self.I, 128) * triton.cdiv(self.H, 128)
+                     + triton.cdiv(self.H, 128) * triton.cdiv(self.I, 128)) if self.scheme == "block" else 0
+        self.expert_bytes = 3 * self.H * self.I * wbytes + scale
+        self.n_layers = max(1, -(-4 * l2_bytes // (self.k * self.expert_bytes)))
+        self.layers = [bfm.make_layer(self.E, self.H, self.I, self.scheme, 1234 + i) for i in range(self.n_layers)]
+        self.ws = moe_decode.MoeDecodeWorkspace.for_layer(self.layers[0][0], self.layers[0][1], self.k,
+                                                          torch.bfloat16)
+
+    def kwargs(self, i: int) -> dict:
+        return bml.fp8_kwargs(self.scheme, self.layers[i][2], self.layers[i][3])
+
+    def plans(self, x, logits, out, path, tiles):
+        return [moe_decode.plan_fused_moe_decode(
+            x, logits, self.layers[i][0], self.layers[i][1], self.k, renormalize=True, workspace=self.ws, out=out,
+            path=path, tile_configs=tiles, **self.kwargs(i)) for i in range(self.n_layers)]
+
+    def time_plans(self, plans) -> tuple[float, list[float]]:
+        """(whole layer, each launch alone) in us; the whole layer runs first so every stage's inputs exist."""
+        def whole(layer):
+            for _, launch in plans[layer].launches:
+                launch()
+
+        t = bfm.time_graph(whole, self.n_layers, REPLAYS)
+        stages = [bfm.time_graph(lambda layer, st=st: plans[layer].launches[st][1](), self.n_layers, REPLAYS)
+                  for st in range(len(plans[0].launches))]
+        return t, stages
+
+
+def set_switches(values) -> None:
+    for name, value in zip(SWITCHES, values):
+        setattr(moe_decode, name, value)
+
+
+def inputs(layer: Layer, M: int):
+    g = torch.Generator(device="cuda").manual_seed(M)
+    x = torch.randn(M, layer.H, device="cuda", dtype=torch.bfloat16, generator=g)
+    logits = torch.randn(M, layer.E, device="cuda", dtype=torch.float32, generator=g)
+    return x, logits
+
+
+def reference(layer: Layer, x, logits):
+    fp8 = {"quantize_activations": True} if layer.scheme else {}
+    return moe_decode.fused_moe_decode_reference(x, logits, layer.layers[0][0], layer.layers[0][1], layer.k,
+                                                 renormalize=True, **layer.kwargs(0), **fp8)
+
+
+def floor_us(layer: Layer, M: int, logits, bw_read: float) -> float:
+    _, ids = moe_routing.softmax_topk_reference(logits, layer.k, True)
+    e_act = int(torch.unique(ids).numel())
+    return (e_act * layer.expert_bytes + 2 * M * layer.H * 2 + M * layer.E * 4) / bw_read / 1e3
+
+
+def variants_part(layer: Layer, ms, vllm, configs_dir, bw_read, log) -> list[str]:
+    lines = []
+    for M in ms:
+        x, logits = inputs(layer, M)
+        ref = reference(layer, x, logits)
+        fl = floor_us(layer, M, logits, bw_read)
+        out = torch.empty_like(x)
+        cells = []
+        for name, values in VARIANTS:
+            set_switches(values)
+            out.fill_(float("nan"))
+            moe_decode.fused_moe_decode(x, logits, layer.layers[0][0], layer.layers[0][1], layer.k, renormalize=True,
+                                        workspace=layer.ws, out=out, **layer.kwargs(0))
+            err = bml.rel(out, ref)
+            t, stages = layer.time_plans(layer.plans(x, logits, out, "auto", None))
+            cells.append(f"{t:.1f} ({t / fl:.2f}x) {'/'.join(f'{s:.1f}' for s in stages)} err {err:.1e}")
+            log({"part": "variants", "case": layer.name, "M": M, "variant": name, "us": t, "stages": stages,
+                 "err": err, "floor_us": fl})
+        set_switches(VARIANTS[-1][1])
+
+        def unfused(i):
+            tw, ti = moe_routing.softmax_topk(logits, layer.k, True)
+            fm.fused_moe(x, layer.layers[i][0], layer.layers[i][1], tw, ti, out=out, **layer.kwargs(i))
+
+        un = bfm.time_graph(unfused, layer.n_layers, REPLAYS)
+        vg = float("nan")
+        if vllm is not None:
+            vg = vllm_gemms_us(layer, M, x, logits, vllm, configs_dir)
+        log({"part": "variants", "case": layer.name, "M": M, "unfused_us": un, "vllm_gemms_us": vg})
+        line = (f"| {layer.name} | {M} | {fl:.1f} | " + " | ".join(cells)
+                + f" | {un:.1f} ({un / fl:.2f}x) | {vg:.1f} ({vg / fl:.2f}x) |")
+        print(line, flush=True)
+        lines.append(line)
+    return lines
+
+
+def vllm_gemms_us(layer: Layer, M: int, x, logits, vllm, configs_dir) -> float:
+    """vLLM's two GEMM launches alone on prepared inputs (bench_moe_layer's 'vLLM GEMMs only')."""
+    E, k, H, I, scheme = layer.E, layer.k, layer.H, layer.I, layer.scheme
+    ref_w, ref_ids = moe_routing.softmax_topk_reference(logits, k, True)
+    vcfg, _ = bfm.vllm_config(configs_dir, E, I, scheme, M, vllm)
+    routing = moe_align.moe_align_block_size(ref_ids, E, vcfg["BLOCK_SIZE_M"])
+    act_mode = {"tensor": "tensor", "channel": "row", "block": "group"}.get(scheme)
+    a1, a1s = moe_quant.quantize_fp8(x, act_mode) if scheme else (x, None)
+    v1 = torch.empty(M * k, 2 * I, device="cuda", dtype=torch.bfloat16)
+    v2 = torch.empty(M * k, H, device="cuda", dtype=torch.bfloat16)
+    inter = torch.randn(M * k, I, device="cuda", dtype=torch.bfloat16)
+    a2, a2s = moe_quant.quantize_fp8(inter, act_mode) if scheme else (inter, None)
+    flat_w = ref_w.reshape(-1).contiguous()
+
+    def vgemms(i):
+        lw13, lw2, ls13, ls2 = layer.layers[i]
+        bfm.launch_vllm_gemm(vllm, a1, lw13, v1, a1s, ls13, None, routing, k, vcfg, scheme, False)
+        bfm.launch_vllm_gemm(vllm, a2, lw2, v2, a2s, ls2, flat_w, routing, 1, vcfg, scheme, True)
+
+    return bfm.time_graph(vgemms, layer.n_layers, REPLAYS)
+
+
+def tiles_part(layer: Layer, ms, path: str, bw_read, log, deadline: float) -> list[str]:
+    lines = []
+    precision = {"block": "fp8-block", None: "bf16"}.get(layer.scheme, "fp8")
+    for M in ms:
+        if time.time() > deadline:
+            print(f"# time budget spent: {layer.name} M >= {M} not tuned", flush=True)
+            break
+        x, logits = inputs(layer, M)
+        ref = reference(layer, x, logits)
+        fl = floor_us(layer, M, logits, bw_read)
+        out = torch.empty_like(x)
+        table = moe_configs.select_decode_tile_configs(M, layer.E, precision)
+        t_table, st_table = layer.time_plans(layer.plans(x, logits, out, path, table))
+        best: dict[str, tuple[float, TileConfig]] = {}
+        for bm in token_tiles(M):
+            for stage in ("gate_up", "down"):
+                for tile in candidate_tiles(bm):
+                    other = TileConfig(bm, *_rest(table.down if stage == "gate_up" else table.gate_up))
+                    tiles = MoeTileConfigs(tile, other) if stage == "gate_up" else MoeTileConfigs(other, tile)
+                    try:
+                        plans = layer.plans(x, logits, out, path, tiles)
+                        names = [n for n, _ in plans[0].launches]
+                        # Earlier stages run once so this stage's inputs exist for these tiles.
+                        for _, launch in plans[0].launches:
+                            launch()
+                        st = names.index(stage)
+                        us = bfm.time_graph(lambda i, st=st, plans=plans: plans[i].launches[st][1](),
+                                            layer.n_layers, REPLAYS)
+                    except Exception as exc:  # a tile this Triton cannot compile: skipped, named
+                        print(f"# {layer.name} M={M} {stage} {tile}: {type(exc).__name__}: {exc}"[:300], flush=True)
+                        continue
+                    log({"part": "tiles", "case": layer.name, "M": M, "path": path, "stage": stage,
+                         "tile": tile.__dict__, "us": us})
+                    if stage not in best or us < best[stage][0]:
+                        best[stage] = (us, tile)
+        if "gate_up" not in best or "down" not in best:
+            continue
+        gu, dn = best["gate_up"][1], best["down"][1]
+        if gu.block_m != dn.block_m:
+            # The two GEMMs share the token tile: keep the faster stage's and its best partner.
+            gu, dn = _same_block_m(best, layer, M, path, x, logits, out)
+        chosen = MoeTileConfigs(gu, dn)
+        out.fill_(float("nan"))
+        for _, launch in layer.plans(x, logits, out, path, chosen)[0].launches:
+            launch()
+        err = bml.rel(out, ref)
+        t_best, st_best = layer.time_plans(layer.plans(x, logits, out, path, chosen))
+        log({"part": "tiles", "case": layer.name, "M": M, "path": path, "table_us": t_table, "table_stages": st_table,
+             "best_us": t_best, "best_stages": st_best, "gate_up": gu.__dict__, "down": dn.__dict__, "err": err})
+        line = (f"| {layer.name} | {path} | {M} | {fl:.1f} | {t_table:.1f} {'/'.join(f'{s:.1f}' for s in st_table)} "
+                f"| {t_best:.1f} {'/'.join(f'{s:.1f}' for s in st_best)} | {_fmt(gu)} | {_fmt(dn)} | {err:.1e} |")
+        print(line, flush=True)
+        lines.append(line)
+    return lines
+
+
+def _rest(tile: TileConfig) -> tuple:
+    return (tile.block_n, tile.block_k, tile.group_m, tile.num_warps, tile.num_stages, tile.swap_ab)
+
+
+def _fmt(t: TileConfig) -> str:
+    return f"_t({t.block_m}, {t.block_n}, {t.block_k}, {t.group_m}, {t.num_warps}, {t.num_stages}, {t.swap_ab})"
+
+
+_STAGE_TIMES: dict = {}
+
+
+def _same_block_m(best, layer, M, path, x, logits, out):
+    """Best (gate_up, down) pair that shares one token tile, from the logged stage times."""
+    fastest = {}
+    for (case, m, p, stage, tile), us in _STAGE_TIMES.items():
+        if (case, m, p) == (layer.name, M, path):
+            key = (stage, tile.block_m)
+            if key not in fastest or us < fastest[key][0]:
+                fastest[key] = (us, tile)
+    pairs = [(fastest[("gate_up", bm)][0] + fastest[("down", bm)][0], fastest[("gate_up", bm)][1],
+              fastest[("down", bm)][1])
+             for bm in token_tiles(M) if ("gate_up", bm) in fastest and ("down", bm) in fastest]
+    _, gu, dn = min(pairs, key=lambda p: p[0])
+    return gu, dn
+
+
+def sweep_jobs(tile_cases, tile_ms, bf16_ms) -> list[tuple[str, str, int, MoeTileConfigs]]:
+    """Every (case, path, M, tiles) the tile part launches, for compiling ahead in parallel."""
+    jobs = []
+    for name in tile_cases:
+        case = bfm.CASES[name]
+        E, scheme = case[1], case[5]
+        precision = {"block": "fp8-block", None: "bf16"}.get(scheme, "fp8")
+        path, ms = ("pairs", bf16_ms) if scheme is None else ("grouped", tile_ms)
+        for M in ms:
+            table = moe_configs.select_decode_tile_configs(M, E, precision)
+            jobs.append((name, path, M, table))
+            for bm in token_tiles(M):
+                for tile in candidate_tiles(bm):
+                    jobs.append((name, path, M, MoeTileConfigs(tile, TileConfig(bm, *_rest(table.down)))))
+                    jobs.append((name, path, M, MoeTileConfigs(TileConfig(bm, *_rest(table.gate_up)), tile)))
+    return jobs
+
+
+def compile_slice(jobs) -> None:
+    """Compile the given launches for sm_90 with jitguard's offline backend (no GPU, CPU tensors):
+    the binaries land in Triton's on-disk cache, where the GPU run finds them."""
+    import jitguard
+
+    seen = set()
+    for name, path, M, tiles in jobs:
+        key = (name, path, tiles)
+        if key in seen:
+            continue
+        seen.add(key)
+        _, E, k, H, I, scheme = bfm.CASES[name]
+        wdtype = torch.float8_e4m3fn if scheme else torch.bfloat16
+        w13, w2 = torch.empty(E, 2 * I, H, dtype=wdtype), torch.empty(E, H, I, dtype=wdtype)
+        kw = {}
+        if scheme == "block":
+            kw = {"use_fp8_w8a8": True, "block_shape": [128, 128],
+                  "w1_scale": torch.ones(E, triton.cdiv(2 * I, 128), triton.cdiv(H, 128)),
+                  "w2_scale": torch.ones(E, triton.cdiv(H, 128), triton.cdiv(I, 128))}
+        try:
+            with jitguard.offline(compile=True):
+                moe_decode.fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k,
+                                            renormalize=True, path=path, tile_configs=tiles, **kw)
+        except Exception as exc:
+            print(f"# precompile {name} {tiles}: {type(exc).__name__}: {exc}"[:300], flush=True)
+
+
+def precompile(jobs, workers: int) -> None:
+    import subprocess
+
+    started = time.time()
+    procs = [subprocess.Popen([sys.executable, __file__, "--compile-slice", f"{i}/{workers}"] + sys.argv[1:])
+             for i in range(workers)]
+    for proc in procs:
+        proc.wait()
+    print(f"# precompiled {len(jobs)} launches in {workers} processes: {time.time() - started:.0f} s", flush=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--vllm-file")
+    p.add_argument("--vllm-configs")
+    p.add_argument("--cases", default="deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block")
+    p.add_argument("--ms", default="1,2,4,8,16,32,64")
+    p.add_argument("--tile-cases", default="deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block,qwen3-30b-bf16")
+    p.add_argument("--tile-ms", default="1,2,4,8,16,32,64")
+    p.add_argument("--bf16-pairs-ms", default="1,2", help="M for the bf16 pairs path's tile sweep")
+    p.add_argument("--skip-variants", action="store_true")
+    p.add_argument("--time-budget", type=float, default=420.0, help="seconds; the tile part stops when spent")
+    p.add_argument("--precompile", type=int, default=8, help="processes compiling the tile sweep ahead (0: none)")
+    p.add_argument("--compile-slice", help=argparse.SUPPRESS)
+    p.add_argument("--out", default=".")
+    args = p.parse_args()
+    jobs = sweep_jobs(args.tile_cases.split(","), [int(m) for m in args.tile_ms.split(",")],
+                      [int(m) for m in args.bf16_pairs_ms.split(",")])
+    if args.compile_slice:
+        i, n = (int(v) for v in args.compile_slice.split("/"))
+        distinct = list({(name, path, tiles): (name, path, M, tiles) for name, path, M, tiles in jobs}.values())
+        compile_slice(distinct[i::n])
+        return
+    if args.precompile:
+        precompile(jobs, args.precompile)
+    start = time.time()
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log_file = (out_dir / "tune_moe_decode.jsonl").open("w")
+
+    def log(record: dict) -> None:
+        if record.get("part") == "tiles" and "stage" in record:
+            _STAGE_TIMES[(record["case"], record["M"], record["path"], record["stage"],
+                          TileConfig(**record["tile"]))] = record["us"]
+        log_file.write(json.dumps(record) + "\n")
+        log_file.flush()
+
+    vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
+    props = torch.cuda.get_device_properties(0)
+    l2 = getattr(props, "L2_cache_size", 60 << 20)
+    bw = bfm.measure_bandwidths(REPLAYS)
+    head = [f"# {props.name}, torch {torch.__version__}, triton {triton.__version__}, read-only {bw[1]:.0f} GB/s, "
+            f"copy {bw[0]:.0f} GB/s"]
+    lines = list(head)
+    layers = {}
+    if not args.skip_variants:
+        names = " | ".join(n for n, _ in VARIANTS)
+        lines += ["", "variants: us per layer (x floor) route/gate_up/down alone, error vs fp32 reference",
+                  f"| case | M | floor us | {names} | unfused ours | vLLM GEMMs only |",
+                  "|" + "---|" * (5 + len(VARIANTS))]
+        print("\n".join(lines), flush=True)
+        for name in args.cases.split(","):
+            layers[name] = Layer(bfm.CASES[name], l2)
+            lines += variants_part(layers[name], [int(m) for m in args.ms.split(",")], vllm, args.vllm_configs,
+                                   bw[1], log)
+    tile_head = ["", "tiles: whole layer us and stages (table row, then best tiles found), best tiles, error",
+                 "| case | path | M | floor us | table row | best tiles | gate_up tile | down tile | err |",
+                 "|---|---|---|---|---|---|---|---|---|"]
+    print("\n".join(tile_head), flush=True)
+    lines += tile_head
+    deadline = start + args.time_budget
+    for name in args.tile_cases.split(","):
+        layer = layers.get(name) or Layer(bfm.CASES[name], l2)
+        layers[name] = layer
+        if layer.scheme is None:
+            lines += tiles_part(layer, [int(m) for m in args.bf16_pairs_ms.split(",")], "pairs", bw[1], log, deadline)
+        else:
+            lines += tiles_part(layer, [int(m) for m in args.tile_ms.split(",")], "grouped", bw[1], log, deadline)
+    text = "\n".join(lines) + "\n"
+    (out_dir / "tune_moe_decode.md").write_text(text)
+    print("\n".join(lines[len(head):]), flush=True)
+    print(f"# {time.time() - start:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
