@@ -5,7 +5,9 @@ Secrets are found by the flag that carries them and by their own shape:
     >>> redact_argv(["serve", "--api-key", "sk-1", "--db", "postgres://u:pw@h/db", "HF_TOKEN=hf_x"])
     ['serve', '--api-key', '***', '--db', 'postgres://u:***@h/db', 'HF_TOKEN=***']
 
-- a flag whose name has a secret word (`--hf-token X`, `--password=X`, `--jwt X`, `-p X`); a word
+- a flag whose name has a secret word (`--hf-token X`, `--password=X`, `--jwt X`, `-p X`; but pytest's
+  `-p no:NAME` / `-p pkg.plugin` names a plugin, so under `pytest` or `python -m pytest` a `-p` value
+  shaped like a plugin name is kept); a word
   such as "tokens" in `--max-num-batched-tokens 8192` or "tokenizer" is not one, a count word
   (max, num, budget...) or a place word (file, path, url...) beside it makes the flag harmless, and a
   boolean flag (`--disable-auth`) or a next token that is itself a flag is never taken as a value;
@@ -41,6 +43,12 @@ _BOOLEAN_WORDS = frozenset({"disable", "enable", "no", "skip", "use", "allow", "
                             "verify", "without", "with"})
 # Single-letter flags that carry a password in common tools (mysql -p, sshpass -p).
 _SECRET_SHORT_FLAGS = frozenset({"p"})
+# pytest's `-p` loads (or with `no:`, blocks) a plugin: a module path or a registered plugin name.
+_PYTEST_PLUGIN = re.compile(r"no:[\w.-]+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_PYTEST_PROGRAMS = frozenset({"pytest", "py.test", "pytest.exe", "py.test.exe"})
+_PYTHON_PROGRAM = re.compile(r"python[\d.]*w?(?:\.exe)?")
+# Interpreter options that take a value, so `python -X dev -m pytest` still finds `-m pytest`.
+_PYTHON_OPTIONS_WITH_VALUE = frozenset({"-X", "-W", "--check-hash-based-pycs"})
 
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@\s:?#]*)(?::(?P<password>[^/@\s?#]*))?@")
 _URL_QUERY_PAIR = re.compile(r"(?P<sep>[?&;#])(?P<name>[^=&#;\s]+)=(?P<value>[^&#;\s]*)")
@@ -153,9 +161,35 @@ def _is_flag(arg: str) -> bool:
     return arg.startswith("-") and len(arg) > 1 and not re.fullmatch(r"-\d+(\.\d+)?", arg)
 
 
+def _pytest_arguments_start(argv: list[str]) -> int | None:
+    """Where pytest's own arguments begin when argv runs pytest, else None.
+
+    The program is pytest when argv[0] is the `pytest` script or pytest's `__main__.py` (what
+    sys.argv holds under `python -m pytest`), or when the interpreter is given `-m pytest` (also
+    the `-m pytest ...` form of sys.orig_argv without the interpreter).
+    """
+    if not argv:
+        return None
+    program = argv[0].replace("\\", "/")
+    if program.rsplit("/", 1)[-1] in _PYTEST_PROGRAMS or program.endswith("pytest/__main__.py"):
+        return 1
+    if program != "-m" and not _PYTHON_PROGRAM.fullmatch(program.rsplit("/", 1)[-1]):
+        return None  # another program's `-m pytest` is no proof that its `-p` names a plugin
+    index = 0 if program == "-m" else 1
+    while index < len(argv):
+        arg = argv[index]
+        if arg == "-m":
+            return index + 2 if argv[index + 1:index + 2] == ["pytest"] else None
+        if not _is_flag(arg) or arg.startswith("-c"):  # a script or `-c CODE` runs before any `-m`
+            return None
+        index += 2 if arg in _PYTHON_OPTIONS_WITH_VALUE else 1
+    return None
+
+
 def redact_argv(argv: list[str]) -> list[str]:
     """argv with secrets replaced by '***' (see the module docstring for what counts as one)."""
     out: list[str] = []
+    pytest_from = _pytest_arguments_start(argv)
     index = 0
     while index < len(argv):
         arg = argv[index]
@@ -167,7 +201,9 @@ def redact_argv(argv: list[str]) -> list[str]:
         name = flag.lstrip("-")
         single_dash = not flag.startswith("--")
         if single_dash and name in _SECRET_SHORT_FLAGS:
-            takes_secret = True
+            plugin = value if eq else argv[index] if index < len(argv) else ""
+            takes_secret = not (name == "p" and pytest_from is not None and index > pytest_from
+                                and _PYTEST_PLUGIN.fullmatch(plugin) is not None)
         else:  # --long-flag, or a Go-style -long-flag
             takes_secret = is_secret_name(name) and not _is_boolean_flag(name)
         if eq:

@@ -5,6 +5,10 @@ so every Python process it starts (subprocess, multiprocessing spawn / forkserve
 torch.multiprocessing) starts the monitor on its first `import triton` and logs each compile to
 `D/<host>-<pid>.ndjson`. Signals are forwarded to the command; when it ends (killed or not) the
 merged report is printed on stderr and `jitguard run` exits with the command's exit code.
+
+A log directory that cannot be created or written stops neither the command nor the watch: the
+command runs watched all the same (log lines, modes and budgets work), each process prints its own
+compile summary at exit from memory, and the end says that no events were written and where.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -33,6 +38,27 @@ def default_log_dir() -> str:
     """A fresh directory under ./jitguard-logs, named by the start time."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return os.path.join("jitguard-logs", f"run-{stamp}-{os.getpid()}")
+
+
+def log_dir_problem(log_dir: str) -> str | None:
+    """Why no process could write its log in `log_dir` (creating it if needed), or None if one can.
+
+    Probed with a real file, not permission bits: root, read-only mounts and full quotas all answer.
+    """
+    try:
+        os.makedirs(log_dir, exist_ok=True)
+    except OSError as exc:
+        return f"cannot create it ({exc.strerror or exc})"
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".jitguard-probe-", dir=log_dir)
+    except OSError as exc:
+        return f"cannot write in it ({exc.strerror or exc})"
+    os.close(handle)
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
+    return None
 
 
 def child_environment(log_dir: str, mode: str, offline_arch: str | None,
@@ -98,11 +124,20 @@ def run_watched(command: Sequence[str], env: dict[str, str]) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def print_run_report(log_dir: str, stream: Any = None) -> None:
-    """Print the merged report of `log_dir` (or why there is none) to `stream` (stderr by default)."""
+def print_run_report(log_dir: str, stream: Any = None, log_problem: str | None = None) -> None:
+    """Print the merged report of `log_dir` (or why there is none) to `stream` (stderr by default).
+
+    With `log_problem` (from `log_dir_problem`) no report is read: the directory held none of this run's events.
+    """
     from jitguard.report import ReportInputError, build_report, format_text
 
     stream = stream or sys.stderr
+    if log_problem:
+        stream.write(f"[jitguard] no report: compile events were not written: log directory "
+                     f"{os.path.abspath(log_dir)}: {log_problem}; each watched process that imported Triton printed "
+                     "its own compile summary above\n")
+        stream.flush()
+        return
     try:
         report = build_report(log_dir)
     except ReportInputError as exc:
@@ -116,7 +151,8 @@ def print_run_report(log_dir: str, stream: Any = None) -> None:
 
 
 @click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--dir", "log_dir", type=click.Path(file_okay=False, path_type=str), default=None,
+# A plain path: a --dir that names a file is one more unusable directory, not a reason to stop the command.
+@click.option("--dir", "log_dir", type=click.Path(path_type=str), metavar="DIRECTORY", default=None,
               help="Where each process writes <host>-<pid>.ndjson (default: ./jitguard-logs/run-<time>-<pid>).")
 @click.option("--mode", type=click.Choice(["log", "warn", "error"]), default="log", show_default=True,
               help="What a compile during serving does: log it, warn, or raise RecompileError.")
@@ -131,16 +167,18 @@ def run_command(log_dir: str | None, mode: str, offline_arch: str | None, comman
     log_dir = log_dir or default_log_dir()
     if os.path.isdir(log_dir) and any(name.endswith(".ndjson") for name in os.listdir(log_dir)):
         click.echo(f"[jitguard] note: {log_dir} already holds logs; the report will include them", err=True)
-    try:
-        os.makedirs(log_dir, exist_ok=True)
-    except OSError as exc:
-        click.echo(f"jitguard run: {log_dir}: cannot create ({exc.strerror or exc})", err=True)
-        sys.exit(2)
+    problem = log_dir_problem(log_dir)
     env = child_environment(log_dir, mode, offline_arch)
+    if problem:
+        # Never a reason to stop the command or its watch; the processes keep their events in memory.
+        click.echo(f"[jitguard] warning: log directory {os.path.abspath(log_dir)}: {problem}; the command runs "
+                   "watched all the same (compile lines, modes, budgets), each process prints its compile "
+                   "summary at exit, and no events are written", err=True)
+        env["JITGUARD_SUMMARY"] = "1"
     try:
         returncode = run_watched(command, env)
     except LaunchError as exc:
         click.echo(f"jitguard run: {exc}", err=True)
         sys.exit(2)
-    print_run_report(log_dir)
+    print_run_report(log_dir, log_problem=problem)
     sys.exit(returncode)

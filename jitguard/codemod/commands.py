@@ -121,7 +121,7 @@ def fix_command(
     """
     # libcst loads here, not at import: `jitguard scan` (a pre-commit hook) starts faster without it.
     from jitguard.codemod.demotion_prices import price_requests
-    from jitguard.codemod.file_writes import WriteReport
+    from jitguard.codemod.file_writes import WriteReport, write_refusal
     from jitguard.codemod.fix_tree import fix_paths, unified_diff, write_changes
 
     started = time.perf_counter()
@@ -149,6 +149,9 @@ def fix_command(
     )
     run = fix_paths(files, priced.apply, _jobs(jobs), progress_for("Fixing", len(files)))
     writing = not (show_diff or check)
+    # --check/--diff write nothing, but a pending change to a file fix could not write is said, not hidden.
+    unwritable = {} if writing else {result.path: reason for result in run.results
+                                     if result.changed and (reason := write_refusal(result.path))}
     for result in run.results:
         if show_diff and result.changed:
             click.echo(unified_diff(result), nl=False)
@@ -167,6 +170,8 @@ def fix_command(
             click.echo(f"{path}:{change.line}: {change.qualname or change.kernel}: {verb}{added}")
     for line in run.warnings:
         _echo_err(f"warning: {line}")
+    for path, reason in unwritable.items():
+        _echo_err(f"warning: {path}: {reason}; would change but cannot be written")
     for line in priced.lines:
         _echo_err(line)
     for line in _describe_notes(notes, skipped):
@@ -179,14 +184,19 @@ def fix_command(
         _echo_err(f"error: {line}")
     changed_files = len(written) if written is not None else sum(1 for result in run.results if result.changed)
     kernels = len(changes)
-    parameters = sum(len(names) for _, change in changes for names in change.added.values())
+    fixable = [(path, change) for path, change in changes if path not in unwritable]
+    parameters = sum(len(names) for _, change in fixable for names in change.added.values())
     elapsed = time.perf_counter() - started
-    if kernels:
+    if fixable:
         verb = "Fixed" if writing else "Would fix"
-        summary = (f"{verb} {_plural(kernels, 'kernel')} in {_plural(changed_files, 'file')} "
+        summary = (f"{verb} {_plural(len(fixable), 'kernel')} in {_plural(changed_files - len(unwritable), 'file')} "
                    f"({_plural(parameters, 'parameter')})")
+    elif unwritable:
+        summary = "Nothing fix could write"
     else:
         summary = "Nothing to fix" if not (write_report and write_report.failed) else "Nothing written"
+    if unwritable:
+        summary += f"; {_plural(len(unwritable), 'file')} would change but cannot be written"
     summary += f"; {_plural(run.files_checked, 'file')} checked in {elapsed:.1f} s"
     if priced.skipped:
         summary += f"; {_plural(priced.skipped, 'costly demotion')} skipped"

@@ -22,6 +22,45 @@ class WriteRefused(Exception):
     """A file jitguard must not replace (read-only, or an owner it cannot keep); str() is the reason."""
 
 
+def _read_only(path: Path, before: os.stat_result) -> str | None:
+    """'read-only file (mode 0444)' when `path` has no write bit or this user may not write it."""
+    mode = stat.S_IMODE(before.st_mode)
+    if not mode & 0o222 or not os.access(path, os.W_OK):
+        return f"read-only file (mode {mode:04o})"
+    return None
+
+
+def _owner_not_kept(before: os.stat_result) -> str:
+    return f"owned by uid {before.st_uid} gid {before.st_gid}, which this user cannot keep on a rewritten file"
+
+
+def write_refusal(path: Path) -> str | None:
+    """Why `write_atomically(path, ...)` would not replace `path`, judged without writing; None if it would.
+
+    For the modes that write nothing (`fix --check`, `--diff`), so a pending change to a file that
+    `fix` cannot write says so. Same reasons, same words as the refusals of `write_atomically`:
+    read-only, an owner or group this user cannot keep, a directory where no temporary file can go.
+    """
+    try:
+        path = path.resolve()
+        before = path.stat()
+    except OSError as exc:
+        return f"cannot write ({exc.strerror or exc})"
+    read_only = _read_only(path, before)
+    if read_only:
+        return read_only
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        return f"cannot write (directory {path.parent} is not writable: no temporary file can be made there)"
+    if hasattr(os, "geteuid") and os.geteuid() != 0:  # root may chown to anyone; others keep their uid
+        directory = path.parent.stat()
+        # The temporary file takes a set-group-id directory's group, else ours; chown may pick our groups only.
+        created_gid = directory.st_gid if directory.st_mode & stat.S_ISGID else os.getegid()
+        group_kept = before.st_gid in (created_gid, *os.getgroups())
+        if before.st_uid != os.geteuid() or not group_kept:
+            return _owner_not_kept(before)
+    return None
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace `path` with `data` via a temporary file and a rename in the same directory.
 
@@ -33,8 +72,9 @@ def write_atomically(path: Path, data: bytes) -> None:
     path = path.resolve()
     before = path.stat()
     mode = stat.S_IMODE(before.st_mode)
-    if not mode & 0o222 or not os.access(path, os.W_OK):
-        raise WriteRefused(f"read-only file (mode {mode:04o}); not written")
+    read_only = _read_only(path, before)
+    if read_only:
+        raise WriteRefused(f"{read_only}; not written")
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
@@ -46,10 +86,7 @@ def write_atomically(path: Path, data: bytes) -> None:
             try:
                 os.chown(temporary, before.st_uid, before.st_gid)
             except PermissionError:
-                raise WriteRefused(
-                    f"owned by uid {before.st_uid} gid {before.st_gid}, which this user cannot keep on "
-                    "a rewritten file; not written"
-                ) from None
+                raise WriteRefused(f"{_owner_not_kept(before)}; not written") from None
         os.chmod(temporary, mode)  # after chown, which clears set-id bits
         os.replace(temporary, path)
     except BaseException:

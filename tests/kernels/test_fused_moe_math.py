@@ -19,7 +19,7 @@ from jitguard.kernels import moe_chain as fm
 from jitguard.kernels.moe_align import moe_align_block_size, moe_align_reference
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 from jitguard.kernels.moe_quant import quantize_fp8, quantize_fp8_reference
-from tests.interpreter_child import INTERPRETED, maths_device
+from tests.kernel_maths_device import INTERPRETED, maths_device
 
 pytestmark = pytest.mark.interpreter
 

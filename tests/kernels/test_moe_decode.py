@@ -35,7 +35,7 @@ from jitguard.kernels.moe_decode import (
 )
 from jitguard.kernels.moe_dispatch import from_logits_takes_decode, fused_moe_from_logits
 from jitguard.kernels.moe_routing import softmax_topk, softmax_topk_reference
-from tests.interpreter_child import INTERPRETED, maths_device
+from tests.kernel_maths_device import INTERPRETED, maths_device
 
 FP8 = torch.float8_e4m3fn
 

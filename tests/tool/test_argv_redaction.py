@@ -84,6 +84,48 @@ KEPT = [
 ]
 
 
+# `-p` is a password for mysql-like tools and a plugin for pytest: whole argv, program first, as a
+# process records it (sys.argv of the `pytest` script, of `python -m pytest`, or sys.orig_argv's tail).
+PYTEST_PLUGINS_KEPT = [
+    ["pytest", "-p", "no:cacheprovider"],
+    ["/venv/bin/pytest", "-q", "-p", "no:cacheprovider", "tests/tool"],
+    ["/venv/bin/py.test", "-p", "xdist.plugin"],
+    ["/venv/lib/python3.11/site-packages/pytest/__main__.py", "-p", "no:randomly", "-x"],
+    ["C:\\venv\\Scripts\\pytest.exe", "-p", "no:cacheprovider"],
+    ["python", "-m", "pytest", "-p", "no:cacheprovider"],
+    ["/usr/bin/python3.11", "-X", "dev", "-u", "-m", "pytest", "-p", "pytest_timeout", "-p", "no:pytest-randomly"],
+    ["-m", "pytest", "-p", "no:cacheprovider"],
+    ["pytest", "-p=no:cacheprovider"],
+    ["pytest", "-p", "jitguard.pytest_plugin", "-p", "no:jitguard"],
+]
+
+# (whole argv, what the log must show): `-p` stays a password wherever it is not pytest's plugin flag.
+PASSWORD_P_MASKED = [
+    (["mysql", "-u", "root", "-p", "hunter2"], ["mysql", "-u", "root", "-p", "***"]),
+    (["sshpass", "-p", "no:cacheprovider", "ssh", "h"], ["sshpass", "-p", "***", "ssh", "h"]),  # not pytest
+    (["python", "-m", "vllm.entrypoints.cli", "-p", "hunter2"], ["python", "-m", "vllm.entrypoints.cli", "-p", "***"]),
+    (["python", "tool.py", "-m", "pytest", "-p", "hunter2"], ["python", "tool.py", "-m", "pytest", "-p", "***"]),
+    (["python", "-c", "import x", "-m", "pytest", "-p", "s3cr3t"], ["python", "-c", "import x", "-m", "pytest", "-p",
+                                                                     "***"]),
+    (["client", "-m", "pytest", "-p", "hunter2"], ["client", "-m", "pytest", "-p", "***"]),  # not an interpreter
+    (["pytest", "-p", "hunter 2!"], ["pytest", "-p", "***"]),  # not a plugin name: masked even under pytest
+    (["pytest", "-p", "p@ss:word"], ["pytest", "-p", "***"]),
+    (["pytest", "-p=pa$$word"], ["pytest", "-p=***"]),
+    # pytest behind another program: the program is sshpass, so every `-p` is masked (never a leak)
+    (["sshpass", "-p", "pw", "pytest", "-p", "no:x"], ["sshpass", "-p", "***", "pytest", "-p", "***"]),
+]
+
+
+@pytest.mark.parametrize("argv", PYTEST_PLUGINS_KEPT, ids=[" ".join(a) for a in PYTEST_PLUGINS_KEPT])
+def test_pytest_plugin_flags_are_kept(argv: list[str]) -> None:
+    assert redact_argv(argv) == argv
+
+
+@pytest.mark.parametrize("argv, shown", PASSWORD_P_MASKED, ids=[" ".join(a) for a, _ in PASSWORD_P_MASKED])
+def test_p_stays_a_password_outside_pytest_plugin_flags(argv: list[str], shown: list[str]) -> None:
+    assert redact_argv(argv) == shown
+
+
 def test_the_table_has_forty_cases_both_ways() -> None:
     assert len(MASKED) >= 20 and len(KEPT) >= 20 and len(MASKED) + len(KEPT) >= 40
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import tokenize
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -261,6 +262,79 @@ def test_an_owner_that_cannot_be_kept_refuses_the_write(tmp_path: Path, monkeypa
     assert f"error: {target}: owned by uid 4242 gid 4343, which this user cannot keep" in result.stderr
     assert target.read_text() == KERNEL.replace("def k(", "def a(")
     assert _leftovers(tmp_path) == []
+
+
+Prepare = Callable[[Path, Path, pytest.MonkeyPatch], None]  # (file to lock, a writable file, monkeypatch)
+
+
+def _read_only(mode: int) -> Prepare:
+    def prepare(locked: Path, free: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        locked.chmod(mode)
+    return prepare
+
+
+def _owned_by_another_user(locked: Path, free: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    os.chown(locked, 4242, 4343)
+    os.chown(free, 1000, os.getegid())
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)  # fix runs as user 1000, who cannot give a file to 4242
+
+
+def _directory_not_writable(locked: Path, free: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_access = os.access
+
+    def access(path: object, mode: int, **kwargs: object) -> bool:
+        # what a non-root user gets for a directory of mode 0555 (root is never refused, so it is simulated)
+        return False if Path(str(path)) == locked.parent and mode & os.W_OK else real_access(path, mode, **kwargs)
+    monkeypatch.setattr(os, "access", access)
+
+
+# (id, how the file `a.py` is made unwritable, the reason fix gives)
+UNWRITABLE = [
+    pytest.param(_read_only(0o444), "read-only file (mode 0444)", id="read-only-0444"),
+    pytest.param(_read_only(0o555), "read-only file (mode 0555)", id="read-only-0555"),
+    pytest.param(_owned_by_another_user, "owned by uid 4242 gid 4343, which this user cannot keep on a rewritten file",
+                 marks=needs_root, id="owned-by-another-user"),
+    pytest.param(_directory_not_writable,
+                 "cannot write (directory {dir} is not writable: no temporary file can be made there)",
+                 id="directory-not-writable"),
+]
+
+
+@pytest.mark.parametrize("flag", ["--check", "--diff"])
+@pytest.mark.parametrize("prepare, reason", UNWRITABLE)
+def test_check_says_a_pending_change_cannot_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: str,
+    prepare: Prepare, reason: str,
+) -> None:
+    (tmp_path / "locked").mkdir()
+    (locked,), (free,) = _tree(tmp_path / "locked", ["a.py"]), _tree(tmp_path, ["b.py"])
+    prepare(locked, free, monkeypatch)
+    result = CliRunner().invoke(fix_command, [flag, "--param", "a:n", "--param", "b:n", str(tmp_path)])
+    assert result.exit_code == 1, result.output  # still "changes needed", not an input error
+    expected = f"warning: {locked}: {reason.format(dir=locked.parent)}; would change but cannot be written"
+    assert [line for line in result.stderr.splitlines() if str(locked) in line] == [expected]
+    assert "Would fix 1 kernel in 1 file (1 parameter); 1 file would change but cannot be written" in result.stderr
+    assert locked.read_text() == KERNEL.replace("def k(", "def a(")  # nothing written in either mode
+    assert free.read_text() == KERNEL.replace("def k(", "def b(")
+
+
+@pytest.mark.parametrize("flag", ["--check", "--diff"])
+def test_check_on_only_a_read_only_file_says_fix_could_write_nothing(tmp_path: Path, flag: str) -> None:
+    (locked,) = _tree(tmp_path, ["a.py"])
+    locked.chmod(0o444)
+    result = CliRunner().invoke(fix_command, [flag, "--param", "a:n", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert "Would fix" not in result.output
+    assert "Nothing fix could write; 1 file would change but cannot be written; 1 file checked" in result.stderr
+
+
+def test_check_and_fix_give_a_read_only_file_the_same_reason(tmp_path: Path) -> None:
+    (locked,) = _tree(tmp_path, ["a.py"])
+    locked.chmod(0o444)
+    check = CliRunner().invoke(fix_command, ["--check", "--param", "a:n", str(tmp_path)])
+    fix = CliRunner().invoke(fix_command, ["--param", "a:n", str(tmp_path)])
+    assert f"warning: {locked}: read-only file (mode 0444); would change" in check.stderr
+    assert f"error: {locked}: read-only file (mode 0444); not written" in fix.stderr
 
 
 @pytest.mark.parametrize("flags, code", [(["--check"], 1), ([], 0)])

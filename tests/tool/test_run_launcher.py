@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -37,11 +39,12 @@ def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def jitguard_run(args: list[str], tmp_path: Path, triton_cache: str, extra_env: dict | None = None,
-                 **kwargs) -> subprocess.CompletedProcess:
+                 log_dir: Path | None = None, **kwargs) -> subprocess.CompletedProcess:
     env = dict(os.environ, TRITON_CACHE_DIR=triton_cache, **(extra_env or {}))
     for name in ("JITGUARD", "JITGUARD_DIR", "JITGUARD_OFFLINE"):
         env.pop(name, None)
-    return subprocess.run([sys.executable, "-m", "jitguard", "run", "--dir", str(tmp_path / "logs"), *args],
+    log_dir = log_dir or tmp_path / "logs"
+    return subprocess.run([sys.executable, "-m", "jitguard", "run", "--dir", str(log_dir), *args],
                           env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path, **kwargs)
 
 
@@ -138,6 +141,62 @@ def test_child_killed_by_sigkill_still_gets_a_report(tmp_path: Path, triton_cach
     logs = "".join(p.read_text() for p in (tmp_path / "logs").glob("*.ndjson"))
     assert "sk-secret-1" not in logs and "hf-secret-2" not in logs
     assert build_report(tmp_path / "logs")["processes"][0]["argv"][1:] == ["--api-key", "***", "--hf-token=***"]
+
+
+def _file_in_the_way(tmp_path: Path) -> Path:
+    (tmp_path / "a-file").write_text("")
+    return tmp_path / "a-file" / "logs"
+
+
+def _a_file_itself(tmp_path: Path) -> Path:
+    (tmp_path / "a-file").write_text("")
+    return tmp_path / "a-file"
+
+
+def _dangling_symlink(tmp_path: Path) -> Path:
+    (tmp_path / "logs-link").symlink_to(tmp_path / "gone")
+    return tmp_path / "logs-link"
+
+
+def _read_only_directory(tmp_path: Path) -> Path:
+    (tmp_path / "locked").mkdir(mode=0o555)
+    return tmp_path / "locked"
+
+
+needs_non_root = pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes anywhere")
+
+# (how --dir is made unusable, the reason jitguard gives)
+UNUSABLE_LOG_DIRS = [
+    pytest.param(_file_in_the_way, "cannot create it (Not a directory)", id="a-file-in-its-path"),
+    pytest.param(_a_file_itself, "cannot create it (File exists)", id="a-file"),
+    pytest.param(_dangling_symlink, "cannot create it (File exists)", id="a-dangling-symlink"),
+    pytest.param(_read_only_directory, "cannot write in it (Permission denied)", marks=needs_non_root,
+                 id="a-read-only-directory"),
+]
+
+
+@pytest.mark.parametrize("unusable, reason", UNUSABLE_LOG_DIRS)
+def test_an_unusable_log_dir_neither_stops_the_command_nor_silences_the_watch(
+    tmp_path: Path, triton_cache: str, unusable: Callable[[Path], Path], reason: str,
+) -> None:
+    log_dir = unusable(tmp_path)
+    script = write_script(tmp_path, "storm.py", TINY_KERNEL + textwrap.dedent("""
+        x = DevicePointer()
+        for n in (1, 16, 17):
+            tiny_kernel[(1,)](x, n, BLOCK=16)
+        print("the program ran")
+        raise SystemExit(3)
+    """))
+    proc = jitguard_run(["--offline", "--", sys.executable, script], tmp_path, triton_cache, log_dir=log_dir)
+    assert proc.returncode == 3, proc.stderr  # the command's own exit code, not a jitguard input error
+    assert proc.stdout.strip() == "the program ran"
+    where = f"log directory {log_dir}: {reason}"
+    assert f"[jitguard] warning: {where}; the command runs watched" in proc.stderr
+    assert proc.stderr.count('fix: do_not_specialize=["n"]') == 2  # each recompile's line, as it happens
+    assert re.search(r"^  tiny_kernel +3 ", proc.stderr, re.MULTILINE), proc.stderr  # the summary, from memory
+    assert proc.stderr.rstrip().splitlines()[-1] == (
+        f"[jitguard] no report: compile events were not written: {where}; each watched process that "
+        "imported Triton printed its own compile summary above")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
