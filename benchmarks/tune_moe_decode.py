@@ -5,8 +5,10 @@ copies, L2 defeated, median of the replays):
 
 1. ``variants``: the whole layer and each launch alone with the module switches of
    ``moe_decode`` off and on, side by side: ``ALIGN_IN_REGISTERS`` (the route launch aligns up to
-   64 pairs in registers, and skips its arrival atomic for one token) and ``QUANTIZE_INTER``
-   (FP8 block scales: gate_up writes the intermediate as e4m3, the down GEMM loads it);
+   64 pairs in registers, and skips its arrival atomic for one token), ``QUANTIZE_INTER``
+   (FP8 block scales: gate_up writes the intermediate as e4m3, the down GEMM loads it) and
+   ``PREFETCH_WHILE_ROUTING`` (one token: gate_up routes the token itself and starts its weight
+   rows into L2 before waiting for the route launch);
    our unfused chain and vLLM's two GEMMs alone as references.
 2. ``tiles``: for each M, every candidate tile of each GEMM timed alone (the other GEMM on the
    table's tile with the same token tile), then the whole layer on the best pair against the
@@ -37,18 +39,29 @@ from jitguard.kernels import moe_chain as fm
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 REPLAYS = 60
-SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER")
+SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "PREFETCH_WHILE_ROUTING")
 # (name, switch values): the first is the code before this round, the last the new default.
-VARIANTS = [("before", (False, False)), ("align", (True, False)), ("align+qinter", (True, True))]
+VARIANTS = [("before", (False, False, 0)), ("align+qinter", (True, True, 0)),
+            ("+prefetch 2 KB", (True, True, 2048)), ("+prefetch 1 KB", (True, True, 1024))]
 
 
 def token_tiles(M: int) -> tuple[int, ...]:
     return (8, 16) if M <= 8 else (16, 32)
 
 
-def candidate_tiles(block_m: int) -> list[TileConfig]:
-    return [TileConfig(block_m, bn, 128, 1, 4, stages, swap)
-            for bn, stages, swap in itertools.product((32, 64, 128), (3, 5), (False, True))]
+# Per GEMM: (block_n, num_stages, num_warps) choices; every one with and without swap-AB.
+# Run 1 of 2026-11-30 (all M, 4 warps, stages 3 or 5) chose 5 stages for gate_up and 3 for down
+# everywhere: run 2 searches deeper pipelines and other warp counts around those.
+CANDIDATES = {
+    "gate_up": ((32, 64, 128), (5, 6, 8), (4, 8)),
+    "down": ((32, 64, 128), (2, 3, 4), (2, 4)),
+}
+
+
+def candidate_tiles(block_m: int, stage: str) -> list[TileConfig]:
+    block_ns, stage_counts, warp_counts = CANDIDATES[stage]
+    return [TileConfig(block_m, bn, 128, 1, warps, stages, swap)
+            for bn, stages, warps, swap in itertools.product(block_ns, stage_counts, warp_counts, (False, True))]
 
 
 class Layer:
@@ -183,7 +196,7 @@ def tiles_part(layer: Layer, ms, path: str, bw_read, log, deadline: float) -> li
         best: dict[str, tuple[float, TileConfig]] = {}
         for bm in token_tiles(M):
             for stage in ("gate_up", "down"):
-                for tile in candidate_tiles(bm):
+                for tile in candidate_tiles(bm, stage):
                     other = TileConfig(bm, *_rest(table.down if stage == "gate_up" else table.gate_up))
                     tiles = MoeTileConfigs(tile, other) if stage == "gate_up" else MoeTileConfigs(other, tile)
                     try:
@@ -261,8 +274,9 @@ def sweep_jobs(tile_cases, tile_ms, bf16_ms) -> list[tuple[str, str, int, MoeTil
             table = moe_configs.select_decode_tile_configs(M, E, precision)
             jobs.append((name, path, M, table))
             for bm in token_tiles(M):
-                for tile in candidate_tiles(bm):
+                for tile in candidate_tiles(bm, "gate_up"):
                     jobs.append((name, path, M, MoeTileConfigs(tile, TileConfig(bm, *_rest(table.down)))))
+                for tile in candidate_tiles(bm, "down"):
                     jobs.append((name, path, M, MoeTileConfigs(TileConfig(bm, *_rest(table.gate_up)), tile)))
     return jobs
 
