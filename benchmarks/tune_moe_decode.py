@@ -5,14 +5,13 @@ copies, L2 defeated, median of the replays):
 
 1. ``variants``: the whole layer and each launch alone with the module switches of
    ``moe_decode`` off and on, side by side: ``ALIGN_IN_REGISTERS`` (the route launch aligns up to
-   64 pairs in registers, and skips its arrival atomic for one token), ``QUANTIZE_INTER``
-   (FP8 block scales: gate_up writes the intermediate as e4m3, the down GEMM loads it) and
-   ``PREFETCH_WHILE_ROUTING`` (one token: gate_up routes the token itself and starts its weight
-   rows into L2 before waiting for the route launch);
+   64 pairs in registers, and skips its arrival atomic for one token) and ``QUANTIZE_INTER``
+   (FP8 block scales: gate_up writes the intermediate as e4m3, the down GEMM loads it);
    our unfused chain and vLLM's two GEMMs alone as references.
 2. ``tiles``: for each M, every candidate tile of each GEMM timed alone (the other GEMM on the
    table's tile with the same token tile), then the whole layer on the best pair against the
-   table's row. Prints the rows to paste into ``moe_configs.DECODE_TILE_TABLE``.
+   table's row; the whole layer decides among the fastest stage tiles. Prints the rows for
+   ``moe_configs.DECODE_TILE_TABLE``.
 
     PYTHONPATH=$PWD python3 benchmarks/tune_moe_decode.py --vllm-file .vendor/vllm_fused_moe.py \\
         --vllm-configs .vendor/configs --out $OUT
@@ -39,10 +38,12 @@ from jitguard.kernels import moe_chain as fm
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 REPLAYS = 60
-SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "PREFETCH_WHILE_ROUTING")
+SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER")
 # (name, switch values): the first is the code before this round, the last the new default.
-VARIANTS = [("before", (False, False, 0)), ("align+qinter", (True, True, 0)),
-            ("+prefetch 2 KB", (True, True, 2048)), ("+prefetch 1 KB", (True, True, 1024))]
+# (A third switch, one-token gate_up programs routing themselves and starting 1-2 KB of each
+# weight row into L2 before waiting for the route launch, measured slower and was removed:
+# benchmarks/results/moe_layer.md.)
+VARIANTS = [("before", (False, False)), ("align", (True, False)), ("align+qinter", (True, True))]
 
 
 def token_tiles(M: int) -> tuple[int, ...]:
@@ -50,12 +51,14 @@ def token_tiles(M: int) -> tuple[int, ...]:
 
 
 # Per GEMM: (block_n, num_stages, num_warps) choices; every one with and without swap-AB.
-# Run 1 of 2026-11-30 (all M, 4 warps, stages 3 or 5) chose 5 stages for gate_up and 3 for down
-# everywhere: run 2 searches deeper pipelines and other warp counts around those.
+# The H200 runs of 2026-11-30 chose 5-8 stages for gate_up and 2-4 for down, 4 warps (8 warps
+# never won, 2 only for down); gate_up also tries 16-row weight tiles (twice the programs).
 CANDIDATES = {
-    "gate_up": ((32, 64, 128), (5, 6, 8), (4, 8)),
-    "down": ((32, 64, 128), (2, 3, 4), (2, 4)),
+    "gate_up": ((16, 32, 64, 128), (5, 6, 8), (2, 4)),
+    "down": ((32, 64, 128), (2, 3, 4), (4,)),
 }
+# Whole-layer timings per token tile: the fastest gate_up tiles alone x the fastest down tiles alone.
+TOP_PAIRS = (3, 2)
 
 
 def candidate_tiles(block_m: int, stage: str) -> list[TileConfig]:
@@ -181,6 +184,9 @@ def vllm_gemms_us(layer: Layer, M: int, x, logits, vllm, configs_dir) -> float:
 
 
 def tiles_part(layer: Layer, ms, path: str, bw_read, log, deadline: float) -> list[str]:
+    """Per M: each GEMM's candidates timed alone, then the whole layer on the TOP_PAIRS fastest
+    combinations of each token tile (the two GEMMs share it), and on the table's row: the whole
+    layer decides, since a stage that is faster alone can overlap worse with its neighbours."""
     lines = []
     precision = {"block": "fp8-block", None: "bf16"}.get(layer.scheme, "fp8")
     for M in ms:
@@ -193,9 +199,11 @@ def tiles_part(layer: Layer, ms, path: str, bw_read, log, deadline: float) -> li
         out = torch.empty_like(x)
         table = moe_configs.select_decode_tile_configs(M, layer.E, precision)
         t_table, st_table = layer.time_plans(layer.plans(x, logits, out, path, table))
-        best: dict[str, tuple[float, TileConfig]] = {}
+        combos = []
         for bm in token_tiles(M):
+            fastest = {}
             for stage in ("gate_up", "down"):
+                timed = []
                 for tile in candidate_tiles(bm, stage):
                     other = TileConfig(bm, *_rest(table.down if stage == "gate_up" else table.gate_up))
                     tiles = MoeTileConfigs(tile, other) if stage == "gate_up" else MoeTileConfigs(other, tile)
@@ -213,24 +221,33 @@ def tiles_part(layer: Layer, ms, path: str, bw_read, log, deadline: float) -> li
                         continue
                     log({"part": "tiles", "case": layer.name, "M": M, "path": path, "stage": stage,
                          "tile": tile.__dict__, "us": us})
-                    if stage not in best or us < best[stage][0]:
-                        best[stage] = (us, tile)
-        if "gate_up" not in best or "down" not in best:
+                    timed.append((us, tile))
+                fastest[stage] = [tile for _, tile in sorted(timed, key=lambda t: t[0])]
+            combos += [MoeTileConfigs(gu, dn) for gu in fastest["gate_up"][:TOP_PAIRS[0]]
+                       for dn in fastest["down"][:TOP_PAIRS[1]]]
+        whole = []
+        for tiles in combos:
+            t, st = layer.time_plans(layer.plans(x, logits, out, path, tiles))
+            log({"part": "tiles", "case": layer.name, "M": M, "path": path, "whole_us": t, "stages": st,
+                 "gate_up": tiles.gate_up.__dict__, "down": tiles.down.__dict__})
+            whole.append((t, st, tiles))
+        if not whole:
             continue
-        gu, dn = best["gate_up"][1], best["down"][1]
-        if gu.block_m != dn.block_m:
-            # The two GEMMs share the token tile: keep the faster stage's and its best partner.
-            gu, dn = _same_block_m(best, layer, M, path, x, logits, out)
-        chosen = MoeTileConfigs(gu, dn)
+        t_best, st_best, chosen = min(whole, key=lambda w: w[0])
         out.fill_(float("nan"))
         for _, launch in layer.plans(x, logits, out, path, chosen)[0].launches:
             launch()
         err = bml.rel(out, ref)
-        t_best, st_best = layer.time_plans(layer.plans(x, logits, out, path, chosen))
-        log({"part": "tiles", "case": layer.name, "M": M, "path": path, "table_us": t_table, "table_stages": st_table,
-             "best_us": t_best, "best_stages": st_best, "gate_up": gu.__dict__, "down": dn.__dict__, "err": err})
-        line = (f"| {layer.name} | {path} | {M} | {fl:.1f} | {t_table:.1f} {'/'.join(f'{s:.1f}' for s in st_table)} "
-                f"| {t_best:.1f} {'/'.join(f'{s:.1f}' for s in st_best)} | {_fmt(gu)} | {_fmt(dn)} | {err:.1e} |")
+        # The winner and the table's row once more, back to back: the difference is worth a change
+        # only where it exceeds what timing the same row twice moves.
+        t_table2, _ = layer.time_plans(layer.plans(x, logits, out, path, table))
+        t_best2, _ = layer.time_plans(layer.plans(x, logits, out, path, chosen))
+        log({"part": "tiles", "case": layer.name, "M": M, "path": path, "table_us": [t_table, t_table2],
+             "table_stages": st_table, "best_us": [t_best, t_best2], "best_stages": st_best,
+             "gate_up": chosen.gate_up.__dict__, "down": chosen.down.__dict__, "err": err})
+        line = (f"| {layer.name} | {path} | {M} | {fl:.1f} | {t_table:.1f}, {t_table2:.1f} "
+                f"{'/'.join(f'{s:.1f}' for s in st_table)} | {t_best:.1f}, {t_best2:.1f} "
+                f"{'/'.join(f'{s:.1f}' for s in st_best)} | {_fmt(chosen.gate_up)} | {_fmt(chosen.down)} | {err:.1e} |")
         print(line, flush=True)
         lines.append(line)
     return lines
@@ -242,24 +259,6 @@ def _rest(tile: TileConfig) -> tuple:
 
 def _fmt(t: TileConfig) -> str:
     return f"_t({t.block_m}, {t.block_n}, {t.block_k}, {t.group_m}, {t.num_warps}, {t.num_stages}, {t.swap_ab})"
-
-
-_STAGE_TIMES: dict = {}
-
-
-def _same_block_m(best, layer, M, path, x, logits, out):
-    """Best (gate_up, down) pair that shares one token tile, from the logged stage times."""
-    fastest = {}
-    for (case, m, p, stage, tile), us in _STAGE_TIMES.items():
-        if (case, m, p) == (layer.name, M, path):
-            key = (stage, tile.block_m)
-            if key not in fastest or us < fastest[key][0]:
-                fastest[key] = (us, tile)
-    pairs = [(fastest[("gate_up", bm)][0] + fastest[("down", bm)][0], fastest[("gate_up", bm)][1],
-              fastest[("down", bm)][1])
-             for bm in token_tiles(M) if ("gate_up", bm) in fastest and ("down", bm) in fastest]
-    _, gu, dn = min(pairs, key=lambda p: p[0])
-    return gu, dn
 
 
 def sweep_jobs(tile_cases, tile_ms, bf16_ms) -> list[tuple[str, str, int, MoeTileConfigs]]:
@@ -349,9 +348,6 @@ def main() -> None:
     log_file = (out_dir / "tune_moe_decode.jsonl").open("w")
 
     def log(record: dict) -> None:
-        if record.get("part") == "tiles" and "stage" in record:
-            _STAGE_TIMES[(record["case"], record["M"], record["path"], record["stage"],
-                          TileConfig(**record["tile"]))] = record["us"]
         log_file.write(json.dumps(record) + "\n")
         log_file.flush()
 

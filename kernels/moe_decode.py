@@ -396,34 +396,6 @@ def _quantize_group_when_written(c_ptr, cq_ptr, amax_ptr, arrivals_ptr, pairs, p
         tl.store(amax_ptr + pairs * stride_amax_m + group, scale, mask=pair_mask)
 
 
-@triton.jit
-def _prefetch_rows_to_l2(row_ptrs, nbytes):
-    """PTX cp.async.bulk.prefetch.L2 (sm_90): ``nbytes`` (int32, a multiple of 16) of each row start
-    into L2; nothing waits for them."""
-    tl.inline_asm_elementwise("cp.async.bulk.prefetch.L2.global [$1], $2; // $0", "=r,l,r", [row_ptrs, nbytes],
-                              dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def _prefetch_one_token_weights(logits_ptr, b_ptr, pid_m, pid_n, num_experts, N, K, stride_be, stride_bn,
-                                TOP_K: tl.constexpr, K_POW2: tl.constexpr, E_POW2: tl.constexpr,
-                                RENORMALIZE: tl.constexpr, BLOCK_N: tl.constexpr, GATED: tl.constexpr,
-                                PREFETCH_BYTES: tl.constexpr):
-    """One token, before waiting for the route launch: route the token here too (the same
-    function on the same logits, so the same experts), find this tile's expert (tile j holds the
-    j-th smallest expert: one pair per tile, runs in expert order) and start the first
-    PREFETCH_BYTES of this program's weight rows into L2, so the memory works while routing runs."""
-    if pid_m < TOP_K:
-        if (K >= PREFETCH_BYTES) & (stride_bn % 16 == 0):
-            ids, _ = softmax_topk_row(logits_ptr, num_experts, TOP_K, K_POW2, E_POW2, RENORMALIZE)
-            slots = tl.arange(0, K_POW2)
-            ascending = tl.sort(tl.where(slots < TOP_K, ids, E_POW2))
-            expert = tl.sum(tl.where(slots == pid_m, ascending, 0), 0).to(tl.int64)
-            rows = moe_weight_rows(pid_n, N, BLOCK_N, GATED)
-            _prefetch_rows_to_l2(b_ptr + expert * stride_be + rows.to(tl.int64) * stride_bn,
-                                 tl.zeros_like(rows) + PREFETCH_BYTES)
-
-
 @triton.jit(do_not_specialize=["num_pairs", "num_tokens"])
 def moe_decode_gemm_kernel(
     a_ptr,
@@ -483,7 +455,6 @@ def moe_decode_gemm_kernel(
     aq_out_ptr=None,
     group_arrivals_ptr=None,
     QUANT_OUT: tl.constexpr = False,
-    PREFETCH_BYTES: tl.constexpr = 0,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -497,9 +468,6 @@ def moe_decode_gemm_kernel(
     QUANT_OUT (gate_up, block scales): the program that completes a token tile's 128-column group
     writes it again as e4m3 to ``aq_out`` and turns its absmax in ``amax_out`` into the scale, so
     the down GEMM loads FP8 A (A_PREQUANT) like the weights, pipelined, instead of quantizing it.
-
-    PREFETCH_BYTES (gate_up after the route launch, PDL): for one token, the first PREFETCH_BYTES
-    of each weight row are started into L2 before waiting for the route launch.
 
     PAIR_TILES (the two-launch path, no route launch, QUANT 0): token tile ``pid_m`` is the one
     pair ``pid_m``, whose expert the program routes itself from ``logits`` (gate_up also records
@@ -516,10 +484,6 @@ def moe_decode_gemm_kernel(
     if LAUNCH_DEPENDENTS:
         _launch_dependents()
     if WAIT_PRIOR == 1:
-        if PREFETCH_BYTES > 0:
-            if num_tokens == 1:
-                _prefetch_one_token_weights(logits_ptr, b_ptr, pid_m, pid_n, num_experts, N, K, stride_be, stride_bn,
-                                            TOP_K, K_POW2, E_POW2, RENORMALIZE, BLOCK_N, GATED, PREFETCH_BYTES)
         _wait_for_prior_launch()
 
     if PAIR_TILES:
@@ -755,9 +719,6 @@ ALIGN_IN_REGISTERS = True
 # FP8 block scales: gate_up also writes the intermediate as e4m3 with its scales, and the down GEMM
 # loads that (pipelined like the weights) instead of quantizing the bf16 intermediate as it loads it.
 QUANTIZE_INTER = True
-# One token, FP8 weights: gate_up starts this many bytes of each of its weight rows into L2 while
-# the route launch runs (0: off). Needs PDL, which starts gate_up before routing ends.
-PREFETCH_WHILE_ROUTING = 1024
 _REDUCE_ELEMENTS = 8192
 
 
@@ -926,8 +887,6 @@ def plan_fused_moe_decode(
             aq_out_ptr=ws.inter_q,
             group_arrivals_ptr=ws.group_arrivals,
             QUANT_OUT=quant_inter and gated,
-            PREFETCH_BYTES=PREFETCH_WHILE_ROUTING if gated and wt.element_size() == 1 and _wait_prior(
-                pdl, pair_tiles, gated) == _WAIT_AT_START else 0,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
             **({"launch_pdl": True} if pdl and not (pair_tiles and gated) else {}),
