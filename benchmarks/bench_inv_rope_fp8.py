@@ -409,6 +409,7 @@ SWEEP_VARIANTS: dict[str, dict[str, Any]] = {
     "blocked_balanced_prefetch2_cache_ahead": dict(blocked=True, balanced_grid=True, prefetch=2, cache_ahead=True),
     "pps16_prefetch2": dict(programs_per_sm=16, prefetch=2),
     "pps16_prefetch2_cache_ahead": dict(programs_per_sm=16, prefetch=2, cache_ahead=True),
+    "balanced_pps16_prefetch2_cache_ahead": dict(balanced_grid=True, programs_per_sm=16, prefetch=2, cache_ahead=True),
     "rows2": dict(rows_per_tile=2, num_warps=1),
 }
 SWEEP_ROUNDS = 2
