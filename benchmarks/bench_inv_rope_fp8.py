@@ -11,7 +11,7 @@ One run does, in order:
    fit in it) and GB/s for ours, vLLM's, and plain torch, DeepSeek-V4 TP8 layout
    (16 heads of 512 = nope 448 + rope 64, GPT-J, 128-groups, UE8M0-valued fp32 scales, MN-major);
 5. a sweep of our kernel's launch configs (SWEEP_VARIANTS: prefetch depth, cos/sin loaded ahead,
-   tile order, grid, rows per tile) side by side with the default at a few T, two alternating
+   tile order, grid, rows per tile, PDL) side by side with the default at a few T, two alternating
    rounds; a short table of it is printed last (``--sweep-only``: copy ceiling and sweep alone).
 
 Step 4 also times our kernel under Triton's default specialization ("ours_specialized": what
@@ -411,6 +411,12 @@ SWEEP_VARIANTS: dict[str, dict[str, Any]] = {
     "pps16_prefetch2_cache_ahead": dict(programs_per_sm=16, prefetch=2, cache_ahead=True),
     "balanced_pps16_prefetch2_cache_ahead": dict(balanced_grid=True, programs_per_sm=16, prefetch=2, cache_ahead=True),
     "rows2": dict(rows_per_tile=2, num_warps=1),
+    # Programmatic dependent launch: each call's launch overlaps the previous call's tail in the
+    # graph (the previous kernel here is ours, which lets dependents launch at once; vLLM's
+    # kernel is timed without PDL, as vLLM launches it on SM90).
+    "pdl": dict(pdl=True),
+    "balanced_pdl": dict(balanced_grid=True, pdl=True),
+    "balanced_prefetch2_cache_ahead_pdl": dict(balanced_grid=True, prefetch=2, cache_ahead=True, pdl=True),
 }
 SWEEP_ROUNDS = 2
 

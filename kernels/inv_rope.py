@@ -135,6 +135,7 @@ def inv_rope_fp8_kernel(
     PREFETCH: tl.constexpr,
     CACHE_AHEAD: tl.constexpr = False,
     BLOCKED: tl.constexpr = False,
+    PDL: tl.constexpr = False,
 ):
     """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles.
 
@@ -142,7 +143,9 @@ def inv_rope_fp8_kernel(
     many tiles ahead of the one computed have their loads in flight; ``CACHE_AHEAD`` (needs
     ``PREFETCH >= 1``) also loads those tiles' cos/sin rows ahead, each tile's positions one tile
     earlier still, so no iteration waits on a dependent load; ``BLOCKED`` gives each program
-    one contiguous run of tiles instead of every ``num_programs``-th tile.
+    one contiguous run of tiles instead of every ``num_programs``-th tile; ``PDL`` (launched with
+    ``launch_pdl=True``) lets the next kernel launch at once and waits for the previous grid
+    before touching memory, so launches overlap the neighbours' tails.
     """
     tl.static_assert(PREFETCH >= 0 and PREFETCH <= 2, "PREFETCH: 0, 1 or 2 tiles ahead")
     tl.static_assert(PREFETCH >= 1 or not CACHE_AHEAD, "CACHE_AHEAD needs PREFETCH >= 1")
@@ -158,6 +161,13 @@ def inv_rope_fp8_kernel(
     # Derived here, not passed: both vary with T and would flip Triton's int classes.
     padded_tokens = (n_tokens + 3) // 4 * 4
     group_stride = n_tokens * ROW_WIDTH
+
+    if PDL:
+        # Every program is resident from the start: the next kernel may launch now, and its
+        # programs take SM slots as ours retire. Nothing of ours touches memory before the
+        # previous grid has finished and flushed.
+        tl.extra.cuda.gdc_launch_dependents()
+        tl.extra.cuda.gdc_wait()
 
     if QUANTIZE and SCALE_MN_MAJOR:
         if pid == 0:
@@ -546,6 +556,7 @@ def launch_inv_rope_fp8(
     blocked: bool = False,
     balanced_grid: bool = False,
     sm_count: int | None = None,
+    pdl: bool = False,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
@@ -557,8 +568,10 @@ def launch_inv_rope_fp8(
     are in flight ahead of the computed one; ``cache_ahead``: their cos/sin rows too;
     ``blocked``: each program takes one contiguous run of tiles; ``balanced_grid``: as many
     programs as keep every program's tile count equal (within one) at the fewest trips, so the
-    last wave is full. Each of ``prefetch``, ``cache_ahead``, ``blocked`` is one compiled variant
-    for every T; ``balanced_grid`` only changes the grid. ``sm_count`` sizes the grid for that
+    last wave is full; ``pdl``: programmatic dependent launch (Hopper+, Triton >= 3.4: the launch
+    overlaps the previous kernel's tail, this kernel waits for it before any memory access). Each
+    of ``prefetch``, ``cache_ahead``, ``blocked``, ``pdl`` is one compiled variant for every T;
+    ``balanced_grid`` only changes the grid. ``sm_count`` sizes the grid for that
     many SMs instead of the device's (tests use a small one so programs loop over many tiles).
     """
     prefetch = int(prefetch)
@@ -601,6 +614,8 @@ def launch_inv_rope_fp8(
         PREFETCH=prefetch,
         CACHE_AHEAD=cache_ahead,
         BLOCKED=blocked,
+        # Only when asked: older Tritons (3.2) have no launch_pdl option.
+        **(dict(PDL=True, launch_pdl=True) if pdl else {}),
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.
         enable_fp_fusion=False,

@@ -236,6 +236,7 @@ TUNING_VARIANTS = {
     "blocked_balanced": dict(blocked=True, balanced_grid=True),
     "blocked_prefetch2_cache_ahead": dict(blocked=True, prefetch=2, cache_ahead=True),
     "blocked_balanced_prefetch2_cache_ahead": dict(blocked=True, balanced_grid=True, prefetch=2, cache_ahead=True),
+    "pdl": dict(pdl=True),
 }
 # A grid sized for 2 SMs x 2 programs, 8 rows per tile (64 from T = 4097, to keep the
 # interpreter quick): every program loops over many tiles (T = 100 at 16 heads: 200 tiles on 4
@@ -254,6 +255,8 @@ def test_tuning_variant_gives_the_default_launchs_bits(knobs: dict) -> None:
     from tests.interpreter_child import maths_device
 
     device = maths_device()
+    if knobs.get("pdl") and device == "cpu":
+        pytest.skip("the interpreter has no grid-dependency control (a GPU runs this case)")
     for case in TUNING_CASES:
         for tokens in TUNING_TOKEN_COUNTS[case.name]:
             inputs = case.inputs(tokens, _seed(case, tokens))
@@ -272,6 +275,34 @@ def test_tuning_variant_gives_the_default_launchs_bits(knobs: dict) -> None:
                     assert not differ.any(), (
                         f"{case.name} T={tokens}: {name} differ from the default launch's in {int(differ.sum())} bytes"
                     )
+
+
+def test_pdl_variant_waits_for_the_previous_grid_before_touching_memory(tmp_path, monkeypatch) -> None:
+    """Launched with programmatic dependent launch, the kernel may start while the previous one
+    still writes its input: a real sm_90 compile must wait on the previous grid before its first
+    global load or store (the default launch has no grid-dependency control at all)."""
+    import jitguard
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    inputs = Case("pdl", scale_format="pow2", scale_layout="mn_major", n_groups=4).inputs(5, seed=4)
+    layout = irf.plan_inv_rope_fp8(**inputs, rope_start=448, scale_format="pow2", scale_layout="mn_major",
+                                   n_groups=4)
+    ptx = {}
+    for name, knobs in (("default", {}), ("pdl", dict(pdl=True))):
+        before = {(d, k) for d, caches in irf.inv_rope_fp8_kernel.device_caches.items() for k in caches[0]}
+        out, scales = irf.allocate_inv_rope_fp8_outputs(layout, 5, inputs["o"].device)
+        with jitguard.offline(compile=True):
+            irf.launch_inv_rope_fp8(layout, **inputs, out=out, scales=scales, **knobs)
+        new = [compiled for d, caches in irf.inv_rope_fp8_kernel.device_caches.items()
+               for k, compiled in caches[0].items() if (d, k) not in before]
+        assert len(new) == 1, f"{name}: expected one new compiled variant, got {len(new)}"
+        ptx[name] = new[0].asm["ptx"].splitlines()
+    assert not any("griddepcontrol" in line for line in ptx["default"])
+    lines = ptx["pdl"]
+    wait = next(i for i, line in enumerate(lines) if "griddepcontrol.wait" in line)
+    first_access = next(i for i, line in enumerate(lines) if "ld.global" in line or "st.global" in line)
+    assert wait < first_access, f"griddepcontrol.wait at PTX line {wait}, first global access at {first_access}"
+    assert any("griddepcontrol.launch_dependents" in line for line in lines)
 
 
 @pytest.mark.parametrize(
@@ -417,7 +448,10 @@ def sweep_inputs() -> dict:
 
 def _variants_over(token_counts, call, compile: bool = False) -> tuple[int, list]:
     import jitguard
+    from jitguard import triton_compat
 
+    # Counted from no compiled variants: another test in this process may have compiled this one.
+    triton_compat.forget_compiled_variants(irf.inv_rope_fp8_kernel)
     with jitguard.offline(compile=compile), jitguard.watch() as recorder:
         for tokens in token_counts:
             call(tokens)
@@ -499,13 +533,12 @@ def test_real_compile_for_sm90_gives_one_variant(sweep_inputs, tmp_path, monkeyp
         return {(device, key): kernel for device, caches in irf.inv_rope_fp8_kernel.device_caches.items()
                 for key, kernel in caches[0].items()}
 
-    before = compiled()
     variants, events = _variants_over((1, 17, 4096, 65536), call, compile=True)
     assert variants == 1 and len(events) == 1
     assert any(path.suffix == ".cubin" for path in tmp_path.rglob("*")), "no cubin was written"
     # The one variant keeps 128-bit row accesses although num_tokens is demoted: the bf16 row
     # (32 bytes a thread: two 128-bit loads, again for the prefetched row) and the fp8 row store.
-    ptx = [kernel.asm["ptx"] for slot, kernel in compiled().items() if slot not in before]
+    ptx = [kernel.asm["ptx"] for kernel in compiled().values()]  # _variants_over emptied the cache first
     assert len(ptx) == 1, "expected the one new variant in the kernel's cache"
     assert ptx[0].count("ld.global.v4.b32") >= 4 and ptx[0].count("st.global.v4.b32") >= 1, "row access not 128-bit"
 
