@@ -452,13 +452,14 @@ def sweep_configs(irf: Any, copy_gbs: float) -> list[dict]:
         irf.launch_inv_rope_fp8(layout, **inputs[0], out=expected[0], scales=expected[1])
         buffers = [irf.allocate_inv_rope_fp8_outputs(layout, tokens, "cuda") for _ in range(sets)]
         by_name: dict[str, dict] = {}
+
+        def launcher(knobs: dict) -> Callable[[int], Callable[[], Any]]:
+            """make(k): a call of the config on input set k, into buffer set k."""
+            return lambda k: lambda: irf.launch_inv_rope_fp8(
+                layout, **inputs[k], out=buffers[k][0], scales=buffers[k][1], **knobs
+            )
+
         for name, knobs in SWEEP_VARIANTS.items():
-
-            def make(k: int, knobs: dict = knobs) -> Callable[[], Any]:
-                return lambda: irf.launch_inv_rope_fp8(
-                    layout, **inputs[k], out=buffers[k][0], scales=buffers[k][1], **knobs
-                )
-
             row: dict[str, Any] = dict(tokens=tokens, name=name, knobs=knobs, rounds_us=[])
             by_name[name] = row
             rows.append(row)
@@ -466,7 +467,7 @@ def sweep_configs(irf: Any, copy_gbs: float) -> list[dict]:
                 for out in buffers[0]:
                     out.view(torch.uint8).fill_(0xFF)
                 before = compiled_keys(irf.inv_rope_fp8_kernel)
-                make(0)()
+                launcher(knobs)(0)()
                 torch.cuda.synchronize()
                 for compiled in new_compiled_kernels(irf.inv_rope_fp8_kernel, before):
                     row["compiled"] = dict(n_regs=getattr(compiled, "n_regs", None),
@@ -481,15 +482,13 @@ def sweep_configs(irf: Any, copy_gbs: float) -> list[dict]:
                 row = by_name[name]
                 if "error" in row:
                     continue
-
-                def make(k: int, knobs: dict = knobs) -> Callable[[], Any]:
-                    return lambda: irf.launch_inv_rope_fp8(
-                        layout, **inputs[k], out=buffers[k][0], scales=buffers[k][1], **knobs
-                    )
-
-                row["rounds_us"].append(graph_time_us(make, sets, inner))
+                try:
+                    row["rounds_us"].append(graph_time_us(launcher(knobs), sets, inner))
+                except Exception as exc:  # e.g. a PDL launch the graph capture refuses
+                    row["error"] = repr(exc)[:300]
+                    print(f"sweep T={tokens} {name}: {exc!r}", file=sys.stderr)
         for row in by_name.values():
-            if row["rounds_us"]:
+            if row["rounds_us"] and "error" not in row:
                 row["us"] = statistics.mean(row["rounds_us"])
                 row["pct_copy"] = 100 * nbytes / (row["us"] * 1e-6) / 1e9 / copy_gbs
         inputs = buffers = expected = None  # free this size's tensors before the next size
