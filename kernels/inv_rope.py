@@ -163,9 +163,9 @@ def inv_rope_fp8_kernel(
     group_stride = n_tokens * ROW_WIDTH
 
     if PDL:
-        # Every program is resident from the start: the next kernel may launch now, and its
-        # programs take SM slots as ours retire. Nothing of ours touches memory before the
-        # previous grid has finished and flushed.
+        # The grid fits the resident cap, so all programs pass here at once: the next kernel may
+        # launch now and take SM slots as ours retire. Nothing of ours touches memory before
+        # the previous grid has finished and flushed.
         tl.extra.cuda.gdc_launch_dependents()
         tl.extra.cuda.gdc_wait()
 
