@@ -252,7 +252,7 @@ _default_launches: dict = {}
 def test_tuning_variant_gives_the_default_launchs_bits(knobs: dict) -> None:
     """Every prefetch depth, tile order and grid: the reference's values and the default's bits."""
     # Imported here: this file also runs as a plain script (the interpreter child), without tests/ importable.
-    from tests.interpreter_child import maths_device
+    from tests.kernel_maths_device import maths_device
 
     device = maths_device()
     if knobs.get("pdl") and device == "cpu":
