@@ -10,9 +10,7 @@ One run does, in order:
 4. time per call (CUDA graph, median of >= 100 replays, inputs rotated to defeat L2 where they
    fit in it) and GB/s for ours, vLLM's, and plain torch, DeepSeek-V4 TP8 layout
    (16 heads of 512 = nope 448 + rope 64, GPT-J, 128-groups, UE8M0-valued fp32 scales, MN-major);
-5. a sweep of our kernel's launch configs (SWEEP_VARIANTS: prefetch depth, cos/sin loaded ahead,
-   tile order, grid, rows per tile, PDL) side by side with the default at a few T, two alternating
-   rounds; a short table of it is printed last (``--sweep-only``: copy ceiling and sweep alone).
+5. a small sweep of our tile size, warps and grid cap at a few T.
 
 Step 4 also times our kernel under Triton's default specialization ("ours_specialized": what
 ``do_not_specialize=["num_tokens"]`` costs) and, with ``--previous FILE``, an earlier version of
@@ -50,7 +48,7 @@ N_GROUPS, HEADS_PER_GROUP = 4, 4
 MAX_POSITION = 16384
 CHECK_TOKENS = (1, 2, 3, 13, 16, 17, 62, 64, 100, 1000, 4097, 8192)
 TIME_TOKENS = (1, 2, 4, 8, 16, 64, 192, 256, 384, 512, 1024, 4096, 8192, 16384, 32768, 65536)
-SWEEP_TOKENS = (1024, 4096, 8192, 32768)
+SWEEP_TOKENS = (256, 4096, 32768)
 L2_DEFEAT_BYTES = 240 * 2**20  # 4x the H200's ~60 MB L2
 
 
@@ -392,57 +390,19 @@ def time_implementations(irf: Any, reference: Any, upstream: Any, copy_gbs: floa
     return rows
 
 
-# Named launch configs of our kernel, timed side by side with the default (the first entry) in
-# the sweep. Each is a set of launch_inv_rope_fp8 knobs: one compiled variant for every T (the
-# knobs are constexprs fixed per config, or only change the grid).
-SWEEP_VARIANTS: dict[str, dict[str, Any]] = {
-    "default": {},
-    "prefetch0": dict(prefetch=0),
-    "prefetch2": dict(prefetch=2),
-    "cache_ahead": dict(cache_ahead=True),
-    "prefetch2_cache_ahead": dict(prefetch=2, cache_ahead=True),
-    "balanced": dict(balanced_grid=True),
-    "balanced_prefetch2": dict(balanced_grid=True, prefetch=2),
-    "balanced_cache_ahead": dict(balanced_grid=True, cache_ahead=True),
-    "balanced_prefetch2_cache_ahead": dict(balanced_grid=True, prefetch=2, cache_ahead=True),
-    "blocked_balanced": dict(blocked=True, balanced_grid=True),
-    "blocked_balanced_prefetch2_cache_ahead": dict(blocked=True, balanced_grid=True, prefetch=2, cache_ahead=True),
-    "pps16_prefetch2": dict(programs_per_sm=16, prefetch=2),
-    "pps16_prefetch2_cache_ahead": dict(programs_per_sm=16, prefetch=2, cache_ahead=True),
-    "balanced_pps16_prefetch2_cache_ahead": dict(balanced_grid=True, programs_per_sm=16, prefetch=2, cache_ahead=True),
-    "rows2": dict(rows_per_tile=2, num_warps=1),
-    # Programmatic dependent launch: each call's launch overlaps the previous call's tail in the
-    # graph (the previous kernel here is ours, which lets dependents launch at once; vLLM's
-    # kernel is timed without PDL, as vLLM launches it on SM90).
-    "pdl": dict(pdl=True),
-    "balanced_pdl": dict(balanced_grid=True, pdl=True),
-    "balanced_prefetch2_cache_ahead_pdl": dict(balanced_grid=True, prefetch=2, cache_ahead=True, pdl=True),
-}
-SWEEP_ROUNDS = 2
-
-
-def new_compiled_kernels(kernel: Any, before: set) -> list[Any]:
-    """Compiled variants of ``kernel`` whose (device, key) is not in ``before``."""
-    return [compiled for device, caches in getattr(kernel, "device_caches", {}).items()
-            for key, compiled in caches[0].items() if (device, key) not in before]
-
-
-def compiled_keys(kernel: Any) -> set:
-    return {(device, key) for device, caches in getattr(kernel, "device_caches", {}).items() for key in caches[0]}
+SWEEP_CONFIGS = ((1, 1), (2, 1), (4, 2), (8, 4))  # (rows per tile, warps)
+SWEEP_PROGRAMS_PER_SM = (16, 32)
 
 
 def sweep_configs(irf: Any, copy_gbs: float) -> list[dict]:
-    """Time every SWEEP_VARIANTS config at every SWEEP_TOKENS, SWEEP_ROUNDS alternating rounds
-    (all configs, then all again: the rounds' spread says what difference is noise); each config's
-    output (fp8 bytes and scales, into buffers poisoned first) is compared bit for bit with the
-    default launch's."""
+    """Tile rows, warps, prefetch and grid cap of our kernel; each config's output is compared
+    bit for bit with the default launch's."""
     import torch
 
     rows = []
     for tokens in SWEEP_TOKENS:
         nbytes = minimal_bytes(tokens)
         sets = max(1, min(8, math.ceil(L2_DEFEAT_BYTES / nbytes))) if nbytes > 2**20 else 1
-        inner = max(sets, 16 if tokens < 4096 else 4)
         inputs = [make_inputs(tokens, seed=s) for s in range(sets)]
         layout = irf.plan_inv_rope_fp8(
             inputs[0]["o"], inputs[0]["positions"], inputs[0]["cos_sin_cache"], rope_start=NOPE_DIM,
@@ -451,47 +411,25 @@ def sweep_configs(irf: Any, copy_gbs: float) -> list[dict]:
         expected = irf.allocate_inv_rope_fp8_outputs(layout, tokens, "cuda")
         irf.launch_inv_rope_fp8(layout, **inputs[0], out=expected[0], scales=expected[1])
         buffers = [irf.allocate_inv_rope_fp8_outputs(layout, tokens, "cuda") for _ in range(sets)]
-        by_name: dict[str, dict] = {}
+        for rows_per_tile, num_warps in SWEEP_CONFIGS:
+            for prefetch in (False, True):
+                for programs_per_sm in SWEEP_PROGRAMS_PER_SM:
+                    knobs = dict(rows_per_tile=rows_per_tile, num_warps=num_warps, programs_per_sm=programs_per_sm,
+                                 prefetch=prefetch)
 
-        def launcher(knobs: dict) -> Callable[[int], Callable[[], Any]]:
-            """make(k): a call of the config on input set k, into buffer set k."""
-            return lambda k: lambda: irf.launch_inv_rope_fp8(
-                layout, **inputs[k], out=buffers[k][0], scales=buffers[k][1], **knobs
-            )
+                    def make(k: int, knobs=knobs) -> Callable[[], Any]:
+                        return lambda: irf.launch_inv_rope_fp8(
+                            layout, **inputs[k], out=buffers[k][0], scales=buffers[k][1], **knobs
+                        )
 
-        for name, knobs in SWEEP_VARIANTS.items():
-            row: dict[str, Any] = dict(tokens=tokens, name=name, knobs=knobs, rounds_us=[])
-            by_name[name] = row
-            rows.append(row)
-            try:
-                for out in buffers[0]:
-                    out.view(torch.uint8).fill_(0xFF)
-                before = compiled_keys(irf.inv_rope_fp8_kernel)
-                launcher(knobs)(0)()
-                torch.cuda.synchronize()
-                for compiled in new_compiled_kernels(irf.inv_rope_fp8_kernel, before):
-                    row["compiled"] = dict(n_regs=getattr(compiled, "n_regs", None),
-                                           n_spills=getattr(compiled, "n_spills", None))
-                row["same_output"] = all(torch.equal(x.view(torch.uint8), y.view(torch.uint8))
-                                         for x, y in zip(buffers[0], expected))
-            except Exception as exc:  # one broken config must not lose the others' numbers
-                row["error"] = repr(exc)[:300]
-                print(f"sweep T={tokens} {name}: {exc!r}", file=sys.stderr)
-        for _ in range(SWEEP_ROUNDS):
-            for name, knobs in SWEEP_VARIANTS.items():
-                row = by_name[name]
-                if "error" in row:
-                    continue
-                try:
-                    row["rounds_us"].append(graph_time_us(launcher(knobs), sets, inner))
-                except Exception as exc:  # e.g. a PDL launch the graph capture refuses
-                    row["error"] = repr(exc)[:300]
-                    print(f"sweep T={tokens} {name}: {exc!r}", file=sys.stderr)
-        for row in by_name.values():
-            if row["rounds_us"] and "error" not in row:
-                row["us"] = statistics.mean(row["rounds_us"])
-                row["pct_copy"] = 100 * nbytes / (row["us"] * 1e-6) / 1e9 / copy_gbs
-        inputs = buffers = expected = None  # free this size's tensors before the next size
+                    for out in buffers[0]:
+                        out.view(torch.uint8).fill_(0xFF)
+                    make(0)()
+                    same = all(torch.equal(x.view(torch.uint8), y.view(torch.uint8))
+                               for x, y in zip(buffers[0], expected))
+                    us = graph_time_us(make, sets, max(sets, 16 if tokens < 4096 else 4))
+                    rows.append(dict(tokens=tokens, **knobs, same_output=same, us=us,
+                                     pct_copy=100 * nbytes / (us * 1e-6) / 1e9 / copy_gbs))
     return rows
 
 
@@ -600,34 +538,15 @@ def print_tables(results: dict) -> None:
 def print_sweep(results: dict) -> None:
     if not results["sweep"]:
         return
-    sweep = results["sweep"]
-    cell = {(r["tokens"], r["name"]): r for r in sweep}
-    tokens_list = sorted({r["tokens"] for r in sweep})
-    names = list(dict.fromkeys(r["name"] for r in sweep))
-    print("\nconfig sweep (ours, upstream layout), us (% copy) and time vs default; mean of "
-          f"{SWEEP_ROUNDS} alternating rounds; 'same': output bit for bit equal to the default's at every T")
-    for name in names:
-        knobs = next(r["knobs"] for r in sweep if r["name"] == name)
-        regs = next((r["compiled"] for r in sweep if r["name"] == name and "compiled" in r), None)
-        print(f"  {name}: {knobs or 'launch defaults'}"
-              + (f"; regs {regs['n_regs']} spills {regs['n_spills']}" if regs else ""))
-    print("| config | " + " | ".join(f"T={t}" for t in tokens_list) + " | same |")
-    print("|---|" + "---|" * len(tokens_list) + "---|")
-    for name in names:
-        cells = []
-        for tokens in tokens_list:
-            row, base = cell.get((tokens, name), {}), cell.get((tokens, "default"), {})
-            if "us" not in row:
-                cells.append("error" if "error" in row else "-")
-                continue
-            ratio = f", {row['us'] / base['us'] - 1:+.1%}" if "us" in base and name != "default" else ""
-            cells.append(f"{row['us']:.{2 if row['us'] < 10 else 1}f} ({row['pct_copy']:.1f}%{ratio})")
-        same = all(cell[(t, name)].get("same_output", False) for t in tokens_list if (t, name) in cell)
-        print(f"| {name} | " + " | ".join(cells) + f" | {'yes' if same else 'NO'} |")
-    spread = "; ".join(
-        f"T={t}: " + "/".join(f"{us:.2f}" for us in cell[(t, "default")]["rounds_us"])
-        for t in tokens_list if (t, "default") in cell)
-    print(f"default's rounds, us (the noise): {spread}")
+    print("\nconfig sweep (ours, upstream layout): rows/tile / warps / prefetch / programs per SM -> us (% copy)")
+    print("all configs give the default's output bit for bit:", all(r["same_output"] for r in results["sweep"]))
+    for tokens in SWEEP_TOKENS:
+        best = sorted((r for r in results["sweep"] if r["tokens"] == tokens), key=lambda r: r["us"])[:5]
+        print(f"T={tokens}: " + "; ".join(
+            f"{r['rows_per_tile']}/{r['num_warps']}/{int(r['prefetch'])}/{r['programs_per_sm']} {r['us']:.1f} "
+            f"({r['pct_copy']:.0f}%)" for r in best))
+    for variant in results.get("variants", []):
+        print(f"variant warps={variant['num_warps']} regs={variant['n_regs']} spills={variant['n_spills']}")
 
 
 if __name__ == "__main__":

@@ -44,22 +44,22 @@ POSITION_DTYPES = (torch.int64, torch.int32)
 
 # Measured on an H200 (benchmarks/results/inv_rope_fp8.md): one (token, head) row of 512 per
 # one-warp program, 32 programs per SM (the resident-block limit) looping over rows, with the
-# next row's loads issued before the current one is computed (PREFETCH = 1), beat wider tiles and
-# more warps; and at mid sizes, two tiles per program beat one (see launch_inv_rope_fp8's grid).
+# next row's loads issued before the current one is computed, beat wider tiles and more warps;
+# and at mid sizes, two tiles per program beat one (see launch_inv_rope_fp8's grid).
 _ELEMENTS_PER_TILE = 512
 _PROGRAMS_PER_SM = 32
-_PREFETCH = 1  # tiles ahead
+_PREFETCH = True
 _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offline backend).
 
 
 @triton.jit
-def _load_rows(
-    o_ptr, tile, row_limit, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b, pair_ok,
+def _load_tile(
+    o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b, pair_ok,
     NUM_HEADS: tl.constexpr, ROWS: tl.constexpr,
 ):
-    """Raw loads of one tile's rows and their rope pairs (re-read, L1 hits); rows >= row_limit masked."""
+    """Raw loads of one tile: the rows, their rope pairs (re-read, L1 hits) and positions."""
     rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
-    row_ok = rows < row_limit
+    row_ok = rows < n_rows
     token = rows // NUM_HEADS
     head = rows % NUM_HEADS
     row_ptr = o_ptr + (token * o_stride_token + head * o_stride_head)[:, None]
@@ -67,40 +67,8 @@ def _load_rows(
     x = tl.load(row_ptr + cols[None, :], mask=row_ok[:, None] & col_ok[None, :], other=0.0)
     a = tl.load(row_ptr + col_a[None, :], mask=pair_mask, other=0.0)
     b = tl.load(row_ptr + col_b[None, :], mask=pair_mask, other=0.0)
-    return x, a, b
-
-
-@triton.jit
-def _load_positions(positions_ptr, tile, row_limit, NUM_HEADS: tl.constexpr, ROWS: tl.constexpr):
-    """The position of each row of one tile (0 for masked rows)."""
-    rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
-    return tl.load(positions_ptr + rows // NUM_HEADS, mask=rows < row_limit, other=0).to(tl.int64)
-
-
-@triton.jit
-def _load_tile(
-    o_ptr, positions_ptr, tile, row_limit, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b, pair_ok,
-    NUM_HEADS: tl.constexpr, ROWS: tl.constexpr,
-):
-    """Raw loads of one tile: the rows, their rope pairs and positions."""
-    x, a, b = _load_rows(
-        o_ptr, tile, row_limit, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b, pair_ok, NUM_HEADS, ROWS
-    )
-    pos = _load_positions(positions_ptr, tile, row_limit, NUM_HEADS, ROWS)
+    pos = tl.load(positions_ptr + token, mask=row_ok, other=0).to(tl.int64)
     return x, a, b, pos
-
-
-@triton.jit
-def _load_cos_sin(
-    cos_sin_ptr, pos, tile, row_limit, cache_stride_pos, pair, pair_ok, HALF_ROPE: tl.constexpr, ROWS: tl.constexpr
-):
-    """One tile's cos and sin rows (fp32) for the given positions; masked rows get cos 1, sin 0."""
-    rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
-    pair_mask = (rows < row_limit)[:, None] & pair_ok[None, :]
-    cache_row = cos_sin_ptr + pos * cache_stride_pos
-    cos = tl.load(cache_row[:, None] + pair[None, :], mask=pair_mask, other=1.0).to(tl.float32)
-    sin = tl.load(cache_row[:, None] + HALF_ROPE + pair[None, :], mask=pair_mask, other=0.0).to(tl.float32)
-    return cos, sin
 
 
 @triton.jit(do_not_specialize=["num_tokens"], do_not_specialize_on_alignment=["positions_ptr"])
@@ -133,22 +101,8 @@ def inv_rope_fp8_kernel(
     SCALE_COLS_P2: tl.constexpr,
     ROWS: tl.constexpr,
     PREFETCH: tl.constexpr,
-    CACHE_AHEAD: tl.constexpr = False,
-    BLOCKED: tl.constexpr = False,
-    PDL: tl.constexpr = False,
 ):
-    """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles.
-
-    Tuning constexprs (fixed per config, never derived from T): ``PREFETCH`` (0, 1, 2) is how
-    many tiles ahead of the one computed have their loads in flight; ``CACHE_AHEAD`` (needs
-    ``PREFETCH >= 1``) also loads those tiles' cos/sin rows ahead, each tile's positions one tile
-    earlier still, so no iteration waits on a dependent load; ``BLOCKED`` gives each program
-    one contiguous run of tiles instead of every ``num_programs``-th tile; ``PDL`` (launched with
-    ``launch_pdl=True``) lets the next kernel launch at once and waits for the previous grid
-    before touching memory, so launches overlap the neighbours' tails.
-    """
-    tl.static_assert(PREFETCH >= 0 and PREFETCH <= 2, "PREFETCH: 0, 1 or 2 tiles ahead")
-    tl.static_assert(PREFETCH >= 1 or not CACHE_AHEAD, "CACHE_AHEAD needs PREFETCH >= 1")
+    """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles."""
     D_TILE: tl.constexpr = CHUNKS_P2 * GROUP
     ROPE_END: tl.constexpr = ROPE_START + 2 * HALF_ROPE
     ROW_WIDTH: tl.constexpr = HEADS_PER_GROUP * HEAD_DIM
@@ -161,13 +115,6 @@ def inv_rope_fp8_kernel(
     # Derived here, not passed: both vary with T and would flip Triton's int classes.
     padded_tokens = (n_tokens + 3) // 4 * 4
     group_stride = n_tokens * ROW_WIDTH
-
-    if PDL:
-        # The grid fits the resident cap, so all programs pass here at once: the next kernel may
-        # launch now and take SM slots as ours retire. Nothing of ours touches memory before
-        # the previous grid has finished and flushed.
-        tl.extra.cuda.gdc_launch_dependents()
-        tl.extra.cuda.gdc_wait()
 
     if QUANTIZE and SCALE_MN_MAJOR:
         if pid == 0:
@@ -198,97 +145,37 @@ def inv_rope_fp8_kernel(
     chunk_b = col_b // GROUP
     chunk_ids = tl.arange(0, CHUNKS_P2)
 
-    if BLOCKED:
-        per_program = (n_tiles + num_programs - 1) // num_programs
-        first = pid * per_program
-        end = tl.minimum(first + per_program, n_tiles)
-        step = 1
-        # Loads ahead stop at this program's last tile, not the next program's first.
-        row_limit = tl.minimum(end * ROWS, n_rows)
-    else:
-        first = pid
-        end = n_tiles
-        step = num_programs
-        row_limit = n_rows
-
-    if PREFETCH >= 1:
+    if PREFETCH:
         x_next, a_next, b_next, pos_next = _load_tile(
-            o_ptr, positions_ptr, first, row_limit, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
+            o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
             pair_ok, NUM_HEADS, ROWS,
         )
-        if CACHE_AHEAD:
-            cos_next, sin_next = _load_cos_sin(
-                cos_sin_ptr, pos_next, first, row_limit, cache_stride_pos, pair, pair_ok, HALF_ROPE, ROWS
-            )
-    if PREFETCH >= 2:
-        x_next2, a_next2, b_next2, pos_next2 = _load_tile(
-            o_ptr, positions_ptr, first + step, row_limit, o_stride_token, o_stride_head, cols, col_ok, col_a,
-            col_b, pair_ok, NUM_HEADS, ROWS,
-        )
-        if CACHE_AHEAD:
-            cos_next2, sin_next2 = _load_cos_sin(
-                cos_sin_ptr, pos_next2, first + step, row_limit, cache_stride_pos, pair, pair_ok, HALF_ROPE, ROWS
-            )
-    if CACHE_AHEAD:
-        # Positions of the tile whose rows are loaded next iteration, PREFETCH + 1 tiles ahead.
-        pos_ahead = _load_positions(positions_ptr, first + PREFETCH * step, row_limit, NUM_HEADS, ROWS)
-    for tile in range(first, end, step):
+    for tile in range(pid, n_tiles, num_programs):
         rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
         row_ok = rows < n_rows
         token = rows // NUM_HEADS
         head = rows % NUM_HEADS
         out_base = (head // HEADS_PER_GROUP) * group_stride + token * ROW_WIDTH + (head % HEADS_PER_GROUP) * HEAD_DIM
-        if CACHE_AHEAD:
-            # This tile's rows and cos/sin were issued PREFETCH iterations ago, from positions
-            # loaded one iteration before that: nothing below waits on a dependent load.
-            x_raw, a_raw, b_raw, cos, sin = x_next, a_next, b_next, cos_next, sin_next
-            tile_ahead = tile + PREFETCH * step
-            if PREFETCH >= 2:
-                x_next, a_next, b_next, cos_next, sin_next = x_next2, a_next2, b_next2, cos_next2, sin_next2
-                x_next2, a_next2, b_next2 = _load_rows(
-                    o_ptr, tile_ahead, row_limit, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
-                    pair_ok, NUM_HEADS, ROWS,
-                )
-                cos_next2, sin_next2 = _load_cos_sin(
-                    cos_sin_ptr, pos_ahead, tile_ahead, row_limit, cache_stride_pos, pair, pair_ok, HALF_ROPE, ROWS
-                )
-            else:
-                x_next, a_next, b_next = _load_rows(
-                    o_ptr, tile_ahead, row_limit, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
-                    pair_ok, NUM_HEADS, ROWS,
-                )
-                cos_next, sin_next = _load_cos_sin(
-                    cos_sin_ptr, pos_ahead, tile_ahead, row_limit, cache_stride_pos, pair, pair_ok, HALF_ROPE, ROWS
-                )
-            pos_ahead = _load_positions(positions_ptr, tile_ahead + step, row_limit, NUM_HEADS, ROWS)
+        if PREFETCH:
+            # This tile's loads were issued one iteration ago; issue the next tile's now, so
+            # each program keeps a tile of reads in flight while it computes.
+            x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
+            x_next, a_next, b_next, pos_next = _load_tile(
+                o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, cols, col_ok,
+                col_a, col_b, pair_ok, NUM_HEADS, ROWS,
+            )
         else:
-            if PREFETCH >= 2:
-                # Two tiles' loads in flight while this one is computed.
-                x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
-                x_next, a_next, b_next, pos_next = x_next2, a_next2, b_next2, pos_next2
-                x_next2, a_next2, b_next2, pos_next2 = _load_tile(
-                    o_ptr, positions_ptr, tile + 2 * step, row_limit, o_stride_token, o_stride_head, cols, col_ok,
-                    col_a, col_b, pair_ok, NUM_HEADS, ROWS,
-                )
-            elif PREFETCH == 1:
-                # This tile's loads were issued one iteration ago; issue the next tile's now, so
-                # each program keeps a tile of reads in flight while it computes.
-                x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
-                x_next, a_next, b_next, pos_next = _load_tile(
-                    o_ptr, positions_ptr, tile + step, row_limit, o_stride_token, o_stride_head, cols, col_ok,
-                    col_a, col_b, pair_ok, NUM_HEADS, ROWS,
-                )
-            else:
-                x_raw, a_raw, b_raw, pos = _load_tile(
-                    o_ptr, positions_ptr, tile, row_limit, o_stride_token, o_stride_head, cols, col_ok, col_a,
-                    col_b, pair_ok, NUM_HEADS, ROWS,
-                )
+            x_raw, a_raw, b_raw, pos = _load_tile(
+                o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
+                pair_ok, NUM_HEADS, ROWS,
+            )
         x = x_raw.to(tl.float32)
         a = a_raw.to(tl.float32)
         b = b_raw.to(tl.float32)
         pair_mask = row_ok[:, None] & pair_ok[None, :]
-        if not CACHE_AHEAD:
-            cos, sin = _load_cos_sin(cos_sin_ptr, pos, tile, n_rows, cache_stride_pos, pair, pair_ok, HALF_ROPE, ROWS)
+        cache_row = cos_sin_ptr + pos * cache_stride_pos
+        cos = tl.load(cache_row[:, None] + pair[None, :], mask=pair_mask, other=1.0).to(tl.float32)
+        sin = tl.load(cache_row[:, None] + HALF_ROPE + pair[None, :], mask=pair_mask, other=0.0).to(tl.float32)
         # Inverse rotation (by -theta).
         new_a = a * cos + b * sin
         new_b = b * cos - a * sin
@@ -551,34 +438,16 @@ def launch_inv_rope_fp8(
     rows_per_tile: int | None = None,
     num_warps: int | None = None,
     programs_per_sm: int = _PROGRAMS_PER_SM,
-    prefetch: int = _PREFETCH,
-    cache_ahead: bool = False,
-    blocked: bool = False,
-    balanced_grid: bool = False,
-    sm_count: int | None = None,
-    pdl: bool = False,
+    prefetch: bool = _PREFETCH,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
     ``out`` may have another dtype than fp8 (fp32 keeps the pre-cast values, used to check
     the maths under ``TRITON_INTERPRET=1``). ``kernel`` swaps in another build of the same
-    function (the interpreter, or a copy with default specialization for comparisons).
-    Tuning knobs for benchmarks (none changes the output's bits): ``rows_per_tile``,
-    ``num_warps``, ``programs_per_sm``; ``prefetch`` (0, 1, 2; True means 1): tiles whose loads
-    are in flight ahead of the computed one; ``cache_ahead``: their cos/sin rows too;
-    ``blocked``: each program takes one contiguous run of tiles; ``balanced_grid``: as many
-    programs as keep every program's tile count equal (within one) at the fewest trips, so the
-    last wave is full; ``pdl``: programmatic dependent launch (Hopper+, Triton >= 3.4: the launch
-    overlaps the previous kernel's tail, this kernel waits for it before any memory access). Each
-    of ``prefetch``, ``cache_ahead``, ``blocked``, ``pdl`` is one compiled variant for every T;
-    ``balanced_grid`` only changes the grid. ``sm_count`` sizes the grid for that
-    many SMs instead of the device's (tests use a small one so programs loop over many tiles).
+    function (the interpreter, or a copy with default specialization for comparisons);
+    ``rows_per_tile``, ``num_warps``, ``programs_per_sm`` and ``prefetch`` are tuning knobs for
+    benchmarks.
     """
-    prefetch = int(prefetch)
-    if prefetch not in (0, 1, 2):
-        _fail("prefetch", f"must be 0, 1 or 2 tiles ahead, got {prefetch}")
-    if cache_ahead and prefetch == 0:
-        _fail("cache_ahead", "needs prefetch >= 1 (the cos/sin rows are loaded with a prefetched tile)")
     num_tokens = o.shape[0]
     if num_tokens == 0:
         return
@@ -587,16 +456,10 @@ def launch_inv_rope_fp8(
     rows = rows_per_tile or max(1, _ELEMENTS_PER_TILE // tile_width)
     num_warps = num_warps or min(4, max(1, rows * tile_width // 1024))
     n_tiles = triton.cdiv(num_tokens * layout.num_heads, rows)
-    sms = sm_count or _sm_count(o.device)
+    sms = _sm_count(o.device)
     # Past half the resident-program cap, programs take two tiles each (the second prefetched):
     # half as many one-warp programs to schedule, and the prefetch then has work to overlap.
-    programs = min(n_tiles, sms * programs_per_sm, max(sms * programs_per_sm // 2, triton.cdiv(n_tiles, 2)))
-    if balanced_grid:
-        # Same number of trips per program, fewer programs: e.g. T = 4096 at 16 heads is 65536
-        # tiles, 4224 programs doing 15 or 16 (half the SMs' warps idle in the last trip) become
-        # 4096 programs doing 16 each.
-        programs = triton.cdiv(n_tiles, triton.cdiv(n_tiles, programs))
-    grid = (programs,)
+    grid = (min(n_tiles, sms * programs_per_sm, max(sms * programs_per_sm // 2, triton.cdiv(n_tiles, 2))),)
     # With one token the token stride is never used; normalise it so a view's odd stride
     # cannot become a new specialization.
     token_stride = o.stride(0) if num_tokens > 1 else layout.num_heads * o.stride(1)
@@ -612,10 +475,6 @@ def launch_inv_rope_fp8(
         cos_sin_cache.stride(0),
         ROWS=rows,
         PREFETCH=prefetch,
-        CACHE_AHEAD=cache_ahead,
-        BLOCKED=blocked,
-        # Only when asked: older Tritons (3.2) have no launch_pdl option.
-        **(dict(PDL=True, launch_pdl=True) if pdl else {}),
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.
         enable_fp_fusion=False,

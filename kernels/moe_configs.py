@@ -173,7 +173,15 @@ def select_tile_configs(
 # its gate_up also quantizes the intermediate for block scales, its down GEMM reduces the top-k
 # rows itself. Written by ``benchmarks/tune_moe_decode.py`` from an H200 run; a class or an M with
 # no row here takes TILE_TABLE's.
-DECODE_TILE_TABLE: dict[tuple[str, str], list[tuple[int, MoeTileConfigs]]] = {}
+DECODE_TILE_TABLE: dict[tuple[str, str], list[tuple[int, MoeTileConfigs]]] = {
+    ('fp8-block', 'many'): [
+        # tuned (whole layer, H200, 2026-11-30 run 3): deepseek-v3-tp2-fp8-block M=1 57.8/57.7 us against
+        # 62.8/58.5 on TILE_TABLE's row; qwen3-30b-fp8-block M=1 22.0-22.2 against 22.5/22.2 (its best
+        # gate_up: the same tile at 5 stages). M = 2..64: no row measured faster on both shapes by more
+        # than the spread of timing one row twice, so TILE_TABLE's rows stay.
+        (1, MoeTileConfigs(_t(8, 32, 128, 1, 2, 6, True), _t(8, 64, 128, 1, 4, 3, False))),
+    ],
+}
 
 
 def select_decode_tile_configs(num_tokens: int, num_experts: int, precision: str = "bf16") -> MoeTileConfigs:

@@ -78,7 +78,13 @@ from .moe_gemm import (
 )
 from .moe_inputs import check_moe_inputs, normalize_w_scale
 from .moe_quant import FP8_MAX
-from .moe_routing import check_router_logits, softmax_topk_reference, softmax_topk_row
+from .moe_routing import (
+    HAS_BATCHED_TOPK,
+    check_router_logits,
+    softmax_topk_reference,
+    softmax_topk_row,
+    softmax_topk_rows,
+)
 
 __all__ = [
     "DECODE_LAUNCHES",
@@ -202,27 +208,75 @@ def moe_decode_route_kernel(
     LAUNCH_DEPENDENTS: tl.constexpr,
     WRITE_XQ: tl.constexpr = False,
     HIDDEN_POW2: tl.constexpr = 0,
-    SMALL_PAIRS: tl.constexpr = 64,
+    FEW_TOKENS: tl.constexpr = 8,
     ALIGN_IN_REGISTERS: tl.constexpr = True,
 ):
-    """Routing of token ``program_id``; the last program to finish aligns every pair.
+    """Routing of token ``program_id`` and its activation scales; then the alignment of every pair.
 
+    Up to FEW_TOKENS tokens (and not per-tensor scales), program 0 routes every token at once and
+    aligns the pairs in registers while each program quantizes its own row: no arrival counter,
+    no round trip between programs. Otherwise each program routes its own token and the last one
+    to arrive (an atomic counter) aligns every pair through per-expert counters.
     WRITE_XQ (block scales): also writes the token's e4m3 row to ``xq`` so gate_up loads FP8 directly.
     """
     if LAUNCH_DEPENDENTS:
         _launch_dependents()
     token = tl.program_id(0).to(tl.int64)
     X_ONE_PASS: tl.constexpr = (QUANT == 3) and (BLOCK_H >= HIDDEN_POW2)
+    x_row = tl.zeros((BLOCK_H // GROUP, GROUP), dtype=tl.float32)
     if X_ONE_PASS:
         # Issued before the routing's loads so both are in flight together.
         groups1 = tl.arange(0, BLOCK_H // GROUP)
         cols1 = groups1[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
-        x_row = tl.load(x_ptr + token * stride_xm + cols1, mask=cols1 < hidden, other=0.0)
-    ids, weights = softmax_topk_row(logits_ptr + token * stride_lm, num_experts, TOP_K, K_POW2, E_POW2, RENORMALIZE)
-    slots = tl.arange(0, K_POW2)
-    tl.store(topk_ids_ptr + token * TOP_K + slots, ids, mask=slots < TOP_K)
-    tl.store(topk_weights_ptr + token * TOP_K + slots, weights, mask=slots < TOP_K)
+        x_row = tl.load(x_ptr + token * stride_xm + cols1, mask=cols1 < hidden, other=0.0).to(tl.float32)
+    # Per-tensor scales need every token's absmax before the scale: they keep the counter path.
+    FEW_PATH: tl.constexpr = ALIGN_IN_REGISTERS and (QUANT != 1) and HAS_BATCHED_TOPK
+    if FEW_PATH:
+        few_tokens = num_tokens <= FEW_TOKENS
+    else:
+        few_tokens = num_tokens < 0
+    if few_tokens:
+        if FEW_PATH and (token == 0):
+            _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr, expert_ids_ptr,
+                                        num_padded_ptr, num_tokens, num_experts, stride_lm, num_pairs, padded_len,
+                                        num_blocks, block_m, TOP_K, K_POW2, E_POW2, RENORMALIZE, FILL_BLOCK,
+                                        FEW_TOKENS)
+        _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
+                        a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
+                        X_ONE_PASS)
+    else:
+        ids, weights = softmax_topk_row(logits_ptr + token * stride_lm, num_experts, TOP_K, K_POW2, E_POW2,
+                                        RENORMALIZE)
+        slots = tl.arange(0, K_POW2)
+        tl.store(topk_ids_ptr + token * TOP_K + slots, ids, mask=slots < TOP_K)
+        tl.store(topk_weights_ptr + token * TOP_K + slots, weights, mask=slots < TOP_K)
+        _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
+                        a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
+                        X_ONE_PASS)
+        # Every thread's stores precede the release of this program's arrival.
+        tl.debug_barrier()
+        arrived = tl.atomic_add(arrivals_ptr, 1, sem="acq_rel", scope="gpu")
+        if arrived == num_tokens - 1:
+            tl.store(arrivals_ptr, 0)
+            tl.debug_barrier()
+            _fill_layout(sorted_ids_ptr, expert_ids_ptr, num_pairs, padded_len, num_blocks, FILL_BLOCK)
+            _align_by_counters(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr,
+                               num_pairs, num_experts, block_m, E_POW2, P_POW2)
+            if QUANT == 1:
+                x_amax = tl.load(x_amax_ptr, volatile=True)
+                tl.store(x_scale_ptr, tl.maximum(x_amax, MIN_AMAX) / FP8_MAX_C)
+                tl.store(x_amax_ptr, 0.0)
 
+
+@triton.jit
+def _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
+                    a2_amax_cols, xq_ptr, TOP_K: tl.constexpr, K_POW2: tl.constexpr, QUANT: tl.constexpr,
+                    GROUP: tl.constexpr, BLOCK_H: tl.constexpr, FP8_MAX_C: tl.constexpr, MIN_AMAX: tl.constexpr,
+                    WRITE_XQ: tl.constexpr, X_ONE_PASS: tl.constexpr):
+    """Token ``token``'s activation scales (and e4m3 row), and zeroed absmax slots of its pairs for
+    gate_up's intermediate: QUANT 1 folds the row's absmax into ``x_amax``, 2 one scale per row,
+    3 one per 128-column group (``x_row`` holds the row already when X_ONE_PASS)."""
+    slots = tl.arange(0, K_POW2)
     if QUANT == 1:
         # Tensor scale: every token folds its absmax in; the last program turns it into the scale.
         amax = tl.zeros((BLOCK_H,), dtype=tl.float32)
@@ -243,8 +297,10 @@ def moe_decode_route_kernel(
         tl.store(a2_amax_ptr + token * TOP_K + slots, tl.zeros((K_POW2,), dtype=tl.float32), mask=slots < TOP_K)
     elif QUANT == 3:
         if X_ONE_PASS:
-            _store_x_group_scales(x_row.to(tl.float32), groups1, cols1, token, hidden, x_scale_ptr, stride_xsm,
-                                  xq_ptr, GROUP, FP8_MAX_C, MIN_AMAX, WRITE_XQ)
+            groups1 = tl.arange(0, BLOCK_H // GROUP)
+            cols1 = groups1[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
+            _store_x_group_scales(x_row, groups1, cols1, token, hidden, x_scale_ptr, stride_xsm, xq_ptr, GROUP,
+                                  FP8_MAX_C, MIN_AMAX, WRITE_XQ)
         else:
             for h0 in range(0, hidden, BLOCK_H):
                 groups = h0 // GROUP + tl.arange(0, BLOCK_H // GROUP)
@@ -261,73 +317,57 @@ def moe_decode_route_kernel(
                 mask=(slots < TOP_K)[:, None] & (cols < a2_amax_cols)[None, :],
             )
 
-    # Every thread's stores precede the release of this program's arrival.
-    tl.debug_barrier()
-    if (QUANT != 1) & (num_tokens == 1):
-        # One token: this program is the last; skipping the arrival atomic saves a round trip
-        # (per-tensor scales keep it: the tensor absmax is folded in by an atomic above).
-        is_last = num_tokens == 1
-    else:
-        arrived = tl.atomic_add(arrivals_ptr, 1, sem="acq_rel", scope="gpu")
-        is_last = arrived == num_tokens - 1
-        if is_last:
-            tl.store(arrivals_ptr, 0)
-    if is_last:
-        tl.debug_barrier()
-        # padded_len is a multiple of block_m >= 8 and the workspace a multiple of 64: filling to
-        # the next multiple of 16 stays inside it, and a bound the compiler knows to be a multiple
-        # of 16 keeps the stores vectorized although padded_len is demoted.
-        fill_len = (padded_len + 15) // 16 * 16
-        for f0 in range(0, fill_len, FILL_BLOCK):
-            offs = f0 + tl.arange(0, FILL_BLOCK)
-            tl.store(sorted_ids_ptr + offs, tl.zeros((FILL_BLOCK,), dtype=tl.int32) + num_pairs, mask=offs < fill_len)
-        for f0 in range(0, num_blocks, FILL_BLOCK):
-            offs = f0 + tl.arange(0, FILL_BLOCK)
-            tl.store(expert_ids_ptr + offs, tl.zeros((FILL_BLOCK,), dtype=tl.int32) - 1, mask=offs < num_blocks)
-        few_pairs = num_pairs <= SMALL_PAIRS
-        if not ALIGN_IN_REGISTERS:
-            few_pairs = num_pairs < 0
-        if few_pairs & (num_pairs <= 16):
-            _align_few_pairs(topk_ids_ptr, ids, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, num_tokens, num_pairs,
-                             block_m, TOP_K, K_POW2, 16)
-        elif few_pairs:
-            _align_few_pairs(topk_ids_ptr, ids, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, num_tokens, num_pairs,
-                             block_m, TOP_K, K_POW2, SMALL_PAIRS)
-        else:
-            _align_by_counters(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr,
-                               num_pairs, num_experts, block_m, E_POW2, P_POW2)
-        if QUANT == 1:
-            x_amax = tl.load(x_amax_ptr, volatile=True)
-            tl.store(x_scale_ptr, tl.maximum(x_amax, MIN_AMAX) / FP8_MAX_C)
-            tl.store(x_amax_ptr, 0.0)
+
+@triton.jit
+def _fill_layout(sorted_ids_ptr, expert_ids_ptr, num_pairs, padded_len, num_blocks, FILL_BLOCK: tl.constexpr):
+    """Every slot of the padded layout empty (the sentinel pair ``num_pairs``), every tile unlabelled (-1)."""
+    # padded_len is a multiple of block_m >= 8 and the workspace a multiple of 64: filling to the
+    # next multiple of 16 stays inside it, and a bound the compiler knows to be a multiple of 16
+    # keeps the stores vectorized although padded_len is demoted.
+    fill_len = (padded_len + 15) // 16 * 16
+    for f0 in range(0, fill_len, FILL_BLOCK):
+        offs = f0 + tl.arange(0, FILL_BLOCK)
+        tl.store(sorted_ids_ptr + offs, tl.zeros((FILL_BLOCK,), dtype=tl.int32) + num_pairs, mask=offs < fill_len)
+    for f0 in range(0, num_blocks, FILL_BLOCK):
+        offs = f0 + tl.arange(0, FILL_BLOCK)
+        tl.store(expert_ids_ptr + offs, tl.zeros((FILL_BLOCK,), dtype=tl.int32) - 1, mask=offs < num_blocks)
 
 
 @triton.jit
-def _align_few_pairs(topk_ids_ptr, own_ids, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, num_tokens, num_pairs,
-                     block_m, TOP_K: tl.constexpr, K_POW2: tl.constexpr, SMALL_PAIRS: tl.constexpr):
-    """The expert-sorted, tile-padded layout of at most SMALL_PAIRS pairs, computed in registers.
+def _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr, expert_ids_ptr,
+                                num_padded_ptr, num_tokens, num_experts, stride_lm, num_pairs, padded_len,
+                                num_blocks, block_m, TOP_K: tl.constexpr, K_POW2: tl.constexpr,
+                                E_POW2: tl.constexpr, RENORMALIZE: tl.constexpr, FILL_BLOCK: tl.constexpr,
+                                FEW_TOKENS: tl.constexpr):
+    """Route up to FEW_TOKENS tokens in one top-k over their logits rows, store the routing, and
+    write the expert-sorted, tile-padded layout from registers.
 
     A pair's rank is the number of earlier pairs with its expert; its expert's run starts after
-    every smaller expert's tiles, and each tile is opened by the pair of rank 0, block_m, ... in
-    it. One load (none for one token: its pairs are this program's ``own_ids``) and the stores:
-    no counters, no round trips through memory (the caller has filled sorted_ids and expert_ids
-    and synchronized).
+    every smaller expert's tiles, and each tile is opened by the pair of rank 0, block_m, ... in it.
     """
-    tl.debug_barrier()
-    pairs = tl.arange(0, SMALL_PAIRS)
-    valid = pairs < num_pairs
-    one_token = num_tokens == 1
-    loaded = tl.load(topk_ids_ptr + pairs, mask=valid & (not one_token), other=-1, volatile=True)
+    rows = tl.arange(0, FEW_TOKENS)
+    ids, weights = softmax_topk_rows(logits_ptr, rows, rows < num_tokens, stride_lm, num_experts, TOP_K, K_POW2,
+                                     E_POW2, RENORMALIZE)
     slots = tl.arange(0, K_POW2)
-    own = tl.sum(tl.where(pairs[:, None] == slots[None, :], own_ids[None, :], 0), axis=1)
-    expert = tl.where(one_token, tl.where(valid, own, -1), loaded)
-    same_before = (expert[:, None] == expert[None, :]) & (pairs[None, :] < pairs[:, None]) & valid[None, :]
+    pair_2d = rows[:, None] * TOP_K + slots[None, :]
+    valid_2d = (rows < num_tokens)[:, None] & (slots < TOP_K)[None, :]
+    tl.store(topk_ids_ptr + pair_2d, ids, mask=valid_2d)
+    tl.store(topk_weights_ptr + pair_2d, weights, mask=valid_2d)
+    _fill_layout(sorted_ids_ptr, expert_ids_ptr, num_pairs, padded_len, num_blocks, FILL_BLOCK)
+    P: tl.constexpr = FEW_TOKENS * K_POW2
+    pair = tl.reshape(pair_2d, (P,))
+    valid = tl.reshape(valid_2d, (P,))
+    expert = tl.where(valid, tl.reshape(ids, (P,)), -1)
+    order = tl.arange(0, P)
+    same_before = (expert[:, None] == expert[None, :]) & (order[None, :] < order[:, None]) & valid[None, :]
     rank = tl.sum(same_before.to(tl.int32), axis=1)
     opens_tile = valid & (rank % block_m == 0)
     tiles_before = tl.sum(((expert[None, :] < expert[:, None]) & opens_tile[None, :]).to(tl.int32), axis=1)
     pos = tiles_before * block_m + rank
+    # The fills above precede these stores to the same slots.
+    tl.debug_barrier()
     tl.store(num_padded_ptr, tl.sum(opens_tile.to(tl.int32), 0) * block_m)
-    tl.store(sorted_ids_ptr + pos, pairs, mask=valid)
+    tl.store(sorted_ids_ptr + pos, pair, mask=valid)
     tl.store(expert_ids_ptr + pos // block_m, expert, mask=opens_tile)
 
 
@@ -712,9 +752,10 @@ _ROUTE_MAX_BLOCK_H = 8192
 # FP8 block scales: the route launch writes x as e4m3 and gate_up loads it instead of quantizing
 # on load (H200: benchmarks/results/moe_layer.md, "FP8: x quantized by the route launch").
 PREQUANT_X = True
-# Up to this many (token, expert) pairs the route launch aligns them in registers (no counters in
-# memory: three fewer round trips); a [pairs, pairs] comparison, so it stays small.
-ALIGN_IN_REGISTERS_MAX_PAIRS = 64
+# Up to this many tokens (and not per-tensor scales) one program of the route launch routes them all
+# and aligns their pairs in registers (no arrival counter, no per-expert counters in memory); its
+# [pairs, pairs] comparison keeps it small. ALIGN_IN_REGISTERS = False takes the counter path always.
+FEW_TOKENS = 8
 ALIGN_IN_REGISTERS = True
 # FP8 block scales: gate_up also writes the intermediate as e4m3 with its scales, and the down GEMM
 # loads that (pipelined like the weights) instead of quantizing the bf16 intermediate as it loads it.
@@ -836,7 +877,7 @@ def plan_fused_moe_decode(
             else _ROUTE_BLOCK_H,
             HIDDEN_POW2=triton.next_power_of_2(H),
             FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, LAUNCH_DEPENDENTS=pdl, WRITE_XQ=prequant,
-            SMALL_PAIRS=ALIGN_IN_REGISTERS_MAX_PAIRS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS,
+            FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS,
         )))
     inter = ws.inter[:num_pairs]
     for gemm in (1, 2):

@@ -17,10 +17,11 @@ from .moe_routing import check_router_logits, softmax_topk
 __all__ = ["from_logits_takes_decode", "fused_moe_from_logits"]
 
 
-# FP8 on the decode path, by H200 measurement (benchmarks/results/moe_layer.md): block scales only;
-# up to 8 tokens for small experts (Qwen3-30B-like, 4.7 MB each: faster at M <= 8, not from 16), up
-# to 4 for large ones (DeepSeek-V3-TP2, 22 MB each: faster at M <= 4, slower from 8).
-_FP8_DECODE_MAX_TOKENS = {True: 8, False: 4}  # keyed by "experts of at most _SMALL_EXPERT_BYTES"
+# FP8 on the decode path, by H200 measurement (benchmarks/results/moe_layer.md, since the
+# intermediate is quantized by gate_up): block scales only; up to 16 tokens for small experts
+# (Qwen3-30B-like, 4.7 MB each: faster than the unfused chain at M <= 16, slower from 32), up to 8
+# for large ones (DeepSeek-V3-TP2, 22 MB each: faster at M <= 8, even at 16, slower from 32).
+_FP8_DECODE_MAX_TOKENS = {True: 16, False: 8}  # keyed by "experts of at most _SMALL_EXPERT_BYTES"
 _SMALL_EXPERT_BYTES = 8 << 20
 
 

@@ -32,6 +32,54 @@ _INT32_MIN = tl.constexpr(-2147483648)
 # Triton >= 3.3 has tl.topk (a bitonic top-k); before it, TOP_K successive argmaxes pick the same
 # experts; tl.topk is the faster of the two on an H200 (benchmarks/results/moe_layer.md, fixed-cost probe).
 _HAS_TOPK = tl.constexpr(hasattr(tl, "topk"))
+# softmax_topk_rows (several tokens in one top-k) exists only where tl.topk does.
+HAS_BATCHED_TOPK = _HAS_TOPK
+
+
+@triton.jit
+def _order_key(x, in_range):
+    """Order-preserving int32 key of fp32 logits: flip the magnitude bits of negative floats (+0.0
+    folds -0.0 onto +0.0 so the two tie, as they do in torch); experts out of range sort last."""
+    bits = (x + 0.0).to(tl.int32, bitcast=True)
+    key = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
+    return tl.where(in_range, key, _INT32_MIN)
+
+
+@triton.jit
+def softmax_topk_rows(
+    logits_ptr,
+    rows,
+    row_mask,
+    stride_lm,
+    num_experts,
+    TOP_K: tl.constexpr,
+    K_POW2: tl.constexpr,
+    E_POW2: tl.constexpr,
+    RENORMALIZE: tl.constexpr,
+):
+    """Several tokens' routing at once (``rows`` [R] of the logits, R a power of two): (ids, weights)
+    [R, K_POW2], the same selection and weights as :func:`softmax_topk_row` for each row; rows
+    outside ``row_mask`` and slots >= TOP_K hold 0. Needs ``tl.topk`` (Triton >= 3.3)."""
+    experts = tl.arange(0, E_POW2)
+    in_range = (experts < num_experts)[None, :] & row_mask[:, None]
+    x = tl.load(logits_ptr + rows[:, None].to(tl.int64) * stride_lm + experts[None, :], mask=in_range,
+                other=float("-inf")).to(tl.float32)
+    key = _order_key(x, in_range)
+    row_max = tl.max(x, 1)
+    row_max = tl.where(row_mask, row_max, 0.0)
+    e = tl.where(in_range, tl.exp(x - row_max[:, None]), 0.0)
+    inv_sum = 1.0 / tl.maximum(tl.sum(e, 1), 1e-30)
+    packed = (key.to(tl.int64) << 32) | (E_POW2 - 1 - experts[None, :]).to(tl.int64)
+    top = tl.topk(packed, K_POW2)
+    ids = (E_POW2 - 1 - (top & 0xFFFFFFFF)).to(tl.int32)
+    top_key = (top >> 32).to(tl.int32)
+    top_x = tl.where(top_key < 0, top_key ^ 0x7FFFFFFF, top_key).to(tl.float32, bitcast=True)
+    keep = (tl.arange(0, K_POW2) < TOP_K)[None, :] & row_mask[:, None]
+    ids = tl.where(keep, ids, 0)
+    weights = tl.where(keep, tl.exp(top_x - row_max[:, None]) * inv_sum[:, None], 0.0)
+    if RENORMALIZE:
+        weights = weights / tl.maximum(tl.sum(weights, 1), 1e-30)[:, None]
+    return ids, weights
 
 
 @triton.jit
@@ -50,11 +98,7 @@ def softmax_topk_row(
     experts = tl.arange(0, E_POW2)
     in_range = experts < num_experts
     x = tl.load(logits_row_ptr + experts, mask=in_range, other=float("-inf")).to(tl.float32)
-    # Order-preserving integer key: flip the magnitude bits of negative floats (+0.0 folds -0.0
-    # onto +0.0 so the two tie, as they do in torch).
-    bits = (x + 0.0).to(tl.int32, bitcast=True)
-    key = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
-    key = tl.where(in_range, key, _INT32_MIN)
+    key = _order_key(x, in_range)
     row_max = tl.max(x, 0)
     e = tl.where(in_range, tl.exp(x - row_max), 0.0)
     inv_sum = 1.0 / tl.sum(e, 0)

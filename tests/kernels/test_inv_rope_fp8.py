@@ -10,7 +10,6 @@ own cast (the interpreter's fp8 cast is wrong, triton#8322, so it is not checked
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -110,12 +109,9 @@ def _logical(case: Case, layout: irf.InvRopeFp8Layout, out: torch.Tensor, scales
 
 
 def run_kernel(
-    case: Case, inputs: dict, device: str, fp8: bool, rows_per_tile: int | None = None, **knobs
+    case: Case, inputs: dict, device: str, fp8: bool, rows_per_tile: int | None = None
 ) -> dict[str, torch.Tensor]:
-    """Run the kernel once into poisoned buffers; pre-cast fp32 values, or fp8 when ``fp8``.
-
-    ``knobs``: more launch_inv_rope_fp8 tuning knobs.
-    """
+    """Run the kernel once into poisoned buffers; pre-cast fp32 values, or fp8 when ``fp8``."""
     inputs = {k: v.to(device) for k, v in inputs.items()}
     tokens = inputs["o"].shape[0]
     layout = _layout(case, inputs)
@@ -124,7 +120,7 @@ def run_kernel(
         out = torch.full(out.shape, float("nan"), dtype=torch.float32, device=device)
     if scales.numel():
         scales.fill_(-7)
-    irf.launch_inv_rope_fp8(layout, **inputs, out=out, scales=scales, rows_per_tile=rows_per_tile, **knobs)
+    irf.launch_inv_rope_fp8(layout, **inputs, out=out, scales=scales, rows_per_tile=rows_per_tile)
     values, scale_values = _logical(case, layout, out, scales, tokens)
     result = {"values": values.cpu(), "scale_buffer": scales.cpu()}
     if scale_values is not None:
@@ -221,103 +217,6 @@ def test_kernel_matches_reference(case: Case, backend: str, request: pytest.Fixt
             got = run_kernel(case, inputs, "cuda", fp8=False)
             fp8_got = run_kernel(case, inputs, "cuda", fp8=True)
         check_against_reference(case, inputs, got, fp8_got, "cpu" if backend == "interpreter" else "cuda")
-
-
-# ---- tuning variants: the same bits as the default launch ------------------------------
-
-# The benchmark's launch configs (benchmarks/bench_inv_rope_fp8.py SWEEP_VARIANTS), each one
-# compiled variant for every T; none may change a bit of the output.
-TUNING_VARIANTS = {
-    "prefetch0": dict(prefetch=0),
-    "prefetch2": dict(prefetch=2),
-    "cache_ahead": dict(cache_ahead=True),
-    "prefetch2_cache_ahead": dict(prefetch=2, cache_ahead=True),
-    "balanced": dict(balanced_grid=True),
-    "blocked_balanced": dict(blocked=True, balanced_grid=True),
-    "blocked_prefetch2_cache_ahead": dict(blocked=True, prefetch=2, cache_ahead=True),
-    "blocked_balanced_prefetch2_cache_ahead": dict(blocked=True, balanced_grid=True, prefetch=2, cache_ahead=True),
-    "pdl": dict(pdl=True),
-}
-# A grid sized for 2 SMs x 2 programs, 8 rows per tile (64 from T = 4097, to keep the
-# interpreter quick): every program loops over many tiles (T = 100 at 16 heads: 200 tiles on 4
-# programs; T = 4097 at 4 heads: 257 tiles), the 4-head case ends in partial tiles at odd T.
-TUNING_GRID = dict(sm_count=2, programs_per_sm=2)
-TUNING_CASES = (CASES[0], next(c for c in CASES if c.name == "rope_spans_three_groups"))
-TUNING_TOKEN_COUNTS = {CASES[0].name: (1, 3, 17, 100), "rope_spans_three_groups": (1, 3, 17, 100, 4097)}
-_default_launches: dict = {}
-
-
-@pytest.mark.interpreter
-@pytest.mark.parametrize("knobs", TUNING_VARIANTS.values(), ids=TUNING_VARIANTS.keys())
-def test_tuning_variant_gives_the_default_launchs_bits(knobs: dict) -> None:
-    """Every prefetch depth, tile order and grid: the reference's values and the default's bits."""
-    # Imported here: this file also runs as a plain script (the interpreter child), without tests/ importable.
-    from tests.kernel_maths_device import maths_device
-
-    device = maths_device()
-    if knobs.get("pdl") and device == "cpu":
-        pytest.skip("the interpreter has no grid-dependency control (a GPU runs this case)")
-    for case in TUNING_CASES:
-        for tokens in TUNING_TOKEN_COUNTS[case.name]:
-            inputs = case.inputs(tokens, _seed(case, tokens))
-            key = (case.name, tokens, device)
-            grid = dict(TUNING_GRID, rows_per_tile=8 if tokens < 4097 else 64)
-            if key not in _default_launches:
-                _default_launches[key] = run_kernel(case, inputs, device, fp8=False, **grid)
-                check_against_reference(case, inputs, _default_launches[key], None, device)
-            launches = [(_default_launches[key], run_kernel(case, inputs, device, fp8=False, **grid, **knobs))]
-            if device == "cuda":  # the fp8 kernel as shipped, at its own grid
-                launches.append((run_kernel(case, inputs, device, fp8=True),
-                                 run_kernel(case, inputs, device, fp8=True, **knobs)))
-            for expected, got in launches:
-                for name in ("values", "scale_buffer"):
-                    differ = got[name].view(torch.uint8) != expected[name].view(torch.uint8)
-                    assert not differ.any(), (
-                        f"{case.name} T={tokens}: {name} differ from the default launch's in {int(differ.sum())} bytes"
-                    )
-
-
-def test_pdl_variant_waits_for_the_previous_grid_before_touching_memory(tmp_path, monkeypatch) -> None:
-    """Launched with programmatic dependent launch, the kernel may start while the previous one
-    still writes its input: a real sm_90 compile must wait on the previous grid before its first
-    global load or store (the default launch has no grid-dependency control at all)."""
-    import jitguard
-
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
-    inputs = Case("pdl", scale_format="pow2", scale_layout="mn_major", n_groups=4).inputs(5, seed=4)
-    layout = irf.plan_inv_rope_fp8(**inputs, rope_start=448, scale_format="pow2", scale_layout="mn_major",
-                                   n_groups=4)
-    ptx = {}
-    for name, knobs in (("default", {}), ("pdl", dict(pdl=True))):
-        before = {(d, k) for d, caches in irf.inv_rope_fp8_kernel.device_caches.items() for k in caches[0]}
-        out, scales = irf.allocate_inv_rope_fp8_outputs(layout, 5, inputs["o"].device)
-        with jitguard.offline(compile=True):
-            irf.launch_inv_rope_fp8(layout, **inputs, out=out, scales=scales, **knobs)
-        new = [compiled for d, caches in irf.inv_rope_fp8_kernel.device_caches.items()
-               for k, compiled in caches[0].items() if (d, k) not in before]
-        assert len(new) == 1, f"{name}: expected one new compiled variant, got {len(new)}"
-        ptx[name] = new[0].asm["ptx"].splitlines()
-    assert not any("griddepcontrol" in line for line in ptx["default"])
-    lines = ptx["pdl"]
-    wait = next(i for i, line in enumerate(lines) if "griddepcontrol.wait" in line)
-    first_access = next(i for i, line in enumerate(lines) if "ld.global" in line or "st.global" in line)
-    assert wait < first_access, f"griddepcontrol.wait at PTX line {wait}, first global access at {first_access}"
-    assert any("griddepcontrol.launch_dependents" in line for line in lines)
-
-
-@pytest.mark.parametrize(
-    "knobs, error",
-    [
-        (dict(prefetch=3), "inv_rope_fp8: prefetch: must be 0, 1 or 2 tiles ahead, got 3"),
-        (dict(prefetch=0, cache_ahead=True), "inv_rope_fp8: cache_ahead: needs prefetch >= 1"),
-    ],
-)
-def test_tuning_knobs_out_of_range_raise_naming_the_knob(knobs: dict, error: str) -> None:
-    inputs = _good_inputs()
-    layout = irf.plan_inv_rope_fp8(**inputs)
-    out, scales = irf.allocate_inv_rope_fp8_outputs(layout, 3, inputs["o"].device)
-    with pytest.raises(ValueError, match=re.escape(error)):
-        irf.launch_inv_rope_fp8(layout, **inputs, out=out, scales=scales, **knobs)
 
 
 # ---- the reference itself --------------------------------------------------------------
@@ -448,10 +347,7 @@ def sweep_inputs() -> dict:
 
 def _variants_over(token_counts, call, compile: bool = False) -> tuple[int, list]:
     import jitguard
-    from jitguard import triton_compat
 
-    # Counted from no compiled variants: another test in this process may have compiled this one.
-    triton_compat.forget_compiled_variants(irf.inv_rope_fp8_kernel)
     with jitguard.offline(compile=compile), jitguard.watch() as recorder:
         for tokens in token_counts:
             call(tokens)
@@ -466,21 +362,6 @@ def test_upstream_layout_compiles_one_variant_for_every_token_count(sweep_inputs
         irf.fused_inv_rope_fp8_quant(o[:tokens], positions[:tokens], cache, n_groups=4, heads_per_group=4)
 
     variants, events = _variants_over(range(1, SWEEP_MAX_T + 1), call)
-    assert variants == 1, [event.causes for event in events]
-
-
-@pytest.mark.parametrize("knobs", TUNING_VARIANTS.values(), ids=TUNING_VARIANTS.keys())
-def test_tuning_variant_compiles_one_variant_for_every_token_count(sweep_inputs, knobs: dict) -> None:
-    """A benchmark config is one more compiled variant, never one per token count."""
-    o, positions, cache = sweep_inputs["o"], sweep_inputs["positions"], sweep_inputs["cos_sin_cache"]
-    layout = irf.plan_inv_rope_fp8(o[:1], positions[:1], cache, rope_start=448, scale_format="pow2",
-                                   scale_layout="mn_major", n_groups=4)
-
-    def call(tokens: int) -> None:
-        out, scales = irf.allocate_inv_rope_fp8_outputs(layout, tokens, o.device)
-        irf.launch_inv_rope_fp8(layout, o[:tokens], positions[:tokens], cache, out, scales, **knobs)
-
-    variants, events = _variants_over(SAMPLE_TOKEN_COUNTS, call)
     assert variants == 1, [event.causes for event in events]
 
 
@@ -533,12 +414,13 @@ def test_real_compile_for_sm90_gives_one_variant(sweep_inputs, tmp_path, monkeyp
         return {(device, key): kernel for device, caches in irf.inv_rope_fp8_kernel.device_caches.items()
                 for key, kernel in caches[0].items()}
 
+    before = compiled()
     variants, events = _variants_over((1, 17, 4096, 65536), call, compile=True)
     assert variants == 1 and len(events) == 1
     assert any(path.suffix == ".cubin" for path in tmp_path.rglob("*")), "no cubin was written"
     # The one variant keeps 128-bit row accesses although num_tokens is demoted: the bf16 row
     # (32 bytes a thread: two 128-bit loads, again for the prefetched row) and the fp8 row store.
-    ptx = [kernel.asm["ptx"] for kernel in compiled().values()]  # _variants_over emptied the cache first
+    ptx = [kernel.asm["ptx"] for slot, kernel in compiled().items() if slot not in before]
     assert len(ptx) == 1, "expected the one new variant in the kernel's cache"
     assert ptx[0].count("ld.global.v4.b32") >= 4 and ptx[0].count("st.global.v4.b32") >= 1, "row access not 128-bit"
 

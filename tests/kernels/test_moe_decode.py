@@ -476,8 +476,8 @@ def test_from_logits_takes_the_unfused_chain_for_fp8_without_block_scales(monkey
 
 # (tokens, hidden, intermediate, decode path?): the H200 measurement of results/moe_layer.md
 # (Qwen3-30B-like experts, 4.7 MB: decode faster at M <= 8; DeepSeek-V3-TP2, 22 MB: at M <= 4).
-FP8_BLOCK_CHOICES = [(1, 2048, 768, True), (8, 2048, 768, True), (16, 2048, 768, False),
-                     (1, 7168, 1024, True), (4, 7168, 1024, True), (8, 7168, 1024, False)]
+FP8_BLOCK_CHOICES = [(1, 2048, 768, True), (16, 2048, 768, True), (17, 2048, 768, False),
+                     (1, 7168, 1024, True), (8, 7168, 1024, True), (9, 7168, 1024, False)]
 
 
 @pytest.mark.parametrize("M,H,I,decode", FP8_BLOCK_CHOICES)
