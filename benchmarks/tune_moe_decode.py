@@ -328,6 +328,7 @@ def main() -> None:
     p.add_argument("--tile-ms", default="1,2,4,8,16,32,64")
     p.add_argument("--bf16-pairs-ms", default="1,2", help="M for the bf16 pairs path's tile sweep")
     p.add_argument("--skip-variants", action="store_true")
+    p.add_argument("--skip-tiles", action="store_true")
     p.add_argument("--time-budget", type=float, default=420.0, help="seconds; the tile part stops when spent")
     p.add_argument("--precompile", type=int, default=8, help="processes compiling the tile sweep ahead (0: none)")
     p.add_argument("--compile-slice", help=argparse.SUPPRESS)
@@ -340,7 +341,7 @@ def main() -> None:
         distinct = list({(name, path, tiles): (name, path, M, tiles) for name, path, M, tiles in jobs}.values())
         compile_slice(distinct[i::n])
         return
-    if args.precompile:
+    if args.precompile and not args.skip_tiles:
         precompile(jobs, args.precompile)
     start = time.time()
     out_dir = Path(args.out)
@@ -375,7 +376,7 @@ def main() -> None:
     print("\n".join(tile_head), flush=True)
     lines += tile_head
     deadline = start + args.time_budget
-    for name in args.tile_cases.split(","):
+    for name in [] if args.skip_tiles else args.tile_cases.split(","):
         layer = layers.get(name) or Layer(bfm.CASES[name], l2)
         layers[name] = layer
         if layer.scheme is None:

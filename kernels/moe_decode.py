@@ -237,10 +237,27 @@ def moe_decode_route_kernel(
         few_tokens = num_tokens < 0
     if few_tokens:
         if FEW_PATH and (token == 0):
-            _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr, expert_ids_ptr,
-                                        num_padded_ptr, num_tokens, num_experts, stride_lm, num_pairs, padded_len,
-                                        num_blocks, block_m, TOP_K, K_POW2, E_POW2, RENORMALIZE, FILL_BLOCK,
-                                        FEW_TOKENS)
+            # Tiles of 1, 2, 4 or FEW_TOKENS rows: one token pays for one row's top-k, not eight.
+            if num_tokens == 1:
+                _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
+                                            expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
+                                            num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
+                                            RENORMALIZE, FILL_BLOCK, 1)
+            elif num_tokens == 2:
+                _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
+                                            expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
+                                            num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
+                                            RENORMALIZE, FILL_BLOCK, 2)
+            elif num_tokens <= 4:
+                _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
+                                            expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
+                                            num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
+                                            RENORMALIZE, FILL_BLOCK, 4)
+            else:
+                _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
+                                            expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
+                                            num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
+                                            RENORMALIZE, FILL_BLOCK, FEW_TOKENS)
         _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
                         a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
                         X_ONE_PASS)

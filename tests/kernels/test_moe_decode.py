@@ -163,8 +163,11 @@ def test_math_bf16_layer_matches_reference(shape, tile, path):
 
 
 @pytest.mark.interpreter
-@pytest.mark.parametrize("M,E,k,block", [(1, 8, 2, 8), (7, 8, 2, 16), (64, 16, 4, 32), (3, 64, 8, 8)])
+# M = 1, 2, 3 (a 4-row tile), 7 and 8 (8 rows) take the route launch's one-program path, 64 its counters.
+@pytest.mark.parametrize("M,E,k,block", [(1, 8, 2, 8), (2, 128, 8, 16), (3, 64, 8, 8), (7, 8, 2, 16), (8, 256, 8, 16),
+                                         (64, 16, 4, 32)])
 def test_math_alignment_groups_every_pair_by_expert(M, E, k, block):
+    """The route launch's routing is the reference's, and its layout groups every pair by expert."""
     device = _device()
     gen = torch.Generator().manual_seed(M * 100 + block)
     H, I = 32, 16
@@ -172,7 +175,10 @@ def test_math_alignment_groups_every_pair_by_expert(M, E, k, block):
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     tile = TileConfig(block, 32, 32, 1, 4, 2, False)
     fused_moe_decode(x, logits, w13, w2, k, tile_configs=MoeTileConfigs(tile, tile), workspace=ws, path="grouped")
-    _, ids = ws.routing(M)
+    weights, ids = ws.routing(M)
+    ref_weights, ref_ids = softmax_topk_reference(logits.cpu().float(), k)
+    assert torch.equal(ids.cpu(), ref_ids)
+    torch.testing.assert_close(weights.cpu(), ref_weights, rtol=1e-5, atol=1e-6)
     used = int(ws.num_padded.item())
     sorted_ids, expert_ids = ws.sorted_ids.tolist(), ws.expert_ids.tolist()
     got: dict[int, list[int]] = {}
