@@ -210,6 +210,7 @@ def moe_decode_route_kernel(
     HIDDEN_POW2: tl.constexpr = 0,
     FEW_TOKENS: tl.constexpr = 8,
     ALIGN_IN_REGISTERS: tl.constexpr = True,
+    FEW_ELEMENTS: tl.constexpr = 1024,
 ):
     """Routing of token ``program_id`` and its activation scales; then the alignment of every pair.
 
@@ -232,7 +233,9 @@ def moe_decode_route_kernel(
     # Per-tensor scales need every token's absmax before the scale: they keep the counter path.
     FEW_PATH: tl.constexpr = ALIGN_IN_REGISTERS and (QUANT != 1) and HAS_BATCHED_TOPK
     if FEW_PATH:
-        few_tokens = num_tokens <= FEW_TOKENS
+        # One program's top-k over [tokens, experts] grows with both: past FEW_ELEMENTS the routing
+        # spread over the programs wins (H200: DeepSeek's 8 x 256 took 12 us here, 6.8 spread out).
+        few_tokens = (num_tokens <= FEW_TOKENS) & (num_tokens * E_POW2 <= FEW_ELEMENTS)
     else:
         few_tokens = num_tokens < 0
     if few_tokens:
@@ -769,10 +772,13 @@ _ROUTE_MAX_BLOCK_H = 8192
 # FP8 block scales: the route launch writes x as e4m3 and gate_up loads it instead of quantizing
 # on load (H200: benchmarks/results/moe_layer.md, "FP8: x quantized by the route launch").
 PREQUANT_X = True
-# Up to this many tokens (and not per-tensor scales) one program of the route launch routes them all
-# and aligns their pairs in registers (no arrival counter, no per-expert counters in memory); its
-# [pairs, pairs] comparison keeps it small. ALIGN_IN_REGISTERS = False takes the counter path always.
+# Up to FEW_TOKENS tokens and FEW_ELEMENTS logits (tokens x experts rounded up to a power of two),
+# and not per-tensor scales, one program of the route launch routes them all and aligns their pairs
+# in registers (no arrival counter, no per-expert counters in memory). H200 (moe_layer.md): faster
+# at 1-2 tokens (DeepSeek route 6.8 -> 4.4-5.0 us), even at 4 x 256 and 8 x 128, slower at 8 x 256.
+# ALIGN_IN_REGISTERS = False takes the counter path always.
 FEW_TOKENS = 8
+FEW_ELEMENTS = 1024
 ALIGN_IN_REGISTERS = True
 # FP8 block scales: gate_up also writes the intermediate as e4m3 with its scales, and the down GEMM
 # loads that (pipelined like the weights) instead of quantizing the bf16 intermediate as it loads it.
@@ -894,7 +900,7 @@ def plan_fused_moe_decode(
             else _ROUTE_BLOCK_H,
             HIDDEN_POW2=triton.next_power_of_2(H),
             FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, LAUNCH_DEPENDENTS=pdl, WRITE_XQ=prequant,
-            FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS,
+            FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
         )))
     inter = ws.inter[:num_pairs]
     for gemm in (1, 2):

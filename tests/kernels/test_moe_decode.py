@@ -163,9 +163,10 @@ def test_math_bf16_layer_matches_reference(shape, tile, path):
 
 
 @pytest.mark.interpreter
-# M = 1, 2, 3 (a 4-row tile), 7 and 8 (8 rows) take the route launch's one-program path, 64 its counters.
-@pytest.mark.parametrize("M,E,k,block", [(1, 8, 2, 8), (2, 128, 8, 16), (3, 64, 8, 8), (7, 8, 2, 16), (8, 256, 8, 16),
-                                         (64, 16, 4, 32)])
+# M = 1, 2, 3 (a 4-row tile), 7 and 8 (8 rows) of at most 1024 logits take the route launch's
+# one-program path; 8 x 256 logits and 64 tokens its counters.
+@pytest.mark.parametrize("M,E,k,block", [(1, 8, 2, 8), (2, 128, 8, 16), (3, 64, 8, 8), (7, 8, 2, 16), (8, 128, 8, 16),
+                                         (8, 256, 8, 16), (64, 16, 4, 32)])
 def test_math_alignment_groups_every_pair_by_expert(M, E, k, block):
     """The route launch's routing is the reference's, and its layout groups every pair by expert."""
     device = _device()
