@@ -20,29 +20,35 @@ and adds one memset for its zeroed counters):
 
 1. ``moe_decode_route_kernel``, one program per token: softmax top-k (``moe_routing``; ties to
    the lower expert index), the activation scales of ``x`` for FP8 (per token, per 128-column
-   group, or a tensor absmax), and zeroing of the intermediate's absmax slots. The program that
-   arrives last (an atomic counter) builds the expert-sorted, tile-padded pair layout of
-   ``moe_align`` for all tokens at once: one pass, no host sync, no extra launch.
+   group, or a tensor absmax; with block scales also x as e4m3), and zeroing of the
+   intermediate's absmax slots; then the expert-sorted, tile-padded pair layout of
+   ``moe_align`` for all tokens at once. Up to ``FEW_TOKENS`` tokens (and ``FEW_ELEMENTS``
+   logits), program 0 routes them all in one top-k and builds the layout in registers; beyond,
+   the program that arrives last (an atomic counter) builds it through per-expert counters.
+   No host sync, no extra launch.
 2. ``moe_decode_gemm_kernel`` as gate_up: grouped GEMM over the sorted tiles with ``silu(gate) *
-   up`` in its epilogue. FP8 activations are quantized as they are loaded (the scales come from
-   launch 1), and the epilogue records the absmax the down GEMM's activation scales need.
-3. ``moe_decode_gemm_kernel`` as down: quantizes the intermediate as it loads it, multiplies each
-   row by its routing weight and writes fp32 rows per (token, expert) pair; per column tile, the
-   program that arrives last sums each token's top-k rows in a fixed order (deterministic, no
-   float atomics) and writes the output. No separate reduce launch.
+   up`` in its epilogue. FP8 activations come quantized from launch 1 (block scales) or are
+   quantized as they are loaded (per tensor / channel); the epilogue records the absmax the down
+   GEMM's activation scales need, and with block scales the last writer of each 128-column group
+   writes that group again as e4m3 with its scale (``QUANTIZE_INTER``).
+3. ``moe_decode_gemm_kernel`` as down: loads the e4m3 intermediate (block scales; per tensor /
+   channel: quantizes the intermediate as it loads it), multiplies each row by its routing weight
+   and writes fp32 rows per (token, expert) pair; per column tile, the program that arrives last
+   sums each token's top-k rows in a fixed order (deterministic, no float atomics) and writes the
+   output. No separate reduce launch.
 
 Upstream runs the same layer as 6-8 launches (top-k, alignment, quantization, GEMM1,
 activation, quantization, GEMM2, reduce). Everything here is CUDA-graph capturable: grids and
 buffers depend only on M and the layer shape, never on the routing; the counters reset
 themselves, so graph replays need no memset. One compiled variant per (tile config, path) for
-every M (each token-count-derived integer is in ``do_not_specialize``); the tiles come from the
-fused-MoE table (``moe_configs``).
+every M (each token-count-derived integer is in ``do_not_specialize``); the tiles come from
+``moe_configs.select_decode_tile_configs`` (the fused-MoE table, with decode rows where they differ).
 
 FP8 W8A8 takes the scale layouts of :func:`jitguard.kernels.fused_moe.fused_moe` (per tensor,
-per channel, block 128x128), with dynamic activation scales only, on the grouped path; with block
-scales the route launch also writes x as e4m3 for gate_up. Which of it and ``softmax_topk`` +
-``fused_moe`` is faster depends on the shape (benchmarks/results/moe_layer.md):
-``moe_dispatch.fused_moe_from_logits`` picks by ``from_logits_takes_decode``.
+per channel, block 128x128), with dynamic activation scales only, on the grouped path. Which of
+it and ``softmax_topk`` + ``fused_moe`` is faster depends on the shape
+(benchmarks/results/moe_layer.md): ``moe_dispatch.fused_moe_from_logits`` picks by
+``from_logits_takes_decode``.
 
 >>> ws = MoeDecodeWorkspace.for_layer(w13, w2, top_k=8, act_dtype=torch.bfloat16)  # doctest: +SKIP
 >>> out = fused_moe_decode(x, router_logits, w13, w2, 8, renormalize=True, workspace=ws)  # doctest: +SKIP
