@@ -220,8 +220,8 @@ def moe_decode_route_kernel(
 ):
     """Routing of token ``program_id`` and its activation scales; then the alignment of every pair.
 
-    Up to FEW_TOKENS tokens (and not per-tensor scales), program 0 routes every token at once and
-    aligns the pairs in registers while each program quantizes its own row: no arrival counter,
+    Up to FEW_TOKENS tokens and FEW_ELEMENTS logits (not with per-tensor scales), program 0 routes
+    every token at once and aligns the pairs in registers while each program quantizes its own row: no arrival counter,
     no round trip between programs. Otherwise each program routes its own token and the last one
     to arrive (an atomic counter) aligns every pair through per-expert counters.
     WRITE_XQ (block scales): also writes the token's e4m3 row to ``xq`` so gate_up loads FP8 directly.
