@@ -8,8 +8,10 @@ A plan lists, per kernel, every variant a run compiled: each parameter's class (
     json.dump(plan, open("plan.json", "w"))
 
 An autotuned kernel's entry also carries `"autotune": {"key": [...], "keys_tuned": [{param: value}, ...],
-"bucket": {...}}` (from the report's `autotune` entry, or the logs' tuning records): the warm-up
-pre-tunes each key value so serving finds every tuning done.
+"bucket": {...}, "tunings_by_dtype": [{"key": {param: value}, "dtypes": ["torch.float16", ...]}, ...]}`
+(from the report's `autotune` entry, or the logs' tuning records): the warm-up pre-tunes each key
+value with each set of tensor dtypes it was tuned for, so serving finds every tuning done. Plans
+and reports written before `tunings_by_dtype` existed lack it: their key values are pre-tuned once.
 
 Representative values: int `one` -> 1, `div16` -> 16, `plain` (and `off`, not specialized) -> 17;
 i64 -> 2**31 + 16 / 2**31 + 17; u64 -> 2**63 + 16 / 2**63 + 17. A variant that cannot be rebuilt
@@ -227,6 +229,10 @@ def build_plan(report_or_events: Any) -> dict[str, Any]:
                 entry["autotune"] = {"key": list(tuned.get("key") or []),
                                      "keys_tuned": [dict(k) for k in tuned.get("keys_tuned") or []],
                                      "bucket": dict(tuned.get("bucket") or {})}
+                if isinstance(tuned.get("tunings_by_dtype"), list):  # absent from older reports
+                    entry["autotune"]["tunings_by_dtype"] = [
+                        {"key": dict(t.get("key") or {}), "dtypes": list(t.get("dtypes") or [])}
+                        for t in tuned["tunings_by_dtype"] if isinstance(t, dict)]
     plan_kernels = sorted(kernels.values(), key=lambda k: (k["module"], k["name"]))
     return {
         "jitguard_warmup_plan": PLAN_FORMAT,

@@ -115,6 +115,6 @@ def test_a_kernel_made_inside_a_function_is_a_named_failure(tmp_path):
     plan["kernels"][0]["qualname"] = "make.<locals>.scale_rows"
     result = warmup(plan, stream=io.StringIO(), quiet=True)
     (failure,) = result.pretune_failures
-    assert failure.startswith("scale_rows {'num_tokens': 4}: ")
+    assert failure.startswith("scale_rows {'num_tokens': 4} dtypes ['torch.float32', 'torch.float32']: ")
     assert "is not a module-level name" in failure or "is gone" in failure  # Triton < 3.5 keeps no kernel registry
     assert not result.pretuned.get("scale_rows")
