@@ -113,7 +113,7 @@ def _dtypes(dtype, keywords):
     (None, False, "logs"),                    # triton.autotune, tensors passed positionally
     ({"num_tokens": "pow2"}, False, "report"),  # jitguard.autotune: sizes 3 and 4 share bucket 4
     (None, True, "logs"),                     # pointers as keywords, out of argument order
-    (None, False, "older"),                   # a plan written before tunings_by_dtype: as before
+    (None, False, "older"),                   # a report written before tunings_by_dtype: as before
 ])
 def test_each_key_value_is_pretuned_with_each_dtype_set_it_was_tuned_for(tmp_path, bucket, keywords, plan_from):
     sizes, dtypes = [3, 4], [torch.float16, torch.bfloat16]
@@ -124,13 +124,16 @@ def test_each_key_value_is_pretuned_with_each_dtype_set_it_was_tuned_for(tmp_pat
     expected = [{"key": {"num_tokens": n}, "dtypes": _dtypes(d, keywords)} for n in tuned for d in dtypes]
     report = build_report(str(tmp_path / "logs"))
     assert report["kernels"][0]["autotune"]["tunings_by_dtype"] == expected
+    if plan_from == "older":
+        del report["kernels"][0]["autotune"]["tunings_by_dtype"]
     (tmp_path / "report.json").write_text(json.dumps(report))
-    plan = build_plan(str(tmp_path / ("report.json" if plan_from == "report" else "logs")))
+    plan = build_plan(str(tmp_path / ("logs" if plan_from == "logs" else "report.json")))
     (entry,) = plan["kernels"]
     assert entry["autotune"]["keys_tuned"] == [{"num_tokens": n} for n in tuned]  # unchanged: older readers
-    assert entry["autotune"]["tunings_by_dtype"] == expected and plan["tunings"] == len(expected)
     if plan_from == "older":
-        del entry["autotune"]["tunings_by_dtype"]
+        assert "tunings_by_dtype" not in entry["autotune"] and plan["tunings"] == len(tuned)
+    else:
+        assert entry["autotune"]["tunings_by_dtype"] == expected and plan["tunings"] == len(expected)
 
     kernel = fresh_server_kernel("scale_rows", ["num_tokens"], bucket)  # a new process: nothing tuned yet
     with jitguard.watch() as warming:
