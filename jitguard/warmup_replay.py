@@ -366,7 +366,7 @@ def _pointer_dtypes(variant: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def variant_for_dtypes(variants: list[dict[str, Any]], dtypes: list[str]) -> tuple[dict[str, Any], list[str]] | None:
+def _variant_for_dtypes(variants: list[dict[str, Any]], dtypes: list[str]) -> tuple[dict[str, Any], list[str]] | None:
     """(the first rebuildable variant whose pointers have exactly the tensor dtypes `dtypes`, its
     pointer names in the order that reproduces `dtypes`), or None. Triton's tuning key lists the
     dtypes in the order the call passed the tensors: a variant in argument order is preferred, then
@@ -415,7 +415,7 @@ def _pretune(entry: dict[str, Any], jit_fn: Any, result: WarmupResult) -> None:
         launcher[(1,)](**_pretune_arguments(jit_fn, launcher, variant, key_values, device))
 
     def launch_with(dtypes: list[str], **key_values: Any) -> None:
-        found = variant_for_dtypes(variants, dtypes)
+        found = _variant_for_dtypes(variants, dtypes)
         if found is None:
             have = sorted({str([d for _, d in _pointer_dtypes(v)]) for v in variants if not v.get("unrebuildable")})
             raise LookupError(f"no rebuildable variant of {name} in the plan has pointers of dtypes {dtypes} "
