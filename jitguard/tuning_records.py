@@ -85,8 +85,12 @@ def summarize_tunings(records: Iterable[TuningRecord | Mapping[str, Any]]) -> di
     Entry: `key` (key parameter names), `tunings`, `tunings_during_serving`, `configs_timed`,
     `tuning_s`, `key_params_varying` (parameters whose tuned value took more than one value),
     `bucket` ({param: strategy} where `jitguard.autotune` buckets), `keys_tuned` (each distinct
-    {param: tuned value} once, in first-seen order: what a warm-up pre-tune replays), and
-    `values_seen` ({param: sorted distinct raw int values}). Records of other types are ignored.
+    {param: tuned value} once, in first-seen order: what older warm-up plans replay),
+    `tunings_by_dtype` (each distinct {"key": {param: tuned value}, "dtypes": [...]} once, in
+    first-seen order: Triton's tuning key also holds the tensor arguments' dtypes, in argument order
+    as `str(tensor.dtype)`, so a key value tuned for fp16 and for bf16 is listed twice; what a
+    warm-up pre-tune replays), and `values_seen` ({param: sorted distinct raw int values}). Records
+    of other types are ignored.
     """
     out: dict[str, dict[str, Any]] = {}
     for item in records:
@@ -95,7 +99,8 @@ def summarize_tunings(records: Iterable[TuningRecord | Mapping[str, Any]]) -> di
         record = _as_record(item)
         entry = out.setdefault(record.kernel, {
             "key": [], "tunings": 0, "tunings_during_serving": 0, "configs_timed": 0, "tuning_s": 0.0,
-            "key_params_varying": [], "bucket": {}, "keys_tuned": [], "values_seen": {}})
+            "key_params_varying": [], "bucket": {}, "keys_tuned": [], "tunings_by_dtype": [],
+            "values_seen": {}})
         for name in record.key:
             if name not in entry["key"]:
                 entry["key"].append(name)
@@ -106,6 +111,9 @@ def summarize_tunings(records: Iterable[TuningRecord | Mapping[str, Any]]) -> di
         entry["bucket"].update(record.bucket)
         if record.bucketed_key not in entry["keys_tuned"]:
             entry["keys_tuned"].append(dict(record.bucketed_key))
+        tuned = {"key": dict(record.bucketed_key), "dtypes": list(record.dtypes)}
+        if tuned not in entry["tunings_by_dtype"]:
+            entry["tunings_by_dtype"].append(tuned)
         for name, value in record.key.items():
             if isinstance(value, int) and not isinstance(value, bool):
                 seen = entry["values_seen"].setdefault(name, [])

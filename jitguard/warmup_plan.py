@@ -8,8 +8,11 @@ A plan lists, per kernel, every variant a run compiled: each parameter's class (
     json.dump(plan, open("plan.json", "w"))
 
 An autotuned kernel's entry also carries `"autotune": {"key": [...], "keys_tuned": [{param: value}, ...],
-"bucket": {...}}` (from the report's `autotune` entry, or the logs' tuning records): the warm-up
-pre-tunes each key value so serving finds every tuning done.
+"bucket": {...}, "tunings_by_dtype": [{"key": {param: value}, "dtypes": ["torch.float16", ...]}, ...]}`
+(from the report's `autotune` entry, or the logs' tuning records): the warm-up pre-tunes each key
+value with each set of tensor dtypes it was tuned for, so serving finds every tuning done. Plans
+and reports written before `tunings_by_dtype` existed lack it: their key values are pre-tuned once.
+The plan's top-level `tunings` counts the pre-tune launches (one per key value and dtype set).
 
 Representative values: int `one` -> 1, `div16` -> 16, `plain` (and `off`, not specialized) -> 17;
 i64 -> 2**31 + 16 / 2**31 + 17; u64 -> 2**63 + 16 / 2**63 + 17. A variant that cannot be rebuilt
@@ -227,14 +230,24 @@ def build_plan(report_or_events: Any) -> dict[str, Any]:
                 entry["autotune"] = {"key": list(tuned.get("key") or []),
                                      "keys_tuned": [dict(k) for k in tuned.get("keys_tuned") or []],
                                      "bucket": dict(tuned.get("bucket") or {})}
+                if isinstance(tuned.get("tunings_by_dtype"), list):  # absent from older reports
+                    entry["autotune"]["tunings_by_dtype"] = [
+                        {"key": dict(t.get("key") or {}), "dtypes": list(t.get("dtypes") or [])}
+                        for t in tuned["tunings_by_dtype"] if isinstance(t, dict)]
     plan_kernels = sorted(kernels.values(), key=lambda k: (k["module"], k["name"]))
     return {
         "jitguard_warmup_plan": PLAN_FORMAT,
         "triton_versions": sorted(versions),
         "kernels": plan_kernels,
         "variants": sum(len(k["variants"]) for k in plan_kernels),
-        "tunings": sum(len(k.get("autotune", {}).get("keys_tuned", [])) for k in plan_kernels),
+        "tunings": sum(_pretune_count(k.get("autotune") or {}) for k in plan_kernels),
     }
+
+
+def _pretune_count(autotune: dict[str, Any]) -> int:
+    """How many tunings the warm-up pre-tunes for one kernel: one per key value and dtype set."""
+    by_dtype = autotune.get("tunings_by_dtype")
+    return len(by_dtype) if isinstance(by_dtype, list) else len(autotune.get("keys_tuned") or [])
 
 
 def load_plan(plan: dict[str, Any] | str | os.PathLike) -> dict[str, Any]:

@@ -9,11 +9,14 @@ variant already compiled.
     assert result.ok, result.summary()
 
 Autotuned kernels whose plan entry carries `autotune.keys_tuned` are pre-tuned: the kernel is
-launched once per recorded key value (grid (1,), the other arguments rebuilt from the kernel's first
-rebuildable variant, each pointer a zeroed buffer of as many elements as the product of the int
-arguments, at least 64), so the autotuner benchmarks its configs now and serving finds every tuning
-done. A key value that cannot be rebuilt (a tensor in the key, buffers too large) is a named
-failure, never skipped silently.
+launched once per recorded key value and tensor dtype set (`autotune.tunings_by_dtype`: Triton's
+tuning key holds the tensors' dtypes too), grid (1,), the other arguments rebuilt from the
+kernel's variant whose pointer dtypes are the recorded ones (in the recorded order), each pointer a
+zeroed buffer of as many elements as the product of the int arguments, at least 64, so the
+autotuner benchmarks its configs now and serving finds every tuning done. A plan written before
+`tunings_by_dtype` existed is pre-tuned as then: once per key value, from the first rebuildable
+variant. A tuning that cannot be rebuilt (a tensor in the key, buffers too large, no variant with
+the recorded dtypes) is a named failure, never skipped silently.
 
 Pointers: a small tensor of the recorded dtype on Triton's active torch device, offset by one
 element when the variant was `unaligned`. A variant the plan cannot rebuild (kernel not
@@ -69,6 +72,8 @@ class WarmupResult:
     seconds: float = 0.0
     pretuned: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     pretune_failures: list[str] = field(default_factory=list)
+    # {kernel: [{"key": key values, "dtypes": the tensor dtypes launched, or None for an older plan}]}
+    pretuned_tunings: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def compiled(self) -> list[VariantOutcome]:
@@ -350,31 +355,91 @@ def _pretune_arguments(jit_fn: Any, launcher: Any, variant: dict[str, Any], key_
     return args
 
 
+def _pointer_dtypes(variant: dict[str, Any]) -> list[tuple[str, str]]:
+    """[(parameter, dtype as `str(tensor.dtype)` spells it)] of a variant's pointers, in argument order."""
+    out = []
+    for name, entry in (variant.get("params") or {}).items():
+        if entry.get("kind") != "ptr":
+            continue
+        dtype = entry.get("dtype") or TORCH_DTYPE_NAMES.get((entry.get("type") or "").lstrip("*")) or "?"
+        out.append((name, dtype if dtype.startswith("torch.") else f"torch.{dtype}"))
+    return out
+
+
+def _variant_for_dtypes(variants: list[dict[str, Any]], dtypes: list[str]) -> tuple[dict[str, Any], list[str]] | None:
+    """(the first rebuildable variant whose pointers have exactly the tensor dtypes `dtypes`, its
+    pointer names in the order that reproduces `dtypes`), or None. Triton's tuning key lists the
+    dtypes in the order the call passed the tensors: a variant in argument order is preferred, then
+    one whose pointers, reordered, give the same list (a call that passed them as keywords)."""
+    candidates = [v for v in variants if not v.get("unrebuildable")]
+    for variant in candidates:
+        pointers = _pointer_dtypes(variant)
+        if [d for _, d in pointers] == list(dtypes):
+            return variant, [n for n, _ in pointers]
+    for variant in candidates:
+        pointers = _pointer_dtypes(variant)
+        if sorted(d for _, d in pointers) != sorted(dtypes):
+            continue
+        order: list[str] = []
+        for dtype in dtypes:
+            order.append(next(n for n, d in pointers if d == dtype and n not in order))
+        return variant, order
+    return None
+
+
 def _pretune(entry: dict[str, Any], jit_fn: Any, result: WarmupResult) -> None:
-    """Pre-tune one autotuned plan entry: every recorded key value, launched once (see module docstring)."""
+    """Pre-tune one autotuned plan entry: every recorded key value (and dtype set), launched once
+    (see module docstring)."""
     from jitguard import triton_compat
-    from jitguard.autotune_pretune import pretune
+    from jitguard.autotune_pretune import pretune, tunings_to_pretune
 
     name = entry.get("name") or "?"
-    keys = list((entry.get("autotune") or {}).get("keys_tuned") or [])
+    autotune = entry.get("autotune") or {}
+    keys = list(autotune.get("keys_tuned") or [])
+    by_dtype = isinstance(autotune.get("tunings_by_dtype"), list)  # absent from plans of older versions
+    tunings = tunings_to_pretune({name: autotune})[name]
     try:
         launcher = resolve_launcher(entry)
         if not triton_compat.is_autotuned(launcher):
             raise LookupError(f"{name} is no longer autotuned (the plan recorded tunings)")
-        variant = next((v for v in entry.get("variants") or [] if not v.get("unrebuildable")), None)
+        variants = entry.get("variants") or []
+        variant = next((v for v in variants if not v.get("unrebuildable")), None)
         if variant is None:
             raise LookupError(f"no variant of {name} can be rebuilt to launch it")
     except LookupError as exc:
-        result.pretune_failures.extend(f"{name} {values}: {exc}" for values in keys)
+        result.pretune_failures.extend(_pretune_label(name, t) + f": {exc}" for t in tunings)
         return
     device, _ = triton_compat.active_device()
 
     def launch(**key_values: Any) -> None:
         launcher[(1,)](**_pretune_arguments(jit_fn, launcher, variant, key_values, device))
 
-    done = pretune({name: {"keys_tuned": keys}}, {name: launch})
+    def launch_with(dtypes: list[str], **key_values: Any) -> None:
+        found = _variant_for_dtypes(variants, dtypes)
+        if found is None:
+            have = sorted({str([d for _, d in _pointer_dtypes(v)]) for v in variants if not v.get("unrebuildable")})
+            raise LookupError(f"no rebuildable variant of {name} in the plan has pointers of dtypes {dtypes} "
+                              f"(variants have {', '.join(have) or 'none'})")
+        chosen, pointer_order = found
+        arguments = _pretune_arguments(jit_fn, launcher, chosen, key_values, device)
+        # Triton's tuning key lists tensor dtypes in keyword order: pass the pointers last, in the recorded order.
+        ordered = {k: v for k, v in arguments.items() if k not in pointer_order}
+        ordered.update((k, arguments[k]) for k in pointer_order if k in arguments)
+        launcher[(1,)](**ordered)
+
+    if by_dtype:
+        done = pretune({name: autotune}, {name: launch_with}, pass_dtypes=True)
+    else:
+        done = pretune({name: {"keys_tuned": keys}}, {name: launch})
     result.pretuned.setdefault(name, []).extend(done.pretuned.get(name, []))
+    result.pretuned_tunings.setdefault(name, []).extend(done.pretuned_tunings.get(name, []))
     result.pretune_failures.extend(done.errors)
+
+
+def _pretune_label(name: str, tuning: dict[str, Any]) -> str:
+    """`kernel {key values}`, and ` dtypes [...]` when the plan recorded them: how a pre-tune failure starts."""
+    dtypes = tuning.get("dtypes")
+    return f"{name} {tuning['key']}" + (f" dtypes {dtypes}" if dtypes is not None else "")
 
 
 def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = None, quiet: bool = False,
@@ -438,7 +503,10 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
             say(f"[jitguard] warm-up {name}: {len(variants)} variant(s), {kernel_seconds:.2f} s")
         keys_tuned = (entry.get("autotune") or {}).get("keys_tuned") or []
         if keys_tuned and jit_fn is None:
-            result.pretune_failures.extend(f"{name} {values}: {lookup_error}" for values in keys_tuned)
+            from jitguard.autotune_pretune import tunings_to_pretune
+
+            result.pretune_failures.extend(f"{_pretune_label(name, t)}: {lookup_error}"
+                                           for t in tunings_to_pretune({name: entry["autotune"]})[name])
         elif keys_tuned:
             failed_before, t0 = len(result.pretune_failures), time.perf_counter()
             _pretune(entry, jit_fn, result)

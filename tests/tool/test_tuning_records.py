@@ -104,11 +104,11 @@ def test_nothing_is_recorded_after_stop():
     assert len(recorder.records) == 1
 
 
-def _record(kernel="k", phase="warmup", bucket=None, **key):
+def _record(kernel="k", phase="warmup", bucket=None, dtypes=(), **key):
     bucket = bucket or {}
     bucketed = {n: (1 << (v - 1).bit_length() if n in bucket and v > 1 else v) for n, v in key.items()}
     return {"type": "tuning", "kernel": kernel, "file": "k.py", "line": 3, "key": key, "bucketed_key": bucketed,
-            "bucket": bucket, "dtypes": [], "configs_timed": 34, "tuning_s": 0.5, "best_config": "",
+            "bucket": bucket, "dtypes": list(dtypes), "configs_timed": 34, "tuning_s": 0.5, "best_config": "",
             "phase": phase, "time": 0.0, "pid": 1}
 
 
@@ -152,6 +152,41 @@ def test_summary_keeps_one_entry_per_bucket_tuned():
     entry = summarize_tunings([_record(bucket={"num_tokens": "pow2"}, num_tokens=m) for m in (3, 4, 5, 9)])["k"]
     assert entry["keys_tuned"] == [{"num_tokens": 4}, {"num_tokens": 8}, {"num_tokens": 16}]
     assert entry["values_seen"] == {"num_tokens": [3, 4, 5, 9]} and entry["bucket"] == {"num_tokens": "pow2"}
+
+
+F16, BF16 = ["torch.float16"] * 2, ["torch.bfloat16"] * 2
+
+
+@pytest.mark.parametrize("records, keys_tuned, by_dtype", [
+    ([_record(num_tokens=4, dtypes=F16), _record(num_tokens=4, dtypes=BF16), _record(num_tokens=4, dtypes=F16)],
+     [{"num_tokens": 4}], [{"key": {"num_tokens": 4}, "dtypes": F16}, {"key": {"num_tokens": 4}, "dtypes": BF16}]),
+    ([_record(bucket={"num_tokens": "pow2"}, num_tokens=m, dtypes=d) for m, d in ((3, BF16), (4, BF16), (5, F16))],
+     [{"num_tokens": 4}, {"num_tokens": 8}],
+     [{"key": {"num_tokens": 4}, "dtypes": BF16}, {"key": {"num_tokens": 8}, "dtypes": F16}]),
+    ([_record(num_tokens=2, dtypes=["torch.float32", "torch.float16"]),
+      _record(num_tokens=2, dtypes=["torch.float16", "torch.float32"])],  # order is part of Triton's key
+     [{"num_tokens": 2}], [{"key": {"num_tokens": 2}, "dtypes": ["torch.float32", "torch.float16"]},
+                           {"key": {"num_tokens": 2}, "dtypes": ["torch.float16", "torch.float32"]}]),
+], ids=["two-dtypes-one-key", "bucketed", "dtype-order"])
+def test_summary_lists_each_key_value_once_per_dtype_set(records, keys_tuned, by_dtype):
+    entry = summarize_tunings(records)["k"]
+    assert entry["keys_tuned"] == keys_tuned and entry["tunings_by_dtype"] == by_dtype
+
+
+@pytest.mark.parametrize("source", ["summary", "older report"])
+def test_pretune_passes_dtypes_only_when_asked(source):
+    records = [_record(kernel="a", num_tokens=4, dtypes=d) for d in (F16, BF16)]
+    entries = summarize_tunings(records)
+    if source == "older report":
+        del entries["a"]["tunings_by_dtype"]
+    report = {"kernels": [{"name": "a", "autotune": entries["a"]}]}
+    calls = []
+    as_before = pretune(report, {"a": lambda **key: calls.append(("key only", key))})
+    with_dtypes = pretune(report, {"a": lambda dtypes, **key: calls.append((dtypes, key))}, pass_dtypes=True)
+    recorded = [F16, BF16] if source == "summary" else [None]
+    assert calls == [("key only", {"num_tokens": 4})] + [(d, {"num_tokens": 4}) for d in recorded]
+    assert as_before.pretuned == {"a": [{"num_tokens": 4}]} and not as_before.errors
+    assert with_dtypes.pretuned_tunings == {"a": [{"key": {"num_tokens": 4}, "dtypes": d} for d in recorded]}
 
 
 @pytest.mark.parametrize("decorate, pretunes", [(PLAIN, 64), (POW2, 7)], ids=["triton.autotune", "pow2"])

@@ -93,6 +93,82 @@ def test_after_warmup_from_the_plan_serving_the_same_sizes_tunes_nothing(tmp_pat
     assert serving.tunings == []
 
 
+def serve_dtypes(kernel, sizes, dtypes, keywords=False, hidden=64):
+    """Each size with each dtype: x of that dtype, out fp32; `keywords` passes out_ptr before x_ptr,
+    so Triton's tuning key lists the dtypes as [fp32, x's] instead of argument order."""
+    for num_tokens in sizes:
+        for dtype in dtypes:
+            x, out = torch.zeros(num_tokens, hidden, dtype=dtype), torch.empty(num_tokens, hidden)
+            if keywords:
+                kernel[(num_tokens,)](out_ptr=out, x_ptr=x, num_tokens=num_tokens, hidden=hidden)
+            else:
+                kernel[(num_tokens,)](x, out, num_tokens, hidden)
+
+
+def _dtypes(dtype, keywords):
+    return ["torch.float32", str(dtype)] if keywords else [str(dtype), "torch.float32"]
+
+
+@pytest.mark.parametrize("bucket, keywords, plan_from", [
+    (None, False, "logs"),                    # triton.autotune, tensors passed positionally
+    ({"num_tokens": "pow2"}, False, "report"),  # jitguard.autotune: sizes 3 and 4 share bucket 4
+    (None, True, "logs"),                     # pointers as keywords, out of argument order
+    (None, False, "older"),                   # a report written before tunings_by_dtype: as before
+])
+def test_each_key_value_is_pretuned_with_each_dtype_set_it_was_tuned_for(tmp_path, bucket, keywords, plan_from):
+    sizes, dtypes = [3, 4], [torch.float16, torch.bfloat16]
+    tuned = [4] if bucket else [3, 4]
+    with jitguard.watch(dir=str(tmp_path / "logs")) as first_run:
+        serve_dtypes(fresh_server_kernel("scale_rows", ["num_tokens"], bucket), sizes, dtypes, keywords)
+    assert len(first_run.tunings) == len(tuned) * 2  # one tuning per key value and dtype set
+    expected = [{"key": {"num_tokens": n}, "dtypes": _dtypes(d, keywords)} for n in tuned for d in dtypes]
+    report = build_report(str(tmp_path / "logs"))
+    assert report["kernels"][0]["autotune"]["tunings_by_dtype"] == expected
+    if plan_from == "older":
+        del report["kernels"][0]["autotune"]["tunings_by_dtype"]
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    plan = build_plan(str(tmp_path / ("logs" if plan_from == "logs" else "report.json")))
+    (entry,) = plan["kernels"]
+    assert entry["autotune"]["keys_tuned"] == [{"num_tokens": n} for n in tuned]  # unchanged: older readers
+    if plan_from == "older":
+        assert "tunings_by_dtype" not in entry["autotune"] and plan["tunings"] == len(tuned)
+    else:
+        assert entry["autotune"]["tunings_by_dtype"] == expected and plan["tunings"] == len(expected)
+
+    kernel = fresh_server_kernel("scale_rows", ["num_tokens"], bucket)  # a new process: nothing tuned yet
+    with jitguard.watch() as warming:
+        result = warmup(json.loads(json.dumps(plan)), stream=io.StringIO(), quiet=True)
+    assert result.ok, result.summary()
+    launched = [{"key": r.bucketed_key, "dtypes": r.dtypes} for r in warming.tunings]  # what the kernel received
+    with jitguard.watch() as serving:
+        jitguard.mark_serving()
+        serve_dtypes(kernel, sizes, dtypes, keywords)
+        jitguard.mark_warmup()
+    if plan_from != "older":
+        assert launched == expected and result.pretuned_tunings == {"scale_rows": expected}
+        assert serving.tunings == []
+    else:  # once per key value, with the first variant's buffers: the other dtype set tunes when served
+        first = _dtypes(dtypes[0], keywords)
+        assert result.pretuned == {"scale_rows": [{"num_tokens": n} for n in tuned]}
+        assert launched == [{"key": {"num_tokens": n}, "dtypes": first} for n in tuned]
+        assert [r.dtypes for r in serving.tunings] == [_dtypes(dtypes[1], keywords)] * len(tuned)
+
+
+def test_a_dtype_set_no_variant_has_is_one_named_failure(tmp_path):
+    with jitguard.watch(dir=str(tmp_path)):
+        serve_dtypes(fresh_server_kernel("scale_rows", ["num_tokens"]), [4], [torch.float16, torch.bfloat16])
+    plan = build_plan(str(tmp_path))
+    tunings = plan["kernels"][0]["autotune"]["tunings_by_dtype"]
+    tunings[1]["dtypes"] = ["torch.float64", "torch.float32"]  # no variant compiled for fp64 x
+    fresh_server_kernel("scale_rows", ["num_tokens"])
+    result = warmup(plan, stream=io.StringIO(), quiet=True)
+    assert result.pretuned_tunings == {"scale_rows": [tunings[0]]}  # the other dtype set still pre-tuned
+    (failure,) = result.pretune_failures
+    assert failure.startswith("scale_rows {'num_tokens': 4} dtypes ['torch.float64', 'torch.float32']: ")
+    assert "no rebuildable variant of scale_rows in the plan has pointers of dtypes" in failure
+    assert "\n" not in failure and not result.ok
+
+
 def test_a_key_value_that_cannot_be_rebuilt_is_a_named_failure(tmp_path):
     with jitguard.watch(dir=str(tmp_path)):
         kernel = fresh_server_kernel("keyed_on_a_pointer", ["x_ptr", "n"])
@@ -115,6 +191,6 @@ def test_a_kernel_made_inside_a_function_is_a_named_failure(tmp_path):
     plan["kernels"][0]["qualname"] = "make.<locals>.scale_rows"
     result = warmup(plan, stream=io.StringIO(), quiet=True)
     (failure,) = result.pretune_failures
-    assert failure.startswith("scale_rows {'num_tokens': 4}: ")
+    assert failure.startswith("scale_rows {'num_tokens': 4} dtypes ['torch.float32', 'torch.float32']: ")
     assert "is not a module-level name" in failure or "is gone" in failure  # Triton < 3.5 keeps no kernel registry
     assert not result.pretuned.get("scale_rows")
