@@ -200,10 +200,14 @@ def _quantize_weight(w: torch.Tensor, scheme: str):
     if scheme == "channel":
         s = w.abs().amax(dim=2) / 448.0
         return (w / s[:, :, None]).to(FP8), s
+    # Block scales per 128 x 128 block; partial blocks at the edges (R or K not a multiple of 128).
     E, R, K = w.shape
-    blocks = w.view(E, R // 128, 128, K // 128, 128)
+    Rp, Kp = -(-R // 128) * 128, -(-K // 128) * 128
+    padded = torch.zeros(E, Rp, Kp, dtype=w.dtype)
+    padded[:, :R, :K] = w
+    blocks = padded.view(E, Rp // 128, 128, Kp // 128, 128)
     s = blocks.abs().amax(dim=(2, 4)) / 448.0
-    return (blocks / s[:, :, None, :, None]).view(E, R, K).to(FP8), s
+    return (blocks / s[:, :, None, :, None]).view(E, Rp, Kp)[:, :R, :K].contiguous().to(FP8), s
 
 
 @pytest.mark.interpreter
@@ -225,6 +229,33 @@ def test_math_fp8_layer_matches_reference(scheme, tile):
     # GPU: only accumulation order and an occasional neighbouring e4m3 code differ. Interpreter:
     # its e4m3 cast alone costs ~0.1; a misplaced scale or row costs ~1.
     assert _rel_err(out, emulated) < (0.2 if INTERPRETED else 4e-2)
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("I", [256, 192, 320])
+def test_math_intermediate_quantized_by_gate_up_equals_quantized_on_load(I, monkeypatch):
+    """FP8 block scales: gate_up writing the e4m3 intermediate (its last writer per 128-column group,
+    QUANTIZE_INTER) gives the layer that quantizing it as the down GEMM loads it gives, also where I
+    ends in a partial group (192, 320) whose writers are fewer; every group counter is left at zero."""
+    device = _device()
+    M, E, k, H = 3, 8, 2, 256
+    gen = torch.Generator().manual_seed(I)
+    x = torch.randn(M, H, generator=gen).to(torch.bfloat16).to(device)
+    logits = torch.randn(M, E, generator=gen).to(device)
+    w13, s1 = _quantize_weight(torch.randn(E, 2 * I, H, generator=gen) / H**0.5, "block")
+    w2, s2 = _quantize_weight(torch.randn(E, H, I, generator=gen) / I**0.5, "block")
+    kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": s1.to(device), "w2_scale": s2.to(device)}
+    w13, w2 = w13.to(device), w2.to(device)
+    tile = TileConfig(16, 32, 128, 1, 4, 2, True)
+    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    outs = {}
+    for quantize_inter in (True, False):
+        monkeypatch.setattr(moe_decode, "QUANTIZE_INTER", quantize_inter)
+        outs[quantize_inter] = fused_moe_decode(x, logits, w13, w2, k, tile_configs=MoeTileConfigs(tile, tile),
+                                                workspace=ws, **kw).float()
+        assert ws.group_arrivals.cpu().count_nonzero() == 0
+    # The same e4m3 values and scales reach the same MMAs: equal but for accumulation order.
+    assert _rel_err(outs[True], outs[False]) < 1e-3
 
 
 # ---- clear errors ----------------------------------------------------------------------------------
