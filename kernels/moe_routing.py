@@ -46,6 +46,19 @@ def _order_key(x, in_range):
 
 
 @triton.jit
+def _topk_by_key(key, experts, K_POW2: tl.constexpr, E_POW2: tl.constexpr):
+    """(expert ids, their logits) of the K_POW2 largest keys along the last axis (``experts`` broadcast
+    to ``key``'s shape). One bitonic top-k over (key, reversed index) packed in 64 bits: larger key
+    first, equal keys in index order; the logit is recovered from its key."""
+    packed = (key.to(tl.int64) << 32) | (E_POW2 - 1 - experts).to(tl.int64)
+    top = tl.topk(packed, K_POW2)
+    ids = (E_POW2 - 1 - (top & 0xFFFFFFFF)).to(tl.int32)
+    top_key = (top >> 32).to(tl.int32)
+    top_x = tl.where(top_key < 0, top_key ^ 0x7FFFFFFF, top_key).to(tl.float32, bitcast=True)
+    return ids, top_x
+
+
+@triton.jit
 def softmax_topk_rows(
     logits_ptr,
     rows,
@@ -69,11 +82,7 @@ def softmax_topk_rows(
     row_max = tl.where(row_mask, row_max, 0.0)
     e = tl.where(in_range, tl.exp(x - row_max[:, None]), 0.0)
     inv_sum = 1.0 / tl.maximum(tl.sum(e, 1), 1e-30)
-    packed = (key.to(tl.int64) << 32) | (E_POW2 - 1 - experts[None, :]).to(tl.int64)
-    top = tl.topk(packed, K_POW2)
-    ids = (E_POW2 - 1 - (top & 0xFFFFFFFF)).to(tl.int32)
-    top_key = (top >> 32).to(tl.int32)
-    top_x = tl.where(top_key < 0, top_key ^ 0x7FFFFFFF, top_key).to(tl.float32, bitcast=True)
+    ids, top_x = _topk_by_key(key, experts[None, :], K_POW2, E_POW2)
     keep = (tl.arange(0, K_POW2) < TOP_K)[None, :] & row_mask[:, None]
     ids = tl.where(keep, ids, 0)
     weights = tl.where(keep, tl.exp(top_x - row_max[:, None]) * inv_sum[:, None], 0.0)
@@ -104,13 +113,7 @@ def softmax_topk_row(
     inv_sum = 1.0 / tl.sum(e, 0)
     slots = tl.arange(0, K_POW2)
     if _HAS_TOPK:
-        # One bitonic top-k over (key, reversed index) packed in 64 bits: larger key first, equal
-        # keys in index order. The weight is recomputed from the key, which gives the logit back.
-        packed = (key.to(tl.int64) << 32) | (E_POW2 - 1 - experts).to(tl.int64)
-        top = tl.topk(packed, K_POW2)
-        ids = (E_POW2 - 1 - (top & 0xFFFFFFFF)).to(tl.int32)
-        top_key = (top >> 32).to(tl.int32)
-        top_x = tl.where(top_key < 0, top_key ^ 0x7FFFFFFF, top_key).to(tl.float32, bitcast=True)
+        ids, top_x = _topk_by_key(key, experts, K_POW2, E_POW2)
         ids = tl.where(slots < TOP_K, ids, 0)
         weights = tl.where(slots < TOP_K, tl.exp(top_x - row_max) * inv_sum, 0.0)
     else:
