@@ -109,6 +109,24 @@ def vllm_chain(vllm, vcfg, x, logits, w13, w2, s13, s2, k, E, I, scheme, bufs):
     return bufs["out"]
 
 
+def vllm_gemms_step(vllm, vcfg, layers, x, ref_w, ref_ids, k, E, I, scheme, inter, v1, v2):
+    """vLLM's two GEMM launches alone on inputs prepared here once ("vLLM GEMMs only", as in
+    bench_fused_moe): a ``step(layer)`` for ``time_graph``. ``inter`` is the activation GEMM2 reads
+    (quantized here for FP8); ``v1`` / ``v2`` receive the two GEMMs' outputs."""
+    act_mode = {"tensor": "tensor", "channel": "row", "block": "group"}.get(scheme)
+    routing = moe_align.moe_align_block_size(ref_ids, E, vcfg["BLOCK_SIZE_M"])
+    a1, a1s = moe_quant.quantize_fp8(x, act_mode) if scheme else (x, None)
+    a2, a2s = moe_quant.quantize_fp8(inter, act_mode) if scheme else (inter, None)
+    flat_w = ref_w.reshape(-1).contiguous()
+
+    def step(layer):
+        lw13, lw2, ls13, ls2 = layers[layer]
+        bfm.launch_vllm_gemm(vllm, a1, lw13, v1, a1s, ls13, None, routing, k, vcfg, scheme, False)
+        bfm.launch_vllm_gemm(vllm, a2, lw2, v2, a2s, ls2, flat_w, routing, 1, vcfg, scheme, True)
+
+    return step
+
+
 def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
     name, E, k, H, I, scheme = case
     fp8 = scheme is not None
@@ -202,18 +220,9 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
                 lw13, lw2, ls13, ls2 = layers[layer]
                 vllm_chain(vllm, vcfg, x, logits, lw13, lw2, ls13, ls2, k, E, I, scheme, vbufs)
 
-            # The two GEMMs alone, inputs prepared once (as in bench_fused_moe).
-            act_mode = {"tensor": "tensor", "channel": "row", "block": "group"}.get(scheme)
-            routing = moe_align.moe_align_block_size(ref_ids, E, vcfg["BLOCK_SIZE_M"])
-            a1, a1s = moe_quant.quantize_fp8(x, act_mode) if fp8 else (x, None)
             inter = (torch.nn.functional.silu(vbufs["v1"][:, :I]) * vbufs["v1"][:, I:]).to(x.dtype)
-            a2, a2s = moe_quant.quantize_fp8(inter, act_mode) if fp8 else (inter, None)
-            flat_w = ref_w.reshape(-1).contiguous()
-
-            def vgemms(layer):
-                lw13, lw2, ls13, ls2 = layers[layer]
-                bfm.launch_vllm_gemm(vllm, a1, lw13, vbufs["v1"], a1s, ls13, None, routing, k, vcfg, scheme, False)
-                bfm.launch_vllm_gemm(vllm, a2, lw2, vbufs["v2"], a2s, ls2, flat_w, routing, 1, vcfg, scheme, True)
+            vgemms = vllm_gemms_step(vllm, vcfg, layers, x, ref_w, ref_ids, k, E, I, scheme, inter, vbufs["v1"],
+                                     vbufs["v2"])
 
         # ---- timing: every implementation in a CUDA graph over the rotated layers ----
         res["decode"] = bfm.time_graph(decode, n_layers, replays)

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_fused_moe as bfm
 import bench_moe_layer as bml
 
-from jitguard.kernels import moe_align, moe_decode, moe_quant, moe_routing
 from jitguard.kernels import moe_chain as fm
+from jitguard.kernels import moe_decode, moe_routing
 
 REPLAYS = 100
 
@@ -41,7 +41,7 @@ def probe_case(case, ms, vllm, configs_dir, bw, l2_bytes) -> list[str]:
         g = torch.Generator(device="cuda").manual_seed(M)
         x = torch.randn(M, H, device="cuda", dtype=torch.bfloat16, generator=g)
         logits = torch.randn(M, E, device="cuda", dtype=torch.float32, generator=g)
-        _, ref_ids = moe_routing.softmax_topk_reference(logits, k, True)
+        ref_w, ref_ids = moe_routing.softmax_topk_reference(logits, k, True)
         e_act = int(torch.unique(ref_ids).numel())
         floor_us = (e_act * expert_bytes + 2 * M * H * 2 + M * E * 4) / bw[1] / 1e3
         kw0 = bml.fp8_kwargs(scheme, layers[0][2], layers[0][3])
@@ -78,19 +78,11 @@ def probe_case(case, ms, vllm, configs_dir, bw, l2_bytes) -> list[str]:
         vg = float("nan")
         if vllm is not None:
             vcfg, _ = bfm.vllm_config(configs_dir, E, I, scheme, M, vllm)
-            routing = moe_align.moe_align_block_size(ref_ids, E, vcfg["BLOCK_SIZE_M"])
-            a1, a1s = moe_quant.quantize_fp8(x, "group")
-            v1 = torch.empty(M * k, 2 * I, device="cuda", dtype=torch.bfloat16)
-            v2 = torch.empty(M * k, H, device="cuda", dtype=torch.bfloat16)
-            inter = torch.randn(M * k, I, device="cuda", dtype=torch.bfloat16)
-            a2, a2s = moe_quant.quantize_fp8(inter, "group")
-            flat_w = torch.rand(M * k, device="cuda")
-
-            def vgemms(layer):
-                lw13, lw2, ls13, ls2 = layers[layer]
-                bfm.launch_vllm_gemm(vllm, a1, lw13, v1, a1s, ls13, None, routing, k, vcfg, scheme, False)
-                bfm.launch_vllm_gemm(vllm, a2, lw2, v2, a2s, ls2, flat_w, routing, 1, vcfg, scheme, True)
-
+            vgemms = bml.vllm_gemms_step(
+                vllm, vcfg, layers, x, ref_w, ref_ids, k, E, I, scheme,
+                inter=torch.randn(M * k, I, device="cuda", dtype=torch.bfloat16),
+                v1=torch.empty(M * k, 2 * I, device="cuda", dtype=torch.bfloat16),
+                v2=torch.empty(M * k, H, device="cuda", dtype=torch.bfloat16))
             vg = bfm.time_graph(vgemms, n_layers, REPLAYS)
         line = (f"| {name} | {M} | {floor_us:.1f} | " + " | ".join(cells)
                 + f" | {un:.1f} ({un / floor_us:.2f}x) | {vg:.1f} ({vg / floor_us:.2f}x) |")

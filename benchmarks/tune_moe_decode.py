@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_fused_moe as bfm
 import bench_moe_layer as bml
 
-from jitguard.kernels import moe_align, moe_configs, moe_decode, moe_quant, moe_routing
 from jitguard.kernels import moe_chain as fm
+from jitguard.kernels import moe_configs, moe_decode, moe_routing
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 REPLAYS = 60
@@ -163,24 +163,14 @@ def variants_part(layer: Layer, ms, vllm, configs_dir, bw_read, log) -> list[str
 
 def vllm_gemms_us(layer: Layer, M: int, x, logits, vllm, configs_dir) -> float:
     """vLLM's two GEMM launches alone on prepared inputs (bench_moe_layer's 'vLLM GEMMs only')."""
-    E, k, H, I, scheme = layer.E, layer.k, layer.H, layer.I, layer.scheme
-    ref_w, ref_ids = moe_routing.softmax_topk_reference(logits, k, True)
-    vcfg, _ = bfm.vllm_config(configs_dir, E, I, scheme, M, vllm)
-    routing = moe_align.moe_align_block_size(ref_ids, E, vcfg["BLOCK_SIZE_M"])
-    act_mode = {"tensor": "tensor", "channel": "row", "block": "group"}.get(scheme)
-    a1, a1s = moe_quant.quantize_fp8(x, act_mode) if scheme else (x, None)
-    v1 = torch.empty(M * k, 2 * I, device="cuda", dtype=torch.bfloat16)
-    v2 = torch.empty(M * k, H, device="cuda", dtype=torch.bfloat16)
-    inter = torch.randn(M * k, I, device="cuda", dtype=torch.bfloat16)
-    a2, a2s = moe_quant.quantize_fp8(inter, act_mode) if scheme else (inter, None)
-    flat_w = ref_w.reshape(-1).contiguous()
-
-    def vgemms(i):
-        lw13, lw2, ls13, ls2 = layer.layers[i]
-        bfm.launch_vllm_gemm(vllm, a1, lw13, v1, a1s, ls13, None, routing, k, vcfg, scheme, False)
-        bfm.launch_vllm_gemm(vllm, a2, lw2, v2, a2s, ls2, flat_w, routing, 1, vcfg, scheme, True)
-
-    return bfm.time_graph(vgemms, layer.n_layers, REPLAYS)
+    ref_w, ref_ids = moe_routing.softmax_topk_reference(logits, layer.k, True)
+    vcfg, _ = bfm.vllm_config(configs_dir, layer.E, layer.I, layer.scheme, M, vllm)
+    step = bml.vllm_gemms_step(
+        vllm, vcfg, layer.layers, x, ref_w, ref_ids, layer.k, layer.E, layer.I, layer.scheme,
+        inter=torch.randn(M * layer.k, layer.I, device="cuda", dtype=torch.bfloat16),
+        v1=torch.empty(M * layer.k, 2 * layer.I, device="cuda", dtype=torch.bfloat16),
+        v2=torch.empty(M * layer.k, layer.H, device="cuda", dtype=torch.bfloat16))
+    return bfm.time_graph(step, layer.n_layers, REPLAYS)
 
 
 def tiles_part(layer: Layer, ms, path: str, bw_read, log, deadline: float) -> list[str]:
