@@ -6,7 +6,7 @@ captured in a CUDA graph over rotated layer copies (L2 defeated: the experts an 
 total >= 4x L2), median of >= 100 replays:
 
 - ``decode``: ``jitguard.kernels.moe_decode.fused_moe_decode`` on its automatic path, and each of
-  its paths forced: ``pairs`` (two launches, bf16 only) and ``grouped`` (three), the latter also
+  its paths forced: ``pairs`` (two launches; bf16, FP8 block) and ``grouped`` (three), the latter also
   with programmatic dependent launch off;
 - ``unfused``: our own chain, ``softmax_topk`` + ``fused_moe`` (alignment, quantization, two
   GEMMs and the reduce as separate launches);
@@ -158,8 +158,8 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
             x, logits, w13, w2, k, renormalize=RENORMALIZE, **({**fkw, "quantize_activations": True} if fp8 else {}))
         out = moe_decode.fused_moe_decode(x, logits, w13, w2, k, renormalize=RENORMALIZE, workspace=ws, **fkw)
         row["err_decode"] = rel(out, ref)
-        row["auto_path"] = moe_decode.choose_decode_path(M, E, k, fp8)
-        paths = ["grouped"] if fp8 else ["pairs", "grouped"]
+        row["auto_path"] = moe_decode.choose_decode_path(M, E, k, fp8, scheme == "block")
+        paths = ["pairs", "grouped"] if scheme in (None, "block") else ["grouped"]
         row["routing_equal"] = True
         for path in paths:
             ws.topk_ids.fill_(-1)

@@ -5,8 +5,10 @@ copies, L2 defeated, median of the replays):
 
 1. ``variants``: the whole layer and each launch alone with the module switches of
    ``moe_decode`` off and on, side by side: ``ALIGN_IN_REGISTERS`` (the route launch aligns up to
-   64 pairs in registers, and skips its arrival atomic for one token) and ``QUANTIZE_INTER``
-   (FP8 block scales: gate_up writes the intermediate as e4m3, the down GEMM loads it);
+   64 pairs in registers, and skips its arrival atomic for one token), ``QUANTIZE_INTER``
+   (FP8 block scales: gate_up writes the intermediate as e4m3, the down GEMM loads it) and
+   ``FP8_PAIRS_MAX_TOKENS`` (FP8 block scales on the two-launch pairs path where it has few
+   pairs per expert);
    our unfused chain and vLLM's two GEMMs alone as references.
 2. ``tiles``: for each M, every candidate tile of each GEMM timed alone (the other GEMM on the
    table's tile with the same token tile), then the whole layer on the best pair against the
@@ -38,12 +40,15 @@ from jitguard.kernels import moe_configs, moe_decode, moe_routing
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 REPLAYS = 60
-SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER")
-# (name, switch values): the first is the code before this round, the last the new default.
-# (A third switch, one-token gate_up programs routing themselves and starting 1-2 KB of each
-# weight row into L2 before waiting for the route launch, measured slower and was removed:
-# benchmarks/results/moe_layer.md.)
-VARIANTS = [("before", (False, False)), ("align", (True, False)), ("align+qinter", (True, True))]
+SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "FP8_PAIRS_MAX_TOKENS")
+# (name, switch values): the first is the code before the 2026-11-30 changes.
+# (Tried and removed, benchmarks/results/moe_layer.md: one-token gate_up programs routing
+# themselves and starting 1-2 KB of each weight row into L2 before waiting for the route launch;
+# gate_up split over K for up to 2 tokens; L2 prefetch of the down GEMM's weights while gate_up
+# runs, and of gate_up's weights K steps ahead of its pipeline.)
+SHIPPED = "align+qinter"  # the module's defaults, restored after the variants
+VARIANTS = [("before", (False, False, 0)), ("align", (True, False, 0)), ("align+qinter", (True, True, 0)),
+            ("+FP8 pairs path", (True, True, 64))]
 
 
 def token_tiles(M: int) -> tuple[int, ...]:
@@ -143,7 +148,7 @@ def variants_part(layer: Layer, ms, vllm, configs_dir, bw_read, log) -> list[str
             cells.append(f"{t:.1f} ({t / fl:.2f}x) {'/'.join(f'{s:.1f}' for s in stages)} err {err:.1e}")
             log({"part": "variants", "case": layer.name, "M": M, "variant": name, "us": t, "stages": stages,
                  "err": err, "floor_us": fl})
-        set_switches(VARIANTS[-1][1])
+        set_switches(dict(VARIANTS)[SHIPPED])
 
         def unfused(i):
             tw, ti = moe_routing.softmax_topk(logits, layer.k, True)

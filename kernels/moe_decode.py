@@ -4,11 +4,12 @@
 routing included, on one of two paths (``path="auto"`` picks by :func:`choose_decode_path`):
 
 - ``"grouped"``, **three launches** (``DECODE_LAUNCHES``), described below;
-- ``"pairs"``, **two launches** (``PAIRS_LAUNCHES``, bf16/fp16): the two GEMMs of the grouped
-  path with one token tile per (token, expert) pair and no routing launch: every GEMM program
-  routes its own token (``softmax_topk_row``, the logits row is 0.5 KB) and takes the expert of
-  its slot. No alignment, but pairs that share an expert read it once each, so ``"auto"`` takes
-  it for one token and while the pairs are at most a quarter of the experts.
+- ``"pairs"``, **two launches** (``PAIRS_LAUNCHES``; bf16/fp16 and FP8 block scales): the two
+  GEMMs of the grouped path with one token tile per (token, expert) pair and no routing launch:
+  every GEMM program routes its own token (``softmax_topk_row``, the logits row is 0.5 KB) and
+  takes the expert of its slot; with FP8 gate_up quantizes x per 128-column group as it loads
+  it. No alignment, but pairs that share an expert read it once each, so ``"auto"`` takes it for
+  one token and while the pairs are at most a quarter of the experts.
 
 Where Triton offers programmatic dependent launch (``launch_pdl``, Triton >= 3.4 on sm_90),
 each launch after the first is PDL-linked to the one before: it starts while the previous one
@@ -118,17 +119,23 @@ _MIN_AMAX = 1e-10
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
-def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool) -> str:
-    """``"pairs"`` (two launches) for bf16/fp16 with few pairs per expert, else ``"grouped"`` (three).
+def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool, block_scales: bool = False) -> str:
+    """``"pairs"`` (two launches) with few pairs per expert, else ``"grouped"`` (three).
 
     The pairs path saves the routing launch but reads an expert once per pair routed to it. On the
     H200 it wins at one token (no expert is shared) and while the pairs are at most a quarter of
     the experts (Qwen3-30B-like: 128 experts, top 8, M <= 4), and loses on Mixtral-like layers
-    (8 experts, top 2) from M = 2: benchmarks/results/moe_layer.md, "pairs path" columns.
+    (8 experts, top 2) from M = 2: benchmarks/results/moe_layer.md, "pairs path" columns. FP8
+    takes it with block scales only (``block_scales``), up to ``FP8_PAIRS_MAX_TOKENS`` tokens.
     """
-    if fp8:
+    if fp8 and not (block_scales and num_tokens <= FP8_PAIRS_MAX_TOKENS):
         return "grouped"
     return "pairs" if num_tokens == 1 or 4 * num_tokens * top_k <= num_experts else "grouped"
+
+
+# FP8 block scales take the pairs path up to this many tokens (where it has few pairs per expert).
+# Not yet timed on the H200: 0, never.
+FP8_PAIRS_MAX_TOKENS = 0
 
 
 @functools.cache
@@ -442,22 +449,21 @@ def _quantize_group_when_written(c_ptr, cq_ptr, amax_ptr, arrivals_ptr, pairs, p
                                  FP8_MAX_C: tl.constexpr, MIN_AMAX: tl.constexpr):
     """After this program's columns of ``group`` are stored: the last of the group's writers
     (one arrival counter per token tile and group, reset by it) re-reads the group's rows, writes
-    them as e4m3 to ``cq`` and replaces the group's absmax in ``amax`` by its scale."""
+    them as e4m3 to ``cq`` and their scale (from the absmax of the values as stored) to ``amax``."""
     n_groups = tl.cdiv(N, GROUP)
     writers = tl.minimum(GROUP // OUT_N, tl.cdiv(N - group * GROUP, OUT_N))
-    # Every thread's stores and absmax updates precede the release of this program's arrival.
+    # Every thread's stores precede the release of this program's arrival.
     tl.debug_barrier()
     counter = arrivals_ptr + pid_m * n_groups + group
     arrived = tl.atomic_add(counter, 1, sem="acq_rel", scope="gpu")
     if arrived == writers - 1:
         tl.store(counter, 0)
-        amax = tl.load(amax_ptr + pairs * stride_amax_m + group, mask=pair_mask, other=0.0, volatile=True)
-        scale = tl.maximum(amax, MIN_AMAX) / FP8_MAX_C
         cols = group * GROUP + tl.arange(0, GROUP)
         mask = pair_mask[:, None] & (cols < N)[None, :]
         offs = pairs[:, None].to(tl.int64) * stride_cm + cols[None, :]
-        v = tl.load(c_ptr + offs, mask=mask, other=0.0, volatile=True)
-        q = tl.clamp(v.to(tl.float32) / scale[:, None], -FP8_MAX_C, FP8_MAX_C).to(tl.float8e4nv)
+        v = tl.load(c_ptr + offs, mask=mask, other=0.0, volatile=True).to(tl.float32)
+        scale = tl.maximum(tl.max(tl.abs(v), 1), MIN_AMAX) / FP8_MAX_C
+        q = tl.clamp(v / scale[:, None], -FP8_MAX_C, FP8_MAX_C).to(tl.float8e4nv)
         tl.store(cq_ptr + offs, q, mask=mask)
         tl.store(amax_ptr + pairs * stride_amax_m + group, scale, mask=pair_mask)
 
@@ -521,6 +527,7 @@ def moe_decode_gemm_kernel(
     aq_out_ptr=None,
     group_arrivals_ptr=None,
     QUANT_OUT: tl.constexpr = False,
+    A_SCALE_FROM_TILE: tl.constexpr = False,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -532,10 +539,12 @@ def moe_decode_gemm_kernel(
     A_SCALE_IS_AMAX) from ``a_scale``: QUANT 1 one, 2 one per row, 3 one per row and K group.
 
     QUANT_OUT (gate_up, block scales): the program that completes a token tile's 128-column group
-    writes it again as e4m3 to ``aq_out`` and turns its absmax in ``amax_out`` into the scale, so
+    writes it again as e4m3 to ``aq_out`` and its scale to ``amax_out`` (AMAX_OUT is then off), so
     the down GEMM loads FP8 A (A_PREQUANT) like the weights, pipelined, instead of quantizing it.
+    A_SCALE_FROM_TILE (block scales, BLOCK_K = 128, the pairs path's gate_up): each token group's
+    scale is taken from the bf16 A tile as it is loaded, so no launch computes them before.
 
-    PAIR_TILES (the two-launch path, no route launch, QUANT 0): token tile ``pid_m`` is the one
+    PAIR_TILES (the two-launch path, no route launch, QUANT 0 or 3): token tile ``pid_m`` is the one
     pair ``pid_m``, whose expert the program routes itself from ``logits`` (gate_up also records
     the routing in ``topk_ids`` / ``topk_weights``). LAUNCH_DEPENDENTS lets a PDL-linked next
     launch start; WAIT_PRIOR waits for the previous launch at the start or before the K loop.
@@ -614,10 +623,15 @@ def moe_decode_gemm_kernel(
                     a, _ = _quantize_on_load(a, a_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
             elif QUANT == 3:
                 k_group = (kb * BLOCK_K) // SCALE_BLOCK_K
-                g_s = tl.load(a_scale_ptr + a_rows * stride_asm + k_group, mask=pair_mask, other=1.0)
                 b_s = tl.load(b_scale_rows + k_group * stride_bsk)
-                if A_SCALE_IS_AMAX:
-                    g_s = tl.maximum(g_s, MIN_AMAX) / FP8_MAX_C
+                if A_SCALE_FROM_TILE:
+                    # This K step is exactly one 128-column group of each token row: its scale.
+                    tl.static_assert(BLOCK_K == SCALE_BLOCK_K, "scales from the tile need BLOCK_K = 128")
+                    g_s = tl.maximum(tl.max(tl.abs(a.to(tl.float32)), 0 if SWAP_AB else 1), MIN_AMAX) / FP8_MAX_C
+                else:
+                    g_s = tl.load(a_scale_ptr + a_rows * stride_asm + k_group, mask=pair_mask, other=1.0)
+                    if A_SCALE_IS_AMAX:
+                        g_s = tl.maximum(g_s, MIN_AMAX) / FP8_MAX_C
                 # A pre-quantized (by the route launch) is e4m3 already; g_s are its scales.
                 if not A_PREQUANT:
                     if SWAP_AB:
@@ -658,10 +672,11 @@ def moe_decode_gemm_kernel(
                     tl.static_assert(OUT_N <= SCALE_BLOCK_K, "gate_up output tile wider than a quantization group")
                     group = (pid_n * OUT_N) // SCALE_BLOCK_K
                     tl.atomic_max(amax_out_ptr + pairs * stride_amax_m + group, tl.max(mag, 1), mask=pair_mask)
-                    if QUANT_OUT:
-                        _quantize_group_when_written(c_ptr, aq_out_ptr, amax_out_ptr, group_arrivals_ptr, pairs,
-                                                     pair_mask, pid_m, group, N, stride_cm, stride_amax_m, OUT_N,
-                                                     SCALE_BLOCK_K, FP8_MAX_C, MIN_AMAX)
+            if QUANT_OUT:
+                tl.static_assert(OUT_N <= SCALE_BLOCK_K, "gate_up output tile wider than a quantization group")
+                _quantize_group_when_written(c_ptr, aq_out_ptr, amax_out_ptr, group_arrivals_ptr, pairs, pair_mask,
+                                             pid_m, (pid_n * OUT_N) // SCALE_BLOCK_K, N, stride_cm, stride_amax_m,
+                                             OUT_N, SCALE_BLOCK_K, FP8_MAX_C, MIN_AMAX)
         else:
             if PAIR_TILES:
                 w = tl.where(pair_mask, pair_weight, 0.0)
@@ -753,8 +768,9 @@ class MoeDecodeWorkspace:
             # the intermediate as e4m3, written by gate_up for block scales (QUANTIZE_INTER), and
             # one arrival counter per (token tile, 128-column group), zero between calls
             inter_q=torch.empty((P, I), dtype=torch.float8_e4m3fn, device=dev),
-            group_arrivals=torch.zeros(max_padded_len(P, E, _MIN_BLOCK_M) // _MIN_BLOCK_M * triton.cdiv(I, scale_group),
-                                       **i32),
+            # One counter per (token tile, 128-column group); the pairs path's tiles are its P pairs.
+            group_arrivals=torch.zeros(max(max_padded_len(P, E, _MIN_BLOCK_M) // _MIN_BLOCK_M, P)
+                                       * triton.cdiv(I, scale_group), **i32),
         )
 
     def routing(self, num_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -859,9 +875,10 @@ def plan_fused_moe_decode(
     if path not in DECODE_PATHS:
         raise ValueError(f"fused_moe_decode: path must be one of {DECODE_PATHS}, got {path!r}")
     if path == "auto":
-        path = choose_decode_path(M, E, top_k, shape.fp8)
-    if path == "pairs" and shape.fp8:
-        raise ValueError("fused_moe_decode: path='pairs' is bf16/fp16 only; FP8 W8A8 runs on path='grouped'")
+        path = choose_decode_path(M, E, top_k, shape.fp8, quant == QUANT_BLOCK and QUANTIZE_INTER)
+    if path == "pairs" and shape.fp8 and not (quant == QUANT_BLOCK and QUANTIZE_INTER):
+        raise ValueError("fused_moe_decode: path='pairs' takes bf16/fp16 or FP8 with block scales; "
+                         "per-tensor and per-channel FP8 run on path='grouped'")
     cfgs = tile_configs or select_decode_tile_configs(M, E, shape.precision)
     if cfgs.gate_up.block_m != cfgs.down.block_m:
         raise ValueError("fused_moe_decode: tile_configs gate_up and down must share block_m")
@@ -888,7 +905,7 @@ def plan_fused_moe_decode(
     pair_tiles = path == "pairs"
     pdl = pdl_supported()
     prequant = PREQUANT_X and quant == QUANT_BLOCK and not pair_tiles
-    quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK and not pair_tiles
+    quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK
     launches: list[tuple[str, Callable[[], object]]] = []
     if not pair_tiles:
         launches.append(("route", functools.partial(
@@ -933,13 +950,14 @@ def plan_fused_moe_decode(
             REDUCE=not gated,
             QUANT=quant,
             A_SCALE_IS_AMAX=not gated and not quant_inter,
-            AMAX_OUT=gated and quant != QUANT_NONE,
+            AMAX_OUT=gated and quant != QUANT_NONE and not quant_inter,
             SCALE_BLOCK_N=128,
             SCALE_BLOCK_K=128,
             SWAP_AB=cfg.swap_ab,
             BLOCK_M=block_m,
             BLOCK_N=cfg.block_n,
-            BLOCK_K=min(cfg.block_k, 128) if quant == QUANT_BLOCK else cfg.block_k,
+            # Block scales: at most one scale group per K step; the pairs path's gate_up exactly one.
+            BLOCK_K=(128 if pair_tiles else min(cfg.block_k, 128)) if quant == QUANT_BLOCK else cfg.block_k,
             TOP_K=top_k,
             K_POW2=k_pow2,
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * cfg.block_n)),
@@ -957,6 +975,7 @@ def plan_fused_moe_decode(
             aq_out_ptr=ws.inter_q,
             group_arrivals_ptr=ws.group_arrivals,
             QUANT_OUT=quant_inter and gated,
+            A_SCALE_FROM_TILE=pair_tiles and gated and quant == QUANT_BLOCK,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
             **({"launch_pdl": True} if pdl and not (pair_tiles and gated) else {}),

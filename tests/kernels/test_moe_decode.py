@@ -211,10 +211,15 @@ def _quantize_weight(w: torch.Tensor, scheme: str):
 
 
 @pytest.mark.interpreter
-@pytest.mark.parametrize("scheme,tile", [("tensor", "bm8-noswap"), ("channel", "bm16-swap"), ("block", "bm16-swap")])
-def test_math_fp8_layer_matches_reference(scheme, tile):
+@pytest.mark.parametrize("scheme,tile,path,M", [
+    ("tensor", "bm8-noswap", "grouped", 5), ("channel", "bm16-swap", "grouped", 5),
+    ("block", "bm16-swap", "grouped", 5), ("block", "bm16-swap", "pairs", 5), ("block", "bm8-noswap", "pairs", 1),
+    ("block", "bm16-swap", "pairs", 2)])
+def test_math_fp8_layer_matches_reference(scheme, tile, path, M):
+    """FP8 against the fp32 reference with quantized activations; block scales on both paths (the
+    pairs path takes each token group's scale from the bf16 tile its gate_up loads)."""
     device = _device()
-    M, E, k, H, I = 5, 8, 2, 256, 256
+    E, k, H, I = 8, 2, 256, 256
     gen = torch.Generator().manual_seed(11)
     x, logits, _, _ = _layer(M, E, k, 16, 16, gen, device)
     x = torch.randn(M, H, generator=gen).to(torch.bfloat16).to(device)
@@ -223,12 +228,36 @@ def test_math_fp8_layer_matches_reference(scheme, tile):
     kw = {"use_fp8_w8a8": True, "w1_scale": s1, "w2_scale": s2, "per_channel_quant": scheme == "channel",
           "block_shape": [128, 128] if scheme == "block" else None}
     cfg = MoeTileConfigs(TILES[tile], TILES[tile])
-    out = fused_moe_decode(x, logits, w13.to(device), w2.to(device), k, tile_configs=cfg,
+    out = fused_moe_decode(x, logits, w13.to(device), w2.to(device), k, tile_configs=cfg, path=path,
                            **{key: v.to(device) if torch.is_tensor(v) else v for key, v in kw.items()})
     emulated = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13, w2, k, quantize_activations=True, **kw)
     # GPU: only accumulation order and an occasional neighbouring e4m3 code differ. Interpreter:
     # its e4m3 cast alone costs ~0.1; a misplaced scale or row costs ~1.
     assert _rel_err(out, emulated) < (0.2 if INTERPRETED else 4e-2)
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("tile", sorted(TILES))
+@pytest.mark.parametrize("M", [1, 3])
+def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M):
+    """FP8 block scales: the pairs path (gate_up takes each token group's scale from the bf16 tile
+    it loads, no route launch) gives the grouped path's layer (scales from the route launch): the
+    same e4m3 values and scales reach the MMAs; a scale from the wrong group or a wrong K step fails."""
+    device = _device()
+    E, k, H, I = 8, 2, 384, 256
+    gen = torch.Generator().manual_seed(M)
+    x = (torch.randn(M, H, generator=gen) * torch.linspace(0.1, 4.0, H)).to(torch.bfloat16).to(device)
+    logits = torch.randn(M, E, generator=gen).to(device)
+    w13, s1 = _quantize_weight(torch.randn(E, 2 * I, H, generator=gen) / H**0.5, "block")
+    w2, s2 = _quantize_weight(torch.randn(E, H, I, generator=gen) / I**0.5, "block")
+    kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": s1.to(device), "w2_scale": s2.to(device)}
+    w13, w2 = w13.to(device), w2.to(device)
+    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    cfg = MoeTileConfigs(TILES[tile], TILES[tile])
+    outs = {path: fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, workspace=ws, path=path, **kw).float()
+            for path in ("grouped", "pairs", "grouped")}
+    assert _rel_err(outs["pairs"], outs["grouped"]) < 1e-3
+    assert ws.group_arrivals.cpu().count_nonzero() == 0, "group counters must be left at zero"
 
 
 @pytest.mark.interpreter
@@ -287,7 +316,7 @@ def _bad_calls():
                          r"path must be one of \('auto', 'pairs', 'grouped'\), got 'fast'"),
         "pairs fp8": ((x, logits, w13.to(FP8), w2.to(FP8), k),
                       {"use_fp8_w8a8": True, "w1_scale": torch.ones(E), "w2_scale": torch.ones(E), "path": "pairs"},
-                      r"path='pairs' is bf16/fp16 only"),
+                      r"path='pairs' takes bf16/fp16 or FP8 with block scales"),
     }
 
 
@@ -436,21 +465,28 @@ def test_real_sm90_compile_of_each_path(path):
         assert any("griddepcontrol.launch_dependents" in ptx for ptx in route_ptx)
 
 
-def test_real_sm90_compile_of_the_pairs_path():
-    """The pair-tiled GEMMs compile for sm_90 on wgmma; gate_up lets the down launch start early
-    (programmatic dependent launch) and down waits for it before its K loop."""
+@pytest.mark.parametrize("scheme", ["bf16", "block"])
+def test_real_sm90_compile_of_the_pairs_path(scheme):
+    """The pair-tiled GEMMs compile for sm_90 on wgmma (FP8 block scales on e4m3, never converted
+    to f16); gate_up lets the down launch start early (programmatic dependent launch) and down
+    waits for it before its K loop."""
     _compile_side()
     E, k, H, I, M = 128, 8, 512, 256, 2
-    w13, w2 = torch.zeros(E, 2 * I, H, dtype=torch.bfloat16), torch.zeros(E, H, I, dtype=torch.bfloat16)
-    tile = TileConfig(8, 64, 128, 1, 4, 3, True)
+    fp8 = scheme == "block"
+    wdtype = FP8 if fp8 else torch.bfloat16
+    w13, w2 = torch.zeros(E, 2 * I, H, dtype=wdtype), torch.zeros(E, H, I, dtype=wdtype)
+    kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": torch.ones(E, 4, 4),
+          "w2_scale": torch.ones(E, 4, 2)} if fp8 else {}
+    tile = TileConfig(16 if fp8 else 8, 64, 128, 1, 4, 3, True)
     before = _compiled(moe_decode.moe_decode_gemm_kernel)
     with jitguard.offline(compile=True):
         fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k, path="pairs",
-                         tile_configs=MoeTileConfigs(tile, tile))
+                         tile_configs=MoeTileConfigs(tile, tile), **kw)
     new = [c for key, c in _compiled(moe_decode.moe_decode_gemm_kernel).items() if key not in before]
     assert len(new) == 2
     for kernel in new:
-        _assert_tokens_in_mma_n_slot(kernel.asm["ptx"], tile.block_m, "bf16")
+        _assert_tokens_in_mma_n_slot(kernel.asm["ptx"], tile.block_m, "e4m3" if fp8 else "bf16")
+        assert not re.search(r"cvt\.rn\.f16x2\.e4m3x2", kernel.asm["ptx"]), "FP8 operands converted to f16"
     if not moe_decode.pdl_supported():
         pytest.skip("this Triton's launcher has no launch_pdl")
     up, down = sorted(new, key=lambda c: bool(c.metadata.launch_pdl))
