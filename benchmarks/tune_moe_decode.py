@@ -40,15 +40,16 @@ from jitguard.kernels import moe_configs, moe_decode, moe_routing
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 REPLAYS = 60
-SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "FP8_PAIRS_MAX_TOKENS")
+SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "FP8_PAIRS_MAX_TOKENS", "PAIRS_A_AHEAD_STEPS")
 # (name, switch values): the first is the code before the 2026-11-30 changes.
 # (Tried and removed, benchmarks/results/moe_layer.md: one-token gate_up programs routing
 # themselves and starting 1-2 KB of each weight row into L2 before waiting for the route launch;
 # gate_up split over K for up to 2 tokens; L2 prefetch of the down GEMM's weights while gate_up
 # runs, and of gate_up's weights K steps ahead of its pipeline.)
 SHIPPED = "align+qinter"  # the module's defaults, restored after the variants
-VARIANTS = [("before", (False, False, 0)), ("align", (True, False, 0)), ("align+qinter", (True, True, 0)),
-            ("+FP8 pairs path", (True, True, 64))]
+VARIANTS = [("before", (False, False, 0, 1)), ("align", (True, False, 0, 1)), ("align+qinter", (True, True, 0, 1)),
+            ("+FP8 pairs, A 1 ahead", (True, True, 64, 1)), ("+FP8 pairs, A 2 ahead", (True, True, 64, 2)),
+            ("+FP8 pairs, A 3 ahead", (True, True, 64, 3))]
 
 
 def token_tiles(M: int) -> tuple[int, ...]:

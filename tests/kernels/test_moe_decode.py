@@ -237,12 +237,17 @@ def test_math_fp8_layer_matches_reference(scheme, tile, path, M):
 
 
 @pytest.mark.interpreter
-@pytest.mark.parametrize("tile", sorted(TILES))
+@pytest.mark.parametrize("tile", [TileConfig(8, 32, 128, 1, 4, 2, False), TileConfig(16, 64, 128, 1, 4, 2, True)],
+                         ids=["bm8-noswap", "bm16-swap"])
+@pytest.mark.parametrize("ahead", [1, 3])
 @pytest.mark.parametrize("M", [1, 3])
-def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M):
+def test_math_fp8_block_pairs_path_equals_grouped_path(tile, ahead, M, monkeypatch):
     """FP8 block scales: the pairs path (gate_up takes each token group's scale from the bf16 tile
-    it loads, no route launch) gives the grouped path's layer (scales from the route launch): the
-    same e4m3 values and scales reach the MMAs; a scale from the wrong group or a wrong K step fails."""
+    it loads, 1 or 3 K steps ahead, no route launch) gives the grouped path's layer (scales from the
+    route launch): the same e4m3 values and scales reach the same MMAs (128-deep K steps on both),
+    so even one intermediate value a code apart (~4e-3 here) fails, as does a scale from the wrong
+    group or K step."""
+    monkeypatch.setattr(moe_decode, "PAIRS_A_AHEAD_STEPS", ahead)
     device = _device()
     E, k, H, I = 8, 2, 384, 256
     gen = torch.Generator().manual_seed(M)
@@ -253,7 +258,7 @@ def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M):
     kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": s1.to(device), "w2_scale": s2.to(device)}
     w13, w2 = w13.to(device), w2.to(device)
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
-    cfg = MoeTileConfigs(TILES[tile], TILES[tile])
+    cfg = MoeTileConfigs(tile, tile)
     outs = {path: fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, workspace=ws, path=path, **kw).float()
             for path in ("grouped", "pairs", "grouped")}
     assert _rel_err(outs["pairs"], outs["grouped"]) < 1e-3
