@@ -7,8 +7,8 @@ copies, L2 defeated, median of the replays):
    ``moe_decode`` off and on, side by side: ``ALIGN_IN_REGISTERS`` (the route launch aligns up to
    64 pairs in registers, and skips its arrival atomic for one token), ``QUANTIZE_INTER``
    (FP8 block scales: gate_up writes the intermediate as e4m3, the down GEMM loads it) and
-   ``FP8_PAIRS_MAX_TOKENS`` (FP8 block scales on the two-launch pairs path where it has few
-   pairs per expert);
+   ``FP8_PAIRS_TOKENS`` (the token counts at which FP8 block scales take the two-launch pairs
+   path where it has few pairs per expert);
    our unfused chain and vLLM's two GEMMs alone as references.
 2. ``tiles``: for each M, every candidate tile of each GEMM timed alone (the other GEMM on the
    table's tile with the same token tile), then the whole layer on the best pair against the
@@ -40,16 +40,16 @@ from jitguard.kernels import moe_configs, moe_decode, moe_routing
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 REPLAYS = 60
-SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "FP8_PAIRS_MAX_TOKENS", "PAIRS_A_AHEAD_STEPS")
+SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "FP8_PAIRS_TOKENS")
 # (name, switch values): the first is the code before the 2026-11-30 changes.
 # (Tried and removed, benchmarks/results/moe_layer.md: one-token gate_up programs routing
 # themselves and starting 1-2 KB of each weight row into L2 before waiting for the route launch;
 # gate_up split over K for up to 2 tokens; L2 prefetch of the down GEMM's weights while gate_up
-# runs, and of gate_up's weights K steps ahead of its pipeline.)
-SHIPPED = "align+qinter"  # the module's defaults, restored after the variants
-VARIANTS = [("before", (False, False, 0, 1)), ("align", (True, False, 0, 1)), ("align+qinter", (True, True, 0, 1)),
-            ("+FP8 pairs, A 1 ahead", (True, True, 64, 1)), ("+FP8 pairs, A 2 ahead", (True, True, 64, 2)),
-            ("+FP8 pairs, A 3 ahead", (True, True, 64, 3))]
+# runs, and of gate_up's weights K steps ahead of its pipeline; the pairs path's activation
+# loaded 2-3 K steps ahead.)
+SHIPPED = "shipped"  # the module's defaults, restored after the variants
+VARIANTS = [("before", (False, False, ())), ("align", (True, False, ())), ("align+qinter", (True, True, ())),
+            ("shipped", (True, True, (2,))), ("FP8 pairs at M <= 8", (True, True, tuple(range(1, 9))))]
 
 
 def token_tiles(M: int) -> tuple[int, ...]:

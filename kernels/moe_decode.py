@@ -126,18 +126,19 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
     H200 it wins at one token (no expert is shared) and while the pairs are at most a quarter of
     the experts (Qwen3-30B-like: 128 experts, top 8, M <= 4), and loses on Mixtral-like layers
     (8 experts, top 2) from M = 2: benchmarks/results/moe_layer.md, "pairs path" columns. FP8
-    takes it with block scales only (``block_scales``), up to ``FP8_PAIRS_MAX_TOKENS`` tokens.
+    takes it with block scales only (``block_scales``), at ``FP8_PAIRS_TOKENS`` tokens.
     """
-    if fp8 and not (block_scales and num_tokens <= FP8_PAIRS_MAX_TOKENS):
-        return "grouped"
-    return "pairs" if num_tokens == 1 or 4 * num_tokens * top_k <= num_experts else "grouped"
+    few_pairs = 4 * num_tokens * top_k <= num_experts
+    if fp8:
+        return "pairs" if block_scales and num_tokens in FP8_PAIRS_TOKENS and few_pairs else "grouped"
+    return "pairs" if num_tokens == 1 or few_pairs else "grouped"
 
 
-# FP8 block scales take the pairs path up to this many tokens (where it has few pairs per expert).
-# Not yet timed on the H200: 0, never.
-FP8_PAIRS_MAX_TOKENS = 0
-# K steps ahead the pairs path's gate_up loads the activation it quantizes on load (1-3).
-PAIRS_A_AHEAD_STEPS = 1
+# Token counts at which FP8 block scales take the pairs path (with few pairs per expert). H200:
+# -0.3..-1.0 us at M = 2 (DeepSeek-V3-TP2, Qwen3-30B-like), mixed at 4, +10 us at M = 1, where
+# gate_up's per-step activation scale (a reduction across threads each K step) costs more than the
+# route launch saves: benchmarks/results/moe_layer.md.
+FP8_PAIRS_TOKENS: tuple[int, ...] = (2,)
 
 
 @functools.cache
@@ -530,7 +531,6 @@ def moe_decode_gemm_kernel(
     group_arrivals_ptr=None,
     QUANT_OUT: tl.constexpr = False,
     A_SCALE_FROM_TILE: tl.constexpr = False,
-    A_AHEAD_STEPS: tl.constexpr = 1,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -546,7 +546,6 @@ def moe_decode_gemm_kernel(
     the down GEMM loads FP8 A (A_PREQUANT) like the weights, pipelined, instead of quantizing it.
     A_SCALE_FROM_TILE (block scales, BLOCK_K = 128, the pairs path's gate_up): each token group's
     scale is taken from the bf16 A tile as it is loaded, so no launch computes them before.
-    A_AHEAD_STEPS: how many K steps ahead A is loaded where it is quantized on load (1-3).
 
     PAIR_TILES (the two-launch path, no route launch, QUANT 0 or 3): token tile ``pid_m`` is the one
     pair ``pid_m``, whose expert the program routes itself from ``logits`` (gate_up also records
@@ -606,29 +605,15 @@ def moe_decode_gemm_kernel(
             b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
 
         # A quantized between its load and the dot is outside the compiler's pipelining: it is
-        # loaded A_AHEAD_STEPS (1-3) K steps ahead here (pre-quantized A is pipelined like B).
+        # loaded one K step ahead here (pre-quantized A is pipelined like B).
         A_AHEAD: tl.constexpr = (QUANT != 0) and not A_PREQUANT
         if A_AHEAD:
             a_next = moe_load_a(a_ptrs, pair_mask, offs_k < K, SWAP_AB)
-            if A_AHEAD_STEPS >= 2:
-                a_next2 = moe_load_a(a_ptrs + BLOCK_K, pair_mask, offs_k < K - BLOCK_K, SWAP_AB)
-            if A_AHEAD_STEPS >= 3:
-                a_next3 = moe_load_a(a_ptrs + 2 * BLOCK_K, pair_mask, offs_k < K - 2 * BLOCK_K, SWAP_AB)
         for kb in range(tl.cdiv(K, BLOCK_K)):
             k_mask = offs_k < K - kb * BLOCK_K
             if A_AHEAD:
                 a = a_next
-                ahead_ptrs = a_ptrs + A_AHEAD_STEPS * BLOCK_K
-                ahead_mask = offs_k < K - (kb + A_AHEAD_STEPS) * BLOCK_K
-                if A_AHEAD_STEPS == 1:
-                    a_next = moe_load_a(ahead_ptrs, pair_mask, ahead_mask, SWAP_AB)
-                elif A_AHEAD_STEPS == 2:
-                    a_next = a_next2
-                    a_next2 = moe_load_a(ahead_ptrs, pair_mask, ahead_mask, SWAP_AB)
-                else:
-                    a_next = a_next2
-                    a_next2 = a_next3
-                    a_next3 = moe_load_a(ahead_ptrs, pair_mask, ahead_mask, SWAP_AB)
+                a_next = moe_load_a(a_ptrs + BLOCK_K, pair_mask, offs_k < K - (kb + 1) * BLOCK_K, SWAP_AB)
             else:
                 a = moe_load_a(a_ptrs, pair_mask, k_mask, SWAP_AB)
             b = moe_load_b(b_ptrs, k_mask, SWAP_AB)
@@ -994,7 +979,6 @@ def plan_fused_moe_decode(
             group_arrivals_ptr=ws.group_arrivals,
             QUANT_OUT=quant_inter and gated,
             A_SCALE_FROM_TILE=pair_tiles and gated and quant == QUANT_BLOCK,
-            A_AHEAD_STEPS=PAIRS_A_AHEAD_STEPS if pair_tiles else 1,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
             **({"launch_pdl": True} if pdl and not (pair_tiles and gated) else {}),

@@ -239,15 +239,12 @@ def test_math_fp8_layer_matches_reference(scheme, tile, path, M):
 @pytest.mark.interpreter
 @pytest.mark.parametrize("tile", [TileConfig(8, 32, 128, 1, 4, 2, False), TileConfig(16, 64, 128, 1, 4, 2, True)],
                          ids=["bm8-noswap", "bm16-swap"])
-@pytest.mark.parametrize("ahead", [1, 3])
 @pytest.mark.parametrize("M", [1, 3])
-def test_math_fp8_block_pairs_path_equals_grouped_path(tile, ahead, M, monkeypatch):
+def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M):
     """FP8 block scales: the pairs path (gate_up takes each token group's scale from the bf16 tile
-    it loads, 1 or 3 K steps ahead, no route launch) gives the grouped path's layer (scales from the
-    route launch): the same e4m3 values and scales reach the same MMAs (128-deep K steps on both),
-    so even one intermediate value a code apart (~4e-3 here) fails, as does a scale from the wrong
-    group or K step."""
-    monkeypatch.setattr(moe_decode, "PAIRS_A_AHEAD_STEPS", ahead)
+    it loads, no route launch) gives the grouped path's layer (scales from the route launch): the
+    same e4m3 values and scales reach the same MMAs (128-deep K steps on both), so even one
+    intermediate value a code apart (~4e-3 here) fails, as does a scale from the wrong group or K step."""
     device = _device()
     E, k, H, I = 8, 2, 384, 256
     gen = torch.Generator().manual_seed(M)
@@ -353,7 +350,8 @@ DECODE_KERNELS = ("moe_decode_route_kernel", "moe_decode_gemm_kernel")
 @pytest.mark.parametrize("scheme,E,k", [("bf16", 8, 2), ("bf16", 128, 8), ("block", 128, 8)])
 def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     """Keys only: over M = 1..64 the route kernel compiles once, the GEMM once per distinct
-    (tile, path) of each GEMM (the pairs path serves bf16 at a few pairs per expert); M = 65..200
+    (tile, path) of each GEMM (the pairs path serves bf16 and, at M = 2, FP8 block scales at a few
+    pairs per expert); M = 65..200
     (fused_moe_from_logits: softmax_topk + fused_moe) adds one routing variant and no decode variant."""
     _compile_side()
     H, I, beyond = 256, 128, 200
@@ -375,10 +373,10 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
         for M in range(MAX_DECODE_TOKENS + 1, beyond + 1):
             fused_moe_from_logits(x[:M], logits[:M], w13, w2, k, renormalize=True, workspace=ws, **kw)
     precision = "fp8-block" if fp8 else "bf16"
-    rows = {(select_decode_tile_configs(M, E, precision), choose_decode_path(M, E, k, fp8))
+    rows = {(select_decode_tile_configs(M, E, precision), choose_decode_path(M, E, k, fp8, fp8))
             for M in range(1, MAX_DECODE_TOKENS + 1)}
     assert len(rows) >= 2, "the sweep should cross several table rows"
-    assert ("pairs" in {path for _, path in rows}) == (not fp8)
+    assert {path for _, path in rows} == {"pairs", "grouped"}
     tiles = len({(r.gate_up, path) for r, path in rows}) + len({(r.down, path) for r, path in rows})
     gemm_events = [e.causes for e in rec.events if e.kernel == "moe_decode_gemm_kernel"]
     assert decode_variants["moe_decode_gemm_kernel"] == tiles, gemm_events
