@@ -40,7 +40,7 @@ from jitguard.kernels import moe_configs, moe_decode, moe_routing
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 REPLAYS = 60
-SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "FP8_PAIRS_TOKENS")
+SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "FP8_PAIRS_TOKENS", "ROUTER_OWN_PROGRAM")
 # (name, switch values): the first is the code before the 2026-11-30 changes.
 # (Tried and removed, benchmarks/results/moe_layer.md: one-token gate_up programs routing
 # themselves and starting 1-2 KB of each weight row into L2 before waiting for the route launch;
@@ -48,8 +48,10 @@ SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "FP8_PAIRS_TOKENS")
 # runs, and of gate_up's weights K steps ahead of its pipeline; the pairs path's activation
 # loaded 2-3 K steps ahead.)
 SHIPPED = "shipped"  # the module's defaults, restored after the variants
-VARIANTS = [("before", (False, False, ())), ("align", (True, False, ())), ("align+qinter", (True, True, ())),
-            ("shipped", (True, True, (2,))), ("FP8 pairs at M <= 8", (True, True, tuple(range(1, 9))))]
+VARIANTS = [("before", (False, False, (), False)), ("align", (True, False, (), False)),
+            ("align+qinter", (True, True, (), False)), ("shipped", (True, True, (2,), False)),
+            ("+router program", (True, True, (2,), True)), ("shipped again", (True, True, (2,), False)),
+            ("+router program again", (True, True, (2,), True))]
 
 
 def token_tiles(M: int) -> tuple[int, ...]:

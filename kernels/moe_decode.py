@@ -245,7 +245,8 @@ def moe_decode_route_kernel(
         # Issued before the routing's loads so both are in flight together.
         groups1 = tl.arange(0, BLOCK_H // GROUP)
         cols1 = groups1[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
-        x_row = tl.load(x_ptr + token * stride_xm + cols1, mask=cols1 < hidden, other=0.0).to(tl.float32)
+        row_len = tl.where(token < num_tokens, hidden, 0)  # the routing's own program has no row
+        x_row = tl.load(x_ptr + token * stride_xm + cols1, mask=cols1 < row_len, other=0.0).to(tl.float32)
     # Per-tensor scales need every token's absmax before the scale: they keep the counter path.
     FEW_PATH: tl.constexpr = ALIGN_IN_REGISTERS and (QUANT != 1) and HAS_BATCHED_TOPK
     if FEW_PATH:
@@ -254,8 +255,10 @@ def moe_decode_route_kernel(
         few_tokens = (num_tokens <= FEW_TOKENS) & (num_tokens * E_POW2 <= FEW_ELEMENTS)
     else:
         few_tokens = num_tokens < 0
+    # A grid of num_tokens + 1 programs gives the routing a program of its own, the last.
+    router = num_tokens if tl.num_programs(0) > num_tokens else 0
     if few_tokens:
-        if FEW_PATH and (token == 0):
+        if FEW_PATH and (token == router):
             # Tiles of 1, 2, 4 or FEW_TOKENS rows: one token pays for one row's top-k, not eight.
             if num_tokens == 1:
                 _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
@@ -277,10 +280,11 @@ def moe_decode_route_kernel(
                                             expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
                                             num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
                                             RENORMALIZE, FILL_BLOCK, FEW_TOKENS)
-        _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
-                        a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
-                        X_ONE_PASS)
-    else:
+        if token < num_tokens:
+            _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
+                            a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
+                            X_ONE_PASS)
+    elif token < num_tokens:
         ids, weights = softmax_topk_row(logits_ptr + token * stride_lm, num_experts, TOP_K, K_POW2, E_POW2,
                                         RENORMALIZE)
         slots = tl.arange(0, K_POW2)
@@ -808,6 +812,9 @@ ALIGN_IN_REGISTERS = True
 # FP8 block scales: gate_up also writes the intermediate as e4m3 with its scales, and the down GEMM
 # loads that (pipelined like the weights) instead of quantizing the bf16 intermediate as it loads it.
 QUANTIZE_INTER = True
+# The route launch gets one more program, which routes and aligns (few-token path) while the
+# others quantize their token rows. Not yet timed on the H200: off.
+ROUTER_OWN_PROGRAM = False
 _REDUCE_ELEMENTS = 8192
 
 
@@ -912,7 +919,7 @@ def plan_fused_moe_decode(
     launches: list[tuple[str, Callable[[], object]]] = []
     if not pair_tiles:
         launches.append(("route", functools.partial(
-            moe_decode_route_kernel[(M,)],
+            moe_decode_route_kernel[(M + 1 if ROUTER_OWN_PROGRAM else M,)],
             router_logits, x, ws.topk_ids, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded,
             ws.counts, ws.starts, ws.x_scale, x_amax, ws.a2_amax, route_arrivals, ws.x_q,
             M, E, H, router_logits.stride(0), x.stride(0), stride_xsm, a2_cols,
