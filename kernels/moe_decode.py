@@ -19,14 +19,15 @@ routes before it waits. Without PDL the launches are ordinary stream-ordered lau
 The grouped path, with a :class:`MoeDecodeWorkspace` passed (with none, the call allocates one
 and adds one memset for its zeroed counters):
 
-1. ``moe_decode_route_kernel``, one program per token: softmax top-k (``moe_routing``; ties to
-   the lower expert index), the activation scales of ``x`` for FP8 (per token, per 128-column
-   group, or a tensor absmax; with block scales also x as e4m3), and zeroing of the
-   intermediate's absmax slots; then the expert-sorted, tile-padded pair layout of
-   ``moe_align`` for all tokens at once. Up to ``FEW_TOKENS`` tokens (and ``FEW_ELEMENTS``
-   logits), program 0 routes them all in one top-k and builds the layout in registers; beyond,
-   the program that arrives last (an atomic counter) builds it through per-expert counters.
-   No host sync, no extra launch.
+1. ``moe_decode_route_kernel``, one program per token and one more: softmax top-k
+   (``moe_routing``; ties to the lower expert index), the activation scales of ``x`` for FP8
+   (per token, per 128-column group, or a tensor absmax; with block scales also x as e4m3), and
+   zeroing of the intermediate's absmax slots; then the expert-sorted, tile-padded pair layout
+   of ``moe_align`` for all tokens at once. Up to ``FEW_TOKENS`` tokens (and ``FEW_ELEMENTS``
+   logits), the extra program routes them all in one top-k and builds the layout in registers
+   while the others quantize their rows; beyond, each routes its token and the program that
+   arrives last (an atomic counter) builds the layout through per-expert counters. No host
+   sync, no extra launch.
 2. ``moe_decode_gemm_kernel`` as gate_up: grouped GEMM over the sorted tiles with ``silu(gate) *
    up`` in its epilogue. FP8 activations come quantized from launch 1 (block scales) or are
    quantized as they are loaded (per tensor / channel); the epilogue records the absmax the down
@@ -230,9 +231,10 @@ def moe_decode_route_kernel(
 ):
     """Routing of token ``program_id`` and its activation scales; then the alignment of every pair.
 
-    Up to FEW_TOKENS tokens and FEW_ELEMENTS logits (not with per-tensor scales), program 0 routes
-    every token at once and aligns the pairs in registers while each program quantizes its own row: no arrival counter,
-    no round trip between programs. Otherwise each program routes its own token and the last one
+    Up to FEW_TOKENS tokens and FEW_ELEMENTS logits (not with per-tensor scales), one program (the
+    last of num_tokens + 1, else program 0) routes every token at once and aligns the pairs in
+    registers while each token's program quantizes its row: no arrival counter, no round trip
+    between programs. Otherwise each program routes its own token and the last one
     to arrive (an atomic counter) aligns every pair through per-expert counters.
     WRITE_XQ (block scales): also writes the token's e4m3 row to ``xq`` so gate_up loads FP8 directly.
     """
@@ -813,8 +815,10 @@ ALIGN_IN_REGISTERS = True
 # loads that (pipelined like the weights) instead of quantizing the bf16 intermediate as it loads it.
 QUANTIZE_INTER = True
 # The route launch gets one more program, which routes and aligns (few-token path) while the
-# others quantize their token rows. Not yet timed on the H200: off.
-ROUTER_OWN_PROGRAM = False
+# others quantize their token rows. H200: DeepSeek-V3-TP2 FP8 M = 1 and 4 -1.1 us, Qwen3-30B FP8
+# M = 4 and 8 -1.0 / -0.7 us, unchanged where the few-token path is not taken
+# (benchmarks/results/moe_layer.md).
+ROUTER_OWN_PROGRAM = True
 _REDUCE_ELEMENTS = 8192
 
 
