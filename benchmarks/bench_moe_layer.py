@@ -109,10 +109,12 @@ def vllm_chain(vllm, vcfg, x, logits, w13, w2, s13, s2, k, E, I, scheme, bufs):
     return bufs["out"]
 
 
-def vllm_gemms_step(vllm, vcfg, layers, x, ref_w, ref_ids, k, E, I, scheme, inter, v1, v2):
+def vllm_gemms_step(vllm, vcfg, layers, x, ref_w, ref_ids, k, E, I, scheme, inter, v1, v2,
+                    gemms=("gate_up", "down")):
     """vLLM's two GEMM launches alone on inputs prepared here once ("vLLM GEMMs only", as in
     bench_fused_moe): a ``step(layer)`` for ``time_graph``. ``inter`` is the activation GEMM2 reads
-    (quantized here for FP8); ``v1`` / ``v2`` receive the two GEMMs' outputs."""
+    (quantized here for FP8); ``v1`` / ``v2`` receive the two GEMMs' outputs; ``gemms`` picks
+    which of the two launches the step runs (one alone, to compare stage by stage)."""
     act_mode = {"tensor": "tensor", "channel": "row", "block": "group"}.get(scheme)
     routing = moe_align.moe_align_block_size(ref_ids, E, vcfg["BLOCK_SIZE_M"])
     a1, a1s = moe_quant.quantize_fp8(x, act_mode) if scheme else (x, None)
@@ -121,8 +123,10 @@ def vllm_gemms_step(vllm, vcfg, layers, x, ref_w, ref_ids, k, E, I, scheme, inte
 
     def step(layer):
         lw13, lw2, ls13, ls2 = layers[layer]
-        bfm.launch_vllm_gemm(vllm, a1, lw13, v1, a1s, ls13, None, routing, k, vcfg, scheme, False)
-        bfm.launch_vllm_gemm(vllm, a2, lw2, v2, a2s, ls2, flat_w, routing, 1, vcfg, scheme, True)
+        if "gate_up" in gemms:
+            bfm.launch_vllm_gemm(vllm, a1, lw13, v1, a1s, ls13, None, routing, k, vcfg, scheme, False)
+        if "down" in gemms:
+            bfm.launch_vllm_gemm(vllm, a2, lw2, v2, a2s, ls2, flat_w, routing, 1, vcfg, scheme, True)
 
     return step
 

@@ -158,27 +158,33 @@ def variants_part(layer: Layer, ms, vllm, configs_dir, bw_read, log) -> list[str
             fm.fused_moe(x, layer.layers[i][0], layer.layers[i][1], tw, ti, out=out, **layer.kwargs(i))
 
         un = bfm.time_graph(unfused, layer.n_layers, REPLAYS)
-        vg = float("nan")
+        vg = vg1 = vg2 = float("nan")
         if vllm is not None:
-            vg = vllm_gemms_us(layer, M, x, logits, vllm, configs_dir)
-        log({"part": "variants", "case": layer.name, "M": M, "unfused_us": un, "vllm_gemms_us": vg})
+            vg, vg1, vg2 = vllm_gemms_us(layer, M, x, logits, vllm, configs_dir)
+        log({"part": "variants", "case": layer.name, "M": M, "unfused_us": un, "vllm_gemms_us": vg,
+             "vllm_gate_up_us": vg1, "vllm_down_us": vg2})
         line = (f"| {layer.name} | {M} | {fl:.1f} | " + " | ".join(cells)
-                + f" | {un:.1f} ({un / fl:.2f}x) | {vg:.1f} ({vg / fl:.2f}x) |")
+                + f" | {un:.1f} ({un / fl:.2f}x) | {vg:.1f} ({vg / fl:.2f}x) {vg1:.1f}/{vg2:.1f} |")
         print(line, flush=True)
         lines.append(line)
     return lines
 
 
-def vllm_gemms_us(layer: Layer, M: int, x, logits, vllm, configs_dir) -> float:
-    """vLLM's two GEMM launches alone on prepared inputs (bench_moe_layer's 'vLLM GEMMs only')."""
+def vllm_gemms_us(layer: Layer, M: int, x, logits, vllm, configs_dir) -> tuple[float, float, float]:
+    """vLLM's two GEMM launches alone on prepared inputs (bench_moe_layer's 'vLLM GEMMs only'):
+    both, then gate_up alone and down alone (us)."""
     ref_w, ref_ids = moe_routing.softmax_topk_reference(logits, layer.k, True)
     vcfg, _ = bfm.vllm_config(configs_dir, layer.E, layer.I, layer.scheme, M, vllm)
-    step = bml.vllm_gemms_step(
-        vllm, vcfg, layer.layers, x, ref_w, ref_ids, layer.k, layer.E, layer.I, layer.scheme,
-        inter=torch.randn(M * layer.k, layer.I, device="cuda", dtype=torch.bfloat16),
-        v1=torch.empty(M * layer.k, 2 * layer.I, device="cuda", dtype=torch.bfloat16),
-        v2=torch.empty(M * layer.k, layer.H, device="cuda", dtype=torch.bfloat16))
-    return bfm.time_graph(step, layer.n_layers, REPLAYS)
+    buffers = dict(inter=torch.randn(M * layer.k, layer.I, device="cuda", dtype=torch.bfloat16),
+                   v1=torch.empty(M * layer.k, 2 * layer.I, device="cuda", dtype=torch.bfloat16),
+                   v2=torch.empty(M * layer.k, layer.H, device="cuda", dtype=torch.bfloat16))
+    times = []
+    for gemms in (("gate_up", "down"), ("gate_up",), ("down",)):
+        step = bml.vllm_gemms_step(vllm, vcfg, layer.layers, x, ref_w, ref_ids, layer.k, layer.E, layer.I,
+                                   layer.scheme, gemms=gemms, **buffers)
+        times.append(bfm.time_graph(step, layer.n_layers, REPLAYS))
+    print(f"vLLM config {layer.name} M={M}: {vcfg}", flush=True)
+    return times[0], times[1], times[2]
 
 
 def tiles_part(layer: Layer, ms, path: str, bw_read, log, deadline: float) -> list[str]:
@@ -361,7 +367,7 @@ def main() -> None:
     if not args.skip_variants:
         names = " | ".join(n for n, _ in VARIANTS)
         lines += ["", "variants: us per layer (x floor) route/gate_up/down alone, error vs fp32 reference",
-                  f"| case | M | floor us | {names} | unfused ours | vLLM GEMMs only |",
+                  f"| case | M | floor us | {names} | unfused ours | vLLM GEMMs only, gate_up/down alone |",
                   "|" + "---|" * (5 + len(VARIANTS))]
         print("\n".join(lines), flush=True)
         for name in args.cases.split(","):

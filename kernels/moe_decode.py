@@ -135,10 +135,11 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
     return "pairs" if num_tokens == 1 or few_pairs else "grouped"
 
 
-# Token counts at which FP8 block scales take the pairs path (with few pairs per expert). H200:
-# -0.3..-1.0 us at M = 2 (DeepSeek-V3-TP2, Qwen3-30B-like), mixed at 4, +10 us at M = 1, where
-# gate_up's per-step activation scale (a reduction across threads each K step) costs more than the
-# route launch saves: benchmarks/results/moe_layer.md.
+# Token counts at which FP8 block scales take the pairs path (with few pairs per expert). H200,
+# pairs against grouped side by side at M = 2: Qwen3-30B-like -0.6 us on average over five runs
+# (0 to -1.0), DeepSeek-V3-TP2 no gain (-0.8 to +1.1); M = 4 mixed; M = 1 +10 us, where gate_up's
+# activation scale per K step (a reduction across threads) costs more than the route launch
+# saves: benchmarks/results/moe_layer.md.
 FP8_PAIRS_TOKENS: tuple[int, ...] = (2,)
 
 
