@@ -121,7 +121,7 @@ def fix_command(
     """
     # libcst loads here, not at import: `jitguard scan` (a pre-commit hook) starts faster without it.
     from jitguard.codemod.demotion_prices import price_requests
-    from jitguard.codemod.file_writes import WriteReport, write_refusal
+    from jitguard.codemod.file_writes import WriteReport, other_hard_links, write_refusal
     from jitguard.codemod.fix_tree import fix_paths, unified_diff, write_changes
 
     started = time.perf_counter()
@@ -172,6 +172,14 @@ def fix_command(
         _echo_err(f"warning: {line}")
     for path, reason in unwritable.items():
         _echo_err(f"warning: {path}: {reason}; would change but cannot be written")
+    # A rewrite replaces the name, not the file: other hard links (a package manager's cache) keep the old text.
+    links_left = write_report.links_left if write_report else [
+        (result.path, links) for result in run.results
+        if result.changed and result.path not in unwritable and (links := other_hard_links(result.path))]
+    for path, links in links_left:
+        keep = "keeps" if links == 1 else "keep"
+        _echo_err(f"note: {path}: its {_plural(links, 'other hard link')} {keep if writing else 'would keep'} "
+                  f"the old text (fix {'wrote' if writing else 'writes'} a new file under this name only)")
     for line in priced.lines:
         _echo_err(line)
     for line in _describe_notes(notes, skipped):

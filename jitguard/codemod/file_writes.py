@@ -61,13 +61,24 @@ def write_refusal(path: Path) -> str | None:
     return None
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+def other_hard_links(path: Path) -> int:
+    """How many other names (hard links) share `path`'s file: they keep the old text after a
+    rewrite, which replaces the name and not the file (0 when it cannot be told)."""
+    try:
+        return max(path.resolve().stat().st_nlink - 1, 0)
+    except OSError:
+        return 0
+
+
+def write_atomically(path: Path, data: bytes) -> int:
     """Replace `path` with `data` via a temporary file and a rename in the same directory.
 
     An interrupted run leaves either the old file or the new one, never a mix and never the
     temporary file; owner, group and permission bits are kept, and a symlink keeps pointing at
-    the file it named. Raises WriteRefused for a read-only file (no write bit, or not writable
-    by this user) and for an owner or group this user cannot give the new file; OSError otherwise.
+    the file it named. Other hard links of the old file keep the old text (as with black and
+    ruff; a package manager's shared cache stays as it was): returns how many there were.
+    Raises WriteRefused for a read-only file (no write bit, or not writable by this user) and
+    for an owner or group this user cannot give the new file; OSError otherwise.
     """
     path = path.resolve()
     before = path.stat()
@@ -95,6 +106,7 @@ def write_atomically(path: Path, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+    return max(before.st_nlink - 1, 0)
 
 
 @dataclass
@@ -104,6 +116,7 @@ class WriteReport:
     written: list[Path] = field(default_factory=list)
     failed: list[tuple[Path, str]] = field(default_factory=list)
     not_written: list[Path] = field(default_factory=list)  # not reached: the run was stopped first
+    links_left: list[tuple[Path, int]] = field(default_factory=list)  # written; its other hard links were not
     stopped_by: int | None = None  # the signal number that stopped the run
 
     def stop_lines(self) -> list[str]:
@@ -150,11 +163,13 @@ def write_files(files: Sequence[tuple[Path, bytes]]) -> WriteReport:
                 report.not_written = [pending for pending, _ in files[index:]]
                 break
             try:
-                write_atomically(path, data)
+                links = write_atomically(path, data)
             except WriteRefused as exc:
                 report.failed.append((path, str(exc)))
             except OSError as exc:
                 report.failed.append((path, f"cannot write ({exc.strerror or exc})"))
             else:
                 report.written.append(path)
+                if links:
+                    report.links_left.append((path, links))
     return report

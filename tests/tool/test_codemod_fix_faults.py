@@ -406,3 +406,31 @@ def test_second_signal_stops_at_once_without_a_temporary_file(tmp_path: Path, si
     assert _leftovers(tmp_path) == []
     for path in paths:
         assert path.read_text() == KERNEL.replace("def k(", f"def {path.stem}(")
+
+
+@pytest.mark.parametrize("flags, code", [([], 0), (["--check"], 1)])
+def test_hard_linked_file_is_fixed_under_its_name_and_the_other_links_are_named(
+        tmp_path: Path, flags: list[str], code: int) -> None:
+    """A rewrite replaces the name, not the file (as black and ruff do): the other hard links (say a
+    package manager's shared cache) keep the old text, and fix says so for each file, in both modes."""
+    (fixed,) = _tree(tmp_path, ["a.py"])
+    (tmp_path / "cache").mkdir()
+    cached = tmp_path / "cache" / "a.py"
+    os.link(fixed, cached)
+    result = CliRunner().invoke(fix_command, [*flags, "--param", "a:n", str(fixed)])
+    assert result.exit_code == code, result.output
+    verb = "would keep" if flags else "keeps"
+    tense = "writes" if flags else "wrote"
+    assert (f"note: {fixed}: its 1 other hard link {verb} the old text (fix {tense} a new file under this name only)"
+            in result.stderr.splitlines())
+    assert cached.read_text() == KERNEL.replace("def k(", "def a(")
+    expected = KERNEL if flags else KERNEL_FIXED
+    assert fixed.read_text() == expected.replace("def k(", "def a(")
+    assert not _leftovers(tmp_path)
+
+
+def test_a_file_with_no_other_link_gets_no_link_note(tmp_path: Path) -> None:
+    _tree(tmp_path, ["a.py"])
+    result = CliRunner().invoke(fix_command, ["--param", "a:n", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "hard link" not in result.output
