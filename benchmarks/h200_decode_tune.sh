@@ -1,10 +1,7 @@
 #!/usr/bin/env bash
 # Issue #16, one device call: the decode layer's GPU tests, then tune_moe_decode.py (switches side by
 # side, tiles per stage). Device, repo root, carry .vendor (vLLM 0.33.0 files). Tables printed last.
-set -u
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-deps --no-build-isolation -e . > /tmp/pip.log 2>&1 || tail -5 /tmp/pip.log
-export TRITON_CACHE_DIR=/tmp/triton-cache
+source benchmarks/h200_setup.sh
 R=/tmp/tune; rm -rf $R; mkdir -p $R
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $R/gpu.txt
 timeout 90 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_moe_decode.py \

@@ -1,10 +1,7 @@
 #!/usr/bin/env bash
 # Issue #16, second tuning call: GPU tests, the switches at M = 1, 2, 4 side by side, the deeper
 # tile sweep at M = 1..8, and Nsight Compute on one M = 1 and M = 4 DeepSeek layer call.
-set -u
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-deps --no-build-isolation -e . > /tmp/pip.log 2>&1 || tail -5 /tmp/pip.log
-export TRITON_CACHE_DIR=/tmp/triton-cache
+source benchmarks/h200_setup.sh
 R=/tmp/tune2; rm -rf $R; mkdir -p $R
 timeout 80 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_moe_decode.py \
     -k "fp8 or cuda_graph or alignment" > $R/pytest_decode.txt 2>&1

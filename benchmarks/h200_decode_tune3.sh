@@ -1,10 +1,7 @@
 #!/usr/bin/env bash
 # Issue #16, third tuning call: decode tiles chosen by the whole layer (M = 1..64, both FP8 shapes),
 # then the inverse-RoPE launch-config sweep. Device, repo root, carry .vendor.
-set -u
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-deps --no-build-isolation -e . > /tmp/pip.log 2>&1 || tail -5 /tmp/pip.log
-export TRITON_CACHE_DIR=/tmp/triton-cache
+source benchmarks/h200_setup.sh
 R=/tmp/tune3; rm -rf $R; mkdir -p $R/rope
 timeout 420 python3 benchmarks/tune_moe_decode.py --skip-variants --tile-cases deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block \
     --time-budget 230 --precompile 14 --out $R > $R/tune.log 2>&1

@@ -2,11 +2,7 @@
 # Issue #16: confirms the route launch's few-token limit (FEW_ELEMENTS) after the final call:
 # GPU tests of the decode layer, the switches side by side at M = 2, 4, 8, and the whole-layer
 # benchmark of the DeepSeek-V3-TP2 FP8 shape at M = 1..16. Device, repo root, carry .vendor.
-set -u
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-deps --no-build-isolation -e . > /tmp/pip.log 2>&1 || tail -5 /tmp/pip.log
-export TRITON_CACHE_DIR=/tmp/triton-cache
-V="--vllm-file .vendor/vllm_fused_moe.py --vllm-configs .vendor/configs"
+source benchmarks/h200_setup.sh
 R=/tmp/confirm; rm -rf $R; mkdir -p $R
 timeout 60 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_moe_decode.py -k "fp8 or cuda_graph or alignment" \
     > $R/pytest_decode.txt 2>&1

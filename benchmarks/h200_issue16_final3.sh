@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
 # Issue #16, session 2026-11-30 (third), final call: GPU tests, the decode switches side by side,
 # and the whole-layer benchmark on the committed tree. Device, repo root, carry .vendor.
-set -u
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-deps --no-build-isolation -e . > /tmp/pip.log 2>&1 || tail -5 /tmp/pip.log
-export TRITON_CACHE_DIR=/tmp/triton-cache
-V="--vllm-file .vendor/vllm_fused_moe.py --vllm-configs .vendor/configs"
+source benchmarks/h200_setup.sh
 R=/tmp/final3; rm -rf $R; mkdir -p $R
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $R/gpu.txt
 P="python3 -m pytest -q -p no:cacheprovider"

@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
 # Issue #16, session 2026-11-30 (third), confirming call on the final tree (routing in its own
 # program): GPU tests of the decode layer and the whole-layer benchmark. Device, repo root, carry .vendor.
-set -u
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-deps --no-build-isolation -e . > /tmp/pip.log 2>&1 || tail -5 /tmp/pip.log
-export TRITON_CACHE_DIR=/tmp/triton-cache
-V="--vllm-file .vendor/vllm_fused_moe.py --vllm-configs .vendor/configs"
+source benchmarks/h200_setup.sh
 R=/tmp/final4; rm -rf $R; mkdir -p $R
 timeout 90 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_moe_decode.py -k "fp8 or cuda_graph or alignment" \
     > $R/pytest_decode.txt 2>&1

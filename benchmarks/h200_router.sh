@@ -1,10 +1,7 @@
 #!/usr/bin/env bash
 # Issue #16: the route launch with a program of its own for the routing (moe_decode.ROUTER_OWN_PROGRAM)
 # side by side with the shipped layer, each twice. Device, repo root, carry .vendor.
-set -u
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-deps --no-build-isolation -e . > /tmp/pip.log 2>&1 || tail -5 /tmp/pip.log
-export TRITON_CACHE_DIR=/tmp/triton-cache
+source benchmarks/h200_setup.sh
 R=/tmp/router; rm -rf $R; mkdir -p $R
 timeout 240 python3 benchmarks/tune_moe_decode.py --skip-tiles --ms ${MS:-1,2,4,8} --out $R > $R/tune.log 2>&1
 cp $R/* $OUT/ 2>/dev/null
