@@ -60,9 +60,11 @@ def token_tiles(M: int) -> tuple[int, ...]:
 
 # Per GEMM: (block_n, num_stages, num_warps) choices; every one with and without swap-AB.
 # The H200 runs of 2026-11-30 chose 5-8 stages for gate_up and 2-4 for down, 4 warps (8 warps
-# never won, 2 only for down); gate_up also tries 16-row weight tiles (twice the programs).
+# never won, 2 only for down); gate_up also tries 16-row weight tiles (twice the programs), 4
+# stages (vLLM's choice at M = 2) and 256-row tiles, which quantize whole 128-column groups of the
+# FP8 intermediate from registers (no counter, no re-read; not timed yet).
 CANDIDATES = {
-    "gate_up": ((16, 32, 64, 128), (5, 6, 8), (2, 4)),
+    "gate_up": ((16, 32, 64, 128, 256), (4, 5, 6, 8), (2, 4)),
     "down": ((32, 64, 128), (2, 3, 4), (4,)),
 }
 # Whole-layer timings per token tile: the fastest gate_up tiles alone x the fastest down tiles alone.

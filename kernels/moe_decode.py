@@ -551,6 +551,8 @@ def moe_decode_gemm_kernel(
     QUANT_OUT (gate_up, block scales): the program that completes a token tile's 128-column group
     writes it again as e4m3 to ``aq_out`` and its scale to ``amax_out`` (AMAX_OUT is then off), so
     the down GEMM loads FP8 A (A_PREQUANT) like the weights, pipelined, instead of quantizing it.
+    A tile 128 output columns wide (BLOCK_N = 256) writes whole groups: it quantizes them from its
+    registers and writes only the e4m3 intermediate, with no counter and no re-read.
     A_SCALE_FROM_TILE (block scales, BLOCK_K = 128, the pairs path's gate_up): each token group's
     scale is taken from the bf16 A tile as it is loaded, so no launch computes them before.
 
@@ -670,7 +672,10 @@ def moe_decode_gemm_kernel(
         c_ptrs = c_ptr + pairs[:, None].to(tl.int64) * stride_cm + offs_cn[None, :]
         if GATED:
             c = moe_silu_mul(acc, BLOCK_M, OUT_N).to(c_ptr.dtype.element_ty)
-            tl.store(c_ptrs, c, mask=c_mask)
+            # A program that writes whole quantization groups quantizes them from registers below.
+            GROUP_IN_REGISTERS: tl.constexpr = QUANT_OUT and (OUT_N == SCALE_BLOCK_K)
+            if not GROUP_IN_REGISTERS:
+                tl.store(c_ptrs, c, mask=c_mask)
             if AMAX_OUT:
                 # The absmax of the values as stored (rounded), which the down GEMM quantizes.
                 mag = tl.where(c_mask, tl.abs(c.to(tl.float32)), 0.0)
@@ -684,9 +689,17 @@ def moe_decode_gemm_kernel(
                     tl.atomic_max(amax_out_ptr + pairs * stride_amax_m + group, tl.max(mag, 1), mask=pair_mask)
             if QUANT_OUT:
                 tl.static_assert(OUT_N <= SCALE_BLOCK_K, "gate_up output tile wider than a quantization group")
-                _quantize_group_when_written(c_ptr, aq_out_ptr, amax_out_ptr, group_arrivals_ptr, pairs, pair_mask,
-                                             pid_m, (pid_n * OUT_N) // SCALE_BLOCK_K, N, stride_cm, stride_amax_m,
-                                             OUT_N, SCALE_BLOCK_K, FP8_MAX_C, MIN_AMAX)
+                if GROUP_IN_REGISTERS:
+                    # The group's values as a writer would store them (rounded): no counter, no re-read.
+                    v = tl.where(c_mask, c.to(tl.float32), 0.0)
+                    scale = tl.maximum(tl.max(tl.abs(v), 1), MIN_AMAX) / FP8_MAX_C
+                    q = tl.clamp(v / scale[:, None], -FP8_MAX_C, FP8_MAX_C).to(tl.float8e4nv)
+                    tl.store(aq_out_ptr + pairs[:, None].to(tl.int64) * stride_cm + offs_cn[None, :], q, mask=c_mask)
+                    tl.store(amax_out_ptr + pairs * stride_amax_m + pid_n, scale, mask=pair_mask)
+                else:
+                    _quantize_group_when_written(c_ptr, aq_out_ptr, amax_out_ptr, group_arrivals_ptr, pairs,
+                                                 pair_mask, pid_m, (pid_n * OUT_N) // SCALE_BLOCK_K, N, stride_cm,
+                                                 stride_amax_m, OUT_N, SCALE_BLOCK_K, FP8_MAX_C, MIN_AMAX)
         else:
             if PAIR_TILES:
                 w = tl.where(pair_mask, pair_weight, 0.0)

@@ -263,11 +263,13 @@ def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M):
 
 
 @pytest.mark.interpreter
+@pytest.mark.parametrize("gate_up_block_n", [32, 256], ids=["last-writer", "whole-groups"])
 @pytest.mark.parametrize("I", [256, 192, 320])
-def test_math_intermediate_quantized_by_gate_up_equals_quantized_on_load(I, monkeypatch):
-    """FP8 block scales: gate_up writing the e4m3 intermediate (its last writer per 128-column group,
-    QUANTIZE_INTER) gives the layer that quantizing it as the down GEMM loads it gives, also where I
-    ends in a partial group (192, 320) whose writers are fewer; every group counter is left at zero."""
+def test_math_intermediate_quantized_by_gate_up_equals_quantized_on_load(I, gate_up_block_n, monkeypatch):
+    """FP8 block scales: gate_up writing the e4m3 intermediate (QUANTIZE_INTER: its last writer per
+    128-column group, or with 128 output columns per program each program from its registers) gives
+    the layer that quantizing it as the down GEMM loads it gives, also where I ends in a partial group
+    (192, 320) whose writers are fewer; every group counter is left at zero."""
     device = _device()
     M, E, k, H = 3, 8, 2, 256
     gen = torch.Generator().manual_seed(I)
@@ -278,12 +280,12 @@ def test_math_intermediate_quantized_by_gate_up_equals_quantized_on_load(I, monk
     kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": s1.to(device), "w2_scale": s2.to(device)}
     w13, w2 = w13.to(device), w2.to(device)
     tile = TileConfig(16, 32, 128, 1, 4, 2, True)
+    tiles = MoeTileConfigs(TileConfig(16, gate_up_block_n, 128, 1, 4, 2, True), tile)
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     outs = {}
     for quantize_inter in (True, False):
         monkeypatch.setattr(moe_decode, "QUANTIZE_INTER", quantize_inter)
-        outs[quantize_inter] = fused_moe_decode(x, logits, w13, w2, k, tile_configs=MoeTileConfigs(tile, tile),
-                                                workspace=ws, **kw).float()
+        outs[quantize_inter] = fused_moe_decode(x, logits, w13, w2, k, tile_configs=tiles, workspace=ws, **kw).float()
         assert ws.group_arrivals.cpu().count_nonzero() == 0
     # The same e4m3 values and scales reach the same MMAs: equal but for accumulation order.
     assert _rel_err(outs[True], outs[False]) < 1e-3
@@ -466,6 +468,27 @@ def test_real_sm90_compile_of_each_path(path):
         assert all(c.metadata.launch_pdl for c in new["moe_decode_gemm_kernel"])
         assert all("griddepcontrol.wait" in ptx for ptx in gemm_ptx)
         assert any("griddepcontrol.launch_dependents" in ptx for ptx in route_ptx)
+
+
+def test_real_sm90_gate_up_writing_whole_groups_quantizes_them_without_a_counter():
+    """FP8 block scales, gate_up 128 output columns wide: each program quantizes its groups from
+    registers, so its sm_90 code has no arrival atomic and no CTA barrier of the last-writer path
+    (the down GEMM keeps its top-k counter), and multiplies e4m3 on wgmma."""
+    _compile_side()
+    E, k, H, I, M = 8, 2, 256, 256, 3
+    w13, w2 = torch.zeros(E, 2 * I, H, dtype=FP8), torch.zeros(E, H, I, dtype=FP8)
+    kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": torch.ones(E, 4, 2),
+          "w2_scale": torch.ones(E, 2, 2)}
+    tiles = MoeTileConfigs(TileConfig(16, 256, 128, 1, 4, 3, True), TileConfig(16, 64, 128, 1, 4, 3, True))
+    before = _compiled(moe_decode.moe_decode_gemm_kernel)
+    with jitguard.offline(compile=True):
+        fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k, tile_configs=tiles,
+                         path="grouped", **kw)
+    new = [c for key, c in _compiled(moe_decode.moe_decode_gemm_kernel).items() if key not in before]
+    gate_up = [c.asm["ptx"] for c in new if "atom.global" not in c.asm["ptx"]]
+    assert len(new) == 2 and len(gate_up) == 1, "exactly one GEMM (down, with its reduce counter) has atomics"
+    _assert_tokens_in_mma_n_slot(gate_up[0], 16, "e4m3")
+    assert not re.search(r"cvt\.rn\.f16x2\.e4m3x2", gate_up[0]), "FP8 operands converted to f16"
 
 
 @pytest.mark.parametrize("scheme", ["bf16", "block"])
