@@ -158,6 +158,19 @@ def launch_vllm_gemm(vllm, a, w, c, a_scale, w_scale, topk_weights, routing, top
 
 # ---- measurement ---------------------------------------------------------------------------------
 
+def jsonl_log(out_dir: str | Path, name: str):
+    """A `log(record)` that appends each dict as one flushed JSON line to OUT_DIR/NAME (made if missing)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stream = (out / name).open("w")
+
+    def log(record: dict) -> None:
+        stream.write(json.dumps(record) + "\n")
+        stream.flush()
+
+    return log
+
+
 def time_graph(step, n_layers: int, replays: int) -> float:
     """Median microseconds per layer-call of ``step(layer)`` captured n_layers times in one graph."""
     for layer in range(n_layers):

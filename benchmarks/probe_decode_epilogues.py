@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import sys
 from pathlib import Path
 
@@ -70,13 +69,7 @@ def main() -> None:
     p.add_argument("--out", default=".")
     args = p.parse_args()
     out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    records = (out_dir / "probe_decode_epilogues.jsonl").open("w")
-
-    def log(record: dict) -> None:
-        records.write(json.dumps(record) + "\n")
-        records.flush()
-
+    log = bfm.jsonl_log(out_dir, "probe_decode_epilogues.jsonl")
     vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
     l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
     columns = ["layer", "layer without route"] + [c for c, _, _ in STAGE_VARIANTS]

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 import time
 from pathlib import Path
@@ -351,13 +350,7 @@ def main() -> None:
         precompile(jobs, args.precompile)
     start = time.time()
     out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    log_file = (out_dir / "tune_moe_decode.jsonl").open("w")
-
-    def log(record: dict) -> None:
-        log_file.write(json.dumps(record) + "\n")
-        log_file.flush()
-
+    log = bfm.jsonl_log(out_dir, "tune_moe_decode.jsonl")
     vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
     props = torch.cuda.get_device_properties(0)
     l2 = getattr(props, "L2_cache_size", 60 << 20)
