@@ -6,9 +6,10 @@ copies, L2 defeated, median of the replays):
 1. ``variants``: the whole layer and each launch alone with the module switches of
    ``moe_decode`` off and on, side by side: ``ALIGN_IN_REGISTERS`` (the route launch aligns up to
    64 pairs in registers, and skips its arrival atomic for one token), ``QUANTIZE_INTER``
-   (FP8 block scales: gate_up writes the intermediate as e4m3, the down GEMM loads it) and
+   (FP8 block scales: gate_up writes the intermediate as e4m3, the down GEMM loads it),
    ``FP8_PAIRS_TOKENS`` (the token counts at which FP8 block scales take the two-launch pairs
-   path where it has few pairs per expert);
+   path where it has few pairs per expert) and ``DOWN_BY_TOKEN_MAX_TOKENS`` / ``_BLOCK_N`` (the
+   down GEMM by token: the top-k sum in the accumulator, no reduce);
    our unfused chain and vLLM's two GEMMs alone as references.
 2. ``tiles``: for each M, every candidate tile of each GEMM timed alone (the other GEMM on the
    table's tile with the same token tile), then the whole layer on the best pair against the
@@ -39,7 +40,8 @@ from jitguard.kernels import moe_configs, moe_decode, moe_routing
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 REPLAYS = 60
-SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "FP8_PAIRS_TOKENS", "ROUTER_OWN_PROGRAM")
+SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "FP8_PAIRS_TOKENS", "DOWN_BY_TOKEN_MAX_TOKENS",
+            "DOWN_BY_TOKEN_BLOCK_N")
 # (name, switch values): the first is the code before the 2026-11-30 changes.
 # (Tried and removed, benchmarks/results/moe_layer.md: one-token gate_up programs routing
 # themselves and starting 1-2 KB of each weight row into L2 before waiting for the route launch;
@@ -47,10 +49,10 @@ SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "FP8_PAIRS_TOKENS", "ROUTER_
 # runs, and of gate_up's weights K steps ahead of its pipeline; the pairs path's activation
 # loaded 2-3 K steps ahead.)
 SHIPPED = "shipped"  # the module's defaults, restored after the variants
-VARIANTS = [("before", (False, False, (), False)), ("align", (True, False, (), False)),
-            ("align+qinter", (True, True, (), False)), ("shipped", (True, True, (2,), False)),
-            ("+router program", (True, True, (2,), True)), ("shipped again", (True, True, (2,), False)),
-            ("+router program again", (True, True, (2,), True))]
+VARIANTS = [("before", (False, False, (), 0, 0)), ("align+qinter", (True, True, (), 0, 0)),
+            ("shipped", (True, True, (2,), 0, 0)), ("+down by token", (True, True, (2,), 64, 0)),
+            ("+down by token, 32 rows", (True, True, (2,), 64, 32)),
+            ("+down by token, 16 rows", (True, True, (2,), 64, 16))]
 
 
 def token_tiles(M: int) -> tuple[int, ...]:

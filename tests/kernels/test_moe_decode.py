@@ -291,6 +291,33 @@ def test_math_intermediate_quantized_by_gate_up_equals_quantized_on_load(I, gate
     assert _rel_err(outs[True], outs[False]) < 1e-3
 
 
+@pytest.mark.interpreter
+@pytest.mark.parametrize("swap", [True, False], ids=["swap", "noswap"])
+@pytest.mark.parametrize("M,path", [(1, "grouped"), (2, "pairs"), (3, "grouped")])
+def test_math_down_by_token_equals_the_reduced_down(M, path, swap, monkeypatch):
+    """FP8 block scales: the down GEMM by token (each program's K loop runs over its token's experts,
+    the routing weight folded into the activation scale, the top-k sum in the accumulator) gives the
+    layer of the down GEMM that writes pair rows and reduces them; top_k = 3 and I = 320 (a partial
+    K group) included. A weight left out or a wrong expert's rows fail it by orders of magnitude."""
+    device = _device()
+    E, k, H, I = 8, 3, 384, 320
+    gen = torch.Generator().manual_seed(M)
+    x = torch.randn(M, H, generator=gen).to(torch.bfloat16).to(device)
+    logits = torch.randn(M, E, generator=gen).to(device)
+    w13, s1 = _quantize_weight(torch.randn(E, 2 * I, H, generator=gen) / H**0.5, "block")
+    w2, s2 = _quantize_weight(torch.randn(E, H, I, generator=gen) / I**0.5, "block")
+    kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": s1.to(device), "w2_scale": s2.to(device)}
+    w13, w2 = w13.to(device), w2.to(device)
+    tiles = MoeTileConfigs(TileConfig(16, 64, 128, 1, 4, 2, True), TileConfig(16, 64, 128, 1, 4, 2, swap))
+    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    outs = {}
+    for max_tokens in (0, MAX_DECODE_TOKENS):
+        monkeypatch.setattr(moe_decode, "DOWN_BY_TOKEN_MAX_TOKENS", max_tokens)
+        outs[max_tokens] = fused_moe_decode(x, logits, w13, w2, k, tile_configs=tiles, workspace=ws, path=path,
+                                            **kw).float()
+    assert _rel_err(outs[MAX_DECODE_TOKENS], outs[0]) < 1e-3
+
+
 # ---- clear errors ----------------------------------------------------------------------------------
 
 def _bad_calls():
@@ -489,6 +516,30 @@ def test_real_sm90_gate_up_writing_whole_groups_quantizes_them_without_a_counter
     assert len(new) == 2 and len(gate_up) == 1, "exactly one GEMM (down, with its reduce counter) has atomics"
     _assert_tokens_in_mma_n_slot(gate_up[0], 16, "e4m3")
     assert not re.search(r"cvt\.rn\.f16x2\.e4m3x2", gate_up[0]), "FP8 operands converted to f16"
+
+
+def test_real_sm90_down_by_token_runs_e4m3_wgmma_with_no_atomics(monkeypatch):
+    """The down GEMM by token compiles for sm_90 on e4m3 wgmma (16-token tile, never converted to
+    f16), waits for gate_up (programmatic dependent launch) and has no atomic: no counter, no reduce."""
+    _compile_side()
+    monkeypatch.setattr(moe_decode, "DOWN_BY_TOKEN_MAX_TOKENS", MAX_DECODE_TOKENS)
+    E, k, H, I, M = 8, 2, 256, 256, 3
+    w13, w2 = torch.zeros(E, 2 * I, H, dtype=FP8), torch.zeros(E, H, I, dtype=FP8)
+    kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": torch.ones(E, 4, 2),
+          "w2_scale": torch.ones(E, 2, 2)}
+    tile = TileConfig(16, 64, 128, 1, 4, 3, True)
+    before = _compiled(moe_decode.moe_decode_down_by_token_kernel)
+    with jitguard.offline(compile=True):
+        fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k,
+                         tile_configs=MoeTileConfigs(tile, tile), path="grouped", **kw)
+    new = [c for key, c in _compiled(moe_decode.moe_decode_down_by_token_kernel).items() if key not in before]
+    assert len(new) == 1
+    ptx = new[0].asm["ptx"]
+    _assert_tokens_in_mma_n_slot(ptx, 16, "e4m3")
+    assert not re.search(r"cvt\.rn\.f16x2\.e4m3x2", ptx), "FP8 operands converted to f16"
+    assert "atom." not in ptx
+    if moe_decode.pdl_supported():
+        assert new[0].metadata.launch_pdl and "griddepcontrol.wait" in ptx
 
 
 @pytest.mark.parametrize("scheme", ["bf16", "block"])
