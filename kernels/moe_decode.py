@@ -729,7 +729,7 @@ def moe_decode_gemm_kernel(
             tl.store(arrivals_ptr + pid_n, 0)
 
 
-@triton.jit(do_not_specialize=["num_tokens"])
+@triton.jit
 def moe_decode_down_by_token_kernel(
     a_ptr,
     a_scale_ptr,
@@ -738,7 +738,6 @@ def moe_decode_down_by_token_kernel(
     topk_ids_ptr,
     topk_weights_ptr,
     out_ptr,
-    num_tokens,
     N,
     K,
     stride_am,
@@ -765,7 +764,8 @@ def moe_decode_down_by_token_kernel(
     One program per (token, column tile) runs its K loop over the token's experts in turn, the
     routing weight folded into each step's activation scale, so the top-k sum happens in the
     accumulator: no fp32 pair rows, no arrival counter, no reduce. Pairs that share an expert read
-    it once each, as on the pairs path. A is the e4m3 intermediate with its group scales.
+    it once each, as on the pairs path. A is the e4m3 intermediate with its group scales. The grid
+    alone says how many tokens there are (no token-count argument, so nothing to specialize).
     """
     pid = tl.program_id(0)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -1058,7 +1058,7 @@ def plan_fused_moe_decode(
             block_n = DOWN_BY_TOKEN_BLOCK_N or cfg.block_n
             launches.append(("down", functools.partial(
                 moe_decode_down_by_token_kernel[(M * triton.cdiv(H, block_n),)],
-                a, ws.a2_amax, w2, w2s, ws.topk_ids, ws.topk_weights, out, M, H, I,
+                a, ws.a2_amax, w2, w2s, ws.topk_ids, ws.topk_weights, out, H, I,
                 a.stride(0), stride_a2m, w2.stride(0), w2.stride(1), bse, bsn, bsk, out.stride(0),
                 TOP_K=top_k, K_POW2=k_pow2, SCALE_BLOCK_N=128, SCALE_BLOCK_K=128, SWAP_AB=cfg.swap_ab,
                 # One token per tile: the smallest token tile FP8 wgmma takes without converting to f16.
