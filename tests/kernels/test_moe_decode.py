@@ -210,6 +210,16 @@ def _quantize_weight(w: torch.Tensor, scheme: str):
     return (blocks / s[:, :, None, :, None]).view(E, Rp, Kp)[:, :R, :K].contiguous().to(FP8), s
 
 
+def _fp8_block_layer(M: int, E: int, k: int, H: int, I: int, gen: torch.Generator, device):
+    """x, logits, e4m3 weights with 128 x 128 block scales, and fused_moe_decode's FP8 keywords."""
+    x = torch.randn(M, H, generator=gen).to(torch.bfloat16).to(device)
+    logits = torch.randn(M, E, generator=gen).to(device)
+    w13, s1 = _quantize_weight(torch.randn(E, 2 * I, H, generator=gen) / H**0.5, "block")
+    w2, s2 = _quantize_weight(torch.randn(E, H, I, generator=gen) / I**0.5, "block")
+    kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": s1.to(device), "w2_scale": s2.to(device)}
+    return x, logits, w13.to(device), w2.to(device), kw
+
+
 @pytest.mark.interpreter
 @pytest.mark.parametrize("scheme,tile,path,M", [
     ("tensor", "bm8-noswap", "grouped", 5), ("channel", "bm16-swap", "grouped", 5),
@@ -248,12 +258,8 @@ def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M):
     device = _device()
     E, k, H, I = 8, 2, 384, 256
     gen = torch.Generator().manual_seed(M)
-    x = (torch.randn(M, H, generator=gen) * torch.linspace(0.1, 4.0, H)).to(torch.bfloat16).to(device)
-    logits = torch.randn(M, E, generator=gen).to(device)
-    w13, s1 = _quantize_weight(torch.randn(E, 2 * I, H, generator=gen) / H**0.5, "block")
-    w2, s2 = _quantize_weight(torch.randn(E, H, I, generator=gen) / I**0.5, "block")
-    kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": s1.to(device), "w2_scale": s2.to(device)}
-    w13, w2 = w13.to(device), w2.to(device)
+    x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, device)
+    x = (x.float().cpu() * torch.linspace(0.1, 4.0, H)).to(torch.bfloat16).to(device)  # groups of unlike scale
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     cfg = MoeTileConfigs(tile, tile)
     outs = {path: fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, workspace=ws, path=path, **kw).float()
@@ -273,12 +279,7 @@ def test_math_intermediate_quantized_by_gate_up_equals_quantized_on_load(I, gate
     device = _device()
     M, E, k, H = 3, 8, 2, 256
     gen = torch.Generator().manual_seed(I)
-    x = torch.randn(M, H, generator=gen).to(torch.bfloat16).to(device)
-    logits = torch.randn(M, E, generator=gen).to(device)
-    w13, s1 = _quantize_weight(torch.randn(E, 2 * I, H, generator=gen) / H**0.5, "block")
-    w2, s2 = _quantize_weight(torch.randn(E, H, I, generator=gen) / I**0.5, "block")
-    kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": s1.to(device), "w2_scale": s2.to(device)}
-    w13, w2 = w13.to(device), w2.to(device)
+    x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, device)
     tile = TileConfig(16, 32, 128, 1, 4, 2, True)
     tiles = MoeTileConfigs(TileConfig(16, gate_up_block_n, 128, 1, 4, 2, True), tile)
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
@@ -302,12 +303,7 @@ def test_math_down_by_token_equals_the_reduced_down(M, path, swap, monkeypatch):
     device = _device()
     E, k, H, I = 8, 3, 384, 320
     gen = torch.Generator().manual_seed(M)
-    x = torch.randn(M, H, generator=gen).to(torch.bfloat16).to(device)
-    logits = torch.randn(M, E, generator=gen).to(device)
-    w13, s1 = _quantize_weight(torch.randn(E, 2 * I, H, generator=gen) / H**0.5, "block")
-    w2, s2 = _quantize_weight(torch.randn(E, H, I, generator=gen) / I**0.5, "block")
-    kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": s1.to(device), "w2_scale": s2.to(device)}
-    w13, w2 = w13.to(device), w2.to(device)
+    x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, device)
     tiles = MoeTileConfigs(TileConfig(16, 64, 128, 1, 4, 2, True), TileConfig(16, 64, 128, 1, 4, 2, swap))
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     outs = {}
