@@ -13,8 +13,9 @@ Entry points (each loaded on first use: ``import jitguard.kernels`` imports neit
 
 Modules, each importing only those before it: ``moe_configs`` (tile table), ``moe_quant``,
 ``moe_align``, ``moe_gemm`` (the grouped GEMM kernel and its launch), ``moe_routing``,
-``moe_inputs`` (input checks of both MoE paths), ``moe_chain``, ``moe_decode``, ``moe_dispatch``;
-``inv_rope`` stands alone. Each kernel's plain-torch reference, ``<entry point>_reference``, lives
+``moe_inputs`` (input checks of both MoE paths), ``pdl`` (programmatic dependent launch),
+``moe_chain``, ``moe_decode_route`` (the decode layer's routing launch), ``moe_decode``,
+``moe_dispatch``; ``inv_rope`` stands alone. Each kernel's plain-torch reference, ``<entry point>_reference``, lives
 in the module of its kernel.
 """
 

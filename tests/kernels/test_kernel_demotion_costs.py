@@ -9,14 +9,17 @@ H200 timing (benchmarks/results/).
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 import pytest
 import torch
 
 import jitguard
-from jitguard import triton_compat
+from jitguard import kernels, triton_compat
 from jitguard.call_capture import CallScope
 from jitguard.demotion_cost import DemotionCostChecker
-from jitguard.kernels import inv_rope, moe_align, moe_decode, moe_gemm, moe_routing
+from jitguard.kernels import inv_rope, moe_align, moe_decode, moe_decode_route, moe_gemm, moe_routing
 from jitguard.kernels.moe_chain import fused_moe
 from jitguard.kernels.moe_decode import fused_moe_decode
 
@@ -37,11 +40,11 @@ EXPECTED = [
     (moe_align, "_moe_block_experts_kernel", "num_blocks", "do_not_specialize", "free"),
     (moe_align, "_moe_block_experts_kernel", "block_size", "do_not_specialize", "free"),
     (moe_align, "_moe_scatter_kernel", "num_pairs", "do_not_specialize", "costly"),
-    (moe_decode, "moe_decode_route_kernel", "num_tokens", "do_not_specialize", "free"),
-    (moe_decode, "moe_decode_route_kernel", "num_pairs", "do_not_specialize", "free"),
-    (moe_decode, "moe_decode_route_kernel", "padded_len", "do_not_specialize", "free"),
-    (moe_decode, "moe_decode_route_kernel", "num_blocks", "do_not_specialize", "free"),
-    (moe_decode, "moe_decode_route_kernel", "block_m", "do_not_specialize", "free"),
+    (moe_decode_route, "moe_decode_route_kernel", "num_tokens", "do_not_specialize", "free"),
+    (moe_decode_route, "moe_decode_route_kernel", "num_pairs", "do_not_specialize", "free"),
+    (moe_decode_route, "moe_decode_route_kernel", "padded_len", "do_not_specialize", "free"),
+    (moe_decode_route, "moe_decode_route_kernel", "num_blocks", "do_not_specialize", "free"),
+    (moe_decode_route, "moe_decode_route_kernel", "block_m", "do_not_specialize", "free"),
     (moe_decode, "moe_decode_gemm_kernel", "num_pairs", "do_not_specialize", "free"),
     (moe_decode, "moe_decode_gemm_kernel", "num_tokens", "do_not_specialize", "free"),
     (moe_gemm, "moe_grouped_gemm_kernel", "num_pairs", "do_not_specialize", "free"),
@@ -77,9 +80,14 @@ def checker():
     return DemotionCostChecker(arch=90)
 
 
+# Every module of jitguard.kernels, so a kernel in a new module cannot go unchecked.
+_KERNEL_MODULES = [importlib.import_module(f"{kernels.__name__}.{info.name}")
+                   for info in pkgutil.iter_modules(kernels.__path__)]
+
+
 def test_every_demotion_in_kernels_has_a_recorded_verdict():
     declared = set()
-    for module in (inv_rope, moe_align, moe_decode, moe_gemm, moe_routing):
+    for module in _KERNEL_MODULES:
         for name, value in vars(module).items():
             jit_fn = triton_compat.unwrap_jit_function(value)
             if jit_fn is None or jit_fn.fn.__module__ != module.__name__:
