@@ -5,9 +5,10 @@ Secrets are found by the flag that carries them and by their own shape:
     >>> redact_argv(["serve", "--api-key", "sk-1", "--db", "postgres://u:pw@h/db", "HF_TOKEN=hf_x"])
     ['serve', '--api-key', '***', '--db', 'postgres://u:***@h/db', 'HF_TOKEN=***']
 
-- a flag whose name has a secret word (`--hf-token X`, `--password=X`, `--jwt X`, `-p X`; but pytest's
-  `-p no:NAME` / `-p pkg.plugin` names a plugin, so under `pytest` or `python -m pytest` a `-p` value
-  shaped like a plugin name is kept); a word
+- a flag whose name has a secret word (`--hf-token X`, `--password=X`, `--jwt X`, `-p X`, and
+  under a MySQL or MariaDB client the attached `-pSECRET`; but pytest's `-p no:NAME` /
+  `-p pkg.plugin` names a plugin, so under `pytest` or `python -m pytest` a `-p` value shaped
+  like a plugin name is kept); a word
   such as "tokens" in `--max-num-batched-tokens 8192` or "tokenizer" is not one, a count word
   (max, num, budget...) or a place word (file, path, url...) beside it makes the flag harmless, and a
   boolean flag (`--disable-auth`) or a next token that is itself a flag is never taken as a value;
@@ -43,6 +44,11 @@ _BOOLEAN_WORDS = frozenset({"disable", "enable", "no", "skip", "use", "allow", "
                             "verify", "without", "with"})
 # Single-letter flags that carry a password in common tools (mysql -p, sshpass -p).
 _SECRET_SHORT_FLAGS = frozenset({"p"})
+# MySQL and MariaDB clients take the password attached (`-pSECRET`); elsewhere `-pXYZ` is often not one.
+_ATTACHED_PASSWORD_PROGRAMS = frozenset({
+    "mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck", "mysqlslap", "mysqlpump",
+    "mysqlbinlog", "mariadb", "mariadb-dump", "mariadb-admin", "mariadb-import", "mariadb-show", "mariadb-check",
+    "mariadb-slap", "mariadb-binlog"})
 # pytest's `-p` loads (or with `no:`, blocks) a plugin: a module path or a registered plugin name.
 _PYTEST_PLUGIN = re.compile(r"no:[\w.-]+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _PYTEST_PROGRAMS = frozenset({"pytest", "py.test", "pytest.exe", "py.test.exe"})
@@ -186,16 +192,28 @@ def _pytest_arguments_start(argv: list[str]) -> int | None:
     return None
 
 
+def _takes_attached_password(argv: list[str]) -> bool:
+    """Whether argv runs a MySQL or MariaDB client, whose `-pSECRET` is the password itself."""
+    if not argv:
+        return False
+    program = argv[0].replace("\\", "/").rsplit("/", 1)[-1]
+    return program.removesuffix(".exe") in _ATTACHED_PASSWORD_PROGRAMS
+
+
 def redact_argv(argv: list[str]) -> list[str]:
     """argv with secrets replaced by '***' (see the module docstring for what counts as one)."""
     out: list[str] = []
     pytest_from = _pytest_arguments_start(argv)
+    attached_password = _takes_attached_password(argv)
     index = 0
     while index < len(argv):
         arg = argv[index]
         index += 1
         if not _is_flag(arg) or arg == "--":
             out.append(redact_text(arg))
+            continue
+        if attached_password and len(arg) > 2 and arg.startswith("-p") and not arg.startswith("-p="):
+            out.append(f"-p{MASK}")
             continue
         flag, eq, value = arg.partition("=")
         name = flag.lstrip("-")

@@ -113,6 +113,21 @@ PASSWORD_P_MASKED = [
     (["pytest", "-p=pa$$word"], ["pytest", "-p=***"]),
     # pytest behind another program: the program is sshpass, so every `-p` is masked (never a leak)
     (["sshpass", "-p", "pw", "pytest", "-p", "no:x"], ["sshpass", "-p", "***", "pytest", "-p", "***"]),
+    # MySQL and MariaDB clients take the password attached to -p
+    (["mysql", "-uroot", "-phunter2", "db"], ["mysql", "-uroot", "-p***", "db"]),
+    (["/usr/bin/mysqldump", "-h", "db.internal", "-pS3cr3t!", "--all-databases"],
+     ["/usr/bin/mysqldump", "-h", "db.internal", "-p***", "--all-databases"]),
+    (["mariadb", "-p=hunter2"], ["mariadb", "-p=***"]),
+    (["C:\\mysql\\bin\\mysql.exe", "-pPa55"], ["C:\\mysql\\bin\\mysql.exe", "-p***"]),
+    (["mysql", "-p"], ["mysql", "-p"]),  # -p alone prompts for it
+]
+
+# Elsewhere an attached `-pXYZ` is usually not a password (`-p8000` a port, `-pthreads`): kept.
+ATTACHED_P_KEPT = [
+    ["python", "-m", "http.server", "-p8000"],
+    ["gcc", "-pthread", "x.c"],
+    ["mkdir", "-pv", "out"],
+    ["pytest", "-pno:cacheprovider"],
 ]
 
 
@@ -124,6 +139,11 @@ def test_pytest_plugin_flags_are_kept(argv: list[str]) -> None:
 @pytest.mark.parametrize("argv, shown", PASSWORD_P_MASKED, ids=[" ".join(a) for a, _ in PASSWORD_P_MASKED])
 def test_p_stays_a_password_outside_pytest_plugin_flags(argv: list[str], shown: list[str]) -> None:
     assert redact_argv(argv) == shown
+
+
+@pytest.mark.parametrize("argv", ATTACHED_P_KEPT, ids=[" ".join(a) for a in ATTACHED_P_KEPT])
+def test_attached_p_is_kept_outside_mysql_clients(argv: list[str]) -> None:
+    assert redact_argv(argv) == argv
 
 
 def test_the_table_has_forty_cases_both_ways() -> None:
