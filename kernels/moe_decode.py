@@ -461,14 +461,16 @@ def moe_decode_down_by_token_kernel(
     BLOCK_K: tl.constexpr,
     DOT_IN_FP32: tl.constexpr,
     WAIT_PRIOR: tl.constexpr,
+    BLOCK_SCALES: tl.constexpr = True,
 ):
-    """The down GEMM by token (FP8 block scales): ``out[t, n] = sum_j w_j * A[t * TOP_K + j] . B[e_j, n]``.
+    """The down GEMM by token: ``out[t, n] = sum_j w_j * A[t * TOP_K + j] . B[e_j, n]``.
 
     One program per (token, column tile) runs its K loop over the token's experts in turn, the
-    routing weight folded into each step's activation scale, so the top-k sum happens in the
-    accumulator: no fp32 pair rows, no arrival counter, no reduce. Pairs that share an expert read
-    it once each, as on the pairs path. A is the e4m3 intermediate with its group scales. The grid
-    alone says how many tokens there are (no token-count argument, so nothing to specialize).
+    routing weight folded into each step's scale, so the top-k sum happens in the accumulator: no
+    fp32 pair rows, no arrival counter, no reduce. Pairs that share an expert read it once each,
+    as on the pairs path. A is the e4m3 intermediate with its group scales (BLOCK_SCALES) or the
+    bf16/fp16 intermediate (weights of its dtype, no scales). The grid alone says how many tokens
+    there are (no token-count argument, so nothing to specialize).
     """
     pid = tl.program_id(0)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -498,9 +500,13 @@ def moe_decode_down_by_token_kernel(
         k_mask = offs_k < K - kb * BLOCK_K
         a = moe_load_a(a_ptrs, row_mask, k_mask, SWAP_AB)
         b = moe_load_b(b_ptrs, k_mask, SWAP_AB)
-        k_group = (kb * BLOCK_K) // SCALE_BLOCK_K
-        g_s = tl.load(a_scale_ptr + a_rows * stride_asm + k_group, mask=row_mask, other=1.0) * weight
-        b_s = tl.load(b_scale_ptr + expert * stride_bse + b_scale_rows + k_group * stride_bsk)
+        if BLOCK_SCALES:
+            k_group = (kb * BLOCK_K) // SCALE_BLOCK_K
+            g_s = tl.load(a_scale_ptr + a_rows * stride_asm + k_group, mask=row_mask, other=1.0) * weight
+            b_s = tl.load(b_scale_ptr + expert * stride_bse + b_scale_rows + k_group * stride_bsk)
+        else:
+            g_s = tl.where(row_mask, weight, 0.0)
+            b_s = tl.full((BLOCK_N,), 1.0, dtype=tl.float32)
         if DOT_IN_FP32:
             a = a.to(tl.float32)
             b = b.to(tl.float32)
@@ -618,7 +624,7 @@ QUANTIZE_INTER = True
 # M = 4 and 8 -1.0 / -0.7 us, unchanged where the few-token path is not taken
 # (benchmarks/results/moe_layer.md).
 ROUTER_OWN_PROGRAM = True
-# FP8 block scales up to this many tokens: the down GEMM by token (moe_decode_down_by_token_kernel,
+# bf16/fp16 and FP8 block scales up to this many tokens: the down GEMM by token (moe_decode_down_by_token_kernel,
 # the top-k sum in the accumulator, no reduce), with weight tiles of DOWN_BY_TOKEN_BLOCK_N rows
 # (0: the down tile's). Not yet timed on the H200: 0, never.
 DOWN_BY_TOKEN_MAX_TOKENS = 0
@@ -744,7 +750,7 @@ def plan_fused_moe_decode(
             FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
         )))
     inter = ws.inter[:num_pairs]
-    down_by_token = quant_inter and M <= DOWN_BY_TOKEN_MAX_TOKENS
+    down_by_token = (quant_inter or quant == QUANT_NONE) and M <= DOWN_BY_TOKEN_MAX_TOKENS
     for gemm in (1, 2):
         cfg = cfgs.gate_up if gemm == 1 else cfgs.down
         gated = gemm == 1
@@ -761,11 +767,12 @@ def plan_fused_moe_decode(
             block_n = DOWN_BY_TOKEN_BLOCK_N or cfg.block_n
             launches.append(("down", functools.partial(
                 moe_decode_down_by_token_kernel[(M * triton.cdiv(H, block_n),)],
-                a, ws.a2_amax, w2, w2s, ws.topk_ids, ws.topk_weights, out, H, I,
+                a, ws.a2_amax, w2, w2s if w2s is not None else ws.a2_amax, ws.topk_ids, ws.topk_weights, out, H, I,
                 a.stride(0), stride_a2m, w2.stride(0), w2.stride(1), bse, bsn, bsk, out.stride(0),
                 TOP_K=top_k, K_POW2=k_pow2, SCALE_BLOCK_N=128, SCALE_BLOCK_K=128, SWAP_AB=cfg.swap_ab,
                 # One token per tile: the smallest token tile FP8 wgmma takes without converting to f16.
-                BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=128, DOT_IN_FP32=_INTERPRETED, WAIT_PRIOR=pdl,
+                BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=128 if quant == QUANT_BLOCK else cfg.block_k,
+                DOT_IN_FP32=_INTERPRETED, WAIT_PRIOR=pdl, BLOCK_SCALES=quant == QUANT_BLOCK,
                 num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"launch_pdl": True} if pdl else {}),
             )))
             continue
