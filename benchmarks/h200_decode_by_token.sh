@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Issue #16, first call of the next session (written 2026-11-30, not run yet): GPU maths of the kernels
-# added untimed (the down GEMM by token, FP8 block and bf16; gate_up writing whole groups from registers), the variants
-# side by side (the down GEMM by token with 64/32/16-row tiles against the shipped layer), and the
-# epilogue probe (each GEMM alone with its group quantization or top-k reduce off, vLLM's GEMMs alone).
+# Issue #16, first call of the next session (written 2026-11-30, not run yet): GPU maths of the
+# kernels added untimed (the down GEMM by token, FP8 block and bf16; gate_up writing whole groups
+# from registers), the variants side by side (the down GEMM by token with 64/32/16-row tiles against
+# the shipped layer), and the epilogue probe (each GEMM alone with its group quantization or top-k
+# reduce off, vLLM's GEMMs alone).
 # Device, repo root, carry .vendor.
 source benchmarks/h200_setup.sh
 R=/tmp/bytoken; rm -rf $R; mkdir -p $R
