@@ -220,6 +220,20 @@ def _fp8_block_layer(M: int, E: int, k: int, H: int, I: int, gen: torch.Generato
     return x, logits, w13.to(device), w2.to(device), kw
 
 
+def _zero_weights(E: int, H: int, I: int, scheme: str):
+    """Zero CPU weights of one scheme ("bf16", FP8 "tensor", "channel", "block") with unit scales of
+    the right shapes, and fused_moe_decode's FP8 keywords: inputs for compiles, not for maths."""
+    if scheme == "bf16":
+        return torch.zeros(E, 2 * I, H, dtype=torch.bfloat16), torch.zeros(E, H, I, dtype=torch.bfloat16), {}
+    kw = {"use_fp8_w8a8": True, "w1_scale": torch.ones(E), "w2_scale": torch.ones(E)}
+    if scheme == "channel":
+        kw.update(per_channel_quant=True, w1_scale=torch.ones(E, 2 * I), w2_scale=torch.ones(E, H))
+    if scheme == "block":
+        kw.update(block_shape=[128, 128], w1_scale=torch.ones(E, -(-2 * I // 128), -(-H // 128)),
+                  w2_scale=torch.ones(E, -(-H // 128), -(-I // 128)))
+    return torch.zeros(E, 2 * I, H, dtype=FP8), torch.zeros(E, H, I, dtype=FP8), kw
+
+
 @pytest.mark.interpreter
 @pytest.mark.parametrize("scheme,tile,path,M", [
     ("tensor", "bm8-noswap", "grouped", 5), ("channel", "bm16-swap", "grouped", 5),
@@ -387,13 +401,7 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     _compile_side()
     H, I, beyond = 256, 128, 200
     fp8 = scheme != "bf16"
-    wdtype = FP8 if fp8 else torch.bfloat16
-    w13 = torch.zeros(E, 2 * I, H, dtype=wdtype)
-    w2 = torch.zeros(E, H, I, dtype=wdtype)
-    kw = {}
-    if fp8:
-        kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": torch.ones(E, 2 * I // 128, H // 128),
-              "w2_scale": torch.ones(E, H // 128, I // 128)}
+    w13, w2, kw = _zero_weights(E, H, I, scheme)
     x = torch.randn(beyond, H).to(torch.bfloat16)
     logits = torch.randn(beyond, E)
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
@@ -460,15 +468,7 @@ def test_real_sm90_compile_of_each_path(path):
     scheme, tile = PATHS[path]
     E, k, H, I, M = 8, 2, 256, 256, 3
     fp8 = scheme != "bf16"
-    wdtype = FP8 if fp8 else torch.bfloat16
-    w13, w2 = torch.zeros(E, 2 * I, H, dtype=wdtype), torch.zeros(E, H, I, dtype=wdtype)
-    kw = {}
-    if fp8:
-        kw = {"use_fp8_w8a8": True, "w1_scale": torch.ones(E), "w2_scale": torch.ones(E)}
-        if scheme == "channel":
-            kw.update(per_channel_quant=True, w1_scale=torch.ones(E, 2 * I), w2_scale=torch.ones(E, H))
-        if scheme == "block":
-            kw.update(block_shape=[128, 128], w1_scale=torch.ones(E, 4, 2), w2_scale=torch.ones(E, 2, 2))
+    w13, w2, kw = _zero_weights(E, H, I, scheme)
     before = {name: _compiled(getattr(moe_decode, name)) for name in DECODE_KERNELS}
     with jitguard.offline(compile=True):
         fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k,
@@ -505,9 +505,7 @@ def test_real_sm90_gate_up_writing_whole_groups_quantizes_them_without_a_counter
     (the down GEMM keeps its top-k counter), and multiplies e4m3 on wgmma."""
     _compile_side()
     E, k, H, I, M = 8, 2, 256, 256, 3
-    w13, w2 = torch.zeros(E, 2 * I, H, dtype=FP8), torch.zeros(E, H, I, dtype=FP8)
-    kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": torch.ones(E, 4, 2),
-          "w2_scale": torch.ones(E, 2, 2)}
+    w13, w2, kw = _zero_weights(E, H, I, "block")
     tiles = MoeTileConfigs(TileConfig(16, 256, 128, 1, 4, 3, True), TileConfig(16, 64, 128, 1, 4, 3, True))
     # Both GEMMs compile here, whatever earlier tests compiled (the down tile is a common one).
     triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(moe_decode.moe_decode_gemm_kernel))
@@ -530,10 +528,7 @@ def test_real_sm90_down_by_token_runs_wgmma_with_no_atomics(scheme, monkeypatch)
     monkeypatch.setattr(moe_decode, "DOWN_BY_TOKEN_MAX_TOKENS", MAX_DECODE_TOKENS)
     E, k, H, I, M = 8, 2, 256, 256, 3
     fp8 = scheme == "block"
-    wdtype = FP8 if fp8 else torch.bfloat16
-    w13, w2 = torch.zeros(E, 2 * I, H, dtype=wdtype), torch.zeros(E, H, I, dtype=wdtype)
-    kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": torch.ones(E, 4, 2),
-          "w2_scale": torch.ones(E, 2, 2)} if fp8 else {}
+    w13, w2, kw = _zero_weights(E, H, I, scheme)
     tile = TileConfig(16, 64, 128, 1, 4, 3, True)
     triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(moe_decode.moe_decode_down_by_token_kernel))
     with jitguard.offline(compile=True):
@@ -557,10 +552,7 @@ def test_real_sm90_compile_of_the_pairs_path(scheme):
     _compile_side()
     E, k, H, I, M = 128, 8, 512, 256, 2
     fp8 = scheme == "block"
-    wdtype = FP8 if fp8 else torch.bfloat16
-    w13, w2 = torch.zeros(E, 2 * I, H, dtype=wdtype), torch.zeros(E, H, I, dtype=wdtype)
-    kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": torch.ones(E, 4, 4),
-          "w2_scale": torch.ones(E, 4, 2)} if fp8 else {}
+    w13, w2, kw = _zero_weights(E, H, I, scheme)
     tile = TileConfig(16 if fp8 else 8, 64, 128, 1, 4, 3, True)
     before = _compiled(moe_decode.moe_decode_gemm_kernel)
     with jitguard.offline(compile=True):
@@ -656,13 +648,7 @@ def test_decode_launches_with_a_workspace(scheme, path, monkeypatch):
     Counts every Triton launch (JITFunction.run) and every torch op that would run a kernel."""
     _compile_side()
     E, k, H, I, M = 8, 2, 256, 256, 5
-    fp8 = scheme != "bf16"
-    wdtype = FP8 if fp8 else torch.bfloat16
-    w13, w2 = torch.zeros(E, 2 * I, H, dtype=wdtype), torch.zeros(E, H, I, dtype=wdtype)
-    kw = {}
-    if fp8:
-        kw = {"use_fp8_w8a8": True, "block_shape": [128, 128], "w1_scale": torch.ones(E, 4, 2),
-              "w2_scale": torch.ones(E, 2, 2)}
+    w13, w2, kw = _zero_weights(E, H, I, scheme)
     x, logits = torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E)
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     out = torch.empty_like(x)
