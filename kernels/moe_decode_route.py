@@ -12,6 +12,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from .moe_quant import row_absmax
 from .moe_routing import HAS_BATCHED_TOPK, softmax_topk_row, softmax_topk_rows
 from .pdl import launch_dependents
 
@@ -166,21 +167,12 @@ def _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_
     slots = tl.arange(0, K_POW2)
     if QUANT == 1:
         # Tensor scale: every token folds its absmax in; the last program turns it into the scale.
-        amax = tl.zeros((BLOCK_H,), dtype=tl.float32)
-        for h0 in range(0, hidden, BLOCK_H):
-            offs = h0 + tl.arange(0, BLOCK_H)
-            v = tl.load(x_ptr + token * stride_xm + offs, mask=offs < hidden, other=0.0).to(tl.float32)
-            amax = tl.maximum(amax, tl.abs(v))
-        tl.atomic_max(x_amax_ptr, tl.max(amax, 0))
+        tl.atomic_max(x_amax_ptr, row_absmax(x_ptr + token * stride_xm, hidden, BLOCK_H))
         if token == 0:
             tl.store(a2_amax_ptr, 0.0)
     elif QUANT == 2:
-        amax = tl.zeros((BLOCK_H,), dtype=tl.float32)
-        for h0 in range(0, hidden, BLOCK_H):
-            offs = h0 + tl.arange(0, BLOCK_H)
-            v = tl.load(x_ptr + token * stride_xm + offs, mask=offs < hidden, other=0.0).to(tl.float32)
-            amax = tl.maximum(amax, tl.abs(v))
-        tl.store(x_scale_ptr + token, tl.maximum(tl.max(amax, 0), MIN_AMAX) / FP8_MAX_C)
+        tl.store(x_scale_ptr + token, tl.maximum(row_absmax(x_ptr + token * stride_xm, hidden, BLOCK_H), MIN_AMAX)
+                 / FP8_MAX_C)
         tl.store(a2_amax_ptr + token * TOP_K + slots, tl.zeros((K_POW2,), dtype=tl.float32), mask=slots < TOP_K)
     elif QUANT == 3:
         if X_ONE_PASS:

@@ -16,6 +16,16 @@ _MIN_AMAX = 1e-10
 
 
 @triton.jit
+def row_absmax(row_ptr, n, BLOCK: tl.constexpr):
+    """The largest |value| (fp32) of the ``n`` values at ``row_ptr``, read BLOCK at a time."""
+    amax = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        amax = tl.maximum(amax, tl.abs(tl.load(row_ptr + offs, mask=offs < n, other=0.0).to(tl.float32)))
+    return tl.max(amax, 0)
+
+
+@triton.jit
 def _absmax_kernel(
     x_ptr,
     amax_ptr,
@@ -32,12 +42,7 @@ def _absmax_kernel(
         expert = tl.load(topk_ids_ptr + row)
         if (expert < 0) | (expert >= num_experts):
             return
-    amax = tl.zeros((BLOCK_K,), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        offs = k0 + tl.arange(0, BLOCK_K)
-        x = tl.load(x_ptr + row * stride_xm + offs, mask=offs < K, other=0.0).to(tl.float32)
-        amax = tl.maximum(amax, tl.abs(x))
-    tl.atomic_max(amax_ptr, tl.max(amax, 0))
+    tl.atomic_max(amax_ptr, row_absmax(x_ptr + row * stride_xm, K, BLOCK_K))
 
 
 @triton.jit
@@ -58,12 +63,7 @@ def _quant_rows_kernel(
     # turned into the scale here (program 0 writes it back for the GEMM).
     row = tl.program_id(0).to(tl.int64)
     if SCALE_MODE == 0:
-        amax = tl.zeros((BLOCK_K,), dtype=tl.float32)
-        for k0 in range(0, K, BLOCK_K):
-            offs = k0 + tl.arange(0, BLOCK_K)
-            x = tl.load(x_ptr + row * stride_xm + offs, mask=offs < K, other=0.0).to(tl.float32)
-            amax = tl.maximum(amax, tl.abs(x))
-        scale = tl.maximum(tl.max(amax, 0), MIN_AMAX) / FP8_MAX_C
+        scale = tl.maximum(row_absmax(x_ptr + row * stride_xm, K, BLOCK_K), MIN_AMAX) / FP8_MAX_C
         tl.store(scale_ptr + row, scale)
     elif SCALE_MODE == 1:
         scale = tl.load(scale_ptr)
