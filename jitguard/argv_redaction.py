@@ -167,6 +167,11 @@ def _is_flag(arg: str) -> bool:
     return arg.startswith("-") and len(arg) > 1 and not re.fullmatch(r"-\d+(\.\d+)?", arg)
 
 
+def _program_name(program: str) -> str:
+    """The file name of argv[0] ('/venv/bin/pytest' -> 'pytest'; 'C:\\bin\\mysql.exe' -> 'mysql.exe')."""
+    return program.replace("\\", "/").rsplit("/", 1)[-1]
+
+
 def _pytest_arguments_start(argv: list[str]) -> int | None:
     """Where pytest's own arguments begin when argv runs pytest, else None.
 
@@ -177,9 +182,9 @@ def _pytest_arguments_start(argv: list[str]) -> int | None:
     if not argv:
         return None
     program = argv[0].replace("\\", "/")
-    if program.rsplit("/", 1)[-1] in _PYTEST_PROGRAMS or program.endswith("pytest/__main__.py"):
+    if _program_name(program) in _PYTEST_PROGRAMS or program.endswith("pytest/__main__.py"):
         return 1
-    if program != "-m" and not _PYTHON_PROGRAM.fullmatch(program.rsplit("/", 1)[-1]):
+    if program != "-m" and not _PYTHON_PROGRAM.fullmatch(_program_name(program)):
         return None  # another program's `-m pytest` is no proof that its `-p` names a plugin
     index = 0 if program == "-m" else 1
     while index < len(argv):
@@ -194,10 +199,7 @@ def _pytest_arguments_start(argv: list[str]) -> int | None:
 
 def _takes_attached_password(argv: list[str]) -> bool:
     """Whether argv runs a MySQL or MariaDB client, whose `-pSECRET` is the password itself."""
-    if not argv:
-        return False
-    program = argv[0].replace("\\", "/").rsplit("/", 1)[-1]
-    return program.removesuffix(".exe") in _ATTACHED_PASSWORD_PROGRAMS
+    return bool(argv) and _program_name(argv[0]).removesuffix(".exe") in _ATTACHED_PASSWORD_PROGRAMS
 
 
 def redact_argv(argv: list[str]) -> list[str]:
