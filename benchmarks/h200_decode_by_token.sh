@@ -7,13 +7,13 @@
 # Device, repo root, carry .vendor.
 source benchmarks/h200_setup.sh
 R=/tmp/bytoken; rm -rf $R; mkdir -p $R
-timeout 120 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_moe_decode.py \
+timeout 100 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_moe_decode.py \
     -k "down_by_token or intermediate_quantized or pairs_path_equals or fp8 or cuda_graph" > $R/pytest_decode.txt 2>&1
-timeout 300 python3 benchmarks/tune_moe_decode.py $V --skip-tiles --ms ${MS:-1,2,4,8} \
+timeout 270 python3 benchmarks/tune_moe_decode.py $V --skip-tiles --ms ${MS:-1,2,4,8} \
     --cases deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block,qwen3-30b-bf16 --out $R > $R/tune.log 2>&1
-timeout 200 python3 benchmarks/probe_decode_epilogues.py $V --ms ${MS:-1,2,4,8} --out $R > $R/probe.log 2>&1
+timeout 170 python3 benchmarks/probe_decode_epilogues.py $V --ms ${MS:-1,2,4,8} --out $R > $R/probe.log 2>&1
 cp $R/* $OUT/ 2>/dev/null
 echo "pytest: $(tail -1 $R/pytest_decode.txt)"; grep -E "^(FAILED|ERROR)" $R/pytest_decode.txt | head
-tail -3 $R/tune.log $R/probe.log | grep -i error
+tail -n 3 $R/tune.log $R/probe.log | grep -i error
 grep "^|" $R/tune.log | awk '!seen[$0]++' | cut -c1-1100
 grep "^|" $R/probe.log

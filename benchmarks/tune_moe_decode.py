@@ -72,6 +72,15 @@ CANDIDATES = {
 TOP_PAIRS = (3, 2)
 
 
+def parse_candidates(spec: str, stage: str) -> tuple[tuple[int, ...], ...]:
+    """``"64,128:4,6:4"`` -> ((64, 128), (4, 6), (4,)): block_n, num_stages and num_warps choices."""
+    parts = spec.split(":")
+    if len(parts) != 3:
+        raise SystemExit(f"tune_moe_decode: --{stage.replace('_', '-')}-candidates wants block_ns:stages:warps, "
+                         f"got {spec!r}")
+    return tuple(tuple(int(v) for v in part.split(",")) for part in parts)
+
+
 def candidate_tiles(block_m: int, stage: str) -> list[TileConfig]:
     block_ns, stage_counts, warp_counts = CANDIDATES[stage]
     return [TileConfig(block_m, bn, 128, 1, warps, stages, swap)
@@ -334,6 +343,8 @@ def main() -> None:
     p.add_argument("--tile-cases", default="deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block,qwen3-30b-bf16")
     p.add_argument("--tile-ms", default="1,2,4,8,16,32,64")
     p.add_argument("--bf16-pairs-ms", default="1,2", help="M for the bf16 pairs path's tile sweep")
+    p.add_argument("--gate-up-candidates", help="block_ns:stages:warps, e.g. 64,128,256:4,6:4 (default: CANDIDATES)")
+    p.add_argument("--down-candidates", help="block_ns:stages:warps for the down GEMM (default: CANDIDATES)")
     p.add_argument("--skip-variants", action="store_true")
     p.add_argument("--skip-tiles", action="store_true")
     p.add_argument("--time-budget", type=float, default=420.0, help="seconds; the tile part stops when spent")
@@ -341,6 +352,9 @@ def main() -> None:
     p.add_argument("--compile-slice", help=argparse.SUPPRESS)
     p.add_argument("--out", default=".")
     args = p.parse_args()
+    for stage, spec in (("gate_up", args.gate_up_candidates), ("down", args.down_candidates)):
+        if spec:
+            CANDIDATES[stage] = parse_candidates(spec, stage)
     jobs = sweep_jobs(args.tile_cases.split(","), [int(m) for m in args.tile_ms.split(",")],
                       [int(m) for m in args.bf16_pairs_ms.split(",")])
     if args.compile_slice:
