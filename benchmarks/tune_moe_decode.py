@@ -8,8 +8,7 @@ copies, L2 defeated, median of the replays):
    64 pairs in registers, and skips its arrival atomic for one token), ``QUANTIZE_INTER``
    (FP8 block scales: gate_up writes the intermediate as e4m3, the down GEMM loads it),
    ``FP8_PAIRS_TOKENS`` (the token counts at which FP8 block scales take the two-launch pairs
-   path where it has few pairs per expert) and ``DOWN_BY_TOKEN_MAX_TOKENS`` / ``_BLOCK_N`` (the
-   down GEMM by token: the top-k sum in the accumulator, no reduce);
+   path where it has few pairs per expert);
    our unfused chain and vLLM's two GEMMs alone as references.
 2. ``tiles``: for each M, every candidate tile of each GEMM timed alone (the other GEMM on the
    table's tile with the same token tile), then the whole layer on the best pair against the
@@ -40,19 +39,16 @@ from jitguard.kernels import moe_configs, moe_decode, moe_routing
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 REPLAYS = 60
-SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "FP8_PAIRS_TOKENS", "DOWN_BY_TOKEN_MAX_TOKENS",
-            "DOWN_BY_TOKEN_BLOCK_N")
+SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "FP8_PAIRS_TOKENS")
 # (name, switch values): the first is the code before the 2026-11-30 changes.
 # (Tried and removed, benchmarks/results/moe_layer.md: one-token gate_up programs routing
 # themselves and starting 1-2 KB of each weight row into L2 before waiting for the route launch;
-# gate_up split over K for up to 2 tokens; L2 prefetch of the down GEMM's weights while gate_up
-# runs, and of gate_up's weights K steps ahead of its pipeline; the pairs path's activation
-# loaded 2-3 K steps ahead.)
+# gate_up split over K for up to 2 tokens; the down GEMM by token, branch downbytoken; L2
+# prefetch of the down GEMM's weights while gate_up runs, and of gate_up's weights K steps ahead
+# of its pipeline; the pairs path's activation loaded 2-3 K steps ahead.)
 SHIPPED = "shipped"  # the module's defaults, restored after the variants
-VARIANTS = [("before", (False, False, (), 0, 0)), ("align+qinter", (True, True, (), 0, 0)),
-            ("shipped", (True, True, (2,), 0, 0)), ("+down by token", (True, True, (2,), 64, 0)),
-            ("+down by token, 32 rows", (True, True, (2,), 64, 32)),
-            ("+down by token, 16 rows", (True, True, (2,), 64, 16))]
+VARIANTS = [("before", (False, False, ())), ("align+qinter", (True, True, ())),
+            ("shipped", (True, True, (2,)))]
 
 
 def token_tiles(M: int) -> tuple[int, ...]:

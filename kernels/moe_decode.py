@@ -37,9 +37,7 @@ and adds one memset for its zeroed counters):
    channel: quantizes the intermediate as it loads it), multiplies each row by its routing weight
    and writes fp32 rows per (token, expert) pair; per column tile, the program that arrives last
    sums each token's top-k rows in a fixed order (deterministic, no float atomics) and writes the
-   output. No separate reduce launch. (With FP8 block scales up to ``DOWN_BY_TOKEN_MAX_TOKENS``
-   tokens, off until timed: ``moe_decode_down_by_token_kernel``, whose programs each take one
-   token and loop over its experts, so the top-k sum happens in the accumulator.)
+   output. No separate reduce launch.
 
 Upstream runs the same layer as 6-8 launches (top-k, alignment, quantization, GEMM1,
 activation, quantization, GEMM2, reduce). Everything here is CUDA-graph capturable: grids and
@@ -432,92 +430,6 @@ def moe_decode_gemm_kernel(
             tl.store(arrivals_ptr + pid_n, 0)
 
 
-@triton.jit
-def moe_decode_down_by_token_kernel(
-    a_ptr,
-    a_scale_ptr,
-    b_ptr,
-    b_scale_ptr,
-    topk_ids_ptr,
-    topk_weights_ptr,
-    out_ptr,
-    N,
-    K,
-    stride_am,
-    stride_asm,
-    stride_be,
-    stride_bn,
-    stride_bse,
-    stride_bsn,
-    stride_bsk,
-    stride_om,
-    TOP_K: tl.constexpr,
-    K_POW2: tl.constexpr,
-    SCALE_BLOCK_N: tl.constexpr,
-    SCALE_BLOCK_K: tl.constexpr,
-    SWAP_AB: tl.constexpr,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    DOT_IN_FP32: tl.constexpr,
-    WAIT_PRIOR: tl.constexpr,
-    BLOCK_SCALES: tl.constexpr = True,
-):
-    """The down GEMM by token: ``out[t, n] = sum_j w_j * A[t * TOP_K + j] . B[e_j, n]``.
-
-    One program per (token, column tile) runs its K loop over the token's experts in turn, the
-    routing weight folded into each step's scale, so the top-k sum happens in the accumulator: no
-    fp32 pair rows, no arrival counter, no reduce. Pairs that share an expert read it once each,
-    as on the pairs path. A is the e4m3 intermediate with its group scales (BLOCK_SCALES) or the
-    bf16/fp16 intermediate (weights of its dtype, no scales). The grid alone says how many tokens
-    there are (no token-count argument, so nothing to specialize).
-    """
-    pid = tl.program_id(0)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    token = (pid // num_pid_n).to(tl.int64)
-    pid_n = pid % num_pid_n
-    b_rows = moe_weight_rows(pid_n, N, BLOCK_N, False)
-    b_scale_rows = (b_rows // SCALE_BLOCK_N) * stride_bsn
-    offs_k = tl.arange(0, BLOCK_K)
-    slots = tl.arange(0, K_POW2)
-    # The token is the tile's first row (or column, swapped); the others read nothing.
-    row_mask = tl.arange(0, BLOCK_M) == 0
-    acc = moe_acc_zeros(BLOCK_M, BLOCK_N, SWAP_AB)
-    if WAIT_PRIOR:
-        wait_for_prior_launch()
-    ids = tl.load(topk_ids_ptr + token * TOP_K + slots, mask=slots < TOP_K, other=0).to(tl.int64)
-    route_weights = tl.load(topk_weights_ptr + token * TOP_K + slots, mask=slots < TOP_K, other=0.0)
-    k_steps = tl.cdiv(K, BLOCK_K)
-    for step in range(TOP_K * k_steps):
-        slot = step // k_steps
-        kb = step - slot * k_steps
-        # A few lanes' sum: the slot's expert and weight, no memory access in the address chain.
-        expert = tl.sum(tl.where(slots == slot, ids, 0), 0)
-        weight = tl.sum(tl.where(slots == slot, route_weights, 0.0), 0)
-        a_rows = tl.where(row_mask, token * TOP_K + slot, 0)
-        a_ptrs, b_ptrs = moe_tile_pointers(a_ptr + kb * BLOCK_K, a_rows, b_ptr + expert * stride_be + kb * BLOCK_K,
-                                           b_rows, stride_am, stride_bn, BLOCK_K, SWAP_AB)
-        k_mask = offs_k < K - kb * BLOCK_K
-        a = moe_load_a(a_ptrs, row_mask, k_mask, SWAP_AB)
-        b = moe_load_b(b_ptrs, k_mask, SWAP_AB)
-        if BLOCK_SCALES:
-            k_group = (kb * BLOCK_K) // SCALE_BLOCK_K
-            g_s = tl.load(a_scale_ptr + a_rows * stride_asm + k_group, mask=row_mask, other=1.0) * weight
-            b_s = tl.load(b_scale_ptr + expert * stride_bse + b_scale_rows + k_group * stride_bsk)
-        else:
-            g_s = tl.where(row_mask, weight, 0.0)
-            b_s = tl.full((BLOCK_N,), 1.0, dtype=tl.float32)
-        if DOT_IN_FP32:
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
-        acc = moe_dot(acc, a, b, g_s, b_s, True, SWAP_AB)
-    if SWAP_AB:
-        acc = tl.trans(acc)  # back to [BLOCK_M, BLOCK_N]
-    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    out_ptrs = out_ptr + token * stride_om + tl.arange(0, BLOCK_M)[:, None] * 0 + offs_cn[None, :]
-    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=row_mask[:, None] & (offs_cn < N)[None, :])
-
-
 # ---- host side -------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -624,11 +536,6 @@ QUANTIZE_INTER = True
 # M = 4 and 8 -1.0 / -0.7 us, unchanged where the few-token path is not taken
 # (benchmarks/results/moe_layer.md).
 ROUTER_OWN_PROGRAM = True
-# bf16/fp16 and FP8 block scales up to this many tokens: the down GEMM by token (moe_decode_down_by_token_kernel,
-# the top-k sum in the accumulator, no reduce), with weight tiles of DOWN_BY_TOKEN_BLOCK_N rows
-# (0: the down tile's). Not yet timed on the H200: 0, never.
-DOWN_BY_TOKEN_MAX_TOKENS = 0
-DOWN_BY_TOKEN_BLOCK_N = 0
 _REDUCE_ELEMENTS = 8192
 
 
@@ -750,7 +657,6 @@ def plan_fused_moe_decode(
             FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
         )))
     inter = ws.inter[:num_pairs]
-    down_by_token = (quant_inter or quant == QUANT_NONE) and M <= DOWN_BY_TOKEN_MAX_TOKENS
     for gemm in (1, 2):
         cfg = cfgs.gate_up if gemm == 1 else cfgs.down
         gated = gemm == 1
@@ -763,19 +669,6 @@ def plan_fused_moe_decode(
         bse, bsn, bsk = weight_scale_strides(quant, ws_)
         a_scale = ws.x_scale if gated else ws.a2_amax
         c = inter if gated else ws.pair_out
-        if not gated and down_by_token:
-            block_n = DOWN_BY_TOKEN_BLOCK_N or cfg.block_n
-            launches.append(("down", functools.partial(
-                moe_decode_down_by_token_kernel[(M * triton.cdiv(H, block_n),)],
-                a, ws.a2_amax, w2, w2s if w2s is not None else ws.a2_amax, ws.topk_ids, ws.topk_weights, out, H, I,
-                a.stride(0), stride_a2m, w2.stride(0), w2.stride(1), bse, bsn, bsk, out.stride(0),
-                TOP_K=top_k, K_POW2=k_pow2, SCALE_BLOCK_N=128, SCALE_BLOCK_K=128, SWAP_AB=cfg.swap_ab,
-                # One token per tile: the smallest token tile FP8 wgmma takes without converting to f16.
-                BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=128 if quant == QUANT_BLOCK else cfg.block_k,
-                DOT_IN_FP32=_INTERPRETED, WAIT_PRIOR=pdl, BLOCK_SCALES=quant == QUANT_BLOCK,
-                num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"launch_pdl": True} if pdl else {}),
-            )))
-            continue
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_kernel[grid],
             a, wt, c, a_scale, ws_ if ws_ is not None else a, ws.topk_weights,

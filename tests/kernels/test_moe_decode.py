@@ -306,34 +306,6 @@ def test_math_intermediate_quantized_by_gate_up_equals_quantized_on_load(I, gate
     assert _rel_err(outs[True], outs[False]) < 1e-3
 
 
-@pytest.mark.interpreter
-@pytest.mark.parametrize("scheme", ["block", "bf16"])
-@pytest.mark.parametrize("swap", [True, False], ids=["swap", "noswap"])
-@pytest.mark.parametrize("M,path", [(1, "grouped"), (2, "pairs"), (3, "grouped")])
-def test_math_down_by_token_equals_the_reduced_down(M, path, swap, scheme, monkeypatch):
-    """The down GEMM by token (each program's K loop runs over its token's experts, the routing
-    weight folded into each step's scale, the top-k sum in the accumulator) gives the layer of the
-    down GEMM that writes pair rows and reduces them, FP8 block scales and bf16; top_k = 3 and
-    I = 320 (a partial K group) included. A weight left out or a wrong expert's rows fail it by
-    orders of magnitude."""
-    device = _device()
-    E, k, H, I = 8, 3, 384, 320
-    gen = torch.Generator().manual_seed(M)
-    if scheme == "block":
-        x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, device)
-    else:
-        x, logits, w13, w2 = _layer(M, E, k, H, I, gen, device)
-        kw = {}
-    tiles = MoeTileConfigs(TileConfig(16, 64, 128, 1, 4, 2, True), TileConfig(16, 64, 128, 1, 4, 2, swap))
-    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
-    outs = {}
-    for max_tokens in (0, MAX_DECODE_TOKENS):
-        monkeypatch.setattr(moe_decode, "DOWN_BY_TOKEN_MAX_TOKENS", max_tokens)
-        outs[max_tokens] = fused_moe_decode(x, logits, w13, w2, k, tile_configs=tiles, workspace=ws, path=path,
-                                            **kw).float()
-    assert _rel_err(outs[MAX_DECODE_TOKENS], outs[0]) < 1e-3
-
-
 # ---- clear errors ----------------------------------------------------------------------------------
 
 def _bad_calls():
@@ -517,31 +489,6 @@ def test_real_sm90_gate_up_writing_whole_groups_quantizes_them_without_a_counter
     assert len(new) == 2 and len(gate_up) == 1, "exactly one GEMM (down, with its reduce counter) has atomics"
     _assert_tokens_in_mma_n_slot(gate_up[0], 16, "e4m3")
     assert not re.search(r"cvt\.rn\.f16x2\.e4m3x2", gate_up[0]), "FP8 operands converted to f16"
-
-
-@pytest.mark.parametrize("scheme", ["block", "bf16"])
-def test_real_sm90_down_by_token_runs_wgmma_with_no_atomics(scheme, monkeypatch):
-    """The down GEMM by token compiles for sm_90 on wgmma of its operand type (e4m3 with block
-    scales, never converted to f16; bf16), waits for gate_up (programmatic dependent launch) and
-    has no atomic: no counter, no reduce."""
-    _compile_side()
-    monkeypatch.setattr(moe_decode, "DOWN_BY_TOKEN_MAX_TOKENS", MAX_DECODE_TOKENS)
-    E, k, H, I, M = 8, 2, 256, 256, 3
-    fp8 = scheme == "block"
-    w13, w2, kw = _zero_weights(E, H, I, scheme)
-    tile = TileConfig(16, 64, 128, 1, 4, 3, True)
-    triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(moe_decode.moe_decode_down_by_token_kernel))
-    with jitguard.offline(compile=True):
-        fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k,
-                         tile_configs=MoeTileConfigs(tile, tile), path="grouped", **kw)
-    new = list(_compiled(moe_decode.moe_decode_down_by_token_kernel).values())
-    assert len(new) == 1
-    ptx = new[0].asm["ptx"]
-    _assert_tokens_in_mma_n_slot(ptx, 16, "e4m3" if fp8 else "bf16")
-    assert not re.search(r"cvt\.rn\.f16x2\.e4m3x2", ptx), "FP8 operands converted to f16"
-    assert "atom." not in ptx
-    if moe_decode.pdl_supported():
-        assert new[0].metadata.launch_pdl and "griddepcontrol.wait" in ptx
 
 
 @pytest.mark.parametrize("scheme", ["bf16", "block"])
