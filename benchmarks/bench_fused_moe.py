@@ -488,7 +488,11 @@ def main() -> None:
     p.add_argument("--out", default="fused_moe_bench.json")
     p.add_argument("--explore", default="", help="cases whose M=1 point also times EXPLORE_TILES")
     p.add_argument("--time-budget", type=float, default=1e9, help="start no new case after this many seconds")
+    p.add_argument("--scales-inline", action="store_true",
+                   help="FP8 block scales loaded in the K step that uses them (moe_gemm.BLOCK_SCALES_AHEAD off)")
     args = p.parse_args()
+    if args.scales_inline:
+        moe_gemm.BLOCK_SCALES_AHEAD = False
     assert args.replays >= 100, "median of >= 100 replays"
     torch.backends.cuda.matmul.allow_tf32 = False
     vllm = load_vllm_kernel(args.vllm_file) if args.vllm_file else None

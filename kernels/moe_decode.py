@@ -67,6 +67,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import moe_gemm
 from .moe_align import max_padded_len
 from .moe_chain import fused_moe_reference
 from .moe_configs import MoeTileConfigs, select_decode_tile_configs
@@ -76,6 +77,7 @@ from .moe_gemm import (
     QUANT_CHANNEL,
     QUANT_NONE,
     moe_acc_zeros,
+    moe_block_scales,
     moe_dot,
     moe_load_a,
     moe_load_b,
@@ -241,6 +243,7 @@ def moe_decode_gemm_kernel(
     group_arrivals_ptr=None,
     QUANT_OUT: tl.constexpr = False,
     A_SCALE_FROM_TILE: tl.constexpr = False,
+    SCALES_AHEAD: tl.constexpr = False,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -258,6 +261,7 @@ def moe_decode_gemm_kernel(
     registers and writes only the e4m3 intermediate, with no counter and no re-read.
     A_SCALE_FROM_TILE (block scales, BLOCK_K = 128, the pairs path's gate_up): each token group's
     scale is taken from the bf16 A tile as it is loaded, so no launch computes them before.
+    SCALES_AHEAD (block scales): each K step's scales are loaded during the step before.
 
     PAIR_TILES (the two-launch path, no route launch, QUANT 0 or 3): token tile ``pid_m`` is the one
     pair ``pid_m``, whose expert the program routes itself from ``logits`` (gate_up also records
@@ -315,6 +319,13 @@ def moe_decode_gemm_kernel(
             a_s = tl.load(a_scale_ptr + a_rows * stride_asm, mask=pair_mask, other=1.0)
         if QUANT == 3:
             b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
+            a_scale_rows = a_scale_ptr + a_rows * stride_asm
+            # With A_SCALE_FROM_TILE the activation scales come from the tile: none are loaded.
+            a_scale_mask = (a_rows < 0) if A_SCALE_FROM_TILE else pair_mask
+            num_k_groups = tl.cdiv(K, SCALE_BLOCK_K)
+            if SCALES_AHEAD:
+                g_s_next, b_s_next = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask, 0, num_k_groups,
+                                                      stride_bsk, 1.0, BLOCK_K, SCALE_BLOCK_K)
 
         # A quantized between its load and the dot is outside the compiler's pipelining: it is
         # loaded one K step ahead here (pre-quantized A is pipelined like B).
@@ -337,16 +348,21 @@ def moe_decode_gemm_kernel(
                 else:
                     a, _ = _quantize_on_load(a, a_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
             elif QUANT == 3:
-                k_group = (kb * BLOCK_K) // SCALE_BLOCK_K
-                b_s = tl.load(b_scale_rows + k_group * stride_bsk)
+                if SCALES_AHEAD:
+                    # The compiler pipelines the tiles, not these scales: the next step's load while this one
+                    # multiplies.
+                    g_s, b_s = g_s_next, b_s_next
+                    g_s_next, b_s_next = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask, kb + 1,
+                                                          num_k_groups, stride_bsk, 1.0, BLOCK_K, SCALE_BLOCK_K)
+                else:
+                    g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask, kb, num_k_groups,
+                                                stride_bsk, 1.0, BLOCK_K, SCALE_BLOCK_K)
                 if A_SCALE_FROM_TILE:
                     # This K step is exactly one 128-column group of each token row: its scale.
                     tl.static_assert(BLOCK_K == SCALE_BLOCK_K, "scales from the tile need BLOCK_K = 128")
                     g_s = tl.maximum(tl.max(tl.abs(a.to(tl.float32)), 0 if SWAP_AB else 1), MIN_AMAX) / FP8_MAX_C
-                else:
-                    g_s = tl.load(a_scale_ptr + a_rows * stride_asm + k_group, mask=pair_mask, other=1.0)
-                    if A_SCALE_IS_AMAX:
-                        g_s = tl.maximum(g_s, MIN_AMAX) / FP8_MAX_C
+                elif A_SCALE_IS_AMAX:
+                    g_s = tl.maximum(g_s, MIN_AMAX) / FP8_MAX_C
                 # A pre-quantized (by the route launch) is e4m3 already; g_s are its scales.
                 if not A_PREQUANT:
                     if SWAP_AB:
@@ -707,6 +723,7 @@ def plan_fused_moe_decode(
             group_arrivals_ptr=ws.group_arrivals,
             QUANT_OUT=quant_inter and gated,
             A_SCALE_FROM_TILE=pair_tiles and gated and quant == QUANT_BLOCK,
+            SCALES_AHEAD=moe_gemm.BLOCK_SCALES_AHEAD and quant == QUANT_BLOCK,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
             **({"launch_pdl": True} if pdl and not (pair_tiles and gated) else {}),
