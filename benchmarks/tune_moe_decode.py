@@ -35,21 +35,20 @@ import bench_fused_moe as bfm
 import bench_moe_layer as bml
 
 from jitguard.kernels import moe_chain as fm
-from jitguard.kernels import moe_configs, moe_decode, moe_gemm, moe_routing
+from jitguard.kernels import moe_configs, moe_decode, moe_routing
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 REPLAYS = 60
-SWITCHES = ((moe_decode, "ALIGN_IN_REGISTERS"), (moe_decode, "QUANTIZE_INTER"), (moe_decode, "FP8_PAIRS_TOKENS"),
-            (moe_gemm, "BLOCK_SCALES_AHEAD"))
+SWITCHES = ((moe_decode, "ALIGN_IN_REGISTERS"), (moe_decode, "QUANTIZE_INTER"), (moe_decode, "FP8_PAIRS_TOKENS"))
 # (name, switch values): the first is the code before the 2026-11-30 changes.
 # (Tried and removed, benchmarks/results/moe_layer.md: one-token gate_up programs routing
 # themselves and starting 1-2 KB of each weight row into L2 before waiting for the route launch;
 # gate_up split over K for up to 2 tokens; the down GEMM by token, branch downbytoken; L2
 # prefetch of the down GEMM's weights while gate_up runs, and of gate_up's weights K steps ahead
-# of its pipeline; the pairs path's activation loaded 2-3 K steps ahead.)
+# of its pipeline; the pairs path's activation loaded 2-3 K steps ahead; FP8 block scales loaded
+# one K step ahead.)
 SHIPPED = "shipped"  # the module's defaults, restored after the variants
-VARIANTS = [("scales inline", (True, True, (2,), False)), ("scales inline, no pairs", (True, True, (), False)),
-            ("shipped", (True, True, (2,), True)), ("scales ahead, no pairs", (True, True, (), True))]
+VARIANTS = [("before", (False, False, ())), ("pairs at M = 2", (True, True, (2,))), ("shipped", (True, True, ()))]
 
 
 def token_tiles(M: int) -> tuple[int, ...]:
@@ -167,18 +166,13 @@ def variants_part(layer: Layer, ms, vllm, configs_dir, bw_read, log) -> list[str
             fm.fused_moe(x, layer.layers[i][0], layer.layers[i][1], tw, ti, out=out, **layer.kwargs(i))
 
         un = bfm.time_graph(unfused, layer.n_layers, REPLAYS)
-        moe_gemm.BLOCK_SCALES_AHEAD = False
-        un_inline = bfm.time_graph(unfused, layer.n_layers, REPLAYS)
-        moe_gemm.BLOCK_SCALES_AHEAD = dict(VARIANTS)[SHIPPED][-1]
         vg = vg1 = vg2 = float("nan")
         if vllm is not None:
             vg, vg1, vg2 = vllm_gemms_us(layer, M, x, logits, vllm, configs_dir)
-        log({"part": "variants", "case": layer.name, "M": M, "unfused_us": un, "unfused_scales_inline_us": un_inline,
-             "vllm_gemms_us": vg,
+        log({"part": "variants", "case": layer.name, "M": M, "unfused_us": un, "vllm_gemms_us": vg,
              "vllm_gate_up_us": vg1, "vllm_down_us": vg2})
         line = (f"| {layer.name} | {M} | {fl:.1f} | " + " | ".join(cells)
-                + f" | {un:.1f} ({un / fl:.2f}x) | {un_inline:.1f} ({un_inline / fl:.2f}x)"
-                + f" | {vg:.1f} ({vg / fl:.2f}x) {vg1:.1f}/{vg2:.1f} |")
+                + f" | {un:.1f} ({un / fl:.2f}x) | {vg:.1f} ({vg / fl:.2f}x) {vg1:.1f}/{vg2:.1f} |")
         print(line, flush=True)
         lines.append(line)
     return lines
@@ -380,9 +374,8 @@ def main() -> None:
     if not args.skip_variants:
         names = " | ".join(n for n, _ in VARIANTS)
         lines += ["", "variants: us per layer (x floor) route/gate_up/down alone, error vs fp32 reference",
-                  f"| case | M | floor us | {names} | unfused ours | unfused, scales inline "
-                  "| vLLM GEMMs only, gate_up/down alone |",
-                  "|" + "---|" * (6 + len(VARIANTS))]
+                  f"| case | M | floor us | {names} | unfused ours | vLLM GEMMs only, gate_up/down alone |",
+                  "|" + "---|" * (5 + len(VARIANTS))]
         print("\n".join(lines), flush=True)
         for name in args.cases.split(","):
             layers[name] = Layer(bfm.CASES[name], l2)

@@ -67,7 +67,6 @@ import torch
 import triton
 import triton.language as tl
 
-from . import moe_gemm
 from .moe_align import max_padded_len
 from .moe_chain import fused_moe_reference
 from .moe_configs import MoeTileConfigs, select_decode_tile_configs
@@ -125,7 +124,8 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
     H200 it wins at one token (no expert is shared) and while the pairs are at most a quarter of
     the experts (Qwen3-30B-like: 128 experts, top 8, M <= 4), and loses on Mixtral-like layers
     (8 experts, top 2) from M = 2: benchmarks/results/moe_layer.md, "pairs path" columns. FP8
-    takes it with block scales only (``block_scales``), at ``FP8_PAIRS_TOKENS`` tokens.
+    would take it with block scales only (``block_scales``), at ``FP8_PAIRS_TOKENS`` tokens: none
+    since it measured no faster there.
     """
     few_pairs = 4 * num_tokens * top_k <= num_experts
     if fp8:
@@ -133,12 +133,12 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
     return "pairs" if num_tokens == 1 or few_pairs else "grouped"
 
 
-# Token counts at which FP8 block scales take the pairs path (with few pairs per expert). H200,
-# pairs against grouped side by side at M = 2: Qwen3-30B-like -0.6 us on average over five runs
-# (0 to -1.0), DeepSeek-V3-TP2 no gain (-0.8 to +1.1); M = 4 mixed; M = 1 +10 us, where gate_up's
-# activation scale per K step (a reduction across threads) costs more than the route launch
-# saves: benchmarks/results/moe_layer.md.
-FP8_PAIRS_TOKENS: tuple[int, ...] = (2,)
+# Token counts at which FP8 block scales take the pairs path (with few pairs per expert): none.
+# H200, pairs against grouped side by side at M = 2 over seven runs (benchmarks/results/moe_layer.md):
+# Qwen3-30B-like -1.0 to +0.3 us, DeepSeek-V3-TP2 -0.8 to +4.6; at M = 1 +10 us, where gate_up's
+# activation scale per K step (a reduction across threads) costs more than the route launch saves.
+# ``path="pairs"`` still serves FP8 block scales at any M.
+FP8_PAIRS_TOKENS: tuple[int, ...] = ()
 
 
 # When a GEMM waits for the launch before it (WAIT_PRIOR); a no-op unless launched with PDL.
@@ -243,7 +243,6 @@ def moe_decode_gemm_kernel(
     group_arrivals_ptr=None,
     QUANT_OUT: tl.constexpr = False,
     A_SCALE_FROM_TILE: tl.constexpr = False,
-    SCALES_AHEAD: tl.constexpr = False,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -261,7 +260,6 @@ def moe_decode_gemm_kernel(
     registers and writes only the e4m3 intermediate, with no counter and no re-read.
     A_SCALE_FROM_TILE (block scales, BLOCK_K = 128, the pairs path's gate_up): each token group's
     scale is taken from the bf16 A tile as it is loaded, so no launch computes them before.
-    SCALES_AHEAD (block scales): each K step's scales are loaded during the step before.
 
     PAIR_TILES (the two-launch path, no route launch, QUANT 0 or 3): token tile ``pid_m`` is the one
     pair ``pid_m``, whose expert the program routes itself from ``logits`` (gate_up also records
@@ -323,9 +321,6 @@ def moe_decode_gemm_kernel(
             # With A_SCALE_FROM_TILE the activation scales come from the tile: none are loaded.
             a_scale_mask = (a_rows < 0) if A_SCALE_FROM_TILE else pair_mask
             num_k_groups = tl.cdiv(K, SCALE_BLOCK_K)
-            if SCALES_AHEAD:
-                g_s_next, b_s_next = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask, 0, num_k_groups,
-                                                      stride_bsk, 1.0, BLOCK_K, SCALE_BLOCK_K)
 
         # A quantized between its load and the dot is outside the compiler's pipelining: it is
         # loaded one K step ahead here (pre-quantized A is pipelined like B).
@@ -348,15 +343,8 @@ def moe_decode_gemm_kernel(
                 else:
                     a, _ = _quantize_on_load(a, a_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
             elif QUANT == 3:
-                if SCALES_AHEAD:
-                    # The compiler pipelines the tiles, not these scales: the next step's load while this one
-                    # multiplies.
-                    g_s, b_s = g_s_next, b_s_next
-                    g_s_next, b_s_next = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask, kb + 1,
-                                                          num_k_groups, stride_bsk, 1.0, BLOCK_K, SCALE_BLOCK_K)
-                else:
-                    g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask, kb, num_k_groups,
-                                                stride_bsk, 1.0, BLOCK_K, SCALE_BLOCK_K)
+                g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask, kb, num_k_groups, stride_bsk,
+                                            1.0, BLOCK_K, SCALE_BLOCK_K)
                 if A_SCALE_FROM_TILE:
                     # This K step is exactly one 128-column group of each token row: its scale.
                     tl.static_assert(BLOCK_K == SCALE_BLOCK_K, "scales from the tile need BLOCK_K = 128")
@@ -723,7 +711,6 @@ def plan_fused_moe_decode(
             group_arrivals_ptr=ws.group_arrivals,
             QUANT_OUT=quant_inter and gated,
             A_SCALE_FROM_TILE=pair_tiles and gated and quant == QUANT_BLOCK,
-            SCALES_AHEAD=moe_gemm.BLOCK_SCALES_AHEAD and quant == QUANT_BLOCK,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
             **({"launch_pdl": True} if pdl and not (pair_tiles and gated) else {}),

@@ -40,11 +40,6 @@ QUANT_TENSOR = 1
 QUANT_CHANNEL = 2
 QUANT_BLOCK = 3
 
-# FP8 block scales: each K step's scales are loaded one step ahead (moe_block_scales), since the
-# compiler's pipelining covers the tiles but not these loads. Not yet timed on the H200 (the
-# 2026-12-01 ncu of the decode gate_up at one token: 40% of its warp stalls wait on global loads).
-BLOCK_SCALES_AHEAD = True
-
 
 # ---- building blocks shared by this grouped GEMM and moe_decode's (Triton inlines them) ----------
 
@@ -130,8 +125,9 @@ def moe_dot(acc, a, b, a_s, b_s, BLOCK_SCALED: tl.constexpr, SWAP_AB: tl.constex
 def moe_block_scales(a_scale_rows, b_scale_rows, pair_mask, kb, num_k_groups, stride_bsk, a_other,
                      BLOCK_K: tl.constexpr, SCALE_BLOCK_K: tl.constexpr):
     """FP8 block scales of K step ``kb``: per token row (``a_scale_rows``, padding rows read
-    ``a_other``) and per weight row (``b_scale_rows``). A step past the last K group reads the last
-    group's (in bounds), so a loop can load step ``kb + 1``'s scales during step ``kb``."""
+    ``a_other``) and per weight row (``b_scale_rows``); a step past the last K group reads the last
+    group's (in bounds). Loading them one step ahead of their use measured slower on the H200
+    (benchmarks/results/moe_layer.md, 2026-12-01), so each step loads its own."""
     k_group = tl.minimum((kb * BLOCK_K) // SCALE_BLOCK_K, num_k_groups - 1)
     a_s = tl.load(a_scale_rows + k_group, mask=pair_mask, other=a_other)
     b_s = tl.load(b_scale_rows + k_group * stride_bsk)
@@ -192,7 +188,6 @@ def moe_grouped_gemm_kernel(
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     DOT_IN_FP32: tl.constexpr = False,
-    SCALES_AHEAD: tl.constexpr = False,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -235,9 +230,6 @@ def moe_grouped_gemm_kernel(
         a_scale_rows = a_scale_ptr + a_rows * stride_asm
         b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
         num_k_groups = tl.cdiv(K, SCALE_BLOCK_K)
-        if SCALES_AHEAD:
-            a_s_next, b_s_next = moe_block_scales(a_scale_rows, b_scale_rows, pair_mask, 0, num_k_groups, stride_bsk,
-                                                  0.0, BLOCK_K, SCALE_BLOCK_K)
 
     for kb in range(tl.cdiv(K, BLOCK_K)):
         k_mask = offs_k < K - kb * BLOCK_K
@@ -247,14 +239,8 @@ def moe_grouped_gemm_kernel(
             a = a.to(tl.float32)
             b = b.to(tl.float32)
         if QUANT == 3:
-            if SCALES_AHEAD:
-                # The compiler pipelines the tiles, not these scales: the next step's load while this one multiplies.
-                a_s, b_s = a_s_next, b_s_next
-                a_s_next, b_s_next = moe_block_scales(a_scale_rows, b_scale_rows, pair_mask, kb + 1, num_k_groups,
-                                                      stride_bsk, 0.0, BLOCK_K, SCALE_BLOCK_K)
-            else:
-                a_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, pair_mask, kb, num_k_groups, stride_bsk, 0.0,
-                                            BLOCK_K, SCALE_BLOCK_K)
+            a_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, pair_mask, kb, num_k_groups, stride_bsk, 0.0,
+                                        BLOCK_K, SCALE_BLOCK_K)
             acc = moe_dot(acc, a, b, a_s, b_s, True, SWAP_AB)
         else:
             acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
@@ -393,7 +379,6 @@ def launch_moe_gemm(
         BLOCK_K=block_k,
         GROUP_M=cfg.group_m,
         DOT_IN_FP32=_INTERPRETER_BF16_DOT_IS_WRONG and a.dtype == torch.bfloat16,
-        SCALES_AHEAD=BLOCK_SCALES_AHEAD and quant == QUANT_BLOCK,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )
