@@ -91,7 +91,8 @@ class Layer:
         wbytes = 1 if self.scheme else 2
         scale = 4 * (triton.cdiv(2 * self.I, 128) * triton.cdiv(self.H, 128)
                      + triton.cdiv(self.H, 128) * triton.cdiv(self.I, 128)) if self.scheme == "block" else 0
-        self.expert_bytes = 3 * self.H * self.I * wbytes + scale
+        self.weight_bytes = moe_configs.expert_weight_bytes(self.H, self.I, wbytes)
+        self.expert_bytes = self.weight_bytes + scale
         self.n_layers = max(1, -(-4 * l2_bytes // (self.k * self.expert_bytes)))
         self.layers = [bfm.make_layer(self.E, self.H, self.I, self.scheme, 1234 + i) for i in range(self.n_layers)]
         self.ws = moe_decode.MoeDecodeWorkspace.for_layer(self.layers[0][0], self.layers[0][1], self.k,
@@ -209,7 +210,7 @@ def tiles_part(layer: Layer, ms, path: str, bw_read, log, deadline: float) -> li
         ref = reference(layer, x, logits)
         fl = floor_us(layer, M, logits, bw_read)
         out = torch.empty_like(x)
-        table = moe_configs.select_decode_tile_configs(M, layer.E, precision)
+        table = moe_configs.select_decode_tile_configs(M, layer.E, precision, layer.weight_bytes)
         t_table, st_table = layer.time_plans(layer.plans(x, logits, out, path, table))
         combos = []
         for bm in token_tiles(M):
@@ -282,7 +283,8 @@ def sweep_jobs(tile_cases, tile_ms, bf16_ms) -> list[tuple[str, str, int, MoeTil
         precision = {"block": "fp8-block", None: "bf16"}.get(scheme, "fp8")
         path, ms = ("pairs", bf16_ms) if scheme is None else ("grouped", tile_ms)
         for M in ms:
-            table = moe_configs.select_decode_tile_configs(M, E, precision)
+            table = moe_configs.select_decode_tile_configs(
+                M, E, precision, moe_configs.expert_weight_bytes(case[3], case[4], 1 if scheme else 2))
             jobs.append((name, path, M, table))
             for bm in token_tiles(M):
                 for tile in candidate_tiles(bm, "gate_up"):

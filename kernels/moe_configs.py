@@ -169,24 +169,51 @@ def select_tile_configs(
     return rows[-1][1]
 
 
+# Experts up to this size (w13 and w2 of one expert, weights only) are "small": Qwen3-30B-like
+# (4.7 MB in FP8) against DeepSeek-V3-TP2's 22 MB. The decode table and fused_moe_from_logits's
+# choice of path both split on it.
+SMALL_EXPERT_BYTES = 8 << 20
+
+
+def expert_weight_bytes(hidden: int, intermediate: int, element_size: int) -> int:
+    """Bytes of one expert's w13 ([2I, H]) and w2 ([H, I]) weights."""
+    return 3 * hidden * intermediate * element_size
+
+
+def expert_size_class(expert_bytes: int | None) -> str:
+    """"small" (at most SMALL_EXPERT_BYTES) or "large"; an unknown size counts as large."""
+    return "small" if expert_bytes is not None and expert_bytes <= SMALL_EXPERT_BYTES else "large"
+
+
 # Decode-layer rows (``moe_decode``, M <= 64) where its GEMMs want other tiles than ``fused_moe``'s:
 # its gate_up also quantizes the intermediate for block scales, its down GEMM reduces the top-k
-# rows itself. Written by ``benchmarks/tune_moe_decode.py`` from an H200 run; a class or an M with
-# no row here takes TILE_TABLE's.
-DECODE_TILE_TABLE: dict[tuple[str, str], list[tuple[int, MoeTileConfigs]]] = {
-    ('fp8-block', 'many'): [
+# rows itself. Keyed by shape class and expert size class. Written by
+# ``benchmarks/tune_moe_decode.py`` from H200 runs; a key or an M with no row here takes TILE_TABLE's.
+DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs]]] = {
+    ('fp8-block', 'many', 'large'): [
         # tuned (whole layer, H200, 2026-11-30 run 3): deepseek-v3-tp2-fp8-block M=1 57.8/57.7 us against
-        # 62.8/58.5 on TILE_TABLE's row; qwen3-30b-fp8-block M=1 22.0-22.2 against 22.5/22.2 (its best
-        # gate_up: the same tile at 5 stages). M = 2..64: no row measured faster on both shapes by more
-        # than the spread of timing one row twice, so TILE_TABLE's rows stay.
+        # 62.8/58.5 on TILE_TABLE's row; 2026-12-01: no deeper pipeline (gate_up 8-12 stages, down
+        # 4-8) faster alone. M = 2..64: no row measured faster on both FP8 shapes by more than the
+        # spread of timing one row twice, so TILE_TABLE's rows stay.
         (1, MoeTileConfigs(_t(8, 32, 128, 1, 2, 6, True), _t(8, 64, 128, 1, 4, 3, False))),
+    ],
+    ('fp8-block', 'many', 'small'): [
+        # tuned (whole layer, H200, 2026-12-01): qwen3-30b-fp8-block M=1 20.8/20.8 us against 21.4/21.4
+        # on the large experts' row (gate_up alone 11.1 against 11.6).
+        (1, MoeTileConfigs(_t(16, 64, 128, 1, 4, 6, True), _t(16, 64, 128, 1, 4, 4, True))),
     ],
 }
 
 
-def select_decode_tile_configs(num_tokens: int, num_experts: int, precision: str = "bf16") -> MoeTileConfigs:
-    """The decode layer's tiles for ``num_tokens`` tokens: DECODE_TILE_TABLE's row, else TILE_TABLE's."""
-    for max_m, cfgs in DECODE_TILE_TABLE.get(shape_class(num_experts, precision), []):
+def select_decode_tile_configs(num_tokens: int, num_experts: int, precision: str = "bf16",
+                               expert_bytes: int | None = None) -> MoeTileConfigs:
+    """The decode layer's tiles for ``num_tokens`` tokens: DECODE_TILE_TABLE's row, else TILE_TABLE's.
+
+    ``expert_bytes`` (:func:`expert_weight_bytes`) picks the small or large experts' rows; None
+    takes the large ones'.
+    """
+    key = (*shape_class(num_experts, precision), expert_size_class(expert_bytes))
+    for max_m, cfgs in DECODE_TILE_TABLE.get(key, []):
         if num_tokens <= max_m:
             return cfgs
     return select_tile_configs(num_tokens, num_experts, precision)

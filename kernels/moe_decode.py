@@ -69,7 +69,7 @@ import triton.language as tl
 
 from .moe_align import max_padded_len
 from .moe_chain import fused_moe_reference
-from .moe_configs import MoeTileConfigs, select_decode_tile_configs
+from .moe_configs import MoeTileConfigs, expert_weight_bytes, select_decode_tile_configs
 from .moe_decode_route import moe_decode_route_kernel
 from .moe_gemm import (
     QUANT_BLOCK,
@@ -614,7 +614,8 @@ def plan_fused_moe_decode(
     if path == "pairs" and shape.fp8 and not (quant == QUANT_BLOCK and QUANTIZE_INTER):
         raise ValueError("fused_moe_decode: path='pairs' takes bf16/fp16 or FP8 with block scales; "
                          "per-tensor and per-channel FP8 run on path='grouped'")
-    cfgs = tile_configs or select_decode_tile_configs(M, E, shape.precision)
+    cfgs = tile_configs or select_decode_tile_configs(M, E, shape.precision,
+                                                      expert_weight_bytes(H, I, w13.element_size()))
     if cfgs.gate_up.block_m != cfgs.down.block_m:
         raise ValueError("fused_moe_decode: tile_configs gate_up and down must share block_m")
     cfgs.gate_up.check("fused_moe_decode gate_up tile")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from .moe_chain import fused_moe
+from .moe_configs import expert_size_class, expert_weight_bytes
 from .moe_decode import MAX_DECODE_TOKENS, MoeDecodeWorkspace, fused_moe_decode
 from .moe_routing import check_router_logits, softmax_topk
 
@@ -21,8 +22,7 @@ __all__ = ["from_logits_takes_decode", "fused_moe_from_logits"]
 # intermediate is quantized by gate_up): block scales only; up to 16 tokens for small experts
 # (Qwen3-30B-like, 4.7 MB each: faster than the unfused chain at M <= 16, slower from 32), up to 8
 # for large ones (DeepSeek-V3-TP2, 22 MB each: faster at M <= 8, even at 16, slower from 32).
-_FP8_DECODE_MAX_TOKENS = {True: 16, False: 8}  # keyed by "experts of at most _SMALL_EXPERT_BYTES"
-_SMALL_EXPERT_BYTES = 8 << 20
+_FP8_DECODE_MAX_TOKENS = {"small": 16, "large": 8}  # by moe_configs.expert_size_class
 
 
 def from_logits_takes_decode(x: torch.Tensor, w13: torch.Tensor, fp8_kwargs: dict) -> bool:
@@ -33,8 +33,8 @@ def from_logits_takes_decode(x: torch.Tensor, w13: torch.Tensor, fp8_kwargs: dic
         return True
     if fp8_kwargs.get("block_shape") is None or w13.dim() != 3:
         return False  # per-tensor / per-channel FP8 decode was not measured faster
-    expert_bytes = 3 * w13.shape[1] // 2 * w13.shape[2] * w13.element_size()
-    return x.shape[0] <= _FP8_DECODE_MAX_TOKENS[expert_bytes <= _SMALL_EXPERT_BYTES]
+    expert_bytes = expert_weight_bytes(w13.shape[2], w13.shape[1] // 2, w13.element_size())
+    return x.shape[0] <= _FP8_DECODE_MAX_TOKENS[expert_size_class(expert_bytes)]
 
 
 def fused_moe_from_logits(

@@ -25,7 +25,7 @@ import jitguard
 from jitguard import triton_compat
 from jitguard.kernels import moe_decode
 from jitguard.kernels.moe_align import moe_align_reference
-from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, select_decode_tile_configs
+from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, expert_weight_bytes, select_decode_tile_configs
 from jitguard.kernels.moe_decode import (
     MAX_DECODE_TOKENS,
     MoeDecodeWorkspace,
@@ -367,8 +367,8 @@ DECODE_KERNELS = ("moe_decode_route_kernel", "moe_decode_gemm_kernel")
 @pytest.mark.parametrize("scheme,E,k", [("bf16", 8, 2), ("bf16", 128, 8), ("block", 128, 8)])
 def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     """Keys only: over M = 1..64 the route kernel compiles once, the GEMM once per distinct
-    (tile, path) of each GEMM (the pairs path serves bf16 and, at M = 2, FP8 block scales at a few
-    pairs per expert); M = 65..200
+    (tile, path) of each GEMM (the pairs path serves bf16, and FP8 block scales at FP8_PAIRS_TOKENS
+    tokens); M = 65..200
     (fused_moe_from_logits: softmax_topk + fused_moe) adds one routing variant and no decode variant."""
     _compile_side()
     H, I, beyond = 256, 128, 200
@@ -384,7 +384,8 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
         for M in range(MAX_DECODE_TOKENS + 1, beyond + 1):
             fused_moe_from_logits(x[:M], logits[:M], w13, w2, k, renormalize=True, workspace=ws, **kw)
     precision = "fp8-block" if fp8 else "bf16"
-    rows = {(select_decode_tile_configs(M, E, precision), choose_decode_path(M, E, k, fp8, fp8))
+    expert_bytes = expert_weight_bytes(H, I, w13.element_size())
+    rows = {(select_decode_tile_configs(M, E, precision, expert_bytes), choose_decode_path(M, E, k, fp8, fp8))
             for M in range(1, MAX_DECODE_TOKENS + 1)}
     assert len(rows) >= 2, "the sweep should cross several table rows"
     # bf16 takes both paths over M = 1..64; FP8 block scales the pairs path only at FP8_PAIRS_TOKENS.
