@@ -18,7 +18,8 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if '"stage"' in l]
 for case in sorted({r["case"] for r in rows}):
     for M in sorted({r["M"] for r in rows if r["case"] == case}):
         for stage in ("gate_up", "down"):
-            sel = sorted((r["us"], r["tile"]) for r in rows if r["case"] == case and r["M"] == M and r["stage"] == stage)
+            sel = sorted(((r["us"], r["tile"]) for r in rows if r["case"] == case and r["M"] == M and r["stage"] == stage),
+                         key=lambda ut: ut[0])
             best = "; ".join(f"{us:.1f} bm{t['block_m']} bn{t['block_n']} w{t['num_warps']} s{t['num_stages']}"
                              f"{' swap' if t['swap_ab'] else ''}" for us, t in sel[:4])
             print(f"{case} M={M} {stage} alone, fastest: {best}")

@@ -9,7 +9,8 @@ routing included, on one of two paths (``path="auto"`` picks by :func:`choose_de
   every GEMM program routes its own token (``softmax_topk_row``, the logits row is 0.5 KB) and
   takes the expert of its slot; with FP8 gate_up quantizes x per 128-column group as it loads
   it. No alignment, but pairs that share an expert read it once each, so ``"auto"`` takes it for
-  one token and while the pairs are at most a quarter of the experts.
+  bf16/fp16 at one token and while the pairs are at most a quarter of the experts (FP8: never, see
+  ``FP8_PAIRS_TOKENS``).
 
 Where Triton offers programmatic dependent launch (``launch_pdl``, Triton >= 3.4 on sm_90),
 each launch after the first is PDL-linked to the one before: it starts while the previous one
