@@ -321,7 +321,6 @@ def moe_decode_gemm_kernel(
             a_scale_rows = a_scale_ptr + a_rows * stride_asm
             # With A_SCALE_FROM_TILE the activation scales come from the tile: none are loaded.
             a_scale_mask = (a_rows < 0) if A_SCALE_FROM_TILE else pair_mask
-            num_k_groups = tl.cdiv(K, SCALE_BLOCK_K)
 
         # A quantized between its load and the dot is outside the compiler's pipelining: it is
         # loaded one K step ahead here (pre-quantized A is pipelined like B).
@@ -344,8 +343,8 @@ def moe_decode_gemm_kernel(
                 else:
                     a, _ = _quantize_on_load(a, a_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
             elif QUANT == 3:
-                g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask, kb, num_k_groups, stride_bsk,
-                                            1.0, BLOCK_K, SCALE_BLOCK_K)
+                g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask, kb, stride_bsk, 1.0, BLOCK_K,
+                                            SCALE_BLOCK_K)
                 if A_SCALE_FROM_TILE:
                     # This K step is exactly one 128-column group of each token row: its scale.
                     tl.static_assert(BLOCK_K == SCALE_BLOCK_K, "scales from the tile need BLOCK_K = 128")

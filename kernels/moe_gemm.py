@@ -122,13 +122,13 @@ def moe_dot(acc, a, b, a_s, b_s, BLOCK_SCALED: tl.constexpr, SWAP_AB: tl.constex
 
 
 @triton.jit
-def moe_block_scales(a_scale_rows, b_scale_rows, pair_mask, kb, num_k_groups, stride_bsk, a_other,
-                     BLOCK_K: tl.constexpr, SCALE_BLOCK_K: tl.constexpr):
+def moe_block_scales(a_scale_rows, b_scale_rows, pair_mask, kb, stride_bsk, a_other, BLOCK_K: tl.constexpr,
+                     SCALE_BLOCK_K: tl.constexpr):
     """FP8 block scales of K step ``kb``: per token row (``a_scale_rows``, padding rows read
-    ``a_other``) and per weight row (``b_scale_rows``); a step past the last K group reads the last
-    group's (in bounds). Loading them one step ahead of their use measured slower on the H200
-    (benchmarks/results/moe_layer.md, 2026-12-01), so each step loads its own."""
-    k_group = tl.minimum((kb * BLOCK_K) // SCALE_BLOCK_K, num_k_groups - 1)
+    ``a_other``) and per weight row (``b_scale_rows``). Loading them one step ahead of their use
+    measured slower on the H200 (benchmarks/results/moe_layer.md, 2026-12-01), so each step loads
+    its own."""
+    k_group = (kb * BLOCK_K) // SCALE_BLOCK_K
     a_s = tl.load(a_scale_rows + k_group, mask=pair_mask, other=a_other)
     b_s = tl.load(b_scale_rows + k_group * stride_bsk)
     return a_s, b_s
@@ -229,7 +229,6 @@ def moe_grouped_gemm_kernel(
     if QUANT == 3:
         a_scale_rows = a_scale_ptr + a_rows * stride_asm
         b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
-        num_k_groups = tl.cdiv(K, SCALE_BLOCK_K)
 
     for kb in range(tl.cdiv(K, BLOCK_K)):
         k_mask = offs_k < K - kb * BLOCK_K
@@ -239,8 +238,8 @@ def moe_grouped_gemm_kernel(
             a = a.to(tl.float32)
             b = b.to(tl.float32)
         if QUANT == 3:
-            a_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, pair_mask, kb, num_k_groups, stride_bsk, 0.0,
-                                        BLOCK_K, SCALE_BLOCK_K)
+            a_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, pair_mask, kb, stride_bsk, 0.0, BLOCK_K,
+                                        SCALE_BLOCK_K)
             acc = moe_dot(acc, a, b, a_s, b_s, True, SWAP_AB)
         else:
             acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
