@@ -5,6 +5,7 @@
 # the shipped layer), and the epilogue probe (each GEMM alone with its group quantization or top-k
 # reduce off, vLLM's GEMMs alone).
 # Device, repo root, carry .vendor.
+# The record of the 2026-12-01 call (commit 1faec37): the down GEMM by token is gone since (branch downbytoken).
 source benchmarks/h200_setup.sh
 R=/tmp/bytoken; rm -rf $R; mkdir -p $R
 timeout 100 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_moe_decode.py \

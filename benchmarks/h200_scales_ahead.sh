@@ -4,6 +4,7 @@
 # GPU maths of the FP8 layers, the decode layer's variants at M = 1..64 (with and without the FP8
 # pairs path at M = 2) and our unfused chain both ways, then the fused-MoE GEMM tables both ways.
 # Device, repo root, carry .vendor.
+# The record of that call (commit 07891b2): --scales-inline and the ahead loads are gone since.
 source benchmarks/h200_setup.sh
 R=/tmp/ahead; rm -rf $R; mkdir -p $R
 timeout 110 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_moe_decode.py tests/kernels/test_fused_moe_math.py \
