@@ -171,7 +171,7 @@ def jsonl_log(out_dir: str | Path, name: str):
     return log
 
 
-_warmed_up = False
+_last_timing_end = 0.0
 
 
 def time_graph(step, n_layers: int, replays: int) -> float:
@@ -188,11 +188,11 @@ def time_graph(step, n_layers: int, replays: int) -> float:
                 step(layer)
     torch.cuda.current_stream().wait_stream(stream)
     # Warm up for >= 30 ms of replays so clocks have ramped before timing (the first timed
-    # graph of a case otherwise read up to 10% slow), and for 500 ms before a process's first
-    # timing (the first whole layer of a run still read 5-8% slow after 30 ms, 2026-12-01).
-    global _warmed_up
-    warmup_ms = 30 if _warmed_up else 500
-    _warmed_up = True
+    # graph of a case otherwise read up to 10% slow), and for 500 ms when the GPU sat idle for
+    # over a second before (compiles, a new case's weights): on 2026-12-01, in five of six calls,
+    # the first DeepSeek layer timed after compiling read 5-10% slow with 30 ms (normal again after).
+    global _last_timing_end
+    warmup_ms = 500 if time.monotonic() - _last_timing_end > 1.0 else 30
     probe_start, probe_end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     probe_start.record()
     for _ in range(3):
@@ -211,6 +211,7 @@ def time_graph(step, n_layers: int, replays: int) -> float:
     torch.cuda.synchronize()
     ms = statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
     del graph
+    _last_timing_end = time.monotonic()
     return ms * 1000.0 / n_layers
 
 
