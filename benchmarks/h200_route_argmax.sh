@@ -3,6 +3,7 @@
 # launch as a rolled argmax loop (moe_decode.ROUTE_ONE_TOKEN_ARGMAX_LOOP) against tl.topk, each
 # twice, alternating, whole layer and launches alone; M = 2 as a control (not affected).
 # Device, repo root, carry .vendor.
+# The record of that call (commit 4f89b98): the argmax loop measured slower and is gone since.
 source benchmarks/h200_setup.sh
 R=/tmp/argmax; rm -rf $R; mkdir -p $R
 timeout 200 python3 benchmarks/tune_moe_decode.py $V --skip-tiles --ms 1,2 \

@@ -8,8 +8,7 @@ copies, L2 defeated, median of the replays):
    64 pairs in registers, and skips its arrival atomic for one token), ``QUANTIZE_INTER``
    (FP8 block scales: gate_up writes the intermediate as e4m3, the down GEMM loads it),
    ``FP8_PAIRS_TOKENS`` (the token counts at which FP8 block scales take the two-launch pairs
-   path where it has few pairs per expert), ``ROUTE_ONE_TOKEN_ARGMAX_LOOP`` (one token's routing
-   as a rolled argmax loop);
+   path where it has few pairs per expert);
    our unfused chain and vLLM's two GEMMs alone as references.
 2. ``tiles``: for each M, every candidate tile of each GEMM timed alone (the other GEMM on the
    table's tile with the same token tile), then the whole layer on the best pair against the
@@ -40,8 +39,7 @@ from jitguard.kernels import moe_configs, moe_decode, moe_routing
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 REPLAYS = 60
-SWITCHES = ((moe_decode, "ALIGN_IN_REGISTERS"), (moe_decode, "QUANTIZE_INTER"), (moe_decode, "FP8_PAIRS_TOKENS"),
-            (moe_decode, "ROUTE_ONE_TOKEN_ARGMAX_LOOP"))
+SWITCHES = ((moe_decode, "ALIGN_IN_REGISTERS"), (moe_decode, "QUANTIZE_INTER"), (moe_decode, "FP8_PAIRS_TOKENS"))
 # (name, switch values): the first is the code before the 2026-11-30 changes.
 # (Tried and removed, benchmarks/results/moe_layer.md: one-token gate_up programs routing
 # themselves and starting 1-2 KB of each weight row into L2 before waiting for the route launch;
@@ -50,8 +48,7 @@ SWITCHES = ((moe_decode, "ALIGN_IN_REGISTERS"), (moe_decode, "QUANTIZE_INTER"), 
 # of its pipeline; the pairs path's activation loaded 2-3 K steps ahead; FP8 block scales loaded
 # one K step ahead.)
 SHIPPED = "shipped"  # the module's defaults, restored after the variants
-VARIANTS = [("shipped", (True, True, (), False)), ("one-token argmax loop", (True, True, (), True)),
-            ("shipped again", (True, True, (), False)), ("argmax loop again", (True, True, (), True))]
+VARIANTS = [("before", (False, False, ())), ("pairs at M = 2", (True, True, (2,))), ("shipped", (True, True, ()))]
 
 
 def token_tiles(M: int) -> tuple[int, ...]:

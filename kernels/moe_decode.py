@@ -540,10 +540,6 @@ QUANTIZE_INTER = True
 # M = 4 and 8 -1.0 / -0.7 us, unchanged where the few-token path is not taken
 # (benchmarks/results/moe_layer.md).
 ROUTER_OWN_PROGRAM = True
-# One token's routing in the route launch as TOP_K argmaxes in a rolled loop instead of tl.topk's
-# network: the 2026-12-01 ncu of the route launch at one token spent 6.2 of its 9.7 cycles per
-# instruction waiting for instructions to be fetched. Not yet timed on the H200: off.
-ROUTE_ONE_TOKEN_ARGMAX_LOOP = False
 _REDUCE_ELEMENTS = 8192
 
 
@@ -664,7 +660,6 @@ def plan_fused_moe_decode(
             HIDDEN_POW2=triton.next_power_of_2(H),
             FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, LAUNCH_DEPENDENTS=pdl, WRITE_XQ=prequant,
             FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
-            ONE_TOKEN_ARGMAX_LOOP=ROUTE_ONE_TOKEN_ARGMAX_LOOP,
         )))
     inter = ws.inter[:num_pairs]
     for gemm in (1, 2):

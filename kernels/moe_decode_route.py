@@ -74,7 +74,6 @@ def moe_decode_route_kernel(
     FEW_TOKENS: tl.constexpr = 8,
     ALIGN_IN_REGISTERS: tl.constexpr = True,
     FEW_ELEMENTS: tl.constexpr = 1024,
-    ONE_TOKEN_ARGMAX_LOOP: tl.constexpr = False,
 ):
     """Routing of token ``program_id`` and its activation scales; then the alignment of every pair.
 
@@ -84,7 +83,6 @@ def moe_decode_route_kernel(
     between programs. Otherwise each program routes its own token and the last one
     to arrive (an atomic counter) aligns every pair through per-expert counters.
     WRITE_XQ (block scales): also writes the token's e4m3 row to ``xq`` so gate_up loads FP8 directly.
-    ONE_TOKEN_ARGMAX_LOOP: one token's top-k as argmaxes in a rolled loop instead of ``tl.topk``.
     """
     if LAUNCH_DEPENDENTS:
         launch_dependents()
@@ -114,22 +112,22 @@ def moe_decode_route_kernel(
                 _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
                                             expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
                                             num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
-                                            RENORMALIZE, FILL_BLOCK, 1, ONE_TOKEN_ARGMAX_LOOP)
+                                            RENORMALIZE, FILL_BLOCK, 1)
             elif num_tokens == 2:
                 _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
                                             expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
                                             num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
-                                            RENORMALIZE, FILL_BLOCK, 2, False)
+                                            RENORMALIZE, FILL_BLOCK, 2)
             elif num_tokens <= 4:
                 _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
                                             expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
                                             num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
-                                            RENORMALIZE, FILL_BLOCK, 4, False)
+                                            RENORMALIZE, FILL_BLOCK, 4)
             else:
                 _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
                                             expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
                                             num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
-                                            RENORMALIZE, FILL_BLOCK, FEW_TOKENS, False)
+                                            RENORMALIZE, FILL_BLOCK, FEW_TOKENS)
         if token < num_tokens:
             _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
                             a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
@@ -219,7 +217,7 @@ def _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sort
                                 num_padded_ptr, num_tokens, num_experts, stride_lm, num_pairs, padded_len,
                                 num_blocks, block_m, TOP_K: tl.constexpr, K_POW2: tl.constexpr,
                                 E_POW2: tl.constexpr, RENORMALIZE: tl.constexpr, FILL_BLOCK: tl.constexpr,
-                                FEW_TOKENS: tl.constexpr, ONE_TOKEN_ARGMAX_LOOP: tl.constexpr):
+                                FEW_TOKENS: tl.constexpr):
     """Route up to FEW_TOKENS tokens in one top-k over their logits rows, store the routing, and
     write the expert-sorted, tile-padded layout from registers.
 
@@ -227,13 +225,8 @@ def _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sort
     every smaller expert's tiles, and each tile is opened by the pair of rank 0, block_m, ... in it.
     """
     rows = tl.arange(0, FEW_TOKENS)
-    if ONE_TOKEN_ARGMAX_LOOP and (FEW_TOKENS == 1):
-        ids1, weights1 = softmax_topk_row(logits_ptr, num_experts, TOP_K, K_POW2, E_POW2, RENORMALIZE, True)
-        ids = tl.reshape(ids1, (1, K_POW2))
-        weights = tl.reshape(weights1, (1, K_POW2))
-    else:
-        ids, weights = softmax_topk_rows(logits_ptr, rows, rows < num_tokens, stride_lm, num_experts, TOP_K, K_POW2,
-                                         E_POW2, RENORMALIZE)
+    ids, weights = softmax_topk_rows(logits_ptr, rows, rows < num_tokens, stride_lm, num_experts, TOP_K, K_POW2,
+                                     E_POW2, RENORMALIZE)
     slots = tl.arange(0, K_POW2)
     pair_2d = rows[:, None] * TOP_K + slots[None, :]
     valid_2d = (rows < num_tokens)[:, None] & (slots < TOP_K)[None, :]

@@ -99,12 +99,10 @@ def softmax_topk_row(
     K_POW2: tl.constexpr,
     E_POW2: tl.constexpr,
     RENORMALIZE: tl.constexpr,
-    ARGMAX_LOOP: tl.constexpr = False,
 ):
     """One token's routing: returns (expert ids [K_POW2] int32, weights [K_POW2] fp32), slots >= TOP_K zero.
 
-    Called from other kernels (the decode MoE kernels inline it). ARGMAX_LOOP takes the TOP_K
-    argmaxes in a loop the compiler does not unroll (less code to fetch than ``tl.topk``'s network).
+    Called from other kernels (the decode MoE kernels inline it).
     """
     experts = tl.arange(0, E_POW2)
     in_range = experts < num_experts
@@ -114,17 +112,7 @@ def softmax_topk_row(
     e = tl.where(in_range, tl.exp(x - row_max), 0.0)
     inv_sum = 1.0 / tl.sum(e, 0)
     slots = tl.arange(0, K_POW2)
-    if ARGMAX_LOOP:
-        ids = tl.zeros((K_POW2,), dtype=tl.int32)
-        weights = tl.zeros((K_POW2,), dtype=tl.float32)
-        for j in range(TOP_K):
-            # argmax takes the first maximum: equal keys go to the lower expert index.
-            best = tl.argmax(key, 0, tie_break_left=True).to(tl.int32)
-            p = tl.sum(tl.where(experts == best, e, 0.0), 0) * inv_sum
-            ids = tl.where(slots == j, best, ids)
-            weights = tl.where(slots == j, p, weights)
-            key = tl.where(experts == best, _INT32_MIN, key)
-    elif _HAS_TOPK:
+    if _HAS_TOPK:
         ids, top_x = _topk_by_key(key, experts, K_POW2, E_POW2)
         ids = tl.where(slots < TOP_K, ids, 0)
         weights = tl.where(slots < TOP_K, tl.exp(top_x - row_max) * inv_sum, 0.0)
