@@ -187,15 +187,20 @@ def expert_size_class(expert_bytes: int | None) -> str:
 
 # Decode-layer rows (``moe_decode``, M <= 64) where its GEMMs want other tiles than ``fused_moe``'s:
 # its gate_up also quantizes the intermediate for block scales, its down GEMM reduces the top-k
-# rows itself. Keyed by shape class and expert size class. Written by
-# ``benchmarks/tune_moe_decode.py`` from H200 runs; a key or an M with no row here takes TILE_TABLE's.
-DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs]]] = {
+# rows itself. Keyed by shape class and expert size class; a row of None takes TILE_TABLE's row
+# for those M. Written from ``benchmarks/tune_moe_decode.py`` runs on the H200; a key or an M past
+# the last row takes TILE_TABLE's.
+DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | None]]] = {
     ('fp8-block', 'many', 'large'): [
         # tuned (whole layer, H200, 2026-11-30 run 3): deepseek-v3-tp2-fp8-block M=1 57.8/57.7 us against
         # 62.8/58.5 on TILE_TABLE's row; 2026-12-01: no deeper pipeline (gate_up 8-12 stages, down
-        # 4-8) faster alone. M = 2..64: no row measured faster on both FP8 shapes by more than the
-        # spread of timing one row twice, so TILE_TABLE's rows stay.
+        # 4-8) faster alone.
         (1, MoeTileConfigs(_t(8, 32, 128, 1, 2, 6, True), _t(8, 64, 128, 1, 4, 3, False))),
+        # M = 2..4: the sweep's best was slower at M = 3 (134.9/135.6 against 130.6/130.5) and 1% faster at 4.
+        (4, None),
+        # tuned (whole layer, H200, 2026-12-01, alternating with TILE_TABLE's row): deepseek-v3-tp2-fp8-block
+        # M=6 251.1/252.0 us against 256.7/257.0, M=8 331.1/330.4 against 334.9 (M = 5 and 7 not timed).
+        (8, MoeTileConfigs(_t(8, 32, 128, 1, 2, 6, True), _t(8, 64, 128, 1, 4, 4, False))),
     ],
     ('fp8-block', 'many', 'small'): [
         # tuned (whole layer, H200, 2026-12-01): qwen3-30b-fp8-block M=1 20.8/20.8 us against 21.4/21.4
@@ -215,5 +220,5 @@ def select_decode_tile_configs(num_tokens: int, num_experts: int, precision: str
     key = (*shape_class(num_experts, precision), expert_size_class(expert_bytes))
     for max_m, cfgs in DECODE_TILE_TABLE.get(key, []):
         if num_tokens <= max_m:
-            return cfgs
+            return cfgs if cfgs is not None else select_tile_configs(num_tokens, num_experts, precision)
     return select_tile_configs(num_tokens, num_experts, precision)

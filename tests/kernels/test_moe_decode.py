@@ -23,7 +23,7 @@ from triton.runtime.jit import JITFunction
 
 import jitguard
 from jitguard import triton_compat
-from jitguard.kernels import moe_decode
+from jitguard.kernels import moe_configs, moe_decode
 from jitguard.kernels.moe_align import moe_align_reference
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, expert_weight_bytes, select_decode_tile_configs
 from jitguard.kernels.moe_decode import (
@@ -357,6 +357,34 @@ def test_softmax_topk_errors_name_the_function():
         softmax_topk(torch.randn(3, 4), 5)
     with pytest.raises(ValueError, match=r"^softmax_topk: router_logits needs a contiguous expert dimension"):
         softmax_topk(torch.randn(4, 3).t(), 2)
+
+
+# ---- decode tile rows --------------------------------------------------------------------------------
+
+def test_decode_rows_follow_expert_size_and_defer_to_the_fused_moe_table():
+    """FP8 block scales: experts up to SMALL_EXPERT_BYTES take the small experts' rows, larger (or of
+    unknown size) the large ones'; a None row and M past the last row take fused_moe's table."""
+    large = moe_configs.expert_weight_bytes(7168, 1024, 1)  # DeepSeek-V3-TP2, 22 MB
+    small = moe_configs.expert_weight_bytes(2048, 768, 1)  # Qwen3-30B-A3B, 4.7 MB
+    assert moe_configs.expert_size_class(moe_configs.SMALL_EXPERT_BYTES) == "small"
+    assert moe_configs.expert_size_class(moe_configs.SMALL_EXPERT_BYTES + 1) == "large"
+    assert moe_configs.expert_size_class(None) == "large"
+    decode = dict(moe_configs.DECODE_TILE_TABLE[("fp8-block", "many", "large")])
+    assert select_decode_tile_configs(1, 256, "fp8-block", large) == decode[1]
+    assert select_decode_tile_configs(1, 256, "fp8-block", None) == decode[1]
+    assert select_decode_tile_configs(1, 128, "fp8-block", small) != decode[1]
+    assert decode[4] is None
+    for M in range(2, 5):
+        assert select_decode_tile_configs(M, 256, "fp8-block", large) == moe_configs.select_tile_configs(M, 256,
+                                                                                                         "fp8-block")
+    for M in range(5, 9):
+        assert select_decode_tile_configs(M, 256, "fp8-block", large) == decode[8]
+        assert select_decode_tile_configs(M, 128, "fp8-block", small) == moe_configs.select_tile_configs(M, 128,
+                                                                                                         "fp8-block")
+    for M in (9, 16, 64):
+        for size in (large, small):
+            assert select_decode_tile_configs(M, 256, "fp8-block", size) == moe_configs.select_tile_configs(
+                M, 256, "fp8-block")
 
 
 # ---- one compiled variant per tile config, M = 1..64 and beyond ------------------------------------
