@@ -135,7 +135,7 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
 
 
 # Token counts at which FP8 block scales take the pairs path (with few pairs per expert): none.
-# H200, pairs against grouped side by side at M = 2 over seven runs (benchmarks/results/moe_layer.md):
+# H200, pairs against grouped side by side at M = 2 over eight runs (benchmarks/results/moe_layer.md):
 # Qwen3-30B-like -1.0 to +0.3 us, DeepSeek-V3-TP2 -0.8 to +4.6; at M = 1 +10 us, where gate_up's
 # activation scale per K step (a reduction across threads) costs more than the route launch saves.
 # ``path="pairs"`` still serves FP8 block scales at any M.
