@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_fused_moe as bfm
 import tune_moe_decode as tmd
 
-from jitguard.kernels import moe_configs, moe_decode
+from jitguard.kernels import moe_decode
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 # (case, M, the faster gate_up tile alone from the 2026-12-01 sweeps)
@@ -46,10 +46,10 @@ def main() -> None:
     print("\n".join(lines), flush=True)
     real_pdl = moe_decode.pdl_supported
     for name, M, fast_gate_up in POINTS:
-        layer = layers.setdefault(name, tmd.Layer(bfm.CASES[name], l2))
+        layer = tmd.layer_for(layers, name, l2)
         x, logits = tmd.inputs(layer, M)
         out = torch.empty_like(x)
-        table = moe_configs.select_decode_tile_configs(M, layer.E, "fp8-block", layer.weight_bytes)
+        table = tmd.table_tiles(layer.case, M)
         fast = MoeTileConfigs(fast_gate_up, TileConfig(fast_gate_up.block_m, *tmd._rest(table.down)))
         for label, tiles in (("table", table), ("fast gate_up", fast), ("table again", table)):
             with_pdl, stages = layer.time_plans(layer.plans(x, logits, out, "grouped", tiles))

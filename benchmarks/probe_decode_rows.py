@@ -22,7 +22,6 @@ import bench_fused_moe as bfm
 import bench_moe_layer as bml
 import tune_moe_decode as tmd
 
-from jitguard.kernels import moe_configs
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 POINTS = [
@@ -48,10 +47,10 @@ def main() -> None:
              "|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
     for name, M, candidate in POINTS:
-        layer = layers.setdefault(name, tmd.Layer(bfm.CASES[name], l2))
+        layer = tmd.layer_for(layers, name, l2)
         x, logits = tmd.inputs(layer, M)
         out = torch.empty_like(x)
-        table = moe_configs.select_decode_tile_configs(M, layer.E, "fp8-block", layer.weight_bytes)
+        table = tmd.table_tiles(layer.case, M)
         cells = []
         for tiles in (table, candidate, table, candidate):
             t, stages = layer.time_plans(layer.plans(x, logits, out, "grouped", tiles))

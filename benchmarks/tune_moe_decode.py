@@ -39,7 +39,7 @@ from jitguard.kernels import moe_configs, moe_decode, moe_routing
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 REPLAYS = 60
-SWITCHES = ((moe_decode, "ALIGN_IN_REGISTERS"), (moe_decode, "QUANTIZE_INTER"), (moe_decode, "FP8_PAIRS_TOKENS"))
+SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "FP8_PAIRS_TOKENS")
 # (name, switch values): the first is the code before the 2026-11-30 changes.
 # (Tried and removed, benchmarks/results/moe_layer.md: one-token gate_up programs routing
 # themselves and starting 1-2 KB of each weight row into L2 before waiting for the route launch;
@@ -83,16 +83,31 @@ def candidate_tiles(block_m: int, stage: str) -> list[TileConfig]:
             for bn, stages, warps, swap in itertools.product(block_ns, stage_counts, warp_counts, (False, True))]
 
 
+def case_precision(scheme: str | None) -> str:
+    """The tile table's precision of a bench_fused_moe case's scheme."""
+    return {"block": "fp8-block", None: "bf16"}.get(scheme, "fp8")
+
+
+def case_weight_bytes(case) -> int:
+    """One expert's weight bytes for a bench_fused_moe case (what picks the decode rows)."""
+    _, _, _, H, I, scheme = case
+    return moe_configs.expert_weight_bytes(H, I, 1 if scheme else 2)
+
+
+def table_tiles(case, M: int) -> MoeTileConfigs:
+    """The decode table's row for a case at M tokens."""
+    return moe_configs.select_decode_tile_configs(M, case[1], case_precision(case[5]), case_weight_bytes(case))
+
+
 class Layer:
     """Rotated copies of one case's weights and a workspace."""
 
     def __init__(self, case, l2_bytes: int):
+        self.case = case
         self.name, self.E, self.k, self.H, self.I, self.scheme = case
-        wbytes = 1 if self.scheme else 2
         scale = 4 * (triton.cdiv(2 * self.I, 128) * triton.cdiv(self.H, 128)
                      + triton.cdiv(self.H, 128) * triton.cdiv(self.I, 128)) if self.scheme == "block" else 0
-        self.weight_bytes = moe_configs.expert_weight_bytes(self.H, self.I, wbytes)
-        self.expert_bytes = self.weight_bytes + scale
+        self.expert_bytes = case_weight_bytes(case) + scale
         self.n_layers = max(1, -(-4 * l2_bytes // (self.k * self.expert_bytes)))
         self.layers = [bfm.make_layer(self.E, self.H, self.I, self.scheme, 1234 + i) for i in range(self.n_layers)]
         self.ws = moe_decode.MoeDecodeWorkspace.for_layer(self.layers[0][0], self.layers[0][1], self.k,
@@ -118,9 +133,16 @@ class Layer:
         return t, stages
 
 
+def layer_for(layers: dict, name: str, l2_bytes: int) -> Layer:
+    """The case's Layer from ``layers``, built on first use (its rotated weight copies are large)."""
+    if name not in layers:
+        layers[name] = Layer(bfm.CASES[name], l2_bytes)
+    return layers[name]
+
+
 def set_switches(values) -> None:
-    for (module, name), value in zip(SWITCHES, values):
-        setattr(module, name, value)
+    for name, value in zip(SWITCHES, values):
+        setattr(moe_decode, name, value)
 
 
 def inputs(layer: Layer, M: int):
@@ -201,7 +223,6 @@ def tiles_part(layer: Layer, ms, path: str, bw_read, log, deadline: float) -> li
     combinations of each token tile (the two GEMMs share it), and on the table's row: the whole
     layer decides, since a stage that is faster alone can overlap worse with its neighbours."""
     lines = []
-    precision = {"block": "fp8-block", None: "bf16"}.get(layer.scheme, "fp8")
     for M in ms:
         if time.time() > deadline:
             print(f"# time budget spent: {layer.name} M >= {M} not tuned", flush=True)
@@ -210,7 +231,7 @@ def tiles_part(layer: Layer, ms, path: str, bw_read, log, deadline: float) -> li
         ref = reference(layer, x, logits)
         fl = floor_us(layer, M, logits, bw_read)
         out = torch.empty_like(x)
-        table = moe_configs.select_decode_tile_configs(M, layer.E, precision, layer.weight_bytes)
+        table = table_tiles(layer.case, M)
         t_table, st_table = layer.time_plans(layer.plans(x, logits, out, path, table))
         combos = []
         for bm in token_tiles(M):
@@ -279,12 +300,9 @@ def sweep_jobs(tile_cases, tile_ms, bf16_ms) -> list[tuple[str, str, int, MoeTil
     jobs = []
     for name in tile_cases:
         case = bfm.CASES[name]
-        E, scheme = case[1], case[5]
-        precision = {"block": "fp8-block", None: "bf16"}.get(scheme, "fp8")
-        path, ms = ("pairs", bf16_ms) if scheme is None else ("grouped", tile_ms)
+        path, ms = ("pairs", bf16_ms) if case[5] is None else ("grouped", tile_ms)
         for M in ms:
-            table = moe_configs.select_decode_tile_configs(
-                M, E, precision, moe_configs.expert_weight_bytes(case[3], case[4], 1 if scheme else 2))
+            table = table_tiles(case, M)
             jobs.append((name, path, M, table))
             for bm in token_tiles(M):
                 for tile in candidate_tiles(bm, "gate_up"):
@@ -380,9 +398,8 @@ def main() -> None:
                   "|" + "---|" * (5 + len(VARIANTS))]
         print("\n".join(lines), flush=True)
         for name in args.cases.split(","):
-            layers[name] = Layer(bfm.CASES[name], l2)
-            lines += variants_part(layers[name], [int(m) for m in args.ms.split(",")], vllm, args.vllm_configs,
-                                   bw[1], log)
+            lines += variants_part(layer_for(layers, name, l2), [int(m) for m in args.ms.split(",")], vllm,
+                                   args.vllm_configs, bw[1], log)
     tile_head = ["", "tiles: whole layer us and stages (table row, then best tiles found), best tiles, error",
                  "| case | path | M | floor us | table row | best tiles | gate_up tile | down tile | err |",
                  "|---|---|---|---|---|---|---|---|---|"]
@@ -390,8 +407,7 @@ def main() -> None:
     lines += tile_head
     deadline = start + args.time_budget
     for name in [] if args.skip_tiles else args.tile_cases.split(","):
-        layer = layers.get(name) or Layer(bfm.CASES[name], l2)
-        layers[name] = layer
+        layer = layer_for(layers, name, l2)
         if layer.scheme is None:
             lines += tiles_part(layer, [int(m) for m in args.bf16_pairs_ms.split(",")], "pairs", bw[1], log, deadline)
         else:
