@@ -20,11 +20,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class TileConfig:
-    """One GEMM launch configuration (token tile = block_m).
-
-    ``split_k`` > 1 splits the K loop over that many programs per output tile; only the decode
-    layer's down GEMM (``moe_decode``) takes it, whose top-k reduce then sums the splits too.
-    """
+    """One GEMM launch configuration (token tile = block_m)."""
 
     block_m: int
     block_n: int
@@ -33,11 +29,9 @@ class TileConfig:
     num_warps: int
     num_stages: int
     swap_ab: bool
-    split_k: int = 1
 
-    def check(self, where: str, *, splits_k: bool = False) -> None:
-        """Raise ValueError naming ``where`` if the tile cannot be compiled by the MoE GEMM
-        (``splits_k``: this GEMM serves ``split_k`` > 1)."""
+    def check(self, where: str) -> None:
+        """Raise ValueError naming ``where`` if the tile cannot be compiled by the MoE GEMM."""
         for name in ("block_m", "block_n", "block_k"):
             v = getattr(self, name)
             if v < 8 or v & (v - 1):
@@ -46,11 +40,6 @@ class TileConfig:
             raise ValueError(f"{where}: block_n must be >= 16 (gate/up interleave), got {self.block_n}")
         if self.group_m < 1:
             raise ValueError(f"{where}: group_m must be >= 1, got {self.group_m}")
-        if self.split_k < 1:
-            raise ValueError(f"{where}: split_k must be >= 1, got {self.split_k}")
-        if self.split_k != 1 and not splits_k:
-            raise ValueError(f"{where}: split_k must be 1 (only the decode layer's down GEMM splits K), "
-                             f"got {self.split_k}")
 
 
 @dataclass(frozen=True)
@@ -65,8 +54,8 @@ class MoeTileConfigs:
         return self.gate_up.block_m
 
 
-def _t(bm: int, bn: int, bk: int, gm: int, warps: int, stages: int, swap: bool, split_k: int = 1) -> TileConfig:
-    return TileConfig(bm, bn, bk, gm, warps, stages, swap, split_k)
+def _t(bm: int, bn: int, bk: int, gm: int, warps: int, stages: int, swap: bool) -> TileConfig:
+    return TileConfig(bm, bn, bk, gm, warps, stages, swap)
 
 
 def _same(cfg: TileConfig) -> MoeTileConfigs:

@@ -244,7 +244,6 @@ def moe_decode_gemm_kernel(
     group_arrivals_ptr=None,
     QUANT_OUT: tl.constexpr = False,
     A_SCALE_FROM_TILE: tl.constexpr = False,
-    SPLIT_K: tl.constexpr = 1,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -262,8 +261,6 @@ def moe_decode_gemm_kernel(
     registers and writes only the e4m3 intermediate, with no counter and no re-read.
     A_SCALE_FROM_TILE (block scales, BLOCK_K = 128, the pairs path's gate_up): each token group's
     scale is taken from the bf16 A tile as it is loaded, so no launch computes them before.
-    SPLIT_K (down): SPLIT_K programs per output tile, each over its share of the K steps, writing
-    pair row ``pair * SPLIT_K + split``; the reduce sums every split of every top-k row.
 
     PAIR_TILES (the two-launch path, no route launch, QUANT 0 or 3): token tile ``pid_m`` is the one
     pair ``pid_m``, whose expert the program routes itself from ``logits`` (gate_up also records
@@ -272,14 +269,11 @@ def moe_decode_gemm_kernel(
     """
     pid = tl.program_id(0)
     OUT_N: tl.constexpr = BLOCK_N // 2 if GATED else BLOCK_N
-    tl.static_assert((SPLIT_K == 1) or REDUCE, "only the down GEMM splits K")
     num_pid_n = tl.cdiv(N, OUT_N)
-    # Programs per column tile: token tiles x K splits (the reduce's arrival count).
     num_pid_m = tl.num_programs(0) // num_pid_n
-    # Column tiles vary fastest, the order moe_gemm's tuned decode tiles were timed with; then splits.
+    # Column tiles vary fastest, the order moe_gemm's tuned decode tiles were timed with.
+    pid_m = pid // num_pid_n
     pid_n = pid % num_pid_n
-    pid_m = pid // num_pid_n // SPLIT_K
-    pid_k = pid // num_pid_n % SPLIT_K
     if LAUNCH_DEPENDENTS:
         launch_dependents()
     if WAIT_PRIOR == 1:
@@ -331,19 +325,9 @@ def moe_decode_gemm_kernel(
         # A quantized between its load and the dot is outside the compiler's pipelining: it is
         # loaded one K step ahead here (pre-quantized A is pipelined like B).
         A_AHEAD: tl.constexpr = (QUANT != 0) and not A_PREQUANT
-        k_steps = tl.cdiv(K, BLOCK_K)
-        if SPLIT_K > 1:
-            steps_per_split = tl.cdiv(k_steps, SPLIT_K)
-            kb_start = pid_k * steps_per_split
-            kb_end = tl.minimum(kb_start + steps_per_split, k_steps)
-            a_ptrs += kb_start * BLOCK_K
-            b_ptrs += kb_start * BLOCK_K
-        else:
-            kb_start = 0
-            kb_end = k_steps
         if A_AHEAD:
-            a_next = moe_load_a(a_ptrs, pair_mask, offs_k < K - kb_start * BLOCK_K, SWAP_AB)
-        for kb in range(kb_start, kb_end):
+            a_next = moe_load_a(a_ptrs, pair_mask, offs_k < K, SWAP_AB)
+        for kb in range(tl.cdiv(K, BLOCK_K)):
             k_mask = offs_k < K - kb * BLOCK_K
             if A_AHEAD:
                 a = a_next
@@ -392,8 +376,7 @@ def moe_decode_gemm_kernel(
 
         offs_cn = pid_n * OUT_N + tl.arange(0, OUT_N)
         c_mask = pair_mask[:, None] & (offs_cn[None, :] < N)
-        c_rows = pairs.to(tl.int64) * SPLIT_K + pid_k if SPLIT_K > 1 else pairs.to(tl.int64)
-        c_ptrs = c_ptr + c_rows[:, None] * stride_cm + offs_cn[None, :]
+        c_ptrs = c_ptr + pairs[:, None].to(tl.int64) * stride_cm + offs_cn[None, :]
         if GATED:
             c = moe_silu_mul(acc, BLOCK_M, OUT_N).to(c_ptr.dtype.element_ty)
             # A program that writes whole quantization groups quantizes them from registers below.
@@ -441,17 +424,11 @@ def moe_decode_gemm_kernel(
             slots = tl.arange(0, K_POW2)
             for t0 in range(0, num_tokens, TOKEN_CHUNK):
                 toks = t0 + tl.arange(0, TOKEN_CHUNK)
-                pair_rows = (toks[:, None] * TOP_K + slots[None, :]).to(tl.int64)
+                rows = (toks[:, None] * TOP_K + slots[None, :]).to(tl.int64)
                 mask = ((toks < num_tokens)[:, None] & (slots < TOP_K)[None, :])[:, :, None] & (cols < N)[None, None, :]
-                rows_v = tl.load(c_ptr + (pair_rows * SPLIT_K)[:, :, None] * stride_cm + cols[None, None, :],
-                                 mask=mask, other=0.0, volatile=True)
+                rows_v = tl.load(c_ptr + rows[:, :, None] * stride_cm + cols[None, None, :], mask=mask, other=0.0,
+                                 volatile=True)
                 total = tl.sum(rows_v, axis=1)
-                # The other splits, split by split, each a sum over the token's top-k rows: a fixed order.
-                for split in tl.static_range(1, SPLIT_K):
-                    rows = pair_rows * SPLIT_K + split
-                    rows_v = tl.load(c_ptr + rows[:, :, None] * stride_cm + cols[None, None, :], mask=mask,
-                                     other=0.0, volatile=True)
-                    total += tl.sum(rows_v, axis=1)
                 tl.store(out_ptr + toks[:, None].to(tl.int64) * stride_om + cols[None, :],
                          total.to(out_ptr.dtype.element_ty), mask=(toks < num_tokens)[:, None] & (cols < N)[None, :])
             tl.store(arrivals_ptr + pid_n, 0)
@@ -642,7 +619,7 @@ def plan_fused_moe_decode(
     if cfgs.gate_up.block_m != cfgs.down.block_m:
         raise ValueError("fused_moe_decode: tile_configs gate_up and down must share block_m")
     cfgs.gate_up.check("fused_moe_decode gate_up tile")
-    cfgs.down.check("fused_moe_decode down tile", splits_k=True)
+    cfgs.down.check("fused_moe_decode down tile")
     block_m = cfgs.block_m
     if block_m > _MAX_BLOCK_M:
         raise ValueError(f"fused_moe_decode: block_m must be <= {_MAX_BLOCK_M}, got {block_m}")
@@ -651,10 +628,6 @@ def plan_fused_moe_decode(
 
     ws = workspace
     num_pairs = M * top_k
-    split_k = cfgs.down.split_k
-    if num_pairs * split_k > ws.pair_out.shape[0]:
-        raise ValueError(f"fused_moe_decode: the down tile's split_k={split_k} at M={M} needs M * top_k * split_k = "
-                         f"{num_pairs * split_k} pair rows, the workspace has {ws.pair_out.shape[0]}")
     padded_len = max_padded_len(num_pairs, E, block_m)
     num_blocks = padded_len // block_m
     k_pow2 = triton.next_power_of_2(top_k)
@@ -697,8 +670,7 @@ def plan_fused_moe_decode(
         wt = w13 if gated else w2
         ws_ = w1s if gated else w2s
         out_per_tile = cfg.block_n // 2 if gated else cfg.block_n
-        splits = 1 if gated else split_k
-        grid = ((num_pairs if pair_tiles else num_blocks) * triton.cdiv(out_n, out_per_tile) * splits,)
+        grid = ((num_pairs if pair_tiles else num_blocks) * triton.cdiv(out_n, out_per_tile),)
         bse, bsn, bsk = weight_scale_strides(quant, ws_)
         a_scale = ws.x_scale if gated else ws.a2_amax
         c = inter if gated else ws.pair_out
@@ -740,7 +712,6 @@ def plan_fused_moe_decode(
             group_arrivals_ptr=ws.group_arrivals,
             QUANT_OUT=quant_inter and gated,
             A_SCALE_FROM_TILE=pair_tiles and gated and quant == QUANT_BLOCK,
-            SPLIT_K=splits,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
             **({"launch_pdl": True} if pdl and not (pair_tiles and gated) else {}),

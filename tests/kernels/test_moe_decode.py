@@ -25,7 +25,6 @@ import jitguard
 from jitguard import triton_compat
 from jitguard.kernels import moe_configs, moe_decode
 from jitguard.kernels.moe_align import moe_align_reference
-from jitguard.kernels.moe_chain import fused_moe
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, expert_weight_bytes, select_decode_tile_configs
 from jitguard.kernels.moe_decode import (
     MAX_DECODE_TOKENS,
@@ -281,62 +280,6 @@ def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M):
             for path in ("grouped", "pairs", "grouped")}
     assert _rel_err(outs["pairs"], outs["grouped"]) < 1e-3
     assert ws.group_arrivals.cpu().count_nonzero() == 0, "group counters must be left at zero"
-
-
-@pytest.mark.interpreter
-# (scheme, path, M, I, block_k, split_k): 2-4 K steps split 2 or 3 ways (I = 320 with 128-deep steps
-# leaves a short last step; 3 ways over 2 steps leaves a split with none), per-tensor FP8's
-# activation loaded a step ahead, block scales' scale of each split's own K steps.
-@pytest.mark.parametrize("scheme,path,M,I,block_k,split_k", [
-    ("bf16", "grouped", 3, 256, 64, 2), ("bf16", "grouped", 5, 128, 64, 3), ("bf16", "pairs", 1, 192, 64, 3),
-    ("tensor", "grouped", 2, 256, 128, 2), ("block", "grouped", 1, 320, 128, 2), ("block", "grouped", 4, 256, 128, 3),
-    ("block", "pairs", 2, 384, 128, 3)])
-def test_math_down_split_over_k_equals_the_unsplit_layer(scheme, path, M, I, block_k, split_k):
-    """The down GEMM split over K (``TileConfig.split_k``): each split writes its own pair rows and
-    the reduce sums every split of every top-k row, so the layer equals the unsplit one up to fp32
-    summation order (a split lost or summed twice moves it by ~1/split_k); the counters end at zero."""
-    device = _device()
-    E, k, H = 8, 2, 128
-    gen = torch.Generator().manual_seed(M * I + split_k)
-    if scheme == "bf16":
-        x, logits, w13, w2 = _layer(M, E, k, H, I, gen, device)
-        kw = {}
-    elif scheme == "block":
-        x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, device)
-    else:
-        x, logits, _, _ = _layer(M, E, k, H, I, gen, device)
-        w13, s1 = _quantize_weight(torch.randn(E, 2 * I, H, generator=gen) / H**0.5, scheme)
-        w2, s2 = _quantize_weight(torch.randn(E, H, I, generator=gen) / I**0.5, scheme)
-        w13, w2 = w13.to(device), w2.to(device)
-        kw = {"use_fp8_w8a8": True, "w1_scale": s1.to(device), "w2_scale": s2.to(device)}
-    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
-    gate_up = TileConfig(16, 64, 128, 1, 4, 2, True)
-    outs = []
-    for split in (1, split_k):
-        down = TileConfig(16, 32, block_k, 1, 4, 2, True, split)
-        outs.append(fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, path=path,
-                                     tile_configs=MoeTileConfigs(gate_up, down), **kw).float())
-        assert ws.flags.cpu().count_nonzero() == 0, "counters must be left at zero for the next call"
-    assert _rel_err(outs[1], outs[0]) < 1e-2
-
-
-def test_split_k_is_the_down_gemms_only():
-    """A gate_up tile (or fused_moe's) with split_k > 1, or a split the workspace has no pair rows
-    for, is a one-line ValueError naming the tile."""
-    E, k, H, I = 8, 2, 128, 128
-    w13, w2, _ = _zero_weights(E, H, I, "bf16")
-    x, logits = torch.randn(64, H).to(torch.bfloat16), torch.randn(64, E)
-    split = TileConfig(16, 32, 64, 1, 4, 2, True, 2)
-    plain = TileConfig(16, 32, 64, 1, 4, 2, True)
-    with pytest.raises(ValueError, match="gate_up tile: split_k must be 1"):
-        moe_decode.plan_fused_moe_decode(x[:1], logits[:1], w13, w2, k, tile_configs=MoeTileConfigs(split, plain))
-    with pytest.raises(ValueError, match="split_k=2 at M=64 needs M \\* top_k \\* split_k = 256 pair rows"):
-        moe_decode.plan_fused_moe_decode(x, logits, w13, w2, k, tile_configs=MoeTileConfigs(plain, split))
-    weights, ids = softmax_topk_reference(logits[:1], k, True)
-    with pytest.raises(ValueError, match="fused_moe down tile: split_k must be 1"):
-        fused_moe(x[:1], w13, w2, weights, ids.to(torch.int32), tile_configs=MoeTileConfigs(plain, split))
-    with pytest.raises(ValueError, match="split_k must be >= 1"):
-        TileConfig(16, 32, 64, 1, 4, 2, True, 0).check("t")
 
 
 @pytest.mark.interpreter
