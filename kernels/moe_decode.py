@@ -244,6 +244,7 @@ def moe_decode_gemm_kernel(
     group_arrivals_ptr=None,
     QUANT_OUT: tl.constexpr = False,
     A_SCALE_FROM_TILE: tl.constexpr = False,
+    K_UNROLL: tl.constexpr = 1,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -261,6 +262,8 @@ def moe_decode_gemm_kernel(
     registers and writes only the e4m3 intermediate, with no counter and no re-read.
     A_SCALE_FROM_TILE (block scales, BLOCK_K = 128, the pairs path's gate_up): each token group's
     scale is taken from the bf16 A tile as it is loaded, so no launch computes them before.
+    K_UNROLL: K steps per loop iteration (FP8 block scales with a tile block_k of 128 * K_UNROLL;
+    each step is one scale group).
 
     PAIR_TILES (the two-launch path, no route launch, QUANT 0 or 3): token tile ``pid_m`` is the one
     pair ``pid_m``, whose expert the program routes itself from ``logits`` (gate_up also records
@@ -327,45 +330,53 @@ def moe_decode_gemm_kernel(
         A_AHEAD: tl.constexpr = (QUANT != 0) and not A_PREQUANT
         if A_AHEAD:
             a_next = moe_load_a(a_ptrs, pair_mask, offs_k < K, SWAP_AB)
-        for kb in range(tl.cdiv(K, BLOCK_K)):
-            k_mask = offs_k < K - kb * BLOCK_K
-            if A_AHEAD:
-                a = a_next
-                a_next = moe_load_a(a_ptrs + BLOCK_K, pair_mask, offs_k < K - (kb + 1) * BLOCK_K, SWAP_AB)
-            else:
-                a = moe_load_a(a_ptrs, pair_mask, k_mask, SWAP_AB)
-            b = moe_load_b(b_ptrs, k_mask, SWAP_AB)
-            if QUANT == 1:
-                a, _ = _quantize_on_load(a, a_s, A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
-            elif QUANT == 2:
-                if SWAP_AB:
-                    a, _ = _quantize_on_load(a, a_s[None, :], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
+        # K_UNROLL K steps per iteration (block scales: 128-deep steps, each with its own scales):
+        # their weight loads are issued together, K_UNROLL * 128 contiguous bytes of each row.
+        k_last = tl.cdiv(K, BLOCK_K) - 1
+        for ku in range(tl.cdiv(K, BLOCK_K * K_UNROLL)):
+            for u in tl.static_range(K_UNROLL):
+                kb = ku * K_UNROLL + u
+                k_mask = offs_k < K - kb * BLOCK_K
+                if A_AHEAD:
+                    a = a_next
+                    a_next = moe_load_a(a_ptrs + (u + 1) * BLOCK_K, pair_mask, offs_k < K - (kb + 1) * BLOCK_K,
+                                        SWAP_AB)
                 else:
-                    a, _ = _quantize_on_load(a, a_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
-            elif QUANT == 3:
-                g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask, kb, stride_bsk, 1.0, BLOCK_K,
-                                            SCALE_BLOCK_K)
-                if A_SCALE_FROM_TILE:
-                    # This K step is exactly one 128-column group of each token row: its scale.
-                    tl.static_assert(BLOCK_K == SCALE_BLOCK_K, "scales from the tile need BLOCK_K = 128")
-                    g_s = tl.maximum(tl.max(tl.abs(a.to(tl.float32)), 0 if SWAP_AB else 1), MIN_AMAX) / FP8_MAX_C
-                elif A_SCALE_IS_AMAX:
-                    g_s = tl.maximum(g_s, MIN_AMAX) / FP8_MAX_C
-                # A pre-quantized (by the route launch) is e4m3 already; g_s are its scales.
-                if not A_PREQUANT:
+                    a = moe_load_a(a_ptrs + u * BLOCK_K, pair_mask, k_mask, SWAP_AB)
+                b = moe_load_b(b_ptrs + u * BLOCK_K, k_mask, SWAP_AB)
+                if QUANT == 1:
+                    a, _ = _quantize_on_load(a, a_s, A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
+                elif QUANT == 2:
                     if SWAP_AB:
-                        a, _ = _quantize_on_load(a, g_s[None, :], False, FP8_MAX_C, MIN_AMAX)
+                        a, _ = _quantize_on_load(a, a_s[None, :], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
                     else:
-                        a, _ = _quantize_on_load(a, g_s[:, None], False, FP8_MAX_C, MIN_AMAX)
-            if DOT_IN_FP32:
-                a = a.to(tl.float32)
-                b = b.to(tl.float32)
-            if QUANT == 3:
-                acc = moe_dot(acc, a, b, g_s, b_s, True, SWAP_AB)
-            else:
-                acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
-            a_ptrs += BLOCK_K
-            b_ptrs += BLOCK_K
+                        a, _ = _quantize_on_load(a, a_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
+                elif QUANT == 3:
+                    # A step past K (the last iteration's tail, its tiles read 0) reads the last scales.
+                    kb_scales = tl.minimum(kb, k_last) if K_UNROLL > 1 else kb
+                    g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask, kb_scales, stride_bsk, 1.0,
+                                                BLOCK_K, SCALE_BLOCK_K)
+                    if A_SCALE_FROM_TILE:
+                        # This K step is exactly one 128-column group of each token row: its scale.
+                        tl.static_assert(BLOCK_K == SCALE_BLOCK_K, "scales from the tile need BLOCK_K = 128")
+                        g_s = tl.maximum(tl.max(tl.abs(a.to(tl.float32)), 0 if SWAP_AB else 1), MIN_AMAX) / FP8_MAX_C
+                    elif A_SCALE_IS_AMAX:
+                        g_s = tl.maximum(g_s, MIN_AMAX) / FP8_MAX_C
+                    # A pre-quantized (by the route launch) is e4m3 already; g_s are its scales.
+                    if not A_PREQUANT:
+                        if SWAP_AB:
+                            a, _ = _quantize_on_load(a, g_s[None, :], False, FP8_MAX_C, MIN_AMAX)
+                        else:
+                            a, _ = _quantize_on_load(a, g_s[:, None], False, FP8_MAX_C, MIN_AMAX)
+                if DOT_IN_FP32:
+                    a = a.to(tl.float32)
+                    b = b.to(tl.float32)
+                if QUANT == 3:
+                    acc = moe_dot(acc, a, b, g_s, b_s, True, SWAP_AB)
+                else:
+                    acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
+            a_ptrs += BLOCK_K * K_UNROLL
+            b_ptrs += BLOCK_K * K_UNROLL
 
         if SWAP_AB:
             acc = tl.trans(acc)  # back to [BLOCK_M, BLOCK_N]
@@ -694,6 +705,8 @@ def plan_fused_moe_decode(
             BLOCK_N=cfg.block_n,
             # Block scales: at most one scale group per K step; the pairs path's gate_up exactly one.
             BLOCK_K=(128 if pair_tiles else min(cfg.block_k, 128)) if quant == QUANT_BLOCK else cfg.block_k,
+            # Block scales and a tile deeper than a group: that many 128-deep steps per iteration.
+            K_UNROLL=cfg.block_k // 128 if quant == QUANT_BLOCK and cfg.block_k > 128 else 1,
             TOP_K=top_k,
             K_POW2=k_pow2,
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * cfg.block_n)),

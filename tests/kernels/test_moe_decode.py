@@ -283,6 +283,32 @@ def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M):
 
 
 @pytest.mark.interpreter
+# (path, M, H, I, block_k): K = 384 and I = 320 leave the last iteration's second step past K (its
+# tiles read 0, its scales the last group's); 512-deep tiles over H = 640 leave three.
+@pytest.mark.parametrize("path,M,H,I,block_k", [("grouped", 3, 384, 320, 256), ("grouped", 1, 640, 256, 512),
+                                                ("pairs", 2, 384, 320, 256)])
+def test_math_fp8_block_tiles_deeper_than_a_group_equal_128_deep_tiles(path, M, H, I, block_k):
+    """FP8 block scales with a tile block_k of 256 or 512: each iteration runs block_k / 128 steps of
+    one scale group each, in the same order as 128-deep tiles, so the layer is the same bit for bit;
+    a step with another group's scale or a lost tail step would move it by far more than that."""
+    device = _device()
+    E, k = 8, 2
+    gen = torch.Generator().manual_seed(H + I + M)
+    x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, device)
+    x = (x.float().cpu() * torch.linspace(0.1, 4.0, H)).to(torch.bfloat16).to(device)  # groups of unlike scale
+    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    outs = []
+    for depth in (128, block_k):
+        tile = TileConfig(16, 64, depth, 1, 4, 2, True)
+        outs.append(fused_moe_decode(x, logits, w13, w2, k, tile_configs=MoeTileConfigs(tile, tile), workspace=ws,
+                                     path=path, **kw).float())
+    assert torch.equal(outs[1], outs[0]), _rel_err(outs[1], outs[0])
+    emulated = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, quantize_activations=True,
+                                          **{key: v.cpu() if torch.is_tensor(v) else v for key, v in kw.items()})
+    assert _rel_err(outs[1], emulated) < (0.2 if INTERPRETED else 4e-2)
+
+
+@pytest.mark.interpreter
 @pytest.mark.parametrize("gate_up_block_n", [32, 256], ids=["last-writer", "whole-groups"])
 @pytest.mark.parametrize("I", [256, 192, 320])
 def test_math_intermediate_quantized_by_gate_up_equals_quantized_on_load(I, gate_up_block_n, monkeypatch):
