@@ -528,6 +528,28 @@ def test_real_sm90_compile_of_each_path(path):
         assert any("griddepcontrol.launch_dependents" in ptx for ptx in route_ptx)
 
 
+def test_real_sm90_grouped_down_reads_the_layout_before_waiting_for_gate_up():
+    """Grouped path with PDL: gate_up lets the down launch start only after its own wait (so the
+    route launch has completed), and the down GEMM reads the layout (volatile, past a stale L1)
+    before it waits for gate_up."""
+    _compile_side()
+    if not moe_decode.pdl_supported():
+        pytest.skip("this Triton's launcher has no launch_pdl")
+    E, k, H, I, M = 8, 2, 256, 256, 3
+    w13, w2, kw = _zero_weights(E, H, I, "block")
+    tile = TileConfig(16, 64, 128, 1, 4, 3, True)
+    triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(moe_decode.moe_decode_gemm_kernel))
+    with jitguard.offline(compile=True):
+        fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k, path="grouped",
+                         tile_configs=MoeTileConfigs(tile, tile), **kw)
+    ptx = [c.asm["ptx"] for c in _compiled(moe_decode.moe_decode_gemm_kernel).values()]
+    gate_up = [p for p in ptx if "griddepcontrol.launch_dependents" in p]
+    down = [p for p in ptx if "griddepcontrol.launch_dependents" not in p]
+    assert len(gate_up) == 1 and len(down) == 1
+    assert gate_up[0].index("griddepcontrol.wait") < gate_up[0].index("griddepcontrol.launch_dependents")
+    assert down[0].index("ld.volatile.global") < down[0].index("griddepcontrol.wait")
+
+
 def test_real_sm90_gate_up_writing_whole_groups_quantizes_them_without_a_counter():
     """FP8 block scales, gate_up 128 output columns wide: each program quantizes its groups from
     registers, so its sm_90 code has no arrival atomic and no CTA barrier of the last-writer path
