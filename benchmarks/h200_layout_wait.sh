@@ -2,6 +2,7 @@
 # Issue #16, fifth session (2026-12-01), third device call: the decode GPU tests (FP8, bf16 layers,
 # graph replays, alignment) with the grouped down GEMM reading the layout before it waits, then
 # benchmarks/probe_decode_layout_wait.py (that switch off / on, and 256-deep DeepSeek gate_up rows).
+# The record of call 3 (828f3a2: the layout read with volatile loads, the deep rows with the switch on).
 # Device, repo root, carry .vendor.
 source benchmarks/h200_setup.sh
 R=/tmp/layoutwait; rm -rf $R; mkdir -p $R

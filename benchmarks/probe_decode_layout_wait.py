@@ -2,9 +2,9 @@
 
 Per (case, M), alternating in two rounds: the table's row with ``moe_decode.DOWN_READS_LAYOUT_BEFORE_WAIT``
 off (the down GEMM waits for gate_up, then reads the tile count, the tile's expert and its pairs)
-and on (it reads them first: gate_up lets it start only once the route launch has completed), and
-for DeepSeek-V3-TP2 at M = 3..8 a 256-deep gate_up row (probe_decode_k_depth.py measured it faster
-at M = 4 and 8) with the switch on. The whole layer on its automatic path, each launch alone, the
+and on (it reads them first, through L2: gate_up lets it start only once the route launch has
+completed), and for DeepSeek-V3-TP2 at M = 3..8 a 256-deep gate_up row (probe_decode_k_depth.py
+measured it faster at M = 4 and 8) with the switch off. The whole layer on its automatic path, each launch alone, the
 error against the fp32 reference, and vLLM's two GEMMs alone once; inputs and timer of
 bench_moe_layer.py (CUDA graphs, L2 defeated).
 
@@ -57,7 +57,7 @@ def main() -> None:
     lines = [f"# {props.name}, torch {torch.__version__}, triton {triton.__version__}, read-only {bw[1]:.0f} GB/s",
              "",
              "us per layer (x floor) and route / gate_up / down alone; two rounds of:",
-             "table row waiting first | table row reading the layout first | 256-deep gate_up row reading it first",
+             "table row waiting first | table row reading the layout first | 256-deep gate_up row waiting first",
              "| case | M | path | floor us | round 1 | round 2 | err per variant | vLLM GEMMs only |",
              "|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
@@ -72,7 +72,7 @@ def main() -> None:
             variants = [(False, table), (True, table)]
             deep = deep_gate_up(name, M, table)
             if deep is not None:
-                variants.append((True, deep))
+                variants.append((False, deep))
             ref = tmd.reference(layer, x, logits)
             errs, path = [], "auto"
             for switch, tiles in variants:

@@ -530,7 +530,7 @@ def test_real_sm90_compile_of_each_path(path):
 
 def test_real_sm90_grouped_down_reads_the_layout_before_waiting_for_gate_up():
     """Grouped path with PDL: gate_up lets the down launch start only after its own wait (so the
-    route launch has completed), and the down GEMM reads the layout (volatile, past a stale L1)
+    route launch has completed), and the down GEMM reads the layout (through L2, past a stale L1)
     before it waits for gate_up."""
     _compile_side()
     if not moe_decode.pdl_supported():
@@ -547,7 +547,7 @@ def test_real_sm90_grouped_down_reads_the_layout_before_waiting_for_gate_up():
     down = [p for p in ptx if "griddepcontrol.launch_dependents" not in p]
     assert len(gate_up) == 1 and len(down) == 1
     assert gate_up[0].index("griddepcontrol.wait") < gate_up[0].index("griddepcontrol.launch_dependents")
-    assert down[0].index("ld.volatile.global") < down[0].index("griddepcontrol.wait")
+    assert down[0].index("ld.global.cg") < down[0].index("griddepcontrol.wait")
 
 
 def test_real_sm90_gate_up_writing_whole_groups_quantizes_them_without_a_counter():
