@@ -4,6 +4,8 @@
 # benchmarks/probe_decode_layout_wait.py (that switch off / on, and 256-deep DeepSeek gate_up rows).
 # The record of call 3 (828f3a2: the layout read with volatile loads, the deep rows with the switch on).
 # Device, repo root, carry .vendor.
+# The switch measured no faster (slower at DeepSeek M = 1 and 2) and is gone since: branch layoutfirst
+# keeps it and the probe; the 256-deep DeepSeek rows are in moe_configs.DECODE_TILE_TABLE.
 source benchmarks/h200_setup.sh
 R=/tmp/layoutwait; rm -rf $R; mkdir -p $R
 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_moe_decode.py \

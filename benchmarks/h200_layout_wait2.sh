@@ -3,6 +3,8 @@
 # early layout reads as plain L2 loads (ld.global.cg; call 3's volatile loads took it from 20 to
 # 45 us alone) and the 256-deep DeepSeek gate_up rows timed with the switch off; GPU graph-replay
 # and FP8 tests first. Device, repo root, carry .vendor.
+# The switch measured no faster (slower at DeepSeek M = 1 and 2) and is gone since: branch layoutfirst
+# keeps it and the probe; the 256-deep DeepSeek rows are in moe_configs.DECODE_TILE_TABLE.
 source benchmarks/h200_setup.sh
 R=/tmp/layoutwait2; rm -rf $R; mkdir -p $R
 timeout 120 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_moe_decode.py \

@@ -196,11 +196,19 @@ DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | N
         # 62.8/58.5 on TILE_TABLE's row; 2026-12-01: no deeper pipeline (gate_up 8-12 stages, down
         # 4-8) faster alone.
         (1, MoeTileConfigs(_t(8, 32, 128, 1, 2, 6, True), _t(8, 64, 128, 1, 4, 3, False))),
-        # M = 2..4: the sweep's best was slower at M = 3 (134.9/135.6 against 130.6/130.5) and 1% faster at 4.
-        (4, None),
-        # tuned (whole layer, H200, 2026-12-01, alternating with TILE_TABLE's row): deepseek-v3-tp2-fp8-block
-        # M=6 251.1/252.0 us against 256.7/257.0, M=8 331.1/330.4 against 334.9 (M = 5 and 7 not timed).
-        (8, MoeTileConfigs(_t(8, 32, 128, 1, 2, 6, True), _t(8, 64, 128, 1, 4, 4, False))),
+        # M = 2..3: the sweep's best was slower at M = 3 (134.9/135.6 against 130.6/130.5), and so was
+        # the 256-deep gate_up of the M = 4 row below (133.1/133.1 against 128.1/128.5, 2026-12-01).
+        (3, None),
+        # tuned (whole layer, H200, 2026-12-01, fifth session, alternating with TILE_TABLE's row): a gate_up
+        # tile 256 deep (two 128-deep scale groups per iteration): deepseek-v3-tp2-fp8-block M=4 174.7/174.7 us
+        # against 177.0/177.7 (call 2), 171.5/171.6 against 173.3/173.0 (call 4).
+        (4, MoeTileConfigs(_t(16, 128, 256, 1, 4, 3, True), _t(16, 128, 128, 1, 4, 3, True))),
+        # tuned (whole layer, H200, 2026-12-01): the fourth session's row (M=6 251.1/252.0 us against TILE_TABLE's
+        # 256.7/257.0, M=8 331.1/330.4 against 334.9) with its gate_up 256 deep at half the stages; fifth session,
+        # call 4, against that row: M=5 205.9/206.3 against 217.0/217.4, M=6 255.0/255.0 against 244.6/244.5,
+        # M=7 291.5/291.7 against 300.0/300.5, M=8 320.2/320.1 against 322.3/322.6 (call 2: 326.1/326.5 against
+        # 330.9/331.4); 1% less over M = 5..8, slower at M = 6.
+        (8, MoeTileConfigs(_t(8, 32, 256, 1, 2, 3, True), _t(8, 64, 128, 1, 4, 4, False))),
     ],
     ('fp8-block', 'many', 'small'): [
         # tuned (whole layer, H200, 2026-12-01): qwen3-30b-fp8-block M=1 20.8/20.8 us against 21.4/21.4

@@ -245,7 +245,6 @@ def moe_decode_gemm_kernel(
     QUANT_OUT: tl.constexpr = False,
     A_SCALE_FROM_TILE: tl.constexpr = False,
     K_UNROLL: tl.constexpr = 1,
-    DEPENDENTS_AFTER_WAIT: tl.constexpr = False,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -269,10 +268,7 @@ def moe_decode_gemm_kernel(
     PAIR_TILES (the two-launch path, no route launch, QUANT 0 or 3): token tile ``pid_m`` is the one
     pair ``pid_m``, whose expert the program routes itself from ``logits`` (gate_up also records
     the routing in ``topk_ids`` / ``topk_weights``). LAUNCH_DEPENDENTS lets a PDL-linked next
-    launch start (at the start, or with DEPENDENTS_AFTER_WAIT once the previous launch has
-    completed); WAIT_PRIOR waits for the previous launch at the start or before the K loop (the
-    grouped down GEMM then reads the route launch's layout before it waits: its gate_up lets it
-    start only after the route launch completed).
+    launch start; WAIT_PRIOR waits for the previous launch at the start or before the K loop.
     """
     pid = tl.program_id(0)
     OUT_N: tl.constexpr = BLOCK_N // 2 if GATED else BLOCK_N
@@ -281,19 +277,11 @@ def moe_decode_gemm_kernel(
     # Column tiles vary fastest, the order moe_gemm's tuned decode tiles were timed with.
     pid_m = pid // num_pid_n
     pid_n = pid % num_pid_n
-    if LAUNCH_DEPENDENTS and not DEPENDENTS_AFTER_WAIT:
+    if LAUNCH_DEPENDENTS:
         launch_dependents()
     if WAIT_PRIOR == 1:
         wait_for_prior_launch()
-    if LAUNCH_DEPENDENTS and DEPENDENTS_AFTER_WAIT:
-        # The next launch starts only once this one's prior launch has completed.
-        launch_dependents()
 
-    # Read before waiting (WAIT_PRIOR 2), the route launch's layout is complete but may be newer
-    # than this SM's L1 copy from an earlier call: these loads go to L2 (.cg; volatile loads, one
-    # per replicated element, made the down GEMM 2x slower on the H200).
-    ROUTING_BEFORE_WAIT: tl.constexpr = (WAIT_PRIOR == 2) and not PAIR_TILES
-    LAYOUT_CACHE: tl.constexpr = ".cg" if ROUTING_BEFORE_WAIT else ""
     if PAIR_TILES:
         token = (pid_m // TOP_K).to(tl.int64)
         slot = pid_m % TOP_K
@@ -307,15 +295,15 @@ def moe_decode_gemm_kernel(
             tl.store(topk_weights_ptr + pid_m, pair_weight)
         tile_in_use = True
     else:
-        num_padded = tl.load(num_padded_ptr, cache_modifier=LAYOUT_CACHE)
-        expert = tl.load(expert_ids_ptr + pid_m, cache_modifier=LAYOUT_CACHE).to(tl.int64)
+        num_padded = tl.load(num_padded_ptr)
+        expert = tl.load(expert_ids_ptr + pid_m).to(tl.int64)
         tile_in_use = (pid_m * BLOCK_M < num_padded) & (expert >= 0)
     if tile_in_use:
         if PAIR_TILES:
             rows = tl.arange(0, BLOCK_M)
             pairs = tl.where(rows == 0, pid_m, num_pairs)
         else:
-            pairs = tl.load(sorted_ids_ptr + pid_m * BLOCK_M + tl.arange(0, BLOCK_M), cache_modifier=LAYOUT_CACHE)
+            pairs = tl.load(sorted_ids_ptr + pid_m * BLOCK_M + tl.arange(0, BLOCK_M))
         pair_mask = pairs < num_pairs
         a_rows = tl.where(pair_mask, pairs // A_ROWS_PER_PAIR_DIV, 0).to(tl.int64)
         b_rows = moe_weight_rows(pid_n, N, BLOCK_N, GATED)
@@ -564,10 +552,6 @@ QUANTIZE_INTER = True
 # (benchmarks/results/moe_layer.md).
 ROUTER_OWN_PROGRAM = True
 _REDUCE_ELEMENTS = 8192
-# Grouped path with PDL: gate_up lets the down launch start only after its own wait (the route
-# launch has completed), so the down GEMM reads the layout (tile count, tile expert, pair ids)
-# and sets up its tile before waiting for gate_up, not after.
-DOWN_READS_LAYOUT_BEFORE_WAIT = True
 
 
 def plan_fused_moe_decode(
@@ -736,7 +720,6 @@ def plan_fused_moe_decode(
             # gate_up has none before it; its down routes before waiting).
             LAUNCH_DEPENDENTS=pdl and gated,
             WAIT_PRIOR=_wait_prior(pdl, pair_tiles, gated),
-            DEPENDENTS_AFTER_WAIT=pdl and gated and not pair_tiles and DOWN_READS_LAYOUT_BEFORE_WAIT,
             A_PREQUANT=(prequant and gated) or (quant_inter and not gated),
             aq_out_ptr=ws.inter_q,
             group_arrivals_ptr=ws.group_arrivals,
@@ -752,9 +735,7 @@ def plan_fused_moe_decode(
 def _wait_prior(pdl: bool, pair_tiles: bool, gated: bool) -> int:
     if not pdl or (pair_tiles and gated):
         return _WAIT_NONE
-    if pair_tiles or (not gated and DOWN_READS_LAYOUT_BEFORE_WAIT):
-        return _WAIT_BEFORE_K_LOOP
-    return _WAIT_AT_START
+    return _WAIT_BEFORE_K_LOOP if pair_tiles else _WAIT_AT_START
 
 
 @dataclass(frozen=True)
