@@ -30,7 +30,9 @@ import tune_moe_decode as tmd
 
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
-POINTS = [("deepseek-v3-tp2-fp8-block", (1, 2, 4, 8)), ("qwen3-30b-fp8-block", (1, 2, 4, 8))]
+# (bf16 rows take block_k 256 / 512 natively: one step per iteration, no scale groups.)
+POINTS = [("deepseek-v3-tp2-fp8-block", (1, 2, 4, 8)), ("qwen3-30b-fp8-block", (1, 2, 4, 8, 16)),
+          ("qwen3-30b-bf16", (1, 2, 4))]
 
 
 def deeper(tile: TileConfig, block_k: int, keep_stages: bool = False) -> TileConfig:
@@ -58,7 +60,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--vllm-file")
     p.add_argument("--vllm-configs")
-    p.add_argument("--cases", default=",".join(name for name, _ in POINTS))
+    p.add_argument("--cases", default="deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block")
+    p.add_argument("--ms", help="token counts instead of each case's own")
     p.add_argument("--out", default=".")
     args = p.parse_args()
     out_dir = Path(args.out)
@@ -80,7 +83,7 @@ def main() -> None:
         if name not in wanted:
             continue
         layer = tmd.layer_for(layers, name, l2)
-        for M in ms:
+        for M in [int(m) for m in args.ms.split(",")] if args.ms else ms:
             x, logits = tmd.inputs(layer, M)
             out = torch.empty_like(x)
             fl = tmd.floor_us(layer, M, logits, bw[1])
