@@ -210,6 +210,13 @@ DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | N
         # 330.9/331.4); 1% less over M = 5..8, slower at M = 6.
         (8, MoeTileConfigs(_t(8, 32, 256, 1, 2, 3, True), _t(8, 64, 128, 1, 4, 4, False))),
     ],
+    ('bf16', 'many', 'large'): [
+        (1, None),
+        # tuned (whole layer, H200, 2026-12-01, fifth session, alternating with TILE_TABLE's row): the down tile
+        # 256 deep at 2 stages: qwen3-30b-bf16 M=2 (pairs path) 44.2/44.2 us against 44.9/44.9; at M = 1 and 4
+        # it was slower (25.9/25.8 against 25.0/25.4, 78.9/78.9 against 78.6/78.7).
+        (2, MoeTileConfigs(_t(8, 64, 128, 1, 4, 3, True), _t(8, 64, 256, 1, 4, 2, True))),
+    ],
     ('fp8-block', 'many', 'small'): [
         # tuned (whole layer, H200, 2026-12-01): qwen3-30b-fp8-block M=1 20.8/20.8 us against 21.4/21.4
         # on the large experts' row (gate_up alone 11.1 against 11.6).

@@ -408,6 +408,11 @@ def test_decode_rows_follow_expert_size_and_defer_to_the_fused_moe_table():
         assert select_decode_tile_configs(M, 256, "fp8-block", large) == decode[8]
         assert select_decode_tile_configs(M, 128, "fp8-block", small) == moe_configs.select_tile_configs(M, 128,
                                                                                                          "fp8-block")
+    bf16_large = moe_configs.expert_weight_bytes(2048, 768, 2)  # Qwen3-30B-A3B in bf16, 9.4 MB
+    assert select_decode_tile_configs(2, 128, "bf16", bf16_large) == dict(
+        moe_configs.DECODE_TILE_TABLE[("bf16", "many", "large")])[2]
+    for M in (1, 3):
+        assert select_decode_tile_configs(M, 128, "bf16", bf16_large) == moe_configs.select_tile_configs(M, 128)
     for M in (9, 16, 64):
         for size in (large, small):
             assert select_decode_tile_configs(M, 256, "fp8-block", size) == moe_configs.select_tile_configs(
