@@ -482,6 +482,8 @@ PATHS = {
     "bf16-swap8": ("bf16", TileConfig(8, 64, 128, 1, 4, 3, True)),
     "bf16-noswap": ("bf16", TileConfig(16, 32, 64, 1, 4, 3, False)),
     "fp8-block-swap16": ("block", TileConfig(16, 64, 128, 1, 4, 3, True)),
+    # Two 128-deep scale groups per iteration (K_UNROLL 2), as the DeepSeek-sized M = 4 row.
+    "fp8-block-swap16-256deep": ("block", TileConfig(16, 64, 256, 1, 4, 3, True)),
     "fp8-tensor-swap8": ("tensor", TileConfig(8, 64, 128, 1, 4, 3, True)),
     "fp8-channel-noswap": ("channel", TileConfig(16, 64, 128, 1, 4, 3, False)),
 }
