@@ -433,22 +433,20 @@ def sweep_configs(irf: Any, copy_gbs: float) -> list[dict]:
     return rows
 
 
-PIPELINE_TOKENS = (1, 16, 256, 1024, 4096, 8192, 32768)
-# (label, launch_inv_rope_fp8 knobs): the tile loop pipelined by the compiler (loop_stages), GPT-J
-# pairs read as 4-byte elements (pair_tile), against the default (one tile prefetched in registers).
-PIPELINE_VARIANTS = [("default", {}), ("pair_tile", {"pair_tile": True})] + [
-    (f"stages{n}{'_pair_tile' if pair else ''}", {"loop_stages": n, "pair_tile": pair})
-    for n in (2, 3, 4) for pair in (False, True)
-] + [("stages3_pair_tile_pps16", {"loop_stages": 3, "pair_tile": True, "programs_per_sm": 16})]
+KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768)
+# (label, launch_inv_rope_fp8 knobs) against the default launch. (The tile loop software-pipelined
+# by the compiler, tl.range num_stages 2-4, measured 12-25% slower at every T >= 256 and was
+# removed: benchmarks/results/inv_rope_fp8.md, 2026-12-01.)
+KNOB_VARIANTS = [("default", {}), ("pair_tile", {"pair_tile": True})]
 
 
-def pipeline_sweep(irf: Any, copy_gbs: float, upstream: Any) -> list[dict]:
-    """Each PIPELINE_VARIANTS launch and vLLM's kernel, alternating in two rounds per T; each
+def knob_sweep(irf: Any, copy_gbs: float, upstream: Any) -> list[dict]:
+    """Each KNOB_VARIANTS launch and vLLM's kernel, alternating in two rounds per T; each
     variant's fp8 bytes and scales compared bit for bit with the default launch's."""
     import torch
 
     rows = []
-    for tokens in PIPELINE_TOKENS:
+    for tokens in KNOB_TOKENS:
         nbytes = minimal_bytes(tokens)
         sets = max(1, min(8, math.ceil(L2_DEFEAT_BYTES / nbytes))) if nbytes > 2**20 else 1
         inner = max(sets, 16 if tokens < 4096 else 4)
@@ -462,7 +460,7 @@ def pipeline_sweep(irf: Any, copy_gbs: float, upstream: Any) -> list[dict]:
         buffers = [irf.allocate_inv_rope_fp8_outputs(layout, tokens, "cuda") for _ in range(sets)]
         makers: dict[str, Callable[[int], Callable[[], Any]]] = {}
         same: dict[str, bool] = {}
-        for name, knobs in PIPELINE_VARIANTS:
+        for name, knobs in KNOB_VARIANTS:
             def make(k: int, knobs=knobs) -> Callable[[], Any]:
                 return lambda: irf.launch_inv_rope_fp8(layout, **inputs[k], out=buffers[k][0], scales=buffers[k][1],
                                                        **knobs)
@@ -482,23 +480,23 @@ def pipeline_sweep(irf: Any, copy_gbs: float, upstream: Any) -> list[dict]:
             us = statistics.mean(us_rounds)
             rows.append(dict(tokens=tokens, variant=name, rounds_us=us_rounds, us=us, same_output=same.get(name),
                              pct_copy=100 * nbytes / (us * 1e-6) / 1e9 / copy_gbs))
-        print(f"pipeline sweep T={tokens}: " + ", ".join(
+        print(f"knob sweep T={tokens}: " + ", ".join(
             f"{name} {statistics.mean(r):.2f}" for name, r in rounds.items()), flush=True)
     return rows
 
 
-def print_pipeline_sweep(results: dict) -> None:
-    rows = results.get("pipeline", [])
+def print_knob_sweep(results: dict) -> None:
+    rows = results.get("knobs", [])
     if not rows:
         return
     names = list(dict.fromkeys(r["variant"] for r in rows))
-    print("\npipeline sweep: us (% of copy) [rounds], mean of two alternating rounds; 'same' = fp8 bytes and "
+    print("\nknob sweep: us (% of copy) [rounds], mean of two alternating rounds; 'same' = fp8 bytes and "
           "scales equal to the default launch's")
-    print("| variant | " + " | ".join(f"T={t}" for t in PIPELINE_TOKENS) + " | same |")
-    print("|---|" + "---|" * (len(PIPELINE_TOKENS) + 1))
+    print("| variant | " + " | ".join(f"T={t}" for t in KNOB_TOKENS) + " | same |")
+    print("|---|" + "---|" * (len(KNOB_TOKENS) + 1))
     for name in names:
         cells = []
-        for tokens in PIPELINE_TOKENS:
+        for tokens in KNOB_TOKENS:
             r = next((r for r in rows if r["variant"] == name and r["tokens"] == tokens), None)
             cells.append("-" if r is None else
                          f"{r['us']:.2f} ({r['pct_copy']:.1f}%) [{'/'.join(f'{u:.2f}' for u in r['rounds_us'])}]")
@@ -524,8 +522,8 @@ def main() -> None:
     parser.add_argument("--previous", help="an earlier kernels/inv_rope.py, timed and compared beside ours")
     parser.add_argument("--skip-sweep", action="store_true")
     parser.add_argument("--sweep-only", action="store_true", help="only the copy ceiling and the config sweep")
-    parser.add_argument("--pipeline-only", action="store_true",
-                        help="only the copy ceiling and the pipeline sweep (PIPELINE_VARIANTS against vLLM's kernel)")
+    parser.add_argument("--knobs-only", action="store_true",
+                        help="only the copy ceiling and the knob sweep (KNOB_VARIANTS against vLLM's kernel)")
     parser.add_argument("--story-child", choices=STORY_MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     for option, path in (("--upstream", args.upstream), ("--previous", args.previous)):
@@ -535,7 +533,7 @@ def main() -> None:
         print(json.dumps(story_child(args.story_child, args.upstream)))
         return
 
-    story = [] if args.sweep_only or args.pipeline_only else recompile_story(args.upstream)
+    story = [] if args.sweep_only or args.knobs_only else recompile_story(args.upstream)
     import torch
     import triton
 
@@ -557,11 +555,11 @@ def main() -> None:
 
     results["copy_gbs"] = copy_gbs = copy_bandwidth_gbs()
     save()
-    if args.pipeline_only:
-        results["pipeline"] = pipeline_sweep(irf, copy_gbs, upstream)
+    if args.knobs_only:
+        results["knobs"] = knob_sweep(irf, copy_gbs, upstream)
         save()
         print(f"\n{env['date']} {env['gpu']} torch {env['torch']} triton {env['triton']}; copy {copy_gbs:.0f} GB/s")
-        print_pipeline_sweep(results)
+        print_knob_sweep(results)
         return
     if not args.sweep_only:
         results["correctness"] = check_correctness(irf, reference, upstream, previous)

@@ -49,10 +49,9 @@ POSITION_DTYPES = (torch.int64, torch.int32)
 _ELEMENTS_PER_TILE = 512
 _PROGRAMS_PER_SM = 32
 _PREFETCH = True
-# The tile loop software-pipelined by the compiler (its loads staged in shared memory, no
-# registers held) when > 1, instead of the one tile prefetched into registers; PAIR_TILE reads
-# GPT-J pairs as 4-byte elements so that they are pipelined too. Not yet timed: off.
-_LOOP_STAGES = 1
+# GPT-J pairs read as one 4-byte element each (a [rows, pairs, 2] tile split in registers) and
+# written as 2-byte pairs, instead of two 2-byte loads and two 1-byte stores at stride 2. Not yet
+# decided (H200, benchmarks/results/inv_rope_fp8.md): off.
 _PAIR_TILE = False
 _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offline backend).
 
@@ -65,7 +64,7 @@ def _load_tile(
     """Raw loads of one tile: the rows, their rope pairs (re-read, L1 hits) and positions.
 
     PAIR_TILE (GPT-J pairs): each pair is read as one 4-byte element of a [ROWS, pairs, 2] tile,
-    which the compiler can pipeline (a 2-byte load at stride 2 it cannot), then split."""
+    then split."""
     rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
     row_ok = rows < n_rows
     token = rows // NUM_HEADS
@@ -115,7 +114,6 @@ def inv_rope_fp8_kernel(
     SCALE_COLS_P2: tl.constexpr,
     ROWS: tl.constexpr,
     PREFETCH: tl.constexpr,
-    LOOP_STAGES: tl.constexpr = 1,
     PAIR_TILE: tl.constexpr = False,
 ):
     """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles."""
@@ -166,7 +164,7 @@ def inv_rope_fp8_kernel(
             o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
             pair_ok, NUM_HEADS, ROWS, PAIR_TILE and not NEOX,
         )
-    for tile in tl.range(pid, n_tiles, num_programs, num_stages=LOOP_STAGES):
+    for tile in range(pid, n_tiles, num_programs):
         rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
         row_ok = rows < n_rows
         token = rows // NUM_HEADS
@@ -460,7 +458,6 @@ def launch_inv_rope_fp8(
     num_warps: int | None = None,
     programs_per_sm: int = _PROGRAMS_PER_SM,
     prefetch: bool = _PREFETCH,
-    loop_stages: int = _LOOP_STAGES,
     pair_tile: bool = _PAIR_TILE,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
@@ -468,8 +465,7 @@ def launch_inv_rope_fp8(
     ``out`` may have another dtype than fp8 (fp32 keeps the pre-cast values, used to check
     the maths under ``TRITON_INTERPRET=1``). ``kernel`` swaps in another build of the same
     function (the interpreter, or a copy with default specialization for comparisons);
-    ``rows_per_tile``, ``num_warps``, ``programs_per_sm``, ``prefetch`` (ignored when the compiler
-    pipelines the loop, ``loop_stages`` > 1) and ``pair_tile`` are tuning knobs for
+    ``rows_per_tile``, ``num_warps``, ``programs_per_sm``, ``prefetch`` and ``pair_tile`` are tuning knobs for
     benchmarks.
     """
     num_tokens = o.shape[0]
@@ -498,8 +494,7 @@ def launch_inv_rope_fp8(
         o.stride(1),
         cos_sin_cache.stride(0),
         ROWS=rows,
-        PREFETCH=prefetch and loop_stages <= 1,
-        LOOP_STAGES=loop_stages,
+        PREFETCH=prefetch,
         PAIR_TILE=pair_tile,
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.

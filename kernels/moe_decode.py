@@ -82,6 +82,7 @@ from .moe_gemm import (
     moe_load_a,
     moe_load_b,
     moe_scale_epilogue,
+    moe_scale_step,
     moe_silu_mul,
     moe_tile_pointers,
     moe_weight_rows,
@@ -182,31 +183,6 @@ def _quantize_group_when_written(c_ptr, cq_ptr, amax_ptr, arrivals_ptr, pairs, p
         q = tl.clamp(v / scale[:, None], -FP8_MAX_C, FP8_MAX_C).to(tl.float8e4nv)
         tl.store(cq_ptr + offs, q, mask=mask)
         tl.store(amax_ptr + pairs * stride_amax_m + group, scale, mask=pair_mask)
-
-
-@triton.jit
-def _reduce_when_last(c_ptr, out_ptr, arrivals_ptr, pid_n, writers, num_tokens, N, stride_cm, stride_om,
-                      OUT_N: tl.constexpr, TOP_K: tl.constexpr, K_POW2: tl.constexpr, TOKEN_CHUNK: tl.constexpr):
-    """After this program's fp32 pair rows of column tile ``pid_n`` are stored: the last of its
-    ``writers`` (one arrival counter per column tile, reset by it) writes ``out[t] = sum_j
-    c[t * TOP_K + j]`` for the tile's columns, in a fixed order."""
-    # Every thread's pair rows precede the release of this program's arrival.
-    tl.debug_barrier()
-    arrived = tl.atomic_add(arrivals_ptr + pid_n, 1, sem="acq_rel", scope="gpu")
-    if arrived == writers - 1:
-        tl.debug_barrier()
-        cols = pid_n * OUT_N + tl.arange(0, OUT_N)
-        slots = tl.arange(0, K_POW2)
-        for t0 in range(0, num_tokens, TOKEN_CHUNK):
-            toks = t0 + tl.arange(0, TOKEN_CHUNK)
-            rows = (toks[:, None] * TOP_K + slots[None, :]).to(tl.int64)
-            mask = ((toks < num_tokens)[:, None] & (slots < TOP_K)[None, :])[:, :, None] & (cols < N)[None, None, :]
-            rows_v = tl.load(c_ptr + rows[:, :, None] * stride_cm + cols[None, None, :], mask=mask, other=0.0,
-                             volatile=True)
-            total = tl.sum(rows_v, axis=1)
-            tl.store(out_ptr + toks[:, None].to(tl.int64) * stride_om + cols[None, :],
-                     total.to(out_ptr.dtype.element_ty), mask=(toks < num_tokens)[:, None] & (cols < N)[None, :])
-        tl.store(arrivals_ptr + pid_n, 0)
 
 
 @triton.jit(do_not_specialize=["num_pairs", "num_tokens"])
@@ -377,10 +353,9 @@ def moe_decode_gemm_kernel(
                     else:
                         a, _ = _quantize_on_load(a, a_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
                 elif QUANT == 3:
-                    # A step past K (the last iteration's tail, its tiles read 0) reads the last scales.
-                    kb_scales = tl.minimum(kb, k_last) if K_UNROLL > 1 else kb
-                    g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask, kb_scales, stride_bsk, 1.0,
-                                                BLOCK_K, SCALE_BLOCK_K)
+                    g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask,
+                                                moe_scale_step(kb, k_last, K_UNROLL), stride_bsk, 1.0, BLOCK_K,
+                                                SCALE_BLOCK_K)
                     if A_SCALE_FROM_TILE:
                         # This K step is exactly one 128-column group of each token row: its scale.
                         tl.static_assert(BLOCK_K == SCALE_BLOCK_K, "scales from the tile need BLOCK_K = 128")
@@ -451,113 +426,23 @@ def moe_decode_gemm_kernel(
             tl.store(c_ptrs, (acc * w[:, None]).to(c_ptr.dtype.element_ty), mask=c_mask)
 
     if REDUCE:
-        _reduce_when_last(c_ptr, out_ptr, arrivals_ptr, pid_n, num_pid_m, num_tokens, N, stride_cm, stride_om, OUT_N,
-                          TOP_K, K_POW2, TOKEN_CHUNK)
-
-
-@triton.jit(do_not_specialize=["num_pairs", "num_tokens"])
-def moe_decode_down_persistent_kernel(
-    a_ptr,
-    b_ptr,
-    c_ptr,
-    a_scale_ptr,
-    b_scale_ptr,
-    topk_weights_ptr,
-    sorted_ids_ptr,
-    expert_ids_ptr,
-    num_padded_ptr,
-    arrivals_ptr,
-    out_ptr,
-    num_pairs,
-    num_tokens,
-    N,
-    K,
-    stride_am,
-    stride_be,
-    stride_bn,
-    stride_cm,
-    stride_asm,
-    stride_bse,
-    stride_bsn,
-    stride_bsk,
-    stride_om,
-    QUANT: tl.constexpr,
-    SCALE_BLOCK_N: tl.constexpr,
-    SCALE_BLOCK_K: tl.constexpr,
-    SWAP_AB: tl.constexpr,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    TOP_K: tl.constexpr,
-    K_POW2: tl.constexpr,
-    TOKEN_CHUNK: tl.constexpr,
-    DOT_IN_FP32: tl.constexpr,
-    WAIT_PRIOR: tl.constexpr,
-):
-    """The grouped down GEMM (``moe_decode_gemm_kernel`` with REDUCE) on a persistent grid.
-
-    Work items are (token tile, column tile) pairs of the tiles in use (those below ``num_padded``,
-    each with an expert), column tiles fastest; program ``p`` takes items p, p + G, p + 2G, ... (G
-    programs) in one loop over (item, K step), so the compiler's pipeline runs on from one item into
-    the next instead of filling and draining in every program. At an item's last K step it writes
-    the item's fp32 pair rows times their routing weights; after the loop, the program arrives on
-    each of its items' column tiles, and the last writer of a column tile sums its top-k rows (as the
-    non-persistent kernel does). A is bf16/fp16 (QUANT 0) or e4m3 with block scales (QUANT 3, the
-    intermediate gate_up quantized); BLOCK_K is one scale group then.
-    """
-    pid = tl.program_id(0)
-    num_programs = tl.num_programs(0)
-    if WAIT_PRIOR:
-        wait_for_prior_launch()
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    tiles_in_use = tl.cdiv(tl.load(num_padded_ptr), BLOCK_M)
-    items = tiles_in_use * num_pid_n
-    k_steps = tl.cdiv(K, BLOCK_K)
-    my_items = tl.maximum(tl.cdiv(items - pid, num_programs), 0)
-    offs_k = tl.arange(0, BLOCK_K)
-    rows_m = tl.arange(0, BLOCK_M)
-    acc = moe_acc_zeros(BLOCK_M, BLOCK_N, SWAP_AB)
-    for step in range(my_items * k_steps):
-        item = pid + (step // k_steps) * num_programs
-        kb = step % k_steps
-        pid_m = item // num_pid_n
-        pid_n = item % num_pid_n
-        expert = tl.load(expert_ids_ptr + pid_m).to(tl.int64)
-        pairs = tl.load(sorted_ids_ptr + pid_m * BLOCK_M + rows_m)
-        pair_mask = pairs < num_pairs
-        a_rows = tl.where(pair_mask, pairs, 0).to(tl.int64)
-        b_rows = moe_weight_rows(pid_n, N, BLOCK_N, False)
-        a_ptrs, b_ptrs = moe_tile_pointers(a_ptr + kb * BLOCK_K, a_rows, b_ptr + expert * stride_be + kb * BLOCK_K,
-                                           b_rows, stride_am, stride_bn, BLOCK_K, SWAP_AB)
-        k_mask = offs_k < K - kb * BLOCK_K
-        a = moe_load_a(a_ptrs, pair_mask, k_mask, SWAP_AB)
-        b = moe_load_b(b_ptrs, k_mask, SWAP_AB)
-        if DOT_IN_FP32:
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
-        if QUANT == 3:
-            b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
-            g_s, b_s = moe_block_scales(a_scale_ptr + a_rows * stride_asm, b_scale_rows, pair_mask, kb, stride_bsk,
-                                        1.0, BLOCK_K, SCALE_BLOCK_K)
-            acc = moe_dot(acc, a, b, g_s, b_s, True, SWAP_AB)
-        else:
-            acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
-        if kb == k_steps - 1:
-            if SWAP_AB:
-                c = tl.trans(acc)
-            else:
-                c = acc
-            w = tl.load(topk_weights_ptr + pairs, mask=pair_mask, other=0.0).to(tl.float32)
-            offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-            c_mask = pair_mask[:, None] & (offs_cn[None, :] < N)
-            tl.store(c_ptr + pairs[:, None].to(tl.int64) * stride_cm + offs_cn[None, :],
-                     (c * w[:, None]).to(c_ptr.dtype.element_ty), mask=c_mask)
-            acc = moe_acc_zeros(BLOCK_M, BLOCK_N, SWAP_AB)
-    # The arrivals come after the loop: a CTA barrier inside it would keep the compiler from
-    # pipelining it. A column tile's reduce waits for the last program with an item in it to end.
-    for j in range(my_items):
-        _reduce_when_last(c_ptr, out_ptr, arrivals_ptr, (pid + j * num_programs) % num_pid_n, tiles_in_use,
-                          num_tokens, N, stride_cm, stride_om, BLOCK_N, TOP_K, K_POW2, TOKEN_CHUNK)
+        # Every thread's pair rows precede the release of this program's arrival.
+        tl.debug_barrier()
+        arrived = tl.atomic_add(arrivals_ptr + pid_n, 1, sem="acq_rel", scope="gpu")
+        if arrived == num_pid_m - 1:
+            tl.debug_barrier()
+            cols = pid_n * OUT_N + tl.arange(0, OUT_N)
+            slots = tl.arange(0, K_POW2)
+            for t0 in range(0, num_tokens, TOKEN_CHUNK):
+                toks = t0 + tl.arange(0, TOKEN_CHUNK)
+                rows = (toks[:, None] * TOP_K + slots[None, :]).to(tl.int64)
+                mask = ((toks < num_tokens)[:, None] & (slots < TOP_K)[None, :])[:, :, None] & (cols < N)[None, None, :]
+                rows_v = tl.load(c_ptr + rows[:, :, None] * stride_cm + cols[None, None, :], mask=mask, other=0.0,
+                                 volatile=True)
+                total = tl.sum(rows_v, axis=1)
+                tl.store(out_ptr + toks[:, None].to(tl.int64) * stride_om + cols[None, :],
+                         total.to(out_ptr.dtype.element_ty), mask=(toks < num_tokens)[:, None] & (cols < N)[None, :])
+            tl.store(arrivals_ptr + pid_n, 0)
 
 
 # ---- host side -------------------------------------------------------------------------------------
@@ -667,18 +552,6 @@ QUANTIZE_INTER = True
 # (benchmarks/results/moe_layer.md).
 ROUTER_OWN_PROGRAM = True
 _REDUCE_ELEMENTS = 8192
-# The grouped path's down GEMM on a persistent grid of this many programs per SM
-# (moe_decode_down_persistent_kernel; bf16/fp16 and FP8 block scales); 0: one program per
-# (token tile, column tile), moe_decode_gemm_kernel.
-PERSISTENT_DOWN_PROGRAMS_PER_SM = 0
-_DEFAULT_SM_COUNT = 132  # H100/H200: tensors off the GPU (the offline backend) plan for it
-
-
-@functools.cache
-def _sm_count(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return _DEFAULT_SM_COUNT
 
 
 def plan_fused_moe_decode(
@@ -780,9 +653,6 @@ def plan_fused_moe_decode(
     pdl = pdl_supported()
     prequant = PREQUANT_X and quant == QUANT_BLOCK and not pair_tiles
     quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK
-    # The down GEMM on a persistent grid (programs per SM; 0: one program per work item).
-    persistent_down = (PERSISTENT_DOWN_PROGRAMS_PER_SM if not pair_tiles and (
-        quant == QUANT_NONE or (quant_inter and cfgs.down.block_k <= 128)) else 0)
     launches: list[tuple[str, Callable[[], object]]] = []
     if not pair_tiles:
         launches.append(("route", functools.partial(
@@ -815,21 +685,6 @@ def plan_fused_moe_decode(
         bse, bsn, bsk = weight_scale_strides(quant, ws_)
         a_scale = ws.x_scale if gated else ws.a2_amax
         c = inter if gated else ws.pair_out
-        token_chunk = max(1, _REDUCE_ELEMENTS // (k_pow2 * cfg.block_n))
-        if not gated and persistent_down:
-            launches.append(("down", functools.partial(
-                moe_decode_down_persistent_kernel[(min(num_blocks * triton.cdiv(H, cfg.block_n),
-                                                       persistent_down * _sm_count(x.device)),)],
-                a, wt, c, a_scale, ws_ if ws_ is not None else a, ws.topk_weights, ws.sorted_ids, ws.expert_ids,
-                ws.num_padded, tile_arrivals, out, num_pairs, M, H, a.shape[1],
-                a.stride(0), wt.stride(0), wt.stride(1), c.stride(0), stride_a2m, bse, bsn, bsk, out.stride(0),
-                QUANT=quant, SCALE_BLOCK_N=128, SCALE_BLOCK_K=128, SWAP_AB=cfg.swap_ab, BLOCK_M=block_m,
-                BLOCK_N=cfg.block_n, BLOCK_K=min(cfg.block_k, 128) if quant == QUANT_BLOCK else cfg.block_k,
-                TOP_K=top_k, K_POW2=k_pow2, TOKEN_CHUNK=token_chunk,
-                DOT_IN_FP32=_INTERPRETED and x.dtype == torch.bfloat16, WAIT_PRIOR=pdl,
-                num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"launch_pdl": True} if pdl else {}),
-            )))
-            continue
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_kernel[grid],
             a, wt, c, a_scale, ws_ if ws_ is not None else a, ws.topk_weights,
@@ -854,7 +709,7 @@ def plan_fused_moe_decode(
             K_UNROLL=cfg.block_k // 128 if quant == QUANT_BLOCK and cfg.block_k > 128 else 1,
             TOP_K=top_k,
             K_POW2=k_pow2,
-            TOKEN_CHUNK=token_chunk,
+            TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * cfg.block_n)),
             FP8_MAX_C=FP8_MAX,
             MIN_AMAX=_MIN_AMAX,
             DOT_IN_FP32=_INTERPRETED and x.dtype == torch.bfloat16,

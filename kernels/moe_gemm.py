@@ -135,6 +135,15 @@ def moe_block_scales(a_scale_rows, b_scale_rows, pair_mask, kb, stride_bsk, a_ot
 
 
 @triton.jit
+def moe_scale_step(kb, k_last, K_UNROLL: tl.constexpr):
+    """The K step whose block scales step ``kb`` reads: with K_UNROLL steps per iteration the last
+    iteration's steps past K (their tiles read 0) read the last step's, which exist."""
+    if K_UNROLL > 1:
+        kb = tl.minimum(kb, k_last)
+    return kb
+
+
+@triton.jit
 def moe_scale_epilogue(acc, a_s, b_scale_ptr, expert, b_rows, stride_bse, stride_bsn, QUANT: tl.constexpr):
     """[BLOCK_M, BLOCK_N] acc times its per-tensor (QUANT 1: ``a_s`` one value) or per-channel
     (QUANT 2: ``a_s`` per row) scales; block scales (3) were applied per K step."""
@@ -188,11 +197,14 @@ def moe_grouped_gemm_kernel(
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     DOT_IN_FP32: tl.constexpr = False,
+    K_UNROLL: tl.constexpr = 1,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
     ``N`` is the number of output columns (for ``GATED``, half of B's rows). A row of A is
     ``pair // A_ROWS_PER_PAIR_DIV`` (top_k for the gate_up GEMM, 1 for the down GEMM).
+    K_UNROLL: K steps per loop iteration (FP8 block scales with a tile block_k of 128 * K_UNROLL;
+    each step is one scale group).
     """
     pid = tl.program_id(0)
     # For GATED the weight tile holds BLOCK_N rows but yields BLOCK_N // 2 output columns.
@@ -230,21 +242,27 @@ def moe_grouped_gemm_kernel(
         a_scale_rows = a_scale_ptr + a_rows * stride_asm
         b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
 
-    for kb in range(tl.cdiv(K, BLOCK_K)):
-        k_mask = offs_k < K - kb * BLOCK_K
-        a = moe_load_a(a_ptrs, pair_mask, k_mask, SWAP_AB)
-        b = moe_load_b(b_ptrs, k_mask, SWAP_AB)
-        if DOT_IN_FP32:
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
-        if QUANT == 3:
-            a_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, pair_mask, kb, stride_bsk, 0.0, BLOCK_K,
-                                        SCALE_BLOCK_K)
-            acc = moe_dot(acc, a, b, a_s, b_s, True, SWAP_AB)
-        else:
-            acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
-        a_ptrs += BLOCK_K
-        b_ptrs += BLOCK_K
+    # K_UNROLL K steps per iteration (block scales: 128-deep steps, each with its own scales):
+    # their weight loads are issued together, K_UNROLL * 128 contiguous bytes of each row.
+    k_last = tl.cdiv(K, BLOCK_K) - 1
+    for ku in range(tl.cdiv(K, BLOCK_K * K_UNROLL)):
+        for u in tl.static_range(K_UNROLL):
+            kb = ku * K_UNROLL + u
+            k_mask = offs_k < K - kb * BLOCK_K
+            a = moe_load_a(a_ptrs + u * BLOCK_K, pair_mask, k_mask, SWAP_AB)
+            b = moe_load_b(b_ptrs + u * BLOCK_K, k_mask, SWAP_AB)
+            if DOT_IN_FP32:
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
+            if QUANT == 3:
+                a_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, pair_mask,
+                                            moe_scale_step(kb, k_last, K_UNROLL), stride_bsk, 0.0, BLOCK_K,
+                                            SCALE_BLOCK_K)
+                acc = moe_dot(acc, a, b, a_s, b_s, True, SWAP_AB)
+            else:
+                acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
+        a_ptrs += BLOCK_K * K_UNROLL
+        b_ptrs += BLOCK_K * K_UNROLL
 
     if SWAP_AB:
         acc = tl.trans(acc)  # back to [BLOCK_M, BLOCK_N]
@@ -341,8 +359,11 @@ def launch_moe_gemm(
     if grid[0] == 0:
         return
     block_k = cfg.block_k
+    k_unroll = 1
     if quant == QUANT_BLOCK:
+        # A tile deeper than a scale group: that many one-group steps per iteration.
         block_k = min(block_k, scale_block[1])
+        k_unroll = max(1, cfg.block_k // block_k)
     stride_asm = a_scale.stride(0) if quant in (QUANT_BLOCK, QUANT_CHANNEL) else 0
     stride_bse, stride_bsn, stride_bsk = weight_scale_strides(quant, w_scale)
     moe_grouped_gemm_kernel[grid](
@@ -378,6 +399,7 @@ def launch_moe_gemm(
         BLOCK_K=block_k,
         GROUP_M=cfg.group_m,
         DOT_IN_FP32=_INTERPRETER_BF16_DOT_IS_WRONG and a.dtype == torch.bfloat16,
+        K_UNROLL=k_unroll,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

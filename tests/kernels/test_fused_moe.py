@@ -156,6 +156,8 @@ PATHS = {
     "bf16-swap8": ("bf16", TileConfig(8, 64, 128, 1, 4, 3, True)),
     "bf16-noswap": ("bf16", TileConfig(64, 64, 64, 4, 4, 3, False)),
     "fp8-block-swap16": ("block", TileConfig(16, 64, 128, 1, 4, 3, True)),
+    # 256 deep: two 128-deep scale groups per iteration (K_UNROLL), still wgmma on e4m3
+    "fp8-block-swap16-256deep": ("block", TileConfig(16, 64, 256, 1, 4, 2, True)),
     "fp8-channel-swap8": ("channel", TileConfig(8, 64, 128, 1, 4, 3, True)),
     "fp8-tensor-noswap": ("tensor", TileConfig(64, 64, 128, 4, 4, 3, False)),
 }

@@ -152,6 +152,38 @@ def test_fp8_matches_reference(scheme, tile, monkeypatch):
     assert _rel_err(out, exact) < 8e-2
 
 
+# (M, H, I, block_k): K = 384 and I = 320 leave the last iteration's second step past K (its tiles
+# read 0, its scales the last group's); 512-deep tiles over H = 640 leave three.
+@pytest.mark.parametrize("M,H,I,block_k", [(5, 384, 320, 256), (3, 640, 256, 512)])
+def test_fp8_block_tiles_deeper_than_a_group_equal_128_deep_tiles(M, H, I, block_k, monkeypatch):
+    """FP8 block scales with a tile block_k of 256 or 512: each iteration runs block_k / 128 steps
+    of one scale group each, in the order of 128-deep tiles, so the layer is the same bit for bit;
+    a step with another group's scale or a lost tail step would move it by far more."""
+    device = _device()
+    _use_reference_quantizer(monkeypatch)
+    E, k = 8, 2
+    gen = torch.Generator().manual_seed(H + I)
+    x = (torch.randn(M, H, generator=gen) * torch.linspace(0.1, 4.0, H)).to(torch.bfloat16).to(device)
+
+    def weights(rows: int, cols: int):
+        padded = torch.zeros(E, -(-rows // 128) * 128, -(-cols // 128) * 128)
+        padded[:, :rows, :cols] = torch.randn(E, rows, cols, generator=gen) / cols**0.5
+        w, s = _quantize_weight(padded, "block")
+        return w[:, :rows, :cols].contiguous().to(device), s.to(device)
+
+    (w13, s1), (w2, s2) = weights(2 * I, H), weights(H, I)
+    tw, ti = _routing(M, E, k, device, gen)
+    outs = []
+    for depth in (128, block_k):
+        tile = TileConfig(16, 64, depth, 1, 4, 2, True)
+        outs.append(fm.fused_moe(x, w13, w2, tw, ti, use_fp8_w8a8=True, block_shape=[128, 128], w1_scale=s1,
+                                 w2_scale=s2, tile_configs=MoeTileConfigs(tile, tile)).float())
+    assert torch.equal(outs[1], outs[0]), _rel_err(outs[1], outs[0])
+    emulated = fm.fused_moe_reference(x, w13, w2, tw, ti, use_fp8_w8a8=True, block_shape=[128, 128], w1_scale=s1,
+                                      w2_scale=s2, quantize_activations=True)
+    assert _rel_err(outs[1], emulated) < 4e-2
+
+
 @pytest.mark.parametrize("mode", ["tensor", "row", "group"])
 def test_quant_kernels_layout(mode):
     device = _device()

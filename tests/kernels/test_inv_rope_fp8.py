@@ -32,9 +32,9 @@ MAX_POSITION = 4096
 # Token counts the issue asks the GPU to check.
 GPU_TOKEN_COUNTS = (1, 2, 3, 13, 16, 17, 62, 64, 100, 1000, 4097, 8192)
 INTERPRETER_TOKEN_COUNTS = (1, 3, 6)
-# Launch knobs other than the defaults that must give the same results: the tile loop pipelined
-# by the compiler with GPT-J pairs read as 4-byte elements (launch_inv_rope_fp8's loop_stages, pair_tile).
-KNOBS = {"default": {}, "pipelined_pairs": {"loop_stages": 3, "pair_tile": True}}
+# Launch knobs other than the defaults that must give the same results: GPT-J pairs read as 4-byte
+# elements (launch_inv_rope_fp8's pair_tile).
+KNOBS = {"default": {}, "pair_tile": {"pair_tile": True}}
 
 
 @dataclass(frozen=True)

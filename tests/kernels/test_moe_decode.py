@@ -32,7 +32,6 @@ from jitguard.kernels.moe_decode import (
     choose_decode_path,
     fused_moe_decode,
     fused_moe_decode_reference,
-    plan_fused_moe_decode,
 )
 from jitguard.kernels.moe_dispatch import from_logits_takes_decode, fused_moe_from_logits
 from jitguard.kernels.moe_routing import softmax_topk, softmax_topk_reference
@@ -333,43 +332,6 @@ def test_math_intermediate_quantized_by_gate_up_equals_quantized_on_load(I, gate
     assert _rel_err(outs[True], outs[False]) < 1e-3
 
 
-@pytest.mark.interpreter
-@pytest.mark.parametrize("scheme,M,H,I,tile", [
-    ("bf16", 5, 192, 96, TileConfig(8, 32, 64, 1, 4, 2, False)),
-    ("bf16", 19, 128, 48, TileConfig(16, 64, 64, 1, 4, 2, True)),
-    ("block", 3, 192, 320, TileConfig(16, 64, 128, 1, 4, 2, True)),
-    ("block", 6, 256, 256, TileConfig(8, 32, 128, 1, 4, 2, False)),
-])
-def test_math_persistent_down_gemm_equals_one_program_per_item(scheme, M, H, I, tile, monkeypatch):
-    """The down GEMM on a persistent grid (a few programs, each looping over several (token tile,
-    column tile) items, here 2 or 3 programs for 6-20 items) gives the layer bit for bit, and leaves
-    every column-tile counter at zero: an item lost, done twice or reduced before its last writer
-    moves it; K ends in a partial step (I = 320, 96, 48)."""
-    device = _device()
-    E, k = 8, 2
-    gen = torch.Generator().manual_seed(M * H + I)
-    if scheme == "bf16":
-        x, logits, w13, w2 = _layer(M, E, k, H, I, gen, device)
-        kw = {}
-    else:
-        x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, device)
-    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
-    tiles = MoeTileConfigs(tile, tile)
-    monkeypatch.setattr(moe_decode, "_sm_count", lambda device: 1)
-    outs = {}
-    for programs in (0, 2, 3):
-        monkeypatch.setattr(moe_decode, "PERSISTENT_DOWN_PROGRAMS_PER_SM", programs)
-        plan = plan_fused_moe_decode(x, logits, w13, w2, k, tile_configs=tiles, workspace=ws, path="grouped", **kw)
-        down = dict(plan.launches)["down"]
-        # The one-program-per-item launch is moe_decode_gemm_kernel's, with its REDUCE switch.
-        assert ("REDUCE" in down.keywords) == (programs == 0)
-        for _, launch in plan.launches:
-            launch()
-        outs[programs] = plan.out.float().cpu()
-        assert ws.flags.cpu()[2:].count_nonzero() == 0, "a column-tile counter was left set"
-    assert torch.equal(outs[2], outs[0]) and torch.equal(outs[3], outs[0]), _rel_err(outs[2], outs[0])
-
-
 # ---- clear errors ----------------------------------------------------------------------------------
 
 def _bad_calls():
@@ -592,31 +554,6 @@ def test_real_sm90_gate_up_writing_whole_groups_quantizes_them_without_a_counter
     assert len(new) == 2 and len(gate_up) == 1, "exactly one GEMM (down, with its reduce counter) has atomics"
     _assert_tokens_in_mma_n_slot(gate_up[0], 16, "e4m3")
     assert not re.search(r"cvt\.rn\.f16x2\.e4m3x2", gate_up[0]), "FP8 operands converted to f16"
-
-
-@pytest.mark.parametrize("scheme", ["bf16", "block"])
-def test_real_sm90_persistent_down_gemm_is_pipelined_across_items(scheme, monkeypatch):
-    """The persistent down GEMM's one loop over (item, K step) is software-pipelined for sm_90
-    (cp.async tile loads ahead of the MMAs: a CTA barrier inside the loop would stop that, so the
-    arrivals come after it), multiplies on wgmma with the token tile as the MMA's N (FP8 on e4m3,
-    not converted to f16), and keeps the top-k counter's gpu-scope acq_rel atomic."""
-    _compile_side()
-    monkeypatch.setattr(moe_decode, "PERSISTENT_DOWN_PROGRAMS_PER_SM", 4)
-    E, k, H, I, M = 8, 2, 256, 256, 3
-    w13, w2, kw = _zero_weights(E, H, I, scheme)
-    tile = TileConfig(16, 64, 128, 1, 4, 3, True)
-    kernel = triton_compat.unwrap_jit_function(moe_decode.moe_decode_down_persistent_kernel)
-    triton_compat.forget_compiled_variants(kernel)
-    with jitguard.offline(compile=True):
-        fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k, path="grouped",
-                         tile_configs=MoeTileConfigs(tile, tile), **kw)
-    compiled = list(_compiled(moe_decode.moe_decode_down_persistent_kernel).values())
-    assert len(compiled) == 1
-    ptx = compiled[0].asm["ptx"]
-    assert "cp.async" in ptx, "the persistent loop was not pipelined"
-    _assert_tokens_in_mma_n_slot(ptx, tile.block_m, "e4m3" if scheme == "block" else "bf16")
-    assert not re.search(r"cvt\.rn\.f16x2\.e4m3x2", ptx), "FP8 operands converted to f16"
-    assert re.search(r"atom\.global\.(gpu\.acq_rel|acq_rel\.gpu)\.add\.u32", ptx)
 
 
 @pytest.mark.parametrize("scheme", ["bf16", "block"])
