@@ -5,8 +5,8 @@
 does); before, a block-scaled tile was clamped to 128 deep. The decode GEMM measured 1-2% faster
 with 256-deep gate_up rows at DeepSeek-sized M = 4 and 8 (benchmarks/results/moe_layer.md, fifth
 session). This times the unfused layer ``fused_moe_from_logits`` serves at 16-64 tokens
-(``softmax_topk`` + ``fused_moe``) per (case, M): TILE_TABLE's row and probe_decode_k_depth's
-variants of it, alternating in two rounds, each variant's output against the row's (bit for bit:
+(``softmax_topk`` + ``fused_moe``) per (case, M): TILE_TABLE's row and VARIANTS of it (or
+probe_decode_k_depth's, ``--variants k-depth``), alternating in two rounds, each variant's output against the row's (bit for bit:
 the steps and their order are those of 128-deep tiles), and vLLM's two GEMMs alone once. Inputs and
 timer of bench_moe_layer.py (CUDA graphs, L2 defeated).
 
@@ -17,6 +17,7 @@ timer of bench_moe_layer.py (CUDA graphs, L2 defeated).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -30,8 +31,25 @@ import probe_decode_k_depth as pkd
 import tune_moe_decode as tmd
 
 from jitguard.kernels import moe_chain, moe_configs, moe_routing
+from jitguard.kernels.moe_configs import MoeTileConfigs
 
 POINTS = [("deepseek-v3-tp2-fp8-block", (16, 32, 64)), ("qwen3-30b-fp8-block", (32, 64))]
+
+
+def deeper(tile, block_k: int, stages: int | None = None):
+    return dataclasses.replace(tile, block_k=block_k, num_stages=stages or tile.num_stages)
+
+
+# (label, table row -> candidate row); --variants k-depth takes probe_decode_k_depth's instead.
+# The first call (h200_kdepth_fused.sh) timed those: gate_up 256 deep at the same stages was the
+# fastest at all five points; these vary it.
+VARIANTS = [
+    ("gu256", lambda t: MoeTileConfigs(deeper(t.gate_up, 256), t.down)),
+    ("gu256 dn256", lambda t: MoeTileConfigs(deeper(t.gate_up, 256), deeper(t.down, 256))),
+    ("gu256 s+1", lambda t: MoeTileConfigs(deeper(t.gate_up, 256, t.gate_up.num_stages + 1), t.down)),
+    ("gu256 dn s+1", lambda t: MoeTileConfigs(deeper(t.gate_up, 256),
+                                              dataclasses.replace(t.down, num_stages=t.down.num_stages + 1))),
+]
 
 
 def main() -> None:
@@ -40,8 +58,9 @@ def main() -> None:
     p.add_argument("--vllm-configs")
     p.add_argument("--cases", default=",".join(name for name, _ in POINTS))
     p.add_argument("--ms", help="token counts instead of each case's own")
-    p.add_argument("--out", default=".")
+    p.add_argument("--variants", choices=("own", "k-depth"), default="own")
     args = p.parse_args()
+    variants = pkd.VARIANTS if args.variants == "k-depth" else VARIANTS
     out_dir = Path(args.out)
     log = bfm.jsonl_log(out_dir, "probe_fused_moe_k_depth.jsonl")
     vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
@@ -51,7 +70,7 @@ def main() -> None:
     lines = [f"# {props.name}, torch {torch.__version__}, triton {triton.__version__}, read-only {bw[1]:.0f} GB/s",
              "",
              "us per layer (softmax_topk + fused_moe, x floor); round 1 then round 2, each: TILE_TABLE's row, then "
-             + ", ".join(name for name, _ in pkd.VARIANTS) + "; 'same' = output equal to the row's bit for bit",
+             + ", ".join(name for name, _ in variants) + "; 'same' = output equal to the row's bit for bit",
              "| case | M | floor us | round 1 | round 2 | same | err per row | vLLM GEMMs only |",
              "|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
@@ -66,7 +85,7 @@ def main() -> None:
             out = torch.empty_like(x)
             fl = tmd.floor_us(layer, M, logits, bw[1])
             table = moe_configs.select_tile_configs(M, layer.E, tmd.case_precision(layer.scheme))
-            candidates = [table] + [make(table) for _, make in pkd.VARIANTS]
+            candidates = [table] + [make(table) for _, make in variants]
             ref = tmd.reference(layer, x, logits)
 
             def run(i: int, tiles) -> None:

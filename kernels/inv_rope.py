@@ -49,22 +49,15 @@ POSITION_DTYPES = (torch.int64, torch.int32)
 _ELEMENTS_PER_TILE = 512
 _PROGRAMS_PER_SM = 32
 _PREFETCH = True
-# GPT-J pairs read as one 4-byte element each (a [rows, pairs, 2] tile split in registers) and
-# written as 2-byte pairs, instead of two 2-byte loads and two 1-byte stores at stride 2. Not yet
-# decided (H200, benchmarks/results/inv_rope_fp8.md): off.
-_PAIR_TILE = False
 _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offline backend).
 
 
 @triton.jit
 def _load_tile(
     o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b, pair_ok,
-    NUM_HEADS: tl.constexpr, ROWS: tl.constexpr, PAIR_TILE: tl.constexpr = False,
+    NUM_HEADS: tl.constexpr, ROWS: tl.constexpr,
 ):
-    """Raw loads of one tile: the rows, their rope pairs (re-read, L1 hits) and positions.
-
-    PAIR_TILE (GPT-J pairs): each pair is read as one 4-byte element of a [ROWS, pairs, 2] tile,
-    then split."""
+    """Raw loads of one tile: the rows, their rope pairs (re-read, L1 hits) and positions."""
     rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
     row_ok = rows < n_rows
     token = rows // NUM_HEADS
@@ -72,14 +65,8 @@ def _load_tile(
     row_ptr = o_ptr + (token * o_stride_token + head * o_stride_head)[:, None]
     pair_mask = row_ok[:, None] & pair_ok[None, :]
     x = tl.load(row_ptr + cols[None, :], mask=row_ok[:, None] & col_ok[None, :], other=0.0)
-    if PAIR_TILE:
-        both = tl.arange(0, 2)
-        ab = tl.load(row_ptr[:, :, None] + col_a[None, :, None] + both[None, None, :], mask=pair_mask[:, :, None],
-                     other=0.0)
-        a, b = tl.split(ab)
-    else:
-        a = tl.load(row_ptr + col_a[None, :], mask=pair_mask, other=0.0)
-        b = tl.load(row_ptr + col_b[None, :], mask=pair_mask, other=0.0)
+    a = tl.load(row_ptr + col_a[None, :], mask=pair_mask, other=0.0)
+    b = tl.load(row_ptr + col_b[None, :], mask=pair_mask, other=0.0)
     pos = tl.load(positions_ptr + token, mask=row_ok, other=0).to(tl.int64)
     return x, a, b, pos
 
@@ -114,7 +101,6 @@ def inv_rope_fp8_kernel(
     SCALE_COLS_P2: tl.constexpr,
     ROWS: tl.constexpr,
     PREFETCH: tl.constexpr,
-    PAIR_TILE: tl.constexpr = False,
 ):
     """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles."""
     D_TILE: tl.constexpr = CHUNKS_P2 * GROUP
@@ -162,7 +148,7 @@ def inv_rope_fp8_kernel(
     if PREFETCH:
         x_next, a_next, b_next, pos_next = _load_tile(
             o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
-            pair_ok, NUM_HEADS, ROWS, PAIR_TILE and not NEOX,
+            pair_ok, NUM_HEADS, ROWS,
         )
     for tile in range(pid, n_tiles, num_programs):
         rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
@@ -176,12 +162,12 @@ def inv_rope_fp8_kernel(
             x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
             x_next, a_next, b_next, pos_next = _load_tile(
                 o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, cols, col_ok,
-                col_a, col_b, pair_ok, NUM_HEADS, ROWS, PAIR_TILE and not NEOX,
+                col_a, col_b, pair_ok, NUM_HEADS, ROWS,
             )
         else:
             x_raw, a_raw, b_raw, pos = _load_tile(
                 o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
-                pair_ok, NUM_HEADS, ROWS, PAIR_TILE and not NEOX,
+                pair_ok, NUM_HEADS, ROWS,
             )
         x = x_raw.to(tl.float32)
         a = a_raw.to(tl.float32)
@@ -227,13 +213,8 @@ def inv_rope_fp8_kernel(
                 inverse_b = tl.where((chunk_b == c)[None, :], inverse_c[:, None], inverse_b)
             q_a = tl.clamp(new_a * inverse_a, -FP8_MAX_VALUE, FP8_MAX_VALUE)
             q_b = tl.clamp(new_b * inverse_b, -FP8_MAX_VALUE, FP8_MAX_VALUE)
-            if PAIR_TILE and not NEOX:
-                both = tl.arange(0, 2)
-                tl.store(out_rows[:, None, None] + col_a[None, :, None] + both[None, None, :],
-                         tl.join(q_a, q_b).to(out_ptr.dtype.element_ty), mask=pair_mask[:, :, None])
-            else:
-                tl.store(out_rows[:, None] + col_a[None, :], q_a.to(out_ptr.dtype.element_ty), mask=pair_mask)
-                tl.store(out_rows[:, None] + col_b[None, :], q_b.to(out_ptr.dtype.element_ty), mask=pair_mask)
+            tl.store(out_rows[:, None] + col_a[None, :], q_a.to(out_ptr.dtype.element_ty), mask=pair_mask)
+            tl.store(out_rows[:, None] + col_b[None, :], q_b.to(out_ptr.dtype.element_ty), mask=pair_mask)
 
             # Scale column of (head, chunk) is head * SCALES_PER_ROW + chunk for every grouping.
             if PACKED_SCALES:
@@ -458,14 +439,13 @@ def launch_inv_rope_fp8(
     num_warps: int | None = None,
     programs_per_sm: int = _PROGRAMS_PER_SM,
     prefetch: bool = _PREFETCH,
-    pair_tile: bool = _PAIR_TILE,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
     ``out`` may have another dtype than fp8 (fp32 keeps the pre-cast values, used to check
     the maths under ``TRITON_INTERPRET=1``). ``kernel`` swaps in another build of the same
     function (the interpreter, or a copy with default specialization for comparisons);
-    ``rows_per_tile``, ``num_warps``, ``programs_per_sm``, ``prefetch`` and ``pair_tile`` are tuning knobs for
+    ``rows_per_tile``, ``num_warps``, ``programs_per_sm`` and ``prefetch`` are tuning knobs for
     benchmarks.
     """
     num_tokens = o.shape[0]
@@ -495,7 +475,6 @@ def launch_inv_rope_fp8(
         cos_sin_cache.stride(0),
         ROWS=rows,
         PREFETCH=prefetch,
-        PAIR_TILE=pair_tile,
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.
         enable_fp_fusion=False,

@@ -32,9 +32,6 @@ MAX_POSITION = 4096
 # Token counts the issue asks the GPU to check.
 GPU_TOKEN_COUNTS = (1, 2, 3, 13, 16, 17, 62, 64, 100, 1000, 4097, 8192)
 INTERPRETER_TOKEN_COUNTS = (1, 3, 6)
-# Launch knobs other than the defaults that must give the same results: GPT-J pairs read as 4-byte
-# elements (launch_inv_rope_fp8's pair_tile).
-KNOBS = {"default": {}, "pair_tile": {"pair_tile": True}}
 
 
 @dataclass(frozen=True)
@@ -112,7 +109,7 @@ def _logical(case: Case, layout: irf.InvRopeFp8Layout, out: torch.Tensor, scales
 
 
 def run_kernel(
-    case: Case, inputs: dict, device: str, fp8: bool, rows_per_tile: int | None = None, knobs: str = "default"
+    case: Case, inputs: dict, device: str, fp8: bool, rows_per_tile: int | None = None
 ) -> dict[str, torch.Tensor]:
     """Run the kernel once into poisoned buffers; pre-cast fp32 values, or fp8 when ``fp8``."""
     inputs = {k: v.to(device) for k, v in inputs.items()}
@@ -123,7 +120,7 @@ def run_kernel(
         out = torch.full(out.shape, float("nan"), dtype=torch.float32, device=device)
     if scales.numel():
         scales.fill_(-7)
-    irf.launch_inv_rope_fp8(layout, **inputs, out=out, scales=scales, rows_per_tile=rows_per_tile, **KNOBS[knobs])
+    irf.launch_inv_rope_fp8(layout, **inputs, out=out, scales=scales, rows_per_tile=rows_per_tile)
     values, scale_values = _logical(case, layout, out, scales, tokens)
     result = {"values": values.cpu(), "scale_buffer": scales.cpu()}
     if scale_values is not None:
@@ -137,7 +134,7 @@ def _interpreter_child(request_path: str, result_path: str) -> None:
     results = {}
     for key, (case_fields, inputs) in requests.items():
         # 8 rows per tile (the GPU default is 1): fewer interpreted programs, and partial tiles.
-        results[key] = run_kernel(Case(**case_fields), inputs, "cpu", fp8=False, rows_per_tile=8, knobs=key[2])
+        results[key] = run_kernel(Case(**case_fields), inputs, "cpu", fp8=False, rows_per_tile=8)
     torch.save(results, result_path)
 
 
@@ -151,10 +148,9 @@ def interpreter_results() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         request_path, result_path = os.path.join(tmp, "in.pt"), os.path.join(tmp, "out.pt")
         requests = {
-            (case.name, tokens, knobs): (asdict(case), case.inputs(tokens, _seed(case, tokens)))
+            (case.name, tokens): (asdict(case), case.inputs(tokens, _seed(case, tokens)))
             for case in CASES
             for tokens in INTERPRETER_TOKEN_COUNTS
-            for knobs in KNOBS
         }
         torch.save(requests, request_path)
         env = dict(os.environ, TRITON_INTERPRET="1")
@@ -207,21 +203,19 @@ BACKENDS = [
 ]
 
 
-@pytest.mark.parametrize("knobs", KNOBS)
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_kernel_matches_reference(case: Case, backend: str, knobs: str, request: pytest.FixtureRequest) -> None:
-    """Rotation, scales and quantized values match the plain-torch reference for every T, with the
-    default launch and with each set of tuning knobs."""
+def test_kernel_matches_reference(case: Case, backend: str, request: pytest.FixtureRequest) -> None:
+    """Rotation, scales and quantized values match the plain-torch reference for every T."""
     token_counts = INTERPRETER_TOKEN_COUNTS if backend == "interpreter" else GPU_TOKEN_COUNTS
     for tokens in token_counts:
         inputs = case.inputs(tokens, _seed(case, tokens))
         if backend == "interpreter":
-            got = request.getfixturevalue("interpreter_results")[(case.name, tokens, knobs)]
+            got = request.getfixturevalue("interpreter_results")[(case.name, tokens)]
             fp8_got = None
         else:
-            got = run_kernel(case, inputs, "cuda", fp8=False, knobs=knobs)
-            fp8_got = run_kernel(case, inputs, "cuda", fp8=True, knobs=knobs)
+            got = run_kernel(case, inputs, "cuda", fp8=False)
+            fp8_got = run_kernel(case, inputs, "cuda", fp8=True)
         check_against_reference(case, inputs, got, fp8_got, "cpu" if backend == "interpreter" else "cuda")
 
 
