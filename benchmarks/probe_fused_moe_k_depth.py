@@ -6,9 +6,9 @@ does); before, a block-scaled tile was clamped to 128 deep. The decode GEMM meas
 with 256-deep gate_up rows at DeepSeek-sized M = 4 and 8 (benchmarks/results/moe_layer.md, fifth
 session). This times the unfused layer ``fused_moe_from_logits`` serves at 16-64 tokens
 (``softmax_topk`` + ``fused_moe``) per (case, M): TILE_TABLE's row and VARIANTS of it (or
-probe_decode_k_depth's, ``--variants k-depth``), alternating in two rounds, each variant's output against the row's (bit for bit:
-the steps and their order are those of 128-deep tiles), and vLLM's two GEMMs alone once. Inputs and
-timer of bench_moe_layer.py (CUDA graphs, L2 defeated).
+probe_decode_k_depth's, ``--variants k-depth``), alternating in two rounds, each variant's output
+against the row's (bit for bit: the steps and their order are those of 128-deep tiles), and vLLM's
+two GEMMs alone once. Inputs and timer of bench_moe_layer.py (CUDA graphs, L2 defeated).
 
     PYTHONPATH=$PWD python3 benchmarks/probe_fused_moe_k_depth.py --vllm-file .vendor/vllm_fused_moe.py \\
         --vllm-configs .vendor/configs --out $OUT
