@@ -59,6 +59,7 @@ def main() -> None:
     p.add_argument("--cases", default=",".join(name for name, _ in POINTS))
     p.add_argument("--ms", help="token counts instead of each case's own")
     p.add_argument("--variants", choices=("own", "k-depth"), default="own")
+    p.add_argument("--out", default=".")
     args = p.parse_args()
     variants = pkd.VARIANTS if args.variants == "k-depth" else VARIANTS
     out_dir = Path(args.out)
