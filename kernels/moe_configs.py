@@ -136,6 +136,12 @@ TILE_TABLE: dict[tuple[str, str], list[tuple[int | None, MoeTileConfigs]]] = {
         (2, _same(_t(16, 64, 128, 1, 4, 4, True))),
         (4, _same(_t(16, 128, 128, 1, 4, 3, True))),
         (8, MoeTileConfigs(_t(8, 64, 128, 1, 4, 5, True), _t(8, 64, 128, 1, 4, 3, True))),
+        # tuned (unfused layer, H200, 2026-12-01, sixth session, alternating with the 128-deep row below): gate_up
+        # 256 deep (two scale groups per iteration), same stages: deepseek-v3-tp2-fp8-block M=16 499.3/499.4 us
+        # against 508.3/508.0, M=32 831.9/832.9 against 847.6/849.7, M=64 1124.2/1133.2 against 1141.8/1144.0;
+        # qwen3-30b-fp8-block M=32 147.6/147.7 against 148.1/148.1, M=64 163.2/163.2 against 164.0/164.1 (a
+        # second call: 499.2/499.4, 831.6/851.7, 1124.3/1125.1, 147.6/147.6, 163.3/163.2).
+        (64, MoeTileConfigs(_t(16, 128, 256, 1, 4, 3, True), _t(16, 128, 128, 1, 4, 3, True))),
         (128, _same(_t(16, 128, 128, 1, 4, 3, True))),
         # tuned, gate_up/down: qwen3-30b-fp8-block M=4096: 410.9/266.4 us (vLLM 443.5/279.4)
         # deepseek-v3-tp2-fp8-block M=4096: 2036.5/1246.5 us (vLLM 2143.6/1382.2)
@@ -209,6 +215,9 @@ DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | N
         # M=7 291.5/291.7 against 300.0/300.5, M=8 320.2/320.1 against 322.3/322.6 (call 2: 326.1/326.5 against
         # 330.9/331.4); 1% less over M = 5..8, slower at M = 6.
         (8, MoeTileConfigs(_t(8, 32, 256, 1, 2, 3, True), _t(8, 64, 128, 1, 4, 4, False))),
+        # M = 9..64: TILE_TABLE's 128-deep row, which the decode GEMMs were timed with (the 256-deep
+        # gate_up that TILE_TABLE now gives fused_moe there was not timed on the decode path).
+        (64, _same(_t(16, 128, 128, 1, 4, 3, True))),
     ],
     ('bf16', 'many', 'large'): [
         (1, None),
@@ -221,6 +230,10 @@ DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | N
         # tuned (whole layer, H200, 2026-12-01): qwen3-30b-fp8-block M=1 20.8/20.8 us against 21.4/21.4
         # on the large experts' row (gate_up alone 11.1 against 11.6).
         (1, MoeTileConfigs(_t(16, 64, 128, 1, 4, 6, True), _t(16, 64, 128, 1, 4, 4, True))),
+        (8, None),
+        # M = 9..64: TILE_TABLE's 128-deep row (the decode path measured the 256-deep gate_up slower at
+        # qwen3-30b-fp8-block M=16, 113.7/113.7 us against 112.2/112.5, 2026-12-01, fifth session).
+        (64, _same(_t(16, 128, 128, 1, 4, 3, True))),
     ],
 }
 

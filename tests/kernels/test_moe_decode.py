@@ -413,10 +413,14 @@ def test_decode_rows_follow_expert_size_and_defer_to_the_fused_moe_table():
         moe_configs.DECODE_TILE_TABLE[("bf16", "many", "large")])[2]
     for M in (1, 3):
         assert select_decode_tile_configs(M, 128, "bf16", bf16_large) == moe_configs.select_tile_configs(M, 128)
+    # M = 9..64: the 128-deep row the decode GEMMs were timed with, not fused_moe's 256-deep gate_up there.
+    kept = moe_configs.select_tile_configs(100, 256, "fp8-block")
     for M in (9, 16, 64):
         for size in (large, small):
-            assert select_decode_tile_configs(M, 256, "fp8-block", size) == moe_configs.select_tile_configs(
-                M, 256, "fp8-block")
+            assert select_decode_tile_configs(M, 256, "fp8-block", size) == kept
+        assert moe_configs.select_tile_configs(M, 256, "fp8-block").gate_up.block_k == 256
+    for size in (large, small):
+        assert select_decode_tile_configs(100, 256, "fp8-block", size) == kept  # past the last row
 
 
 # ---- one compiled variant per tile config, M = 1..64 and beyond ------------------------------------
