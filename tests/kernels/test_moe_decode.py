@@ -17,7 +17,6 @@ import re
 
 import pytest
 import torch
-import triton
 from torch.utils._python_dispatch import TorchDispatchMode
 from triton.runtime.jit import JITFunction
 
@@ -36,6 +35,7 @@ from jitguard.kernels.moe_decode import (
 from jitguard.kernels.moe_dispatch import from_logits_takes_decode, fused_moe_from_logits
 from jitguard.kernels.moe_routing import softmax_topk, softmax_topk_reference
 from tests.kernel_maths_device import INTERPRETED, maths_device
+from tests.kernels.mma_checks import FP8_N8_CONVERTED, assert_tokens_in_mma_n_slot
 
 FP8 = torch.float8_e4m3fn
 
@@ -471,17 +471,6 @@ def _compiled(kernel) -> dict[int, object]:
     return {id(k): k for cache in triton_compat.all_kernel_caches(jit_fn) for k in cache.values()}
 
 
-def _assert_tokens_in_mma_n_slot(ptx: str, block_m: int, operand: str) -> None:
-    """A swapped tile multiplies on tensor cores with the token tile as the MMA's N, on the
-    operand type itself: wgmma m64n<block_m>, or for block_m = 8 mma.sync m16n8 (what Triton 3.6
-    emits there)."""
-    wgmma = set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k\d+\.f32\.(\w+)\.", ptx))
-    mma = set(re.findall(r"mma\.sync\.aligned\.m16n(\d+)k\d+\.row\.col\.f32\.(\w+)\.", ptx))
-    want = (str(block_m), operand)
-    assert want in wgmma or (block_m == 8 and want in mma), (
-        f"expected wgmma m64n{block_m} {operand} (or mma.sync m16n8), found wgmma {sorted(wgmma)} mma {sorted(mma)}")
-
-
 PATHS = {
     "bf16-swap8": ("bf16", TileConfig(8, 64, 128, 1, 4, 3, True)),
     "bf16-noswap": ("bf16", TileConfig(16, 32, 64, 1, 4, 3, False)),
@@ -493,14 +482,7 @@ PATHS = {
 }
 
 
-_TRITON_VERSION = tuple(int(part) for part in triton.__version__.split(".")[:2])
-# Checked: Triton 3.6 compiles an 8-token swapped FP8 tile to mma.sync m16n8 on f16 (each e4m3
-# operand converted); 3.9 to wgmma m64n8 on e4m3. 3.7 and 3.8 were not checked.
-_FP8_N8_CONVERTED = pytest.mark.xfail(_TRITON_VERSION < (3, 9), strict=False,
-                                      reason="Triton < 3.9 converts FP8 to f16 for an N = 8 MMA (seen on 3.6)")
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, marks=_FP8_N8_CONVERTED) if p == "fp8-tensor-swap8" else p
+@pytest.mark.parametrize("path", [pytest.param(p, marks=FP8_N8_CONVERTED) if p == "fp8-tensor-swap8" else p
                                   for p in sorted(PATHS)])
 def test_real_sm90_compile_of_each_path(path):
     """Every decode kernel compiles for sm_90; the arrival counters are gpu-scope acq_rel atomics
@@ -530,7 +512,7 @@ def test_real_sm90_compile_of_each_path(path):
         assert re.search(r"\bbar(rier)?\.sync", ptx)
     if tile.swap_ab:
         for ptx in gemm_ptx:
-            _assert_tokens_in_mma_n_slot(ptx, tile.block_m, "e4m3" if fp8 else "bf16")
+            assert_tokens_in_mma_n_slot(ptx, tile.block_m, "e4m3" if fp8 else "bf16")
     if fp8 and tile.swap_ab:
         assert not any(re.search(r"cvt\.rn\.f16x2\.e4m3x2", ptx) for ptx in gemm_ptx), "FP8 operands converted to f16"
     if moe_decode.pdl_supported():
@@ -556,7 +538,7 @@ def test_real_sm90_gate_up_writing_whole_groups_quantizes_them_without_a_counter
     new = list(_compiled(moe_decode.moe_decode_gemm_kernel).values())
     gate_up = [c.asm["ptx"] for c in new if "atom.global" not in c.asm["ptx"]]
     assert len(new) == 2 and len(gate_up) == 1, "exactly one GEMM (down, with its reduce counter) has atomics"
-    _assert_tokens_in_mma_n_slot(gate_up[0], 16, "e4m3")
+    assert_tokens_in_mma_n_slot(gate_up[0], 16, "e4m3")
     assert not re.search(r"cvt\.rn\.f16x2\.e4m3x2", gate_up[0]), "FP8 operands converted to f16"
 
 
@@ -577,7 +559,7 @@ def test_real_sm90_compile_of_the_pairs_path(scheme):
     new = [c for key, c in _compiled(moe_decode.moe_decode_gemm_kernel).items() if key not in before]
     assert len(new) == 2
     for kernel in new:
-        _assert_tokens_in_mma_n_slot(kernel.asm["ptx"], tile.block_m, "e4m3" if fp8 else "bf16")
+        assert_tokens_in_mma_n_slot(kernel.asm["ptx"], tile.block_m, "e4m3" if fp8 else "bf16")
         assert not re.search(r"cvt\.rn\.f16x2\.e4m3x2", kernel.asm["ptx"]), "FP8 operands converted to f16"
     if not moe_decode.pdl_supported():
         pytest.skip("this Triton's launcher has no launch_pdl")
