@@ -50,6 +50,15 @@ VARIANTS = [
     ("gu256 dn s+1", lambda t: MoeTileConfigs(deeper(t.gate_up, 256),
                                               dataclasses.replace(t.down, num_stages=t.down.num_stages + 1))),
 ]
+# --variants shape: the 256-deep gate_up row (TILE_TABLE's since 8b96090) with other widths and
+# warps, and a narrower down tile (the third call).
+SHAPE_VARIANTS = [
+    ("gu bn64", lambda t: MoeTileConfigs(dataclasses.replace(t.gate_up, block_n=64), t.down)),
+    ("gu bn256 s2", lambda t: MoeTileConfigs(dataclasses.replace(t.gate_up, block_n=256, num_stages=2), t.down)),
+    ("gu 8 warps", lambda t: MoeTileConfigs(dataclasses.replace(t.gate_up, num_warps=8), t.down)),
+    ("dn bn64", lambda t: MoeTileConfigs(t.gate_up, dataclasses.replace(t.down, block_n=64))),
+    ("dn bn64 s4", lambda t: MoeTileConfigs(t.gate_up, dataclasses.replace(t.down, block_n=64, num_stages=4))),
+]
 
 
 def main() -> None:
@@ -58,10 +67,10 @@ def main() -> None:
     p.add_argument("--vllm-configs")
     p.add_argument("--cases", default=",".join(name for name, _ in POINTS))
     p.add_argument("--ms", help="token counts instead of each case's own")
-    p.add_argument("--variants", choices=("own", "k-depth"), default="own")
+    p.add_argument("--variants", choices=("own", "k-depth", "shape"), default="own")
     p.add_argument("--out", default=".")
     args = p.parse_args()
-    variants = pkd.VARIANTS if args.variants == "k-depth" else VARIANTS
+    variants = {"own": VARIANTS, "k-depth": pkd.VARIANTS, "shape": SHAPE_VARIANTS}[args.variants]
     out_dir = Path(args.out)
     log = bfm.jsonl_log(out_dir, "probe_fused_moe_k_depth.jsonl")
     vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
