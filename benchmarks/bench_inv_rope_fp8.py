@@ -390,6 +390,22 @@ def time_implementations(irf: Any, reference: Any, upstream: Any, copy_gbs: floa
     return rows
 
 
+def upstream_layout_inputs(irf: Any, tokens: int) -> tuple[int, int, list[dict], Any, Any, list[Any]]:
+    """One T of the launch sweeps, in upstream's layout: (bytes moved, input sets to defeat L2, the sets,
+    the layout, the default launch's outputs on set 0, output buffers per set)."""
+    nbytes = minimal_bytes(tokens)
+    sets = max(1, min(8, math.ceil(L2_DEFEAT_BYTES / nbytes))) if nbytes > 2**20 else 1
+    inputs = [make_inputs(tokens, seed=s) for s in range(sets)]
+    layout = irf.plan_inv_rope_fp8(
+        inputs[0]["o"], inputs[0]["positions"], inputs[0]["cos_sin_cache"], rope_start=NOPE_DIM,
+        scale_format="pow2", scale_layout="mn_major", n_groups=N_GROUPS,
+    )
+    expected = irf.allocate_inv_rope_fp8_outputs(layout, tokens, "cuda")
+    irf.launch_inv_rope_fp8(layout, **inputs[0], out=expected[0], scales=expected[1])
+    buffers = [irf.allocate_inv_rope_fp8_outputs(layout, tokens, "cuda") for _ in range(sets)]
+    return nbytes, sets, inputs, layout, expected, buffers
+
+
 SWEEP_CONFIGS = ((1, 1), (2, 1), (4, 2), (8, 4))  # (rows per tile, warps)
 SWEEP_PROGRAMS_PER_SM = (16, 32)
 
@@ -401,16 +417,7 @@ def sweep_configs(irf: Any, copy_gbs: float) -> list[dict]:
 
     rows = []
     for tokens in SWEEP_TOKENS:
-        nbytes = minimal_bytes(tokens)
-        sets = max(1, min(8, math.ceil(L2_DEFEAT_BYTES / nbytes))) if nbytes > 2**20 else 1
-        inputs = [make_inputs(tokens, seed=s) for s in range(sets)]
-        layout = irf.plan_inv_rope_fp8(
-            inputs[0]["o"], inputs[0]["positions"], inputs[0]["cos_sin_cache"], rope_start=NOPE_DIM,
-            scale_format="pow2", scale_layout="mn_major", n_groups=N_GROUPS,
-        )
-        expected = irf.allocate_inv_rope_fp8_outputs(layout, tokens, "cuda")
-        irf.launch_inv_rope_fp8(layout, **inputs[0], out=expected[0], scales=expected[1])
-        buffers = [irf.allocate_inv_rope_fp8_outputs(layout, tokens, "cuda") for _ in range(sets)]
+        nbytes, sets, inputs, layout, expected, buffers = upstream_layout_inputs(irf, tokens)
         for rows_per_tile, num_warps in SWEEP_CONFIGS:
             for prefetch in (False, True):
                 for programs_per_sm in SWEEP_PROGRAMS_PER_SM:
@@ -449,17 +456,8 @@ def knob_sweep(irf: Any, copy_gbs: float, upstream: Any) -> list[dict]:
 
     rows = []
     for tokens in KNOB_TOKENS:
-        nbytes = minimal_bytes(tokens)
-        sets = max(1, min(8, math.ceil(L2_DEFEAT_BYTES / nbytes))) if nbytes > 2**20 else 1
+        nbytes, sets, inputs, layout, expected, buffers = upstream_layout_inputs(irf, tokens)
         inner = max(sets, 16 if tokens < 4096 else 4)
-        inputs = [make_inputs(tokens, seed=s) for s in range(sets)]
-        layout = irf.plan_inv_rope_fp8(
-            inputs[0]["o"], inputs[0]["positions"], inputs[0]["cos_sin_cache"], rope_start=NOPE_DIM,
-            scale_format="pow2", scale_layout="mn_major", n_groups=N_GROUPS,
-        )
-        expected = irf.allocate_inv_rope_fp8_outputs(layout, tokens, "cuda")
-        irf.launch_inv_rope_fp8(layout, **inputs[0], out=expected[0], scales=expected[1])
-        buffers = [irf.allocate_inv_rope_fp8_outputs(layout, tokens, "cuda") for _ in range(sets)]
         makers: dict[str, Callable[[int], Callable[[], Any]]] = {}
         same: dict[str, bool] = {}
         for name, knobs in KNOB_VARIANTS:
