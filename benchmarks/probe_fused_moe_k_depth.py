@@ -36,18 +36,15 @@ from jitguard.kernels.moe_configs import MoeTileConfigs
 POINTS = [("deepseek-v3-tp2-fp8-block", (16, 32, 64)), ("qwen3-30b-fp8-block", (32, 64))]
 
 
-def deeper(tile, block_k: int, stages: int | None = None):
-    return dataclasses.replace(tile, block_k=block_k, num_stages=stages or tile.num_stages)
-
-
 # (label, table row -> candidate row); --variants k-depth takes probe_decode_k_depth's instead.
 # The first call (h200_kdepth_fused.sh) timed those: gate_up 256 deep at the same stages was the
 # fastest at all five points; these vary it.
 VARIANTS = [
-    ("gu256", lambda t: MoeTileConfigs(deeper(t.gate_up, 256), t.down)),
-    ("gu256 dn256", lambda t: MoeTileConfigs(deeper(t.gate_up, 256), deeper(t.down, 256))),
-    ("gu256 s+1", lambda t: MoeTileConfigs(deeper(t.gate_up, 256, t.gate_up.num_stages + 1), t.down)),
-    ("gu256 dn s+1", lambda t: MoeTileConfigs(deeper(t.gate_up, 256),
+    ("gu256", lambda t: MoeTileConfigs(pkd.deeper(t.gate_up, 256, True), t.down)),
+    ("gu256 dn256", lambda t: MoeTileConfigs(pkd.deeper(t.gate_up, 256, True), pkd.deeper(t.down, 256, True))),
+    ("gu256 s+1", lambda t: MoeTileConfigs(dataclasses.replace(pkd.deeper(t.gate_up, 256, True),
+                                                               num_stages=t.gate_up.num_stages + 1), t.down)),
+    ("gu256 dn s+1", lambda t: MoeTileConfigs(pkd.deeper(t.gate_up, 256, True),
                                               dataclasses.replace(t.down, num_stages=t.down.num_stages + 1))),
 ]
 # --variants shape: the 256-deep gate_up row (TILE_TABLE's since 8b96090) with other widths and

@@ -69,6 +69,10 @@ def _same(cfg: TileConfig) -> MoeTileConfigs:
 # the times that decided them, with vLLM 0.33's at the same point); the others are hand-set, the
 # large-M ones from tile shapes upstream tuned on H200 for its kernel. Measured with the whole
 # table: benchmarks/results/fused_moe.md.
+# FP8 block scales, many experts: fused_moe's 128-deep row up to 128 tokens, which the decode path
+# keeps at 9..64 tokens (DECODE_TILE_TABLE) where fused_moe now takes a 256-deep gate_up.
+_FP8_BLOCK_MANY_128 = _same(_t(16, 128, 128, 1, 4, 3, True))
+
 TILE_TABLE: dict[tuple[str, str], list[tuple[int | None, MoeTileConfigs]]] = {
     ('bf16', 'few'): [
         # tuned, gate_up/down: mixtral-bf16 M=1: 112.5/58.9 us (vLLM 118.0/63.0)
@@ -142,7 +146,7 @@ TILE_TABLE: dict[tuple[str, str], list[tuple[int | None, MoeTileConfigs]]] = {
         # qwen3-30b-fp8-block M=32 147.6/147.7 against 148.1/148.1, M=64 163.2/163.2 against 164.0/164.1 (a
         # second call: 499.2/499.4, 831.6/851.7, 1124.3/1125.1, 147.6/147.6, 163.3/163.2).
         (64, MoeTileConfigs(_t(16, 128, 256, 1, 4, 3, True), _t(16, 128, 128, 1, 4, 3, True))),
-        (128, _same(_t(16, 128, 128, 1, 4, 3, True))),
+        (128, _FP8_BLOCK_MANY_128),
         # tuned, gate_up/down: qwen3-30b-fp8-block M=4096: 410.9/266.4 us (vLLM 443.5/279.4)
         # deepseek-v3-tp2-fp8-block M=4096: 2036.5/1246.5 us (vLLM 2143.6/1382.2)
         (None, _same(_t(64, 256, 128, 16, 8, 4, False))),
@@ -217,7 +221,7 @@ DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | N
         (8, MoeTileConfigs(_t(8, 32, 256, 1, 2, 3, True), _t(8, 64, 128, 1, 4, 4, False))),
         # M = 9..64: TILE_TABLE's 128-deep row, which the decode GEMMs were timed with (the 256-deep
         # gate_up that TILE_TABLE now gives fused_moe there was not timed on the decode path).
-        (64, _same(_t(16, 128, 128, 1, 4, 3, True))),
+        (64, _FP8_BLOCK_MANY_128),
     ],
     ('bf16', 'many', 'large'): [
         (1, None),
@@ -233,7 +237,7 @@ DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | N
         (8, None),
         # M = 9..64: TILE_TABLE's 128-deep row (the decode path measured the 256-deep gate_up slower at
         # qwen3-30b-fp8-block M=16, 113.7/113.7 us against 112.2/112.5, 2026-12-01, fifth session).
-        (64, _same(_t(16, 128, 128, 1, 4, 3, True))),
+        (64, _FP8_BLOCK_MANY_128),
     ],
 }
 
