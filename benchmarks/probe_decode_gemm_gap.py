@@ -50,19 +50,22 @@ def without_pdl_attribute(launch: functools.partial) -> functools.partial:
     return functools.partial(launch.func, *launch.args, **keywords)
 
 
-def grouped_gemm_launches(layer: tmd.Layer, M: int, plans) -> dict[str, list]:
-    """fused_moe's grouped GEMM as gate_up and down on the decode workspace's layout and FP8 buffers."""
+def grouped_gemm_launches(layer: tmd.Layer, M: int, tiles=None, inter=None, inter_scale=None) -> dict[str, list]:
+    """fused_moe's grouped GEMM as gate_up and down, per layer copy, on the decode workspace's layout
+    (sorted pairs, x quantized) and, for down, on ``inter`` / ``inter_scale`` (default: the
+    intermediate gate_up quantized in the workspace). ``tiles`` default to the decode table's."""
     ws, k, H, I, E = layer.ws, layer.k, layer.H, layer.I, layer.E
-    tiles = tmd.table_tiles(layer.case, M)
+    tiles = tiles or tmd.table_tiles(layer.case, M)
     P = M * k
     padded = max_padded_len(P, E, tiles.block_m)
     routing = AlignedRouting(ws.sorted_ids[:padded], ws.expert_ids[:padded // tiles.block_m], ws.num_padded,
                              tiles.block_m, P)
     x_scale = ws.x_scale[:M * triton.cdiv(H, 128)].view(M, -1)
-    inter_scale = ws.a2_amax[:P * triton.cdiv(I, 128)].view(P, -1)
+    if inter is None:
+        inter, inter_scale = ws.inter_q[:P], ws.a2_amax[:P * triton.cdiv(I, 128)].view(P, -1)
     c1 = torch.empty(P, I, device="cuda", dtype=torch.bfloat16)
     c2 = torch.empty(P, H, device="cuda", dtype=torch.bfloat16)
-    out = {"gate_up": [], "down": []}
+    out: dict[str, list] = {"gate_up": [], "down": [], "gate_up_out": c1, "down_out": c2}
     for i in range(layer.n_layers):
         w13, w2, s13, s2 = layer.layers[i]
         s13 = normalize_w_scale(s13, "w1_scale", E, 2 * I, H, moe_gemm.QUANT_BLOCK, (128, 128))
@@ -71,7 +74,7 @@ def grouped_gemm_launches(layer: tmd.Layer, M: int, plans) -> dict[str, list]:
             moe_gemm.launch_moe_gemm, ws.x_q[:M], w13, c1, routing, tiles.gate_up, gated=True,
             a_rows_per_pair_div=k, quant=moe_gemm.QUANT_BLOCK, a_scale=x_scale, w_scale=s13))
         out["down"].append(functools.partial(
-            moe_gemm.launch_moe_gemm, ws.inter_q[:P], w2, c2, routing, tiles.down, gated=False,
+            moe_gemm.launch_moe_gemm, inter, w2, c2, routing, tiles.down, gated=False,
             a_rows_per_pair_div=1, topk_weights=ws.topk_weights[:P], quant=moe_gemm.QUANT_BLOCK,
             a_scale=inter_scale, w_scale=s2))
     return out
@@ -88,7 +91,7 @@ def probe(layer: tmd.Layer, M: int, vllm, configs_dir, log) -> str:
         if not pdl:
             launches = [without_pdl_attribute(launch) for launch in launches]
         cells[column] = bfm.time_graph(lambda i, launches=launches: launches[i](), layer.n_layers, tmd.REPLAYS)
-    grouped = grouped_gemm_launches(layer, M, plans)
+    grouped = grouped_gemm_launches(layer, M)
     for stage in ("gate_up", "down"):
         cells[f"fused_moe {stage}"] = bfm.time_graph(lambda i, s=stage: grouped[s][i](), layer.n_layers,
                                                      tmd.REPLAYS)

@@ -1,0 +1,141 @@
+"""H200 probe (issue #16): a five-launch FP8 chain for 8-64 tokens against the unfused chain's ten.
+
+At 16-64 tokens ``fused_moe_from_logits`` runs FP8 block scales on ``softmax_topk`` + ``fused_moe``:
+its two GEMMs alone are faster than vLLM's (fused_moe.md, sixth session) but its other eight launches
+(routing, alignment, two activation quantizations, the top-k reduce) cost 14-17 us, which leaves the
+layer behind vLLM's GEMMs alone. This probe times, in one run, per case and M:
+
+- ``unfused``: ``softmax_topk`` + ``fused_moe`` (ten launches, what ships there);
+- ``decode``: ``fused_moe_decode`` on the grouped path with its table's tiles, and with fused_moe's;
+- ``route+5``: the decode route launch (routing, x quantized, alignment in one launch), fused_moe's
+  gate_up GEMM, ``quantize_fp8`` of the intermediate, fused_moe's down GEMM, the top-k reduce;
+- ``route+4``: the decode route launch and gate_up (which quantizes the intermediate itself,
+  PDL-linked), fused_moe's down GEMM, the top-k reduce;
+
+all on fused_moe's tiles unless named, and vLLM's two GEMMs alone (CUDA graphs over rotated layer
+copies, L2 defeated, bench_moe_layer's timer; two rounds alternating). Each variant's output is
+compared with the fp32 reference and with the unfused chain's, bit for bit.
+
+    PYTHONPATH=$PWD python3 benchmarks/probe_decode_hybrid_chain.py --vllm-file .vendor/vllm_fused_moe.py \\
+        --vllm-configs .vendor/configs --out $OUT
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_fused_moe as bfm
+import bench_moe_layer as bml
+import probe_decode_gemm_gap as gap
+import tune_moe_decode as tmd
+
+from jitguard.kernels import moe_chain as fm
+from jitguard.kernels import moe_configs, moe_gemm, moe_routing
+from jitguard.kernels.moe_inputs import normalize_w_scale
+from jitguard.kernels.moe_quant import quantize_fp8
+
+ROUNDS = 2
+
+
+def variant_steps(layer: tmd.Layer, M: int, x, logits, out) -> dict:
+    """name -> step(i) running the whole layer on layer copy i into ``out``."""
+    fused_tiles = moe_configs.select_tile_configs(M, layer.E, "fp8-block")
+    decode_plans = layer.plans(x, logits, out, "grouped", None)
+    fused_plans = layer.plans(x, logits, out, "grouped", fused_tiles)
+    gemms = gap.grouped_gemm_launches(layer, M, fused_tiles)
+    k, E, P = layer.k, layer.E, M * layer.k
+    topk_ids = layer.ws.topk_ids[:P].view(M, k)
+    pair_out = gemms["down_out"]
+
+    def unfused(i):
+        tw, ti = moe_routing.softmax_topk(logits, k, True)
+        fm.fused_moe(x, layer.layers[i][0], layer.layers[i][1], tw, ti, out=out, **layer.kwargs(i))
+
+    def whole(plans):
+        def step(i):
+            for _, launch in plans[i].launches:
+                launch()
+        return step
+
+    w2_scales = [normalize_w_scale(layer.layers[i][3], "w2_scale", E, layer.H, layer.I, moe_gemm.QUANT_BLOCK,
+                                   (128, 128)) for i in range(layer.n_layers)]
+    routing = gemms["gate_up"][0].args[3]
+
+    def route_plus_5(i):
+        dict(fused_plans[i].launches)["route"]()
+        gemms["gate_up"][i]()
+        q, s = quantize_fp8(gemms["gate_up_out"], "group", group_size=128)
+        moe_gemm.launch_moe_gemm(q, layer.layers[i][1], pair_out, routing, fused_tiles.down, gated=False,
+                                 a_rows_per_pair_div=1, topk_weights=layer.ws.topk_weights[:P],
+                                 quant=moe_gemm.QUANT_BLOCK, a_scale=s, w_scale=w2_scales[i])
+        moe_gemm.launch_topk_reduce(pair_out, topk_ids, out, E)
+
+    def route_plus_4(i):
+        launches = dict(fused_plans[i].launches)
+        launches["route"]()
+        launches["gate_up"]()
+        gemms["down"][i]()
+        moe_gemm.launch_topk_reduce(pair_out, topk_ids, out, E)
+
+    return {"unfused": unfused, "decode": whole(decode_plans), "decode, fused_moe tiles": whole(fused_plans),
+            "route+5": route_plus_5, "route+4": route_plus_4}
+
+
+def probe(layer: tmd.Layer, M: int, vllm, configs_dir, log) -> str:
+    x, logits = tmd.inputs(layer, M)
+    ref = tmd.reference(layer, x, logits)
+    out = torch.empty_like(x)
+    steps = variant_steps(layer, M, x, logits, out)
+    errs, outputs = {}, {}
+    for name, step in steps.items():
+        out.fill_(float("nan"))
+        step(0)
+        torch.cuda.synchronize()
+        outputs[name] = out.clone()
+        errs[name] = bml.rel(out, ref)
+    same = {name: bool(torch.equal(o, outputs["unfused"])) for name, o in outputs.items()}
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(ROUNDS):
+        for name, step in steps.items():
+            times[name].append(bfm.time_graph(step, layer.n_layers, tmd.REPLAYS))
+    vg = tmd.vllm_gemms_us(layer, M, x, logits, vllm, configs_dir)[0] if vllm is not None else float("nan")
+    log({"case": layer.name, "M": M, "us": times, "err": errs, "same_as_unfused": same, "vllm_gemms_us": vg})
+    cells = [" / ".join(f"{t:.1f}" for t in times[name]) for name in steps]
+    return (f"| {layer.name} | {M} | " + " | ".join(cells) + f" | {vg:.1f} | "
+            + " ".join(f"{errs[n]:.1e}{'=' if same[n] else ''}" for n in steps) + " |")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--vllm-file")
+    p.add_argument("--vllm-configs")
+    p.add_argument("--cases", default="deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block")
+    p.add_argument("--ms", default="8,16,32,64")
+    p.add_argument("--out", default=".")
+    args = p.parse_args()
+    out_dir = Path(args.out)
+    log = bfm.jsonl_log(out_dir, "probe_decode_hybrid_chain.jsonl")
+    vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
+    l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
+    names = ["unfused", "decode", "decode, fused_moe tiles", "route+5", "route+4"]
+    lines = ["us per layer, round 1 / round 2; err: against the fp32 reference, '=' equal to unfused bit for bit",
+             "| case | M | " + " | ".join(names) + " | vLLM GEMMs only | err |", "|" + "---|" * (len(names) + 4)]
+    print("\n".join(lines), flush=True)
+    for name in args.cases.split(","):
+        layer = tmd.Layer(bfm.CASES[name], l2_bytes)
+        for M in (int(m) for m in args.ms.split(",")):
+            line = probe(layer, M, vllm, args.vllm_configs, log)
+            print(line, flush=True)
+            lines.append(line)
+        del layer
+        torch.cuda.empty_cache()
+    (out_dir / "probe_decode_hybrid_chain.md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
