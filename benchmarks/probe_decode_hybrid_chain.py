@@ -66,14 +66,24 @@ def variant_steps(layer: tmd.Layer, M: int, x, logits, out) -> dict:
                                    (128, 128)) for i in range(layer.n_layers)]
     routing = gemms["gate_up"][0].args[3]
 
-    def route_plus_5(i):
-        dict(fused_plans[i].launches)["route"]()
-        gemms["gate_up"][i]()
-        q, s = quantize_fp8(gemms["gate_up_out"], "group", group_size=128)
-        moe_gemm.launch_moe_gemm(q, layer.layers[i][1], pair_out, routing, fused_tiles.down, gated=False,
+    inter_q = {}
+
+    def quantize_inter():
+        inter_q["q"], inter_q["s"] = quantize_fp8(gemms["gate_up_out"], "group", group_size=128)
+
+    def down_on_quantized(i):
+        moe_gemm.launch_moe_gemm(inter_q["q"], layer.layers[i][1], pair_out, routing, fused_tiles.down, gated=False,
                                  a_rows_per_pair_div=1, topk_weights=layer.ws.topk_weights[:P],
-                                 quant=moe_gemm.QUANT_BLOCK, a_scale=s, w_scale=w2_scales[i])
-        moe_gemm.launch_topk_reduce(pair_out, topk_ids, out, E)
+                                 quant=moe_gemm.QUANT_BLOCK, a_scale=inter_q["s"], w_scale=w2_scales[i])
+
+    # The five launches by name, each a step(i): what --breakdown times alone and left out.
+    stages = {"route": lambda i: dict(fused_plans[i].launches)["route"](), "gate_up": lambda i: gemms["gate_up"][i](),
+              "quantize": lambda i: quantize_inter(), "down": down_on_quantized,
+              "reduce": lambda i: moe_gemm.launch_topk_reduce(pair_out, topk_ids, out, E)}
+
+    def route_plus_5(i):
+        for stage in stages.values():
+            stage(i)
 
     def route_plus_4(i):
         launches = dict(fused_plans[i].launches)
@@ -83,14 +93,35 @@ def variant_steps(layer: tmd.Layer, M: int, x, logits, out) -> dict:
         moe_gemm.launch_topk_reduce(pair_out, topk_ids, out, E)
 
     return {"unfused": unfused, "decode": whole(decode_plans), "decode, fused_moe tiles": whole(fused_plans),
-            "route+5": route_plus_5, "route+4": route_plus_4}
+            "route+5": route_plus_5, "route+4": route_plus_4}, stages
+
+
+def breakdown(layer: tmd.Layer, M: int, log) -> str:
+    """route+5: each launch alone, and the layer without each launch (after one whole run for the inputs)."""
+    x, logits = tmd.inputs(layer, M)
+    out = torch.empty_like(x)
+    steps, stages = variant_steps(layer, M, x, logits, out)
+    whole = bfm.time_graph(steps["route+5"], layer.n_layers, tmd.REPLAYS)
+    alone = {n: bfm.time_graph(st, layer.n_layers, tmd.REPLAYS) for n, st in stages.items()}
+
+    def without(name):
+        def step(i):
+            for n, st in stages.items():
+                if n != name:
+                    st(i)
+        return step
+
+    left_out = {n: bfm.time_graph(without(n), layer.n_layers, tmd.REPLAYS) for n in stages}
+    log({"part": "breakdown", "case": layer.name, "M": M, "whole": whole, "alone": alone, "without": left_out})
+    return (f"| {layer.name} | {M} | {whole:.1f} | " + " | ".join(f"{alone[n]:.1f} / {whole - left_out[n]:.1f}"
+                                                          for n in stages) + " |")
 
 
 def probe(layer: tmd.Layer, M: int, vllm, configs_dir, log) -> str:
     x, logits = tmd.inputs(layer, M)
     ref = tmd.reference(layer, x, logits)
     out = torch.empty_like(x)
-    steps = variant_steps(layer, M, x, logits, out)
+    steps, _ = variant_steps(layer, M, x, logits, out)
     errs, outputs = {}, {}
     for name, step in steps.items():
         out.fill_(float("nan"))
@@ -116,6 +147,8 @@ def main() -> None:
     p.add_argument("--vllm-configs")
     p.add_argument("--cases", default="deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block")
     p.add_argument("--ms", default="8,16,32,64")
+    p.add_argument("--breakdown", action="store_true",
+                   help="time route+5's launches alone and the layer without each, instead of the variants")
     p.add_argument("--out", default=".")
     args = p.parse_args()
     out_dir = Path(args.out)
@@ -125,11 +158,15 @@ def main() -> None:
     names = ["unfused", "decode", "decode, fused_moe tiles", "route+5", "route+4"]
     lines = ["us per layer, round 1 / round 2; err: against the fp32 reference, '=' equal to unfused bit for bit",
              "| case | M | " + " | ".join(names) + " | vLLM GEMMs only | err |", "|" + "---|" * (len(names) + 4)]
+    if args.breakdown:
+        lines = ["route+5, us: whole layer; per launch: alone / what leaving it out saves",
+                 "| case | M | layer | route | gate_up | quantize | down | reduce |", "|" + "---|" * 8]
     print("\n".join(lines), flush=True)
     for name in args.cases.split(","):
         layer = tmd.Layer(bfm.CASES[name], l2_bytes)
         for M in (int(m) for m in args.ms.split(",")):
-            line = probe(layer, M, vllm, args.vllm_configs, log)
+            line = (breakdown(layer, M, log) if args.breakdown
+                    else probe(layer, M, vllm, args.vllm_configs, log))
             print(line, flush=True)
             lines.append(line)
         del layer
