@@ -6,13 +6,14 @@ its two GEMMs alone are faster than vLLM's (fused_moe.md, sixth session) but its
 layer behind vLLM's GEMMs alone. This probe times, in one run, per case and M:
 
 - ``unfused``: ``softmax_topk`` + ``fused_moe`` (ten launches, what ships there);
-- ``decode``: ``fused_moe_decode`` on the grouped path with its table's tiles, and with fused_moe's;
+- ``decode``: ``fused_moe_decode`` on the grouped path with its table's tiles;
 - ``route+5``: the decode route launch (routing, x quantized, alignment in one launch), fused_moe's
   gate_up GEMM, ``quantize_fp8`` of the intermediate, fused_moe's down GEMM, the top-k reduce;
-- ``route+4``: the decode route launch and gate_up (which quantizes the intermediate itself,
-  PDL-linked), fused_moe's down GEMM, the top-k reduce;
+  ``route+5 PDL``: the same with each launch after the route PDL-linked to the one before;
+- ``route+4 PDL``: the decode route launch and its gate_up (which quantizes the intermediate
+  itself), fused_moe's down GEMM and the top-k reduce, PDL-linked;
 
-all on fused_moe's tiles unless named, and vLLM's two GEMMs alone (CUDA graphs over rotated layer
+the last three on fused_moe's tiles, and vLLM's two GEMMs alone (CUDA graphs over rotated layer
 copies, L2 defeated, bench_moe_layer's timer; two rounds alternating). Each variant's output is
 compared with the fp32 reference and with the unfused chain's, bit for bit.
 
@@ -38,6 +39,7 @@ from jitguard.kernels import moe_chain as fm
 from jitguard.kernels import moe_configs, moe_gemm, moe_routing
 from jitguard.kernels.moe_inputs import normalize_w_scale
 from jitguard.kernels.moe_quant import quantize_fp8
+from jitguard.kernels.pdl import pdl_supported
 
 ROUNDS = 2
 
@@ -68,40 +70,50 @@ def variant_steps(layer: tmd.Layer, M: int, x, logits, out) -> dict:
 
     inter_q = {}
 
-    def quantize_inter():
-        inter_q["q"], inter_q["s"] = quantize_fp8(gemms["gate_up_out"], "group", group_size=128)
+    def stages_for(pdl: bool) -> dict:
+        """The five launches by name, each a step(i), PDL-linked or not (the route launch is first)."""
+        def quantize_inter(i):
+            inter_q["q"], inter_q["s"] = quantize_fp8(gemms["gate_up_out"], "group", group_size=128, pdl=pdl)
 
-    def down_on_quantized(i):
-        moe_gemm.launch_moe_gemm(inter_q["q"], layer.layers[i][1], pair_out, routing, fused_tiles.down, gated=False,
-                                 a_rows_per_pair_div=1, topk_weights=layer.ws.topk_weights[:P],
-                                 quant=moe_gemm.QUANT_BLOCK, a_scale=inter_q["s"], w_scale=w2_scales[i])
+        def gate_up(i):
+            launch = gemms["gate_up"][i]
+            launch.func(*launch.args, **launch.keywords, pdl=pdl)
 
-    # The five launches by name, each a step(i): what --breakdown times alone and left out.
-    stages = {"route": lambda i: dict(fused_plans[i].launches)["route"](), "gate_up": lambda i: gemms["gate_up"][i](),
-              "quantize": lambda i: quantize_inter(), "down": down_on_quantized,
-              "reduce": lambda i: moe_gemm.launch_topk_reduce(pair_out, topk_ids, out, E)}
+        def down(i):
+            moe_gemm.launch_moe_gemm(inter_q["q"], layer.layers[i][1], pair_out, routing, fused_tiles.down,
+                                     gated=False, a_rows_per_pair_div=1, topk_weights=layer.ws.topk_weights[:P],
+                                     quant=moe_gemm.QUANT_BLOCK, a_scale=inter_q["s"], w_scale=w2_scales[i], pdl=pdl)
 
-    def route_plus_5(i):
-        for stage in stages.values():
-            stage(i)
+        return {"route": lambda i: dict(fused_plans[i].launches)["route"](), "gate_up": gate_up,
+                "quantize": quantize_inter, "down": down,
+                "reduce": lambda i: moe_gemm.launch_topk_reduce(pair_out, topk_ids, out, E, pdl=pdl)}
 
-    def route_plus_4(i):
+    def chain(stages: dict):
+        def step(i):
+            for stage in stages.values():
+                stage(i)
+        return step
+
+    def route_plus_4_pdl(i):
         launches = dict(fused_plans[i].launches)
         launches["route"]()
-        launches["gate_up"]()
-        gemms["down"][i]()
-        moe_gemm.launch_topk_reduce(pair_out, topk_ids, out, E)
+        launches["gate_up"]()  # PDL-launched after the route launch, quantizes the intermediate itself
+        launch = gemms["down"][i]
+        launch.func(*launch.args, **launch.keywords, pdl=True)
+        moe_gemm.launch_topk_reduce(pair_out, topk_ids, out, E, pdl=True)
 
-    return {"unfused": unfused, "decode": whole(decode_plans), "decode, fused_moe tiles": whole(fused_plans),
-            "route+5": route_plus_5, "route+4": route_plus_4}, stages
+    steps = {"unfused": unfused, "decode": whole(decode_plans), "route+5": chain(stages_for(False))}
+    if pdl_supported():
+        steps.update({"route+5 PDL": chain(stages_for(True)), "route+4 PDL": route_plus_4_pdl})
+    return steps, stages_for(pdl_supported())
 
 
 def breakdown(layer: tmd.Layer, M: int, log) -> str:
-    """route+5: each launch alone, and the layer without each launch (after one whole run for the inputs)."""
+    """route+5 (PDL-linked where supported): each launch alone, and the layer without each launch."""
     x, logits = tmd.inputs(layer, M)
     out = torch.empty_like(x)
     steps, stages = variant_steps(layer, M, x, logits, out)
-    whole = bfm.time_graph(steps["route+5"], layer.n_layers, tmd.REPLAYS)
+    whole = bfm.time_graph(steps["route+5 PDL" if pdl_supported() else "route+5"], layer.n_layers, tmd.REPLAYS)
     alone = {n: bfm.time_graph(st, layer.n_layers, tmd.REPLAYS) for n, st in stages.items()}
 
     def without(name):
@@ -155,7 +167,7 @@ def main() -> None:
     log = bfm.jsonl_log(out_dir, "probe_decode_hybrid_chain.jsonl")
     vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
     l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
-    names = ["unfused", "decode", "decode, fused_moe tiles", "route+5", "route+4"]
+    names = ["unfused", "decode", "route+5"] + (["route+5 PDL", "route+4 PDL"] if pdl_supported() else [])
     lines = ["us per layer, round 1 / round 2; err: against the fp32 reference, '=' equal to unfused bit for bit",
              "| case | M | " + " | ".join(names) + " | vLLM GEMMs only | err |", "|" + "---|" * (len(names) + 4)]
     if args.breakdown:

@@ -30,6 +30,7 @@ import triton.language as tl
 
 from .moe_align import AlignedRouting
 from .moe_configs import TileConfig
+from .pdl import launch_dependents, wait_for_prior_launch
 
 # Triton 3.9's interpreter (TRITON_INTERPRET=1) returns garbage for tl.dot on bf16 operands
 # (fp16, fp32 and fp8 are right): under the interpreter only, bf16 tiles are upcast first.
@@ -198,14 +199,19 @@ def moe_grouped_gemm_kernel(
     GROUP_M: tl.constexpr,
     DOT_IN_FP32: tl.constexpr = False,
     K_UNROLL: tl.constexpr = 1,
+    PDL: tl.constexpr = False,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
     ``N`` is the number of output columns (for ``GATED``, half of B's rows). A row of A is
     ``pair // A_ROWS_PER_PAIR_DIV`` (top_k for the gate_up GEMM, 1 for the down GEMM).
     K_UNROLL: K steps per loop iteration (FP8 block scales with a tile block_k of 128 * K_UNROLL;
-    each step is one scale group).
+    each step is one scale group). PDL (launched with ``launch_pdl``): lets the next PDL-linked
+    launch start, then waits for the previous launch before reading anything.
     """
+    if PDL:
+        launch_dependents()
+        wait_for_prior_launch()
     pid = tl.program_id(0)
     # For GATED the weight tile holds BLOCK_N rows but yields BLOCK_N // 2 output columns.
     OUT_N: tl.constexpr = BLOCK_N // 2 if GATED else BLOCK_N
@@ -296,8 +302,14 @@ def moe_topk_reduce_kernel(
     num_experts,
     TOP_K: tl.constexpr,
     BLOCK_H: tl.constexpr,
+    PDL: tl.constexpr = False,
 ):
-    """out[t, :] = sum over j of pair_out[t * TOP_K + j, :], skipping dropped experts (fp32 sum)."""
+    """out[t, :] = sum over j of pair_out[t * TOP_K + j, :], skipping dropped experts (fp32 sum).
+
+    PDL: waits for the previous (PDL-linked) launch first, as the GEMM does."""
+    if PDL:
+        launch_dependents()
+        wait_for_prior_launch()
     token = tl.program_id(0).to(tl.int64)
     offs = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     h_mask = offs < H
@@ -339,12 +351,15 @@ def launch_moe_gemm(
     a_scale: torch.Tensor | None = None,
     w_scale: torch.Tensor | None = None,
     scale_block: tuple[int, int] = (128, 128),
+    pdl: bool = False,
 ) -> None:
     """Launch ``moe_grouped_gemm_kernel`` over ``routing`` (an AlignedRouting) with ``cfg``.
 
     ``a`` [rows, K] and ``w`` [E, rows_w, K] need contiguous K; ``out`` [pairs, N] contiguous N.
     The grid is sized from host-known numbers only (worst-case padded length), so the launch is
     CUDA-graph capturable; surplus programs exit after reading ``routing.num_padded``.
+    ``pdl``: a programmatic dependent launch (``pdl.pdl_supported()`` must be true), which may
+    start while the launch before it runs and waits for it before reading.
     """
     if routing.block_size != cfg.block_m:
         raise ValueError(
@@ -400,21 +415,25 @@ def launch_moe_gemm(
         GROUP_M=cfg.group_m,
         DOT_IN_FP32=_INTERPRETER_BF16_DOT_IS_WRONG and a.dtype == torch.bfloat16,
         K_UNROLL=k_unroll,
+        PDL=pdl,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
+        **({"launch_pdl": True} if pdl else {}),
     )
 
 
 _REDUCE_BLOCK_H = 1024
 
 
-def launch_topk_reduce(pair_out: torch.Tensor, topk_ids: torch.Tensor, out: torch.Tensor, num_experts: int) -> None:
-    """out[t] = sum_j pair_out[t * top_k + j] over the used experts of token t."""
+def launch_topk_reduce(pair_out: torch.Tensor, topk_ids: torch.Tensor, out: torch.Tensor, num_experts: int,
+                       pdl: bool = False) -> None:
+    """out[t] = sum_j pair_out[t * top_k + j] over the used experts of token t (``pdl`` as in launch_moe_gemm)."""
     num_tokens, top_k = topk_ids.shape
     H = out.shape[1]
     if num_tokens == 0:
         return
     grid = (num_tokens, triton.cdiv(H, _REDUCE_BLOCK_H))
     moe_topk_reduce_kernel[grid](
-        pair_out, topk_ids, out, num_tokens, H, num_experts, TOP_K=top_k, BLOCK_H=_REDUCE_BLOCK_H
+        pair_out, topk_ids, out, num_tokens, H, num_experts, TOP_K=top_k, BLOCK_H=_REDUCE_BLOCK_H, PDL=pdl,
+        **({"launch_pdl": True} if pdl else {}),
     )

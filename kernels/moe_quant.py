@@ -10,6 +10,8 @@ import torch
 import triton
 import triton.language as tl
 
+from .pdl import launch_dependents, wait_for_prior_launch
+
 FP8_DTYPE = torch.float8_e4m3fn
 FP8_MAX = 448.0
 _MIN_AMAX = 1e-10
@@ -95,7 +97,11 @@ def _quant_groups_kernel(
     GROUPS_PER_PROGRAM: tl.constexpr,
     FP8_MAX_C: tl.constexpr,
     MIN_AMAX: tl.constexpr,
+    PDL: tl.constexpr = False,
 ):
+    if PDL:
+        launch_dependents()
+        wait_for_prior_launch()
     row = tl.program_id(0).to(tl.int64)
     groups = tl.program_id(1) * GROUPS_PER_PROGRAM + tl.arange(0, GROUPS_PER_PROGRAM)
     cols = groups[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
@@ -119,15 +125,20 @@ def quantize_fp8(
     static_scale: torch.Tensor | None = None,
     row_expert_ids: torch.Tensor | None = None,
     num_experts: int = 0,
+    pdl: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Quantize a 2-D activation to FP8 e4m3; returns ``(q, scale)``.
 
     ``mode``: "tensor" (scale shape [1]; ``static_scale`` or dynamic absmax), "row" (scale [rows]),
     "group" (scale [rows, ceil(K / group_size)]). ``row_expert_ids`` (one id per row) makes a
-    dynamic tensor scale ignore rows whose expert is outside ``[0, num_experts)``.
+    dynamic tensor scale ignore rows whose expert is outside ``[0, num_experts)``. ``pdl`` (mode
+    "group" only, ``pdl.pdl_supported()`` true): a programmatic dependent launch that waits for the
+    launch before it, as ``moe_gemm.launch_moe_gemm``'s.
     """
     if x.dim() != 2 or x.stride(1) != 1:
         raise ValueError(f"quantize_fp8: x must be 2-D with contiguous rows, got shape {tuple(x.shape)}")
+    if pdl and mode != "group":
+        raise ValueError(f"quantize_fp8: pdl=True is for mode='group', got mode={mode!r}")
     rows, K = x.shape
     q = torch.empty((rows, K), dtype=FP8_DTYPE, device=x.device)
     if mode == "group":
@@ -140,7 +151,7 @@ def quantize_fp8(
             _quant_groups_kernel[grid](
                 x, q, scale, K, x.stride(0), q.stride(0), scale.stride(0),
                 GROUP=group_size, GROUPS_PER_PROGRAM=_GROUPS_PER_PROGRAM,
-                FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
+                FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, PDL=pdl, **({"launch_pdl": True} if pdl else {}),
             )
         return q, scale
     if mode == "row":
