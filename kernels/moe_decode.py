@@ -1,7 +1,7 @@
-"""Decode MoE layer (M <= 64 tokens): router logits to layer output in two or three launches.
+"""Decode MoE layer (M <= 64 tokens): router logits to layer output in two to five launches.
 
 ``fused_moe_decode(x, router_logits, w13, w2, top_k, ..., path="auto")`` runs the whole layer,
-routing included, on one of two paths (``path="auto"`` picks by :func:`choose_decode_path`):
+routing included, on one of three paths (``path="auto"`` picks by :func:`choose_decode_path`):
 
 - ``"grouped"``, **three launches** (``DECODE_LAUNCHES``), described below;
 - ``"pairs"``, **two launches** (``PAIRS_LAUNCHES``; bf16/fp16 and FP8 block scales): the two
@@ -10,12 +10,21 @@ routing included, on one of two paths (``path="auto"`` picks by :func:`choose_de
   takes the expert of its slot; with FP8 gate_up quantizes x per 128-column group as it loads
   it. No alignment, but pairs that share an expert read it once each, so ``"auto"`` takes it for
   bf16/fp16 at one token and while the pairs are at most a quarter of the experts (FP8: never, see
-  ``FP8_PAIRS_TOKENS``).
+  ``FP8_PAIRS_TOKENS``);
+- ``"chain"``, **five launches** with FP8 block scales, four for bf16/fp16 (``CHAIN_LAUNCHES``):
+  the grouped path's route launch, then ``moe_gemm``'s grouped GEMM as gate_up (fused_moe's
+  tiles), the intermediate quantized per 128-column group by a launch of its own (FP8), the
+  grouped GEMM as down into activation-dtype pair rows, and ``moe_gemm``'s top-k reduce: the
+  unfused chain's GEMMs, epilogues and reduce without its routing, alignment and activation
+  quantization launches. ``"auto"`` takes it for FP8 block scales above ``FP8_CHAIN_ABOVE_TOKENS``
+  tokens, where its GEMMs' plain epilogues beat the grouped path's fused ones. Its output equals
+  ``softmax_topk`` + ``fused_moe``'s bit for bit.
 
 Where Triton offers programmatic dependent launch (``launch_pdl``, Triton >= 3.4 on sm_90),
 each launch after the first is PDL-linked to the one before: it starts while the previous one
 runs and waits (``griddepcontrol.wait``) before reading its results; the pairs path's down GEMM
-routes before it waits. Without PDL the launches are ordinary stream-ordered launches.
+routes before it waits; the chain path's launches wait at their start. Without PDL the launches
+are ordinary stream-ordered launches.
 
 The grouped path, with a :class:`MoeDecodeWorkspace` passed (with none, the call allocates one
 and adds one memset for its zeroed counters):
@@ -68,14 +77,16 @@ import torch
 import triton
 import triton.language as tl
 
-from .moe_align import max_padded_len
+from .moe_align import AlignedRouting, max_padded_len
 from .moe_chain import fused_moe_reference
-from .moe_configs import MoeTileConfigs, expert_weight_bytes, select_decode_tile_configs
+from .moe_configs import MoeTileConfigs, expert_weight_bytes, select_decode_tile_configs, select_tile_configs
 from .moe_decode_route import moe_decode_route_kernel
 from .moe_gemm import (
     QUANT_BLOCK,
     QUANT_CHANNEL,
     QUANT_NONE,
+    launch_moe_gemm,
+    launch_topk_reduce,
     moe_acc_zeros,
     moe_block_scales,
     moe_dot,
@@ -89,11 +100,12 @@ from .moe_gemm import (
     weight_scale_strides,
 )
 from .moe_inputs import check_moe_inputs, normalize_w_scale
-from .moe_quant import FP8_MAX
+from .moe_quant import FP8_MAX, launch_quantize_groups
 from .moe_routing import check_router_logits, softmax_topk_reference, softmax_topk_row
 from .pdl import launch_dependents, pdl_supported, wait_for_prior_launch
 
 __all__ = [
+    "CHAIN_LAUNCHES",
     "DECODE_LAUNCHES",
     "DECODE_PATHS",
     "MAX_DECODE_TOKENS",
@@ -109,7 +121,8 @@ __all__ = [
 MAX_DECODE_TOKENS = 64
 DECODE_LAUNCHES = 3
 PAIRS_LAUNCHES = 2
-DECODE_PATHS = ("auto", "pairs", "grouped")
+CHAIN_LAUNCHES = 5  # with FP8 block scales; bf16/fp16 have no quantization launch (4)
+DECODE_PATHS = ("auto", "pairs", "grouped", "chain")
 _MAX_BLOCK_M = 64
 _MIN_BLOCK_N = 16
 _MIN_BLOCK_M = 8  # TileConfig.check's smallest tile
@@ -120,7 +133,8 @@ _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool, block_scales: bool = False) -> str:
-    """``"pairs"`` (two launches) with few pairs per expert, else ``"grouped"`` (three).
+    """``"pairs"`` (two launches) with few pairs per expert, ``"chain"`` (five) for FP8 block scales
+    above ``FP8_CHAIN_ABOVE_TOKENS`` tokens, else ``"grouped"`` (three).
 
     The pairs path saves the routing launch but reads an expert once per pair routed to it. On the
     H200 it wins at one token (no expert is shared) and while the pairs are at most a quarter of
@@ -130,8 +144,11 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
     since it measured no faster there.
     """
     few_pairs = 4 * num_tokens * top_k <= num_experts
+    if fp8 and block_scales and num_tokens > FP8_CHAIN_ABOVE_TOKENS:
+        return "chain"
     if fp8:
-        return "pairs" if block_scales and num_tokens in FP8_PAIRS_TOKENS and few_pairs else "grouped"
+        pairs = block_scales and QUANTIZE_INTER and num_tokens in FP8_PAIRS_TOKENS and few_pairs
+        return "pairs" if pairs else "grouped"
     return "pairs" if num_tokens == 1 or few_pairs else "grouped"
 
 
@@ -141,6 +158,13 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
 # activation scale per K step (a reduction across threads) costs more than the route launch saves.
 # ``path="pairs"`` still serves FP8 block scales at any M.
 FP8_PAIRS_TOKENS: tuple[int, ...] = ()
+
+# FP8 block scales take the chain path above this many tokens. H200, 2026-12-01, seventh session
+# (benchmarks/results/moe_layer.md), chain against grouped, us: DeepSeek-V3-TP2 M = 16 / 32 / 64
+# 495.4 / 828.8 / 1121.9 against 507.5 / 858.7 / 1159.5, Qwen3-30B-like 110.4 / 142.0 / 159.4 against
+# 112.7 / 147.9 / 171.0; at M = 8 the grouped path was faster (DeepSeek 325.3 against 333.8) or level
+# (Qwen3 72.3 / 72.4).
+FP8_CHAIN_ABOVE_TOKENS = 8
 
 
 # When a GEMM waits for the launch before it (WAIT_PRIOR); a no-op unless launched with PDL.
@@ -476,6 +500,7 @@ class MoeDecodeWorkspace:
     x_q: torch.Tensor
     inter_q: torch.Tensor
     group_arrivals: torch.Tensor
+    pair_rows: torch.Tensor
 
     @staticmethod
     def for_layer(w13: torch.Tensor, w2: torch.Tensor, top_k: int, act_dtype: torch.dtype = torch.bfloat16,
@@ -512,6 +537,8 @@ class MoeDecodeWorkspace:
             # One counter per (token tile, 128-column group); the pairs path's tiles are its P pairs.
             group_arrivals=torch.zeros(max(max_padded_len(P, E, _MIN_BLOCK_M) // _MIN_BLOCK_M, P)
                                        * triton.cdiv(I, scale_group), **i32),
+            # the chain path's down GEMM output, one row per pair in the activation dtype
+            pair_rows=torch.empty((P, H), dtype=act_dtype, device=dev),
         )
 
     def routing(self, num_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -621,12 +648,16 @@ def plan_fused_moe_decode(
     if path not in DECODE_PATHS:
         raise ValueError(f"fused_moe_decode: path must be one of {DECODE_PATHS}, got {path!r}")
     if path == "auto":
-        path = choose_decode_path(M, E, top_k, shape.fp8, quant == QUANT_BLOCK and QUANTIZE_INTER)
-    if path == "pairs" and shape.fp8 and not (quant == QUANT_BLOCK and QUANTIZE_INTER):
-        raise ValueError("fused_moe_decode: path='pairs' takes bf16/fp16 or FP8 with block scales; "
+        path = choose_decode_path(M, E, top_k, shape.fp8, quant == QUANT_BLOCK)
+    if path in ("pairs", "chain") and shape.fp8 and not (quant == QUANT_BLOCK and (QUANTIZE_INTER or path == "chain")):
+        raise ValueError(f"fused_moe_decode: path={path!r} takes bf16/fp16 or FP8 with block scales; "
                          "per-tensor and per-channel FP8 run on path='grouped'")
-    cfgs = tile_configs or select_decode_tile_configs(M, E, shape.precision,
-                                                      expert_weight_bytes(H, I, w13.element_size()))
+    if tile_configs is not None:
+        cfgs = tile_configs
+    elif path == "chain":
+        cfgs = select_tile_configs(M, E, shape.precision)  # fused_moe's tiles: the chain runs its GEMMs
+    else:
+        cfgs = select_decode_tile_configs(M, E, shape.precision, expert_weight_bytes(H, I, w13.element_size()))
     if cfgs.gate_up.block_m != cfgs.down.block_m:
         raise ValueError("fused_moe_decode: tile_configs gate_up and down must share block_m")
     cfgs.gate_up.check("fused_moe_decode gate_up tile")
@@ -634,7 +665,7 @@ def plan_fused_moe_decode(
     block_m = cfgs.block_m
     if block_m > _MAX_BLOCK_M:
         raise ValueError(f"fused_moe_decode: block_m must be <= {_MAX_BLOCK_M}, got {block_m}")
-    if quant == QUANT_BLOCK and cfgs.gate_up.block_n // 2 > 128:
+    if quant == QUANT_BLOCK and path != "chain" and cfgs.gate_up.block_n // 2 > 128:
         raise ValueError(f"fused_moe_decode: FP8 block scales need gate_up block_n <= 256, got {cfgs.gate_up.block_n}")
 
     ws = workspace
@@ -651,7 +682,8 @@ def plan_fused_moe_decode(
 
     pair_tiles = path == "pairs"
     pdl = pdl_supported()
-    prequant = PREQUANT_X and quant == QUANT_BLOCK and not pair_tiles
+    # The chain's gate_up (moe_gemm) takes FP8 block-scaled activations as e4m3 only.
+    prequant = (PREQUANT_X or path == "chain") and quant == QUANT_BLOCK and not pair_tiles
     quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK
     launches: list[tuple[str, Callable[[], object]]] = []
     if not pair_tiles:
@@ -672,6 +704,10 @@ def plan_fused_moe_decode(
             FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, LAUNCH_DEPENDENTS=pdl, WRITE_XQ=prequant,
             FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
         )))
+    if path == "chain":
+        launches += _chain_launches(ws, ws.x_q[:M] if prequant else x, w13, w2, w1s, w2s, out, cfgs, quant, M, top_k,
+                                    padded_len, pdl)
+        return DecodePlan(out, tuple(launches), path)
     inter = ws.inter[:num_pairs]
     for gemm in (1, 2):
         cfg = cfgs.gate_up if gemm == 1 else cfgs.down
@@ -730,6 +766,36 @@ def plan_fused_moe_decode(
             **({"launch_pdl": True} if pdl and not (pair_tiles and gated) else {}),
         )))
     return DecodePlan(out, tuple(launches), path)
+
+
+def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, w1s, w2s,
+                    out: torch.Tensor, cfgs: MoeTileConfigs, quant: int, M: int, top_k: int, padded_len: int,
+                    pdl: bool) -> list[tuple[str, Callable[[], object]]]:
+    """The chain path after its route launch: moe_gemm's gate_up, the intermediate's group
+    quantization (FP8 block scales), down into pair rows, the top-k reduce; all on the workspace's
+    buffers (no allocation: graph-capturable), PDL-linked where supported."""
+    P, E, H, I = M * top_k, ws.num_experts, ws.hidden, ws.intermediate
+    block_m = cfgs.block_m
+    routing = AlignedRouting(ws.sorted_ids[:padded_len], ws.expert_ids[:padded_len // block_m], ws.num_padded,
+                             block_m, P)
+    fp8 = quant == QUANT_BLOCK
+    x_scale = ws.x_scale[:M * triton.cdiv(H, 128)].view(M, -1) if fp8 else None
+    inter, inter_q = ws.inter[:P], ws.inter_q[:P]
+    inter_scale = ws.a2_amax[:P * triton.cdiv(I, 128)].view(P, -1) if fp8 else None
+    pair_rows = ws.pair_rows[:P]
+    launches: list[tuple[str, Callable[[], object]]] = [("gate_up", functools.partial(
+        launch_moe_gemm, a, w13, inter, routing, cfgs.gate_up, gated=True, a_rows_per_pair_div=top_k, quant=quant,
+        a_scale=x_scale, w_scale=w1s, pdl=pdl))]
+    if fp8:
+        launches.append(("quantize", functools.partial(launch_quantize_groups, inter, inter_q, inter_scale, 128,
+                                                       pdl=pdl)))
+    launches.append(("down", functools.partial(
+        launch_moe_gemm, inter_q if fp8 else inter, w2, pair_rows, routing, cfgs.down, gated=False,
+        a_rows_per_pair_div=1, topk_weights=ws.topk_weights[:P], quant=quant, a_scale=inter_scale, w_scale=w2s,
+        pdl=pdl)))
+    launches.append(("reduce", functools.partial(launch_topk_reduce, pair_rows, ws.topk_ids[:P].view(M, top_k), out,
+                                                 E, pdl=pdl)))
+    return launches
 
 
 def _wait_prior(pdl: bool, pair_tiles: bool, gated: bool) -> int:

@@ -11,18 +11,17 @@ from __future__ import annotations
 import torch
 
 from .moe_chain import fused_moe
-from .moe_configs import expert_size_class, expert_weight_bytes
 from .moe_decode import MAX_DECODE_TOKENS, MoeDecodeWorkspace, fused_moe_decode
 from .moe_routing import check_router_logits, softmax_topk
 
 __all__ = ["from_logits_takes_decode", "fused_moe_from_logits"]
 
 
-# FP8 on the decode path, by H200 measurement (benchmarks/results/moe_layer.md, since the
-# intermediate is quantized by gate_up): block scales only; up to 16 tokens for small experts
-# (Qwen3-30B-like, 4.7 MB each: faster than the unfused chain at M <= 16, slower from 32), up to 8
-# for large ones (DeepSeek-V3-TP2, 22 MB each: faster at M <= 8, even at 16, slower from 32).
-_FP8_DECODE_MAX_TOKENS = {"small": 16, "large": 8}  # by moe_configs.expert_size_class
+# FP8 on the decode path, by H200 measurement (benchmarks/results/moe_layer.md): block scales only, at
+# every M <= 64, where fused_moe_decode runs the grouped path up to 8 tokens and the chain path above
+# (the unfused chain's GEMMs without its routing, alignment and activation quantization launches;
+# faster than softmax_topk + fused_moe at DeepSeek-V3-TP2 and Qwen3-30B-like M = 16 / 32 / 64 by 1-4%).
+# Per-tensor / per-channel FP8 decode was not measured faster.
 
 
 def from_logits_takes_decode(x: torch.Tensor, w13: torch.Tensor, fp8_kwargs: dict) -> bool:
@@ -31,10 +30,7 @@ def from_logits_takes_decode(x: torch.Tensor, w13: torch.Tensor, fp8_kwargs: dic
         return False
     if not fp8_kwargs.get("use_fp8_w8a8", False):
         return True
-    if fp8_kwargs.get("block_shape") is None or w13.dim() != 3:
-        return False  # per-tensor / per-channel FP8 decode was not measured faster
-    expert_bytes = expert_weight_bytes(w13.shape[2], w13.shape[1] // 2, w13.element_size())
-    return x.shape[0] <= _FP8_DECODE_MAX_TOKENS[expert_size_class(expert_bytes)]
+    return fp8_kwargs.get("block_shape") is not None and w13.dim() == 3
 
 
 def fused_moe_from_logits(

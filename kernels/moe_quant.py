@@ -117,6 +117,21 @@ _ROW_BLOCK = 1024
 _GROUPS_PER_PROGRAM = 8
 
 
+def launch_quantize_groups(x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor, group_size: int = 128, *,
+                           pdl: bool = False) -> None:
+    """``quantize_fp8``'s "group" mode into given buffers: ``q`` (e4m3, x's shape) and ``scale``
+    ([rows, ceil(K / group_size)] fp32, any row stride), both with contiguous rows; ``pdl`` as in
+    ``quantize_fp8``. No allocation, so it can run inside a captured CUDA graph's fixed buffers."""
+    rows, K = x.shape
+    if rows:
+        grid = (rows, triton.cdiv(triton.cdiv(K, group_size), _GROUPS_PER_PROGRAM))
+        _quant_groups_kernel[grid](
+            x, q, scale, K, x.stride(0), q.stride(0), scale.stride(0),
+            GROUP=group_size, GROUPS_PER_PROGRAM=_GROUPS_PER_PROGRAM,
+            FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, PDL=pdl, **({"launch_pdl": True} if pdl else {}),
+        )
+
+
 def quantize_fp8(
     x: torch.Tensor,
     mode: str,
@@ -144,15 +159,8 @@ def quantize_fp8(
     if mode == "group":
         if group_size & (group_size - 1):
             raise ValueError(f"quantize_fp8: group_size must be a power of two, got {group_size}")
-        n_groups = triton.cdiv(K, group_size)
-        scale = torch.empty((rows, n_groups), dtype=torch.float32, device=x.device)
-        if rows:
-            grid = (rows, triton.cdiv(n_groups, _GROUPS_PER_PROGRAM))
-            _quant_groups_kernel[grid](
-                x, q, scale, K, x.stride(0), q.stride(0), scale.stride(0),
-                GROUP=group_size, GROUPS_PER_PROGRAM=_GROUPS_PER_PROGRAM,
-                FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, PDL=pdl, **({"launch_pdl": True} if pdl else {}),
-            )
+        scale = torch.empty((rows, triton.cdiv(K, group_size)), dtype=torch.float32, device=x.device)
+        launch_quantize_groups(x, q, scale, group_size, pdl=pdl)
         return q, scale
     if mode == "row":
         scale = torch.empty((rows,), dtype=torch.float32, device=x.device)
