@@ -22,8 +22,9 @@ from triton.runtime.jit import JITFunction
 
 import jitguard
 from jitguard import triton_compat
-from jitguard.kernels import moe_configs, moe_decode
+from jitguard.kernels import moe_configs, moe_decode, moe_gemm, moe_quant
 from jitguard.kernels.moe_align import moe_align_reference
+from jitguard.kernels.moe_chain import fused_moe
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, expert_weight_bytes, select_decode_tile_configs
 from jitguard.kernels.moe_decode import (
     MAX_DECODE_TOKENS,
@@ -140,7 +141,8 @@ TILES = {
 
 @pytest.mark.interpreter
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "M{}_E{}_k{}_H{}_I{}".format(*s))
-@pytest.mark.parametrize("tile,path", [(tile, "grouped") for tile in sorted(TILES)] + [("bm16-swap", "pairs")])
+@pytest.mark.parametrize("tile,path", [(tile, "grouped") for tile in sorted(TILES)] + [("bm16-swap", "pairs"),
+                                                                                       ("bm16-swap", "chain")])
 def test_math_bf16_layer_matches_reference(shape, tile, path):
     """Whole layer against fp32 torch; a second call on the same workspace (as a graph replay
     would) with new inputs is right too, so the self-resetting counters were reset."""
@@ -238,7 +240,7 @@ def _zero_weights(E: int, H: int, I: int, scheme: str):
 @pytest.mark.parametrize("scheme,tile,path,M", [
     ("tensor", "bm8-noswap", "grouped", 5), ("channel", "bm16-swap", "grouped", 5),
     ("block", "bm16-swap", "grouped", 5), ("block", "bm16-swap", "pairs", 5), ("block", "bm8-noswap", "pairs", 1),
-    ("block", "bm16-swap", "pairs", 2)])
+    ("block", "bm16-swap", "pairs", 2), ("block", "bm16-swap", "chain", 5), ("block", "bm8-noswap", "chain", 11)])
 def test_math_fp8_layer_matches_reference(scheme, tile, path, M):
     """FP8 against the fp32 reference with quantized activations; block scales on both paths (the
     pairs path takes each token group's scale from the bf16 tile its gate_up loads)."""
@@ -280,6 +282,34 @@ def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M):
             for path in ("grouped", "pairs", "grouped")}
     assert _rel_err(outs["pairs"], outs["grouped"]) < 1e-3
     assert ws.group_arrivals.cpu().count_nonzero() == 0, "group counters must be left at zero"
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("scheme,M", [("block", 3), ("block", 19), ("bf16", 9)])
+def test_math_chain_path_equals_softmax_topk_and_fused_moe(scheme, M):
+    """The chain path (route launch, fused_moe's GEMMs, quantization and reduce on the workspace)
+    gives softmax_topk + fused_moe's output bit for bit on the same tiles, twice on one workspace
+    (as graph replays would): a pair in the wrong slot, a scale from the wrong row or a stale
+    buffer fails it."""
+    device = _device()
+    E, k, H, I = 8, 2, 384, 256
+    gen = torch.Generator().manual_seed(M)
+    if scheme == "block":
+        x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, device)
+    else:
+        x, logits, w13, w2 = _layer(M, E, k, H, I, gen, device)
+        kw = {}
+    tile = TileConfig(16, 64, 128, 1, 4, 2, True)
+    cfg = MoeTileConfigs(tile, tile)
+    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    for _ in range(2):
+        out = fused_moe_decode(x, logits, w13, w2, k, renormalize=True, tile_configs=cfg, workspace=ws, path="chain",
+                               **kw)
+        weights, ids = softmax_topk(logits, k, True)
+        assert torch.equal(out, fused_moe(x, w13, w2, weights, ids, tile_configs=cfg, **kw))
+        assert ws.flags.cpu().count_nonzero() == 0, "counters must be left at zero for the next call"
+        x = (x.float() * 1.5 + 0.25).to(x.dtype)
+        logits = logits.flip(1)
 
 
 @pytest.mark.interpreter
@@ -358,10 +388,14 @@ def _bad_calls():
                             r"block w1_scale must be|block_shape must be \[128, 128\]"),
         "x fp32": ((x.float(), logits, w13, w2, k), {}, r"x must be bfloat16 or float16"),
         "unknown path": ((x, logits, w13, w2, k), {"path": "fast"},
-                         r"path must be one of \('auto', 'pairs', 'grouped'\), got 'fast'"),
+                         r"path must be one of \('auto', 'pairs', 'grouped', 'chain'\), got 'fast'"),
         "pairs fp8": ((x, logits, w13.to(FP8), w2.to(FP8), k),
                       {"use_fp8_w8a8": True, "w1_scale": torch.ones(E), "w2_scale": torch.ones(E), "path": "pairs"},
                       r"path='pairs' takes bf16/fp16 or FP8 with block scales"),
+        "chain fp8 channel": ((x, logits, w13.to(FP8), w2.to(FP8), k),
+                              {"use_fp8_w8a8": True, "per_channel_quant": True, "w1_scale": torch.ones(E, 2 * I),
+                               "w2_scale": torch.ones(E, H), "path": "chain"},
+                              r"path='chain' takes bf16/fp16 or FP8 with block scales"),
     }
 
 
@@ -426,13 +460,16 @@ def test_decode_rows_follow_expert_size_and_defer_to_the_fused_moe_table():
 # ---- one compiled variant per tile config, M = 1..64 and beyond ------------------------------------
 
 DECODE_KERNELS = ("moe_decode_route_kernel", "moe_decode_gemm_kernel")
+# The chain path's kernels besides the route launch (moe_gemm's, moe_quant's).
+CHAIN_KERNELS = ("moe_grouped_gemm_kernel", "_quant_groups_kernel", "moe_topk_reduce_kernel")
 
 
 @pytest.mark.parametrize("scheme,E,k", [("bf16", 8, 2), ("bf16", 128, 8), ("block", 128, 8)])
 def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     """Keys only: over M = 1..64 the route kernel compiles once, the GEMM once per distinct
     (tile, path) of each GEMM (the pairs path serves bf16, and FP8 block scales at FP8_PAIRS_TOKENS
-    tokens); M = 65..200
+    tokens), the chain path's grouped GEMM once per distinct tile and its quantization and reduce
+    once; M = 65..200
     (fused_moe_from_logits: softmax_topk + fused_moe) adds one routing variant and no decode variant."""
     _compile_side()
     H, I, beyond = 256, 128, 200
@@ -444,21 +481,29 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     with jitguard.offline(compile=False), jitguard.watch() as rec:
         for M in range(1, MAX_DECODE_TOKENS + 1):
             fused_moe_decode(x[:M], logits[:M], w13, w2, k, renormalize=True, workspace=ws, **kw)
-        decode_variants = {name: rec.variants(name) for name in DECODE_KERNELS}
+        decode_variants = {name: rec.variants(name) for name in DECODE_KERNELS + CHAIN_KERNELS}
         for M in range(MAX_DECODE_TOKENS + 1, beyond + 1):
             fused_moe_from_logits(x[:M], logits[:M], w13, w2, k, renormalize=True, workspace=ws, **kw)
     precision = "fp8-block" if fp8 else "bf16"
     expert_bytes = expert_weight_bytes(H, I, w13.element_size())
-    rows = {(select_decode_tile_configs(M, E, precision, expert_bytes), choose_decode_path(M, E, k, fp8, fp8))
-            for M in range(1, MAX_DECODE_TOKENS + 1)}
+    paths = {M: choose_decode_path(M, E, k, fp8, fp8) for M in range(1, MAX_DECODE_TOKENS + 1)}
+    rows = {(select_decode_tile_configs(M, E, precision, expert_bytes), path) for M, path in paths.items()
+            if path != "chain"}
+    # The chain path runs fused_moe's grouped GEMM on fused_moe's tiles (FP8 block scales above 8 tokens).
+    chain_rows = {moe_configs.select_tile_configs(M, E, precision) for M, path in paths.items() if path == "chain"}
     assert len(rows) >= 2, "the sweep should cross several table rows"
-    # bf16 takes both paths over M = 1..64; FP8 block scales the pairs path only at FP8_PAIRS_TOKENS.
+    # bf16 takes the grouped and pairs paths over M = 1..64; FP8 block scales grouped, then chain
+    # (and pairs at FP8_PAIRS_TOKENS).
     want_paths = {"grouped", "pairs"} if not fp8 or moe_decode.FP8_PAIRS_TOKENS else {"grouped"}
     assert {path for _, path in rows} == want_paths
+    assert bool(chain_rows) == fp8
     tiles = len({(r.gate_up, path) for r, path in rows}) + len({(r.down, path) for r, path in rows})
     gemm_events = [e.causes for e in rec.events if e.kernel == "moe_decode_gemm_kernel"]
     assert decode_variants["moe_decode_gemm_kernel"] == tiles, gemm_events
     assert decode_variants["moe_decode_route_kernel"] == 1
+    assert decode_variants["moe_grouped_gemm_kernel"] == (len({r.gate_up for r in chain_rows})
+                                                          + len({r.down for r in chain_rows}))
+    assert decode_variants["_quant_groups_kernel"] == decode_variants["moe_topk_reduce_kernel"] == int(fp8)
     for name in DECODE_KERNELS:
         assert rec.variants(name) == decode_variants[name], f"{name} compiled again for M > 64"
     assert rec.variants("moe_softmax_topk_kernel") == 1
@@ -569,6 +614,34 @@ def test_real_sm90_compile_of_the_pairs_path(scheme):
     assert "griddepcontrol.wait" in down.asm["ptx"]
 
 
+def test_real_sm90_compile_of_the_chain_path():
+    """The chain path's launches compile for sm_90: fused_moe's grouped GEMM on wgmma e4m3 (never
+    converted to f16), and with programmatic dependent launch every launch after the route kernel
+    is PDL-launched and waits for the one before."""
+    _compile_side()
+    E, k, H, I, M = 16, 4, 256, 256, 9
+    w13, w2, kw = _zero_weights(E, H, I, "block")
+    tile = TileConfig(16, 64, 128, 1, 4, 3, True)
+    kernels = {name: getattr(mod, name) for mod, name in ((moe_gemm, "moe_grouped_gemm_kernel"),
+                                                          (moe_quant, "_quant_groups_kernel"),
+                                                          (moe_gemm, "moe_topk_reduce_kernel"))}
+    before = {name: _compiled(kernel) for name, kernel in kernels.items()}
+    with jitguard.offline(compile=True):
+        fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k, path="chain",
+                         tile_configs=MoeTileConfigs(tile, tile), **kw)
+    new = {name: [c for key, c in _compiled(kernel).items() if key not in before[name]]
+           for name, kernel in kernels.items()}
+    assert [len(new[name]) for name in kernels] == [2, 1, 1], "gate_up and down, the quantization, the reduce"
+    for gemm in new["moe_grouped_gemm_kernel"]:
+        assert_tokens_in_mma_n_slot(gemm.asm["ptx"], tile.block_m, "e4m3")
+        assert not re.search(r"cvt\.rn\.f16x2\.e4m3x2", gemm.asm["ptx"]), "FP8 operands converted to f16"
+    if not moe_decode.pdl_supported():
+        pytest.skip("this Triton's launcher has no launch_pdl")
+    for compiled in (c for cs in new.values() for c in cs):
+        assert compiled.metadata.launch_pdl
+        assert "griddepcontrol.wait" in compiled.asm["ptx"]
+
+
 # ---- launch count: three Triton launches, no torch kernels in between ---------------------------------
 
 _NO_KERNEL_OPS = {"empty", "empty_like", "empty_strided", "view", "_unsafe_view", "slice", "select", "alias",
@@ -589,7 +662,13 @@ LAUNCHES = {
     ("bf16", "grouped"): ["moe_decode_route_kernel", "moe_decode_gemm_kernel", "moe_decode_gemm_kernel"],
     ("block", "grouped"): ["moe_decode_route_kernel", "moe_decode_gemm_kernel", "moe_decode_gemm_kernel"],
     ("bf16", "pairs"): ["moe_decode_gemm_kernel", "moe_decode_gemm_kernel"],
+    ("bf16", "chain"): ["moe_decode_route_kernel", "moe_grouped_gemm_kernel", "moe_grouped_gemm_kernel",
+                        "moe_topk_reduce_kernel"],
+    ("block", "chain"): ["moe_decode_route_kernel", "moe_grouped_gemm_kernel", "_quant_groups_kernel",
+                         "moe_grouped_gemm_kernel", "moe_topk_reduce_kernel"],
 }
+EXPECTED_LAUNCHES = {"grouped": moe_decode.DECODE_LAUNCHES, "pairs": moe_decode.PAIRS_LAUNCHES,
+                     "chain": moe_decode.CHAIN_LAUNCHES}
 
 
 def _record_triton_launches(monkeypatch) -> list[str]:
@@ -622,10 +701,11 @@ def test_from_logits_takes_the_unfused_chain_for_fp8_without_block_scales(monkey
     assert not any(name.startswith("moe_decode") for name in launches), launches
 
 
-# (tokens, hidden, intermediate, decode path?): the H200 measurement of results/moe_layer.md
-# (Qwen3-30B-like experts, 4.7 MB: decode faster at M <= 8; DeepSeek-V3-TP2, 22 MB: at M <= 4).
-FP8_BLOCK_CHOICES = [(1, 2048, 768, True), (16, 2048, 768, True), (17, 2048, 768, False),
-                     (1, 7168, 1024, True), (8, 7168, 1024, True), (9, 7168, 1024, False)]
+# (tokens, hidden, intermediate, decode layer?): the H200 measurement of results/moe_layer.md
+# (Qwen3-30B-like and DeepSeek-V3-TP2 experts: the decode layer, grouped up to 8 tokens and chain
+# above, faster than softmax_topk + fused_moe at every M <= 64 measured).
+FP8_BLOCK_CHOICES = [(1, 2048, 768, True), (16, 2048, 768, True), (64, 2048, 768, True), (65, 2048, 768, False),
+                     (1, 7168, 1024, True), (9, 7168, 1024, True), (64, 7168, 1024, True), (65, 7168, 1024, False)]
 
 
 @pytest.mark.parametrize("M,H,I,decode", FP8_BLOCK_CHOICES)
@@ -635,7 +715,9 @@ def test_from_logits_takes_fp8_block_decode_where_it_measured_faster(M, H, I, de
     w13 = torch.zeros(E, 2 * I, H, dtype=FP8)
     kwargs = {"use_fp8_w8a8": True, "block_shape": [128, 128]}
     assert from_logits_takes_decode(x, w13, kwargs) is decode
-    assert from_logits_takes_decode(x, w13.to(torch.bfloat16), {}) is True
+    assert from_logits_takes_decode(x, w13.to(torch.bfloat16), {}) is (M <= MAX_DECODE_TOKENS)
+    if decode:
+        assert choose_decode_path(M, E, 8, True, True) == ("grouped" if M <= 8 else "chain")
 
 
 @pytest.mark.parametrize("scheme,path", sorted(LAUNCHES))
@@ -654,7 +736,8 @@ def test_decode_launches_with_a_workspace(scheme, path, monkeypatch):
     with jitguard.offline(compile=False), _AtenOps() as aten:
         fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out, path=path, **kw)
     assert launches == LAUNCHES[scheme, path]
-    assert len(launches) == (moe_decode.DECODE_LAUNCHES if path == "grouped" else moe_decode.PAIRS_LAUNCHES)
+    # bf16 has no quantization launch on the chain path
+    assert len(launches) == EXPECTED_LAUNCHES[path] - (path == "chain" and scheme == "bf16")
     kernel_ops = [op for op in aten.ops if op not in _NO_KERNEL_OPS]
     assert kernel_ops == [], f"torch ops that launch kernels: {kernel_ops}"
 
@@ -663,7 +746,7 @@ def test_decode_launches_with_a_workspace(scheme, path, monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("M,path", [(1, "pairs"), (1, "grouped"), (3, "pairs"), (7, "grouped"), (64, "grouped"),
-                                    (64, "pairs")])
+                                    (64, "pairs"), (9, "chain"), (64, "chain")])
 def test_cuda_graph_replays_follow_new_inputs(M, path):
     """One capture, several replays with new tokens copied into the captured inputs: every replay
     is right, so nothing in the graph depends on the routing seen at capture time."""
