@@ -501,6 +501,7 @@ class MoeDecodeWorkspace:
     inter_q: torch.Tensor
     group_arrivals: torch.Tensor
     pair_rows: torch.Tensor
+    pair_ranks: torch.Tensor
 
     @staticmethod
     def for_layer(w13: torch.Tensor, w2: torch.Tensor, top_k: int, act_dtype: torch.dtype = torch.bfloat16,
@@ -521,7 +522,8 @@ class MoeDecodeWorkspace:
             sorted_ids=torch.empty(padded, **i32),
             expert_ids=torch.empty(triton.cdiv(padded, 8), **i32),
             num_padded=torch.empty(1, **i32),
-            counts=torch.empty(E, **i32),
+            # per-expert pair counters, zero between calls (RANKS_EARLY)
+            counts=torch.zeros(E, **i32),
             starts=torch.empty(E, **i32),
             # [route arrivals, x absmax (fp32 bits), column-tile arrivals...]
             flags=torch.zeros(2 + n_tiles, **i32),
@@ -539,6 +541,8 @@ class MoeDecodeWorkspace:
                                        * triton.cdiv(I, scale_group), **i32),
             # the chain path's down GEMM output, one row per pair in the activation dtype
             pair_rows=torch.empty((P, H), dtype=act_dtype, device=dev),
+            # each pair's rank among its expert's pairs, taken by the route launch's token programs
+            pair_ranks=torch.empty(P, **i32),
         )
 
     def routing(self, num_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -578,6 +582,10 @@ QUANTIZE_INTER = True
 # M = 4 and 8 -1.0 / -0.7 us, unchanged where the few-token path is not taken
 # (benchmarks/results/moe_layer.md).
 ROUTER_OWN_PROGRAM = True
+# Past the few-token path, each token program of the route launch takes its pairs' ranks from the
+# per-expert counters before it arrives, and the last arrival aligns from ranks and counts read in
+# one round trip (three fewer than through the counters alone). False: the counters-only alignment.
+RANKS_EARLY = True
 _REDUCE_ELEMENTS = 8192
 
 
@@ -703,6 +711,7 @@ def plan_fused_moe_decode(
             HIDDEN_POW2=triton.next_power_of_2(H),
             FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, LAUNCH_DEPENDENTS=pdl, WRITE_XQ=prequant,
             FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
+            RANKS_EARLY=RANKS_EARLY, ranks_ptr=ws.pair_ranks,
         )))
     if path == "chain":
         launches += _chain_launches(ws, ws.x_q[:M] if prequant else x, w13, w2, w1s, w2s, out, cfgs, quant, M, top_k,

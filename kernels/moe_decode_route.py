@@ -18,6 +18,10 @@ from .pdl import launch_dependents
 
 __all__ = ["moe_decode_route_kernel"]
 
+# tl.gather (Triton >= 3.3): the last arriver looks up each pair's expert start in registers;
+# without it, through memory (one more round trip).
+HAS_GATHER = tl.constexpr(hasattr(tl, "gather"))
+
 
 @triton.jit
 def _store_x_group_scales(v, groups, cols, token, hidden, x_scale_ptr, stride_xsm, xq_ptr, GROUP: tl.constexpr,
@@ -74,6 +78,8 @@ def moe_decode_route_kernel(
     FEW_TOKENS: tl.constexpr = 8,
     ALIGN_IN_REGISTERS: tl.constexpr = True,
     FEW_ELEMENTS: tl.constexpr = 1024,
+    RANKS_EARLY: tl.constexpr = False,
+    ranks_ptr=None,
 ):
     """Routing of token ``program_id`` and its activation scales; then the alignment of every pair.
 
@@ -81,7 +87,9 @@ def moe_decode_route_kernel(
     last of num_tokens + 1, else program 0) routes every token at once and aligns the pairs in
     registers while each token's program quantizes its row: no arrival counter, no round trip
     between programs. Otherwise each program routes its own token and the last one
-    to arrive (an atomic counter) aligns every pair through per-expert counters.
+    to arrive (an atomic counter) aligns every pair through per-expert counters. With RANKS_EARLY
+    each program takes its pairs' ranks from the per-expert counters (zero between calls) before it
+    arrives, so the last one reads ranks and counts in one round trip and resets the counters.
     WRITE_XQ (block scales): also writes the token's e4m3 row to ``xq`` so gate_up loads FP8 directly.
     """
     if LAUNCH_DEPENDENTS:
@@ -138,9 +146,15 @@ def moe_decode_route_kernel(
         slots = tl.arange(0, K_POW2)
         tl.store(topk_ids_ptr + token * TOP_K + slots, ids, mask=slots < TOP_K)
         tl.store(topk_weights_ptr + token * TOP_K + slots, weights, mask=slots < TOP_K)
+        if RANKS_EARLY:
+            # Each pair's rank among its expert's pairs (any order is a valid layout); the result is
+            # first used after the row is quantized, so the round trip overlaps that work.
+            ranks = tl.atomic_add(counts_ptr + ids, 1, mask=slots < TOP_K, sem="relaxed", scope="gpu")
         _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
                         a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
                         X_ONE_PASS)
+        if RANKS_EARLY:
+            tl.store(ranks_ptr + token * TOP_K + slots, ranks, mask=slots < TOP_K)
         # Every thread's stores precede the release of this program's arrival.
         tl.debug_barrier()
         arrived = tl.atomic_add(arrivals_ptr, 1, sem="acq_rel", scope="gpu")
@@ -148,8 +162,12 @@ def moe_decode_route_kernel(
             tl.store(arrivals_ptr, 0)
             tl.debug_barrier()
             _fill_layout(sorted_ids_ptr, expert_ids_ptr, num_pairs, padded_len, num_blocks, FILL_BLOCK)
-            _align_by_counters(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr,
-                               num_pairs, num_experts, block_m, E_POW2, P_POW2)
+            if RANKS_EARLY:
+                _align_by_ranks(topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr,
+                                starts_ptr, num_pairs, num_experts, block_m, E_POW2, P_POW2, HAS_GATHER)
+            else:
+                _align_by_counters(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr,
+                                   starts_ptr, num_pairs, num_experts, block_m, E_POW2, P_POW2)
             if QUANT == 1:
                 x_amax = tl.load(x_amax_ptr, volatile=True)
                 tl.store(x_scale_ptr, tl.maximum(x_amax, MIN_AMAX) / FP8_MAX_C)
@@ -274,3 +292,36 @@ def _align_by_counters(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_
     tl.store(sorted_ids_ptr + pos, pairs, mask=valid)
     # Each tile starts with a real pair (runs start tile-aligned): it labels the tile.
     tl.store(expert_ids_ptr + pos // block_m, expert, mask=valid & (rank % block_m == 0))
+
+
+@triton.jit
+def _align_by_ranks(topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr,
+                    num_pairs, num_experts, block_m, E_POW2: tl.constexpr, P_POW2: tl.constexpr,
+                    GATHER: tl.constexpr):
+    """The layout from each pair's rank and each expert's count, taken by the token programs; then
+    the counters back to zero for the next call."""
+    # The layout fills before this precede its stores.
+    tl.debug_barrier()
+    pairs = tl.arange(0, P_POW2)
+    valid = pairs < num_pairs
+    expert = tl.load(topk_ids_ptr + pairs, mask=valid, other=0, volatile=True)
+    rank = tl.load(ranks_ptr + pairs, mask=valid, other=0, volatile=True)
+    experts = tl.arange(0, E_POW2)
+    e_mask = experts < num_experts
+    counts = tl.load(counts_ptr + experts, mask=e_mask, other=0, volatile=True)
+    padded = (counts + block_m - 1) // block_m * block_m
+    starts = tl.cumsum(padded, 0) - padded
+    tl.store(num_padded_ptr, tl.sum(padded, 0))
+    if GATHER:
+        start = tl.gather(starts, expert, 0)
+    else:
+        tl.store(starts_ptr + experts, starts, mask=e_mask)
+        tl.debug_barrier()
+        start = tl.load(starts_ptr + expert, mask=valid, other=0, volatile=True)
+    pos = start + rank
+    tl.store(sorted_ids_ptr + pos, pairs, mask=valid)
+    # Each tile starts with a real pair (runs start tile-aligned): it labels the tile.
+    tl.store(expert_ids_ptr + pos // block_m, expert, mask=valid & (rank % block_m == 0))
+    # Every thread has read the counts before any is reset (a value may be held by several threads).
+    tl.debug_barrier()
+    tl.store(counts_ptr + experts, tl.zeros((E_POW2,), dtype=tl.int32), mask=e_mask)
