@@ -1,0 +1,87 @@
+"""H200 probe (issue #16): the decode layer's paths side by side, whole layer, per case and M.
+
+``fused_moe_decode`` on each of ``--paths`` (its own tiles per path) and ``softmax_topk`` +
+``fused_moe`` (the unfused chain), alternating in two rounds (bench_moe_layer's inputs and timer:
+CUDA graphs over rotated layer copies, L2 defeated), each output against the fp32 reference. Written
+to decide where ``choose_decode_path`` takes the chain path for bf16.
+
+    PYTHONPATH=$PWD python3 benchmarks/probe_decode_paths.py --cases qwen3-30b-bf16 --out $OUT
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_fused_moe as bfm
+import bench_moe_layer as bml
+import tune_moe_decode as tmd
+
+from jitguard.kernels import moe_chain as fm
+from jitguard.kernels import moe_routing
+
+ROUNDS = 2
+
+
+def probe(layer: tmd.Layer, M: int, paths: list[str], log) -> str:
+    x, logits = tmd.inputs(layer, M)
+    ref = tmd.reference(layer, x, logits)
+    out = torch.empty_like(x)
+
+    def unfused(i):
+        tw, ti = moe_routing.softmax_topk(logits, layer.k, True)
+        fm.fused_moe(x, layer.layers[i][0], layer.layers[i][1], tw, ti, out=out, **layer.kwargs(i))
+
+    def whole(plans):
+        def step(i):
+            for _, launch in plans[i].launches:
+                launch()
+        return step
+
+    steps = {path: whole(layer.plans(x, logits, out, path, None)) for path in paths}
+    steps["unfused"] = unfused
+    errs = {}
+    for name, step in steps.items():
+        out.fill_(float("nan"))
+        step(0)
+        errs[name] = bml.rel(out, ref)
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(ROUNDS):
+        for name, step in steps.items():
+            times[name].append(bfm.time_graph(step, layer.n_layers, tmd.REPLAYS))
+    log({"case": layer.name, "M": M, "us": times, "err": errs})
+    return (f"| {layer.name} | {M} | " + " | ".join(" / ".join(f"{t:.1f}" for t in times[n]) for n in steps)
+            + " | " + " ".join(f"{errs[n]:.1e}" for n in steps) + " |")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cases", default="qwen3-30b-bf16,mixtral-bf16")
+    p.add_argument("--paths", default="grouped,chain")
+    p.add_argument("--ms", default="8,12,16,32,64")
+    p.add_argument("--out", default=".")
+    args = p.parse_args()
+    out_dir = Path(args.out)
+    log = bfm.jsonl_log(out_dir, "probe_decode_paths.jsonl")
+    l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
+    paths = args.paths.split(",")
+    lines = ["us per layer, round 1 / round 2; err against the fp32 reference",
+             "| case | M | " + " | ".join(paths + ["unfused"]) + " | err |", "|" + "---|" * (len(paths) + 4)]
+    print("\n".join(lines), flush=True)
+    for name in args.cases.split(","):
+        layer = tmd.Layer(bfm.CASES[name], l2_bytes)
+        for M in (int(m) for m in args.ms.split(",")):
+            line = probe(layer, M, paths, log)
+            print(line, flush=True)
+            lines.append(line)
+        del layer
+        torch.cuda.empty_cache()
+    (out_dir / "probe_decode_paths.md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
