@@ -3,22 +3,24 @@
 ``fused_moe_decode(x, router_logits, w13, w2, top_k, ..., path="auto")`` runs the whole layer,
 routing included, on one of three paths (``path="auto"`` picks by :func:`choose_decode_path`):
 
-- ``"grouped"``, **three launches** (``DECODE_LAUNCHES``), described below;
+- ``"grouped"``, **three launches** (``DECODE_LAUNCHES``), described below (``"auto"``: FP8 up to
+  ``FP8_CHAIN_ABOVE_TOKENS`` tokens with block scales, at every M with per-tensor / channel scales);
 - ``"pairs"``, **two launches** (``PAIRS_LAUNCHES``; bf16/fp16 and FP8 block scales): the two
   GEMMs of the grouped path with one token tile per (token, expert) pair and no routing launch:
   every GEMM program routes its own token (``softmax_topk_row``, the logits row is 0.5 KB) and
   takes the expert of its slot; with FP8 gate_up quantizes x per 128-column group as it loads
   it. No alignment, but pairs that share an expert read it once each, so ``"auto"`` takes it for
-  bf16/fp16 at one token and while the pairs are at most a quarter of the experts (FP8: never, see
-  ``FP8_PAIRS_TOKENS``);
+  bf16/fp16 at one token, and up to ``BF16_PAIRS_MAX_TOKENS`` while the pairs are at most a
+  quarter of the experts (FP8: never, see ``FP8_PAIRS_TOKENS``);
 - ``"chain"``, **five launches** with FP8 block scales, four for bf16/fp16 (``CHAIN_LAUNCHES``):
   the grouped path's route launch, then ``moe_gemm``'s grouped GEMM as gate_up (fused_moe's
   tiles), the intermediate quantized per 128-column group by a launch of its own (FP8), the
   grouped GEMM as down into activation-dtype pair rows, and ``moe_gemm``'s top-k reduce: the
   unfused chain's GEMMs, epilogues and reduce without its routing, alignment and activation
-  quantization launches. ``"auto"`` takes it for FP8 block scales above ``FP8_CHAIN_ABOVE_TOKENS``
-  tokens, where its GEMMs' plain epilogues beat the grouped path's fused ones. Its output equals
-  ``softmax_topk`` + ``fused_moe``'s bit for bit.
+  quantization launches. ``"auto"`` takes it for bf16/fp16 wherever it does not take the pairs
+  path, and for FP8 block scales above ``FP8_CHAIN_ABOVE_TOKENS`` tokens: there its GEMMs' plain
+  epilogues beat the grouped path's fused ones. Its output equals ``softmax_topk`` +
+  ``fused_moe``'s bit for bit.
 
 Where Triton offers programmatic dependent launch (``launch_pdl``, Triton >= 3.4 on sm_90),
 each launch after the first is PDL-linked to the one before: it starts while the previous one
@@ -133,23 +135,32 @@ _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool, block_scales: bool = False) -> str:
-    """``"pairs"`` (two launches) with few pairs per expert, ``"chain"`` (five) for FP8 block scales
-    above ``FP8_CHAIN_ABOVE_TOKENS`` tokens, else ``"grouped"`` (three).
+    """The path ``fused_moe_decode(path="auto")`` takes, by H200 measurement
+    (benchmarks/results/moe_layer.md, seventh session):
 
-    The pairs path saves the routing launch but reads an expert once per pair routed to it. On the
-    H200 it wins at one token (no expert is shared) and while the pairs are at most a quarter of
-    the experts (Qwen3-30B-like: 128 experts, top 8, M <= 4), and loses on Mixtral-like layers
-    (8 experts, top 2) from M = 2: benchmarks/results/moe_layer.md, "pairs path" columns. FP8
-    would take it with block scales only (``block_scales``), at ``FP8_PAIRS_TOKENS`` tokens: none
-    since it measured no faster there.
+    - bf16/fp16: ``"pairs"`` (two launches) at one token, and up to ``BF16_PAIRS_MAX_TOKENS``
+      while the pairs are at most a quarter of the experts (it reads an expert once per pair
+      routed to it: Qwen3-30B-like, 128 experts, top 8, M <= 2); else ``"chain"`` (four launches):
+      Qwen3-30B-like M = 3..64 2-5% faster than the grouped path, Mixtral-like (8 experts, top 2)
+      level with it within 0.3% at M = 2..64.
+    - FP8 block scales (``block_scales``): ``"grouped"`` (three launches) up to
+      ``FP8_CHAIN_ABOVE_TOKENS`` tokens, ``"chain"`` (five) above; the pairs path at
+      ``FP8_PAIRS_TOKENS`` tokens (none: it measured no faster).
+    - FP8 per tensor / per channel: ``"grouped"``.
     """
     few_pairs = 4 * num_tokens * top_k <= num_experts
-    if fp8 and block_scales and num_tokens > FP8_CHAIN_ABOVE_TOKENS:
+    if not fp8:
+        return "pairs" if num_tokens == 1 or (few_pairs and num_tokens <= BF16_PAIRS_MAX_TOKENS) else "chain"
+    if block_scales and num_tokens > FP8_CHAIN_ABOVE_TOKENS:
         return "chain"
-    if fp8:
-        pairs = block_scales and QUANTIZE_INTER and num_tokens in FP8_PAIRS_TOKENS and few_pairs
-        return "pairs" if pairs else "grouped"
-    return "pairs" if num_tokens == 1 or few_pairs else "grouped"
+    pairs = block_scales and QUANTIZE_INTER and num_tokens in FP8_PAIRS_TOKENS and few_pairs
+    return "pairs" if pairs else "grouped"
+
+
+# bf16/fp16 take the pairs path up to this many tokens (with few pairs per expert), the chain path
+# beyond. H200, Qwen3-30B-like (2026-12-01, seventh session), us, pairs / chain / grouped: M = 2
+# 43.5 / 45.7 / 45.3, M = 3 63.3 / 59.7 / 62.7, M = 4 77.4 / 75.4 / 77.9.
+BF16_PAIRS_MAX_TOKENS = 2
 
 
 # Token counts at which FP8 block scales take the pairs path (with few pairs per expert): none.
@@ -162,8 +173,9 @@ FP8_PAIRS_TOKENS: tuple[int, ...] = ()
 # FP8 block scales take the chain path above this many tokens. H200, 2026-12-01, seventh session
 # (benchmarks/results/moe_layer.md), chain against grouped, us: DeepSeek-V3-TP2 M = 16 / 32 / 64
 # 495.4 / 828.8 / 1121.9 against 507.5 / 858.7 / 1159.5, Qwen3-30B-like 110.4 / 142.0 / 159.4 against
-# 112.7 / 147.9 / 171.0; at M = 8 the grouped path was faster (DeepSeek 325.3 against 333.8) or level
-# (Qwen3 72.3 / 72.4).
+# 112.7 / 147.9 / 171.0; at M = 12 level (432.8 / 432.1, 91.3 / 91.7); below, mixed: M = 8 grouped
+# faster (DeepSeek 325.3 against 333.8, Qwen3 72.3 / 72.4), M = 6 chain faster at DeepSeek (249.8
+# against 253.3), level at Qwen3 and at M = 4.
 FP8_CHAIN_ABOVE_TOKENS = 8
 
 

@@ -65,7 +65,7 @@ def recorded():
     with jitguard.offline(compile=False), CallScope(), jitguard.watch() as rec:
         weights, ids = moe_routing.softmax_topk(logits, K, renormalize=True)
         fused_moe(x, w13, w2, weights, ids)
-        fused_moe_decode(x, logits, w13, w2, K, renormalize=True)
+        fused_moe_decode(x, logits, w13, w2, K, renormalize=True, path="grouped")
         inv_rope.fused_inv_rope_fp8_quant(torch.empty(M, heads, dim, dtype=torch.bfloat16),
                                               torch.zeros(M, dtype=torch.int64), torch.empty(4096, 64),
                                               n_groups=4, heads_per_group=4)

@@ -473,10 +473,10 @@ CHAIN_KERNELS = ("moe_grouped_gemm_kernel", "_quant_groups_kernel", "moe_topk_re
 
 @pytest.mark.parametrize("scheme,E,k", [("bf16", 8, 2), ("bf16", 128, 8), ("block", 128, 8)])
 def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
-    """Keys only: over M = 1..64 the route kernel compiles once, the GEMM once per distinct
-    (tile, path) of each GEMM (the pairs path serves bf16, and FP8 block scales at FP8_PAIRS_TOKENS
-    tokens), the chain path's grouped GEMM once per distinct tile and its quantization and reduce
-    once; M = 65..200
+    """Keys only: over M = 1..64 the route kernel compiles once, the decode GEMM once per distinct
+    (tile, path) of each GEMM (pairs for bf16, grouped for FP8 block scales, and pairs at
+    FP8_PAIRS_TOKENS tokens), the chain path's grouped GEMM once per distinct tile and its
+    quantization and reduce once; M = 65..200
     (fused_moe_from_logits: softmax_topk + fused_moe) adds one routing variant and no decode variant."""
     _compile_side()
     H, I, beyond = 256, 128, 200
@@ -496,21 +496,23 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     paths = {M: choose_decode_path(M, E, k, fp8, fp8) for M in range(1, MAX_DECODE_TOKENS + 1)}
     rows = {(select_decode_tile_configs(M, E, precision, expert_bytes), path) for M, path in paths.items()
             if path != "chain"}
-    # The chain path runs fused_moe's grouped GEMM on fused_moe's tiles (FP8 block scales above 8 tokens).
+    # The chain path runs fused_moe's grouped GEMM on fused_moe's tiles (bf16 past the pairs path,
+    # FP8 block scales above 8 tokens).
     chain_rows = {moe_configs.select_tile_configs(M, E, precision) for M, path in paths.items() if path == "chain"}
-    assert len(rows) >= 2, "the sweep should cross several table rows"
-    # bf16 takes the grouped and pairs paths over M = 1..64; FP8 block scales grouped, then chain
-    # (and pairs at FP8_PAIRS_TOKENS).
-    want_paths = {"grouped", "pairs"} if not fp8 or moe_decode.FP8_PAIRS_TOKENS else {"grouped"}
+    assert len(rows) + len(chain_rows) >= 2, "the sweep should cross several table rows"
+    # bf16 takes the pairs path, then the chain; FP8 block scales grouped (and pairs at
+    # FP8_PAIRS_TOKENS), then the chain.
+    want_paths = {"pairs"} if not fp8 else {"grouped", "pairs"} if moe_decode.FP8_PAIRS_TOKENS else {"grouped"}
     assert {path for _, path in rows} == want_paths
-    assert bool(chain_rows) == fp8
+    assert chain_rows
     tiles = len({(r.gate_up, path) for r, path in rows}) + len({(r.down, path) for r, path in rows})
     gemm_events = [e.causes for e in rec.events if e.kernel == "moe_decode_gemm_kernel"]
     assert decode_variants["moe_decode_gemm_kernel"] == tiles, gemm_events
     assert decode_variants["moe_decode_route_kernel"] == 1
     assert decode_variants["moe_grouped_gemm_kernel"] == (len({r.gate_up for r in chain_rows})
                                                           + len({r.down for r in chain_rows}))
-    assert decode_variants["_quant_groups_kernel"] == decode_variants["moe_topk_reduce_kernel"] == int(fp8)
+    assert decode_variants["_quant_groups_kernel"] == int(fp8)
+    assert decode_variants["moe_topk_reduce_kernel"] == 1
     for name in DECODE_KERNELS:
         assert rec.variants(name) == decode_variants[name], f"{name} compiled again for M > 64"
     assert rec.variants("moe_softmax_topk_kernel") == 1
@@ -547,7 +549,7 @@ def test_real_sm90_compile_of_each_path(path):
     before = {name: _compiled(getattr(moe_decode, name)) for name in DECODE_KERNELS}
     with jitguard.offline(compile=True):
         fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k,
-                         tile_configs=MoeTileConfigs(tile, tile), **kw)
+                         tile_configs=MoeTileConfigs(tile, tile), path="grouped", **kw)
     new = {name: [c for key, c in _compiled(getattr(moe_decode, name)).items() if key not in before[name]]
            for name in DECODE_KERNELS}
     gemm_ptx = [c.asm["ptx"] for c in new["moe_decode_gemm_kernel"]]
