@@ -14,7 +14,6 @@ one run with the inputs and timer of bench_moe_layer.py (CUDA graphs, L2 defeate
 
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
 from pathlib import Path
@@ -61,29 +60,14 @@ def probe(layer: tmd.Layer, M: int, vllm, configs_dir, log) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--vllm-file")
-    p.add_argument("--vllm-configs")
-    p.add_argument("--cases", default="deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block")
-    p.add_argument("--ms", default="1,2,4,8")
-    p.add_argument("--out", default=".")
-    args = p.parse_args()
-    out_dir = Path(args.out)
-    log = bfm.jsonl_log(out_dir, "probe_decode_epilogues.jsonl")
+    args = tmd.probe_parser(__doc__, "deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block", "1,2,4,8", vllm=True).parse_args()
     vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
-    l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
     columns = ["layer", "layer without route"] + [c for c, _, _ in STAGE_VARIANTS]
     columns += ["vLLM gate_up", "vLLM down"] if vllm is not None else []
-    lines = ["us, each alone unless 'layer'; outputs of the switched-off variants are not checked",
-             "| case | M | " + " | ".join(columns) + " |", "|" + "---|" * (2 + len(columns))]
-    print("\n".join(lines), flush=True)
-    for name in args.cases.split(","):
-        layer = tmd.Layer(bfm.CASES[name], l2_bytes)
-        for M in (int(m) for m in args.ms.split(",")):
-            line = probe(layer, M, vllm, args.vllm_configs, log)
-            print(line, flush=True)
-            lines.append(line)
-    (out_dir / "probe_decode_epilogues.md").write_text("\n".join(lines) + "\n")
+    header = ["us, each alone unless 'layer'; outputs of the switched-off variants are not checked",
+              "| case | M | " + " | ".join(columns) + " |", "|" + "---|" * (2 + len(columns))]
+    tmd.probe_each_case_and_m(args, "probe_decode_epilogues", header,
+                              lambda layer, M, log: probe(layer, M, vllm, args.vllm_configs, log))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ Outputs of switched-off variants are not checked; only the times count.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
 from pathlib import Path
@@ -102,31 +101,14 @@ def probe(layer: tmd.Layer, M: int, vllm, configs_dir, log) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--vllm-file")
-    p.add_argument("--vllm-configs")
-    p.add_argument("--cases", default="qwen3-30b-fp8-block,deepseek-v3-tp2-fp8-block")
-    p.add_argument("--ms", default="1,2,4,8")
-    p.add_argument("--out", default=".")
-    args = p.parse_args()
-    out_dir = Path(args.out)
-    log = bfm.jsonl_log(out_dir, "probe_decode_gemm_gap.jsonl")
+    args = tmd.probe_parser(__doc__, "qwen3-30b-fp8-block,deepseek-v3-tp2-fp8-block", "1,2,4,8", vllm=True).parse_args()
     vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
-    l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
     columns = ["layer"] + [c for c, _, _, _ in STAGE_VARIANTS] + ["fused_moe gate_up", "fused_moe down"]
     columns += ["vLLM gate_up", "vLLM down"] if vllm is not None else []
-    lines = ["us, each alone unless 'layer'; outputs of the switched-off variants are not checked",
-             "| case | M | " + " | ".join(columns) + " |", "|" + "---|" * (2 + len(columns))]
-    print("\n".join(lines), flush=True)
-    for name in args.cases.split(","):
-        layer = tmd.Layer(bfm.CASES[name], l2_bytes)
-        for M in (int(m) for m in args.ms.split(",")):
-            line = probe(layer, M, vllm, args.vllm_configs, log)
-            print(line, flush=True)
-            lines.append(line)
-        del layer
-        torch.cuda.empty_cache()
-    (out_dir / "probe_decode_gemm_gap.md").write_text("\n".join(lines) + "\n")
+    header = ["us, each alone unless 'layer'; outputs of the switched-off variants are not checked",
+              "| case | M | " + " | ".join(columns) + " |", "|" + "---|" * (2 + len(columns))]
+    tmd.probe_each_case_and_m(args, "probe_decode_gemm_gap", header,
+                              lambda layer, M, log: probe(layer, M, vllm, args.vllm_configs, log))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ compared with the fp32 reference and with the unfused chain's, bit for bit.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -35,8 +34,7 @@ import bench_moe_layer as bml
 import probe_decode_gemm_gap as gap
 import tune_moe_decode as tmd
 
-from jitguard.kernels import moe_chain as fm
-from jitguard.kernels import moe_configs, moe_gemm, moe_routing
+from jitguard.kernels import moe_configs, moe_gemm
 from jitguard.kernels.moe_inputs import normalize_w_scale
 from jitguard.kernels.moe_quant import quantize_fp8
 from jitguard.kernels.pdl import pdl_supported
@@ -54,15 +52,8 @@ def variant_steps(layer: tmd.Layer, M: int, x, logits, out) -> dict:
     topk_ids = layer.ws.topk_ids[:P].view(M, k)
     pair_out = gemms["down_out"]
 
-    def unfused(i):
-        tw, ti = moe_routing.softmax_topk(logits, k, True)
-        fm.fused_moe(x, layer.layers[i][0], layer.layers[i][1], tw, ti, out=out, **layer.kwargs(i))
-
-    def whole(plans):
-        def step(i):
-            for _, launch in plans[i].launches:
-                launch()
-        return step
+    unfused = layer.unfused_step(x, logits, out)
+    whole = layer.plans_step
 
     w2_scales = [normalize_w_scale(layer.layers[i][3], "w2_scale", E, layer.H, layer.I, moe_gemm.QUANT_BLOCK,
                                    (128, 128)) for i in range(layer.n_layers)]
@@ -154,36 +145,22 @@ def probe(layer: tmd.Layer, M: int, vllm, configs_dir, log) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--vllm-file")
-    p.add_argument("--vllm-configs")
-    p.add_argument("--cases", default="deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block")
-    p.add_argument("--ms", default="8,16,32,64")
+    p = tmd.probe_parser(__doc__, "deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block", "8,16,32,64", vllm=True)
     p.add_argument("--breakdown", action="store_true",
                    help="time route+5's launches alone and the layer without each, instead of the variants")
-    p.add_argument("--out", default=".")
     args = p.parse_args()
-    out_dir = Path(args.out)
-    log = bfm.jsonl_log(out_dir, "probe_decode_hybrid_chain.jsonl")
     vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
-    l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
     names = ["unfused", "decode", "route+5"] + (["route+5 PDL", "route+4 PDL"] if pdl_supported() else [])
-    lines = ["us per layer, round 1 / round 2; err: against the fp32 reference, '=' equal to unfused bit for bit",
-             "| case | M | " + " | ".join(names) + " | vLLM GEMMs only | err |", "|" + "---|" * (len(names) + 4)]
+    header = ["us per layer, round 1 / round 2; err: against the fp32 reference, '=' equal to unfused bit for bit",
+              "| case | M | " + " | ".join(names) + " | vLLM GEMMs only | err |", "|" + "---|" * (len(names) + 4)]
     if args.breakdown:
-        lines = ["route+5, us: whole layer; per launch: alone / what leaving it out saves",
-                 "| case | M | layer | route | gate_up | quantize | down | reduce |", "|" + "---|" * 8]
-    print("\n".join(lines), flush=True)
-    for name in args.cases.split(","):
-        layer = tmd.Layer(bfm.CASES[name], l2_bytes)
-        for M in (int(m) for m in args.ms.split(",")):
-            line = (breakdown(layer, M, log) if args.breakdown
-                    else probe(layer, M, vllm, args.vllm_configs, log))
-            print(line, flush=True)
-            lines.append(line)
-        del layer
-        torch.cuda.empty_cache()
-    (out_dir / "probe_decode_hybrid_chain.md").write_text("\n".join(lines) + "\n")
+        header = ["route+5, us: whole layer; per launch: alone / what leaving it out saves",
+                  "| case | M | layer | route | gate_up | quantize | down | reduce |", "|" + "---|" * 8]
+
+    def row(layer, M, log):
+        return breakdown(layer, M, log) if args.breakdown else probe(layer, M, vllm, args.vllm_configs, log)
+
+    tmd.probe_each_case_and_m(args, "probe_decode_hybrid_chain", header, row)
 
 
 if __name__ == "__main__":

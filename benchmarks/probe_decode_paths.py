@@ -10,7 +10,6 @@ to decide where ``choose_decode_path`` takes the chain path for bf16.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -21,9 +20,6 @@ import bench_fused_moe as bfm
 import bench_moe_layer as bml
 import tune_moe_decode as tmd
 
-from jitguard.kernels import moe_chain as fm
-from jitguard.kernels import moe_routing
-
 ROUNDS = 2
 
 
@@ -32,15 +28,8 @@ def probe(layer: tmd.Layer, M: int, paths: list[str], log) -> str:
     ref = tmd.reference(layer, x, logits)
     out = torch.empty_like(x)
 
-    def unfused(i):
-        tw, ti = moe_routing.softmax_topk(logits, layer.k, True)
-        fm.fused_moe(x, layer.layers[i][0], layer.layers[i][1], tw, ti, out=out, **layer.kwargs(i))
-
-    def whole(plans):
-        def step(i):
-            for _, launch in plans[i].launches:
-                launch()
-        return step
+    unfused = layer.unfused_step(x, logits, out)
+    whole = layer.plans_step
 
     steps = {path: whole(layer.plans(x, logits, out, path, None)) for path in paths}
     steps["unfused"] = unfused
@@ -59,28 +48,13 @@ def probe(layer: tmd.Layer, M: int, paths: list[str], log) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cases", default="qwen3-30b-bf16,mixtral-bf16")
+    p = tmd.probe_parser(__doc__, "qwen3-30b-bf16,mixtral-bf16", "8,12,16,32,64")
     p.add_argument("--paths", default="grouped,chain")
-    p.add_argument("--ms", default="8,12,16,32,64")
-    p.add_argument("--out", default=".")
     args = p.parse_args()
-    out_dir = Path(args.out)
-    log = bfm.jsonl_log(out_dir, "probe_decode_paths.jsonl")
-    l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
     paths = args.paths.split(",")
-    lines = ["us per layer, round 1 / round 2; err against the fp32 reference",
-             "| case | M | " + " | ".join(paths + ["unfused"]) + " | err |", "|" + "---|" * (len(paths) + 4)]
-    print("\n".join(lines), flush=True)
-    for name in args.cases.split(","):
-        layer = tmd.Layer(bfm.CASES[name], l2_bytes)
-        for M in (int(m) for m in args.ms.split(",")):
-            line = probe(layer, M, paths, log)
-            print(line, flush=True)
-            lines.append(line)
-        del layer
-        torch.cuda.empty_cache()
-    (out_dir / "probe_decode_paths.md").write_text("\n".join(lines) + "\n")
+    header = ["us per layer, round 1 / round 2; err against the fp32 reference",
+              "| case | M | " + " | ".join(paths + ["unfused"]) + " | err |", "|" + "---|" * (len(paths) + 4)]
+    tmd.probe_each_case_and_m(args, "probe_decode_paths", header, lambda layer, M, log: probe(layer, M, paths, log))
 
 
 if __name__ == "__main__":

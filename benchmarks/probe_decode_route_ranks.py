@@ -14,14 +14,12 @@ the same output.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_fused_moe as bfm
 import tune_moe_decode as tmd
 
 from jitguard.kernels import moe_decode
@@ -55,27 +53,11 @@ def probe(layer: tmd.Layer, M: int, log) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cases", default="deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block")
-    p.add_argument("--ms", default="12,16,32,64")
-    p.add_argument("--out", default=".")
-    args = p.parse_args()
-    out_dir = Path(args.out)
-    log = bfm.jsonl_log(out_dir, "probe_decode_route_ranks.jsonl")
-    l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
-    lines = ["us, round 1 / round 2: the route launch alone, the whole layer per path; same: equal outputs",
-             "| case | M | route, counters | route, ranks early | chain, counters | chain, ranks early "
-             "| grouped, counters | grouped, ranks early | same |", "|" + "---|" * 9]
-    print("\n".join(lines), flush=True)
-    for name in args.cases.split(","):
-        layer = tmd.Layer(bfm.CASES[name], l2_bytes)
-        for M in (int(m) for m in args.ms.split(",")):
-            line = probe(layer, M, log)
-            print(line, flush=True)
-            lines.append(line)
-        del layer
-        torch.cuda.empty_cache()
-    (out_dir / "probe_decode_route_ranks.md").write_text("\n".join(lines) + "\n")
+    args = tmd.probe_parser(__doc__, "deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block", "12,16,32,64").parse_args()
+    header = ["us, round 1 / round 2: the route launch alone, the whole layer per path; same: equal outputs",
+              "| case | M | route, counters | route, ranks early | chain, counters | chain, ranks early "
+              "| grouped, counters | grouped, ranks early | same |", "|" + "---|" * 9]
+    tmd.probe_each_case_and_m(args, "probe_decode_route_ranks", header, probe)
 
 
 if __name__ == "__main__":

@@ -121,16 +121,59 @@ class Layer:
             x, logits, self.layers[i][0], self.layers[i][1], self.k, renormalize=True, workspace=self.ws, out=out,
             path=path, tile_configs=tiles, **self.kwargs(i)) for i in range(self.n_layers)]
 
+    def unfused_step(self, x, logits, out):
+        """step(i): softmax_topk + fused_moe (the unfused chain) on layer copy i into ``out``."""
+        def step(i):
+            tw, ti = moe_routing.softmax_topk(logits, self.k, True)
+            fm.fused_moe(x, self.layers[i][0], self.layers[i][1], tw, ti, out=out, **self.kwargs(i))
+        return step
+
+    @staticmethod
+    def plans_step(plans):
+        """step(i): every launch of ``plans[i]`` in order (the whole layer on copy i)."""
+        def step(i):
+            for _, launch in plans[i].launches:
+                launch()
+        return step
+
     def time_plans(self, plans) -> tuple[float, list[float]]:
         """(whole layer, each launch alone) in us; the whole layer runs first so every stage's inputs exist."""
-        def whole(layer):
-            for _, launch in plans[layer].launches:
-                launch()
-
-        t = bfm.time_graph(whole, self.n_layers, REPLAYS)
+        t = bfm.time_graph(self.plans_step(plans), self.n_layers, REPLAYS)
         stages = [bfm.time_graph(lambda layer, st=st: plans[layer].launches[st][1](), self.n_layers, REPLAYS)
                   for st in range(len(plans[0].launches))]
         return t, stages
+
+
+def probe_parser(doc: str, cases: str, ms: str, vllm: bool = False) -> argparse.ArgumentParser:
+    """The probes' common options: --cases, --ms, --out, and with ``vllm`` vLLM's kernel file and configs."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    if vllm:
+        p.add_argument("--vllm-file")
+        p.add_argument("--vllm-configs")
+    p.add_argument("--cases", default=cases)
+    p.add_argument("--ms", default=ms)
+    p.add_argument("--out", default=".")
+    return p
+
+
+def probe_each_case_and_m(args, name: str, header: list[str], row) -> None:
+    """Print ``header``, then ``row(layer, M, log)`` (a markdown row) for every case and M of ``args``,
+    each case's rotated layer copies built once and freed after it; the rows go to ``OUT/name.md``,
+    ``log`` writes records to ``OUT/name.jsonl``."""
+    out_dir = Path(args.out)
+    log = bfm.jsonl_log(out_dir, f"{name}.jsonl")
+    l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
+    lines = list(header)
+    print("\n".join(lines), flush=True)
+    for case in args.cases.split(","):
+        layer = Layer(bfm.CASES[case], l2_bytes)
+        for M in (int(m) for m in args.ms.split(",")):
+            line = row(layer, M, log)
+            print(line, flush=True)
+            lines.append(line)
+        del layer
+        torch.cuda.empty_cache()
+    (out_dir / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
 def layer_for(layers: dict, name: str, l2_bytes: int) -> Layer:
@@ -184,11 +227,7 @@ def variants_part(layer: Layer, ms, vllm, configs_dir, bw_read, log) -> list[str
                  "err": err, "floor_us": fl})
         set_switches(dict(VARIANTS)[SHIPPED])
 
-        def unfused(i):
-            tw, ti = moe_routing.softmax_topk(logits, layer.k, True)
-            fm.fused_moe(x, layer.layers[i][0], layer.layers[i][1], tw, ti, out=out, **layer.kwargs(i))
-
-        un = bfm.time_graph(unfused, layer.n_layers, REPLAYS)
+        un = bfm.time_graph(layer.unfused_step(x, logits, out), layer.n_layers, REPLAYS)
         vg = vg1 = vg2 = float("nan")
         if vllm is not None:
             vg, vg1, vg2 = vllm_gemms_us(layer, M, x, logits, vllm, configs_dir)
