@@ -292,6 +292,8 @@ def _align_by_counters(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_
     tl.store(sorted_ids_ptr + pos, pairs, mask=valid)
     # Each tile starts with a real pair (runs start tile-aligned): it labels the tile.
     tl.store(expert_ids_ptr + pos // block_m, expert, mask=valid & (rank % block_m == 0))
+    # The counters back to zero, as _align_by_ranks leaves them (a workspace may serve either).
+    tl.store(counts_ptr + experts, tl.zeros((E_POW2,), dtype=tl.int32), mask=e_mask)
 
 
 @triton.jit
