@@ -155,8 +155,9 @@ def fused_moe(
         x = x.contiguous()
     if out is None:
         out = torch.empty_like(x)
-    elif tuple(out.shape) != tuple(x.shape) or out.dtype != x.dtype:
-        raise ValueError(f"fused_moe: out must be {tuple(x.shape)} {x.dtype}, got {tuple(out.shape)} {out.dtype}")
+    elif tuple(out.shape) != tuple(x.shape) or out.dtype != x.dtype or out.stride(1) != 1:
+        raise ValueError(f"fused_moe: out must be {tuple(x.shape)} {x.dtype} with contiguous rows, "
+                         f"got {tuple(out.shape)} {out.dtype} strides {out.stride()}")
     if shape.num_tokens == 0:
         return out
     cfgs = tile_configs or select_tile_configs(shape.num_tokens, shape.num_experts, shape.precision)

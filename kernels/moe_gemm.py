@@ -300,6 +300,8 @@ def moe_topk_reduce_kernel(
     num_tokens,
     H,
     num_experts,
+    stride_pm,
+    stride_om,
     TOP_K: tl.constexpr,
     BLOCK_H: tl.constexpr,
     PDL: tl.constexpr = False,
@@ -318,9 +320,9 @@ def moe_topk_reduce_kernel(
         expert = tl.load(topk_ids_ptr + token * TOP_K + j)
         used = (expert >= 0) & (expert < num_experts)
         # Rows of dropped pairs were never written: load (in bounds) and discard.
-        row = tl.load(pair_out_ptr + (token * TOP_K + j) * H + offs, mask=h_mask, other=0.0)
+        row = tl.load(pair_out_ptr + (token * TOP_K + j) * stride_pm + offs, mask=h_mask, other=0.0)
         acc += tl.where(used, row.to(tl.float32), 0.0)
-    tl.store(out_ptr + token * H + offs, acc.to(out_ptr.dtype.element_ty), mask=h_mask)
+    tl.store(out_ptr + token * stride_om + offs, acc.to(out_ptr.dtype.element_ty), mask=h_mask)
 
 
 def weight_scale_strides(quant: int, w_scale) -> tuple[int, int, int]:
@@ -427,13 +429,17 @@ _REDUCE_BLOCK_H = 1024
 
 def launch_topk_reduce(pair_out: torch.Tensor, topk_ids: torch.Tensor, out: torch.Tensor, num_experts: int,
                        pdl: bool = False) -> None:
-    """out[t] = sum_j pair_out[t * top_k + j] over the used experts of token t (``pdl`` as in launch_moe_gemm)."""
+    """out[t] = sum_j pair_out[t * top_k + j] over the used experts of token t (``pdl`` as in launch_moe_gemm).
+
+    Both need contiguous columns; their rows may be strided."""
+    topk_ids = topk_ids.contiguous()  # read as [tokens * top_k]
     num_tokens, top_k = topk_ids.shape
     H = out.shape[1]
     if num_tokens == 0:
         return
     grid = (num_tokens, triton.cdiv(H, _REDUCE_BLOCK_H))
     moe_topk_reduce_kernel[grid](
-        pair_out, topk_ids, out, num_tokens, H, num_experts, TOP_K=top_k, BLOCK_H=_REDUCE_BLOCK_H, PDL=pdl,
+        pair_out, topk_ids, out, num_tokens, H, num_experts, pair_out.stride(0), out.stride(0), TOP_K=top_k,
+        BLOCK_H=_REDUCE_BLOCK_H, PDL=pdl,
         **({"launch_pdl": True} if pdl else {}),
     )

@@ -75,6 +75,8 @@ def _bad_calls():
             (x, w13, w2, tw, ti), {"tile_configs": MoeTileConfigs(*(2 * [TileConfig(8, 48, 64, 1, 4, 2, True)]))},
             r"gate_up tile: block_n must be a power of two",
         ),
+        "out columns strided": ((x, w13, w2, tw, ti), {"out": torch.empty(x.shape[1], x.shape[0], dtype=x.dtype).t()},
+                                r"out must be \(4, 256\) torch.bfloat16 with contiguous rows, got .* strides \(1, 4\)"),
     }
 
 

@@ -114,6 +114,24 @@ def test_bf16_dropped_experts_contribute_nothing():
     assert _rel_err(out, ref) < 1.5e-2
 
 
+def test_bf16_strided_out_and_routing_give_the_contiguous_result():
+    """``out`` a view with a row stride of its own and routing tensors stored transposed: the same
+    output bit for bit (dropped experts included), and nothing written outside ``out``."""
+    device = _device()
+    M, E, k, H, I = 5, 8, 2, 128, 64
+    gen = torch.Generator().manual_seed(8)
+    x = torch.randn(M, H, generator=gen).to(torch.bfloat16).to(device)
+    w13 = (torch.randn(E, 2 * I, H, generator=gen) / H**0.5).to(torch.bfloat16).to(device)
+    w2 = (torch.randn(E, H, I, generator=gen) / I**0.5).to(torch.bfloat16).to(device)
+    tw, ti = _routing(M, E, k, device, gen)
+    ti[1, 1] = -1
+    want = fm.fused_moe(x, w13, w2, tw, ti)
+    wide = torch.zeros(M, 2 * H, dtype=torch.bfloat16, device=device)
+    fm.fused_moe(x, w13, w2, tw.t().contiguous().t(), ti.t().contiguous().t(), out=wide[:, :H])
+    assert torch.equal(wide[:, :H], want)
+    assert wide[:, H:].count_nonzero() == 0
+
+
 def _use_reference_quantizer(monkeypatch) -> None:
     if not INTERPRETED:
         return
