@@ -278,9 +278,11 @@ def test_math_fp8_layer_matches_reference(scheme, tile, path, M):
 
 
 @pytest.mark.interpreter
-@pytest.mark.parametrize("tile", [TileConfig(8, 32, 128, 1, 4, 2, False), TileConfig(16, 64, 128, 1, 4, 2, True)],
-                         ids=["bm8-noswap", "bm16-swap"])
-@pytest.mark.parametrize("M", [1, 3])
+# Three tokens on the swapped tile only (the unswapped one took 22 s there under the interpreter).
+@pytest.mark.parametrize("tile,M", [(TileConfig(8, 32, 128, 1, 4, 2, False), 1),
+                                    (TileConfig(16, 64, 128, 1, 4, 2, True), 1),
+                                    (TileConfig(16, 64, 128, 1, 4, 2, True), 3)],
+                         ids=["bm8-noswap-M1", "bm16-swap-M1", "bm16-swap-M3"])
 def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M):
     """FP8 block scales: the pairs path (gate_up takes each token group's scale from the bf16 tile
     it loads, no route launch) gives the grouped path's layer (scales from the route launch): the
