@@ -105,8 +105,8 @@ def main() -> None:
     vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
     columns = ["layer"] + [c for c, _, _, _ in STAGE_VARIANTS] + ["fused_moe gate_up", "fused_moe down"]
     columns += ["vLLM gate_up", "vLLM down"] if vllm is not None else []
-    header = ["us, each alone unless 'layer'; outputs of the switched-off variants are not checked",
-              "| case | M | " + " | ".join(columns) + " |", "|" + "---|" * (2 + len(columns))]
+    header = tmd.probe_header("us, each alone unless 'layer'; outputs of the switched-off variants are not checked",
+                              columns)
     tmd.probe_each_case_and_m(args, "probe_decode_gemm_gap", header,
                               lambda layer, M, log: probe(layer, M, vllm, args.vllm_configs, log))
 

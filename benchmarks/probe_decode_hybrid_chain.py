@@ -151,11 +151,11 @@ def main() -> None:
     args = p.parse_args()
     vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
     names = ["unfused", "decode", "route+5"] + (["route+5 PDL", "route+4 PDL"] if pdl_supported() else [])
-    header = ["us per layer, round 1 / round 2; err: against the fp32 reference, '=' equal to unfused bit for bit",
-              "| case | M | " + " | ".join(names) + " | vLLM GEMMs only | err |", "|" + "---|" * (len(names) + 4)]
+    header = tmd.probe_header("us per layer, round 1 / round 2; err: against the fp32 reference, '=' equal to "
+                              "unfused bit for bit", [*names, "vLLM GEMMs only", "err"])
     if args.breakdown:
-        header = ["route+5, us: whole layer; per launch: alone / what leaving it out saves",
-                  "| case | M | layer | route | gate_up | quantize | down | reduce |", "|" + "---|" * 8]
+        header = tmd.probe_header("route+5, us: whole layer; per launch: alone / what leaving it out saves",
+                                  ["layer", "route", "gate_up", "quantize", "down", "reduce"])
 
     def row(layer, M, log):
         return breakdown(layer, M, log) if args.breakdown else probe(layer, M, vllm, args.vllm_configs, log)

@@ -52,8 +52,8 @@ def main() -> None:
     p.add_argument("--paths", default="grouped,chain")
     args = p.parse_args()
     paths = args.paths.split(",")
-    header = ["us per layer, round 1 / round 2; err against the fp32 reference",
-              "| case | M | " + " | ".join(paths + ["unfused"]) + " | err |", "|" + "---|" * (len(paths) + 4)]
+    header = tmd.probe_header("us per layer, round 1 / round 2; err against the fp32 reference",
+                              [*paths, "unfused", "err"])
     tmd.probe_each_case_and_m(args, "probe_decode_paths", header, lambda layer, M, log: probe(layer, M, paths, log))
 
 

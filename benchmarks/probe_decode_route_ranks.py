@@ -54,9 +54,9 @@ def probe(layer: tmd.Layer, M: int, log) -> str:
 
 def main() -> None:
     args = tmd.probe_parser(__doc__, "deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block", "12,16,32,64").parse_args()
-    header = ["us, round 1 / round 2: the route launch alone, the whole layer per path; same: equal outputs",
-              "| case | M | route, counters | route, ranks early | chain, counters | chain, ranks early "
-              "| grouped, counters | grouped, ranks early | same |", "|" + "---|" * 9]
+    header = tmd.probe_header("us, round 1 / round 2: the route launch alone, the whole layer per path; same: equal "
+                              "outputs", [f"{what}, {how}" for what in ("route", "chain", "grouped")
+                                          for how in ("counters", "ranks early")] + ["same"])
     tmd.probe_each_case_and_m(args, "probe_decode_route_ranks", header, probe)
 
 

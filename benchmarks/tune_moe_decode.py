@@ -156,6 +156,11 @@ def probe_parser(doc: str, cases: str, ms: str, vllm: bool = False) -> argparse.
     return p
 
 
+def probe_header(note: str, columns: list[str]) -> list[str]:
+    """A probe's first lines: ``note``, then a markdown table header of case, M and ``columns``."""
+    return [note, "| case | M | " + " | ".join(columns) + " |", "|" + "---|" * (2 + len(columns))]
+
+
 def probe_each_case_and_m(args, name: str, header: list[str], row) -> None:
     """Print ``header``, then ``row(layer, M, log)`` (a markdown row) for every case and M of ``args``,
     each case's rotated layer copies built once and freed after it; the rows go to ``OUT/name.md``,

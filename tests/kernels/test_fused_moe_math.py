@@ -42,6 +42,14 @@ def _routing(M: int, E: int, k: int, device: str, gen: torch.Generator):
     return weights.to(device), ids.to(torch.int32).to(device)
 
 
+def _bf16_layer(M: int, E: int, k: int, H: int, I: int, device: str, gen: torch.Generator):
+    """x [M, H], w13 [E, 2I, H], w2 [E, H, I] (bf16) and (topk_weights, topk_ids), drawn from ``gen`` in that order."""
+    x = torch.randn(M, H, generator=gen).to(torch.bfloat16).to(device)
+    w13 = (torch.randn(E, 2 * I, H, generator=gen) / H**0.5).to(torch.bfloat16).to(device)
+    w2 = (torch.randn(E, H, I, generator=gen) / I**0.5).to(torch.bfloat16).to(device)
+    return (x, w13, w2, *_routing(M, E, k, device, gen))
+
+
 def _quantize_weight(w: torch.Tensor, scheme: str):
     """Weights to e4m3 with upstream's scale layouts (torch's cast is exact)."""
     if scheme == "tensor":
@@ -87,10 +95,7 @@ def test_bf16_matches_reference(shape, tile):
     device = _device()
     M, E, k, H, I = shape
     gen = torch.Generator().manual_seed(sum(shape))
-    x = torch.randn(M, H, generator=gen).to(torch.bfloat16).to(device)
-    w13 = (torch.randn(E, 2 * I, H, generator=gen) / H**0.5).to(torch.bfloat16).to(device)
-    w2 = (torch.randn(E, H, I, generator=gen) / I**0.5).to(torch.bfloat16).to(device)
-    tw, ti = _routing(M, E, k, device, gen)
+    x, w13, w2, tw, ti = _bf16_layer(M, E, k, H, I, device, gen)
     ref = fm.fused_moe_reference(x, w13, w2, tw, ti)
     cfg = TILES[tile]
     out = torch.full_like(x, float("nan"))
@@ -103,10 +108,7 @@ def test_bf16_dropped_experts_contribute_nothing():
     device = _device()
     M, E, k, H, I = 6, 8, 2, 128, 64
     gen = torch.Generator().manual_seed(7)
-    x = torch.randn(M, H, generator=gen).to(torch.bfloat16).to(device)
-    w13 = (torch.randn(E, 2 * I, H, generator=gen) / H**0.5).to(torch.bfloat16).to(device)
-    w2 = (torch.randn(E, H, I, generator=gen) / I**0.5).to(torch.bfloat16).to(device)
-    tw, ti = _routing(M, E, k, device, gen)
+    x, w13, w2, tw, ti = _bf16_layer(M, E, k, H, I, device, gen)
     ti[::2, 1] = -1
     ti[1, 0] = E + 3
     ref = fm.fused_moe_reference(x, w13, w2, tw, ti)
@@ -120,10 +122,7 @@ def test_bf16_strided_out_and_routing_give_the_contiguous_result():
     device = _device()
     M, E, k, H, I = 5, 8, 2, 128, 64
     gen = torch.Generator().manual_seed(8)
-    x = torch.randn(M, H, generator=gen).to(torch.bfloat16).to(device)
-    w13 = (torch.randn(E, 2 * I, H, generator=gen) / H**0.5).to(torch.bfloat16).to(device)
-    w2 = (torch.randn(E, H, I, generator=gen) / I**0.5).to(torch.bfloat16).to(device)
-    tw, ti = _routing(M, E, k, device, gen)
+    x, w13, w2, tw, ti = _bf16_layer(M, E, k, H, I, device, gen)
     ti[1, 1] = -1
     want = fm.fused_moe(x, w13, w2, tw, ti)
     wide = torch.zeros(M, 2 * H, dtype=torch.bfloat16, device=device)
