@@ -446,7 +446,12 @@ KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768)
 # 2026-12-01): the tile loop software-pipelined by the compiler (tl.range num_stages 2-4, 7-53%
 # slower at every T >= 256), GPT-J pairs read as 4-byte elements (0.5-0.7% at T = 4096-16384, 6%
 # slower at T = 2).
-KNOB_VARIANTS: list[tuple[str, dict]] = [("default", {})]
+KNOB_VARIANTS: list[tuple[str, dict]] = [
+    ("default", {}),
+    ("evict_first", {"load_eviction": "evict_first"}),
+    ("stores_cs", {"store_cache": ".cs"}),
+    ("evict_first_cs", {"load_eviction": "evict_first", "store_cache": ".cs"}),
+]
 
 
 def knob_sweep(irf: Any, copy_gbs: float, upstream: Any) -> list[dict]:

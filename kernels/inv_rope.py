@@ -55,7 +55,7 @@ _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offlin
 @triton.jit
 def _load_tile(
     o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b, pair_ok,
-    NUM_HEADS: tl.constexpr, ROWS: tl.constexpr,
+    NUM_HEADS: tl.constexpr, ROWS: tl.constexpr, EVICTION: tl.constexpr = "",
 ):
     """Raw loads of one tile: the rows, their rope pairs (re-read, L1 hits) and positions."""
     rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
@@ -64,9 +64,9 @@ def _load_tile(
     head = rows % NUM_HEADS
     row_ptr = o_ptr + (token * o_stride_token + head * o_stride_head)[:, None]
     pair_mask = row_ok[:, None] & pair_ok[None, :]
-    x = tl.load(row_ptr + cols[None, :], mask=row_ok[:, None] & col_ok[None, :], other=0.0)
-    a = tl.load(row_ptr + col_a[None, :], mask=pair_mask, other=0.0)
-    b = tl.load(row_ptr + col_b[None, :], mask=pair_mask, other=0.0)
+    x = tl.load(row_ptr + cols[None, :], mask=row_ok[:, None] & col_ok[None, :], other=0.0, eviction_policy=EVICTION)
+    a = tl.load(row_ptr + col_a[None, :], mask=pair_mask, other=0.0, eviction_policy=EVICTION)
+    b = tl.load(row_ptr + col_b[None, :], mask=pair_mask, other=0.0, eviction_policy=EVICTION)
     pos = tl.load(positions_ptr + token, mask=row_ok, other=0).to(tl.int64)
     return x, a, b, pos
 
@@ -101,8 +101,14 @@ def inv_rope_fp8_kernel(
     SCALE_COLS_P2: tl.constexpr,
     ROWS: tl.constexpr,
     PREFETCH: tl.constexpr,
+    LOAD_EVICTION: tl.constexpr = "",
+    STORE_CACHE: tl.constexpr = "",
 ):
-    """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles."""
+    """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles.
+
+    LOAD_EVICTION / STORE_CACHE: the rows' load eviction policy and the fp8 stores' cache modifier
+    (benchmark knobs; "" is the default of each).
+    """
     D_TILE: tl.constexpr = CHUNKS_P2 * GROUP
     ROPE_END: tl.constexpr = ROPE_START + 2 * HALF_ROPE
     ROW_WIDTH: tl.constexpr = HEADS_PER_GROUP * HEAD_DIM
@@ -148,7 +154,7 @@ def inv_rope_fp8_kernel(
     if PREFETCH:
         x_next, a_next, b_next, pos_next = _load_tile(
             o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
-            pair_ok, NUM_HEADS, ROWS,
+            pair_ok, NUM_HEADS, ROWS, LOAD_EVICTION,
         )
     for tile in range(pid, n_tiles, num_programs):
         rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
@@ -162,12 +168,12 @@ def inv_rope_fp8_kernel(
             x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
             x_next, a_next, b_next, pos_next = _load_tile(
                 o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, cols, col_ok,
-                col_a, col_b, pair_ok, NUM_HEADS, ROWS,
+                col_a, col_b, pair_ok, NUM_HEADS, ROWS, LOAD_EVICTION,
             )
         else:
             x_raw, a_raw, b_raw, pos = _load_tile(
                 o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
-                pair_ok, NUM_HEADS, ROWS,
+                pair_ok, NUM_HEADS, ROWS, LOAD_EVICTION,
             )
         x = x_raw.to(tl.float32)
         a = a_raw.to(tl.float32)
@@ -203,7 +209,8 @@ def inv_rope_fp8_kernel(
                 tl.broadcast_to(inverse[:, :, None], (ROWS, CHUNKS_P2, GROUP)), (ROWS, D_TILE)
             )
             q = tl.clamp(x * inverse_cols, -FP8_MAX_VALUE, FP8_MAX_VALUE)
-            tl.store(out_rows[:, None] + cols[None, :], q.to(out_ptr.dtype.element_ty), mask=keep_mask)
+            tl.store(out_rows[:, None] + cols[None, :], q.to(out_ptr.dtype.element_ty), mask=keep_mask,
+                     cache_modifier=STORE_CACHE)
 
             inverse_a = tl.zeros((ROWS, HALF_ROPE_P2), dtype=tl.float32)
             inverse_b = tl.zeros((ROWS, HALF_ROPE_P2), dtype=tl.float32)
@@ -213,8 +220,10 @@ def inv_rope_fp8_kernel(
                 inverse_b = tl.where((chunk_b == c)[None, :], inverse_c[:, None], inverse_b)
             q_a = tl.clamp(new_a * inverse_a, -FP8_MAX_VALUE, FP8_MAX_VALUE)
             q_b = tl.clamp(new_b * inverse_b, -FP8_MAX_VALUE, FP8_MAX_VALUE)
-            tl.store(out_rows[:, None] + col_a[None, :], q_a.to(out_ptr.dtype.element_ty), mask=pair_mask)
-            tl.store(out_rows[:, None] + col_b[None, :], q_b.to(out_ptr.dtype.element_ty), mask=pair_mask)
+            tl.store(out_rows[:, None] + col_a[None, :], q_a.to(out_ptr.dtype.element_ty), mask=pair_mask,
+                     cache_modifier=STORE_CACHE)
+            tl.store(out_rows[:, None] + col_b[None, :], q_b.to(out_ptr.dtype.element_ty), mask=pair_mask,
+                     cache_modifier=STORE_CACHE)
 
             # Scale column of (head, chunk) is head * SCALES_PER_ROW + chunk for every grouping.
             if PACKED_SCALES:
@@ -439,14 +448,17 @@ def launch_inv_rope_fp8(
     num_warps: int | None = None,
     programs_per_sm: int = _PROGRAMS_PER_SM,
     prefetch: bool = _PREFETCH,
+    load_eviction: str = "",
+    store_cache: str = "",
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
     ``out`` may have another dtype than fp8 (fp32 keeps the pre-cast values, used to check
     the maths under ``TRITON_INTERPRET=1``). ``kernel`` swaps in another build of the same
     function (the interpreter, or a copy with default specialization for comparisons);
-    ``rows_per_tile``, ``num_warps``, ``programs_per_sm`` and ``prefetch`` are tuning knobs for
-    benchmarks.
+    ``rows_per_tile``, ``num_warps``, ``programs_per_sm``, ``prefetch``, ``load_eviction`` (the
+    rows' loads: "evict_first", ...) and ``store_cache`` (the fp8 stores: ".cs", ...) are tuning
+    knobs for benchmarks.
     """
     num_tokens = o.shape[0]
     if num_tokens == 0:
@@ -475,6 +487,8 @@ def launch_inv_rope_fp8(
         cos_sin_cache.stride(0),
         ROWS=rows,
         PREFETCH=prefetch,
+        LOAD_EVICTION=load_eviction,
+        STORE_CACHE=store_cache,
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.
         enable_fp_fusion=False,

@@ -114,28 +114,30 @@ def moe_decode_route_kernel(
     # A grid of num_tokens + 1 programs gives the routing a program of its own, the last.
     router = num_tokens if tl.num_programs(0) > num_tokens else 0
     if few_tokens:
-        if FEW_PATH and (token == router):
-            # Tiles of 1, 2, 4 or FEW_TOKENS rows: one token pays for one row's top-k, not eight.
-            if num_tokens == 1:
-                _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
-                                            expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
-                                            num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
-                                            RENORMALIZE, FILL_BLOCK, 1)
-            elif num_tokens == 2:
-                _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
-                                            expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
-                                            num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
-                                            RENORMALIZE, FILL_BLOCK, 2)
-            elif num_tokens <= 4:
-                _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
-                                            expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
-                                            num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
-                                            RENORMALIZE, FILL_BLOCK, 4)
-            else:
-                _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
-                                            expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
-                                            num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
-                                            RENORMALIZE, FILL_BLOCK, FEW_TOKENS)
+        # FEW_PATH (a constexpr) outside the runtime test, so Triton without tl.topk never compiles it.
+        if FEW_PATH:
+            if token == router:
+                # Tiles of 1, 2, 4 or FEW_TOKENS rows: one token pays for one row's top-k, not eight.
+                if num_tokens == 1:
+                    _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
+                                                expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
+                                                num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
+                                                RENORMALIZE, FILL_BLOCK, 1)
+                elif num_tokens == 2:
+                    _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
+                                                expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
+                                                num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
+                                                RENORMALIZE, FILL_BLOCK, 2)
+                elif num_tokens <= 4:
+                    _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
+                                                expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
+                                                num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
+                                                RENORMALIZE, FILL_BLOCK, 4)
+                else:
+                    _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
+                                                expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
+                                                num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
+                                                RENORMALIZE, FILL_BLOCK, FEW_TOKENS)
         if token < num_tokens:
             _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
                             a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
