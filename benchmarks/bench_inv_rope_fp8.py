@@ -448,9 +448,10 @@ KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768)
 # slower at T = 2).
 KNOB_VARIANTS: list[tuple[str, dict]] = [
     ("default", {}),
-    ("evict_first", {"load_eviction": "evict_first"}),
+    ("cos_sin_evict_last", {"cache_eviction": "evict_last"}),
     ("stores_cs", {"store_cache": ".cs"}),
-    ("evict_first_cs", {"load_eviction": "evict_first", "store_cache": ".cs"}),
+    ("cos_sin_evict_last_cs", {"cache_eviction": "evict_last", "store_cache": ".cs"}),
+    ("rows_evict_last", {"load_eviction": "evict_last"}),
 ]
 
 

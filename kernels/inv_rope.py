@@ -103,6 +103,7 @@ def inv_rope_fp8_kernel(
     PREFETCH: tl.constexpr,
     LOAD_EVICTION: tl.constexpr = "",
     STORE_CACHE: tl.constexpr = "",
+    CACHE_EVICTION: tl.constexpr = "",
 ):
     """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles.
 
@@ -180,8 +181,10 @@ def inv_rope_fp8_kernel(
         b = b_raw.to(tl.float32)
         pair_mask = row_ok[:, None] & pair_ok[None, :]
         cache_row = cos_sin_ptr + pos * cache_stride_pos
-        cos = tl.load(cache_row[:, None] + pair[None, :], mask=pair_mask, other=1.0).to(tl.float32)
-        sin = tl.load(cache_row[:, None] + HALF_ROPE + pair[None, :], mask=pair_mask, other=0.0).to(tl.float32)
+        cos = tl.load(cache_row[:, None] + pair[None, :], mask=pair_mask, other=1.0,
+                      eviction_policy=CACHE_EVICTION).to(tl.float32)
+        sin = tl.load(cache_row[:, None] + HALF_ROPE + pair[None, :], mask=pair_mask, other=0.0,
+                      eviction_policy=CACHE_EVICTION).to(tl.float32)
         # Inverse rotation (by -theta).
         new_a = a * cos + b * sin
         new_b = b * cos - a * sin
@@ -450,6 +453,7 @@ def launch_inv_rope_fp8(
     prefetch: bool = _PREFETCH,
     load_eviction: str = "",
     store_cache: str = "",
+    cache_eviction: str = "",
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
@@ -458,7 +462,7 @@ def launch_inv_rope_fp8(
     function (the interpreter, or a copy with default specialization for comparisons);
     ``rows_per_tile``, ``num_warps``, ``programs_per_sm``, ``prefetch``, ``load_eviction`` (the
     rows' loads: "evict_first", ...) and ``store_cache`` (the fp8 stores: ".cs", ...) are tuning
-    knobs for benchmarks.
+    knobs for benchmarks, as is ``cache_eviction`` (the cos/sin loads).
     """
     num_tokens = o.shape[0]
     if num_tokens == 0:
@@ -489,6 +493,7 @@ def launch_inv_rope_fp8(
         PREFETCH=prefetch,
         LOAD_EVICTION=load_eviction,
         STORE_CACHE=store_cache,
+        CACHE_EVICTION=cache_eviction,
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.
         enable_fp_fusion=False,
