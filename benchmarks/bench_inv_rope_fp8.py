@@ -445,14 +445,10 @@ KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768)
 # answers "never slower than vLLM at T < 1024". Tried and removed (benchmarks/results/inv_rope_fp8.md,
 # 2026-12-01): the tile loop software-pipelined by the compiler (tl.range num_stages 2-4, 7-53%
 # slower at every T >= 256), GPT-J pairs read as 4-byte elements (0.5-0.7% at T = 4096-16384, 6%
-# slower at T = 2).
-KNOB_VARIANTS: list[tuple[str, dict]] = [
-    ("default", {}),
-    ("cos_sin_evict_last", {"cache_eviction": "evict_last"}),
-    ("stores_cs", {"store_cache": ".cs"}),
-    ("cos_sin_evict_last_cs", {"cache_eviction": "evict_last", "store_cache": ".cs"}),
-    ("rows_evict_last", {"load_eviction": "evict_last"}),
-]
+# slower at T = 2); the eighth session's cache hints other than the streaming stores kept: the rows'
+# loads evict_first (6-12% slower at T >= 4096) or evict_last, the cos/sin loads evict_last (within
+# 1%, T = 4096 unmoved).
+KNOB_VARIANTS: list[tuple[str, dict]] = [("default", {}), ("plain_stores", {"store_cache": ""})]
 
 
 def knob_sweep(irf: Any, copy_gbs: float, upstream: Any) -> list[dict]:

@@ -15,7 +15,15 @@ kernel and rewrites the tuned rows of ``TILE_TABLE``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
+
+import triton
+
+# Triton before 3.3 takes no tl.dot operand under 16 rows or columns, so its token tiles start at
+# 16: the tables' 8-token rows run there with 16-token tiles.
+_TRITON_VERSION = tuple(int(part) for part in re.findall(r"\d+", triton.__version__)[:2])
+MIN_TOKEN_TILE = 16 if _TRITON_VERSION < (3, 3) else 8
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,9 @@ class TileConfig:
             v = getattr(self, name)
             if v < 8 or v & (v - 1):
                 raise ValueError(f"{where}: {name} must be a power of two >= 8, got {v}")
+        if self.block_m < MIN_TOKEN_TILE:
+            raise ValueError(f"{where}: block_m must be >= {MIN_TOKEN_TILE} on Triton {triton.__version__} "
+                             f"(its tl.dot takes no smaller operand), got {self.block_m}")
         if self.block_n < 16:
             raise ValueError(f"{where}: block_n must be >= 16 (gate/up interleave), got {self.block_n}")
         if self.group_m < 1:
@@ -56,6 +67,13 @@ class MoeTileConfigs:
 
 def _t(bm: int, bn: int, bk: int, gm: int, warps: int, stages: int, swap: bool) -> TileConfig:
     return TileConfig(bm, bn, bk, gm, warps, stages, swap)
+
+
+def _for_this_triton(cfgs: MoeTileConfigs) -> MoeTileConfigs:
+    """A table row as this Triton can compile it: token tiles of at least MIN_TOKEN_TILE."""
+    if cfgs.block_m >= MIN_TOKEN_TILE:
+        return cfgs
+    return MoeTileConfigs(replace(cfgs.gate_up, block_m=MIN_TOKEN_TILE), replace(cfgs.down, block_m=MIN_TOKEN_TILE))
 
 
 def _same(cfg: TileConfig) -> MoeTileConfigs:
@@ -175,8 +193,8 @@ def select_tile_configs(
     rows = TILE_TABLE[shape_class(num_experts, precision)]
     for max_m, cfgs in rows:
         if max_m is None or num_tokens <= max_m:
-            return cfgs
-    return rows[-1][1]
+            return _for_this_triton(cfgs)
+    return _for_this_triton(rows[-1][1])
 
 
 # Experts up to this size (w13 and w2 of one expert, weights only) are "small": Qwen3-30B-like
@@ -252,5 +270,6 @@ def select_decode_tile_configs(num_tokens: int, num_experts: int, precision: str
     key = (*shape_class(num_experts, precision), expert_size_class(expert_bytes))
     for max_m, cfgs in DECODE_TILE_TABLE.get(key, []):
         if num_tokens <= max_m:
-            return cfgs if cfgs is not None else select_tile_configs(num_tokens, num_experts, precision)
+            return _for_this_triton(cfgs) if cfgs is not None else select_tile_configs(num_tokens, num_experts,
+                                                                                         precision)
     return select_tile_configs(num_tokens, num_experts, precision)

@@ -94,7 +94,6 @@ from .moe_gemm import (
     moe_dot,
     moe_load_a,
     moe_load_b,
-    moe_prefetch_weights_l2,
     moe_scale_epilogue,
     moe_scale_step,
     moe_silu_mul,
@@ -283,9 +282,6 @@ def moe_decode_gemm_kernel(
     QUANT_OUT: tl.constexpr = False,
     A_SCALE_FROM_TILE: tl.constexpr = False,
     K_UNROLL: tl.constexpr = 1,
-    DEPENDENTS_AFTER_WAIT: tl.constexpr = False,
-    L2_PREFETCH: tl.constexpr = 0,
-    LINE_ELEMS: tl.constexpr = 128,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -310,11 +306,6 @@ def moe_decode_gemm_kernel(
     pair ``pid_m``, whose expert the program routes itself from ``logits`` (gate_up also records
     the routing in ``topk_ids`` / ``topk_weights``). LAUNCH_DEPENDENTS lets a PDL-linked next
     launch start; WAIT_PRIOR waits for the previous launch at the start or before the K loop.
-    DEPENDENTS_AFTER_WAIT (gate_up, grouped path): lets the next launch start only after this one's
-    wait, so that launch may read the route launch's layout before its own wait.
-    L2_PREFETCH (with WAIT_PRIOR 2): before waiting, ask L2 for this tile's weight rows (1; 2 with
-    an evict-last priority), so they stream while the launch before runs; on the grouped path the
-    layout is then read before the wait, through L2 (the route launch, two launches back, wrote it).
     """
     pid = tl.program_id(0)
     OUT_N: tl.constexpr = BLOCK_N // 2 if GATED else BLOCK_N
@@ -323,12 +314,10 @@ def moe_decode_gemm_kernel(
     # Column tiles vary fastest, the order moe_gemm's tuned decode tiles were timed with.
     pid_m = pid // num_pid_n
     pid_n = pid % num_pid_n
-    if LAUNCH_DEPENDENTS and not DEPENDENTS_AFTER_WAIT:
+    if LAUNCH_DEPENDENTS:
         launch_dependents()
     if WAIT_PRIOR == 1:
         wait_for_prior_launch()
-    if LAUNCH_DEPENDENTS and DEPENDENTS_AFTER_WAIT:
-        launch_dependents()
 
     if PAIR_TILES:
         token = (pid_m // TOP_K).to(tl.int64)
@@ -342,11 +331,6 @@ def moe_decode_gemm_kernel(
             tl.store(topk_ids_ptr + pid_m, expert.to(tl.int32))
             tl.store(topk_weights_ptr + pid_m, pair_weight)
         tile_in_use = True
-    elif WAIT_PRIOR == 2:
-        # Read before the wait: complete (see DEPENDENTS_AFTER_WAIT), taken from L2, never a stale L1 line.
-        num_padded = tl.load(num_padded_ptr, cache_modifier=".cg")
-        expert = tl.load(expert_ids_ptr + pid_m, cache_modifier=".cg").to(tl.int64)
-        tile_in_use = (pid_m * BLOCK_M < num_padded) & (expert >= 0)
     else:
         num_padded = tl.load(num_padded_ptr)
         expert = tl.load(expert_ids_ptr + pid_m).to(tl.int64)
@@ -355,8 +339,6 @@ def moe_decode_gemm_kernel(
         if PAIR_TILES:
             rows = tl.arange(0, BLOCK_M)
             pairs = tl.where(rows == 0, pid_m, num_pairs)
-        elif WAIT_PRIOR == 2:
-            pairs = tl.load(sorted_ids_ptr + pid_m * BLOCK_M + tl.arange(0, BLOCK_M), cache_modifier=".cg")
         else:
             pairs = tl.load(sorted_ids_ptr + pid_m * BLOCK_M + tl.arange(0, BLOCK_M))
         pair_mask = pairs < num_pairs
@@ -367,9 +349,6 @@ def moe_decode_gemm_kernel(
                                            BLOCK_K, SWAP_AB)
         acc = moe_acc_zeros(BLOCK_M, BLOCK_N, SWAP_AB)
 
-        if L2_PREFETCH != 0:
-            moe_prefetch_weights_l2(b_ptr + expert * stride_be, b_rows, stride_bn, K, LINE_ELEMS, 8,
-                                    L2_PREFETCH == 2)
         if WAIT_PRIOR == 2:
             # Everything above depends on the layer's inputs only; A and its scales on the prior launch.
             wait_for_prior_launch()
@@ -619,11 +598,6 @@ ROUTER_OWN_PROGRAM = True
 # per-expert counters before it arrives, and the last arrival aligns from ranks and counts read in
 # one round trip (three fewer than through the counters alone). False: the counters-only alignment.
 RANKS_EARLY = True
-# With PDL, the down GEMM asks L2 for its weight tile before it waits for gate_up, so those weights
-# stream from DRAM while gate_up runs (0 off, 1 on, 2 on with an evict-last priority). On the
-# grouped path gate_up then lets down start only after its own wait, so down's early reads of the
-# route launch's layout see it complete.
-L2_PREFETCH_DOWN = 0
 _REDUCE_ELEMENTS = 8192
 
 
@@ -756,8 +730,6 @@ def plan_fused_moe_decode(
                                     padded_len, pdl)
         return DecodePlan(out, tuple(launches), path)
     inter = ws.inter[:num_pairs]
-    # The prefetch is only worth its instructions ahead of a PDL wait (and is PTX: never interpreted).
-    prefetch_down = pdl and L2_PREFETCH_DOWN != 0
     for gemm in (1, 2):
         cfg = cfgs.gate_up if gemm == 1 else cfgs.down
         gated = gemm == 1
@@ -804,10 +776,7 @@ def plan_fused_moe_decode(
             # Each GEMM lets the next launch start; each waits for the one before (the pairs path's
             # gate_up has none before it; its down routes before waiting).
             LAUNCH_DEPENDENTS=pdl and gated,
-            WAIT_PRIOR=_WAIT_BEFORE_K_LOOP if prefetch_down and not gated else _wait_prior(pdl, pair_tiles, gated),
-            DEPENDENTS_AFTER_WAIT=prefetch_down and gated and not pair_tiles,
-            L2_PREFETCH=L2_PREFETCH_DOWN if prefetch_down and not gated else 0,
-            LINE_ELEMS=128 // wt.element_size(),
+            WAIT_PRIOR=_wait_prior(pdl, pair_tiles, gated),
             A_PREQUANT=(prequant and gated) or (quant_inter and not gated),
             aq_out_ptr=ws.inter_q,
             group_arrivals_ptr=ws.group_arrivals,

@@ -21,6 +21,8 @@ __all__ = ["moe_decode_route_kernel"]
 # tl.gather (Triton >= 3.3): the last arriver looks up each pair's expert start in registers;
 # without it, through memory (one more round trip).
 HAS_GATHER = tl.constexpr(hasattr(tl, "gather"))
+# Called by this name, never as `tl.gather` (see moe_routing's _bitonic_topk: Triton 3.2's source hash).
+_gather = getattr(tl, "gather", None)
 
 
 @triton.jit
@@ -104,7 +106,8 @@ def moe_decode_route_kernel(
         row_len = tl.where(token < num_tokens, hidden, 0)  # the routing's own program has no row
         x_row = tl.load(x_ptr + token * stride_xm + cols1, mask=cols1 < row_len, other=0.0).to(tl.float32)
     # Per-tensor scales need every token's absmax before the scale: they keep the counter path.
-    FEW_PATH: tl.constexpr = ALIGN_IN_REGISTERS and (QUANT != 1) and HAS_BATCHED_TOPK
+    # Parenthesised: Triton 3.2 takes no chained boolean operators.
+    FEW_PATH: tl.constexpr = (ALIGN_IN_REGISTERS and (QUANT != 1)) and HAS_BATCHED_TOPK
     if FEW_PATH:
         # One program's top-k over [tokens, experts] grows with both: past FEW_ELEMENTS the routing
         # spread over the programs wins (H200: DeepSeek's 8 x 256 took 12 us here, 6.8 spread out).
@@ -114,7 +117,8 @@ def moe_decode_route_kernel(
     # A grid of num_tokens + 1 programs gives the routing a program of its own, the last.
     router = num_tokens if tl.num_programs(0) > num_tokens else 0
     if few_tokens:
-        # FEW_PATH (a constexpr) outside the runtime test, so Triton without tl.topk never compiles it.
+        # FEW_PATH (a constexpr) alone, outside the runtime test: Triton 3.2 (no tl.topk) compiles
+        # a branch whose condition mixes a false constexpr with a runtime value.
         if FEW_PATH:
             if token == router:
                 # Tiles of 1, 2, 4 or FEW_TOKENS rows: one token pays for one row's top-k, not eight.
@@ -317,7 +321,7 @@ def _align_by_ranks(topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr, num
     starts = tl.cumsum(padded, 0) - padded
     tl.store(num_padded_ptr, tl.sum(padded, 0))
     if GATHER:
-        start = tl.gather(starts, expert, 0)
+        start = _gather(starts, expert, 0)
     else:
         tl.store(starts_ptr + experts, starts, mask=e_mask)
         tl.debug_barrier()

@@ -106,29 +106,6 @@ def moe_load_b(b_ptrs, k_mask, SWAP_AB: tl.constexpr):
 
 
 @triton.jit
-def moe_prefetch_weights_l2(b_base, b_rows, stride_bn, K, LINE_ELEMS: tl.constexpr, LINES: tl.constexpr,
-                            EVICT_LAST: tl.constexpr):
-    """Ask L2 for every 128-byte line of this tile's weight rows over all of K, ahead of their loads.
-
-    Issued before a PDL wait (``pdl.wait_for_prior_launch``), so the weights stream from DRAM while
-    the launch before still runs; LINE_ELEMS weight elements make 128 bytes, LINES lines per row go
-    per step. EVICT_LAST asks L2 to keep them over lines without a priority. Never use under the
-    interpreter (inline PTX).
-    """
-    row_ptrs = b_base + b_rows[:, None].to(tl.int64) * stride_bn
-    lines = tl.arange(0, LINES) * LINE_ELEMS
-    for k0 in range(0, K, LINE_ELEMS * LINES):
-        # Past the row's end, the last line again (harmless) instead of a mask.
-        ptrs = row_ptrs + tl.minimum(k0 + lines, K - 1)[None, :]
-        if EVICT_LAST:
-            tl.inline_asm_elementwise("prefetch.global.L2::evict_last [$1]; // $0", "=r,l", [ptrs], dtype=tl.int32,
-                                      is_pure=False, pack=1)
-        else:
-            tl.inline_asm_elementwise("prefetch.global.L2 [$1]; // $0", "=r,l", [ptrs], dtype=tl.int32,
-                                      is_pure=False, pack=1)
-
-
-@triton.jit
 def moe_dot(acc, a, b, a_s, b_s, BLOCK_SCALED: tl.constexpr, SWAP_AB: tl.constexpr):
     """acc plus this K step's product; BLOCK_SCALED scales it by the step's per-row ``a_s``
     [BLOCK_M] and per-weight-row ``b_s`` [BLOCK_N] (FP8 block scales), else accumulates in the MMA."""

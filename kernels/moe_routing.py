@@ -32,6 +32,9 @@ _INT32_MIN = tl.constexpr(-2147483648)
 # Triton >= 3.3 has tl.topk (a bitonic top-k); before it, TOP_K successive argmaxes pick the same
 # experts; tl.topk is the faster of the two on an H200 (benchmarks/results/moe_layer.md, fixed-cost probe).
 _HAS_TOPK = tl.constexpr(hasattr(tl, "topk"))
+# Called by this name, never as `tl.topk`: Triton 3.2 hashes a kernel's source by resolving every
+# attribute it names, and `tl.topk` does not resolve there even in a branch that never compiles.
+_bitonic_topk = getattr(tl, "topk", None)
 # softmax_topk_rows (several tokens in one top-k) exists only where tl.topk does.
 HAS_BATCHED_TOPK = _HAS_TOPK
 
@@ -51,7 +54,7 @@ def _topk_by_key(key, experts, K_POW2: tl.constexpr, E_POW2: tl.constexpr):
     to ``key``'s shape). One bitonic top-k over (key, reversed index) packed in 64 bits: larger key
     first, equal keys in index order; the logit is recovered from its key."""
     packed = (key.to(tl.int64) << 32) | (E_POW2 - 1 - experts).to(tl.int64)
-    top = tl.topk(packed, K_POW2)
+    top = _bitonic_topk(packed, K_POW2)
     ids = (E_POW2 - 1 - (top & 0xFFFFFFFF)).to(tl.int32)
     top_key = (top >> 32).to(tl.int32)
     top_x = tl.where(top_key < 0, top_key ^ 0x7FFFFFFF, top_key).to(tl.float32, bitcast=True)

@@ -3,7 +3,8 @@
 #   1. lint: ruff (the whole tree) and mypy (jitguard/), configured in pyproject.toml
 #   2. the full suite on the newest Triton on PyPI (the kernels' maths cases skip on a CPU: step 3 runs them)
 #   3. the kernels' maths (marker `interpreter`) under TRITON_INTERPRET=1 on the CPU, every case shown
-#   4. every tool test (tests/tool/) on Triton 3.6 (the GPU machine's) and 3.2 (before knobs)
+#   4. every tool test (tests/tool/) on Triton 3.6 (the GPU machine's) and 3.2 (before knobs), and the
+#      kernels' real sm_90 compiles on 3.2
 #   5. packaging, once: the wheel in a venv with neither torch nor Triton, the pre-commit hooks
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +44,8 @@ for version in 3.6.0 3.2.0; do
   echo "== tool tests, Triton $version"
   PYTHONPATH="$PWD/$target" "${PYTEST[@]}" -n 2 -m "not packaging" tests/tool
 done
+echo "== the kernels' real sm_90 compiles, Triton 3.2 (no tl.topk, tl.dot from 16 tokens)"
+PYTHONPATH="$PWD/.ci/triton-3.2" "${PYTEST[@]}" -n 2 -m "not packaging" tests/kernels -k "real and compile"
 
 echo "== packaging (once: it installs jitguard without Triton): wheel, base install, pre-commit hooks"
 "${PYTEST[@]}" -s -m packaging tests/tool/test_packaging.py

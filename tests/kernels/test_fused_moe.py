@@ -15,7 +15,7 @@ import jitguard
 from jitguard import triton_compat
 from jitguard.kernels import moe_gemm
 from jitguard.kernels.moe_chain import fused_moe
-from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, select_tile_configs
+from jitguard.kernels.moe_configs import MIN_TOKEN_TILE, MoeTileConfigs, TileConfig, select_tile_configs
 from tests.kernels.mma_checks import FP8_N8_CONVERTED, assert_tokens_in_mma_n_slot
 
 FP8 = torch.float8_e4m3fn
@@ -156,12 +156,12 @@ def _gemm_compiled_kernels() -> dict[int, object]:
 
 PATHS = {
     # name: (weight scheme, tile); every quantization scheme, both swap settings between them.
-    "bf16-swap8": ("bf16", TileConfig(8, 64, 128, 1, 4, 3, True)),
+    "bf16-swap8": ("bf16", TileConfig(MIN_TOKEN_TILE, 64, 128, 1, 4, 3, True)),
     "bf16-noswap": ("bf16", TileConfig(64, 64, 64, 4, 4, 3, False)),
     "fp8-block-swap16": ("block", TileConfig(16, 64, 128, 1, 4, 3, True)),
     # 256 deep: two 128-deep scale groups per iteration (K_UNROLL), still wgmma on e4m3
     "fp8-block-swap16-256deep": ("block", TileConfig(16, 64, 256, 1, 4, 2, True)),
-    "fp8-channel-swap8": ("channel", TileConfig(8, 64, 128, 1, 4, 3, True)),
+    "fp8-channel-swap8": ("channel", TileConfig(MIN_TOKEN_TILE, 64, 128, 1, 4, 3, True)),
     "fp8-tensor-noswap": ("tensor", TileConfig(64, 64, 128, 4, 4, 3, False)),
 }
 
@@ -216,6 +216,27 @@ def _load_configs(path):
     finally:
         del sys.modules[spec.name]
     return module
+
+
+def test_token_tiles_fit_a_triton_whose_dot_takes_16_at_least(monkeypatch):
+    """Where tl.dot takes no operand under 16 (Triton < 3.3), every table row runs with 16-token tiles
+    (the rest of the tile as the table has it) and an explicit 8-token tile is refused in one line."""
+    from jitguard.kernels import moe_configs
+
+    assert moe_configs.MIN_TOKEN_TILE in (8, 16)
+    eight = select_tile_configs(1, 128, "bf16")
+    assert eight.block_m == moe_configs.MIN_TOKEN_TILE
+    monkeypatch.setattr(moe_configs, "MIN_TOKEN_TILE", 16)
+    for precision in moe_configs.PRECISIONS:
+        for E in (8, 128):
+            for M in range(1, 65):
+                for cfgs in (select_tile_configs(M, E, precision),
+                             moe_configs.select_decode_tile_configs(M, E, precision, 4 << 20)):
+                    assert cfgs.gate_up.block_m == cfgs.down.block_m >= 16, (precision, E, M, cfgs)
+    widened = select_tile_configs(1, 128, "bf16")
+    assert (widened.gate_up.block_n, widened.down.swap_ab) == (eight.gate_up.block_n, eight.down.swap_ab)
+    with pytest.raises(ValueError, match=r"^here: block_m must be >= 16 on Triton .*got 8$"):
+        TileConfig(8, 64, 128, 1, 4, 3, True).check("here")
 
 
 def test_tune_write_table_swaps_only_where_swap_beat_its_twin(tmp_path):

@@ -410,19 +410,23 @@ def test_real_compile_for_sm90_gives_one_variant(sweep_inputs, tmp_path, monkeyp
     def call(tokens: int) -> None:
         irf.fused_inv_rope_fp8_quant(o[:tokens], positions[:tokens], cache, n_groups=4, heads_per_group=4)
 
+    from jitguard import triton_compat
+
     def compiled() -> dict:
-        return {(device, key): kernel for device, caches in irf.inv_rope_fp8_kernel.device_caches.items()
-                for key, kernel in caches[0].items()}
+        return {id(kernel): kernel for cache in triton_compat.all_kernel_caches(irf.inv_rope_fp8_kernel)
+                for kernel in cache.values()}
 
     before = compiled()
     variants, events = _variants_over((1, 17, 4096, 65536), call, compile=True)
     assert variants == 1 and len(events) == 1
     assert any(path.suffix == ".cubin" for path in tmp_path.rglob("*")), "no cubin was written"
     # The one variant keeps 128-bit row accesses although num_tokens is demoted: the bf16 row
-    # (32 bytes a thread: two 128-bit loads, again for the prefetched row) and the fp8 row store.
+    # (32 bytes a thread: two 128-bit loads, again for the prefetched row) and the fp8 row store,
+    # which is a streaming store (st.global.cs).
     ptx = [kernel.asm["ptx"] for slot, kernel in compiled().items() if slot not in before]
     assert len(ptx) == 1, "expected the one new variant in the kernel's cache"
-    assert ptx[0].count("ld.global.v4.b32") >= 4 and ptx[0].count("st.global.v4.b32") >= 1, "row access not 128-bit"
+    assert ptx[0].count("ld.global.v4.b32") >= 4, "row loads not 128-bit"
+    assert ptx[0].count("st.global.cs.v4.b32") >= 1, "fp8 row store not 128-bit and streaming"
 
 
 if __name__ == "__main__":

@@ -25,7 +25,13 @@ from jitguard import triton_compat
 from jitguard.kernels import moe_configs, moe_decode, moe_gemm, moe_quant
 from jitguard.kernels.moe_align import moe_align_reference
 from jitguard.kernels.moe_chain import fused_moe
-from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig, expert_weight_bytes, select_decode_tile_configs
+from jitguard.kernels.moe_configs import (
+    MIN_TOKEN_TILE,
+    MoeTileConfigs,
+    TileConfig,
+    expert_weight_bytes,
+    select_decode_tile_configs,
+)
 from jitguard.kernels.moe_decode import (
     MAX_DECODE_TOKENS,
     MoeDecodeWorkspace,
@@ -536,12 +542,12 @@ def _compiled(kernel) -> dict[int, object]:
 
 
 PATHS = {
-    "bf16-swap8": ("bf16", TileConfig(8, 64, 128, 1, 4, 3, True)),
+    "bf16-swap8": ("bf16", TileConfig(MIN_TOKEN_TILE, 64, 128, 1, 4, 3, True)),
     "bf16-noswap": ("bf16", TileConfig(16, 32, 64, 1, 4, 3, False)),
     "fp8-block-swap16": ("block", TileConfig(16, 64, 128, 1, 4, 3, True)),
     # Two 128-deep scale groups per iteration (K_UNROLL 2), as the DeepSeek-sized M = 4 row.
     "fp8-block-swap16-256deep": ("block", TileConfig(16, 64, 256, 1, 4, 3, True)),
-    "fp8-tensor-swap8": ("tensor", TileConfig(8, 64, 128, 1, 4, 3, True)),
+    "fp8-tensor-swap8": ("tensor", TileConfig(MIN_TOKEN_TILE, 64, 128, 1, 4, 3, True)),
     "fp8-channel-noswap": ("channel", TileConfig(16, 64, 128, 1, 4, 3, False)),
 }
 
@@ -615,7 +621,7 @@ def test_real_sm90_compile_of_the_pairs_path(scheme):
     E, k, H, I, M = 128, 8, 512, 256, 2
     fp8 = scheme == "block"
     w13, w2, kw = _zero_weights(E, H, I, scheme)
-    tile = TileConfig(16 if fp8 else 8, 64, 128, 1, 4, 3, True)
+    tile = TileConfig(16 if fp8 else MIN_TOKEN_TILE, 64, 128, 1, 4, 3, True)
     before = _compiled(moe_decode.moe_decode_gemm_kernel)
     with jitguard.offline(compile=True):
         fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k, path="pairs",
