@@ -494,14 +494,22 @@ def cost_in_subprocess(kernel: str, param: str, demotion: str = "do_not_speciali
     """`demotion_cost` for kernel "module:qualname", computed in a fresh Python process.
 
     The caller's process keeps its driver, caches and hooks untouched. Never raises: a child that
-    fails or runs past `timeout` seconds gives an unknown verdict saying so.
+    fails or runs past `timeout` seconds gives an unknown verdict saying so. A kernel this process
+    has loaded has its definitive verdicts kept in `jitguard.price_cache` (by its code, the
+    parameter, the variants and the versions), so the same question is answered without a child.
     """
     import subprocess
     import sys
 
+    from jitguard import price_cache
+
     items = signature if isinstance(signature, (list, tuple)) else [signature] if signature is not None else []
-    request = {"kernel": kernel, "param": param, "demotion": demotion, "arch": arch,
-               "signature": [_variant_dict(item) for item in items]}
+    variants = [_variant_dict(item) for item in items]
+    request = {"kernel": kernel, "param": param, "demotion": demotion, "arch": arch, "signature": variants}
+    key = _price_cache_key(kernel, param, demotion, arch, variants)
+    cached = price_cache.lookup(key) if key is not None else None
+    if cached is not None:
+        return DemotionCost(cached["verdict"], cached["detail"], cached.get("alternative"))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     try:
         done = subprocess.run([sys.executable, "-m", "jitguard.demotion_cost"], input=json.dumps(request, default=repr),
@@ -515,7 +523,27 @@ def cost_in_subprocess(kernel: str, param: str, demotion: str = "do_not_speciali
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return _unknown(f"the cost check of {kernel}.{param} failed (exit {done.returncode}): {last[:200]}")
     data = json.loads(lines[-1])
+    if key is not None:
+        price_cache.store(key, data)
     return DemotionCost(data.get("verdict", "unknown"), data.get("detail", ""), data.get("alternative"))
+
+
+def _price_cache_key(kernel: str, param: str, demotion: str, arch: int, signature: list[dict[str, Any]]) -> str | None:
+    """`price_cache`'s key for kernel "module:qualname" as this process has it loaded (its code key
+    from Triton), or None: a kernel this process has not imported is priced, never cached."""
+    import sys
+
+    from jitguard import price_cache, triton_compat
+
+    module, _, qualname = kernel.partition(":")
+    target: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+    jit_fn = triton_compat.unwrap_jit_function(target)
+    code = triton_compat.kernel_code_key(jit_fn) if jit_fn is not None else None
+    if code is None:
+        return None
+    return price_cache.price_key(code, param, demotion, arch, signature, triton_compat.TRITON_VERSION)
 
 
 def _main() -> int:

@@ -29,6 +29,8 @@ from jitguard.events import ParamSpec
 TRITON_VERSION: str = triton.__version__
 VERSION: tuple[int, int] = tuple(int(p) for p in TRITON_VERSION.split(".")[:2])  # type: ignore[assignment]
 HAS_KNOBS: bool = VERSION >= (3, 4)
+# Before 3.3, tl.dot takes no operand under 16 rows or columns (jitguard.kernels' token tiles).
+MIN_DOT_SIZE: int = 16 if VERSION < (3, 3) else 8
 
 if HAS_KNOBS:
     import triton.knobs as _knobs
@@ -370,6 +372,16 @@ def registered_kernel(module_name: str, name: str) -> JITFunction | None:
         if mod == module_name and qualname.rsplit(".", 1)[-1] == name:
             return fn
     return None
+
+
+def kernel_code_key(jit_fn: JITFunction) -> str | None:
+    """Triton's hash of a kernel's code (its source, the JIT functions it calls, the globals it
+    reads), or None when this Triton cannot compute it for the kernel."""
+    try:
+        key = jit_fn.cache_key
+    except Exception:  # a kernel whose dependencies do not resolve: no key, never an error
+        return None
+    return key if isinstance(key, str) and key else None
 
 
 def kernel_name(jit_fn: JITFunction) -> str:

@@ -15,15 +15,15 @@ kernel and rewrites the tuned rows of ``TILE_TABLE``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 import triton
 
+from jitguard.triton_compat import MIN_DOT_SIZE
+
 # Triton before 3.3 takes no tl.dot operand under 16 rows or columns, so its token tiles start at
 # 16: the tables' 8-token rows run there with 16-token tiles.
-_TRITON_VERSION = tuple(int(part) for part in re.findall(r"\d+", triton.__version__)[:2])
-MIN_TOKEN_TILE = 16 if _TRITON_VERSION < (3, 3) else 8
+MIN_TOKEN_TILE = max(8, MIN_DOT_SIZE)
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,21 @@
-"""Test session set-up: a fresh Triton cache per session, so compiles are real compiles."""
+"""Test session set-up: a fresh Triton cache per session, so compiles are real compiles, and a
+price cache of the run's own."""
 
 import os
+import shutil
 import tempfile
+
+import pytest
 
 # Set before Triton reads it; every test session compiles from a cold disk cache.
 os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="jitguard-triton-cache-")
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # silences Triton 3.9's fp-fusion notice
-
-import pytest
+# One price cache per test run, never the user's: made by the run's first process (xdist's
+# controller, or a plain run) and inherited by its workers and the pytest runs they start, so a
+# demotion that many tests' failing guards advise is priced in one child process, not in each.
+_PRICE_CACHE_MADE_HERE = None
+if "PYTEST_XDIST_WORKER" not in os.environ:
+    _PRICE_CACHE_MADE_HERE = os.environ["JITGUARD_CACHE_DIR"] = tempfile.mkdtemp(prefix="jitguard-test-cache-")
 
 
 def _cuda_available() -> bool:
@@ -34,3 +42,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
+
+
+def pytest_unconfigure(config):
+    if _PRICE_CACHE_MADE_HERE:
+        shutil.rmtree(_PRICE_CACHE_MADE_HERE, ignore_errors=True)
+

@@ -218,8 +218,9 @@ def test_an_existing_demotion_is_judged_on_the_recorded_value():
     assert cost.verdict == "costly" and "n_elements % 16 == 0" in cost.detail
 
 
-def test_in_a_child_process_the_callers_driver_is_untouched():
+def test_in_a_child_process_the_callers_driver_is_untouched(monkeypatch):
     """A process that launches GPU work asks a child; its own active driver never changes."""
+    monkeypatch.setenv("JITGUARD_CACHE_DIR", "off")  # a child every time (test_price_cache: the cache)
     from jitguard import triton_compat
     from jitguard.demotion_cost import COST_PROBE_ATTRIBUTE, _copy_with, cost_in_subprocess
 
