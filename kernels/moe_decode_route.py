@@ -21,8 +21,18 @@ __all__ = ["moe_decode_route_kernel"]
 # tl.gather (Triton >= 3.3): the last arriver looks up each pair's expert start in registers;
 # without it, through memory (one more round trip).
 HAS_GATHER = tl.constexpr(hasattr(tl, "gather"))
-# Called by this name, never as `tl.gather` (see moe_routing's _bitonic_topk: Triton 3.2's source hash).
-_gather = getattr(tl, "gather", None)
+
+
+# `tl.gather` in a function of its own, defined only where it exists (as moe_routing's _bitonic_topk:
+# Triton 3.2's source hash); without it the stand-in is never called (the caller is under GATHER).
+if HAS_GATHER:
+    @triton.jit
+    def _gather(x, index, axis: tl.constexpr):
+        return tl.gather(x, index, axis)
+else:
+    @triton.jit
+    def _gather(x, index, axis: tl.constexpr):
+        return x
 
 
 @triton.jit

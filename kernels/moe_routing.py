@@ -32,9 +32,21 @@ _INT32_MIN = tl.constexpr(-2147483648)
 # Triton >= 3.3 has tl.topk (a bitonic top-k); before it, TOP_K successive argmaxes pick the same
 # experts; tl.topk is the faster of the two on an H200 (benchmarks/results/moe_layer.md, fixed-cost probe).
 _HAS_TOPK = tl.constexpr(hasattr(tl, "topk"))
-# Called by this name, never as `tl.topk`: Triton 3.2 hashes a kernel's source by resolving every
-# attribute it names, and `tl.topk` does not resolve there even in a branch that never compiles.
-_bitonic_topk = getattr(tl, "topk", None)
+
+# `tl.topk` is named in a function of its own, defined only where it exists: Triton 3.2 hashes a
+# kernel's source by resolving every attribute the kernel and its callees name, and `tl.topk` does
+# not resolve there even in a branch that never compiles. Without it the stand-in is never called
+# (every caller is under _HAS_TOPK).
+if _HAS_TOPK:
+    @triton.jit
+    def _bitonic_topk(x, k: tl.constexpr):
+        return tl.topk(x, k)
+else:
+    @triton.jit
+    def _bitonic_topk(x, k: tl.constexpr):
+        return x
+
+
 # softmax_topk_rows (several tokens in one top-k) exists only where tl.topk does.
 HAS_BATCHED_TOPK = _HAS_TOPK
 
