@@ -5,8 +5,10 @@ once. This probe times the bare stream, FP8 block-scaled and swap-AB like the de
 the MMA's M slot, a 16-token tile in its N slot), with the weight tiles loaded two ways, alternating
 in two rounds: through pointers (cp.async, as ``moe_decode`` and ``moe_gemm`` load them) and through a
 host-side ``TensorDescriptor`` (TMA). No routing, no epilogue: ``S`` expert slots per call, their ids
-rotated over the layer's experts across the calls of a CUDA graph so L2 holds none of them. Both
-variants' outputs are compared (same tiles, same order of K steps: equal up to the MMA's own order).
+rotated over the layer's experts across the calls of a CUDA graph so L2 holds none of them. A third
+variant loads each tile as two descriptor boxes of half its rows with a dot each, the form a gated
+gate_up tile (gate rows and up rows N / 2 apart) would take. The variants' outputs are compared
+(same K steps in the same order: equal up to the MMA's own summation order).
 
     PYTHONPATH=$PWD python3 benchmarks/probe_decode_tma.py --out $OUT
 """
@@ -41,7 +43,7 @@ SHAPES = {
 def _stream_gemm_kernel(w_ptr, w_desc, w_scale_ptr, a_ptr, a_scale_ptr, experts_ptr, out_ptr, N, K,
                         stride_we, stride_wn, stride_wse, stride_wsn, stride_am, stride_asm,
                         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TOKENS_C: tl.constexpr, TMA: tl.constexpr,
-                        NUM_STAGES: tl.constexpr):
+                        NUM_STAGES: tl.constexpr, HALVES: tl.constexpr = False):
     pid = tl.program_id(0)
     n_tiles = tl.cdiv(N, BLOCK_N)
     slot = pid // n_tiles
@@ -54,18 +56,38 @@ def _stream_gemm_kernel(w_ptr, w_desc, w_scale_ptr, a_ptr, a_scale_ptr, experts_
     a_ptrs = a_ptr + toks[None, :] * stride_am + offs_k[:, None]
     ws_rows = w_scale_ptr + expert * stride_wse + (rows // 128) * stride_wsn
     as_rows = a_scale_ptr + toks * stride_asm
-    acc = tl.zeros((BLOCK_N, TOKENS_C), dtype=tl.float32)
-    for kb in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=NUM_STAGES):
-        if TMA:
-            b = w_desc.load([(expert * N + n0).to(tl.int32), kb * BLOCK_K])
-        else:
-            b = tl.load(w_ptrs + kb * BLOCK_K)
-        a = tl.load(a_ptrs + kb * BLOCK_K)
-        b_s = tl.load(ws_rows + kb)
-        a_s = tl.load(as_rows + kb)
-        acc += tl.dot(b, a) * b_s[:, None] * a_s[None, :]
-    out_ptrs = out_ptr + slot * N * TOKENS_C + rows[:, None] * TOKENS_C + toks[None, :]
-    tl.store(out_ptrs, acc.to(tl.bfloat16))
+    if HALVES:
+        # A gated tile as TMA would load it: gate rows and up rows as two boxes of BLOCK_N / 2 rows
+        # (N / 2 apart, as w13's halves), two dots; here the halves of this tile's own rows stand in.
+        HALF: tl.constexpr = BLOCK_N // 2
+        half_rows = n0 // 2 + tl.arange(0, HALF)
+        acc_g = tl.zeros((HALF, TOKENS_C), dtype=tl.float32)
+        acc_u = tl.zeros((HALF, TOKENS_C), dtype=tl.float32)
+        g_s_rows = w_scale_ptr + expert * stride_wse + (half_rows // 128) * stride_wsn
+        u_s_rows = w_scale_ptr + expert * stride_wse + ((N // 2 + half_rows) // 128) * stride_wsn
+        for kb in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=NUM_STAGES):
+            b_g = w_desc.load([(expert * N + n0 // 2).to(tl.int32), kb * BLOCK_K])
+            b_u = w_desc.load([(expert * N + N // 2 + n0 // 2).to(tl.int32), kb * BLOCK_K])
+            a = tl.load(a_ptrs + kb * BLOCK_K)
+            a_s = tl.load(as_rows + kb)
+            acc_g += tl.dot(b_g, a) * tl.load(g_s_rows + kb)[:, None] * a_s[None, :]
+            acc_u += tl.dot(b_u, a) * tl.load(u_s_rows + kb)[:, None] * a_s[None, :]
+        out_ptrs = out_ptr + slot * N * TOKENS_C + half_rows[:, None] * TOKENS_C + toks[None, :]
+        tl.store(out_ptrs, acc_g.to(tl.bfloat16))
+        tl.store(out_ptrs + (N // 2) * TOKENS_C, acc_u.to(tl.bfloat16))
+    else:
+        acc = tl.zeros((BLOCK_N, TOKENS_C), dtype=tl.float32)
+        for kb in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=NUM_STAGES):
+            if TMA:
+                b = w_desc.load([(expert * N + n0).to(tl.int32), kb * BLOCK_K])
+            else:
+                b = tl.load(w_ptrs + kb * BLOCK_K)
+            a = tl.load(a_ptrs + kb * BLOCK_K)
+            b_s = tl.load(ws_rows + kb)
+            a_s = tl.load(as_rows + kb)
+            acc += tl.dot(b, a) * b_s[:, None] * a_s[None, :]
+        out_ptrs = out_ptr + slot * N * TOKENS_C + rows[:, None] * TOKENS_C + toks[None, :]
+        tl.store(out_ptrs, acc.to(tl.bfloat16))
 
 
 def make_inputs(E: int, N: int, K: int):
@@ -77,16 +99,21 @@ def make_inputs(E: int, N: int, K: int):
     return w, w_scale, a, a_scale
 
 
-def run_variant(w, w_scale, a, a_scale, experts, out, block_n: int, block_k: int, stages: int, warps: int, tma: bool):
+VARIANTS = ("ptr", "tma", "tma_halves")
+
+
+def run_variant(w, w_scale, a, a_scale, experts, out, block_n: int, block_k: int, stages: int, warps: int,
+                variant: str):
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     E, N, K = w.shape
-    desc = TensorDescriptor(w.view(E * N, K), [E * N, K], [K, 1], [block_n, block_k]) if tma else None
+    box = block_n // 2 if variant == "tma_halves" else block_n
+    desc = TensorDescriptor(w.view(E * N, K), [E * N, K], [K, 1], [box, block_k]) if variant != "ptr" else None
     grid = (experts.numel() * triton.cdiv(N, block_n),)
     _stream_gemm_kernel[grid](w, desc, w_scale, a, a_scale, experts, out, N, K, w.stride(0), w.stride(1),
                               w_scale.stride(0), w_scale.stride(1), a.stride(0), a_scale.stride(0),
-                              BLOCK_N=block_n, BLOCK_K=block_k, TOKENS_C=TOKENS, TMA=tma, NUM_STAGES=stages,
-                              num_warps=warps)
+                              BLOCK_N=block_n, BLOCK_K=block_k, TOKENS_C=TOKENS, TMA=variant != "ptr",
+                              NUM_STAGES=stages, HALVES=variant == "tma_halves", num_warps=warps)
 
 
 def main() -> None:
@@ -100,8 +127,10 @@ def main() -> None:
     log = bfm.jsonl_log(args.out, "probe_decode_tma.jsonl")
     l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
     lines = ["us per call, round 1 / round 2 (weight bytes / time in TB/s); ptr: pointer loads, tma: TensorDescriptor "
-             "loads; diff: max |ptr - tma| / max |ptr|",
-             "| shape | slots | tile | MB | ptr | tma | tma / ptr | diff |", "|---|---|---|---|---|---|---|---|"]
+             "loads, tma_halves: two descriptor boxes of half the rows and two dots (a gated tile's form); "
+             "diff: max |ptr - other| / max |ptr| over both others",
+             "| shape | slots | tile | MB | ptr | tma | tma_halves | tma / ptr | tma_halves / ptr | diff |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
     for shape in args.shapes.split(","):
         E, N, K = SHAPES[shape]
@@ -112,29 +141,29 @@ def main() -> None:
             # Rotated expert sets: call i takes experts i * S .. i * S + S - 1 (mod E), distinct within a call.
             sets = [torch.tensor([(i * S + j) % E for j in range(S)], device="cuda", dtype=torch.int32)
                     for i in range(calls)]
-            out = {v: torch.empty(S, N, TOKENS, device="cuda", dtype=torch.bfloat16) for v in ("ptr", "tma")}
+            out = {v: torch.empty(S, N, TOKENS, device="cuda", dtype=torch.bfloat16) for v in VARIANTS}
             for tile in args.tiles.split(","):
                 bn, bk, st = (int(x) for x in tile.split("x"))
                 warps = 4
                 results = {}
-                for variant in ("ptr", "tma"):
-                    run_variant(w, w_scale, a, a_scale, sets[0], out[variant], bn, bk, st, warps, variant == "tma")
+                for variant in VARIANTS:
+                    run_variant(w, w_scale, a, a_scale, sets[0], out[variant], bn, bk, st, warps, variant)
                 torch.cuda.synchronize()
-                diff = ((out["ptr"].float() - out["tma"].float()).abs().max()
-                        / out["ptr"].float().abs().max().clamp_min(1e-30)).item()
-                rounds: dict[str, list[float]] = {"ptr": [], "tma": []}
+                diff = max(((out["ptr"].float() - out[v].float()).abs().max()
+                            / out["ptr"].float().abs().max().clamp_min(1e-30)).item() for v in VARIANTS[1:])
+                rounds: dict[str, list[float]] = {v: [] for v in VARIANTS}
                 for _ in range(ROUNDS):
-                    for variant in ("ptr", "tma"):
+                    for variant in VARIANTS:
                         def step(i, variant=variant):
-                            run_variant(w, w_scale, a, a_scale, sets[i], out[variant], bn, bk, st, warps,
-                                        variant == "tma")
+                            run_variant(w, w_scale, a, a_scale, sets[i], out[variant], bn, bk, st, warps, variant)
                         rounds[variant].append(bfm.time_graph(step, calls, REPLAYS))
                 for variant, us in rounds.items():
                     results[variant] = statistics.mean(us)
                 cell = {v: f"{' / '.join(f'{u:.1f}' for u in rounds[v])} ({nbytes / results[v] / 1e6:.2f})"
                         for v in rounds}
                 line = (f"| {shape} | {S} | {bn}x{bk}x{st} | {nbytes / 1e6:.1f} | {cell['ptr']} | {cell['tma']} | "
-                        f"{results['tma'] / results['ptr']:.3f} | {diff:.1e} |")
+                        f"{cell['tma_halves']} | {results['tma'] / results['ptr']:.3f} | "
+                        f"{results['tma_halves'] / results['ptr']:.3f} | {diff:.1e} |")
                 log({"shape": shape, "slots": S, "tile": tile, "bytes": nbytes, "us": rounds, "diff": diff})
                 print(line, flush=True)
                 lines.append(line)
