@@ -3,9 +3,10 @@
 A price (`demotion_cost.DemotionCost`: verdict, detail, alternative) is a function of the kernel's
 code (Triton's own cache key of the function: its source, the JIT functions it calls and the
 globals it reads), the parameter, the demotion, the arch, the recorded variants, Triton's version
-and jitguard's. `demotion_cost.cost_in_subprocess` looks a price up here before it starts a child
-process, and stores definitive verdicts ("free", "costly") after; an "unknown" verdict (a timeout, a
-failed import) is never stored, so it is asked again next time.
+and jitguard's (its version and the source of the modules that compute prices).
+`demotion_cost.cost_in_subprocess` looks a price up here before it starts a child process, and
+stores definitive verdicts ("free", "costly") after; an "unknown" verdict (a timeout, a failed
+import) is never stored, so it is asked again next time.
 
 Where: `$JITGUARD_CACHE_DIR/prices` (`JITGUARD_CACHE_DIR=off`: no cache), else
 `$XDG_CACHE_HOME/jitguard/prices`, else `~/.cache/jitguard/prices`; one small JSON file per price,
@@ -16,7 +17,9 @@ were no cache. A cache can only make advice faster, never change a verdict of th
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import json
 import os
 import tempfile
@@ -40,14 +43,33 @@ def prices_dir() -> Path | None:
     return Path(base) / "jitguard" / "prices"
 
 
+# The modules whose code decides a price and its words: a development checkout changes them without
+# a new version number, so their source is part of every key.
+_PRICING_MODULES = ("jitguard.demotion_cost", "jitguard.ptx_facts", "jitguard.warmup_replay",
+                    "jitguard.offline_backend")
+
+
+@functools.cache
+def _pricing_code() -> str:
+    digest = hashlib.sha256()
+    for name in _PRICING_MODULES:
+        spec = importlib.util.find_spec(name)
+        try:
+            digest.update(Path(spec.origin).read_bytes() if spec and spec.origin else name.encode())
+        except OSError:
+            digest.update(name.encode())
+    return digest.hexdigest()
+
+
 def price_key(kernel_code_key: str, param: str, demotion: str, arch: int, signature: list[dict[str, Any]],
               triton_version: str) -> str:
-    """The file name of one price: a hash of everything the price depends on."""
+    """The file name of one price: a hash of everything the price depends on (jitguard's version and
+    the source of the modules that compute it included)."""
     from jitguard import __version__
 
-    payload = json.dumps({"format": _FORMAT, "jitguard": __version__, "triton": triton_version,
-                          "code": kernel_code_key, "param": param, "demotion": demotion, "arch": arch,
-                          "signature": signature}, sort_keys=True, default=repr)
+    payload = json.dumps({"format": _FORMAT, "jitguard": __version__, "pricing_code": _pricing_code(),
+                          "triton": triton_version, "code": kernel_code_key, "param": param, "demotion": demotion,
+                          "arch": arch, "signature": signature}, sort_keys=True, default=repr)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -116,7 +116,7 @@ def test_the_default_place_follows_xdg_cache_home(tmp_path, monkeypatch):
     assert price_cache.prices_dir() == tmp_path / ".cache" / "jitguard" / "prices"
 
 
-def test_the_key_covers_every_input_of_a_price():
+def test_the_key_covers_every_input_of_a_price(monkeypatch):
     base = dict(kernel_code_key="code", param="n", demotion="do_not_specialize", arch=90,
                 signature=[_variant("div16")], triton_version="3.6.0")
     keys = {price_cache.price_key(**base)}
@@ -125,4 +125,8 @@ def test_the_key_covers_every_input_of_a_price():
         keys.add(price_cache.price_key(**{**base, field: other}))
     assert len(keys) == 7
     assert price_cache.price_key(**base) == price_cache.price_key(**base)
+    # A development checkout's edit of the pricing code changes every key, without a version bump.
+    real = price_cache._pricing_code()
+    monkeypatch.setattr(price_cache, "_pricing_code", lambda: real + " edited")
+    assert price_cache.price_key(**base) not in keys
     assert triton.__version__  # the live key uses this Triton's version (demotion_cost._price_cache_key)
