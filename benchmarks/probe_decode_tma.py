@@ -52,9 +52,7 @@ def _stream_gemm_kernel(w_ptr, w_desc, w_scale_ptr, a_ptr, a_scale_ptr, experts_
     rows = n0 + tl.arange(0, BLOCK_N)
     toks = tl.arange(0, TOKENS_C)
     offs_k = tl.arange(0, BLOCK_K)
-    w_ptrs = w_ptr + expert * stride_we + rows[:, None].to(tl.int64) * stride_wn + offs_k[None, :]
     a_ptrs = a_ptr + toks[None, :] * stride_am + offs_k[:, None]
-    ws_rows = w_scale_ptr + expert * stride_wse + (rows // 128) * stride_wsn
     as_rows = a_scale_ptr + toks * stride_asm
     if HALVES:
         # A gated tile as TMA would load it: gate rows and up rows as two boxes of BLOCK_N / 2 rows
@@ -76,6 +74,8 @@ def _stream_gemm_kernel(w_ptr, w_desc, w_scale_ptr, a_ptr, a_scale_ptr, experts_
         tl.store(out_ptrs, acc_g.to(tl.bfloat16))
         tl.store(out_ptrs + (N // 2) * TOKENS_C, acc_u.to(tl.bfloat16))
     else:
+        w_ptrs = w_ptr + expert * stride_we + rows[:, None].to(tl.int64) * stride_wn + offs_k[None, :]
+        ws_rows = w_scale_ptr + expert * stride_wse + (rows // 128) * stride_wsn
         acc = tl.zeros((BLOCK_N, TOKENS_C), dtype=tl.float32)
         for kb in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=NUM_STAGES):
             if TMA:

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-import triton
-
-from jitguard.triton_compat import MIN_DOT_SIZE
+from jitguard.triton_compat import MIN_DOT_SIZE, TRITON_VERSION
 
 # Triton before 3.3 takes no tl.dot operand under 16 rows or columns, so its token tiles start at
 # 16: the tables' 8-token rows run there with 16-token tiles.
@@ -45,7 +43,7 @@ class TileConfig:
             if v < 8 or v & (v - 1):
                 raise ValueError(f"{where}: {name} must be a power of two >= 8, got {v}")
         if self.block_m < MIN_TOKEN_TILE:
-            raise ValueError(f"{where}: block_m must be >= {MIN_TOKEN_TILE} on Triton {triton.__version__} "
+            raise ValueError(f"{where}: block_m must be >= {MIN_TOKEN_TILE} on Triton {TRITON_VERSION} "
                              f"(its tl.dot takes no smaller operand), got {self.block_m}")
         if self.block_n < 16:
             raise ValueError(f"{where}: block_n must be >= 16 (gate/up interleave), got {self.block_n}")

@@ -47,4 +47,3 @@ def pytest_collection_modifyitems(config, items):
 def pytest_unconfigure(config):
     if _PRICE_CACHE_MADE_HERE:
         shutil.rmtree(_PRICE_CACHE_MADE_HERE, ignore_errors=True)
-

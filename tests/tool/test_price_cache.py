@@ -18,16 +18,12 @@ from jitguard import price_cache
 from jitguard.demotion_cost import cost_in_subprocess
 from tests.tool.test_demotion_cost import _variant
 
-
-@triton.jit
-def priced_kernel(x_ptr, y_ptr, n_elements, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n_elements
-    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+# Loaded by the import above, so this process has its code key (a kernel it never loaded is not cached).
+PRICED = "tests.tool.test_demotion_cost:mask_bound_kernel"
 
 
 @triton.jit
-def priced_kernel_edited(x_ptr, y_ptr, n_elements, BLOCK: tl.constexpr):
+def mask_bound_kernel_edited(x_ptr, y_ptr, n_elements, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n_elements
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 2, mask=mask)
@@ -52,17 +48,17 @@ def _no_child(monkeypatch) -> list:
 
 
 def test_a_price_is_computed_once_then_read_back_and_other_questions_are_asked_again(cache_dir, monkeypatch):
-    first = cost_in_subprocess(f"{__name__}:priced_kernel", "n_elements", "do_not_specialize", [_variant("div16")])
+    first = cost_in_subprocess(PRICED, "n_elements", "do_not_specialize", [_variant("div16")])
     assert first.verdict == "costly" and "128-bit loads become 32-bit" in first.detail
     (stored,) = cache_dir.glob("*.json")
     assert json.loads(stored.read_text())["detail"] == first.detail
     refused = _no_child(monkeypatch)
-    again = cost_in_subprocess(f"{__name__}:priced_kernel", "n_elements", "do_not_specialize", [_variant("div16")])
+    again = cost_in_subprocess(PRICED, "n_elements", "do_not_specialize", [_variant("div16")])
     assert (again.verdict, again.detail, again.alternative) == (first.verdict, first.detail, first.alternative)
     assert not refused, "a child process was started for a cached price"
-    for kernel, demotion, spec in ((f"{__name__}:priced_kernel_edited", "do_not_specialize", "div16"),
-                                   (f"{__name__}:priced_kernel", "do_not_specialize_on_alignment", "div16"),
-                                   (f"{__name__}:priced_kernel", "do_not_specialize", "one")):
+    for kernel, demotion, spec in ((f"{__name__}:mask_bound_kernel_edited", "do_not_specialize", "div16"),
+                                   (PRICED, "do_not_specialize_on_alignment", "div16"),
+                                   (PRICED, "do_not_specialize", "one")):
         cost = cost_in_subprocess(kernel, "n_elements", demotion, [_variant(spec)])
         # A child was asked (and refused): the cache did not answer for other code or another question.
         assert cost.verdict == "unknown" and "could not start" in cost.detail, (kernel, demotion, spec)
@@ -75,7 +71,7 @@ def test_a_kernel_this_process_never_loaded_is_priced_but_never_kept(cache_dir, 
     cost = cost_in_subprocess("tests.tool.not_imported_anywhere:kernel", "n", "do_not_specialize", [_variant("div16")])
     assert cost.verdict == "unknown" and len(refused) == 1
     assert dc._price_cache_key("tests.tool.not_imported_anywhere:kernel", "n", "do_not_specialize", 90, []) is None
-    assert dc._price_cache_key(f"{__name__}:priced_kernel", "n", "do_not_specialize", 90, []) is not None
+    assert dc._price_cache_key(PRICED, "n", "do_not_specialize", 90, []) is not None
     assert not cache_dir.exists() or not list(cache_dir.iterdir())
     assert price_cache.store("k" * 64, {"verdict": "unknown", "detail": "timed out"}) is False
 
@@ -97,7 +93,7 @@ def test_an_unwritable_cache_or_one_switched_off_prices_as_if_there_were_none(tm
     blocker.write_text("a file where the cache directory would be")
     monkeypatch.setenv(price_cache.CACHE_ENV, str(blocker))
     refused = _no_child(monkeypatch)
-    cost = cost_in_subprocess(f"{__name__}:priced_kernel", "n_elements", "do_not_specialize", [_variant("div16")])
+    cost = cost_in_subprocess(PRICED, "n_elements", "do_not_specialize", [_variant("div16")])
     assert cost.verdict == "unknown" and len(refused) == 1, "the cache failed instead of asking a child"
     assert price_cache.store("b" * 64, {"verdict": "free", "detail": "x"}) is False
     for off in ("off", "0", ""):
