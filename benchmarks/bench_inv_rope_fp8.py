@@ -448,7 +448,12 @@ KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768)
 # slower at T = 2); the eighth session's cache hints other than the streaming stores kept: the rows'
 # loads evict_first (6-12% slower at T >= 4096) or evict_last, the cos/sin loads evict_last (within
 # 1%, T = 4096 unmoved).
-KNOB_VARIANTS: list[tuple[str, dict]] = [("default", {}), ("plain_stores", {"store_cache": ""})]
+KNOB_VARIANTS: list[tuple[str, dict]] = [
+    ("default", {}),
+    ("cache_ahead", {"cache_ahead": True}),
+    ("cache_ahead_2rows", {"cache_ahead": True, "rows_per_tile": 2}),
+    ("cache_ahead_16_per_sm", {"cache_ahead": True, "programs_per_sm": 16}),
+]
 
 
 def knob_sweep(irf: Any, copy_gbs: float, upstream: Any) -> list[dict]:
