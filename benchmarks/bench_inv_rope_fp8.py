@@ -447,13 +447,17 @@ KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768)
 # slower at every T >= 256), GPT-J pairs read as 4-byte elements (0.5-0.7% at T = 4096-16384, 6%
 # slower at T = 2); the eighth session's cache hints other than the streaming stores kept: the rows'
 # loads evict_first (6-12% slower at T >= 4096) or evict_last, the cos/sin loads evict_last (within
-# 1%, T = 4096 unmoved).
+# 1%, T = 4096 unmoved); the ninth session's cos/sin of the next tile loaded with its rows and the
+# positions a tile further ahead (2-4% slower at every T >= 16, also with two-row tiles or 16
+# programs per SM).
 KNOB_VARIANTS: list[tuple[str, dict]] = [
     ("default", {}),
-    ("cache_ahead", {"cache_ahead": True}),
-    ("cache_ahead_2rows", {"cache_ahead": True, "rows_per_tile": 2}),
-    ("cache_ahead_16_per_sm", {"cache_ahead": True, "programs_per_sm": 16}),
+    ("2rows_2warps", {"rows_per_tile": 2, "num_warps": 2}),
+    ("2rows_2warps_16_per_sm", {"rows_per_tile": 2, "num_warps": 2, "programs_per_sm": 16}),
 ]
+# Besides the variants and vLLM's kernel: a torch copy moving the same bytes (half read, half
+# written) over as many buffer sets, the ceiling at this size rather than at 1 GiB.
+COPY_SAME_BYTES = "copy_same_bytes"
 
 
 def knob_sweep(irf: Any, copy_gbs: float, upstream: Any) -> list[dict]:
@@ -479,6 +483,9 @@ def knob_sweep(irf: Any, copy_gbs: float, upstream: Any) -> list[dict]:
             makers[name] = make
         if upstream is not None:
             makers["vllm"] = lambda k: lambda: call_upstream(upstream, **inputs[k])
+        copies = [(torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda"),
+                   torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda")) for _ in range(sets)]
+        makers[COPY_SAME_BYTES] = lambda k: lambda: copies[k][1].copy_(copies[k][0])
         rounds: dict[str, list[float]] = {name: [] for name in makers}
         for _ in range(2):
             for name, make in makers.items():

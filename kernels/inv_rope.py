@@ -59,10 +59,9 @@ _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offlin
 @triton.jit
 def _load_tile(
     o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b, pair_ok,
-    NUM_HEADS: tl.constexpr, ROWS: tl.constexpr, WITH_POSITIONS: tl.constexpr = True,
+    NUM_HEADS: tl.constexpr, ROWS: tl.constexpr,
 ):
-    """Raw loads of one tile: the rows, their rope pairs (re-read, L1 hits) and, with
-    WITH_POSITIONS, its positions (else 0: :func:`_load_positions` loads them earlier)."""
+    """Raw loads of one tile: the rows, their rope pairs (re-read, L1 hits) and positions."""
     rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
     row_ok = rows < n_rows
     token = rows // NUM_HEADS
@@ -72,30 +71,8 @@ def _load_tile(
     x = tl.load(row_ptr + cols[None, :], mask=row_ok[:, None] & col_ok[None, :], other=0.0)
     a = tl.load(row_ptr + col_a[None, :], mask=pair_mask, other=0.0)
     b = tl.load(row_ptr + col_b[None, :], mask=pair_mask, other=0.0)
-    if WITH_POSITIONS:
-        pos = _load_positions(positions_ptr, tile, n_rows, NUM_HEADS, ROWS)
-    else:
-        pos = tl.zeros((ROWS,), dtype=tl.int64)
+    pos = tl.load(positions_ptr + token, mask=row_ok, other=0).to(tl.int64)
     return x, a, b, pos
-
-
-@triton.jit
-def _load_positions(positions_ptr, tile, n_rows, NUM_HEADS: tl.constexpr, ROWS: tl.constexpr):
-    """The position of each row of one tile (0 past the last row)."""
-    rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
-    return tl.load(positions_ptr + rows // NUM_HEADS, mask=rows < n_rows, other=0).to(tl.int64)
-
-
-@triton.jit
-def _load_cos_sin(cos_sin_ptr, pos, tile, n_rows, cache_stride_pos, pair, pair_ok, HALF_ROPE: tl.constexpr,
-                  ROWS: tl.constexpr):
-    """Raw cos and sin of one tile's rows at their positions (cos 1, sin 0 past the last row)."""
-    rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
-    pair_mask = (rows < n_rows)[:, None] & pair_ok[None, :]
-    cache_row = cos_sin_ptr + pos * cache_stride_pos
-    cos = tl.load(cache_row[:, None] + pair[None, :], mask=pair_mask, other=1.0)
-    sin = tl.load(cache_row[:, None] + HALF_ROPE + pair[None, :], mask=pair_mask, other=0.0)
-    return cos, sin
 
 
 @triton.jit(do_not_specialize=["num_tokens"], do_not_specialize_on_alignment=["positions_ptr"])
@@ -129,13 +106,10 @@ def inv_rope_fp8_kernel(
     ROWS: tl.constexpr,
     PREFETCH: tl.constexpr,
     STORE_CACHE: tl.constexpr,
-    CACHE_AHEAD: tl.constexpr = False,
 ):
     """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles.
 
     STORE_CACHE: the quantized rows' store cache modifier (``_STORE_CACHE``: streaming).
-    CACHE_AHEAD (with PREFETCH): the next tile's cos/sin are loaded with its rows and the
-    positions one tile further ahead, so no iteration waits on a position-dependent load.
     """
     D_TILE: tl.constexpr = CHUNKS_P2 * GROUP
     ROPE_END: tl.constexpr = ROPE_START + 2 * HALF_ROPE
@@ -184,10 +158,6 @@ def inv_rope_fp8_kernel(
             o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
             pair_ok, NUM_HEADS, ROWS,
         )
-        if CACHE_AHEAD:
-            cos_next, sin_next = _load_cos_sin(cos_sin_ptr, pos_next, pid, n_rows, cache_stride_pos, pair, pair_ok,
-                                               HALF_ROPE, ROWS)
-            pos_after = _load_positions(positions_ptr, pid + num_programs, n_rows, NUM_HEADS, ROWS)
     for tile in range(pid, n_tiles, num_programs):
         rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
         row_ok = rows < n_rows
@@ -200,14 +170,8 @@ def inv_rope_fp8_kernel(
             x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
             x_next, a_next, b_next, pos_next = _load_tile(
                 o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, cols, col_ok,
-                col_a, col_b, pair_ok, NUM_HEADS, ROWS, not CACHE_AHEAD,
+                col_a, col_b, pair_ok, NUM_HEADS, ROWS,
             )
-            if CACHE_AHEAD:
-                cos_raw, sin_raw = cos_next, sin_next
-                pos_next = pos_after
-                cos_next, sin_next = _load_cos_sin(cos_sin_ptr, pos_next, tile + num_programs, n_rows,
-                                                   cache_stride_pos, pair, pair_ok, HALF_ROPE, ROWS)
-                pos_after = _load_positions(positions_ptr, tile + 2 * num_programs, n_rows, NUM_HEADS, ROWS)
         else:
             x_raw, a_raw, b_raw, pos = _load_tile(
                 o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
@@ -217,11 +181,9 @@ def inv_rope_fp8_kernel(
         a = a_raw.to(tl.float32)
         b = b_raw.to(tl.float32)
         pair_mask = row_ok[:, None] & pair_ok[None, :]
-        if not (PREFETCH and CACHE_AHEAD):
-            cos_raw, sin_raw = _load_cos_sin(cos_sin_ptr, pos, tile, n_rows, cache_stride_pos, pair, pair_ok,
-                                             HALF_ROPE, ROWS)
-        cos = cos_raw.to(tl.float32)
-        sin = sin_raw.to(tl.float32)
+        cache_row = cos_sin_ptr + pos * cache_stride_pos
+        cos = tl.load(cache_row[:, None] + pair[None, :], mask=pair_mask, other=1.0).to(tl.float32)
+        sin = tl.load(cache_row[:, None] + HALF_ROPE + pair[None, :], mask=pair_mask, other=0.0).to(tl.float32)
         # Inverse rotation (by -theta).
         new_a = a * cos + b * sin
         new_b = b * cos - a * sin
@@ -489,7 +451,6 @@ def launch_inv_rope_fp8(
     programs_per_sm: int = _PROGRAMS_PER_SM,
     prefetch: bool = _PREFETCH,
     store_cache: str | None = None,
-    cache_ahead: bool = False,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
@@ -528,7 +489,6 @@ def launch_inv_rope_fp8(
         ROWS=rows,
         PREFETCH=prefetch,
         STORE_CACHE=_STORE_CACHE if store_cache is None else store_cache,
-        CACHE_AHEAD=cache_ahead,
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.
         enable_fp_fusion=False,
