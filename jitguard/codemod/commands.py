@@ -16,6 +16,7 @@ from pathlib import Path
 
 import click
 
+from jitguard.codemod.cross_file_helpers import drop_cross_file_helper_findings
 from jitguard.codemod.demotions import (
     NO_REWRITE_REASON,
     AdviceNote,
@@ -358,6 +359,8 @@ def scan_command(
             _echo_err(f"warning: no Python files found under {', '.join(paths) or '.'}")
         tasks = [(path, rules_for(path), None) for path in files]
         scans = list(map_files(scan_task, tasks, _jobs(jobs), progress_for("Scanning", len(files))))
+        # A jit function another scanned file's kernels call is a device helper there.
+        scans = drop_cross_file_helper_findings(scans)
         file_count = len(files)
     findings = sorted((f for scan in scans for f in scan.findings), key=lambda f: (f.file, f.line, f.column))
     errors = [(scan.path, scan.error) for scan in scans if scan.error]

@@ -39,6 +39,7 @@ from collections.abc import Collection
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from jitguard.codemod.cross_file_helpers import helper_calls
 from jitguard.codemod.files import SourceError, read_source
 from jitguard.codemod.kernels import (
     DEMOTION_OPTIONS,
@@ -116,6 +117,10 @@ class FileScan:
     findings: list[Finding]
     kernels: int
     error: str | None = None
+    module_path: str = ""  # the file on disk (none for stdin): where other files' imports point
+    # (module, name) of the jit functions this file's kernels call through imports
+    # (cross_file_helpers): device helpers of other files.
+    helper_calls: frozenset[tuple[str, str]] = frozenset()
 
 
 # Words (between underscores, lower-cased) that make an int parameter a token/batch count.
@@ -587,10 +592,18 @@ def source_lines(source: bytes) -> list[str]:
 def scan_source(source: bytes, file: str, enabled: Collection[str] | None = None) -> tuple[list[Finding], int]:
     """Findings and kernel count for one file's bytes; raises SyntaxError/ValueError if unparsable.
 
-    `enabled` limits the rules applied (`--select`/`--ignore`); None applies all.
+    `enabled` limits the rules applied (`--select`/`--ignore`); None applies all. A jit function
+    that a kernel of this source calls is judged as a device helper; one that other files call is
+    for :func:`cross_file_helpers.drop_cross_file_helper_findings` to judge.
     """
+    findings, kernels, _ = _scan_with_calls(source, file, enabled, None)
+    return findings, kernels
+
+
+def _scan_with_calls(source: bytes, file: str, enabled: Collection[str] | None,
+                     path: Path | None) -> tuple[list[Finding], int, frozenset[tuple[str, str]]]:
     if not might_contain_kernels(source):
-        return [], 0
+        return [], 0, frozenset()
     tree = parse_source(source)
     kernels = find_kernels(source, tree)
     lines = source_lines(source)
@@ -600,7 +613,7 @@ def scan_source(source: bytes, file: str, enabled: Collection[str] | None = None
         for kernel in kernels
         for finding in scan_kernel(kernel, file, lines, kernel.name in helpers, enabled)
     ]
-    return findings, len(kernels)
+    return findings, len(kernels), helper_calls(tree, (kernel.nodes() for kernel in kernels), path)
 
 
 def scan_file(path: Path, enabled: Collection[str] | None = None, display: str | None = None) -> FileScan:
@@ -608,14 +621,14 @@ def scan_file(path: Path, enabled: Collection[str] | None = None, display: str |
     name = display or str(path)
     try:
         source = read_source(path)
-        findings, kernels = scan_source(source, name, enabled)
+        findings, kernels, calls = _scan_with_calls(source, name, enabled, path)
     except SourceError as exc:
         return FileScan(name, [], 0, str(exc))
     except SyntaxError as exc:
         return FileScan(name, [], 0, f"syntax error at line {exc.lineno}: {exc.msg}")
     except (ValueError, RecursionError) as exc:
         return FileScan(name, [], 0, f"cannot parse: {exc}")
-    return FileScan(name, findings, kernels)
+    return FileScan(name, findings, kernels, module_path=str(path), helper_calls=calls)
 
 
 def scan_task(task: tuple[Path, Collection[str] | None, str | None]) -> FileScan:
