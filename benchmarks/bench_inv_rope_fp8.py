@@ -448,13 +448,9 @@ KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768)
 # slower at T = 2); the eighth session's cache hints other than the streaming stores kept: the rows'
 # loads evict_first (6-12% slower at T >= 4096) or evict_last, the cos/sin loads evict_last (within
 # 1%, T = 4096 unmoved); the ninth session's cos/sin of the next tile loaded with its rows and the
-# positions a tile further ahead (2-4% slower at every T >= 16, also with two-row tiles or 16
-# programs per SM).
-KNOB_VARIANTS: list[tuple[str, dict]] = [
-    ("default", {}),
-    ("2rows_2warps", {"rows_per_tile": 2, "num_warps": 2}),
-    ("2rows_2warps_16_per_sm", {"rows_per_tile": 2, "num_warps": 2, "programs_per_sm": 16}),
-]
+# positions a tile further ahead (1-4% slower at every T >= 16, also with two-row tiles or 16
+# programs per SM), and two-warp two-row tiles (33-43% slower at T >= 1024).
+KNOB_VARIANTS: list[tuple[str, dict]] = [("default", {})]
 # Besides the variants and vLLM's kernel: a torch copy moving the same bytes (half read, half
 # written) over as many buffer sets, the ceiling at this size rather than at 1 GiB.
 COPY_SAME_BYTES = "copy_same_bytes"
