@@ -93,14 +93,21 @@ def _down_part(q, w2_ptr, w2s_ptr, experts_ptr, rw_ptr, h_ptr, out_ptr, counters
     kk = tl.arange(0, I_POW2)
     k_ok = kk < I
     experts = tl.load(experts_ptr + slots).to(tl.int64)
+    # Weight loads 8 bytes wide (contiguity broken at 8 for the compiler), the bf16 intermediate's
+    # 8 values a thread: both in one layout, so no layout conversion (through shared memory) of the
+    # e4m3 weights after the wait.
+    kk8 = (kk // 8) * 8 + kk % 8
     w_ptrs = (w2_ptr + experts[:, None, None] * stride_w2e + rows[None, :, None].to(tl.int64) * stride_w2n
-              + kk[None, None, :])
+              + kk8[None, None, :])
     w_mask = k_ok[None, None, :] & (rows < H)[None, :, None]
     # One scale per (expert, k group): ROWS output rows lie in one 128-row block.
-    # Everything the weights meet is loaded as [TOP_K, 1, I_POW2] (the weights' layout, no conversion).
+    # The intermediate is loaded as [TOP_K, 1, I_POW2] (the weights' layout); the block scales, one per
+    # (expert, 128-deep group), apply to each group's sum.
     k3_ok = k_ok[None, None, :]
+    GROUPS: tl.constexpr = I_POW2 // 128
+    groups = tl.arange(0, GROUPS)
     scales = tl.load(w2s_ptr + experts[:, None, None] * stride_w2se + ((q * ROWS) // 128) * stride_w2sn
-                     + (kk // 128)[None, None, :], mask=k3_ok, other=0.0)
+                     + groups[None, None, :], mask=(groups * 128 < I)[None, None, :], other=0.0)
     route_w = tl.load(rw_ptr + slots[:, None, None])
     if LOAD_FIRST:
         w = tl.load(w_ptrs, mask=w_mask, other=0.0)
@@ -114,8 +121,9 @@ def _down_part(q, w2_ptr, w2s_ptr, experts_ptr, rw_ptr, h_ptr, out_ptr, counters
         w = tl.load(w_ptrs, mask=w_mask, other=0.0)
     inter = tl.load(h_ptr + slots[:, None, None] * I + kk[None, None, :], mask=k3_ok, other=0.0,
                     cache_modifier=".cg")
-    hs = inter.to(tl.float32) * scales * route_w
-    part = tl.sum(w.to(tl.float32) * hs, axis=2)
+    prod = w.to(tl.float32) * (inter.to(tl.float32) * route_w)
+    by_group = tl.sum(tl.reshape(prod, (TOP_K_C, ROWS, GROUPS, 128)), axis=3)
+    part = tl.sum(by_group * scales, axis=2)
     total = tl.sum(part, axis=0)
     tl.store(out_ptr + rows, total.to(tl.bfloat16), mask=rows < H)
     if WAIT:
@@ -207,7 +215,7 @@ VARIANTS = {"two": (GATE_UP, DOWN), "one": (BOTH,), "one_late": (BOTH_LATE,), "g
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", default=",".join(SHAPES))
-    p.add_argument("--configs", default="64x128x4x4x4,64x128x3x4x4,64x128x4x2x4,64x128x3x4x8",
+    p.add_argument("--configs", default="64x128x4x4x4,64x128x4x2x4,64x128x3x4x4,64x128x4x4x8,64x128x4x8x8",
                    help="gate_up BLOCK_N x BLOCK_K x stages, down rows, warps; comma-separated")
     p.add_argument("--out", default=".")
     args = p.parse_args()
