@@ -450,7 +450,12 @@ KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768)
 # 1%, T = 4096 unmoved); the ninth session's cos/sin of the next tile loaded with its rows and the
 # positions a tile further ahead (1-4% slower at every T >= 16, also with two-row tiles or 16
 # programs per SM), and two-warp two-row tiles (33-43% slower at T >= 1024).
-KNOB_VARIANTS: list[tuple[str, dict]] = [("default", {})]
+KNOB_VARIANTS: list[tuple[str, dict]] = [
+    ("default", {}),
+    ("prefetch_depth_2", {"prefetch_depth": 2}),
+    ("no_clamp", {"clamp_fp8": False}),
+    ("prefetch_depth_2_no_clamp", {"prefetch_depth": 2, "clamp_fp8": False}),
+]
 # Besides the variants and vLLM's kernel: a torch copy moving the same bytes (half read, half
 # written) over as many buffer sets, the ceiling at this size rather than at 1 GiB.
 COPY_SAME_BYTES = "copy_same_bytes"

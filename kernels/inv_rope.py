@@ -106,10 +106,15 @@ def inv_rope_fp8_kernel(
     ROWS: tl.constexpr,
     PREFETCH: tl.constexpr,
     STORE_CACHE: tl.constexpr,
+    PREFETCH_DEPTH: tl.constexpr = 1,
+    CLAMP_FP8: tl.constexpr = True,
 ):
     """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles.
 
     STORE_CACHE: the quantized rows' store cache modifier (``_STORE_CACHE``: streaming).
+    PREFETCH_DEPTH (with PREFETCH): tiles whose loads are in flight while one is computed (1 or 2).
+    CLAMP_FP8: clamp to the fp8 range before an fp8 cast (the cast saturates by itself on sm_90;
+    an fp32 output, the interpreter's check of the maths, is clamped either way).
     """
     D_TILE: tl.constexpr = CHUNKS_P2 * GROUP
     ROPE_END: tl.constexpr = ROPE_START + 2 * HALF_ROPE
@@ -158,6 +163,11 @@ def inv_rope_fp8_kernel(
             o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
             pair_ok, NUM_HEADS, ROWS,
         )
+        if PREFETCH_DEPTH == 2:
+            x_after, a_after, b_after, pos_after = _load_tile(
+                o_ptr, positions_ptr, pid + num_programs, n_rows, o_stride_token, o_stride_head, cols, col_ok,
+                col_a, col_b, pair_ok, NUM_HEADS, ROWS,
+            )
     for tile in range(pid, n_tiles, num_programs):
         rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
         row_ok = rows < n_rows
@@ -168,10 +178,17 @@ def inv_rope_fp8_kernel(
             # This tile's loads were issued one iteration ago; issue the next tile's now, so
             # each program keeps a tile of reads in flight while it computes.
             x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
-            x_next, a_next, b_next, pos_next = _load_tile(
-                o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, cols, col_ok,
-                col_a, col_b, pair_ok, NUM_HEADS, ROWS,
-            )
+            if PREFETCH_DEPTH == 2:
+                x_next, a_next, b_next, pos_next = x_after, a_after, b_after, pos_after
+                x_after, a_after, b_after, pos_after = _load_tile(
+                    o_ptr, positions_ptr, tile + 2 * num_programs, n_rows, o_stride_token, o_stride_head, cols,
+                    col_ok, col_a, col_b, pair_ok, NUM_HEADS, ROWS,
+                )
+            else:
+                x_next, a_next, b_next, pos_next = _load_tile(
+                    o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, cols, col_ok,
+                    col_a, col_b, pair_ok, NUM_HEADS, ROWS,
+                )
         else:
             x_raw, a_raw, b_raw, pos = _load_tile(
                 o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
@@ -210,7 +227,11 @@ def inv_rope_fp8_kernel(
             inverse_cols = tl.reshape(
                 tl.broadcast_to(inverse[:, :, None], (ROWS, CHUNKS_P2, GROUP)), (ROWS, D_TILE)
             )
-            q = tl.clamp(x * inverse_cols, -FP8_MAX_VALUE, FP8_MAX_VALUE)
+            CLAMP: tl.constexpr = CLAMP_FP8 or out_ptr.dtype.element_ty != tl.float8e4nv
+            if CLAMP:
+                q = tl.clamp(x * inverse_cols, -FP8_MAX_VALUE, FP8_MAX_VALUE)
+            else:
+                q = x * inverse_cols
             tl.store(out_rows[:, None] + cols[None, :], q.to(out_ptr.dtype.element_ty), mask=keep_mask,
                      cache_modifier=STORE_CACHE)
 
@@ -220,8 +241,12 @@ def inv_rope_fp8_kernel(
                 inverse_c = tl.sum(tl.where((chunk_ids == c)[None, :], inverse, 0.0), axis=1)
                 inverse_a = tl.where((chunk_a == c)[None, :], inverse_c[:, None], inverse_a)
                 inverse_b = tl.where((chunk_b == c)[None, :], inverse_c[:, None], inverse_b)
-            q_a = tl.clamp(new_a * inverse_a, -FP8_MAX_VALUE, FP8_MAX_VALUE)
-            q_b = tl.clamp(new_b * inverse_b, -FP8_MAX_VALUE, FP8_MAX_VALUE)
+            if CLAMP:
+                q_a = tl.clamp(new_a * inverse_a, -FP8_MAX_VALUE, FP8_MAX_VALUE)
+                q_b = tl.clamp(new_b * inverse_b, -FP8_MAX_VALUE, FP8_MAX_VALUE)
+            else:
+                q_a = new_a * inverse_a
+                q_b = new_b * inverse_b
             tl.store(out_rows[:, None] + col_a[None, :], q_a.to(out_ptr.dtype.element_ty), mask=pair_mask,
                      cache_modifier=STORE_CACHE)
             tl.store(out_rows[:, None] + col_b[None, :], q_b.to(out_ptr.dtype.element_ty), mask=pair_mask,
@@ -451,6 +476,8 @@ def launch_inv_rope_fp8(
     programs_per_sm: int = _PROGRAMS_PER_SM,
     prefetch: bool = _PREFETCH,
     store_cache: str | None = None,
+    prefetch_depth: int = 1,
+    clamp_fp8: bool = True,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
@@ -489,6 +516,8 @@ def launch_inv_rope_fp8(
         ROWS=rows,
         PREFETCH=prefetch,
         STORE_CACHE=_STORE_CACHE if store_cache is None else store_cache,
+        PREFETCH_DEPTH=prefetch_depth,
+        CLAMP_FP8=clamp_fp8,
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.
         enable_fp_fusion=False,
