@@ -53,6 +53,10 @@ _PREFETCH = True
 # again). H200, two calls side by side (inv_rope_fp8.md, eighth session): T = 256 12-14% faster,
 # within 1% of the plain store at every other T measured.
 _STORE_CACHE = ".cs"
+# No clamp before the fp8 cast (it saturates, and the values are in range up to rounding). H200,
+# side by side (inv_rope_fp8.md, ninth session): 1.5-2.4% faster at T >= 256, level below, the
+# output bytes equal the clamped kernel's at every T.
+_CLAMP_FP8 = False
 _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offline backend).
 
 
@@ -106,15 +110,15 @@ def inv_rope_fp8_kernel(
     ROWS: tl.constexpr,
     PREFETCH: tl.constexpr,
     STORE_CACHE: tl.constexpr,
-    PREFETCH_DEPTH: tl.constexpr = 1,
-    CLAMP_FP8: tl.constexpr = True,
+    CLAMP_FP8: tl.constexpr = False,
 ):
     """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles.
 
     STORE_CACHE: the quantized rows' store cache modifier (``_STORE_CACHE``: streaming).
-    PREFETCH_DEPTH (with PREFETCH): tiles whose loads are in flight while one is computed (1 or 2).
-    CLAMP_FP8: clamp to the fp8 range before an fp8 cast (the cast saturates by itself on sm_90;
-    an fp32 output, the interpreter's check of the maths, is clamped either way).
+    CLAMP_FP8: clamp to the fp8 range before an fp8 cast as well (``_CLAMP_FP8``: no). The scaled
+    values are within fp8's range up to rounding (|x| <= amax, times 448 / amax), which the cast
+    rounds to +-448, and it saturates by itself (``cvt.rn.satfinite``); an fp32 output, the
+    interpreter's check of the maths, is clamped either way, as the reference is.
     """
     D_TILE: tl.constexpr = CHUNKS_P2 * GROUP
     ROPE_END: tl.constexpr = ROPE_START + 2 * HALF_ROPE
@@ -163,11 +167,6 @@ def inv_rope_fp8_kernel(
             o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
             pair_ok, NUM_HEADS, ROWS,
         )
-        if PREFETCH_DEPTH == 2:
-            x_after, a_after, b_after, pos_after = _load_tile(
-                o_ptr, positions_ptr, pid + num_programs, n_rows, o_stride_token, o_stride_head, cols, col_ok,
-                col_a, col_b, pair_ok, NUM_HEADS, ROWS,
-            )
     for tile in range(pid, n_tiles, num_programs):
         rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
         row_ok = rows < n_rows
@@ -178,17 +177,10 @@ def inv_rope_fp8_kernel(
             # This tile's loads were issued one iteration ago; issue the next tile's now, so
             # each program keeps a tile of reads in flight while it computes.
             x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
-            if PREFETCH_DEPTH == 2:
-                x_next, a_next, b_next, pos_next = x_after, a_after, b_after, pos_after
-                x_after, a_after, b_after, pos_after = _load_tile(
-                    o_ptr, positions_ptr, tile + 2 * num_programs, n_rows, o_stride_token, o_stride_head, cols,
-                    col_ok, col_a, col_b, pair_ok, NUM_HEADS, ROWS,
-                )
-            else:
-                x_next, a_next, b_next, pos_next = _load_tile(
-                    o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, cols, col_ok,
-                    col_a, col_b, pair_ok, NUM_HEADS, ROWS,
-                )
+            x_next, a_next, b_next, pos_next = _load_tile(
+                o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, cols, col_ok,
+                col_a, col_b, pair_ok, NUM_HEADS, ROWS,
+            )
         else:
             x_raw, a_raw, b_raw, pos = _load_tile(
                 o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
@@ -476,17 +468,16 @@ def launch_inv_rope_fp8(
     programs_per_sm: int = _PROGRAMS_PER_SM,
     prefetch: bool = _PREFETCH,
     store_cache: str | None = None,
-    prefetch_depth: int = 1,
-    clamp_fp8: bool = True,
+    clamp_fp8: bool = _CLAMP_FP8,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
     ``out`` may have another dtype than fp8 (fp32 keeps the pre-cast values, used to check
     the maths under ``TRITON_INTERPRET=1``). ``kernel`` swaps in another build of the same
     function (the interpreter, or a copy with default specialization for comparisons);
-    ``rows_per_tile``, ``num_warps``, ``programs_per_sm``, ``prefetch`` and ``store_cache`` (the
-    output rows' store cache modifier, ``_STORE_CACHE`` unless given; "" the plain store) are
-    tuning knobs for benchmarks.
+    ``rows_per_tile``, ``num_warps``, ``programs_per_sm``, ``prefetch``, ``store_cache`` (the
+    output rows' store cache modifier, ``_STORE_CACHE`` unless given; "" the plain store) and
+    ``clamp_fp8`` (a clamp before the fp8 cast too) are tuning knobs for benchmarks.
     """
     num_tokens = o.shape[0]
     if num_tokens == 0:
@@ -516,7 +507,6 @@ def launch_inv_rope_fp8(
         ROWS=rows,
         PREFETCH=prefetch,
         STORE_CACHE=_STORE_CACHE if store_cache is None else store_cache,
-        PREFETCH_DEPTH=prefetch_depth,
         CLAMP_FP8=clamp_fp8,
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.

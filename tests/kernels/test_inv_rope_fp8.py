@@ -427,6 +427,9 @@ def test_real_compile_for_sm90_gives_one_variant(sweep_inputs, tmp_path, monkeyp
     assert len(ptx) == 1, "expected the one new variant in the kernel's cache"
     assert ptx[0].count("ld.global.v4.b32") >= 4, "row loads not 128-bit"
     assert ptx[0].count("st.global.cs.v4.b32") >= 1, "fp8 row store not 128-bit and streaming"
+    # The fp8 cast saturates by itself, so no clamp precedes it (min.xorsign.abs is tl.clamp).
+    assert "cvt.rn.satfinite.e4m3x2.f32" in ptx[0], "the fp8 cast does not saturate"
+    assert "min.xorsign.abs.f32" not in ptx[0], "a clamp precedes the saturating fp8 cast"
 
 
 if __name__ == "__main__":
