@@ -452,7 +452,8 @@ KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768)
 # programs per SM), and two-warp two-row tiles (33-43% slower at T >= 1024);
 # two tiles' loads in flight a program (5-8% slower at T >= 512). Kept: no clamp before the fp8 cast
 # (1.5-2.4% faster at T >= 256), now the default; "clamped" is the kernel before it.
-KNOB_VARIANTS: list[tuple[str, dict]] = [("default", {}), ("clamped", {"clamp_fp8": True})]
+KNOB_VARIANTS: list[tuple[str, dict]] = [("default", {}), ("clamped", {"clamp_fp8": True}),
+                                         ("split_rope_max", {"merge_rope_chunk": False})]
 # Besides the variants and vLLM's kernel: a torch copy moving the same bytes (half read, half
 # written) over as many buffer sets, the ceiling at this size rather than at 1 GiB.
 COPY_SAME_BYTES = "copy_same_bytes"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue #16, ninth session (2026-12-01): inverse-RoPE with no clamp before the saturating fp8 cast as
+# Issue #16, ninth session (2026-12-01): inverse-RoPE with no clamp before the saturating fp8 cast and one
+# rope absmax reduction (the rope slice within one group) as
 # the default: its GPU tests, and the knob sweep against the clamped kernel and vLLM's.
 # Device, repo root, carry .vendor.
 source benchmarks/h200_setup.sh
