@@ -111,7 +111,6 @@ def inv_rope_fp8_kernel(
     PREFETCH: tl.constexpr,
     STORE_CACHE: tl.constexpr,
     CLAMP_FP8: tl.constexpr = False,
-    MERGE_ROPE_CHUNK: tl.constexpr = True,
 ):
     """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles.
 
@@ -120,8 +119,6 @@ def inv_rope_fp8_kernel(
     values are within fp8's range up to rounding (|x| <= amax, times 448 / amax), which the cast
     rounds to +-448, and it saturates by itself (``cvt.rn.satfinite``); an fp32 output, the
     interpreter's check of the maths, is clamped either way, as the reference is.
-    MERGE_ROPE_CHUNK: with the rope slice inside one quantization group, one absmax reduction over
-    its pairs (else one per half and group).
     """
     D_TILE: tl.constexpr = CHUNKS_P2 * GROUP
     ROPE_END: tl.constexpr = ROPE_START + 2 * HALF_ROPE
@@ -205,21 +202,12 @@ def inv_rope_fp8_kernel(
         if QUANTIZE:
             kept_abs = tl.where(keep_cols[None, :], tl.abs(x), 0.0)
             amax = tl.max(tl.reshape(kept_abs, (ROWS, CHUNKS_P2, GROUP)), axis=2)
-            # The rope slice within one quantization group (vLLM's layout: dims 448..511 of 512):
-            # both halves of every pair are in that group, so one reduction takes their absmax.
-            ROPE_CHUNK: tl.constexpr = ROPE_START // GROUP
-            ONE_CHUNK: tl.constexpr = MERGE_ROPE_CHUNK and ROPE_CHUNK == (ROPE_END - 1) // GROUP
-            if ONE_CHUNK:
-                # Padded pairs and rows are 0 (masked loads), so they leave the max alone.
-                rope_amax = tl.max(tl.maximum(tl.abs(new_a), tl.abs(new_b)), axis=1)
-                amax = tl.where((chunk_ids == ROPE_CHUNK)[None, :], tl.maximum(amax, rope_amax[:, None]), amax)
-            else:
-                for c in tl.static_range(ROPE_START // GROUP, (ROPE_END - 1) // GROUP + 1):
-                    rope_amax = tl.maximum(
-                        tl.max(tl.where((chunk_a == c)[None, :], tl.abs(new_a), 0.0), axis=1),
-                        tl.max(tl.where((chunk_b == c)[None, :], tl.abs(new_b), 0.0), axis=1),
-                    )
-                    amax = tl.where((chunk_ids == c)[None, :], tl.maximum(amax, rope_amax[:, None]), amax)
+            for c in tl.static_range(ROPE_START // GROUP, (ROPE_END - 1) // GROUP + 1):
+                rope_amax = tl.maximum(
+                    tl.max(tl.where((chunk_a == c)[None, :], tl.abs(new_a), 0.0), axis=1),
+                    tl.max(tl.where((chunk_b == c)[None, :], tl.abs(new_b), 0.0), axis=1),
+                )
+                amax = tl.where((chunk_ids == c)[None, :], tl.maximum(amax, rope_amax[:, None]), amax)
             scale = tl.maximum(amax, EPS) * (1.0 / FP8_MAX_VALUE)
             if POW2_SCALES:
                 # Exact round-up to a power of two (log2/exp2 are approximate on the GPU).
@@ -239,17 +227,12 @@ def inv_rope_fp8_kernel(
             tl.store(out_rows[:, None] + cols[None, :], q.to(out_ptr.dtype.element_ty), mask=keep_mask,
                      cache_modifier=STORE_CACHE)
 
-            if ONE_CHUNK:
-                inverse_c = tl.sum(tl.where((chunk_ids == ROPE_CHUNK)[None, :], inverse, 0.0), axis=1)
-                inverse_a = tl.broadcast_to(inverse_c[:, None], (ROWS, HALF_ROPE_P2))
-                inverse_b = inverse_a
-            else:
-                inverse_a = tl.zeros((ROWS, HALF_ROPE_P2), dtype=tl.float32)
-                inverse_b = tl.zeros((ROWS, HALF_ROPE_P2), dtype=tl.float32)
-                for c in tl.static_range(ROPE_START // GROUP, (ROPE_END - 1) // GROUP + 1):
-                    inverse_c = tl.sum(tl.where((chunk_ids == c)[None, :], inverse, 0.0), axis=1)
-                    inverse_a = tl.where((chunk_a == c)[None, :], inverse_c[:, None], inverse_a)
-                    inverse_b = tl.where((chunk_b == c)[None, :], inverse_c[:, None], inverse_b)
+            inverse_a = tl.zeros((ROWS, HALF_ROPE_P2), dtype=tl.float32)
+            inverse_b = tl.zeros((ROWS, HALF_ROPE_P2), dtype=tl.float32)
+            for c in tl.static_range(ROPE_START // GROUP, (ROPE_END - 1) // GROUP + 1):
+                inverse_c = tl.sum(tl.where((chunk_ids == c)[None, :], inverse, 0.0), axis=1)
+                inverse_a = tl.where((chunk_a == c)[None, :], inverse_c[:, None], inverse_a)
+                inverse_b = tl.where((chunk_b == c)[None, :], inverse_c[:, None], inverse_b)
             if CLAMP:
                 q_a = tl.clamp(new_a * inverse_a, -FP8_MAX_VALUE, FP8_MAX_VALUE)
                 q_b = tl.clamp(new_b * inverse_b, -FP8_MAX_VALUE, FP8_MAX_VALUE)
@@ -486,7 +469,6 @@ def launch_inv_rope_fp8(
     prefetch: bool = _PREFETCH,
     store_cache: str | None = None,
     clamp_fp8: bool = _CLAMP_FP8,
-    merge_rope_chunk: bool = True,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
@@ -495,8 +477,7 @@ def launch_inv_rope_fp8(
     function (the interpreter, or a copy with default specialization for comparisons);
     ``rows_per_tile``, ``num_warps``, ``programs_per_sm``, ``prefetch``, ``store_cache`` (the
     output rows' store cache modifier, ``_STORE_CACHE`` unless given; "" the plain store) and
-    ``clamp_fp8`` (a clamp before the fp8 cast too) and ``merge_rope_chunk`` (False: the general
-    per-half rope absmax) are tuning knobs for benchmarks.
+    ``clamp_fp8`` (a clamp before the fp8 cast too) are tuning knobs for benchmarks.
     """
     num_tokens = o.shape[0]
     if num_tokens == 0:
@@ -527,7 +508,6 @@ def launch_inv_rope_fp8(
         PREFETCH=prefetch,
         STORE_CACHE=_STORE_CACHE if store_cache is None else store_cache,
         CLAMP_FP8=clamp_fp8,
-        MERGE_ROPE_CHUNK=merge_rope_chunk,
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.
         enable_fp_fusion=False,
