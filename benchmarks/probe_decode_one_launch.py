@@ -46,7 +46,7 @@ TOKENS = 16
 TOP_K = 8
 # (name, experts, hidden H, intermediate I)
 SHAPES = {"qwen3-30b-fp8-block": (128, 2048, 768), "deepseek-v3-tp2-fp8-block": (256, 7168, 1024)}
-GATE_UP, DOWN, BOTH, BOTH_LATE = 1, 2, 0, 3
+GATE_UP, DOWN, BOTH, BOTH_LATE, PERSISTENT = 1, 2, 0, 3, 4
 
 
 @triton.jit
@@ -84,10 +84,9 @@ def _gate_up_part(pid, xq_ptr, xs_ptr, w13_ptr, w13s_ptr, experts_ptr, h_ptr, co
 
 
 @triton.jit
-def _down_part(q, w2_ptr, w2s_ptr, experts_ptr, rw_ptr, h_ptr, out_ptr, counters_ptr, H, I, G1, G2,
-               stride_w2e, stride_w2n, stride_w2se, stride_w2sn,
-               TOP_K_C: tl.constexpr, ROWS: tl.constexpr, I_POW2: tl.constexpr, WAIT: tl.constexpr,
-               LOAD_FIRST: tl.constexpr):
+def _down_loads(q, w2_ptr, w2s_ptr, experts_ptr, rw_ptr, H, I, stride_w2e, stride_w2n, stride_w2se, stride_w2sn,
+                TOP_K_C: tl.constexpr, ROWS: tl.constexpr, I_POW2: tl.constexpr):
+    """Down row-group ``q``'s weights ([TOP_K, ROWS, I_POW2] e4m3), block scales and routing weights."""
     rows = q * ROWS + tl.arange(0, ROWS)
     slots = tl.arange(0, TOP_K_C)
     kk = tl.arange(0, I_POW2)
@@ -99,39 +98,69 @@ def _down_part(q, w2_ptr, w2s_ptr, experts_ptr, rw_ptr, h_ptr, out_ptr, counters
     kk8 = (kk // 8) * 8 + kk % 8
     w_ptrs = (w2_ptr + experts[:, None, None] * stride_w2e + rows[None, :, None].to(tl.int64) * stride_w2n
               + kk8[None, None, :])
-    w_mask = k_ok[None, None, :] & (rows < H)[None, :, None]
-    # One scale per (expert, k group): ROWS output rows lie in one 128-row block.
-    # The intermediate is loaded as [TOP_K, 1, I_POW2] (the weights' layout); the block scales, one per
-    # (expert, 128-deep group), apply to each group's sum.
-    k3_ok = k_ok[None, None, :]
+    w = tl.load(w_ptrs, mask=k_ok[None, None, :] & (rows < H)[None, :, None], other=0.0)
+    # One scale per (expert, 128-deep group): ROWS output rows lie in one 128-row block.
     GROUPS: tl.constexpr = I_POW2 // 128
     groups = tl.arange(0, GROUPS)
     scales = tl.load(w2s_ptr + experts[:, None, None] * stride_w2se + ((q * ROWS) // 128) * stride_w2sn
                      + groups[None, None, :], mask=(groups * 128 < I)[None, None, :], other=0.0)
     route_w = tl.load(rw_ptr + slots[:, None, None])
-    if LOAD_FIRST:
-        w = tl.load(w_ptrs, mask=w_mask, other=0.0)
-    if WAIT:
-        # Poll with plain volatile loads (one L2 line, broadcast to the warp), then one acquire.
-        done = tl.load(counters_ptr, volatile=True)
-        while done < G1:
-            done = tl.load(counters_ptr, volatile=True)
-        tl.atomic_add(counters_ptr, 0, sem="acquire", scope="gpu")
-    if not LOAD_FIRST:
-        w = tl.load(w_ptrs, mask=w_mask, other=0.0)
-    inter = tl.load(h_ptr + slots[:, None, None] * I + kk[None, None, :], mask=k3_ok, other=0.0,
+    return w, scales, route_w
+
+
+@triton.jit
+def _down_finish(q, w, scales, route_w, h_ptr, out_ptr, H, I, TOP_K_C: tl.constexpr, ROWS: tl.constexpr,
+                 I_POW2: tl.constexpr):
+    """Row-group ``q`` of the output from its loads and the intermediate (read through L2)."""
+    rows = q * ROWS + tl.arange(0, ROWS)
+    slots = tl.arange(0, TOP_K_C)
+    kk = tl.arange(0, I_POW2)
+    # The intermediate is loaded as [TOP_K, 1, I_POW2] (the weights' layout); the block scales apply
+    # to each 128-deep group's sum.
+    inter = tl.load(h_ptr + slots[:, None, None] * I + kk[None, None, :], mask=(kk < I)[None, None, :], other=0.0,
                     cache_modifier=".cg")
     prod = w.to(tl.float32) * (inter.to(tl.float32) * route_w)
-    by_group = tl.sum(tl.reshape(prod, (TOP_K_C, ROWS, GROUPS, 128)), axis=3)
+    by_group = tl.sum(tl.reshape(prod, (TOP_K_C, ROWS, I_POW2 // 128, 128)), axis=3)
     part = tl.sum(by_group * scales, axis=2)
     total = tl.sum(part, axis=0)
     tl.store(out_ptr + rows, total.to(tl.bfloat16), mask=rows < H)
+
+
+@triton.jit
+def _wait_for(counters_ptr, G1):
+    """Until gate_up's G1 programs have released: volatile polls (one L2 line), then one acquire."""
+    done = tl.load(counters_ptr, volatile=True)
+    while done < G1:
+        done = tl.load(counters_ptr, volatile=True)
+    tl.atomic_add(counters_ptr, 0, sem="acquire", scope="gpu")
+
+
+@triton.jit
+def _arrive_and_reset(counters_ptr, programs):
+    """The last of ``programs`` to arrive resets both counters for the next launch."""
+    tl.debug_barrier()
+    arrived = tl.atomic_add(counters_ptr + 1, 1, sem="acq_rel", scope="gpu")
+    if arrived == programs - 1:
+        tl.store(counters_ptr, 0)
+        tl.store(counters_ptr + 1, 0)
+
+
+@triton.jit
+def _down_part(q, w2_ptr, w2s_ptr, experts_ptr, rw_ptr, h_ptr, out_ptr, counters_ptr, H, I, G1, G2,
+               stride_w2e, stride_w2n, stride_w2se, stride_w2sn,
+               TOP_K_C: tl.constexpr, ROWS: tl.constexpr, I_POW2: tl.constexpr, WAIT: tl.constexpr,
+               LOAD_FIRST: tl.constexpr):
+    if LOAD_FIRST:
+        w, scales, route_w = _down_loads(q, w2_ptr, w2s_ptr, experts_ptr, rw_ptr, H, I, stride_w2e, stride_w2n,
+                                         stride_w2se, stride_w2sn, TOP_K_C, ROWS, I_POW2)
     if WAIT:
-        tl.debug_barrier()
-        arrived = tl.atomic_add(counters_ptr + 1, 1, sem="acq_rel", scope="gpu")
-        if arrived == G2 - 1:
-            tl.store(counters_ptr, 0)
-            tl.store(counters_ptr + 1, 0)
+        _wait_for(counters_ptr, G1)
+    if not LOAD_FIRST:
+        w, scales, route_w = _down_loads(q, w2_ptr, w2s_ptr, experts_ptr, rw_ptr, H, I, stride_w2e, stride_w2n,
+                                         stride_w2se, stride_w2sn, TOP_K_C, ROWS, I_POW2)
+    _down_finish(q, w, scales, route_w, h_ptr, out_ptr, H, I, TOP_K_C, ROWS, I_POW2)
+    if WAIT:
+        _arrive_and_reset(counters_ptr, G2)
 
 
 @triton.jit
@@ -153,6 +182,21 @@ def _one_token_moe_kernel(xq_ptr, xs_ptr, w13_ptr, w13s_ptr, w2_ptr, w2s_ptr, ex
     elif MODE == 2:
         _down_part(pid, w2_ptr, w2s_ptr, experts_ptr, rw_ptr, h_ptr, out_ptr, counters_ptr, H, I, G1, G2,
                    stride_w2e, stride_w2n, stride_w2se, stride_w2sn, TOP_K_C, ROWS, I_POW2, False, True)
+    elif MODE == 4:
+        # Persistent: each of the G1 programs runs its gate_up tile, loads its first down row-group,
+        # waits for every gate_up tile, then takes down row-groups pid, pid + G1, ... (needs G1 <= G2).
+        _gate_up_part(pid, xq_ptr, xs_ptr, w13_ptr, w13s_ptr, experts_ptr, h_ptr, counters_ptr, H, I,
+                      stride_w13e, stride_w13n, stride_w13se, stride_w13sn, BLOCK_N, BLOCK_K, STAGES, TOKENS_C,
+                      True)
+        w, scales, route_w = _down_loads(pid, w2_ptr, w2s_ptr, experts_ptr, rw_ptr, H, I, stride_w2e, stride_w2n,
+                                         stride_w2se, stride_w2sn, TOP_K_C, ROWS, I_POW2)
+        _wait_for(counters_ptr, G1)
+        _down_finish(pid, w, scales, route_w, h_ptr, out_ptr, H, I, TOP_K_C, ROWS, I_POW2)
+        for q in range(pid + G1, G2, G1):
+            w, scales, route_w = _down_loads(q, w2_ptr, w2s_ptr, experts_ptr, rw_ptr, H, I, stride_w2e, stride_w2n,
+                                             stride_w2se, stride_w2sn, TOP_K_C, ROWS, I_POW2)
+            _down_finish(q, w, scales, route_w, h_ptr, out_ptr, H, I, TOP_K_C, ROWS, I_POW2)
+        _arrive_and_reset(counters_ptr, G1)
     elif pid < G1:
         _gate_up_part(pid, xq_ptr, xs_ptr, w13_ptr, w13s_ptr, experts_ptr, h_ptr, counters_ptr, H, I,
                       stride_w13e, stride_w13n, stride_w13se, stride_w13sn, BLOCK_N, BLOCK_K, STAGES, TOKENS_C,
@@ -199,7 +243,8 @@ def launch(mode: int, inputs, experts, h, out, counters, block_n: int, block_k: 
     _, H, I = w2.shape
     g1 = TOP_K * triton.cdiv(I, block_n // 2)
     g2 = triton.cdiv(H, rows)
-    grid = {GATE_UP: g1, DOWN: g2, BOTH: g1 + g2, BOTH_LATE: g1 + g2}[mode]
+    assert g1 <= g2, "the persistent variant takes a down row-group per gate_up program first"
+    grid = {GATE_UP: g1, DOWN: g2, BOTH: g1 + g2, BOTH_LATE: g1 + g2, PERSISTENT: g1}[mode]
     _one_token_moe_kernel[(grid,)](
         xq, xs, w13, w13s, w2, w2s, experts, rw, h, out, counters, H, I, g1, g2,
         w13.stride(0), w13.stride(1), w13s.stride(0), w13s.stride(1),
@@ -208,14 +253,14 @@ def launch(mode: int, inputs, experts, h, out, counters, block_n: int, block_k: 
         I_POW2=triton.next_power_of_2(I), MODE=mode, num_warps=warps)
 
 
-VARIANTS = {"two": (GATE_UP, DOWN), "one": (BOTH,), "one_late": (BOTH_LATE,), "gate_up": (GATE_UP,),
-            "down": (DOWN,)}
+VARIANTS = {"two": (GATE_UP, DOWN), "one": (BOTH,), "one_late": (BOTH_LATE,), "persistent": (PERSISTENT,),
+            "gate_up": (GATE_UP,), "down": (DOWN,)}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", default=",".join(SHAPES))
-    p.add_argument("--configs", default="64x128x4x4x4,64x128x4x2x4,64x128x3x4x4,64x128x4x4x8,64x128x4x8x8",
+    p.add_argument("--configs", default="64x128x4x4x4,64x128x4x2x4,64x128x4x8x8,32x128x6x4x4,32x128x6x2x4",
                    help="gate_up BLOCK_N x BLOCK_K x stages, down rows, warps; comma-separated")
     p.add_argument("--out", default=".")
     args = p.parse_args()
@@ -224,8 +269,8 @@ def main() -> None:
     names = list(VARIANTS)
     lines = ["us per layer call, round 1 / round 2; config: gate_up BLOCK_N x BLOCK_K x stages, down rows, warps; "
              "'same': one launch's output equal to two launches' bit for bit; err: max relative to the fp32 reference",
-             "| shape | config | " + " | ".join(names) + " | one / two | same | err |",
-             "|---|---|" + "---|" * (len(names) + 3)]
+             "| shape | config | " + " | ".join(names) + " | one / two | persistent / two | same | err |",
+             "|---|---|" + "---|" * (len(names) + 4)]
     print("\n".join(lines), flush=True)
     for shape in args.shapes.split(","):
         E, H, I = SHAPES[shape]
@@ -245,18 +290,19 @@ def main() -> None:
                 for mode in VARIANTS[name]:
                     launch(mode, inputs, sets[i], h, outs[name], counters, bn, bk, st, rows, warps)
 
-            for name in ("two", "one", "one_late"):
+            for name in ("two", "one", "one_late", "persistent"):
                 run(name, 0)
             torch.cuda.synchronize()
-            same = torch.equal(outs["two"], outs["one"]) and torch.equal(outs["two"], outs["one_late"])
-            err = max(((outs[v].float() - ref).abs().max() / ref.abs().max()).item() for v in ("two", "one"))
+            same = all(torch.equal(outs["two"], outs[v]) for v in ("one", "one_late", "persistent"))
+            err = max(((outs[v].float() - ref).abs().max() / ref.abs().max()).item() for v in ("two", "persistent"))
             rounds: dict[str, list[float]] = {v: [] for v in names}
             for _ in range(ROUNDS):
                 for name in names:
                     rounds[name].append(bfm.time_graph(lambda i, name=name: run(name, i), calls, REPLAYS))
             mean = {v: statistics.mean(u) for v, u in rounds.items()}
             line = (f"| {shape} | {config} | " + " | ".join(" / ".join(f"{u:.1f}" for u in rounds[v]) for v in names)
-                    + f" | {mean['one'] / mean['two']:.3f} | {'yes' if same else 'NO'} | {err:.1e} |")
+                    + f" | {mean['one'] / mean['two']:.3f} | {mean['persistent'] / mean['two']:.3f} | "
+                    f"{'yes' if same else 'NO'} | {err:.1e} |")
             log({"shape": shape, "config": config, "us": rounds, "same": same, "err": err, "bytes": nbytes})
             print(line, flush=True)
             lines.append(line)
