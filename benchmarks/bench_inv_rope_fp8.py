@@ -451,7 +451,7 @@ KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768)
 # positions a tile further ahead (1-4% slower at every T >= 16, also with two-row tiles or 16
 # programs per SM), and two-warp two-row tiles (33-43% slower at T >= 1024);
 # two tiles' loads in flight a program (5-8% slower at T >= 512). Kept: no clamp before the fp8 cast
-# (1.5-2.4% faster at T >= 256), now the default; "clamped" is the kernel before it. Level, removed:
+# (1.0-2.5% faster at T >= 256), now the default; "clamped" is the kernel before it. Level, removed:
 # one absmax reduction over the rope pairs when they lie in one quantization group (level: within
 # 0.4% at every T >= 256).
 KNOB_VARIANTS: list[tuple[str, dict]] = [("default", {}), ("clamped", {"clamp_fp8": True})]

@@ -54,8 +54,8 @@ _PREFETCH = True
 # within 1% of the plain store at every other T measured.
 _STORE_CACHE = ".cs"
 # No clamp before the fp8 cast (it saturates, and the values are in range up to rounding). H200,
-# side by side (inv_rope_fp8.md, ninth session): 1.5-2.4% faster at T >= 256, level below, the
-# output bytes equal the clamped kernel's at every T.
+# side by side in three calls (inv_rope_fp8.md, ninth session): 1.0-2.5% faster at T >= 256, level
+# below, the output bytes equal the clamped kernel's at every T.
 _CLAMP_FP8 = False
 _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offline backend).
 
