@@ -79,6 +79,14 @@ def _load_tile(
     return x, a, b, pos
 
 
+@triton.jit
+def _scaled(values, inverse, CLAMP: tl.constexpr, FP8_MAX_VALUE: tl.constexpr):
+    """Values times their group's inverse scale, clamped to the fp8 range with CLAMP."""
+    if CLAMP:
+        return tl.clamp(values * inverse, -FP8_MAX_VALUE, FP8_MAX_VALUE)
+    return values * inverse
+
+
 @triton.jit(do_not_specialize=["num_tokens"], do_not_specialize_on_alignment=["positions_ptr"])
 def inv_rope_fp8_kernel(
     o_ptr,
@@ -220,10 +228,7 @@ def inv_rope_fp8_kernel(
                 tl.broadcast_to(inverse[:, :, None], (ROWS, CHUNKS_P2, GROUP)), (ROWS, D_TILE)
             )
             CLAMP: tl.constexpr = CLAMP_FP8 or out_ptr.dtype.element_ty != tl.float8e4nv
-            if CLAMP:
-                q = tl.clamp(x * inverse_cols, -FP8_MAX_VALUE, FP8_MAX_VALUE)
-            else:
-                q = x * inverse_cols
+            q = _scaled(x, inverse_cols, CLAMP, FP8_MAX_VALUE)
             tl.store(out_rows[:, None] + cols[None, :], q.to(out_ptr.dtype.element_ty), mask=keep_mask,
                      cache_modifier=STORE_CACHE)
 
@@ -233,12 +238,8 @@ def inv_rope_fp8_kernel(
                 inverse_c = tl.sum(tl.where((chunk_ids == c)[None, :], inverse, 0.0), axis=1)
                 inverse_a = tl.where((chunk_a == c)[None, :], inverse_c[:, None], inverse_a)
                 inverse_b = tl.where((chunk_b == c)[None, :], inverse_c[:, None], inverse_b)
-            if CLAMP:
-                q_a = tl.clamp(new_a * inverse_a, -FP8_MAX_VALUE, FP8_MAX_VALUE)
-                q_b = tl.clamp(new_b * inverse_b, -FP8_MAX_VALUE, FP8_MAX_VALUE)
-            else:
-                q_a = new_a * inverse_a
-                q_b = new_b * inverse_b
+            q_a = _scaled(new_a, inverse_a, CLAMP, FP8_MAX_VALUE)
+            q_b = _scaled(new_b, inverse_b, CLAMP, FP8_MAX_VALUE)
             tl.store(out_rows[:, None] + col_a[None, :], q_a.to(out_ptr.dtype.element_ty), mask=pair_mask,
                      cache_modifier=STORE_CACHE)
             tl.store(out_rows[:, None] + col_b[None, :], q_b.to(out_ptr.dtype.element_ty), mask=pair_mask,

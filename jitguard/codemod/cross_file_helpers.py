@@ -27,22 +27,18 @@ HelperCall = tuple[str, str]
 HELPER_RULES = frozenset({"JG104", "JG105"})
 
 
-def _relative_base(path: Path, level: int) -> Path:
-    base = path.resolve().parent
-    for _ in range(level - 1):
-        base = base.parent
-    return base
-
-
-def _module_ref(path: Path | None, module: str | None, level: int) -> str | None:
-    """Where `from <level dots><module> import ...` or `import <module>` points, or None."""
+def _module_ref(folder: Path | None, module: str | None, level: int) -> str | None:
+    """Where `from <level dots><module> import ...` or `import <module>` points, or None;
+    `folder` is the importing file's folder, resolved (None: relative imports point nowhere)."""
     if level == 0:
         if not module or module == "triton" or module.startswith("triton."):
             return None
         return f"module:{module}"
-    if path is None:
+    if folder is None:
         return None
-    base = _relative_base(path, level)
+    base = folder
+    for _ in range(level - 1):
+        base = base.parent
     for part in (module or "").split("."):
         if part:
             base = base / part
@@ -60,9 +56,10 @@ def _import_bindings(tree: ast.Module, path: Path | None) -> tuple[dict[str, Hel
     `from X import mod` names, which may be submodules)."""
     functions: dict[str, HelperCall] = {}
     modules: dict[str, str] = {}
+    folder = path.resolve().parent if path is not None else None
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            ref = _module_ref(path, node.module, node.level)
+            ref = _module_ref(folder, node.module, node.level)
             if ref is None:
                 continue
             for alias in node.names:
@@ -73,7 +70,7 @@ def _import_bindings(tree: ast.Module, path: Path | None) -> tuple[dict[str, Hel
                 modules[local] = _join(ref, alias.name)
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                ref = _module_ref(path, alias.name, 0)
+                ref = _module_ref(None, alias.name, 0)
                 if ref is None:
                     continue
                 if alias.asname:
