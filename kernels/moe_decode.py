@@ -282,6 +282,7 @@ def moe_decode_gemm_kernel(
     QUANT_OUT: tl.constexpr = False,
     A_SCALE_FROM_TILE: tl.constexpr = False,
     K_UNROLL: tl.constexpr = 1,
+    TILES_BY_COLUMN: tl.constexpr = False,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -306,14 +307,20 @@ def moe_decode_gemm_kernel(
     pair ``pid_m``, whose expert the program routes itself from ``logits`` (gate_up also records
     the routing in ``topk_ids`` / ``topk_weights``). LAUNCH_DEPENDENTS lets a PDL-linked next
     launch start; WAIT_PRIOR waits for the previous launch at the start or before the K loop.
+    TILES_BY_COLUMN (down): token tiles vary fastest, so one column tile's programs run together and
+    its last arrival (REDUCE) sums the tile while later column tiles still stream their weights.
     """
     pid = tl.program_id(0)
     OUT_N: tl.constexpr = BLOCK_N // 2 if GATED else BLOCK_N
     num_pid_n = tl.cdiv(N, OUT_N)
     num_pid_m = tl.num_programs(0) // num_pid_n
-    # Column tiles vary fastest, the order moe_gemm's tuned decode tiles were timed with.
-    pid_m = pid // num_pid_n
-    pid_n = pid % num_pid_n
+    if TILES_BY_COLUMN:
+        pid_m = pid % num_pid_m
+        pid_n = pid // num_pid_m
+    else:
+        # Column tiles vary fastest, the order moe_gemm's tuned decode tiles were timed with.
+        pid_m = pid // num_pid_n
+        pid_n = pid % num_pid_n
     if LAUNCH_DEPENDENTS:
         launch_dependents()
     if WAIT_PRIOR == 1:
@@ -598,6 +605,9 @@ ROUTER_OWN_PROGRAM = True
 # per-expert counters before it arrives, and the last arrival aligns from ranks and counts read in
 # one round trip (three fewer than through the counters alone). False: the counters-only alignment.
 RANKS_EARLY = True
+# The down GEMM's programs in column-tile order (token tiles fastest): each column tile's top-k
+# reduce (its last arrival) runs while later column tiles stream, not all of them at the end.
+DOWN_TILES_BY_COLUMN = False
 _REDUCE_ELEMENTS = 8192
 
 
@@ -764,6 +774,7 @@ def plan_fused_moe_decode(
             BLOCK_K=(128 if pair_tiles else min(cfg.block_k, 128)) if quant == QUANT_BLOCK else cfg.block_k,
             # Block scales and a tile deeper than a group: that many 128-deep steps per iteration.
             K_UNROLL=cfg.block_k // 128 if quant == QUANT_BLOCK and cfg.block_k > 128 else 1,
+            TILES_BY_COLUMN=DOWN_TILES_BY_COLUMN and not gated,
             TOP_K=top_k,
             K_POW2=k_pow2,
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * cfg.block_n)),
