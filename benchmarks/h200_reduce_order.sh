@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue #16, tenth session (2026-12-01): the down GEMM's top-k reduce overlapped with its stream
-# (moe_decode.DOWN_TILES_BY_COLUMN), and the chain's launches ending in the grouped down GEMM (one
+# (moe_decode.DOWN_TILES_BY_COLUMN), per token (DOWN_REDUCE_PER_TOKEN), and the chain's launches ending in the grouped down GEMM (one
 # launch fewer). Device, repo root.
 source benchmarks/h200_setup.sh
 R=/tmp/reduceorder; rm -rf $R; mkdir -p $R/p

@@ -1,19 +1,20 @@
 """H200 probe (issue #16): the down GEMM's top-k reduce, at the end or while the stream runs.
 
 The grouped path's down GEMM sums each column tile's top-k pair rows in the tile's last program to
-arrive. Its programs go column tiles fastest, so every column tile's last arrival comes in the last
-wave and all the sums run after the weight stream. With ``moe_decode.DOWN_TILES_BY_COLUMN`` the
-token tiles go fastest: a column tile's programs run together and its sum overlaps later tiles'
-streams. Variants, alternating in two rounds per case and M (bench_moe_layer's inputs and timer:
+arrive, token chunk by token chunk, after every token's pairs have arrived. Its programs go column
+tiles fastest, so every column tile's last arrival comes in the last wave. Two switches:
+``moe_decode.DOWN_TILES_BY_COLUMN`` (token tiles fastest: a column tile's programs run together and
+its sum overlaps later tiles' streams) and ``moe_decode.DOWN_REDUCE_PER_TOKEN`` (a counter per token
+and column tile: the last of a token's pair writers sums that token, so the sums spread over the
+programs). Variants, alternating in two rounds per case and M (bench_moe_layer's inputs and timer:
 CUDA graphs over rotated layer copies, L2 defeated), each output against the fp32 reference:
 
-- ``grouped`` / ``grouped by column``: the grouped path, switch off / on;
 - ``chain``: the chain path (route, fused_moe's gate_up, the intermediate's quantization, down
   into pair rows, the top-k reduce launch);
-- ``hybrid`` / ``hybrid by column``: the chain's launches up to its down GEMM, then the grouped
-  path's down GEMM with its reduce on the chain's down tile (one launch fewer), switch off / on.
-  Both share the route launch's layout and the workspace's intermediate (and its e4m3 copy and
-  scales for FP8).
+- ``grouped`` with each setting of the switches;
+- ``hybrid`` with each setting: the chain's launches up to its down GEMM, then the grouped path's
+  down GEMM with its reduce on the chain's down tile (one launch fewer). Both share the route
+  launch's layout and the workspace's intermediate (and its e4m3 copy and scales for FP8).
 
     PYTHONPATH=$PWD python3 benchmarks/probe_decode_reduce_order.py --out $OUT
 """
@@ -33,7 +34,10 @@ import tune_moe_decode as tmd
 from jitguard.kernels import moe_configs, moe_decode
 
 ROUNDS = 2
-VARIANTS = ("grouped", "grouped by column", "chain", "hybrid", "hybrid by column")
+# (label, DOWN_TILES_BY_COLUMN, DOWN_REDUCE_PER_TOKEN)
+SETTINGS = (("", False, False), (" by column", True, False), (" per token", False, True),
+            (" per token by column", True, True))
+VARIANTS = ("chain", *(f"{path}{label}" for path in ("grouped", "hybrid") for label, _, _ in SETTINGS))
 
 
 def _hybrid(chain_plan, grouped_plan) -> list:
@@ -44,24 +48,25 @@ def _hybrid(chain_plan, grouped_plan) -> list:
     return head + down
 
 
-def _steps(layer: tmd.Layer, M: int, x, logits, out, by_column: bool) -> dict:
-    moe_decode.DOWN_TILES_BY_COLUMN = by_column
-    grouped = layer.plans(x, logits, out, "grouped", None)
+def _run_all(launch_lists):
+    def step(i):
+        for launch in launch_lists[i]:
+            launch()
+    return step
+
+
+def _steps(layer: tmd.Layer, M: int, x, logits, out) -> dict:
     chain = layer.plans(x, logits, out, "chain", None)
+    steps = {"chain": layer.plans_step(chain)}
     # The hybrid's down GEMM on the chain's tiles: the chain's token tile is the layout's.
     chain_tiles = moe_configs.select_tile_configs(M, layer.E, tmd.case_precision(layer.scheme))
-    grouped_on_chain_tiles = layer.plans(x, logits, out, "grouped", chain_tiles)
-    moe_decode.DOWN_TILES_BY_COLUMN = False
-    suffix = " by column" if by_column else ""
-    hybrid = [_hybrid(c, g) for c, g in zip(chain, grouped_on_chain_tiles)]
-
-    def run_hybrid(i):
-        for launch in hybrid[i]:
-            launch()
-
-    steps = {f"grouped{suffix}": layer.plans_step(grouped), f"hybrid{suffix}": run_hybrid}
-    if not by_column:
-        steps["chain"] = layer.plans_step(chain)
+    for label, by_column, per_token in SETTINGS:
+        moe_decode.DOWN_TILES_BY_COLUMN, moe_decode.DOWN_REDUCE_PER_TOKEN = by_column, per_token
+        grouped = layer.plans(x, logits, out, "grouped", None)
+        grouped_on_chain_tiles = layer.plans(x, logits, out, "grouped", chain_tiles)
+        steps[f"grouped{label}"] = layer.plans_step(grouped)
+        steps[f"hybrid{label}"] = _run_all([_hybrid(c, g) for c, g in zip(chain, grouped_on_chain_tiles)])
+    moe_decode.DOWN_TILES_BY_COLUMN, moe_decode.DOWN_REDUCE_PER_TOKEN = False, False
     return steps
 
 
@@ -69,7 +74,7 @@ def probe(layer: tmd.Layer, M: int, log) -> str:
     x, logits = tmd.inputs(layer, M)
     ref = tmd.reference(layer, x, logits)
     out = torch.empty_like(x)
-    steps = {**_steps(layer, M, x, logits, out, False), **_steps(layer, M, x, logits, out, True)}
+    steps = _steps(layer, M, x, logits, out)
     errs, outputs = {}, {}
     for name in VARIANTS:
         out.fill_(float("nan"))
@@ -77,8 +82,8 @@ def probe(layer: tmd.Layer, M: int, log) -> str:
         torch.cuda.synchronize()
         errs[name] = bml.rel(out, ref)
         outputs[name] = out.clone()
-    same = (torch.equal(outputs["grouped"], outputs["grouped by column"])
-            and torch.equal(outputs["hybrid"], outputs["hybrid by column"]))
+    same = all(torch.equal(outputs[f"{path}{label}"], outputs[path]) for path in ("grouped", "hybrid")
+               for label, _, _ in SETTINGS)
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     for r in range(ROUNDS):
         for name in (VARIANTS if r % 2 == 0 else tuple(reversed(VARIANTS))):
