@@ -99,6 +99,13 @@ def family(name: str, bm: int, scheme: str | None) -> list[Tile]:
             if scheme and bk == 64:
                 continue
             out += [Tile(bm, bn, bk, 1, 4, st, swap), Tile(bm, bn, bk, 1, 4, st, not swap)]
+    elif name == "mid-block":
+        # FP8 block scales at 9-64 tokens: 128- or 256-deep steps (one or two scale groups), up to
+        # six stages, 256-row tiles with 4 or 8 warps.
+        for bn, bk, st, swap in itertools.product([64, 128, 256], [128, 256], [3, 4, 5, 6], [True, False]):
+            out.append(Tile(bm, bn, bk, 1, 4, st, swap))
+        for st, swap in itertools.product([3, 4], [True, False]):
+            out.append(Tile(bm, 256, 128, 1, 8, st, swap))
     elif name == "large":
         for bn, st, warps in itertools.product([128, 256], [3, 4, 5], [4, 8]):
             out.append(Tile(bm, bn, 128 if scheme else 64, 16, warps, st, False))
@@ -134,6 +141,11 @@ TUNED_ROWS = [
     {"cls": ("bf16", "many"), "max_m": 128, "points": [("qwen3-30b-bf16", m) for m in (16, 32, 64)],
      "bms": {16: "mid"}},
     {"cls": ("bf16", "few"), "max_m": 64, "points": [("mixtral-bf16", m) for m in (32, 64)], "bms": {32: "mid"}},
+    # FP8 block scales at 9-64 tokens: fused_moe and the decode layer's chain path (hand-set until
+    # the tenth session).
+    {"cls": ("fp8-block", "many"), "max_m": 64,
+     "points": [(case, m) for case in ("qwen3-30b-fp8-block", "deepseek-v3-tp2-fp8-block") for m in (16, 32, 64)],
+     "bms": {16: "mid-block"}},
     {"cls": ("fp8-block", "many"), "max_m": None,
      "points": [("qwen3-30b-fp8-block", 4096), ("deepseek-v3-tp2-fp8-block", 4096)], "bms": {64: "large"}},
 ]
