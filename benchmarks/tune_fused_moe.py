@@ -502,10 +502,40 @@ def _row_src(g1, g2) -> str:
     return f"MoeTileConfigs({_tile_src(g1)}, {_tile_src(g2)})"
 
 
+def _table_source_rows(src: str) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
+    """Each TILE_TABLE row's source as written: per class, (comment lines above it, its line)."""
+    start = src.index("TILE_TABLE: dict[")
+    end = src.index("\n}\n", start)
+    rows: dict[tuple[str, str], list[tuple[list[str], str]]] = {}
+    cls, comments = None, []
+    for line in src[start:end].splitlines()[1:]:
+        stripped = line.strip()
+        if stripped.startswith("(") and stripped.endswith("): ["):
+            cls, comments = tuple(part.strip(" '\"") for part in stripped[1:-4].split(",")), []
+            rows[cls] = []
+        elif stripped.startswith("#"):
+            comments.append(line)
+        elif stripped.startswith("(") and cls is not None:
+            rows[cls].append((comments, line))
+            comments = []
+    return rows
+
+
 def write_table(result: dict, path: Path = CONFIGS_FILE) -> str:
-    """Rewrite TILE_TABLE in moe_configs.py with the tuned rows; returns a summary of what changed."""
+    """Rewrite TILE_TABLE in moe_configs.py with the tuned rows; returns a summary of what changed.
+
+    Rows no timing decided keep their source lines and comments as written."""
     mc = _load_moe_configs(path, "moe_configs_for_tuning")
-    table = {cls: [(m, cfg, None) for m, cfg in rows] for cls, rows in mc.TILE_TABLE.items()}
+    src = path.read_text()
+    written = _table_source_rows(src)
+    # Per row: (max M, tiles, comment lines, source line or None to render it).
+    table = {}
+    for cls, rows in mc.TILE_TABLE.items():
+        as_written = written.get(cls, [])
+        if len(as_written) != len(rows):
+            raise SystemExit(f"tune_fused_moe: {path}: TILE_TABLE {cls} has {len(rows)} rows but {len(as_written)} "
+                             "row lines were read from its source (one row per line expected)")
+        table[cls] = [(m, cfg, comments, line) for (m, cfg), (comments, line) in zip(rows, as_written)]
     summary = []
     for row in TUNED_ROWS:
         picked = choose_row(row, result)
@@ -516,7 +546,8 @@ def write_table(result: dict, path: Path = CONFIGS_FILE) -> str:
         cfg = mc.MoeTileConfigs(mc.TileConfig(**asdict(g1)), mc.TileConfig(**asdict(g2)))
         rows = table[tuple(row["cls"])]
         max_m = row["max_m"]
-        rows = [r for r in rows if r[0] != max_m] + [(max_m, cfg, f"tuned, gate_up/down: {note}")]
+        comments = [f"        # {part}" for part in f"tuned, gate_up/down: {note}".split("; ")]
+        rows = [r for r in rows if r[0] != max_m] + [(max_m, cfg, comments, None)]
         rows.sort(key=lambda r: float("inf") if r[0] is None else r[0])
         table[tuple(row["cls"])] = rows
         summary.append(f"{row['cls']} M<={max_m}: {g1.label()} | {g2.label()}  ({note})")
@@ -526,20 +557,17 @@ def write_table(result: dict, path: Path = CONFIGS_FILE) -> str:
         for r in rows:
             if merged and merged[-1][1] == r[1]:
                 prev = merged.pop()
-                note = "; ".join(n for n in (prev[2], r[2]) if n)
-                r = (r[0], r[1], note or None)
+                r = (r[0], r[1], prev[2] + r[2], None)
             merged.append(r)
         table[cls] = merged
     lines = ["TILE_TABLE: dict[tuple[str, str], list[tuple[int | None, MoeTileConfigs]]] = {"]
     for cls, rows in table.items():
         lines.append(f"    {cls!r}: [")
-        for max_m, cfg, note in rows:
-            for part in (note or "").split("; ") if note else []:
-                lines.append(f"        # {part}")
-            lines.append(f"        ({max_m}, {_row_src(cfg.gate_up, cfg.down)}),")
+        for max_m, cfg, comments, line in rows:
+            lines += comments
+            lines.append(line if line is not None else f"        ({max_m}, {_row_src(cfg.gate_up, cfg.down)}),")
         lines.append("    ],")
     lines.append("}")
-    src = path.read_text()
     start = src.index("TILE_TABLE: dict[")
     end = src.index("\n}\n", start) + 3
     src = src[:start] + "\n".join(lines) + "\n" + src[end:]

@@ -156,11 +156,12 @@ TILE_TABLE: dict[tuple[str, str], list[tuple[int | None, MoeTileConfigs]]] = {
         (2, _same(_t(16, 64, 128, 1, 4, 4, True))),
         (4, _same(_t(16, 128, 128, 1, 4, 3, True))),
         (8, MoeTileConfigs(_t(8, 64, 128, 1, 4, 5, True), _t(8, 64, 128, 1, 4, 3, True))),
-        # tuned (unfused layer, H200, 2026-12-01, sixth session, alternating with the 128-deep row below): gate_up
-        # 256 deep (two scale groups per iteration), same stages: deepseek-v3-tp2-fp8-block M=16 499.3/499.4 us
-        # against 508.3/508.0, M=32 831.9/832.9 against 847.6/849.7, M=64 1124.2/1133.2 against 1141.8/1144.0;
-        # qwen3-30b-fp8-block M=32 147.6/147.7 against 148.1/148.1, M=64 163.2/163.2 against 164.0/164.1 (a
-        # second call: 499.2/499.4, 831.6/851.7, 1124.3/1125.1, 147.6/147.6, 163.3/163.2).
+        # tuned, gate_up/down: qwen3-30b-fp8-block M=16: 64.4/35.5 us (vLLM 64.6/37.1)
+        # qwen3-30b-fp8-block M=32: 84.6/46.2 us (vLLM 85.5/48.5)
+        # qwen3-30b-fp8-block M=64: 94.8/51.6 us (vLLM 96.2/53.8)
+        # deepseek-v3-tp2-fp8-block M=16: 318.4/165.3 us (vLLM 326.6/166.8)
+        # deepseek-v3-tp2-fp8-block M=32: 537.8/277.8 us (vLLM 551.1/281.5)
+        # deepseek-v3-tp2-fp8-block M=64: 732.6/377.6 us (vLLM 747.9/383.6)
         (64, MoeTileConfigs(_t(16, 128, 256, 1, 4, 3, True), _t(16, 128, 128, 1, 4, 3, True))),
         (128, _FP8_BLOCK_MANY_128),
         # tuned, gate_up/down: qwen3-30b-fp8-block M=4096: 410.9/266.4 us (vLLM 443.5/279.4)

@@ -221,33 +221,6 @@ def _quantize_group_when_written(c_ptr, cq_ptr, amax_ptr, arrivals_ptr, pairs, p
         tl.store(amax_ptr + pairs * stride_amax_m + group, scale, mask=pair_mask)
 
 
-@triton.jit
-def _reduce_tokens_when_written(c_ptr, out_ptr, token_arrivals_ptr, pairs, pair_mask, pid_n, num_pid_n, N,
-                                stride_cm, stride_om, BLOCK_M: tl.constexpr, OUT_N: tl.constexpr,
-                                TOP_K: tl.constexpr, K_POW2: tl.constexpr):
-    """After this program's pair rows of column tile ``pid_n`` are stored: each pair arrives at its
-    token's counter for the tile; the last of a token's TOP_K writers writes ``out[token]`` for the
-    tile (the sum of the token's pair rows) and resets the counter."""
-    tokens = tl.where(pair_mask, pairs // TOP_K, 0)
-    # Every thread's pair rows precede the release of this program's arrivals.
-    tl.debug_barrier()
-    arrived = tl.atomic_add(token_arrivals_ptr + tokens * num_pid_n + pid_n, 1, mask=pair_mask, sem="acq_rel",
-                            scope="gpu")
-    last = pair_mask & (arrived == TOP_K - 1)
-    if tl.sum(last.to(tl.int32), 0) > 0:
-        rows = tl.arange(0, BLOCK_M)
-        cols = pid_n * OUT_N + tl.arange(0, OUT_N)
-        slots = tl.arange(0, K_POW2)
-        for j in tl.static_range(BLOCK_M):
-            if tl.sum(tl.where(rows == j, last.to(tl.int32), 0), 0) > 0:
-                token = tl.sum(tl.where(rows == j, tokens, 0), 0).to(tl.int64)
-                mask = (slots < TOP_K)[:, None] & (cols < N)[None, :]
-                offs = (token * TOP_K + slots)[:, None] * stride_cm + cols[None, :]
-                total = tl.sum(tl.load(c_ptr + offs, mask=mask, other=0.0, volatile=True), axis=0)
-                tl.store(out_ptr + token * stride_om + cols, total.to(out_ptr.dtype.element_ty), mask=cols < N)
-                tl.store(token_arrivals_ptr + token * num_pid_n + pid_n, 0)
-
-
 @triton.jit(do_not_specialize=["num_pairs", "num_tokens"])
 def moe_decode_gemm_kernel(
     a_ptr,
@@ -309,9 +282,6 @@ def moe_decode_gemm_kernel(
     QUANT_OUT: tl.constexpr = False,
     A_SCALE_FROM_TILE: tl.constexpr = False,
     K_UNROLL: tl.constexpr = 1,
-    TILES_BY_COLUMN: tl.constexpr = False,
-    REDUCE_PER_TOKEN: tl.constexpr = False,
-    token_arrivals_ptr=None,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -336,24 +306,14 @@ def moe_decode_gemm_kernel(
     pair ``pid_m``, whose expert the program routes itself from ``logits`` (gate_up also records
     the routing in ``topk_ids`` / ``topk_weights``). LAUNCH_DEPENDENTS lets a PDL-linked next
     launch start; WAIT_PRIOR waits for the previous launch at the start or before the K loop.
-    TILES_BY_COLUMN (down): token tiles vary fastest, so one column tile's programs run together and
-    its last arrival (REDUCE) sums the tile while later column tiles still stream their weights.
-    REDUCE_PER_TOKEN (with REDUCE): one arrival counter per (token, column tile) in
-    ``token_arrivals`` instead of one per column tile; the last of a token's TOP_K pair writers sums
-    that token's rows of the tile, so the sums spread over the programs instead of one program per
-    column tile summing every token after all have arrived.
     """
     pid = tl.program_id(0)
     OUT_N: tl.constexpr = BLOCK_N // 2 if GATED else BLOCK_N
     num_pid_n = tl.cdiv(N, OUT_N)
     num_pid_m = tl.num_programs(0) // num_pid_n
-    if TILES_BY_COLUMN:
-        pid_m = pid % num_pid_m
-        pid_n = pid // num_pid_m
-    else:
-        # Column tiles vary fastest, the order moe_gemm's tuned decode tiles were timed with.
-        pid_m = pid // num_pid_n
-        pid_n = pid % num_pid_n
+    # Column tiles vary fastest, the order moe_gemm's tuned decode tiles were timed with.
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
     if LAUNCH_DEPENDENTS:
         launch_dependents()
     if WAIT_PRIOR == 1:
@@ -500,11 +460,8 @@ def moe_decode_gemm_kernel(
             else:
                 w = tl.load(topk_weights_ptr + pairs, mask=pair_mask, other=0.0).to(tl.float32)
             tl.store(c_ptrs, (acc * w[:, None]).to(c_ptr.dtype.element_ty), mask=c_mask)
-            if REDUCE and REDUCE_PER_TOKEN:
-                _reduce_tokens_when_written(c_ptr, out_ptr, token_arrivals_ptr, pairs, pair_mask, pid_n, num_pid_n,
-                                            N, stride_cm, stride_om, BLOCK_M, OUT_N, TOP_K, K_POW2)
 
-    if REDUCE and not REDUCE_PER_TOKEN:
+    if REDUCE:
         # Every thread's pair rows precede the release of this program's arrival.
         tl.debug_barrier()
         arrived = tl.atomic_add(arrivals_ptr + pid_n, 1, sem="acq_rel", scope="gpu")
@@ -557,7 +514,6 @@ class MoeDecodeWorkspace:
     group_arrivals: torch.Tensor
     pair_rows: torch.Tensor
     pair_ranks: torch.Tensor
-    token_arrivals: torch.Tensor
 
     @staticmethod
     def for_layer(w13: torch.Tensor, w2: torch.Tensor, top_k: int, act_dtype: torch.dtype = torch.bfloat16,
@@ -599,8 +555,6 @@ class MoeDecodeWorkspace:
             pair_rows=torch.empty((P, H), dtype=act_dtype, device=dev),
             # each pair's rank among its expert's pairs, taken by the route launch's token programs
             pair_ranks=torch.empty(P, **i32),
-            # one arrival counter per (token, down column tile), zero between calls (DOWN_REDUCE_PER_TOKEN)
-            token_arrivals=torch.zeros(MAX_DECODE_TOKENS * n_tiles, **i32),
         )
 
     def routing(self, num_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -644,13 +598,6 @@ ROUTER_OWN_PROGRAM = True
 # per-expert counters before it arrives, and the last arrival aligns from ranks and counts read in
 # one round trip (three fewer than through the counters alone). False: the counters-only alignment.
 RANKS_EARLY = True
-# The down GEMM's programs in column-tile order (token tiles fastest): each column tile's top-k
-# reduce (its last arrival) runs while later column tiles stream, not all of them at the end.
-DOWN_TILES_BY_COLUMN = False
-# The down GEMM's top-k reduce per token: the last of a token's pair writers sums its rows of the
-# column tile (one counter per token and column tile), instead of one program per column tile
-# summing every token after the whole column has arrived.
-DOWN_REDUCE_PER_TOKEN = False
 _REDUCE_ELEMENTS = 8192
 
 
@@ -817,9 +764,6 @@ def plan_fused_moe_decode(
             BLOCK_K=(128 if pair_tiles else min(cfg.block_k, 128)) if quant == QUANT_BLOCK else cfg.block_k,
             # Block scales and a tile deeper than a group: that many 128-deep steps per iteration.
             K_UNROLL=cfg.block_k // 128 if quant == QUANT_BLOCK and cfg.block_k > 128 else 1,
-            TILES_BY_COLUMN=DOWN_TILES_BY_COLUMN and not gated,
-            REDUCE_PER_TOKEN=DOWN_REDUCE_PER_TOKEN and not gated,
-            token_arrivals_ptr=ws.token_arrivals,
             TOP_K=top_k,
             K_POW2=k_pow2,
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * cfg.block_n)),

@@ -274,3 +274,8 @@ def test_tune_write_table_swaps_only_where_swap_beat_its_twin(tmp_path):
     assert repr(written.select_tile_configs(2, 128, "bf16")) == repr(moe_configs.select_tile_configs(2, 128, "bf16"))
     assert repr(written.TILE_TABLE[("fp8", "many")]) == repr(moe_configs.TILE_TABLE[("fp8", "many")])
     assert "qwen3-30b-bf16 M=1: 15.0/9.0 us (vLLM 16.0/10.0)" in configs.read_text()
+    # Every other row keeps its source line and its comments as written (hand-set notes included).
+    before = Path(moe_configs.__file__).read_text().splitlines()
+    after = configs.read_text().splitlines()
+    gone = [line for line in before if line not in after]
+    assert len(gone) == 2 and all("qwen3-30b-bf16 M=1" in line or line.strip().startswith("(1,") for line in gone), gone
