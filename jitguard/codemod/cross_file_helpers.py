@@ -23,7 +23,9 @@ from pathlib import Path, PurePosixPath
 # import, "module:<dotted name>" for an absolute one.
 HelperCall = tuple[str, str]
 
-# The rules a device helper keeps (its decorator's lists): the others judge launches.
+# The rules a device helper keeps (its decorator's lists): the others judge launches. scan.scan_kernel
+# reports only these for a helper it sees called in its own file, and the cross-file pass below keeps
+# only these for a helper called from another file: a new decorator-list rule goes here, once.
 HELPER_RULES = frozenset({"JG104", "JG105"})
 
 

@@ -39,7 +39,7 @@ from collections.abc import Collection
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from jitguard.codemod.cross_file_helpers import helper_calls
+from jitguard.codemod.cross_file_helpers import HELPER_RULES, helper_calls
 from jitguard.codemod.files import SourceError, read_source
 from jitguard.codemod.kernels import (
     DEMOTION_OPTIONS,
@@ -519,7 +519,9 @@ def scan_kernel(
                     f"{option} lists `{param.name}`, a tl.constexpr: Triton raises a CompilationError at "
                     "the first compile; remove it from the list")
     if kernel.node is None or device_helper:
-        return _merge_per_parameter(found)
+        # A device helper (or a kernel with no body to read) keeps the rules of HELPER_RULES: its
+        # decorator's lists. The same set decides which findings a helper called from another file keeps.
+        return _merge_per_parameter([f for f in found if f.rule in HELPER_RULES])
     demoted = kernel.demoted("do_not_specialize") | kernel.demoted("do_not_specialize_on_alignment")
     uses = _parameter_uses(kernel.nodes(), names)
     runtime_ints = [

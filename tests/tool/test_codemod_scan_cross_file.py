@@ -133,3 +133,28 @@ def test_calls_to_triton_and_unimported_names_are_not_helper_calls(tmp_path: Pat
 )
 def test_an_absolute_import_matches_the_files_dotted_tail(tmp_path: Path, file: str, ref: str, expected: bool) -> None:
     assert defines(module_stem(str(tmp_path / file)), ref) is expected
+
+
+def test_a_helper_keeps_the_same_findings_whether_its_caller_is_in_its_file_or_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One rule set (cross_file_helpers.HELPER_RULES) decides what a device helper keeps, seen
+    called in its own file by scan_kernel or from another file by the cross-file pass."""
+    same_file = HELPER + textwrap.dedent("""\
+
+
+        @triton.jit(do_not_specialize=["num_tokens"])
+        def route(x_ptr, num_tokens, BLOCK: tl.constexpr):
+            v = topk_rows(x_ptr, num_tokens, BLOCK)
+            tl.store(x_ptr, tl.sum(v, 0))
+    """)
+    _write(tmp_path, {"one/__init__.py": "", "one/routing.py": same_file,
+                      "two/__init__.py": "", "two/routing.py": HELPER,
+                      "two/route.py": _caller("from .routing import topk_rows", "topk_rows")})
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(scan_command, ["--output-format", "json", "one", "two"], catch_exceptions=False)
+    found = json.loads(result.stdout)["findings"]
+    kept = {folder: {(f["rule"], f["param"]) for f in found
+                     if f["kernel"] == "topk_rows" and f["file"] == str(Path(folder, "routing.py"))}
+            for folder in ("one", "two")}
+    assert kept["one"] == kept["two"] == {("JG104", "num_row")}, kept
