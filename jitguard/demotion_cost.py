@@ -328,7 +328,18 @@ class DemotionCostChecker:
             jit_fn = kernel_by_name(entry.get("module") or "", entry.get("qualname") or entry.get("name") or "")
         except LookupError as exc:
             return _unknown(str(exc))
-        return self.cost(jit_fn, param, demotion, entry.get("variant_list") or [])
+        variants = entry.get("variant_list") or []
+        # The disk cache `cost_in_subprocess` keeps: `jitguard report` and `fix` price a demotion once.
+        from jitguard import price_cache
+
+        key = _price_key_of(jit_fn, param, demotion, self.arch, variants)
+        cached = price_cache.lookup(key) if key is not None else None
+        if cached is not None:
+            return DemotionCost(cached["verdict"], cached["detail"], cached.get("alternative"))
+        cost = self.cost(jit_fn, param, demotion, variants)
+        if key is not None:
+            price_cache.store(key, cost.to_json())
+        return cost
 
     # one class of `param` per variant checked: the class is what the demotion changes
     def _variants_to_check(self, signature: Any, param: str) -> list[dict[str, Any]] | str:
@@ -533,17 +544,28 @@ def _price_cache_key(kernel: str, param: str, demotion: str, arch: int, signatur
     from Triton), or None: a kernel this process has not imported is priced, never cached."""
     import sys
 
-    from jitguard import price_cache, triton_compat
-
     module, _, qualname = kernel.partition(":")
     target: Any = sys.modules.get(module)
     for part in qualname.split("."):
         target = getattr(target, part, None)
-    jit_fn = triton_compat.unwrap_jit_function(target)
+    return _price_key_of(target, param, demotion, arch, signature)
+
+
+def _price_key_of(kernel: Any, param: str, demotion: str, arch: int, signature: Any) -> str | None:
+    """`price_cache`'s key for a loaded kernel (a JITFunction or a wrapper of one) and recorded
+    variants, or None when the kernel has no code key or a variant cannot be read."""
+    from jitguard import price_cache, triton_compat
+
+    jit_fn = triton_compat.unwrap_jit_function(kernel)
     code = triton_compat.kernel_code_key(jit_fn) if jit_fn is not None else None
     if code is None:
         return None
-    return price_cache.price_key(code, param, demotion, arch, signature, triton_compat.TRITON_VERSION)
+    items = signature if isinstance(signature, (list, tuple)) else [signature] if signature is not None else []
+    try:
+        variants = [_variant_dict(item) for item in items]
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return price_cache.price_key(code, param, demotion, arch, variants, triton_compat.TRITON_VERSION)
 
 
 def _main() -> int:

@@ -5,8 +5,10 @@ code (Triton's own cache key of the function: its source, the JIT functions it c
 globals it reads), the parameter, the demotion, the arch, the recorded variants, Triton's version
 and jitguard's (its version and the source of the modules that compute prices).
 `demotion_cost.cost_in_subprocess` looks a price up here before it starts a child process, and
-stores definitive verdicts ("free", "costly") after; an "unknown" verdict (a timeout, a failed
-import) is never stored, so it is asked again next time.
+`DemotionCostChecker.cost_for_report_kernel` (what `jitguard report` and `fix` price through)
+before it compiles; both store definitive verdicts ("free", "costly") after, under the same key,
+so either answers what the other priced. An "unknown" verdict (a timeout, a failed import) is
+never stored, so it is asked again next time.
 
 Where: `$JITGUARD_CACHE_DIR/prices` (`JITGUARD_CACHE_DIR=off`: no cache), else
 `$XDG_CACHE_HOME/jitguard/prices`, else `~/.cache/jitguard/prices`; one small JSON file per price,

@@ -1,6 +1,7 @@
-"""jitguard.price_cache: a demotion's price is computed in a child process once, then read back.
+"""jitguard.price_cache: a demotion's price is computed once (in a child process, or in process by
+`jitguard report` and `fix`), then read back.
 
-The cache can only spare child processes: a miss, a corrupt file or an unwritable directory prices
+The cache can only spare work (child processes, compiles): a miss, a corrupt file or an unwritable directory prices
 the demotion as if there were no cache, and an "unknown" verdict is never kept.
 """
 
@@ -126,3 +127,28 @@ def test_the_key_covers_every_input_of_a_price(monkeypatch):
     monkeypatch.setattr(price_cache, "_pricing_code", lambda: real + " edited")
     assert price_cache.price_key(**base) not in keys
     assert triton.__version__  # the live key uses this Triton's version (demotion_cost._price_cache_key)
+
+
+def test_report_and_fix_pricing_in_process_share_the_cache_with_the_child_path(cache_dir, monkeypatch):
+    """`jitguard report` and `fix` price through DemotionCostChecker.cost_for_report_kernel: a
+    definitive price is kept, read back by another checker without compiling, and answers the same
+    question asked through cost_in_subprocess without a child (and the other way round)."""
+    from tests.tool.test_demotion_cost import _report_entry
+
+    entry = _report_entry([_variant("div16")], module="tests.tool.test_demotion_cost")
+    first = dc.DemotionCostChecker().cost_for_report_kernel(entry, "n_elements")
+    assert first.verdict == "costly" and "128-bit loads become 32-bit" in first.detail
+    assert len(list(cache_dir.glob("*.json"))) == 1
+    monkeypatch.setattr(dc.DemotionCostChecker, "_compile", lambda *a: pytest.fail("a cached price was compiled"))
+    again = dc.DemotionCostChecker().cost_for_report_kernel(entry, "n_elements")
+    assert (again.verdict, again.detail, again.alternative) == (first.verdict, first.detail, first.alternative)
+    refused = _no_child(monkeypatch)
+    child = cost_in_subprocess(PRICED, "n_elements", "do_not_specialize", [_variant("div16")])
+    assert (child.verdict, child.detail) == (first.verdict, first.detail) and not refused
+    # Another question still compiles (here refused, so unknown, and not kept).
+    monkeypatch.setattr(dc.DemotionCostChecker, "_compile", lambda *a: "compile refused by the test")
+    other = dc.DemotionCostChecker().cost_for_report_kernel(
+        _report_entry([_variant("div16")], advice="do_not_specialize_on_alignment",
+                      module="tests.tool.test_demotion_cost"), "n_elements")
+    assert other.verdict == "unknown" and "compile refused by the test" in other.detail, other.detail
+    assert len(list(cache_dir.glob("*.json"))) == 1
