@@ -598,6 +598,9 @@ ROUTER_OWN_PROGRAM = True
 # per-expert counters before it arrives, and the last arrival aligns from ranks and counts read in
 # one round trip (three fewer than through the counters alone). False: the counters-only alignment.
 RANKS_EARLY = True
+# FP8 block scales on the pairs path: x quantized by a launch of its own (moe_quant's group kernel)
+# instead of each gate_up program taking a token group's scale from its bf16 tile every K step.
+PAIRS_PREQUANT_X = False
 _REDUCE_ELEMENTS = 8192
 
 
@@ -702,10 +705,19 @@ def plan_fused_moe_decode(
 
     pair_tiles = path == "pairs"
     pdl = pdl_supported()
+    # The pairs path with PAIRS_PREQUANT_X: a launch of its own quantizes x (no routing, no alignment);
+    # gate_up's programs route themselves while it runs, then wait for it before their K loop.
+    pairs_prequant = pair_tiles and PAIRS_PREQUANT_X and quant == QUANT_BLOCK
     # The chain's gate_up (moe_gemm) takes FP8 block-scaled activations as e4m3 only.
-    prequant = (PREQUANT_X or path == "chain") and quant == QUANT_BLOCK and not pair_tiles
+    prequant = ((PREQUANT_X or path == "chain") and quant == QUANT_BLOCK and not pair_tiles) or pairs_prequant
     quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK
     launches: list[tuple[str, Callable[[], object]]] = []
+    if pairs_prequant:
+        # In plain stream order: gate_up reads the router logits before it waits, so the launch
+        # that lets it start must itself start after the logits are written.
+        launches.append(("quantize_x", functools.partial(
+            launch_quantize_groups, x, ws.x_q[:M], ws.x_scale[:M * xs_cols].view(M, xs_cols), 128, pdl=pdl,
+            dependent=False)))
     if not pair_tiles:
         launches.append(("route", functools.partial(
             moe_decode_route_kernel[(M + 1 if ROUTER_OWN_PROGRAM else M,)],
@@ -776,15 +788,15 @@ def plan_fused_moe_decode(
             # Each GEMM lets the next launch start; each waits for the one before (the pairs path's
             # gate_up has none before it; its down routes before waiting).
             LAUNCH_DEPENDENTS=pdl and gated,
-            WAIT_PRIOR=_wait_prior(pdl, pair_tiles, gated),
+            WAIT_PRIOR=_WAIT_BEFORE_K_LOOP if pdl and pairs_prequant else _wait_prior(pdl, pair_tiles, gated),
             A_PREQUANT=(prequant and gated) or (quant_inter and not gated),
             aq_out_ptr=ws.inter_q,
             group_arrivals_ptr=ws.group_arrivals,
             QUANT_OUT=quant_inter and gated,
-            A_SCALE_FROM_TILE=pair_tiles and gated and quant == QUANT_BLOCK,
+            A_SCALE_FROM_TILE=pair_tiles and gated and quant == QUANT_BLOCK and not pairs_prequant,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
-            **({"launch_pdl": True} if pdl and not (pair_tiles and gated) else {}),
+            **({"launch_pdl": True} if pdl and (pairs_prequant or not (pair_tiles and gated)) else {}),
         )))
     return DecodePlan(out, tuple(launches), path)
 

@@ -285,15 +285,18 @@ def test_math_fp8_layer_matches_reference(scheme, tile, path, M):
 
 @pytest.mark.interpreter
 # Three tokens on the swapped tile only (the unswapped one took 22 s there under the interpreter).
-@pytest.mark.parametrize("tile,M", [(TileConfig(8, 32, 128, 1, 4, 2, False), 1),
-                                    (TileConfig(16, 64, 128, 1, 4, 2, True), 1),
-                                    (TileConfig(16, 64, 128, 1, 4, 2, True), 3)],
-                         ids=["bm8-noswap-M1", "bm16-swap-M1", "bm16-swap-M3"])
-def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M):
+@pytest.mark.parametrize("tile,M,prequant", [(TileConfig(8, 32, 128, 1, 4, 2, False), 1, False),
+                                             (TileConfig(16, 64, 128, 1, 4, 2, True), 1, False),
+                                             (TileConfig(16, 64, 128, 1, 4, 2, True), 3, False),
+                                             (TileConfig(16, 64, 128, 1, 4, 2, True), 3, True)],
+                         ids=["bm8-noswap-M1", "bm16-swap-M1", "bm16-swap-M3", "bm16-swap-M3-x-quantized-first"])
+def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M, prequant, monkeypatch):
     """FP8 block scales: the pairs path (gate_up takes each token group's scale from the bf16 tile
-    it loads, no route launch) gives the grouped path's layer (scales from the route launch): the
-    same e4m3 values and scales reach the same MMAs (128-deep K steps on both), so even one
-    intermediate value a code apart (~4e-3 here) fails, as does a scale from the wrong group or K step."""
+    it loads, no route launch; or with PAIRS_PREQUANT_X, x quantized by a launch of its own) gives
+    the grouped path's layer (scales from the route launch): the same e4m3 values and scales reach
+    the same MMAs (128-deep K steps on both), so even one intermediate value a code apart (~4e-3
+    here) fails, as does a scale from the wrong group or K step."""
+    monkeypatch.setattr(moe_decode, "PAIRS_PREQUANT_X", prequant)
     device = _device()
     E, k, H, I = 8, 2, 384, 256
     gen = torch.Generator().manual_seed(M)
