@@ -4,7 +4,7 @@ The grouped path's first launch routes every token, aligns the pairs and quantiz
 alone at one token); gate_up then waits for it. The pairs path has no route launch: each gate_up
 program routes its own pair, but takes each token group's activation scale from its bf16 tile every
 K step (a reduction across threads: +10 us at one token). With ``moe_decode.PAIRS_PREQUANT_X`` the
-pairs path's first launch is moe_quant's group quantization of x alone, in plain stream order; it
+pairs path's first launch quantizes x alone (the route kernel with routing off), in plain stream order; it
 lets gate_up start at once, so gate_up's programs route themselves while x is quantized and wait
 for it only before their K loop. Variants, alternating in two rounds (the second in reverse
 order), bench_moe_layer's inputs and timer (CUDA graphs over rotated layer copies, L2 defeated),

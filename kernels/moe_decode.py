@@ -598,8 +598,8 @@ ROUTER_OWN_PROGRAM = True
 # per-expert counters before it arrives, and the last arrival aligns from ranks and counts read in
 # one round trip (three fewer than through the counters alone). False: the counters-only alignment.
 RANKS_EARLY = True
-# FP8 block scales on the pairs path: x quantized by a launch of its own (moe_quant's group kernel)
-# instead of each gate_up program taking a token group's scale from its bf16 tile every K step.
+# FP8 block scales on the pairs path: x quantized by a launch of its own (the route kernel, routing
+# off) instead of each gate_up program taking a token group's scale from its bf16 tile every K step.
 PAIRS_PREQUANT_X = False
 _REDUCE_ELEMENTS = 8192
 
@@ -712,15 +712,12 @@ def plan_fused_moe_decode(
     prequant = ((PREQUANT_X or path == "chain") and quant == QUANT_BLOCK and not pair_tiles) or pairs_prequant
     quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK
     launches: list[tuple[str, Callable[[], object]]] = []
-    if pairs_prequant:
-        # In plain stream order: gate_up reads the router logits before it waits, so the launch
-        # that lets it start must itself start after the logits are written.
-        launches.append(("quantize_x", functools.partial(
-            launch_quantize_groups, x, ws.x_q[:M], ws.x_scale[:M * xs_cols].view(M, xs_cols), 128, pdl=pdl,
-            dependent=False)))
-    if not pair_tiles:
-        launches.append(("route", functools.partial(
-            moe_decode_route_kernel[(M + 1 if ROUTER_OWN_PROGRAM else M,)],
+    if not pair_tiles or pairs_prequant:
+        # The pairs path's x quantization is the route kernel with ROUTE off (one program a token).
+        # Both in plain stream order: the GEMM after it may start at once (PDL) and reads the router
+        # logits before it waits, so this launch must itself start after the logits are written.
+        launches.append(("quantize_x" if pair_tiles else "route", functools.partial(
+            moe_decode_route_kernel[(M + 1 if ROUTER_OWN_PROGRAM and not pair_tiles else M,)],
             router_logits, x, ws.topk_ids, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded,
             ws.counts, ws.starts, ws.x_scale, x_amax, ws.a2_amax, route_arrivals, ws.x_q,
             M, E, H, router_logits.stride(0), x.stride(0), stride_xsm, a2_cols,
@@ -735,7 +732,7 @@ def plan_fused_moe_decode(
             HIDDEN_POW2=triton.next_power_of_2(H),
             FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, LAUNCH_DEPENDENTS=pdl, WRITE_XQ=prequant,
             FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
-            RANKS_EARLY=RANKS_EARLY, ranks_ptr=ws.pair_ranks,
+            RANKS_EARLY=RANKS_EARLY, ranks_ptr=ws.pair_ranks, ROUTE=not pair_tiles,
         )))
     if path == "chain":
         launches += _chain_launches(ws, ws.x_q[:M] if prequant else x, w13, w2, w1s, w2s, out, cfgs, quant, M, top_k,

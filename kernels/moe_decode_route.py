@@ -92,6 +92,7 @@ def moe_decode_route_kernel(
     FEW_ELEMENTS: tl.constexpr = 1024,
     RANKS_EARLY: tl.constexpr = False,
     ranks_ptr=None,
+    ROUTE: tl.constexpr = True,
 ):
     """Routing of token ``program_id`` and its activation scales; then the alignment of every pair.
 
@@ -103,6 +104,7 @@ def moe_decode_route_kernel(
     each program takes its pairs' ranks from the per-expert counters (zero between calls) before it
     arrives, so the last one reads ranks and counts in one round trip and resets the counters.
     WRITE_XQ (block scales): also writes the token's e4m3 row to ``xq`` so gate_up loads FP8 directly.
+    ROUTE=False: each program only quantizes its token's row (the pairs path's GEMMs route themselves).
     """
     if LAUNCH_DEPENDENTS:
         launch_dependents()
@@ -115,6 +117,12 @@ def moe_decode_route_kernel(
         cols1 = groups1[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
         row_len = tl.where(token < num_tokens, hidden, 0)  # the routing's own program has no row
         x_row = tl.load(x_ptr + token * stride_xm + cols1, mask=cols1 < row_len, other=0.0).to(tl.float32)
+    if not ROUTE:
+        if token < num_tokens:
+            _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
+                            a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
+                            X_ONE_PASS)
+        return
     # Per-tensor scales need every token's absmax before the scale: they keep the counter path.
     # Parenthesised: Triton 3.2 takes no chained boolean operators.
     FEW_PATH: tl.constexpr = (ALIGN_IN_REGISTERS and (QUANT != 1)) and HAS_BATCHED_TOPK

@@ -118,21 +118,17 @@ _GROUPS_PER_PROGRAM = 8
 
 
 def launch_quantize_groups(x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor, group_size: int = 128, *,
-                           pdl: bool = False, dependent: bool | None = None) -> None:
+                           pdl: bool = False) -> None:
     """``quantize_fp8``'s "group" mode into given buffers: ``q`` (e4m3, x's shape) and ``scale``
     ([rows, ceil(K / group_size)] fp32, any row stride), both with contiguous rows; ``pdl`` as in
-    ``quantize_fp8``. ``dependent=False`` (with ``pdl``): launched in plain stream order, after the
-    launch before it has finished, yet letting the next launch start early (the first launch of a
-    layer whose next launch reads the layer's inputs before it waits). No allocation, so it can run
-    inside a captured CUDA graph's fixed buffers."""
+    ``quantize_fp8``. No allocation, so it can run inside a captured CUDA graph's fixed buffers."""
     rows, K = x.shape
     if rows:
         grid = (rows, triton.cdiv(triton.cdiv(K, group_size), _GROUPS_PER_PROGRAM))
         _quant_groups_kernel[grid](
             x, q, scale, K, x.stride(0), q.stride(0), scale.stride(0),
             GROUP=group_size, GROUPS_PER_PROGRAM=_GROUPS_PER_PROGRAM,
-            FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, PDL=pdl,
-            **({"launch_pdl": True} if pdl and dependent is not False else {}),
+            FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, PDL=pdl, **({"launch_pdl": True} if pdl else {}),
         )
 
 
