@@ -30,7 +30,7 @@ from jitguard.kernels import moe_decode
 ROUNDS = 2
 # (label, path, PAIRS_PREQUANT_X)
 VARIANTS = (("grouped", "grouped", False), ("pairs, scale from the tile", "pairs", False),
-            ("pairs, x quantized first", "pairs", True))
+            ("pairs, x quantized first", "pairs", True), ("auto", "auto", True))
 
 
 def probe(layer: tmd.Layer, M: int, log) -> str:
@@ -38,10 +38,11 @@ def probe(layer: tmd.Layer, M: int, log) -> str:
     ref = tmd.reference(layer, x, logits)
     out = torch.empty_like(x)
     plans, errs, outputs = {}, {}, {}
+    shipped = moe_decode.PAIRS_PREQUANT_X
     for label, path, prequant in VARIANTS:
         moe_decode.PAIRS_PREQUANT_X = prequant
         plans[label] = layer.plans(x, logits, out, path, None)
-        moe_decode.PAIRS_PREQUANT_X = False
+        moe_decode.PAIRS_PREQUANT_X = shipped
         out.fill_(float("nan"))
         layer.plans_step(plans[label])(0)
         torch.cuda.synchronize()
@@ -54,20 +55,22 @@ def probe(layer: tmd.Layer, M: int, log) -> str:
     stages = {label: layer.time_plans(plans[label])[1] for label, _, _ in VARIANTS}
     names = {label: [name for name, _ in plans[label][0].launches] for label, _, _ in VARIANTS}
     same = torch.equal(outputs["pairs, x quantized first"], outputs["grouped"])
-    log({"case": layer.name, "M": M, "us": times, "err": errs, "stages": stages, "names": names, "same": same})
+    log_path = plans["auto"][0].path
+    log({"case": layer.name, "M": M, "us": times, "err": errs, "stages": stages, "names": names, "same": same,
+         "auto": log_path})
     cells = [" / ".join(f"{t:.1f}" for t in times[label]) for label, _, _ in VARIANTS]
     cells += [" + ".join(f"{t:.1f}" for t in stages[label]) for label, _, _ in VARIANTS]
     return (f"| {layer.name} | {M} | " + " | ".join(cells) + " | "
-            + " ".join(f"{errs[label]:.1e}" for label, _, _ in VARIANTS) + f" | {'y' if same else 'n'} |")
+            + " ".join(f"{errs[label]:.1e}" for label, _, _ in VARIANTS) + f" | {'y' if same else 'n'} | {log_path} |")
 
 
 def main() -> None:
-    args = tmd.probe_parser(__doc__, "deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block", "1,2,4").parse_args()
+    args = tmd.probe_parser(__doc__, "deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block", "1,2,3,4,5").parse_args()
     labels = [label for label, _, _ in VARIANTS]
     header = tmd.probe_header("us per layer, round 1 / round 2 (round 2 in reverse order); then each launch alone "
                               "in order; err against the fp32 reference; same: x quantized first equals grouped "
                               "bit for bit", [*labels, *(f"{label}, launches alone" for label in labels), "err",
-                                              "same"])
+                                              "same", "auto takes"])
     tmd.probe_each_case_and_m(args, "probe_decode_pairs_prequant", header, probe)
 
 

@@ -7,8 +7,8 @@ copies, L2 defeated, median of the replays):
    ``moe_decode`` off and on, side by side: ``ALIGN_IN_REGISTERS`` (the route launch aligns up to
    64 pairs in registers, and skips its arrival atomic for one token), ``QUANTIZE_INTER``
    (FP8 block scales: gate_up writes the intermediate as e4m3, the down GEMM loads it),
-   ``FP8_PAIRS_TOKENS`` (the token counts at which FP8 block scales take the two-launch pairs
-   path where it has few pairs per expert);
+   ``FP8_PAIRS_TOKENS`` (the token counts, by expert size, at which FP8 block scales take the
+   pairs path where it has few pairs per expert);
    our unfused chain and vLLM's two GEMMs alone as references.
 2. ``tiles``: for each M, every candidate tile of each GEMM timed alone (the other GEMM on the
    table's tile with the same token tile), then the whole layer on the best pair against the
@@ -48,7 +48,8 @@ SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "FP8_PAIRS_TOKENS")
 # of its pipeline; the pairs path's activation loaded 2-3 K steps ahead; FP8 block scales loaded
 # one K step ahead.)
 SHIPPED = "shipped"  # the module's defaults, restored after the variants
-VARIANTS = [("before", (False, False, ())), ("pairs at M = 2", (True, True, (2,))), ("shipped", (True, True, ()))]
+VARIANTS = [("before", (False, False, {})), ("no pairs path", (True, True, {})),
+            ("shipped", (moe_decode.ALIGN_IN_REGISTERS, moe_decode.QUANTIZE_INTER, moe_decode.FP8_PAIRS_TOKENS))]
 
 
 def token_tiles(M: int) -> tuple[int, ...]:

@@ -5,13 +5,15 @@ routing included, on one of three paths (``path="auto"`` picks by :func:`choose_
 
 - ``"grouped"``, **three launches** (``DECODE_LAUNCHES``), described below (``"auto"``: FP8 up to
   ``FP8_CHAIN_ABOVE_TOKENS`` tokens with block scales, at every M with per-tensor / channel scales);
-- ``"pairs"``, **two launches** (``PAIRS_LAUNCHES``; bf16/fp16 and FP8 block scales): the two
-  GEMMs of the grouped path with one token tile per (token, expert) pair and no routing launch:
-  every GEMM program routes its own token (``softmax_topk_row``, the logits row is 0.5 KB) and
-  takes the expert of its slot; with FP8 gate_up quantizes x per 128-column group as it loads
-  it. No alignment, but pairs that share an expert read it once each, so ``"auto"`` takes it for
-  bf16/fp16 at one token, and up to ``BF16_PAIRS_MAX_TOKENS`` while the pairs are at most a
-  quarter of the experts (FP8: never, see ``FP8_PAIRS_TOKENS``);
+- ``"pairs"``, **two launches** (``PAIRS_LAUNCHES``) for bf16/fp16, three for FP8 block scales: the
+  two GEMMs of the grouped path with one token tile per (token, expert) pair and no routing
+  launch: every GEMM program routes its own token (``softmax_topk_row``, the logits row is 0.5
+  KB) and takes the expert of its slot. With FP8 block scales a first launch quantizes x alone
+  (the route kernel with routing off, ``PAIRS_PREQUANT_X``); gate_up's programs route while it
+  runs and wait for it before their K loop. No alignment, but pairs that share an expert read it
+  once each, so ``"auto"`` takes it for bf16/fp16 at one token, and up to
+  ``BF16_PAIRS_MAX_TOKENS`` while the pairs are at most a quarter of the experts; for FP8 block
+  scales at ``FP8_PAIRS_TOKENS`` tokens (by expert size) with as few pairs;
 - ``"chain"``, **five launches** with FP8 block scales, four for bf16/fp16 (``CHAIN_LAUNCHES``):
   the grouped path's route launch, then ``moe_gemm``'s grouped GEMM as gate_up (fused_moe's
   tiles), the intermediate quantized per 128-column group by a launch of its own (FP8), the
@@ -81,7 +83,13 @@ import triton.language as tl
 
 from .moe_align import AlignedRouting, max_padded_len
 from .moe_chain import fused_moe_reference
-from .moe_configs import MoeTileConfigs, expert_weight_bytes, select_decode_tile_configs, select_tile_configs
+from .moe_configs import (
+    MoeTileConfigs,
+    expert_size_class,
+    expert_weight_bytes,
+    select_decode_tile_configs,
+    select_tile_configs,
+)
 from .moe_decode_route import moe_decode_route_kernel
 from .moe_gemm import (
     QUANT_BLOCK,
@@ -134,7 +142,8 @@ _MIN_AMAX = 1e-10
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
-def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool, block_scales: bool = False) -> str:
+def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool, block_scales: bool = False,
+                       expert_bytes: int | None = None) -> str:
     """The path ``fused_moe_decode(path="auto")`` takes, by H200 measurement
     (benchmarks/results/moe_layer.md, seventh session):
 
@@ -144,8 +153,9 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
       Qwen3-30B-like M = 3..64 2-5% faster than the grouped path, Mixtral-like (8 experts, top 2)
       level with it within 0.3% at M = 2..64.
     - FP8 block scales (``block_scales``): ``"grouped"`` (three launches) up to
-      ``FP8_CHAIN_ABOVE_TOKENS`` tokens, ``"chain"`` (five) above; the pairs path at
-      ``FP8_PAIRS_TOKENS`` tokens (none: it measured no faster).
+      ``FP8_CHAIN_ABOVE_TOKENS`` tokens, ``"chain"`` (five) above; the pairs path (three) at
+      ``FP8_PAIRS_TOKENS[expert_size_class(expert_bytes)]`` tokens with few pairs per expert
+      (``expert_bytes``: one expert's w13 and w2 weight bytes; unknown counts as large).
     - FP8 per tensor / per channel: ``"grouped"``.
     """
     few_pairs = 4 * num_tokens * top_k <= num_experts
@@ -153,7 +163,8 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
         return "pairs" if num_tokens == 1 or (few_pairs and num_tokens <= BF16_PAIRS_MAX_TOKENS) else "chain"
     if block_scales and num_tokens > FP8_CHAIN_ABOVE_TOKENS:
         return "chain"
-    pairs = block_scales and QUANTIZE_INTER and num_tokens in FP8_PAIRS_TOKENS and few_pairs
+    pairs_tokens = FP8_PAIRS_TOKENS.get(expert_size_class(expert_bytes), ())
+    pairs = block_scales and QUANTIZE_INTER and num_tokens in pairs_tokens and few_pairs
     return "pairs" if pairs else "grouped"
 
 
@@ -163,12 +174,14 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
 BF16_PAIRS_MAX_TOKENS = 2
 
 
-# Token counts at which FP8 block scales take the pairs path (with few pairs per expert): none.
-# H200, pairs against grouped side by side at M = 2 over eight runs (benchmarks/results/moe_layer.md):
-# Qwen3-30B-like -1.0 to +0.3 us, DeepSeek-V3-TP2 -0.8 to +4.6; at M = 1 +10 us, where gate_up's
-# activation scale per K step (a reduction across threads) costs more than the route launch saves.
-# ``path="pairs"`` still serves FP8 block scales at any M.
-FP8_PAIRS_TOKENS: tuple[int, ...] = ()
+# Token counts at which FP8 block scales take the pairs path (with few pairs per expert), by expert
+# size class (moe_configs.expert_size_class). H200, 2026-12-02, tenth session, pairs with x quantized
+# first against grouped side by side in two calls (benchmarks/results/moe_layer.md): Qwen3-30B-like
+# M = 1 / 2 / 4 0.9-1.2 us faster (4-5%); DeepSeek-V3-TP2 M = 2 1.0-1.4 us faster, M = 1 and 4
+# 3.7-5.6 us slower (its x quantization alone and its down GEMM on one-pair tiles). Before x was
+# quantized first (gate_up took each group's scale from its bf16 tile) the pairs path was slower.
+# ``path="pairs"`` serves FP8 block scales at any M.
+FP8_PAIRS_TOKENS: dict[str, tuple[int, ...]] = {"small": (1, 2, 3, 4), "large": (2,)}
 
 # FP8 block scales take the chain path above this many tokens. H200, 2026-12-01, seventh session
 # (benchmarks/results/moe_layer.md), chain against grouped, us: DeepSeek-V3-TP2 M = 16 / 32 / 64
@@ -600,7 +613,10 @@ ROUTER_OWN_PROGRAM = True
 RANKS_EARLY = True
 # FP8 block scales on the pairs path: x quantized by a launch of its own (the route kernel, routing
 # off) instead of each gate_up program taking a token group's scale from its bf16 tile every K step.
-PAIRS_PREQUANT_X = False
+# H200, 2026-12-02 (moe_layer.md, tenth session): faster at every point timed, DeepSeek-V3-TP2 M = 1
+# / 2 / 4 59.1 / 98.3 / 179.6 us against 67.4 / 101.0 / 184.5, Qwen3-30B-like 20.2 / 29.3 / 45.5
+# against 22.3 / 30.5 / 46.3.
+PAIRS_PREQUANT_X = True
 _REDUCE_ELEMENTS = 8192
 
 
@@ -671,7 +687,8 @@ def plan_fused_moe_decode(
     if path not in DECODE_PATHS:
         raise ValueError(f"fused_moe_decode: path must be one of {DECODE_PATHS}, got {path!r}")
     if path == "auto":
-        path = choose_decode_path(M, E, top_k, shape.fp8, quant == QUANT_BLOCK)
+        path = choose_decode_path(M, E, top_k, shape.fp8, quant == QUANT_BLOCK,
+                                  expert_weight_bytes(H, I, w13.element_size()))
     if path in ("pairs", "chain") and shape.fp8 and not (quant == QUANT_BLOCK and (QUANTIZE_INTER or path == "chain")):
         raise ValueError(f"fused_moe_decode: path={path!r} takes bf16/fp16 or FP8 with block scales; "
                          "per-tensor and per-channel FP8 run on path='grouped'")

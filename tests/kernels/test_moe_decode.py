@@ -512,7 +512,7 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
             fused_moe_from_logits(x[:M], logits[:M], w13, w2, k, renormalize=True, workspace=ws, **kw)
     precision = "fp8-block" if fp8 else "bf16"
     expert_bytes = expert_weight_bytes(H, I, w13.element_size())
-    paths = {M: choose_decode_path(M, E, k, fp8, fp8) for M in range(1, MAX_DECODE_TOKENS + 1)}
+    paths = {M: choose_decode_path(M, E, k, fp8, fp8, expert_bytes) for M in range(1, MAX_DECODE_TOKENS + 1)}
     rows = {(select_decode_tile_configs(M, E, precision, expert_bytes), path) for M, path in paths.items()
             if path != "chain"}
     # The chain path runs fused_moe's grouped GEMM on fused_moe's tiles (bf16 past the pairs path,
@@ -521,13 +521,17 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     assert len(rows) + len(chain_rows) >= 2, "the sweep should cross several table rows"
     # bf16 takes the pairs path, then the chain; FP8 block scales grouped (and pairs at
     # FP8_PAIRS_TOKENS), then the chain.
-    want_paths = {"pairs"} if not fp8 else {"grouped", "pairs"} if moe_decode.FP8_PAIRS_TOKENS else {"grouped"}
+    small = moe_configs.expert_size_class(expert_bytes) == "small"
+    want_paths = ({"pairs"} if not fp8 else {"grouped", "pairs"} if moe_decode.FP8_PAIRS_TOKENS["small" if small
+                                                                                                  else "large"]
+                  else {"grouped"})
     assert {path for _, path in rows} == want_paths
     assert chain_rows
     tiles = len({(r.gate_up, path) for r, path in rows}) + len({(r.down, path) for r, path in rows})
     gemm_events = [e.causes for e in rec.events if e.kernel == "moe_decode_gemm_kernel"]
     assert decode_variants["moe_decode_gemm_kernel"] == tiles, gemm_events
-    assert decode_variants["moe_decode_route_kernel"] == 1
+    # FP8 block scales on the pairs path: the route kernel once more, with routing off (x only).
+    assert decode_variants["moe_decode_route_kernel"] == 1 + (fp8 and "pairs" in paths.values())
     assert decode_variants["moe_grouped_gemm_kernel"] == (len({r.gate_up for r in chain_rows})
                                                           + len({r.down for r in chain_rows}))
     assert decode_variants["_quant_groups_kernel"] == int(fp8)
@@ -619,27 +623,37 @@ def test_real_sm90_gate_up_writing_whole_groups_quantizes_them_without_a_counter
 def test_real_sm90_compile_of_the_pairs_path(scheme):
     """The pair-tiled GEMMs compile for sm_90 on wgmma (FP8 block scales on e4m3, never converted
     to f16); gate_up lets the down launch start early (programmatic dependent launch) and down
-    waits for it before its K loop."""
+    waits for it before its K loop. With FP8 block scales x is quantized first by the route kernel
+    (routing off) in plain stream order, which lets gate_up start early; gate_up waits for it."""
     _compile_side()
     E, k, H, I, M = 128, 8, 512, 256, 2
     fp8 = scheme == "block"
     w13, w2, kw = _zero_weights(E, H, I, scheme)
     tile = TileConfig(16 if fp8 else MIN_TOKEN_TILE, 64, 128, 1, 4, 3, True)
     before = _compiled(moe_decode.moe_decode_gemm_kernel)
+    routes_before = _compiled(moe_decode.moe_decode_route_kernel)
     with jitguard.offline(compile=True):
         fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k, path="pairs",
                          tile_configs=MoeTileConfigs(tile, tile), **kw)
     new = [c for key, c in _compiled(moe_decode.moe_decode_gemm_kernel).items() if key not in before]
+    new_routes = [c for key, c in _compiled(moe_decode.moe_decode_route_kernel).items() if key not in routes_before]
+    assert len(new_routes) == int(fp8), "FP8 block scales quantize x in a launch of its own; bf16 has none"
     assert len(new) == 2
     for kernel in new:
         assert_tokens_in_mma_n_slot(kernel.asm["ptx"], tile.block_m, "e4m3" if fp8 else "bf16")
         assert not re.search(r"cvt\.rn\.f16x2\.e4m3x2", kernel.asm["ptx"]), "FP8 operands converted to f16"
     if not moe_decode.pdl_supported():
         pytest.skip("this Triton's launcher has no launch_pdl")
-    up, down = sorted(new, key=lambda c: bool(c.metadata.launch_pdl))
-    assert down.metadata.launch_pdl and not up.metadata.launch_pdl
-    assert "griddepcontrol.launch_dependents" in up.asm["ptx"] and "griddepcontrol.wait" not in up.asm["ptx"]
-    assert "griddepcontrol.wait" in down.asm["ptx"]
+    up, down = sorted(new, key=lambda c: "griddepcontrol.launch_dependents" not in c.asm["ptx"])
+    assert "griddepcontrol.launch_dependents" in up.asm["ptx"]
+    assert down.metadata.launch_pdl and "griddepcontrol.wait" in down.asm["ptx"]
+    if fp8:
+        (quantize_x,) = new_routes
+        assert not quantize_x.metadata.launch_pdl, "x's quantization must start after the router logits exist"
+        assert "griddepcontrol.launch_dependents" in quantize_x.asm["ptx"]
+        assert up.metadata.launch_pdl and "griddepcontrol.wait" in up.asm["ptx"]
+    else:
+        assert not up.metadata.launch_pdl and "griddepcontrol.wait" not in up.asm["ptx"]
 
 
 def test_real_sm90_compile_of_the_chain_path():
@@ -692,6 +706,7 @@ LAUNCHES = {
     ("bf16", "grouped"): ["moe_decode_route_kernel", "moe_decode_gemm_kernel", "moe_decode_gemm_kernel"],
     ("block", "grouped"): ["moe_decode_route_kernel", "moe_decode_gemm_kernel", "moe_decode_gemm_kernel"],
     ("bf16", "pairs"): ["moe_decode_gemm_kernel", "moe_decode_gemm_kernel"],
+    ("block", "pairs"): ["moe_decode_route_kernel", "moe_decode_gemm_kernel", "moe_decode_gemm_kernel"],
     ("bf16", "chain"): ["moe_decode_route_kernel", "moe_grouped_gemm_kernel", "moe_grouped_gemm_kernel",
                         "moe_topk_reduce_kernel"],
     ("block", "chain"): ["moe_decode_route_kernel", "moe_grouped_gemm_kernel", "_quant_groups_kernel",
@@ -753,7 +768,7 @@ def test_from_logits_takes_fp8_block_decode_where_it_measured_faster(M, H, I, de
 @pytest.mark.parametrize("scheme,path", sorted(LAUNCHES))
 def test_decode_launches_with_a_workspace(scheme, path, monkeypatch):
     """What a CUDA graph of the layer would hold: grouped = the route kernel, gate_up, down;
-    pairs = gate_up, down; nothing else.
+    pairs = gate_up, down (FP8 block scales: x's quantization first); nothing else.
 
     Counts every Triton launch (JITFunction.run) and every torch op that would run a kernel."""
     _compile_side()
@@ -766,8 +781,9 @@ def test_decode_launches_with_a_workspace(scheme, path, monkeypatch):
     with jitguard.offline(compile=False), _AtenOps() as aten:
         fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out, path=path, **kw)
     assert launches == LAUNCHES[scheme, path]
-    # bf16 has no quantization launch on the chain path
-    assert len(launches) == EXPECTED_LAUNCHES[path] - (path == "chain" and scheme == "bf16")
+    # bf16 has no quantization launch on the chain path; FP8 block scales quantize x first on the pairs path
+    assert len(launches) == (EXPECTED_LAUNCHES[path] - (path == "chain" and scheme == "bf16")
+                             + (path == "pairs" and scheme == "block"))
     kernel_ops = [op for op in aten.ops if op not in _NO_KERNEL_OPS]
     assert kernel_ops == [], f"torch ops that launch kernels: {kernel_ops}"
 
@@ -801,3 +817,19 @@ def test_cuda_graph_replays_follow_new_inputs(M, path):
         torch.cuda.synchronize()
         ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True)
         assert _rel_err(out, ref) < 1.5e-2
+
+
+def test_fp8_block_scales_take_the_pairs_path_where_it_measured_faster_by_expert_size():
+    """FP8_PAIRS_TOKENS by expert size: Qwen3-30B-like experts (4.7 MB) on the pairs path at 1-4
+    tokens, DeepSeek-V3-TP2-like (22 MB) at 2; an unknown size counts as large, and more pairs
+    than a quarter of the experts never take it."""
+    small = expert_weight_bytes(2048, 768, 1)
+    large = expert_weight_bytes(7168, 1024, 1)
+    assert [choose_decode_path(M, 128, 8, True, True, small) for M in range(1, 10)] == \
+        ["pairs"] * 4 + ["grouped"] * 4 + ["chain"]
+    assert [choose_decode_path(M, 256, 8, True, True, large) for M in range(1, 6)] == \
+        ["grouped", "pairs", "grouped", "grouped", "grouped"]
+    assert choose_decode_path(2, 256, 8, True, True) == "pairs"  # unknown size: large
+    assert choose_decode_path(1, 128, 8, True, True) == "grouped"
+    assert choose_decode_path(2, 32, 8, True, True, small) == "grouped"  # 16 pairs on 32 experts
+    assert choose_decode_path(1, 128, 8, True, False, small) == "grouped"  # per-tensor / channel FP8
