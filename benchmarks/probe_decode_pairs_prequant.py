@@ -6,7 +6,7 @@ program routes its own pair, but takes each token group's activation scale from 
 K step (a reduction across threads: +10 us at one token). With ``moe_decode.PAIRS_PREQUANT_X`` the
 pairs path's first launch quantizes x alone (the route kernel with routing off), in plain stream order; it
 lets gate_up start at once, so gate_up's programs route themselves while x is quantized and wait
-for it only before their K loop. Variants, alternating in two rounds (the second in reverse
+for it only before their K loop; ``auto`` is ``path="auto"`` (``choose_decode_path``). Variants, alternating in two rounds (the second in reverse
 order), bench_moe_layer's inputs and timer (CUDA graphs over rotated layer copies, L2 defeated),
 each output against the fp32 reference; then each launch alone.
 
