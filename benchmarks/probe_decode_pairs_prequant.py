@@ -2,13 +2,14 @@
 
 The grouped path's first launch routes every token, aligns the pairs and quantizes x (4.5-5 us
 alone at one token); gate_up then waits for it. The pairs path has no route launch: each gate_up
-program routes its own pair, but takes each token group's activation scale from its bf16 tile every
+program routes its own pair, but took each token group's activation scale from its bf16 tile every
 K step (a reduction across threads: +10 us at one token). With ``moe_decode.PAIRS_PREQUANT_X`` the
-pairs path's first launch quantizes x alone (the route kernel with routing off), in plain stream order; it
-lets gate_up start at once, so gate_up's programs route themselves while x is quantized and wait
-for it only before their K loop; ``auto`` is ``path="auto"`` (``choose_decode_path``). Variants, alternating in two rounds (the second in reverse
-order), bench_moe_layer's inputs and timer (CUDA graphs over rotated layer copies, L2 defeated),
-each output against the fp32 reference; then each launch alone.
+pairs path's first launch quantizes x alone (the route kernel with routing off), in plain stream
+order; it lets gate_up start at once, so gate_up's programs route themselves while x is quantized
+and wait for it only before their K loop. ``auto`` is ``path="auto"`` (``choose_decode_path``).
+Variants alternate in two rounds (the second in reverse order) on bench_moe_layer's inputs and
+timer (CUDA graphs over rotated layer copies, L2 defeated), each output against the fp32
+reference; then each launch alone.
 
     PYTHONPATH=$PWD python3 benchmarks/probe_decode_pairs_prequant.py --out $OUT
 """
