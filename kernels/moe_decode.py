@@ -26,8 +26,8 @@ routing included, on one of three paths (``path="auto"`` picks by :func:`choose_
 
 Where Triton offers programmatic dependent launch (``launch_pdl``, Triton >= 3.4 on sm_90),
 each launch after the first is PDL-linked to the one before: it starts while the previous one
-runs and waits (``griddepcontrol.wait``) before reading its results; the pairs path's down GEMM
-routes before it waits; the chain path's launches wait at their start. Without PDL the launches
+runs and waits (``griddepcontrol.wait``) before reading its results; the pairs path's GEMMs
+route before they wait; the chain path's launches wait at their start. Without PDL the launches
 are ordinary stream-ordered launches.
 
 The grouped path, with a :class:`MoeDecodeWorkspace` passed (with none, the call allocates one
@@ -176,10 +176,10 @@ BF16_PAIRS_MAX_TOKENS = 2
 
 # Token counts at which FP8 block scales take the pairs path (with few pairs per expert), by expert
 # size class (moe_configs.expert_size_class). H200, 2026-12-02, tenth session, pairs with x quantized
-# first against grouped side by side in two calls (benchmarks/results/moe_layer.md): Qwen3-30B-like
-# M = 1 / 2 / 4 0.9-1.2 us faster (4-5%); DeepSeek-V3-TP2 M = 2 1.0-1.4 us faster, M = 1 and 4
-# 3.7-5.6 us slower (its x quantization alone and its down GEMM on one-pair tiles). Before x was
-# quantized first (gate_up took each group's scale from its bf16 tile) the pairs path was slower.
+# first against grouped side by side in three calls (benchmarks/results/moe_layer.md): Qwen3-30B-like
+# M = 1-4 0.8-1.2 us faster (2-5%; M = 3 in one call), slower at M = 5; DeepSeek-V3-TP2 M = 2 1.0-2.3
+# us faster, M = 1, 3, 4, 5 2.4-8.7 us slower (its down GEMM on one-pair tiles). Before x was quantized
+# first (gate_up took each group's scale from its bf16 tile) the pairs path was slower.
 # ``path="pairs"`` serves FP8 block scales at any M.
 FP8_PAIRS_TOKENS: dict[str, tuple[int, ...]] = {"small": (1, 2, 3, 4), "large": (2,)}
 
@@ -759,6 +759,8 @@ def plan_fused_moe_decode(
     for gemm in (1, 2):
         cfg = cfgs.gate_up if gemm == 1 else cfgs.down
         gated = gemm == 1
+        # The pairs path's gate_up starts the layer, unless x's quantization launch comes first.
+        first_launch = pair_tiles and gated and not pairs_prequant
         out_n = I if gated else H
         a = (ws.x_q[:M] if prequant else x) if gated else (ws.inter_q[:num_pairs] if quant_inter else inter)
         wt = w13 if gated else w2
@@ -800,9 +802,9 @@ def plan_fused_moe_decode(
             E_POW2=triton.next_power_of_2(E),
             RENORMALIZE=bool(renormalize),
             # Each GEMM lets the next launch start; each waits for the one before (the pairs path's
-            # gate_up has none before it; its down routes before waiting).
+            # GEMMs route before waiting), but the first launch of a layer has none to wait for.
             LAUNCH_DEPENDENTS=pdl and gated,
-            WAIT_PRIOR=_WAIT_BEFORE_K_LOOP if pdl and pairs_prequant else _wait_prior(pdl, pair_tiles, gated),
+            WAIT_PRIOR=_wait_prior(pdl, first_launch, pair_tiles),
             A_PREQUANT=(prequant and gated) or (quant_inter and not gated),
             aq_out_ptr=ws.inter_q,
             group_arrivals_ptr=ws.group_arrivals,
@@ -810,7 +812,7 @@ def plan_fused_moe_decode(
             A_SCALE_FROM_TILE=pair_tiles and gated and quant == QUANT_BLOCK and not pairs_prequant,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
-            **({"launch_pdl": True} if pdl and (pairs_prequant or not (pair_tiles and gated)) else {}),
+            **({"launch_pdl": True} if pdl and not first_launch else {}),
         )))
     return DecodePlan(out, tuple(launches), path)
 
@@ -845,8 +847,8 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
     return launches
 
 
-def _wait_prior(pdl: bool, pair_tiles: bool, gated: bool) -> int:
-    if not pdl or (pair_tiles and gated):
+def _wait_prior(pdl: bool, first_launch: bool, pair_tiles: bool) -> int:
+    if not pdl or first_launch:
         return _WAIT_NONE
     return _WAIT_BEFORE_K_LOOP if pair_tiles else _WAIT_AT_START
 
