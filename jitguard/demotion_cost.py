@@ -330,16 +330,8 @@ class DemotionCostChecker:
             return _unknown(str(exc))
         variants = entry.get("variant_list") or []
         # The disk cache `cost_in_subprocess` keeps: `jitguard report` and `fix` price a demotion once.
-        from jitguard import price_cache
-
-        key = _price_key_of(jit_fn, param, demotion, self.arch, variants)
-        cached = price_cache.lookup(key) if key is not None else None
-        if cached is not None:
-            return DemotionCost(cached["verdict"], cached["detail"], cached.get("alternative"))
-        cost = self.cost(jit_fn, param, demotion, variants)
-        if key is not None:
-            price_cache.store(key, cost.to_json())
-        return cost
+        return _priced_once(_price_key_of(jit_fn, param, demotion, self.arch, variants),
+                            lambda: self.cost(jit_fn, param, demotion, variants))
 
     # one class of `param` per variant checked: the class is what the demotion changes
     def _variants_to_check(self, signature: Any, param: str) -> list[dict[str, Any]] | str:
@@ -509,18 +501,33 @@ def cost_in_subprocess(kernel: str, param: str, demotion: str = "do_not_speciali
     has loaded has its definitive verdicts kept in `jitguard.price_cache` (by its code, the
     parameter, the variants and the versions), so the same question is answered without a child.
     """
-    import subprocess
-    import sys
-
-    from jitguard import price_cache
-
     items = signature if isinstance(signature, (list, tuple)) else [signature] if signature is not None else []
     variants = [_variant_dict(item) for item in items]
     request = {"kernel": kernel, "param": param, "demotion": demotion, "arch": arch, "signature": variants}
-    key = _price_cache_key(kernel, param, demotion, arch, variants)
+    return _priced_once(_price_cache_key(kernel, param, demotion, arch, variants),
+                        lambda: _cost_from_child(request, timeout))
+
+
+def _priced_once(key: str | None, compute: Any) -> DemotionCost:
+    """The price under `key` in `jitguard.price_cache`, else `compute()`'s, kept when definitive
+    (`key` None: computed, never kept)."""
+    from jitguard import price_cache
+
     cached = price_cache.lookup(key) if key is not None else None
     if cached is not None:
         return DemotionCost(cached["verdict"], cached["detail"], cached.get("alternative"))
+    cost = compute()
+    if key is not None:
+        price_cache.store(key, cost.to_json())
+    return cost
+
+
+def _cost_from_child(request: dict[str, Any], timeout: float) -> DemotionCost:
+    """The verdict `python -m jitguard.demotion_cost` prints for `request`, or an unknown one saying why."""
+    import subprocess
+    import sys
+
+    kernel, param = request["kernel"], request["param"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     try:
         done = subprocess.run([sys.executable, "-m", "jitguard.demotion_cost"], input=json.dumps(request, default=repr),
@@ -534,8 +541,6 @@ def cost_in_subprocess(kernel: str, param: str, demotion: str = "do_not_speciali
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return _unknown(f"the cost check of {kernel}.{param} failed (exit {done.returncode}): {last[:200]}")
     data = json.loads(lines[-1])
-    if key is not None:
-        price_cache.store(key, data)
     return DemotionCost(data.get("verdict", "unknown"), data.get("detail", ""), data.get("alternative"))
 
 
