@@ -454,7 +454,8 @@ KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768)
 # (1.0-2.5% faster at T >= 256), now the default; "clamped" is the kernel before it. Level, removed:
 # one absmax reduction over the rope pairs when they lie in one quantization group (level: within
 # 0.4% at every T >= 256).
-KNOB_VARIANTS: list[tuple[str, dict]] = [("default", {}), ("clamped", {"clamp_fp8": True})]
+KNOB_VARIANTS: list[tuple[str, dict]] = [("default", {}), ("balanced", {"balance_rounds": True}),
+                                          ("clamped", {"clamp_fp8": True})]
 # Besides the variants and vLLM's kernel: a torch copy moving the same bytes (half read, half
 # written) over as many buffer sets, the ceiling at this size rather than at 1 GiB.
 COPY_SAME_BYTES = "copy_same_bytes"

@@ -57,6 +57,10 @@ _STORE_CACHE = ".cs"
 # side by side in three calls (inv_rope_fp8.md, ninth session): 1.0-2.5% faster at T >= 256, level
 # below, the output bytes equal the clamped kernel's at every T.
 _CLAMP_FP8 = False
+# The grid lowered so every program loops over the same number of tiles, give or take one (at
+# T = 4096, 16 heads: 4096 programs of 16 tiles, not 4224 of which half take a 16th): a last
+# round that half the programs sit out streams at half the rate. Not yet measured: a knob.
+_BALANCE_ROUNDS = False
 _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offline backend).
 
 
@@ -448,6 +452,24 @@ def allocate_inv_rope_fp8_outputs(
     return out, scales
 
 
+def inv_rope_grid(n_tiles: int, sms: int, programs_per_sm: int = _PROGRAMS_PER_SM,
+                  balance_rounds: bool = _BALANCE_ROUNDS) -> int:
+    """Programs to launch for ``n_tiles`` tiles; each program loops over tiles ``pid``,
+    ``pid + grid``, ... (the grid is not part of Triton's key: no recompiles).
+
+    At most ``programs_per_sm`` per SM (the resident cap); past half of it, programs take two
+    tiles each (the second prefetched): half as many one-warp programs to schedule, and the
+    prefetch then has work to overlap. With ``balance_rounds`` the grid is then lowered to the
+    fewest programs that need no more rounds, so every program runs the same number of tiles or
+    one fewer (``cdiv(n_tiles, rounds)`` programs).
+    """
+    cap = sms * programs_per_sm
+    grid = min(n_tiles, cap, max(cap // 2, triton.cdiv(n_tiles, 2)))
+    if balance_rounds:
+        grid = triton.cdiv(n_tiles, triton.cdiv(n_tiles, grid))
+    return grid
+
+
 @functools.cache
 def _sm_count(device: torch.device) -> int:
     if device.type == "cuda":
@@ -470,6 +492,7 @@ def launch_inv_rope_fp8(
     prefetch: bool = _PREFETCH,
     store_cache: str | None = None,
     clamp_fp8: bool = _CLAMP_FP8,
+    balance_rounds: bool = _BALANCE_ROUNDS,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
@@ -477,8 +500,9 @@ def launch_inv_rope_fp8(
     the maths under ``TRITON_INTERPRET=1``). ``kernel`` swaps in another build of the same
     function (the interpreter, or a copy with default specialization for comparisons);
     ``rows_per_tile``, ``num_warps``, ``programs_per_sm``, ``prefetch``, ``store_cache`` (the
-    output rows' store cache modifier, ``_STORE_CACHE`` unless given; "" the plain store) and
-    ``clamp_fp8`` (a clamp before the fp8 cast too) are tuning knobs for benchmarks.
+    output rows' store cache modifier, ``_STORE_CACHE`` unless given; "" the plain store),
+    ``clamp_fp8`` (a clamp before the fp8 cast too) and ``balance_rounds`` (see
+    :func:`inv_rope_grid`) are tuning knobs for benchmarks.
     """
     num_tokens = o.shape[0]
     if num_tokens == 0:
@@ -488,10 +512,7 @@ def launch_inv_rope_fp8(
     rows = rows_per_tile or max(1, _ELEMENTS_PER_TILE // tile_width)
     num_warps = num_warps or min(4, max(1, rows * tile_width // 1024))
     n_tiles = triton.cdiv(num_tokens * layout.num_heads, rows)
-    sms = _sm_count(o.device)
-    # Past half the resident-program cap, programs take two tiles each (the second prefetched):
-    # half as many one-warp programs to schedule, and the prefetch then has work to overlap.
-    grid = (min(n_tiles, sms * programs_per_sm, max(sms * programs_per_sm // 2, triton.cdiv(n_tiles, 2))),)
+    grid = (inv_rope_grid(n_tiles, _sm_count(o.device), programs_per_sm, balance_rounds),)
     # With one token the token stride is never used; normalise it so a view's odd stride
     # cannot become a new specialization.
     token_stride = o.stride(0) if num_tokens > 1 else layout.num_heads * o.stride(1)
