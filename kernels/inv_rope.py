@@ -57,10 +57,6 @@ _STORE_CACHE = ".cs"
 # side by side in three calls (inv_rope_fp8.md, ninth session): 1.0-2.5% faster at T >= 256, level
 # below, the output bytes equal the clamped kernel's at every T.
 _CLAMP_FP8 = False
-# The grid lowered so every program loops over the same number of tiles, give or take one (at
-# T = 4096, 16 heads: 4096 programs of 16 tiles, not 4224 of which half take a 16th): a last
-# round that half the programs sit out streams at half the rate. Not yet measured: a knob.
-_BALANCE_ROUNDS = False
 _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offline backend).
 
 
@@ -123,6 +119,7 @@ def inv_rope_fp8_kernel(
     PREFETCH: tl.constexpr,
     STORE_CACHE: tl.constexpr,
     CLAMP_FP8: tl.constexpr = False,
+    BLOCKED_TILES: tl.constexpr = False,
 ):
     """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles.
 
@@ -174,12 +171,26 @@ def inv_rope_fp8_kernel(
     chunk_b = col_b // GROUP
     chunk_ids = tl.arange(0, CHUNKS_P2)
 
+    if BLOCKED_TILES:
+        # Each program takes a run of adjacent tiles (one token's heads share its cos/sin row, read
+        # again from this SM's L1), not every num_programs-th tile.
+        tiles_per_program = (n_tiles + num_programs - 1) // num_programs
+        first_tile = pid * tiles_per_program
+        end_tile = tl.minimum(first_tile + tiles_per_program, n_tiles)
+        tile_step = 1
+        # The prefetch past a program's last tile would read the next program's first: masked.
+        load_rows = tl.minimum(end_tile * ROWS, n_rows)
+    else:
+        first_tile = pid
+        end_tile = n_tiles
+        tile_step = num_programs
+        load_rows = n_rows
     if PREFETCH:
         x_next, a_next, b_next, pos_next = _load_tile(
-            o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
+            o_ptr, positions_ptr, first_tile, load_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
             pair_ok, NUM_HEADS, ROWS,
         )
-    for tile in range(pid, n_tiles, num_programs):
+    for tile in range(first_tile, end_tile, tile_step):
         rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
         row_ok = rows < n_rows
         token = rows // NUM_HEADS
@@ -190,7 +201,7 @@ def inv_rope_fp8_kernel(
             # each program keeps a tile of reads in flight while it computes.
             x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
             x_next, a_next, b_next, pos_next = _load_tile(
-                o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, cols, col_ok,
+                o_ptr, positions_ptr, tile + tile_step, load_rows, o_stride_token, o_stride_head, cols, col_ok,
                 col_a, col_b, pair_ok, NUM_HEADS, ROWS,
             )
         else:
@@ -452,22 +463,16 @@ def allocate_inv_rope_fp8_outputs(
     return out, scales
 
 
-def inv_rope_grid(n_tiles: int, sms: int, programs_per_sm: int = _PROGRAMS_PER_SM,
-                  balance_rounds: bool = _BALANCE_ROUNDS) -> int:
-    """Programs to launch for ``n_tiles`` tiles; each program loops over tiles ``pid``,
-    ``pid + grid``, ... (the grid is not part of Triton's key: no recompiles).
+def inv_rope_grid(n_tiles: int, sms: int, programs_per_sm: int = _PROGRAMS_PER_SM) -> int:
+    """Programs to launch for ``n_tiles`` tiles (the grid is not part of Triton's key: no recompiles).
 
     At most ``programs_per_sm`` per SM (the resident cap); past half of it, programs take two
     tiles each (the second prefetched): half as many one-warp programs to schedule, and the
-    prefetch then has work to overlap. With ``balance_rounds`` the grid is then lowered to the
-    fewest programs that need no more rounds, so every program runs the same number of tiles or
-    one fewer (``cdiv(n_tiles, rounds)`` programs).
+    prefetch then has work to overlap. Tried and dropped (inv_rope_fp8.md, eleventh session): the
+    grid lowered so every program runs the same number of tiles (level or up to 1.5% slower).
     """
     cap = sms * programs_per_sm
-    grid = min(n_tiles, cap, max(cap // 2, triton.cdiv(n_tiles, 2)))
-    if balance_rounds:
-        grid = triton.cdiv(n_tiles, triton.cdiv(n_tiles, grid))
-    return grid
+    return min(n_tiles, cap, max(cap // 2, triton.cdiv(n_tiles, 2)))
 
 
 @functools.cache
@@ -492,7 +497,7 @@ def launch_inv_rope_fp8(
     prefetch: bool = _PREFETCH,
     store_cache: str | None = None,
     clamp_fp8: bool = _CLAMP_FP8,
-    balance_rounds: bool = _BALANCE_ROUNDS,
+    blocked_tiles: bool = False,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
@@ -501,8 +506,8 @@ def launch_inv_rope_fp8(
     function (the interpreter, or a copy with default specialization for comparisons);
     ``rows_per_tile``, ``num_warps``, ``programs_per_sm``, ``prefetch``, ``store_cache`` (the
     output rows' store cache modifier, ``_STORE_CACHE`` unless given; "" the plain store),
-    ``clamp_fp8`` (a clamp before the fp8 cast too) and ``balance_rounds`` (see
-    :func:`inv_rope_grid`) are tuning knobs for benchmarks.
+    ``clamp_fp8`` (a clamp before the fp8 cast too) and ``blocked_tiles`` (each program a run of
+    adjacent tiles, not every grid-th tile) are tuning knobs for benchmarks.
     """
     num_tokens = o.shape[0]
     if num_tokens == 0:
@@ -512,7 +517,7 @@ def launch_inv_rope_fp8(
     rows = rows_per_tile or max(1, _ELEMENTS_PER_TILE // tile_width)
     num_warps = num_warps or min(4, max(1, rows * tile_width // 1024))
     n_tiles = triton.cdiv(num_tokens * layout.num_heads, rows)
-    grid = (inv_rope_grid(n_tiles, _sm_count(o.device), programs_per_sm, balance_rounds),)
+    grid = (inv_rope_grid(n_tiles, _sm_count(o.device), programs_per_sm),)
     # With one token the token stride is never used; normalise it so a view's odd stride
     # cannot become a new specialization.
     token_stride = o.stride(0) if num_tokens > 1 else layout.num_heads * o.stride(1)
@@ -530,6 +535,7 @@ def launch_inv_rope_fp8(
         PREFETCH=prefetch,
         STORE_CACHE=_STORE_CACHE if store_cache is None else store_cache,
         CLAMP_FP8=clamp_fp8,
+        BLOCKED_TILES=blocked_tiles,
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.
         enable_fp_fusion=False,
