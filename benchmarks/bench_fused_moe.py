@@ -174,8 +174,19 @@ def jsonl_log(out_dir: str | Path, name: str):
 _last_timing_end = 0.0
 
 
-def time_graph(step, n_layers: int, replays: int) -> float:
-    """Median microseconds per layer-call of ``step(layer)`` captured n_layers times in one graph."""
+# A graph of short launches is bound by its replay, not by the GPU: launches timed alone are captured
+# this many times at least (2026-12-02: DeepSeek's route launch, two per graph, read 3-34 us alone
+# where it takes about 3 in the layer).
+MIN_LAUNCHES_ALONE = 32
+
+
+def alone_passes(n_layers: int) -> int:
+    """Passes over the layer copies that give a graph of one launch per step MIN_LAUNCHES_ALONE launches."""
+    return max(1, -(-MIN_LAUNCHES_ALONE // n_layers))
+
+
+def time_graph(step, n_layers: int, replays: int, passes: int = 1) -> float:
+    """Median microseconds per layer-call of ``step(layer)`` captured ``passes`` x n_layers times in one graph."""
     for layer in range(n_layers):
         step(layer)
     torch.cuda.synchronize()
@@ -184,8 +195,9 @@ def time_graph(step, n_layers: int, replays: int) -> float:
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
         with torch.cuda.graph(graph, stream=stream):
-            for layer in range(n_layers):
-                step(layer)
+            for _ in range(passes):
+                for layer in range(n_layers):
+                    step(layer)
     torch.cuda.current_stream().wait_stream(stream)
     # Warm up for >= 30 ms of replays so clocks have ramped before timing (the first timed
     # graph of a case otherwise read up to 10% slow), and for 500 ms when the GPU sat idle for
@@ -212,7 +224,7 @@ def time_graph(step, n_layers: int, replays: int) -> float:
     ms = statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
     del graph
     _last_timing_end = time.monotonic()
-    return ms * 1000.0 / n_layers
+    return ms * 1000.0 / (n_layers * passes)
 
 
 @triton.jit

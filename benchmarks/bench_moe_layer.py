@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # Importing it also makes jitguard.kernels importable from a checkout (the GPU host has no install).
 import bench_fused_moe as bfm
 
-from jitguard.kernels import moe_align, moe_decode, moe_quant, moe_routing
+from jitguard.kernels import moe_align, moe_configs, moe_decode, moe_quant, moe_routing
 from jitguard.kernels import moe_chain as fm
 
 # (name, E, top_k, H, I, FP8 scheme or None): the fused-MoE issue's three shapes first.
@@ -162,7 +162,8 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
             x, logits, w13, w2, k, renormalize=RENORMALIZE, **({**fkw, "quantize_activations": True} if fp8 else {}))
         out = moe_decode.fused_moe_decode(x, logits, w13, w2, k, renormalize=RENORMALIZE, workspace=ws, **fkw)
         row["err_decode"] = rel(out, ref)
-        row["auto_path"] = moe_decode.choose_decode_path(M, E, k, fp8, scheme == "block")
+        row["auto_path"] = moe_decode.choose_decode_path(M, E, k, fp8, scheme == "block",
+                                                         moe_configs.expert_weight_bytes(H, I, wbytes))
         paths = ["pairs", "grouped"] if scheme in (None, "block") else ["grouped"]
         row["routing_equal"] = True
         for path in paths:
@@ -258,7 +259,8 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
                 path=path, **fp8_kwargs(scheme, layers[i][2], layers[i][3])) for i in range(n_layers)]
             for stage, (stage_name, _) in enumerate(plans[0].launches):
                 res[f"stage_{path}_{stage_name}"] = bfm.time_graph(
-                    lambda layer, st=stage, plans=plans: plans[layer].launches[st][1](), n_layers, replays)
+                    lambda layer, st=stage, plans=plans: plans[layer].launches[st][1](), n_layers, replays,
+                    bfm.alone_passes(n_layers))
         row["launches"] = {"decode": count_launches(lambda: decode(0)), "unfused": count_launches(lambda: unfused(0)),
                            **{path: count_launches(lambda fn=fn: fn(0)) for path, fn in forced.items()}}
         if vllm is not None:

@@ -140,7 +140,8 @@ class Layer:
     def time_plans(self, plans) -> tuple[float, list[float]]:
         """(whole layer, each launch alone) in us; the whole layer runs first so every stage's inputs exist."""
         t = bfm.time_graph(self.plans_step(plans), self.n_layers, REPLAYS)
-        stages = [bfm.time_graph(lambda layer, st=st: plans[layer].launches[st][1](), self.n_layers, REPLAYS)
+        stages = [bfm.time_graph(lambda layer, st=st: plans[layer].launches[st][1](), self.n_layers, REPLAYS,
+                                 bfm.alone_passes(self.n_layers))
                   for st in range(len(plans[0].launches))]
         return t, stages
 
@@ -294,7 +295,7 @@ def tiles_part(layer: Layer, ms, path: str, bw_read, log, deadline: float) -> li
                             launch()
                         st = names.index(stage)
                         us = bfm.time_graph(lambda i, st=st, plans=plans: plans[i].launches[st][1](),
-                                            layer.n_layers, REPLAYS)
+                                            layer.n_layers, REPLAYS, bfm.alone_passes(layer.n_layers))
                     except Exception as exc:  # a tile this Triton cannot compile: skipped, named
                         print(f"# {layer.name} M={M} {stage} {tile}: {type(exc).__name__}: {exc}"[:300], flush=True)
                         continue

@@ -81,6 +81,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .device_clock import stamp
 from .moe_align import AlignedRouting, max_padded_len
 from .moe_chain import fused_moe_reference
 from .moe_configs import (
@@ -295,6 +296,8 @@ def moe_decode_gemm_kernel(
     QUANT_OUT: tl.constexpr = False,
     A_SCALE_FROM_TILE: tl.constexpr = False,
     K_UNROLL: tl.constexpr = 1,
+    STAMPS: tl.constexpr = False,
+    stamps_ptr=None,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -319,8 +322,11 @@ def moe_decode_gemm_kernel(
     pair ``pid_m``, whose expert the program routes itself from ``logits`` (gate_up also records
     the routing in ``topk_ids`` / ``topk_weights``). LAUNCH_DEPENDENTS lets a PDL-linked next
     launch start; WAIT_PRIOR waits for the previous launch at the start or before the K loop.
+    STAMPS (probes): each program stores ``device_clock`` stamps at ``stamps_ptr`` (start, set-up
+    done, wait done, K loop done, end); off, the kernel is the same code.
     """
     pid = tl.program_id(0)
+    stamp(stamps_ptr, pid, 0, STAMPS)
     OUT_N: tl.constexpr = BLOCK_N // 2 if GATED else BLOCK_N
     num_pid_n = tl.cdiv(N, OUT_N)
     num_pid_m = tl.num_programs(0) // num_pid_n
@@ -362,9 +368,11 @@ def moe_decode_gemm_kernel(
                                            BLOCK_K, SWAP_AB)
         acc = moe_acc_zeros(BLOCK_M, BLOCK_N, SWAP_AB)
 
+        stamp(stamps_ptr, pid, 1, STAMPS)
         if WAIT_PRIOR == 2:
             # Everything above depends on the layer's inputs only; A and its scales on the prior launch.
             wait_for_prior_launch()
+        stamp(stamps_ptr, pid, 2, STAMPS)
         if QUANT == 1:
             a_s = tl.load(a_scale_ptr)
         elif QUANT == 2:
@@ -427,6 +435,7 @@ def moe_decode_gemm_kernel(
             a_ptrs += BLOCK_K * K_UNROLL
             b_ptrs += BLOCK_K * K_UNROLL
 
+        stamp(stamps_ptr, pid, 3, STAMPS)
         if SWAP_AB:
             acc = tl.trans(acc)  # back to [BLOCK_M, BLOCK_N]
         if (QUANT == 1) | (QUANT == 2):
@@ -492,6 +501,7 @@ def moe_decode_gemm_kernel(
                 tl.store(out_ptr + toks[:, None].to(tl.int64) * stride_om + cols[None, :],
                          total.to(out_ptr.dtype.element_ty), mask=(toks < num_tokens)[:, None] & (cols < N)[None, :])
             tl.store(arrivals_ptr + pid_n, 0)
+    stamp(stamps_ptr, pid, 4, STAMPS)
 
 
 # ---- host side -------------------------------------------------------------------------------------
