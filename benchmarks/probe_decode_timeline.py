@@ -15,6 +15,7 @@ max over programs), and the layer timed with and without stamps.
 
 from __future__ import annotations
 
+import ast
 import functools
 import statistics
 import sys
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_fused_moe as bfm
 import tune_moe_decode as tmd
 
+from jitguard.kernels import moe_decode
 from jitguard.kernels.device_clock import N_STAMPS, global_time_ns
 
 SLOTS = ("start", "set-up", "waited", "K loop", "end")
@@ -128,7 +130,14 @@ def timeline_rows(layer: tmd.Layer, M: int, path: str) -> tuple[list[str], dict]
 def main() -> None:
     p = tmd.probe_parser(__doc__, "qwen3-30b-fp8-block,deepseek-v3-tp2-fp8-block,qwen3-30b-bf16", "1,2,4")
     p.add_argument("--paths", default="pairs,grouped")
+    p.add_argument("--switch", action="append", default=[],
+                   help="NAME=VALUE: set moe_decode.NAME (a Python literal) for the whole run")
     args = p.parse_args()
+    for item in args.switch:
+        name, _, value = item.partition("=")
+        if not hasattr(moe_decode, name):
+            raise SystemExit(f"probe_decode_timeline: --switch {item}: moe_decode has no {name}")
+        setattr(moe_decode, name, ast.literal_eval(value))
     paths = args.paths.split(",")
     header = tmd.probe_header(
         "us from the marker before the layer call; each stamp min / median / max over the launch's programs "

@@ -699,7 +699,10 @@ def plan_fused_moe_decode(
     if path == "auto":
         path = choose_decode_path(M, E, top_k, shape.fp8, quant == QUANT_BLOCK,
                                   expert_weight_bytes(H, I, w13.element_size()))
-    if path in ("pairs", "chain") and shape.fp8 and not (quant == QUANT_BLOCK and (QUANTIZE_INTER or path == "chain")):
+    # FP8 on the pairs path: block scales, with the intermediate quantized by gate_up or, when x has a
+    # launch of its own (which zeroes the intermediate's absmax slots), by the down GEMM as it loads it.
+    if path in ("pairs", "chain") and shape.fp8 and not (
+            quant == QUANT_BLOCK and (QUANTIZE_INTER or PAIRS_PREQUANT_X or path == "chain")):
         raise ValueError(f"fused_moe_decode: path={path!r} takes bf16/fp16 or FP8 with block scales; "
                          "per-tensor and per-channel FP8 run on path='grouped'")
     if tile_configs is not None:

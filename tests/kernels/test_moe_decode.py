@@ -285,18 +285,24 @@ def test_math_fp8_layer_matches_reference(scheme, tile, path, M):
 
 @pytest.mark.interpreter
 # Three tokens on the swapped tile only (the unswapped one took 22 s there under the interpreter).
-@pytest.mark.parametrize("tile,M,prequant", [(TileConfig(8, 32, 128, 1, 4, 2, False), 1, False),
-                                             (TileConfig(16, 64, 128, 1, 4, 2, True), 1, False),
-                                             (TileConfig(16, 64, 128, 1, 4, 2, True), 3, False),
-                                             (TileConfig(16, 64, 128, 1, 4, 2, True), 3, True)],
-                         ids=["bm8-noswap-M1", "bm16-swap-M1", "bm16-swap-M3", "bm16-swap-M3-x-quantized-first"])
-def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M, prequant, monkeypatch):
+@pytest.mark.parametrize("tile,M,prequant,quantize_inter", [
+    (TileConfig(8, 32, 128, 1, 4, 2, False), 1, False, True),
+    (TileConfig(16, 64, 128, 1, 4, 2, True), 1, False, True),
+    (TileConfig(16, 64, 128, 1, 4, 2, True), 3, False, True),
+    (TileConfig(16, 64, 128, 1, 4, 2, True), 3, True, True),
+    (TileConfig(16, 64, 128, 1, 4, 2, True), 3, True, False)],
+    ids=["bm8-noswap-M1", "bm16-swap-M1", "bm16-swap-M3", "bm16-swap-M3-x-quantized-first",
+         "bm16-swap-M3-x-quantized-first-inter-by-down"])
+def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M, prequant, quantize_inter, monkeypatch):
     """FP8 block scales: the pairs path (gate_up takes each token group's scale from the bf16 tile
     it loads, no route launch; or with PAIRS_PREQUANT_X, x quantized by a launch of its own) gives
     the grouped path's layer (scales from the route launch): the same e4m3 values and scales reach
     the same MMAs (128-deep K steps on both), so even one intermediate value a code apart (~4e-3
-    here) fails, as does a scale from the wrong group or K step."""
+    here) fails, as does a scale from the wrong group or K step. With QUANTIZE_INTER off both
+    paths' down GEMMs quantize the bf16 intermediate as they load it (the pairs path's absmax slots
+    zeroed by its x launch): a slot left unzeroed from the call before fails the second call."""
     monkeypatch.setattr(moe_decode, "PAIRS_PREQUANT_X", prequant)
+    monkeypatch.setattr(moe_decode, "QUANTIZE_INTER", quantize_inter)
     device = _device()
     E, k, H, I = 8, 2, 384, 256
     gen = torch.Generator().manual_seed(M)
@@ -304,9 +310,13 @@ def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M, prequant, monkey
     x = (x.float().cpu() * torch.linspace(0.1, 4.0, H)).to(torch.bfloat16).to(device)  # groups of unlike scale
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     cfg = MoeTileConfigs(tile, tile)
-    outs = {path: fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, workspace=ws, path=path, **kw).float()
-            for path in ("grouped", "pairs", "grouped")}
-    assert _rel_err(outs["pairs"], outs["grouped"]) < 1e-3
+
+    def layer(path, x):
+        return fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, workspace=ws, path=path, **kw).float()
+
+    grouped = layer("grouped", x)
+    layer("pairs", x * 8)  # leaves absmaxes 8x too large wherever the next call does not reset them
+    assert _rel_err(layer("pairs", x), grouped) < 1e-3
     assert ws.group_arrivals.cpu().count_nonzero() == 0, "group counters must be left at zero"
 
 
