@@ -14,6 +14,7 @@ Entry points (each loaded on first use: ``import jitguard.kernels`` imports neit
 Modules, each importing only those before it: ``moe_configs`` (tile table), ``moe_quant``,
 ``moe_align``, ``moe_gemm`` (the grouped GEMM kernel and its launch), ``moe_routing``,
 ``moe_inputs`` (input checks of both MoE paths), ``pdl`` (programmatic dependent launch),
+``device_clock`` (``%globaltimer`` stamps, which the decode GEMM stores for probes when asked),
 ``moe_chain``, ``moe_decode_route`` (the decode layer's routing launch), ``moe_decode``,
 ``moe_dispatch``; ``inv_rope`` stands alone. Each kernel's plain-torch reference, ``<entry point>_reference``, lives
 in the module of its kernel.
