@@ -454,10 +454,10 @@ KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768)
 # (1.0-2.5% faster at T >= 256), now the default; "clamped" is the kernel before it. Level, removed:
 # one absmax reduction over the rope pairs when they lie in one quantization group (level: within
 # 0.4% at every T >= 256); the eleventh session's grid lowered so every program runs the same number
-# of tiles (level or up to 1.5% slower, T = 4096 29.76 against 29.56). "blocked": each program a run
-# of adjacent tiles (a token's heads, whose cos/sin row and position then come from the SM's L1).
-KNOB_VARIANTS: list[tuple[str, dict]] = [("default", {}), ("blocked", {"blocked_tiles": True}),
-                                          ("clamped", {"clamp_fp8": True})]
+# of tiles (level or up to 1.5% slower, T = 4096 29.76 against 29.56) and each program taking a run of
+# adjacent tiles instead of every grid-th one (a token's heads, whose cos/sin row would then come from
+# the SM's L1: 3-30% slower from T = 4096, T = 16384 121.3 against 106.7).
+KNOB_VARIANTS: list[tuple[str, dict]] = [("default", {}), ("clamped", {"clamp_fp8": True})]
 # Besides the variants and vLLM's kernel: a torch copy moving the same bytes (half read, half
 # written) over as many buffer sets, the ceiling at this size rather than at 1 GiB.
 COPY_SAME_BYTES = "copy_same_bytes"

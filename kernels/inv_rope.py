@@ -119,7 +119,6 @@ def inv_rope_fp8_kernel(
     PREFETCH: tl.constexpr,
     STORE_CACHE: tl.constexpr,
     CLAMP_FP8: tl.constexpr = False,
-    BLOCKED_TILES: tl.constexpr = False,
 ):
     """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles.
 
@@ -171,26 +170,12 @@ def inv_rope_fp8_kernel(
     chunk_b = col_b // GROUP
     chunk_ids = tl.arange(0, CHUNKS_P2)
 
-    if BLOCKED_TILES:
-        # Each program takes a run of adjacent tiles (one token's heads share its cos/sin row, read
-        # again from this SM's L1), not every num_programs-th tile.
-        tiles_per_program = (n_tiles + num_programs - 1) // num_programs
-        first_tile = pid * tiles_per_program
-        end_tile = tl.minimum(first_tile + tiles_per_program, n_tiles)
-        tile_step = 1
-        # The prefetch past a program's last tile would read the next program's first: masked.
-        load_rows = tl.minimum(end_tile * ROWS, n_rows)
-    else:
-        first_tile = pid
-        end_tile = n_tiles
-        tile_step = num_programs
-        load_rows = n_rows
     if PREFETCH:
         x_next, a_next, b_next, pos_next = _load_tile(
-            o_ptr, positions_ptr, first_tile, load_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
+            o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
             pair_ok, NUM_HEADS, ROWS,
         )
-    for tile in range(first_tile, end_tile, tile_step):
+    for tile in range(pid, n_tiles, num_programs):
         rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
         row_ok = rows < n_rows
         token = rows // NUM_HEADS
@@ -201,7 +186,7 @@ def inv_rope_fp8_kernel(
             # each program keeps a tile of reads in flight while it computes.
             x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
             x_next, a_next, b_next, pos_next = _load_tile(
-                o_ptr, positions_ptr, tile + tile_step, load_rows, o_stride_token, o_stride_head, cols, col_ok,
+                o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, cols, col_ok,
                 col_a, col_b, pair_ok, NUM_HEADS, ROWS,
             )
         else:
@@ -497,7 +482,6 @@ def launch_inv_rope_fp8(
     prefetch: bool = _PREFETCH,
     store_cache: str | None = None,
     clamp_fp8: bool = _CLAMP_FP8,
-    blocked_tiles: bool = False,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
@@ -505,9 +489,8 @@ def launch_inv_rope_fp8(
     the maths under ``TRITON_INTERPRET=1``). ``kernel`` swaps in another build of the same
     function (the interpreter, or a copy with default specialization for comparisons);
     ``rows_per_tile``, ``num_warps``, ``programs_per_sm``, ``prefetch``, ``store_cache`` (the
-    output rows' store cache modifier, ``_STORE_CACHE`` unless given; "" the plain store),
-    ``clamp_fp8`` (a clamp before the fp8 cast too) and ``blocked_tiles`` (each program a run of
-    adjacent tiles, not every grid-th tile) are tuning knobs for benchmarks.
+    output rows' store cache modifier, ``_STORE_CACHE`` unless given; "" the plain store) and
+    ``clamp_fp8`` (a clamp before the fp8 cast too) are tuning knobs for benchmarks.
     """
     num_tokens = o.shape[0]
     if num_tokens == 0:
@@ -535,7 +518,6 @@ def launch_inv_rope_fp8(
         PREFETCH=prefetch,
         STORE_CACHE=_STORE_CACHE if store_cache is None else store_cache,
         CLAMP_FP8=clamp_fp8,
-        BLOCKED_TILES=blocked_tiles,
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.
         enable_fp_fusion=False,
