@@ -19,7 +19,6 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_fused_moe as bfm
 import bench_moe_layer as bml
 import tune_moe_decode as tmd
 
@@ -56,10 +55,7 @@ def probe(layer: tmd.Layer, M: int, log) -> str:
             plans.pop(label, None)
             continue
         errs[label] = bml.rel(out, ref)
-    times: dict[str, list[float]] = {label: [] for label in plans}
-    for r in range(ROUNDS):
-        for label in (list(plans) if r % 2 == 0 else list(reversed(plans))):
-            times[label].append(bfm.time_graph(layer.plans_step(plans[label]), layer.n_layers, tmd.REPLAYS))
+    times = tmd.time_alternating(layer, plans, ROUNDS)
     log({"case": layer.name, "M": M, "path": path, "us": times, "err": errs,
          "table": [repr(table.gate_up), repr(table.down)]})
     cells = [" / ".join(f"{t:.1f}" for t in times[label]) if label in times else "-" for label, _ in DOWN_TILES]

@@ -21,7 +21,6 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_fused_moe as bfm
 import bench_moe_layer as bml
 import tune_moe_decode as tmd
 
@@ -57,10 +56,7 @@ def probe(layer: tmd.Layer, M: int, log) -> str:
         layer.plans_step(plans[label])(0)
         torch.cuda.synchronize()
         errs[label] = bml.rel(out, ref)
-    times: dict[str, list[float]] = {label: [] for label, *_ in VARIANTS}
-    for r in range(ROUNDS):
-        for label, *_ in (VARIANTS if r % 2 == 0 else tuple(reversed(VARIANTS))):
-            times[label].append(bfm.time_graph(layer.plans_step(plans[label]), layer.n_layers, tmd.REPLAYS))
+    times = tmd.time_alternating(layer, plans, ROUNDS)
     stages = {label: layer.time_plans(plans[label])[1] for label, *_ in VARIANTS}
     log({"case": layer.name, "M": M, "us": times, "err": errs, "stages": stages})
     cells = [" / ".join(f"{t:.1f}" for t in times[label]) for label, *_ in VARIANTS]

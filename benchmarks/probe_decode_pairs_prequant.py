@@ -22,7 +22,6 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_fused_moe as bfm
 import bench_moe_layer as bml
 import tune_moe_decode as tmd
 
@@ -49,10 +48,7 @@ def probe(layer: tmd.Layer, M: int, log) -> str:
         torch.cuda.synchronize()
         errs[label] = bml.rel(out, ref)
         outputs[label] = out.clone()
-    times: dict[str, list[float]] = {label: [] for label, _, _ in VARIANTS}
-    for r in range(ROUNDS):
-        for label, _, _ in (VARIANTS if r % 2 == 0 else tuple(reversed(VARIANTS))):
-            times[label].append(bfm.time_graph(layer.plans_step(plans[label]), layer.n_layers, tmd.REPLAYS))
+    times = tmd.time_alternating(layer, plans, ROUNDS)
     stages = {label: layer.time_plans(plans[label])[1] for label, _, _ in VARIANTS}
     names = {label: [name for name, _ in plans[label][0].launches] for label, _, _ in VARIANTS}
     same = torch.equal(outputs["pairs, x quantized first"], outputs["grouped"])

@@ -183,6 +183,16 @@ def probe_each_case_and_m(args, name: str, header: list[str], row) -> None:
     (out_dir / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
+def time_alternating(layer: Layer, plans: dict, rounds: int = 2) -> dict[str, list[float]]:
+    """Each variant's whole layer (``plans``: label -> one plan per layer copy), us, once a round;
+    every other round runs the variants in reverse order, so none is always the first timed."""
+    times: dict[str, list[float]] = {label: [] for label in plans}
+    for r in range(rounds):
+        for label in (list(plans) if r % 2 == 0 else list(reversed(plans))):
+            times[label].append(bfm.time_graph(layer.plans_step(plans[label]), layer.n_layers, REPLAYS))
+    return times
+
+
 def layer_for(layers: dict, name: str, l2_bytes: int) -> Layer:
     """The case's Layer from ``layers``, built on first use (its rotated weight copies are large)."""
     if name not in layers:
