@@ -4,7 +4,8 @@ The stage-alone times (each launch replayed back to back) do not add up to the l
 launched with PDL overlaps the launch before it, and a graph of a few short launches is bound by
 its replay, not by the GPU. Here every program of both decode GEMMs stores ``%globaltimer`` at its
 start, when its set-up (routing, pointers) is done, when its wait for the prior launch returns,
-after its K loop, and at its end (``moe_decode_gemm_kernel``'s STAMPS, ``device_clock``); a
+after its K loop, and at its end (``moe_decode_gemm_kernel``'s STAMPS, ``device_clock``; on the
+chain path ``moe_gemm``'s grouped GEMM, which waits before its set-up); a
 one-program marker kernel stamps before and after each layer call. Each layer copy runs in one
 CUDA graph (L2 defeated by the rotated copies); the table gives, per launch, the programs' stamps
 relative to the marker before the call (median over layer copies and replays of the min / median /
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_fused_moe as bfm
 import tune_moe_decode as tmd
 
-from jitguard.kernels import moe_decode
+from jitguard.kernels import moe_decode, moe_gemm
 from jitguard.kernels.device_clock import N_STAMPS, global_time_ns
 
 SLOTS = ("start", "set-up", "waited", "K loop", "end")
@@ -43,7 +44,10 @@ def _mark_kernel(buf_ptr, slot):
 
 
 def stamped(launch, buf: torch.Tensor):
-    """The GEMM launch ``launch`` (a functools.partial of the kernel) storing its stamps in ``buf``."""
+    """The GEMM launch ``launch`` storing its stamps in ``buf``: a functools.partial of the decode
+    GEMM kernel (grouped and pairs paths) or of ``moe_gemm.launch_moe_gemm`` (the chain path)."""
+    if launch.func is moe_gemm.launch_moe_gemm:
+        return functools.partial(launch.func, *launch.args, **{**launch.keywords, "stamps": buf})
     return functools.partial(launch.func, *launch.args, **{**launch.keywords, "STAMPS": True, "stamps_ptr": buf})
 
 

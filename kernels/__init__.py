@@ -11,12 +11,12 @@ Entry points (each loaded on first use: ``import jitguard.kernels`` imports neit
 - ``inv_rope_fp8(o, positions, cos_sin_cache, ...)``: inverse RoPE + FP8 e4m3 quantization, and
   ``fused_inv_rope_fp8_quant(...)``, the same with upstream vLLM's signature (``inv_rope``).
 
-Modules, each importing only those before it: ``moe_configs`` (tile table), ``moe_quant``,
-``moe_align``, ``moe_gemm`` (the grouped GEMM kernel and its launch), ``moe_routing``,
-``moe_inputs`` (input checks of both MoE paths), ``pdl`` (programmatic dependent launch),
-``device_clock`` (``%globaltimer`` stamps, which the decode GEMM stores for probes when asked),
-``moe_chain``, ``moe_decode_route`` (the decode layer's routing launch), ``moe_decode``,
-``moe_dispatch``; ``inv_rope`` stands alone. Each kernel's plain-torch reference, ``<entry point>_reference``, lives
+Modules, each importing only those before it: ``pdl`` (programmatic dependent launch),
+``device_clock`` (``%globaltimer`` stamps, which the GEMMs store for probes when asked),
+``moe_configs`` (tile table), ``moe_quant``, ``moe_align``, ``moe_gemm`` (the grouped GEMM kernel
+and its launch), ``moe_routing``, ``moe_inputs`` (input checks of both MoE paths), ``moe_chain``,
+``moe_decode_route`` (the decode layer's routing launch), ``moe_decode``, ``moe_dispatch``;
+``inv_rope`` stands alone. Each kernel's plain-torch reference, ``<entry point>_reference``, lives
 in the module of its kernel.
 """
 

@@ -28,6 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .device_clock import stamp
 from .moe_align import AlignedRouting
 from .moe_configs import TileConfig
 from .pdl import launch_dependents, wait_for_prior_launch
@@ -200,6 +201,8 @@ def moe_grouped_gemm_kernel(
     DOT_IN_FP32: tl.constexpr = False,
     K_UNROLL: tl.constexpr = 1,
     PDL: tl.constexpr = False,
+    STAMPS: tl.constexpr = False,
+    stamps_ptr=None,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -208,10 +211,14 @@ def moe_grouped_gemm_kernel(
     K_UNROLL: K steps per loop iteration (FP8 block scales with a tile block_k of 128 * K_UNROLL;
     each step is one scale group). PDL (launched with ``launch_pdl``): lets the next PDL-linked
     launch start, then waits for the previous launch before reading anything.
+    STAMPS (probes): each program stores ``device_clock`` stamps at ``stamps_ptr`` (start, set-up
+    done, wait done, K loop done, end; here the wait comes before the set-up); off, the same code.
     """
+    stamp(stamps_ptr, tl.program_id(0), 0, STAMPS)
     if PDL:
         launch_dependents()
         wait_for_prior_launch()
+    stamp(stamps_ptr, tl.program_id(0), 2, STAMPS)
     pid = tl.program_id(0)
     # For GATED the weight tile holds BLOCK_N rows but yields BLOCK_N // 2 output columns.
     OUT_N: tl.constexpr = BLOCK_N // 2 if GATED else BLOCK_N
@@ -248,6 +255,7 @@ def moe_grouped_gemm_kernel(
         a_scale_rows = a_scale_ptr + a_rows * stride_asm
         b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
 
+    stamp(stamps_ptr, pid, 1, STAMPS)
     # K_UNROLL K steps per iteration (block scales: 128-deep steps, each with its own scales):
     # their weight loads are issued together, K_UNROLL * 128 contiguous bytes of each row.
     k_last = tl.cdiv(K, BLOCK_K) - 1
@@ -270,6 +278,7 @@ def moe_grouped_gemm_kernel(
         a_ptrs += BLOCK_K * K_UNROLL
         b_ptrs += BLOCK_K * K_UNROLL
 
+    stamp(stamps_ptr, pid, 3, STAMPS)
     if SWAP_AB:
         acc = tl.trans(acc)  # back to [BLOCK_M, BLOCK_N]
 
@@ -290,6 +299,7 @@ def moe_grouped_gemm_kernel(
     offs_cn = pid_n * OUT_N + tl.arange(0, OUT_N)
     c_ptrs = c_ptr + pairs[:, None].to(tl.int64) * stride_cm + offs_cn[None, :]
     tl.store(c_ptrs, out.to(c_ptr.dtype.element_ty), mask=pair_mask[:, None] & (offs_cn[None, :] < N))
+    stamp(stamps_ptr, pid, 4, STAMPS)
 
 
 @triton.jit(do_not_specialize=["num_tokens"])
@@ -354,6 +364,7 @@ def launch_moe_gemm(
     w_scale: torch.Tensor | None = None,
     scale_block: tuple[int, int] = (128, 128),
     pdl: bool = False,
+    stamps: torch.Tensor | None = None,
 ) -> None:
     """Launch ``moe_grouped_gemm_kernel`` over ``routing`` (an AlignedRouting) with ``cfg``.
 
@@ -362,6 +373,8 @@ def launch_moe_gemm(
     CUDA-graph capturable; surplus programs exit after reading ``routing.num_padded``.
     ``pdl``: a programmatic dependent launch (``pdl.pdl_supported()`` must be true), which may
     start while the launch before it runs and waits for it before reading.
+    ``stamps`` (probes): an int64 buffer of ``device_clock.N_STAMPS`` slots per program, which
+    each program fills with its timestamps (a variant of its own).
     """
     if routing.block_size != cfg.block_m:
         raise ValueError(
@@ -418,6 +431,7 @@ def launch_moe_gemm(
         DOT_IN_FP32=_INTERPRETER_BF16_DOT_IS_WRONG and a.dtype == torch.bfloat16,
         K_UNROLL=k_unroll,
         PDL=pdl,
+        **({"STAMPS": True, "stamps_ptr": stamps} if stamps is not None else {}),
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
         **({"launch_pdl": True} if pdl else {}),

@@ -612,24 +612,27 @@ def test_real_sm90_compile_of_each_path(path):
         assert any("griddepcontrol.launch_dependents" in ptx for ptx in route_ptx)
 
 
-def test_real_sm90_compile_with_stamps_reads_the_global_timer_five_times_and_without_none():
-    """The probes' STAMPS (device_clock): each GEMM program stores %globaltimer at its five points;
-    the shipped launch (STAMPS off) reads no timer and stores nothing more."""
+@pytest.mark.parametrize("path", ["pairs", "chain"])
+def test_real_sm90_compile_with_stamps_reads_the_global_timer_five_times_and_without_none(path):
+    """The probes' stamps (device_clock): each program of a GEMM (the decode GEMM's STAMPS on the
+    pairs path, moe_gemm's ``stamps`` on the chain path) stores %globaltimer at its five points; the
+    shipped launch reads no timer."""
     _compile_side()
     E, k, H, I, M = 8, 2, 256, 256, 1
     w13, w2, kw = _zero_weights(E, H, I, "block")
-    gemm = triton_compat.unwrap_jit_function(moe_decode.moe_decode_gemm_kernel)
+    kernel = moe_decode.moe_decode_gemm_kernel if path == "pairs" else moe_gemm.moe_grouped_gemm_kernel
+    buf = torch.zeros(1 << 12, dtype=torch.int64)
+    extra = {"STAMPS": True, "stamps_ptr": buf} if path == "pairs" else {"stamps": buf}
     ptx = {}
     with jitguard.offline(compile=True):
         plan = moe_decode.plan_fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k,
-                                                path="pairs", **kw)
+                                                path=path, **kw)
         for stamps in (False, True):
-            triton_compat.forget_compiled_variants(gemm)
+            triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
             for name, launch in plan.launches:
                 if name == "gate_up":
-                    extra = {"STAMPS": True, "stamps_ptr": torch.zeros(1 << 12, dtype=torch.int64)} if stamps else {}
-                    launch.func(*launch.args, **{**launch.keywords, **extra})
-            ptx[stamps] = [c.asm["ptx"] for c in _compiled(moe_decode.moe_decode_gemm_kernel).values()]
+                    launch.func(*launch.args, **{**launch.keywords, **(extra if stamps else {})})
+            ptx[stamps] = [c.asm["ptx"] for c in _compiled(kernel).values()]
     assert len(ptx[False]) == len(ptx[True]) == 1
     assert "%globaltimer" not in ptx[False][0]
     assert ptx[True][0].count("%globaltimer") == 5
