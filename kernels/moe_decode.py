@@ -235,6 +235,16 @@ def _quantize_group_when_written(c_ptr, cq_ptr, amax_ptr, arrivals_ptr, pairs, p
         tl.store(amax_ptr + pairs * stride_amax_m + group, scale, mask=pair_mask)
 
 
+@triton.jit
+def _wait_for_pair(counter_ptr, count):
+    """Poll ``counter`` (acquire, gpu scope) until it reaches ``count``; what its writers stored
+    before their release is visible after."""
+    while tl.atomic_add(counter_ptr, 0, sem="acquire", scope="gpu") < count:
+        pass
+    # Every thread's later loads follow the acquire.
+    tl.debug_barrier()
+
+
 @triton.jit(do_not_specialize=["num_pairs", "num_tokens"])
 def moe_decode_gemm_kernel(
     a_ptr,
@@ -298,6 +308,9 @@ def moe_decode_gemm_kernel(
     K_UNROLL: tl.constexpr = 1,
     STAMPS: tl.constexpr = False,
     stamps_ptr=None,
+    PAIR_READY: tl.constexpr = False,
+    ready_ptr=None,
+    ready_count=0,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -324,6 +337,11 @@ def moe_decode_gemm_kernel(
     launch start; WAIT_PRIOR waits for the previous launch at the start or before the K loop.
     STAMPS (probes): each program stores ``device_clock`` stamps at ``stamps_ptr`` (start, set-up
     done, wait done, K loop done, end); off, the kernel is the same code.
+    PAIR_READY (PAIR_TILES): gate_up's programs, once their pair's columns (and quantized groups)
+    are written, release-increment ``ready[pair]``; the down GEMM's programs, instead of waiting for
+    the whole gate_up launch, acquire-poll their pair's counter until ``ready_count`` (gate_up's
+    column tiles) have arrived. PDL starts down only after every gate_up program has started, so
+    the poll cannot hold back a gate_up program; without PDL it finds the count complete.
     """
     pid = tl.program_id(0)
     stamp(stamps_ptr, pid, 0, STAMPS)
@@ -372,6 +390,8 @@ def moe_decode_gemm_kernel(
         if WAIT_PRIOR == 2:
             # Everything above depends on the layer's inputs only; A and its scales on the prior launch.
             wait_for_prior_launch()
+        if PAIR_READY and not GATED:
+            _wait_for_pair(ready_ptr + pid_m, ready_count)
         stamp(stamps_ptr, pid, 2, STAMPS)
         if QUANT == 1:
             a_s = tl.load(a_scale_ptr)
@@ -476,6 +496,10 @@ def moe_decode_gemm_kernel(
                     _quantize_group_when_written(c_ptr, aq_out_ptr, amax_out_ptr, group_arrivals_ptr, pairs,
                                                  pair_mask, pid_m, (pid_n * OUT_N) // SCALE_BLOCK_K, N, stride_cm,
                                                  stride_amax_m, OUT_N, SCALE_BLOCK_K, FP8_MAX_C, MIN_AMAX)
+            if PAIR_READY:
+                # Every thread's stores (and a last writer's quantized group) precede the release.
+                tl.debug_barrier()
+                tl.atomic_add(ready_ptr + pid_m, 1, sem="release", scope="gpu")
         else:
             if PAIR_TILES:
                 w = tl.where(pair_mask, pair_weight, 0.0)
@@ -511,7 +535,8 @@ class MoeDecodeWorkspace:
     """Device buffers of the decode path for one layer shape, reused by every call and graph replay.
 
     Sized for ``MAX_DECODE_TOKENS`` tokens; the counters in ``flags`` are zero between calls
-    (each call leaves them zero), so a captured graph needs no memset. Calls that share a
+    (each call leaves them zero), and ``pair_ready`` (PAIR_READY_HANDOFF) is zeroed by each
+    call's first launch, so a captured graph needs no memset. Calls that share a
     workspace must be ordered (one stream): two in flight at once would mix their counters.
     """
 
@@ -537,6 +562,7 @@ class MoeDecodeWorkspace:
     group_arrivals: torch.Tensor
     pair_rows: torch.Tensor
     pair_ranks: torch.Tensor
+    pair_ready: torch.Tensor
 
     @staticmethod
     def for_layer(w13: torch.Tensor, w2: torch.Tensor, top_k: int, act_dtype: torch.dtype = torch.bfloat16,
@@ -578,6 +604,8 @@ class MoeDecodeWorkspace:
             pair_rows=torch.empty((P, H), dtype=act_dtype, device=dev),
             # each pair's rank among its expert's pairs, taken by the route launch's token programs
             pair_ranks=torch.empty(P, **i32),
+            # the pairs path with PAIR_READY_HANDOFF: gate_up programs done per pair (zeroed by the x launch)
+            pair_ready=torch.zeros(P, **i32),
         )
 
     def routing(self, num_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -627,6 +655,11 @@ RANKS_EARLY = True
 # / 2 / 4 59.1 / 98.3 / 179.6 us against 67.4 / 101.0 / 184.5, Qwen3-30B-like 20.2 / 29.3 / 45.5
 # against 22.3 / 30.5 / 46.3.
 PAIRS_PREQUANT_X = True
+# FP8 block scales on the pairs path (with PAIRS_PREQUANT_X, whose x launch zeroes the counters): the
+# down GEMM's programs start on their own pair's gate_up columns (a counter per pair) instead of
+# waiting for the whole gate_up launch. Off: not yet measured (the eleventh session's timeline put
+# 0.6 us between gate_up's last program and down's wait at Qwen3-30B-FP8 M = 1, moe_layer.md).
+PAIR_READY_HANDOFF = False
 _REDUCE_ELEMENTS = 8192
 
 
@@ -741,6 +774,8 @@ def plan_fused_moe_decode(
     # The chain's gate_up (moe_gemm) takes FP8 block-scaled activations as e4m3 only.
     prequant = ((PREQUANT_X or path == "chain") and quant == QUANT_BLOCK and not pair_tiles) or pairs_prequant
     quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK
+    # down starts on its pair's gate_up columns (counters zeroed by the x launch) instead of the whole launch
+    pair_ready = pairs_prequant and PAIR_READY_HANDOFF
     launches: list[tuple[str, Callable[[], object]]] = []
     if not pair_tiles or pairs_prequant:
         # The pairs path's x quantization is the route kernel with ROUTE off (one program a token).
@@ -763,6 +798,7 @@ def plan_fused_moe_decode(
             FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, LAUNCH_DEPENDENTS=pdl, WRITE_XQ=prequant,
             FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
             RANKS_EARLY=RANKS_EARLY, ranks_ptr=ws.pair_ranks, ROUTE=not pair_tiles,
+            **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
         )))
     if path == "chain":
         launches += _chain_launches(ws, ws.x_q[:M] if prequant else x, w13, w2, w1s, w2s, out, cfgs, quant, M, top_k,
@@ -817,7 +853,7 @@ def plan_fused_moe_decode(
             # Each GEMM lets the next launch start; each waits for the one before (the pairs path's
             # GEMMs route before waiting), but the first launch of a layer has none to wait for.
             LAUNCH_DEPENDENTS=pdl and gated,
-            WAIT_PRIOR=_wait_prior(pdl, first_launch, pair_tiles),
+            WAIT_PRIOR=_WAIT_NONE if pair_ready and not gated else _wait_prior(pdl, first_launch, pair_tiles),
             A_PREQUANT=(prequant and gated) or (quant_inter and not gated),
             aq_out_ptr=ws.inter_q,
             group_arrivals_ptr=ws.group_arrivals,
@@ -825,6 +861,8 @@ def plan_fused_moe_decode(
             A_SCALE_FROM_TILE=pair_tiles and gated and quant == QUANT_BLOCK and not pairs_prequant,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
+            **({"PAIR_READY": True, "ready_ptr": ws.pair_ready,
+                "ready_count": triton.cdiv(I, cfgs.gate_up.block_n // 2)} if pair_ready else {}),
             **({"launch_pdl": True} if pdl and not first_launch else {}),
         )))
     return DecodePlan(out, tuple(launches), path)

@@ -93,6 +93,8 @@ def moe_decode_route_kernel(
     RANKS_EARLY: tl.constexpr = False,
     ranks_ptr=None,
     ROUTE: tl.constexpr = True,
+    ZERO_PAIR_READY: tl.constexpr = False,
+    pair_ready_ptr=None,
 ):
     """Routing of token ``program_id`` and its activation scales; then the alignment of every pair.
 
@@ -104,7 +106,8 @@ def moe_decode_route_kernel(
     each program takes its pairs' ranks from the per-expert counters (zero between calls) before it
     arrives, so the last one reads ranks and counts in one round trip and resets the counters.
     WRITE_XQ (block scales): also writes the token's e4m3 row to ``xq`` so gate_up loads FP8 directly.
-    ROUTE=False: each program only quantizes its token's row (the pairs path's GEMMs route themselves).
+    ROUTE=False: each program only quantizes its token's row (the pairs path's GEMMs route themselves);
+    with ZERO_PAIR_READY it also zeroes its pairs' ``pair_ready`` counters (moe_decode's PAIR_READY_HANDOFF).
     """
     if LAUNCH_DEPENDENTS:
         launch_dependents()
@@ -122,6 +125,10 @@ def moe_decode_route_kernel(
             _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
                             a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
                             X_ONE_PASS)
+            if ZERO_PAIR_READY:
+                slots = tl.arange(0, K_POW2)
+                tl.store(pair_ready_ptr + token * TOP_K + slots, tl.zeros((K_POW2,), dtype=tl.int32),
+                         mask=slots < TOP_K)
         return
     # Per-tensor scales need every token's absmax before the scale: they keep the counter path.
     # Parenthesised: Triton 3.2 takes no chained boolean operators.

@@ -321,6 +321,58 @@ def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M, prequant, quanti
 
 
 @pytest.mark.interpreter
+def test_math_pairs_path_with_per_pair_handoff_equals_the_whole_launch_wait(monkeypatch):
+    """FP8 block scales on the pairs path with PAIR_READY_HANDOFF: the down GEMM starting on its
+    pair's gate_up columns gives the layer bit for bit, every pair's counter receives exactly one
+    arrival per gate_up column tile, and the next call's x launch zeroes the counters again."""
+    device = _device()
+    M, E, k, H, I = 3, 8, 2, 256, 320
+    gen = torch.Generator().manual_seed(7)
+    x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, device)
+    tile = TileConfig(16, 64, 128, 1, 4, 2, True)
+    cfg = MoeTileConfigs(tile, tile)
+    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    outs = {}
+    for handoff in (False, True):
+        monkeypatch.setattr(moe_decode, "PAIR_READY_HANDOFF", handoff)
+        outs[handoff] = [fused_moe_decode(xi, logits, w13, w2, k, tile_configs=cfg, workspace=ws, path="pairs",
+                                          **kw).clone() for xi in (x, (x.float() * 2 - 0.5).to(x.dtype))]
+    assert all(torch.equal(a, b) for a, b in zip(outs[True], outs[False]))
+    # 320 columns over gate_up tiles of 32 output columns: 10 arrivals per pair.
+    assert ws.pair_ready[:M * k].cpu().tolist() == [10] * (M * k)
+    plan = moe_decode.plan_fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, workspace=ws, path="pairs",
+                                            **kw)
+    assert plan.launches[0][0] == "quantize_x"
+    plan.launches[0][1]()
+    assert ws.pair_ready[:M * k].cpu().count_nonzero() == 0, "the x launch must zero the pair counters"
+
+
+def test_real_sm90_compile_of_the_per_pair_handoff(monkeypatch):
+    """With PAIR_READY_HANDOFF the down GEMM does not wait for the whole gate_up launch: it polls
+    its pair's counter with gpu-scope acquire atomics; gate_up releases its arrival after a CTA
+    barrier; with PDL both stay PDL-launched."""
+    _compile_side()
+    monkeypatch.setattr(moe_decode, "PAIR_READY_HANDOFF", True)
+    E, k, H, I, M = 8, 2, 256, 256, 1
+    w13, w2, kw = _zero_weights(E, H, I, "block")
+    gemm = triton_compat.unwrap_jit_function(moe_decode.moe_decode_gemm_kernel)
+    triton_compat.forget_compiled_variants(gemm)
+    with jitguard.offline(compile=True):
+        fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k, path="pairs", **kw)
+    ptx = [c.asm["ptx"] for c in _compiled(moe_decode.moe_decode_gemm_kernel).values()]
+    assert len(ptx) == 2
+    # The poll (an atomic add of 0) compiles to an acquire load; the arrival to a release reduction.
+    release = r"(red|atom)\.global\.(gpu\.release|release\.gpu)\.add"
+    acquire = r"(ld|atom)\.global\.(gpu\.acquire|acquire\.gpu)"
+    gate_up = [p for p in ptx if re.search(release, p)]
+    down = [p for p in ptx if re.search(acquire, p)]
+    assert len(gate_up) == len(down) == 1 and gate_up != down, "expected gate_up releasing, down polling"
+    assert "griddepcontrol.wait" not in down[0], "down still waits for the whole gate_up launch"
+    if moe_decode.pdl_supported():
+        assert "griddepcontrol.wait" in gate_up[0], "gate_up must still wait for x's quantization"
+
+
+@pytest.mark.interpreter
 @pytest.mark.parametrize("scheme,M", [("block", 3), ("block", 12), ("bf16", 9)])
 def test_math_chain_path_equals_softmax_topk_and_fused_moe(scheme, M):
     """The chain path (route launch, fused_moe's GEMMs, quantization and reduce on the workspace)

@@ -1,0 +1,94 @@
+"""H200 probe (issue #16): FP8 block scales on the pairs path, switch and tile variants by the whole layer.
+
+Variants (``--variants``, labels of VARIANTS; all by default), each against the shipped pairs path:
+
+- "pairs, inter by down": ``QUANTIZE_INTER`` off: gate_up stores the bf16 intermediate and folds its
+  absmax into each group's slot, the down GEMM quantizes it as it loads it (eleventh session: slower);
+- "pairs, down 128 rows": the table's gate_up tile with a 128-row down tile (level);
+- "pairs, per-pair handoff": ``PAIR_READY_HANDOFF``: the down GEMM's programs start on their pair's
+  gate_up columns (a release/acquire counter per pair) instead of waiting for the whole gate_up
+  launch; the eleventh session's timeline put 0.6 us between gate_up's last program and down's wait
+  at Qwen3-30B-FP8 M = 1 (not yet timed);
+- "grouped": the grouped path, for reference.
+
+Variants alternate in two rounds (the second in reverse order) on bench_moe_layer's inputs and timer,
+each output against the fp32 reference; then each launch alone.
+
+    PYTHONPATH=$PWD python3 benchmarks/probe_decode_pairs_variants.py --out $OUT
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_moe_layer as bml
+import tune_moe_decode as tmd
+
+from jitguard.kernels import moe_decode
+from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
+
+ROUNDS = 2
+DOWN_128 = TileConfig(16, 128, 128, 1, 4, 3, True)
+# (label, path, moe_decode switches, down tile or None for the table's)
+SHIPPED = "pairs, inter by gate_up"
+VARIANTS = ((SHIPPED, "pairs", {}, None),
+            ("pairs, inter by down", "pairs", {"QUANTIZE_INTER": False}, None),
+            ("grouped", "grouped", {}, None),
+            ("pairs, down 128 rows", "pairs", {}, DOWN_128),
+            ("pairs, per-pair handoff", "pairs", {"PAIR_READY_HANDOFF": True}, None))
+
+
+def probe(layer: tmd.Layer, M: int, log, variants=VARIANTS) -> str:
+    x, logits = tmd.inputs(layer, M)
+    ref = tmd.reference(layer, x, logits)
+    out = torch.empty_like(x)
+    plans, errs = {}, {}
+    for label, path, switches, down in variants:
+        saved = {name: getattr(moe_decode, name) for name in switches}
+        table_up = tmd.table_tiles(layer.case, M).gate_up
+        tiles = None if down is None else MoeTileConfigs(table_up, replace(down, block_m=table_up.block_m))
+        try:
+            for name, value in switches.items():
+                setattr(moe_decode, name, value)
+            plans[label] = layer.plans(x, logits, out, path, tiles)
+        finally:
+            for name, value in saved.items():
+                setattr(moe_decode, name, value)
+        out.fill_(float("nan"))
+        layer.plans_step(plans[label])(0)
+        torch.cuda.synchronize()
+        errs[label] = bml.rel(out, ref)
+    times = tmd.time_alternating(layer, plans, ROUNDS)
+    stages = {label: layer.time_plans(plans[label])[1] for label, *_ in variants}
+    log({"case": layer.name, "M": M, "us": times, "err": errs, "stages": stages})
+    cells = [" / ".join(f"{t:.1f}" for t in times[label]) for label, *_ in variants]
+    cells += [" + ".join(f"{t:.1f}" for t in stages[label]) for label, *_ in variants]
+    return (f"| {layer.name} | {M} | " + " | ".join(cells) + " | "
+            + " ".join(f"{errs[label]:.1e}" for label, *_ in variants) + " |")
+
+
+def main() -> None:
+    p = tmd.probe_parser(__doc__, "qwen3-30b-fp8-block,deepseek-v3-tp2-fp8-block", "1,2,3,4")
+    p.add_argument("--variants", help="comma-separated labels of VARIANTS besides the shipped one (default: all)")
+    args = p.parse_args()
+    known = {label for label, *_ in VARIANTS}
+    wanted = set(args.variants.split(",")) if args.variants else known
+    if wanted - known:
+        raise SystemExit(f"probe_decode_pairs_variants: --variants: unknown {sorted(wanted - known)}; "
+                         f"known: {sorted(known)}")
+    variants = tuple(v for v in VARIANTS if v[0] == SHIPPED or v[0] in wanted)
+    labels = [label for label, *_ in variants]
+    header = tmd.probe_header("us per layer, round 1 / round 2 (round 2 in reverse order); then each launch alone "
+                              "in order (>= 32 a graph); err against the fp32 reference",
+                              [*labels, *(f"{label}, launches alone" for label in labels), "err"])
+    tmd.probe_each_case_and_m(args, "probe_decode_pairs_variants", header,
+                              lambda layer, M, log: probe(layer, M, log, variants))
+
+
+if __name__ == "__main__":
+    main()
