@@ -310,7 +310,7 @@ def moe_decode_gemm_kernel(
     stamps_ptr=None,
     PAIR_READY: tl.constexpr = False,
     ready_ptr=None,
-    ready_count=0,
+    GATE_UP_OUT_N: tl.constexpr = 0,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -339,9 +339,10 @@ def moe_decode_gemm_kernel(
     done, wait done, K loop done, end); off, the kernel is the same code.
     PAIR_READY (PAIR_TILES): gate_up's programs, once their pair's columns (and quantized groups)
     are written, release-increment ``ready[pair]``; the down GEMM's programs, instead of waiting for
-    the whole gate_up launch, acquire-poll their pair's counter until ``ready_count`` (gate_up's
-    column tiles) have arrived. PDL starts down only after every gate_up program has started, so
-    the poll cannot hold back a gate_up program; without PDL it finds the count complete.
+    the whole gate_up launch, acquire-poll their pair's counter until every gate_up column tile of
+    the pair (``cdiv(K, GATE_UP_OUT_N)``: down's K is gate_up's output width) has arrived. PDL
+    starts down only after every gate_up program has started, so the poll cannot hold back a
+    gate_up program; without PDL it finds the count complete.
     """
     pid = tl.program_id(0)
     stamp(stamps_ptr, pid, 0, STAMPS)
@@ -391,7 +392,7 @@ def moe_decode_gemm_kernel(
             # Everything above depends on the layer's inputs only; A and its scales on the prior launch.
             wait_for_prior_launch()
         if PAIR_READY and not GATED:
-            _wait_for_pair(ready_ptr + pid_m, ready_count)
+            _wait_for_pair(ready_ptr + pid_m, tl.cdiv(K, GATE_UP_OUT_N))
         stamp(stamps_ptr, pid, 2, STAMPS)
         if QUANT == 1:
             a_s = tl.load(a_scale_ptr)
@@ -853,7 +854,7 @@ def plan_fused_moe_decode(
             # Each GEMM lets the next launch start; each waits for the one before (the pairs path's
             # GEMMs route before waiting), but the first launch of a layer has none to wait for.
             LAUNCH_DEPENDENTS=pdl and gated,
-            WAIT_PRIOR=_WAIT_NONE if pair_ready and not gated else _wait_prior(pdl, first_launch, pair_tiles),
+            WAIT_PRIOR=_wait_prior(pdl, first_launch, pair_tiles, waits_on_pair_counter=pair_ready and not gated),
             A_PREQUANT=(prequant and gated) or (quant_inter and not gated),
             aq_out_ptr=ws.inter_q,
             group_arrivals_ptr=ws.group_arrivals,
@@ -861,8 +862,8 @@ def plan_fused_moe_decode(
             A_SCALE_FROM_TILE=pair_tiles and gated and quant == QUANT_BLOCK and not pairs_prequant,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
-            **({"PAIR_READY": True, "ready_ptr": ws.pair_ready,
-                "ready_count": triton.cdiv(I, cfgs.gate_up.block_n // 2)} if pair_ready else {}),
+            **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2}
+               if pair_ready else {}),
             **({"launch_pdl": True} if pdl and not first_launch else {}),
         )))
     return DecodePlan(out, tuple(launches), path)
@@ -898,8 +899,11 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
     return launches
 
 
-def _wait_prior(pdl: bool, first_launch: bool, pair_tiles: bool) -> int:
-    if not pdl or first_launch:
+def _wait_prior(pdl: bool, first_launch: bool, pair_tiles: bool, waits_on_pair_counter: bool = False) -> int:
+    """WAIT_PRIOR of a GEMM launch: none for the layer's first launch, without PDL, or where the GEMM
+    waits on its pair's counter instead (PAIR_READY); else before the K loop on the pairs path (its
+    GEMMs route first), at the start elsewhere."""
+    if not pdl or first_launch or waits_on_pair_counter:
         return _WAIT_NONE
     return _WAIT_BEFORE_K_LOOP if pair_tiles else _WAIT_AT_START
 
