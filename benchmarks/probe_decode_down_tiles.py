@@ -19,7 +19,6 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_moe_layer as bml
 import tune_moe_decode as tmd
 
 from jitguard.kernels import moe_decode
@@ -47,14 +46,10 @@ def probe(layer: tmd.Layer, M: int, log) -> str:
         tiles = table if down is None else MoeTileConfigs(table.gate_up, replace(down, block_m=table.gate_up.block_m))
         try:
             plans[label] = layer.plans(x, logits, out, path, tiles)
-            out.fill_(float("nan"))
-            layer.plans_step(plans[label])(0)
-            torch.cuda.synchronize()
+            errs[label] = tmd.run_error(layer, plans[label], out, ref)
         except Exception as exc:  # a tile this layer or Triton cannot take: named, left out
             print(f"# {layer.name} M={M} down {label}: {type(exc).__name__}: {exc}"[:300], flush=True)
             plans.pop(label, None)
-            continue
-        errs[label] = bml.rel(out, ref)
     times = tmd.time_alternating(layer, plans, ROUNDS)
     log({"case": layer.name, "M": M, "path": path, "us": times, "err": errs,
          "table": [repr(table.gate_up), repr(table.down)]})

@@ -22,10 +22,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_moe_layer as bml
 import tune_moe_decode as tmd
-
-from jitguard.kernels import moe_decode
 
 ROUNDS = 2
 # (label, path, PAIRS_PREQUANT_X)
@@ -38,15 +35,10 @@ def probe(layer: tmd.Layer, M: int, log) -> str:
     ref = tmd.reference(layer, x, logits)
     out = torch.empty_like(x)
     plans, errs, outputs = {}, {}, {}
-    shipped = moe_decode.PAIRS_PREQUANT_X
     for label, path, prequant in VARIANTS:
-        moe_decode.PAIRS_PREQUANT_X = prequant
-        plans[label] = layer.plans(x, logits, out, path, None)
-        moe_decode.PAIRS_PREQUANT_X = shipped
-        out.fill_(float("nan"))
-        layer.plans_step(plans[label])(0)
-        torch.cuda.synchronize()
-        errs[label] = bml.rel(out, ref)
+        with tmd.switched({"PAIRS_PREQUANT_X": prequant}):
+            plans[label] = layer.plans(x, logits, out, path, None)
+        errs[label] = tmd.run_error(layer, plans[label], out, ref)
         outputs[label] = out.clone()
     times = tmd.time_alternating(layer, plans, ROUNDS)
     stages = {label: layer.time_plans(plans[label])[1] for label, _, _ in VARIANTS}

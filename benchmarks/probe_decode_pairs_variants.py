@@ -26,10 +26,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_moe_layer as bml
 import tune_moe_decode as tmd
 
-from jitguard.kernels import moe_decode
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 ROUNDS = 2
@@ -48,21 +46,12 @@ def probe(layer: tmd.Layer, M: int, log, variants=VARIANTS) -> str:
     ref = tmd.reference(layer, x, logits)
     out = torch.empty_like(x)
     plans, errs = {}, {}
+    table_up = tmd.table_tiles(layer.case, M).gate_up
     for label, path, switches, down in variants:
-        saved = {name: getattr(moe_decode, name) for name in switches}
-        table_up = tmd.table_tiles(layer.case, M).gate_up
         tiles = None if down is None else MoeTileConfigs(table_up, replace(down, block_m=table_up.block_m))
-        try:
-            for name, value in switches.items():
-                setattr(moe_decode, name, value)
+        with tmd.switched(switches):
             plans[label] = layer.plans(x, logits, out, path, tiles)
-        finally:
-            for name, value in saved.items():
-                setattr(moe_decode, name, value)
-        out.fill_(float("nan"))
-        layer.plans_step(plans[label])(0)
-        torch.cuda.synchronize()
-        errs[label] = bml.rel(out, ref)
+        errs[label] = tmd.run_error(layer, plans[label], out, ref)
     times = tmd.time_alternating(layer, plans, ROUNDS)
     stages = {label: layer.time_plans(plans[label])[1] for label, *_ in variants}
     log({"case": layer.name, "M": M, "us": times, "err": errs, "stages": stages})

@@ -22,6 +22,7 @@ copies, L2 defeated, median of the replays):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import sys
 import time
@@ -181,6 +182,27 @@ def probe_each_case_and_m(args, name: str, header: list[str], row) -> None:
         del layer
         torch.cuda.empty_cache()
     (out_dir / f"{name}.md").write_text("\n".join(lines) + "\n")
+
+
+@contextlib.contextmanager
+def switched(values: dict):
+    """``moe_decode``'s module switches set to ``values`` inside the block, restored after."""
+    saved = {name: getattr(moe_decode, name) for name in values}
+    try:
+        for name, value in values.items():
+            setattr(moe_decode, name, value)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(moe_decode, name, value)
+
+
+def run_error(layer: Layer, plans, out, ref) -> float:
+    """``plans``' first layer copy run once into a NaN-filled ``out``: its relative error to ``ref``."""
+    out.fill_(float("nan"))
+    layer.plans_step(plans)(0)
+    torch.cuda.synchronize()
+    return bml.rel(out, ref)
 
 
 def time_alternating(layer: Layer, plans: dict, rounds: int = 2) -> dict[str, list[float]]:

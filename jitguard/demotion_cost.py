@@ -186,6 +186,12 @@ def _variant_dict(signature: Any) -> dict[str, Any]:
     return {"params": params, "options": dict(getattr(signature, "options", {}) or {})}
 
 
+def _variant_dicts(signature: Any) -> list[dict[str, Any]]:
+    """`_variant_dict` of each variant of `signature`: one variant, a list of them, or None (none)."""
+    items = signature if isinstance(signature, (list, tuple)) else [signature] if signature is not None else []
+    return [_variant_dict(item) for item in items]
+
+
 def _as_if_specialized(variant: dict[str, Any], param: str) -> dict[str, Any]:
     """A variant recorded with `param` already demoted ("off"), with the class its observed value
     would have had: what the existing demotion is judged on."""
@@ -501,8 +507,7 @@ def cost_in_subprocess(kernel: str, param: str, demotion: str = "do_not_speciali
     has loaded has its definitive verdicts kept in `jitguard.price_cache` (by its code, the
     parameter, the variants and the versions), so the same question is answered without a child.
     """
-    items = signature if isinstance(signature, (list, tuple)) else [signature] if signature is not None else []
-    variants = [_variant_dict(item) for item in items]
+    variants = _variant_dicts(signature)
     request = {"kernel": kernel, "param": param, "demotion": demotion, "arch": arch, "signature": variants}
     return _priced_once(_price_cache_key(kernel, param, demotion, arch, variants),
                         lambda: _cost_from_child(request, timeout))
@@ -565,9 +570,8 @@ def _price_key_of(kernel: Any, param: str, demotion: str, arch: int, signature: 
     code = triton_compat.kernel_code_key(jit_fn) if jit_fn is not None else None
     if code is None:
         return None
-    items = signature if isinstance(signature, (list, tuple)) else [signature] if signature is not None else []
     try:
-        variants = [_variant_dict(item) for item in items]
+        variants = _variant_dicts(signature)
     except (TypeError, ValueError, AttributeError):
         return None
     return price_cache.price_key(code, param, demotion, arch, variants, triton_compat.TRITON_VERSION)
