@@ -9,6 +9,12 @@ Variants (``--variants``, labels of VARIANTS; all by default), each against the 
   gate_up columns (a release/acquire counter per pair) instead of waiting for the whole gate_up
   launch; the eleventh session's timeline put 0.6 us between gate_up's last program and down's wait
   at Qwen3-30B-FP8 M = 1 (not yet timed);
+- "pairs, down L2 lines" / "pairs, down L2 bulk": ``L2_PREFETCH_DOWN``: each down program, once
+  routed, asks the L2 for its whole weight tile (one prefetch per 128-byte line, or one bulk
+  prefetch per row) before it waits for gate_up, so the down weights stream in under gate_up;
+- "pairs, both L2 bulk": gate_up's programs prefetch their tiles too (all of gate_up's requests
+  out at once instead of the pipeline's few stages);
+- "pairs, handoff + down L2 bulk": the per-pair handoff with down's prefetch;
 - "grouped": the grouped path, for reference.
 
 Variants alternate in two rounds (the second in reverse order) on bench_moe_layer's inputs and timer,
@@ -28,6 +34,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tune_moe_decode as tmd
 
+from jitguard.kernels.l2_prefetch import PREFETCH_BULK_ROWS, PREFETCH_LINES
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 ROUNDS = 2
@@ -38,7 +45,13 @@ VARIANTS = ((SHIPPED, "pairs", {}, None),
             ("pairs, inter by down", "pairs", {"QUANTIZE_INTER": False}, None),
             ("grouped", "grouped", {}, None),
             ("pairs, down 128 rows", "pairs", {}, DOWN_128),
-            ("pairs, per-pair handoff", "pairs", {"PAIR_READY_HANDOFF": True}, None))
+            ("pairs, per-pair handoff", "pairs", {"PAIR_READY_HANDOFF": True}, None),
+            ("pairs, down L2 lines", "pairs", {"L2_PREFETCH_DOWN": PREFETCH_LINES}, None),
+            ("pairs, down L2 bulk", "pairs", {"L2_PREFETCH_DOWN": PREFETCH_BULK_ROWS}, None),
+            ("pairs, both L2 bulk", "pairs", {"L2_PREFETCH_DOWN": PREFETCH_BULK_ROWS,
+                                              "L2_PREFETCH_GATE_UP": PREFETCH_BULK_ROWS}, None),
+            ("pairs, handoff + down L2 bulk", "pairs", {"PAIR_READY_HANDOFF": True,
+                                                        "L2_PREFETCH_DOWN": PREFETCH_BULK_ROWS}, None))
 
 
 def probe(layer: tmd.Layer, M: int, log, variants=VARIANTS) -> str:

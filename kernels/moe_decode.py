@@ -82,6 +82,7 @@ import triton
 import triton.language as tl
 
 from .device_clock import stamp
+from .l2_prefetch import PREFETCH_BULK_ROWS, PREFETCH_LINES, PREFETCH_OFF, bulk_rows_ok, prefetch_rows_l2
 from .moe_align import AlignedRouting, max_padded_len
 from .moe_chain import fused_moe_reference
 from .moe_configs import (
@@ -311,6 +312,8 @@ def moe_decode_gemm_kernel(
     PAIR_READY: tl.constexpr = False,
     ready_ptr=None,
     GATE_UP_OUT_N: tl.constexpr = 0,
+    L2_PREFETCH: tl.constexpr = 0,
+    W_BYTES: tl.constexpr = 1,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -386,6 +389,9 @@ def moe_decode_gemm_kernel(
         a_ptrs, b_ptrs = moe_tile_pointers(a_ptr, a_rows, b_ptr + expert * stride_be, b_rows, stride_am, stride_bn,
                                            BLOCK_K, SWAP_AB)
         acc = moe_acc_zeros(BLOCK_M, BLOCK_N, SWAP_AB)
+        if L2_PREFETCH != 0:
+            prefetch_rows_l2(b_ptr + expert * stride_be + b_rows.to(tl.int64) * stride_bn, K,
+                             W_BYTES, L2_PREFETCH)
 
         stamp(stamps_ptr, pid, 1, STAMPS)
         if WAIT_PRIOR == 2:
@@ -661,6 +667,10 @@ PAIRS_PREQUANT_X = True
 # waiting for the whole gate_up launch. Off: not yet measured (the eleventh session's timeline put
 # 0.6 us between gate_up's last program and down's wait at Qwen3-30B-FP8 M = 1, moe_layer.md).
 PAIR_READY_HANDOFF = False
+# The pairs path: each GEMM program asks the L2 for its whole weight tile once it has routed itself,
+# before it waits for its activations (``l2_prefetch`` modes; 0 off). Not yet measured.
+L2_PREFETCH_GATE_UP = PREFETCH_OFF
+L2_PREFETCH_DOWN = PREFETCH_OFF
 _REDUCE_ELEMENTS = 8192
 
 
@@ -820,6 +830,7 @@ def plan_fused_moe_decode(
         bse, bsn, bsk = weight_scale_strides(quant, ws_)
         a_scale = ws.x_scale if gated else ws.a2_amax
         c = inter if gated else ws.pair_out
+        prefetch = _l2_prefetch_mode(wt, L2_PREFETCH_GATE_UP if gated else L2_PREFETCH_DOWN) if pair_tiles else 0
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_kernel[grid],
             a, wt, c, a_scale, ws_ if ws_ is not None else a, ws.topk_weights,
@@ -864,6 +875,7 @@ def plan_fused_moe_decode(
             num_stages=cfg.num_stages,
             **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2}
                if pair_ready else {}),
+            **({"L2_PREFETCH": prefetch, "W_BYTES": wt.element_size()} if prefetch else {}),
             **({"launch_pdl": True} if pdl and not first_launch else {}),
         )))
     return DecodePlan(out, tuple(launches), path)
@@ -897,6 +909,18 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
     launches.append(("reduce", functools.partial(launch_topk_reduce, pair_rows, ws.topk_ids[:P].view(M, top_k), out,
                                                  E, pdl=pdl)))
     return launches
+
+
+def _l2_prefetch_mode(w: torch.Tensor, mode: int) -> int:
+    """The L2 prefetch a GEMM over weights ``w`` [E, N, K] takes: none under the interpreter (inline
+    PTX); bulk rows only where every row is aligned for it, else one prefetch per line."""
+    if _INTERPRETED or mode == PREFETCH_OFF:
+        return PREFETCH_OFF
+    b = w.element_size()
+    if mode == PREFETCH_BULK_ROWS and not bulk_rows_ok(w.data_ptr(), w.stride(1) * b, w.stride(0) * b,
+                                                       w.shape[2] * b):
+        return PREFETCH_LINES
+    return mode
 
 
 def _wait_prior(pdl: bool, first_launch: bool, pair_tiles: bool, waits_on_pair_counter: bool = False) -> int:
