@@ -76,10 +76,10 @@ def probe(layer: tmd.Layer, M: int, log, variants=VARIANTS) -> str:
 
 def main() -> None:
     p = tmd.probe_parser(__doc__, "qwen3-30b-fp8-block,deepseek-v3-tp2-fp8-block", "1,2,3,4")
-    p.add_argument("--variants", help="comma-separated labels of VARIANTS besides the shipped one (default: all)")
+    p.add_argument("--variants", help="semicolon-separated labels of VARIANTS besides the shipped one (labels hold commas; default: all)")
     args = p.parse_args()
     known = {label for label, *_ in VARIANTS}
-    wanted = set(args.variants.split(",")) if args.variants else known
+    wanted = {v.strip() for v in args.variants.split(";")} if args.variants else known
     if wanted - known:
         raise SystemExit(f"probe_decode_pairs_variants: --variants: unknown {sorted(wanted - known)}; "
                          f"known: {sorted(known)}")

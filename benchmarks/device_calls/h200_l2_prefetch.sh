@@ -6,13 +6,13 @@
 # the down prefetch at Qwen3-30B-FP8 M = 1-2. Device, repo root, carry .vendor.
 source benchmarks/h200_setup.sh
 R=/tmp/l2pf; rm -rf $R; mkdir -p $R/p $R/b $R/t
-VARS="pairs, per-pair handoff,pairs, down L2 lines,pairs, down L2 bulk,pairs, both L2 bulk,pairs, handoff + down L2 bulk"
+VARS="pairs, per-pair handoff;pairs, down L2 lines;pairs, down L2 bulk;pairs, both L2 bulk;pairs, handoff + down L2 bulk"
 timeout 290 python3 benchmarks/probe_decode_pairs_variants.py --cases qwen3-30b-fp8-block,deepseek-v3-tp2-fp8-block \
     --ms 1,2,4 --variants "$VARS" --out $R/p > $R/p.log 2>&1
 timeout 90 python3 benchmarks/probe_decode_timeline.py --cases qwen3-30b-fp8-block --ms 1,2 --paths pairs \
-    --switch L2_PREFETCH_DOWN=2 --out $R/t > $R/t.log 2>&1
+    --switch L2_PREFETCH_DOWN=1 --out $R/t > $R/t.log 2>&1
 timeout 150 python3 benchmarks/probe_decode_pairs_variants.py --cases qwen3-30b-bf16 --ms 1,2 \
-    --variants "pairs, down L2 lines,pairs, down L2 bulk,pairs, both L2 bulk" --out $R/b > $R/b.log 2>&1
+    --variants "pairs, down L2 lines;pairs, down L2 bulk;pairs, both L2 bulk" --out $R/b > $R/b.log 2>&1
 tar czf $OUT/l2pf.tgz -C $R .
 grep -i -B2 -A12 "error\|Traceback" $R/p.log $R/t.log $R/b.log | head -40
 grep "^|" $R/p.log
