@@ -5,10 +5,14 @@ Variants (``--variants``, labels of VARIANTS; all by default), each against the 
 - "pairs, inter by down": ``QUANTIZE_INTER`` off: gate_up stores the bf16 intermediate and folds its
   absmax into each group's slot, the down GEMM quantizes it as it loads it (eleventh session: slower);
 - "pairs, down 128 rows": the table's gate_up tile with a 128-row down tile (level);
+- "pairs, gate_up 256 deep s3" (s4), "pairs, gate_up 512 deep s2", "pairs, down 256 deep s2", "pairs,
+  both 256 deep s3 / s2": the table's tiles with 256 or 512 contiguous bytes of each weight row a
+  pipeline stage (two or four 128-deep scale groups an iteration, K_UNROLL) at fewer stages;
 - "pairs, per-pair handoff": ``PAIR_READY_HANDOFF``: the down GEMM's programs start on their pair's
   gate_up columns (a release/acquire counter per pair) instead of waiting for the whole gate_up
   launch; the eleventh session's timeline put 0.6 us between gate_up's last program and down's wait
-  at Qwen3-30B-FP8 M = 1 (not yet timed);
+  at Qwen3-30B-FP8 M = 1 (twelfth session: slower, but at DeepSeek M = 4); "pairs, handoff, poll
+  every 0.5 us": the same with a nanosleep between polls;
 - "pairs, down L2 lines" / "pairs, down L2 bulk": ``L2_PREFETCH_DOWN``: each down program, once
   routed, asks the L2 for its whole weight tile (one prefetch per 128-byte line, or one bulk
   prefetch per row) before it waits for gate_up, so the down weights stream in under gate_up;
@@ -39,19 +43,44 @@ from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 ROUNDS = 2
 DOWN_128 = TileConfig(16, 128, 128, 1, 4, 3, True)
-# (label, path, moe_decode switches, down tile or None for the table's)
+
+
+def _retiled(gate_up: dict | None = None, down: dict | None = None):
+    """The table's tiles with fields of gate_up and down replaced (block_m stays gate_up's)."""
+    def tiles(table: MoeTileConfigs) -> MoeTileConfigs:
+        up = replace(table.gate_up, **(gate_up or {}))
+        return MoeTileConfigs(up, replace(table.down, **{**(down or {}), "block_m": up.block_m}))
+    return tiles
+
+
+def _down_128(table: MoeTileConfigs) -> MoeTileConfigs:
+    return MoeTileConfigs(table.gate_up, replace(DOWN_128, block_m=table.gate_up.block_m))
+
+
+# (label, path, moe_decode switches, tiles from the table's, or None for the table's)
 SHIPPED = "pairs, inter by gate_up"
 VARIANTS = ((SHIPPED, "pairs", {}, None),
             ("pairs, inter by down", "pairs", {"QUANTIZE_INTER": False}, None),
             ("grouped", "grouped", {}, None),
-            ("pairs, down 128 rows", "pairs", {}, DOWN_128),
+            ("pairs, down 128 rows", "pairs", {}, _down_128),
             ("pairs, per-pair handoff", "pairs", {"PAIR_READY_HANDOFF": True}, None),
+            ("pairs, handoff, poll every 0.5 us", "pairs", {"PAIR_READY_HANDOFF": True, "PAIR_POLL_SLEEP_NS": 500},
+             None),
             ("pairs, down L2 lines", "pairs", {"L2_PREFETCH_DOWN": PREFETCH_LINES}, None),
             ("pairs, down L2 bulk", "pairs", {"L2_PREFETCH_DOWN": PREFETCH_BULK_ROWS}, None),
             ("pairs, both L2 bulk", "pairs", {"L2_PREFETCH_DOWN": PREFETCH_BULK_ROWS,
                                               "L2_PREFETCH_GATE_UP": PREFETCH_BULK_ROWS}, None),
             ("pairs, handoff + down L2 bulk", "pairs", {"PAIR_READY_HANDOFF": True,
-                                                        "L2_PREFETCH_DOWN": PREFETCH_BULK_ROWS}, None))
+                                                        "L2_PREFETCH_DOWN": PREFETCH_BULK_ROWS}, None),
+            ("pairs, gate_up 256 deep s3", "pairs", {}, _retiled({"block_k": 256, "num_stages": 3})),
+            ("pairs, gate_up 256 deep s4", "pairs", {}, _retiled({"block_k": 256, "num_stages": 4})),
+            ("pairs, gate_up 512 deep s2", "pairs", {}, _retiled({"block_k": 512, "num_stages": 2})),
+            ("pairs, down 256 deep s2", "pairs", {}, _retiled(down={"block_k": 256, "num_stages": 2})),
+            ("pairs, both 256 deep s3 / s2", "pairs", {}, _retiled({"block_k": 256, "num_stages": 3},
+                                                                    {"block_k": 256, "num_stages": 2})),
+            ("grouped, gate_up 256 deep s3", "grouped", {}, _retiled({"block_k": 256, "num_stages": 3})),
+            ("grouped, both 256 deep s3 / s2", "grouped", {}, _retiled({"block_k": 256, "num_stages": 3},
+                                                                        {"block_k": 256, "num_stages": 2})))
 
 
 def probe(layer: tmd.Layer, M: int, log, variants=VARIANTS) -> str:
@@ -59,9 +88,9 @@ def probe(layer: tmd.Layer, M: int, log, variants=VARIANTS) -> str:
     ref = tmd.reference(layer, x, logits)
     out = torch.empty_like(x)
     plans, errs = {}, {}
-    table_up = tmd.table_tiles(layer.case, M).gate_up
-    for label, path, switches, down in variants:
-        tiles = None if down is None else MoeTileConfigs(table_up, replace(down, block_m=table_up.block_m))
+    table = tmd.table_tiles(layer.case, M)
+    for label, path, switches, retile in variants:
+        tiles = None if retile is None else retile(table)
         with tmd.switched(switches):
             plans[label] = layer.plans(x, logits, out, path, tiles)
         errs[label] = tmd.run_error(layer, plans[label], out, ref)
@@ -76,7 +105,8 @@ def probe(layer: tmd.Layer, M: int, log, variants=VARIANTS) -> str:
 
 def main() -> None:
     p = tmd.probe_parser(__doc__, "qwen3-30b-fp8-block,deepseek-v3-tp2-fp8-block", "1,2,3,4")
-    p.add_argument("--variants", help="semicolon-separated labels of VARIANTS besides the shipped one (labels hold commas; default: all)")
+    p.add_argument("--variants", help="semicolon-separated labels of VARIANTS besides the shipped one "
+                                      "(labels hold commas; default: all)")
     args = p.parse_args()
     known = {label for label, *_ in VARIANTS}
     wanted = {v.strip() for v in args.variants.split(";")} if args.variants else known

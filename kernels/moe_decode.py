@@ -237,11 +237,13 @@ def _quantize_group_when_written(c_ptr, cq_ptr, amax_ptr, arrivals_ptr, pairs, p
 
 
 @triton.jit
-def _wait_for_pair(counter_ptr, count):
-    """Poll ``counter`` (acquire, gpu scope) until it reaches ``count``; what its writers stored
-    before their release is visible after."""
+def _wait_for_pair(counter_ptr, count, SLEEP_NS: tl.constexpr):
+    """Poll ``counter`` (acquire, gpu scope) until it reaches ``count``, sleeping ``SLEEP_NS`` between
+    polls (0: none); what its writers stored before their release is visible after."""
     while tl.atomic_add(counter_ptr, 0, sem="acquire", scope="gpu") < count:
-        pass
+        if SLEEP_NS > 0:
+            tl.inline_asm_elementwise("nanosleep.u32 $1; // $0", "=r,r", [count * 0 + SLEEP_NS], dtype=tl.int32,
+                                      is_pure=False, pack=1)
     # Every thread's later loads follow the acquire.
     tl.debug_barrier()
 
@@ -312,6 +314,7 @@ def moe_decode_gemm_kernel(
     PAIR_READY: tl.constexpr = False,
     ready_ptr=None,
     GATE_UP_OUT_N: tl.constexpr = 0,
+    POLL_SLEEP_NS: tl.constexpr = 0,
     L2_PREFETCH: tl.constexpr = 0,
     W_BYTES: tl.constexpr = 1,
 ):
@@ -398,7 +401,7 @@ def moe_decode_gemm_kernel(
             # Everything above depends on the layer's inputs only; A and its scales on the prior launch.
             wait_for_prior_launch()
         if PAIR_READY and not GATED:
-            _wait_for_pair(ready_ptr + pid_m, tl.cdiv(K, GATE_UP_OUT_N))
+            _wait_for_pair(ready_ptr + pid_m, tl.cdiv(K, GATE_UP_OUT_N), POLL_SLEEP_NS)
         stamp(stamps_ptr, pid, 2, STAMPS)
         if QUANT == 1:
             a_s = tl.load(a_scale_ptr)
@@ -667,6 +670,8 @@ PAIRS_PREQUANT_X = True
 # waiting for the whole gate_up launch. Off: not yet measured (the eleventh session's timeline put
 # 0.6 us between gate_up's last program and down's wait at Qwen3-30B-FP8 M = 1, moe_layer.md).
 PAIR_READY_HANDOFF = False
+# nanoseconds the handoff's down programs sleep between polls of their pair's counter (0: spin)
+PAIR_POLL_SLEEP_NS = 0
 # The pairs path: each GEMM program asks the L2 for its whole weight tile once it has routed itself,
 # before it waits for its activations (``l2_prefetch`` modes; 0 off). Not yet measured.
 L2_PREFETCH_GATE_UP = PREFETCH_OFF
@@ -873,7 +878,8 @@ def plan_fused_moe_decode(
             A_SCALE_FROM_TILE=pair_tiles and gated and quant == QUANT_BLOCK and not pairs_prequant,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
-            **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2}
+            **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2,
+                **({"POLL_SLEEP_NS": PAIR_POLL_SLEEP_NS} if PAIR_POLL_SLEEP_NS else {})}
                if pair_ready else {}),
             **({"L2_PREFETCH": prefetch, "W_BYTES": wt.element_size()} if prefetch else {}),
             **({"launch_pdl": True} if pdl and not first_launch else {}),
