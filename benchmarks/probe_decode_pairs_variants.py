@@ -8,7 +8,8 @@ Variants (``--variants``, labels of VARIANTS; all by default), each against the 
 - "pairs, gate_up 256 deep s3" (s4), "pairs, gate_up 512 deep s2", "pairs, down 256 deep s2", "pairs,
   both 256 deep s3 / s2": the table's tiles with 256 or 512 contiguous bytes of each weight row a
   pipeline stage (two or four 128-deep scale groups an iteration, K_UNROLL) at fewer stages;
-- "pairs, per-pair handoff": ``PAIR_READY_HANDOFF``: the down GEMM's programs start on their pair's
+- "pairs, per-pair handoff" / "pairs, whole-launch wait": the handoff at every M / at none
+  (``PAIR_HANDOFF_MIN_PAIRS``; shipped from 32 pairs): the down GEMM's programs start on their pair's
   gate_up columns (a release/acquire counter per pair) instead of waiting for the whole gate_up
   launch; the eleventh session's timeline put 0.6 us between gate_up's last program and down's wait
   at Qwen3-30B-FP8 M = 1 (twelfth session: slower, but at DeepSeek M = 4); "pairs, handoff, poll
@@ -63,14 +64,15 @@ VARIANTS = ((SHIPPED, "pairs", {}, None),
             ("pairs, inter by down", "pairs", {"QUANTIZE_INTER": False}, None),
             ("grouped", "grouped", {}, None),
             ("pairs, down 128 rows", "pairs", {}, _down_128),
-            ("pairs, per-pair handoff", "pairs", {"PAIR_READY_HANDOFF": True}, None),
-            ("pairs, handoff, poll every 0.5 us", "pairs", {"PAIR_READY_HANDOFF": True, "PAIR_POLL_SLEEP_NS": 500},
+            ("pairs, per-pair handoff", "pairs", {"PAIR_HANDOFF_MIN_PAIRS": 1}, None),
+            ("pairs, whole-launch wait", "pairs", {"PAIR_HANDOFF_MIN_PAIRS": 1 << 30}, None),
+            ("pairs, handoff, poll every 0.5 us", "pairs", {"PAIR_HANDOFF_MIN_PAIRS": 1, "PAIR_POLL_SLEEP_NS": 500},
              None),
             ("pairs, down L2 lines", "pairs", {"L2_PREFETCH_DOWN": PREFETCH_LINES}, None),
             ("pairs, down L2 bulk", "pairs", {"L2_PREFETCH_DOWN": PREFETCH_BULK_ROWS}, None),
             ("pairs, both L2 bulk", "pairs", {"L2_PREFETCH_DOWN": PREFETCH_BULK_ROWS,
                                               "L2_PREFETCH_GATE_UP": PREFETCH_BULK_ROWS}, None),
-            ("pairs, handoff + down L2 bulk", "pairs", {"PAIR_READY_HANDOFF": True,
+            ("pairs, handoff + down L2 bulk", "pairs", {"PAIR_HANDOFF_MIN_PAIRS": 1,
                                                         "L2_PREFETCH_DOWN": PREFETCH_BULK_ROWS}, None),
             ("pairs, gate_up 256 deep s3", "pairs", {}, _retiled({"block_k": 256, "num_stages": 3})),
             ("pairs, gate_up 256 deep s4", "pairs", {}, _retiled({"block_k": 256, "num_stages": 4})),

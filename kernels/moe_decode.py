@@ -10,10 +10,13 @@ routing included, on one of three paths (``path="auto"`` picks by :func:`choose_
   launch: every GEMM program routes its own token (``softmax_topk_row``, the logits row is 0.5
   KB) and takes the expert of its slot. With FP8 block scales a first launch quantizes x alone
   (the route kernel with routing off, ``PAIRS_PREQUANT_X``); gate_up's programs route while it
-  runs and wait for it before their K loop. No alignment, but pairs that share an expert read it
+  runs and wait for it before their K loop. From ``PAIR_HANDOFF_MIN_PAIRS`` pairs the down
+  GEMM's programs start on their own pair's gate_up columns (a counter per pair) instead of
+  waiting for the whole gate_up launch. No alignment, but pairs that share an expert read it
   once each, so ``"auto"`` takes it for bf16/fp16 at one token, and up to
   ``BF16_PAIRS_MAX_TOKENS`` while the pairs are at most a quarter of the experts; for FP8 block
-  scales at ``FP8_PAIRS_TOKENS`` tokens (by expert size) with as few pairs;
+  scales at ``FP8_PAIRS_TOKENS`` tokens (by expert size) with as few pairs (3/8 of the experts
+  with the handoff);
 - ``"chain"``, **five launches** with FP8 block scales, four for bf16/fp16 (``CHAIN_LAUNCHES``):
   the grouped path's route launch, then ``moe_gemm``'s grouped GEMM as gate_up (fused_moe's
   tiles), the intermediate quantized per 128-column group by a launch of its own (FP8), the
@@ -56,7 +59,7 @@ and adds one memset for its zeroed counters):
 Upstream runs the same layer as 6-8 launches (top-k, alignment, quantization, GEMM1,
 activation, quantization, GEMM2, reduce). Everything here is CUDA-graph capturable: grids and
 buffers depend only on M and the layer shape, never on the routing; the counters reset
-themselves, so graph replays need no memset. One compiled variant per (tile config, path) for
+themselves, so graph replays need no memset. One compiled variant per (tile config, path, handoff) for
 every M (each token-count-derived integer is in ``do_not_specialize``); the tiles come from
 ``moe_configs.select_decode_tile_configs`` (the fused-MoE table, with decode rows where they differ).
 
@@ -128,6 +131,7 @@ __all__ = [
     "fused_moe_decode",
     "fused_moe_decode_reference",
     "plan_fused_moe_decode",
+    "takes_pair_handoff",
 ]
 
 MAX_DECODE_TOKENS = 64
@@ -160,14 +164,24 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
       (``expert_bytes``: one expert's w13 and w2 weight bytes; unknown counts as large).
     - FP8 per tensor / per channel: ``"grouped"``.
     """
-    few_pairs = 4 * num_tokens * top_k <= num_experts
+    num_pairs = num_tokens * top_k
+    few_pairs = 4 * num_pairs <= num_experts
     if not fp8:
         return "pairs" if num_tokens == 1 or (few_pairs and num_tokens <= BF16_PAIRS_MAX_TOKENS) else "chain"
     if block_scales and num_tokens > FP8_CHAIN_ABOVE_TOKENS:
         return "chain"
     pairs_tokens = FP8_PAIRS_TOKENS.get(expert_size_class(expert_bytes), ())
+    # With the per-pair handoff the pairs path was measured faster up to 3/8 pairs per expert.
+    if takes_pair_handoff(num_pairs):
+        few_pairs = 8 * num_pairs <= 3 * num_experts
     pairs = block_scales and QUANTIZE_INTER and num_tokens in pairs_tokens and few_pairs
     return "pairs" if pairs else "grouped"
+
+
+def takes_pair_handoff(num_pairs: int) -> bool:
+    """Whether the FP8 pairs path (x quantized first) hands each pair's gate_up columns to its down
+    programs (``PAIR_HANDOFF_MIN_PAIRS``) instead of down waiting for the whole gate_up launch."""
+    return num_pairs >= PAIR_HANDOFF_MIN_PAIRS
 
 
 # bf16/fp16 take the pairs path up to this many tokens (with few pairs per expert), the chain path
@@ -182,8 +196,11 @@ BF16_PAIRS_MAX_TOKENS = 2
 # M = 1-4 0.8-1.2 us faster (2-5%; M = 3 in one call), slower at M = 5; DeepSeek-V3-TP2 M = 2 1.0-2.3
 # us faster, M = 1, 3, 4, 5 2.4-8.7 us slower (its down GEMM on one-pair tiles). Before x was quantized
 # first (gate_up took each group's scale from its bf16 tile) the pairs path was slower.
+# Twelfth session, with the per-pair handoff from 32 pairs (call 4, us, pairs with handoff / grouped):
+# Qwen3-30B-like M = 5 55.4 / 64.5, M = 6 62.3 / 67.5 (M = 8 76.5 / 71.4); DeepSeek-V3-TP2 M = 4
+# 169.1 / 171.4, M = 6 245.4 / 254.0 (M = 3 134.3 / 127.8 without, M = 5 206.9 / 205.4, M = 8 326.3 / 318.7).
 # ``path="pairs"`` serves FP8 block scales at any M.
-FP8_PAIRS_TOKENS: dict[str, tuple[int, ...]] = {"small": (1, 2, 3, 4), "large": (2,)}
+FP8_PAIRS_TOKENS: dict[str, tuple[int, ...]] = {"small": (1, 2, 3, 4, 5, 6), "large": (2, 4, 6)}
 
 # FP8 block scales take the chain path above this many tokens. H200, 2026-12-01, seventh session
 # (benchmarks/results/moe_layer.md), chain against grouped, us: DeepSeek-V3-TP2 M = 16 / 32 / 64
@@ -545,7 +562,7 @@ class MoeDecodeWorkspace:
     """Device buffers of the decode path for one layer shape, reused by every call and graph replay.
 
     Sized for ``MAX_DECODE_TOKENS`` tokens; the counters in ``flags`` are zero between calls
-    (each call leaves them zero), and ``pair_ready`` (PAIR_READY_HANDOFF) is zeroed by each
+    (each call leaves them zero), and ``pair_ready`` (the per-pair handoff) is zeroed by each
     call's first launch, so a captured graph needs no memset. Calls that share a
     workspace must be ordered (one stream): two in flight at once would mix their counters.
     """
@@ -614,7 +631,7 @@ class MoeDecodeWorkspace:
             pair_rows=torch.empty((P, H), dtype=act_dtype, device=dev),
             # each pair's rank among its expert's pairs, taken by the route launch's token programs
             pair_ranks=torch.empty(P, **i32),
-            # the pairs path with PAIR_READY_HANDOFF: gate_up programs done per pair (zeroed by the x launch)
+            # the pairs path's per-pair handoff: gate_up programs done per pair (zeroed by the x launch)
             pair_ready=torch.zeros(P, **i32),
         )
 
@@ -665,15 +682,21 @@ RANKS_EARLY = True
 # / 2 / 4 59.1 / 98.3 / 179.6 us against 67.4 / 101.0 / 184.5, Qwen3-30B-like 20.2 / 29.3 / 45.5
 # against 22.3 / 30.5 / 46.3.
 PAIRS_PREQUANT_X = True
-# FP8 block scales on the pairs path (with PAIRS_PREQUANT_X, whose x launch zeroes the counters): the
-# down GEMM's programs start on their own pair's gate_up columns (a counter per pair) instead of
-# waiting for the whole gate_up launch. Off: not yet measured (the eleventh session's timeline put
-# 0.6 us between gate_up's last program and down's wait at Qwen3-30B-FP8 M = 1, moe_layer.md).
-PAIR_READY_HANDOFF = False
-# nanoseconds the handoff's down programs sleep between polls of their pair's counter (0: spin)
+# FP8 block scales on the pairs path (with PAIRS_PREQUANT_X, whose x launch zeroes the counters), from
+# this many pairs (tokens x top_k): the down GEMM's programs start on their own pair's gate_up columns
+# (a counter per pair) instead of waiting for the whole gate_up launch. Where gate_up runs in several
+# waves, down's programs start under its last one. H200, 2026-12-02, twelfth session, three calls
+# (moe_layer.md), us, pairs with the handoff / without: DeepSeek-V3-TP2 M = 4 172.2 / 179.5, 168.7 /
+# 176.2, 169.1 / 176.0, M = 6 245.4 / 258.8; Qwen3-30B-like M = 5 55.4 / 66.8, M = 6 62.3 / 68.5, M = 4
+# level (44.4 / 44.6); slower below 32 pairs (Qwen3 M = 1 23.2 / 19.6, DeepSeek M = 2 107.4 / 98.2).
+PAIR_HANDOFF_MIN_PAIRS = 32
+# nanoseconds the handoff's down programs sleep between polls of their pair's counter (0: spin; 500
+# measured no better, twelfth session)
 PAIR_POLL_SLEEP_NS = 0
 # The pairs path: each GEMM program asks the L2 for its whole weight tile once it has routed itself,
-# before it waits for its activations (``l2_prefetch`` modes; 0 off). Not yet measured.
+# before it waits for its activations (``l2_prefetch`` modes; 0 off). H200, twelfth session: slower at
+# every point timed (Qwen3-30B-FP8 M = 1 21.1 us with down's lines prefetched against 19.6, DeepSeek
+# M = 1 70.0 against 58.3): the prefetched lines cost gate_up's stream more than down's K loop gains.
 L2_PREFETCH_GATE_UP = PREFETCH_OFF
 L2_PREFETCH_DOWN = PREFETCH_OFF
 _REDUCE_ELEMENTS = 8192
@@ -791,7 +814,7 @@ def plan_fused_moe_decode(
     prequant = ((PREQUANT_X or path == "chain") and quant == QUANT_BLOCK and not pair_tiles) or pairs_prequant
     quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK
     # down starts on its pair's gate_up columns (counters zeroed by the x launch) instead of the whole launch
-    pair_ready = pairs_prequant and PAIR_READY_HANDOFF
+    pair_ready = pairs_prequant and takes_pair_handoff(num_pairs)
     launches: list[tuple[str, Callable[[], object]]] = []
     if not pair_tiles or pairs_prequant:
         # The pairs path's x quantization is the route kernel with ROUTE off (one program a token).

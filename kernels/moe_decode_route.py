@@ -107,7 +107,7 @@ def moe_decode_route_kernel(
     arrives, so the last one reads ranks and counts in one round trip and resets the counters.
     WRITE_XQ (block scales): also writes the token's e4m3 row to ``xq`` so gate_up loads FP8 directly.
     ROUTE=False: each program only quantizes its token's row (the pairs path's GEMMs route themselves);
-    with ZERO_PAIR_READY it also zeroes its pairs' ``pair_ready`` counters (moe_decode's PAIR_READY_HANDOFF).
+    with ZERO_PAIR_READY it also zeroes its pairs' ``pair_ready`` counters (moe_decode's per-pair handoff).
     """
     if LAUNCH_DEPENDENTS:
         launch_dependents()

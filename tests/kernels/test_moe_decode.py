@@ -322,7 +322,7 @@ def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M, prequant, quanti
 
 @pytest.mark.interpreter
 def test_math_pairs_path_with_per_pair_handoff_equals_the_whole_launch_wait(monkeypatch):
-    """FP8 block scales on the pairs path with PAIR_READY_HANDOFF: the down GEMM starting on its
+    """FP8 block scales on the pairs path with the per-pair handoff: the down GEMM starting on its
     pair's gate_up columns gives the layer bit for bit, every pair's counter receives exactly one
     arrival per gate_up column tile, and the next call's x launch zeroes the counters again."""
     device = _device()
@@ -334,7 +334,7 @@ def test_math_pairs_path_with_per_pair_handoff_equals_the_whole_launch_wait(monk
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     outs = {}
     for handoff in (False, True):
-        monkeypatch.setattr(moe_decode, "PAIR_READY_HANDOFF", handoff)
+        monkeypatch.setattr(moe_decode, "PAIR_HANDOFF_MIN_PAIRS", 1 if handoff else 1 << 30)
         outs[handoff] = [fused_moe_decode(xi, logits, w13, w2, k, tile_configs=cfg, workspace=ws, path="pairs",
                                           **kw).clone() for xi in (x, (x.float() * 2 - 0.5).to(x.dtype))]
     assert all(torch.equal(a, b) for a, b in zip(outs[True], outs[False]))
@@ -349,11 +349,11 @@ def test_math_pairs_path_with_per_pair_handoff_equals_the_whole_launch_wait(monk
 
 @pytest.mark.parametrize("sleep_ns", [0, 500])
 def test_real_sm90_compile_of_the_per_pair_handoff(sleep_ns, monkeypatch):
-    """With PAIR_READY_HANDOFF the down GEMM does not wait for the whole gate_up launch: it polls
+    """With the per-pair handoff the down GEMM does not wait for the whole gate_up launch: it polls
     its pair's counter with gpu-scope acquire atomics (with PAIR_POLL_SLEEP_NS, a nanosleep between
     polls); gate_up releases its arrival after a CTA barrier; with PDL both stay PDL-launched."""
     _compile_side()
-    monkeypatch.setattr(moe_decode, "PAIR_READY_HANDOFF", True)
+    monkeypatch.setattr(moe_decode, "PAIR_HANDOFF_MIN_PAIRS", 1)
     monkeypatch.setattr(moe_decode, "PAIR_POLL_SLEEP_NS", sleep_ns)
     E, k, H, I, M = 8, 2, 256, 256, 1
     w13, w2, kw = _zero_weights(E, H, I, "block")
@@ -606,9 +606,9 @@ CHAIN_KERNELS = ("moe_grouped_gemm_kernel", "_quant_groups_kernel", "moe_topk_re
 @pytest.mark.parametrize("scheme,E,k", [("bf16", 8, 2), ("bf16", 128, 8), ("block", 128, 8)])
 def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     """Keys only: over M = 1..64 the route kernel compiles once, the decode GEMM once per distinct
-    (tile, path) of each GEMM (pairs for bf16, grouped for FP8 block scales, and pairs at
-    FP8_PAIRS_TOKENS tokens), the chain path's grouped GEMM once per distinct tile and its
-    quantization and reduce once; M = 65..200
+    (tile, path, handoff) of each GEMM (pairs for bf16, grouped for FP8 block scales, and pairs at
+    FP8_PAIRS_TOKENS tokens, with the per-pair handoff from 32 pairs), the chain path's grouped GEMM
+    once per distinct tile and its quantization and reduce once; M = 65..200
     (fused_moe_from_logits: softmax_topk + fused_moe) adds one routing variant and no decode variant."""
     _compile_side()
     H, I, beyond = 256, 128, 200
@@ -626,8 +626,11 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     precision = "fp8-block" if fp8 else "bf16"
     expert_bytes = expert_weight_bytes(H, I, w13.element_size())
     paths = {M: choose_decode_path(M, E, k, fp8, fp8, expert_bytes) for M in range(1, MAX_DECODE_TOKENS + 1)}
-    rows = {(select_decode_tile_configs(M, E, precision, expert_bytes), path) for M, path in paths.items()
-            if path != "chain"}
+    # FP8 block scales on the pairs path: the per-pair handoff from PAIR_HANDOFF_MIN_PAIRS pairs is a
+    # variant of its own of the same tiles.
+    handoff = {M: fp8 and path == "pairs" and moe_decode.takes_pair_handoff(M * k) for M, path in paths.items()}
+    rows = {(select_decode_tile_configs(M, E, precision, expert_bytes), (path, handoff[M]))
+            for M, path in paths.items() if path != "chain"}
     # The chain path runs fused_moe's grouped GEMM on fused_moe's tiles (bf16 past the pairs path,
     # FP8 block scales above 8 tokens).
     chain_rows = {moe_configs.select_tile_configs(M, E, precision) for M, path in paths.items() if path == "chain"}
@@ -638,13 +641,16 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     want_paths = ({"pairs"} if not fp8 else {"grouped", "pairs"} if moe_decode.FP8_PAIRS_TOKENS["small" if small
                                                                                                   else "large"]
                   else {"grouped"})
-    assert {path for _, path in rows} == want_paths
+    assert {path for _, (path, _) in rows} == want_paths
+    assert any(h for _, (_, h) in rows) == (fp8 and E == 128), "Qwen3-like FP8 M = 4..6 takes the handoff"
     assert chain_rows
     tiles = len({(r.gate_up, path) for r, path in rows}) + len({(r.down, path) for r, path in rows})
     gemm_events = [e.causes for e in rec.events if e.kernel == "moe_decode_gemm_kernel"]
     assert decode_variants["moe_decode_gemm_kernel"] == tiles, gemm_events
     # FP8 block scales on the pairs path: the route kernel once more, with routing off (x only).
-    assert decode_variants["moe_decode_route_kernel"] == 1 + (fp8 and "pairs" in paths.values())
+    # ... and with the handoff, once more: that x launch also zeroes the pair counters.
+    pairs_x_launches = {h for M, h in handoff.items() if paths[M] == "pairs"} if fp8 else set()
+    assert decode_variants["moe_decode_route_kernel"] == 1 + len(pairs_x_launches)
     assert decode_variants["moe_grouped_gemm_kernel"] == (len({r.gate_up for r in chain_rows})
                                                           + len({r.down for r in chain_rows}))
     assert decode_variants["_quant_groups_kernel"] == int(fp8)
@@ -962,16 +968,21 @@ def test_cuda_graph_replays_follow_new_inputs(M, path):
 
 
 def test_fp8_block_scales_take_the_pairs_path_where_it_measured_faster_by_expert_size():
-    """FP8_PAIRS_TOKENS by expert size: Qwen3-30B-like experts (4.7 MB) on the pairs path at 1-4
-    tokens, DeepSeek-V3-TP2-like (22 MB) at 2; an unknown size counts as large, and more pairs
-    than a quarter of the experts never take it."""
+    """FP8_PAIRS_TOKENS by expert size: Qwen3-30B-like experts (4.7 MB) on the pairs path at 1-6
+    tokens, DeepSeek-V3-TP2-like (22 MB) at 2, 4 and 6; an unknown size counts as large; more pairs
+    than a quarter of the experts never take it below PAIR_HANDOFF_MIN_PAIRS pairs, nor more than
+    3/8 with the handoff."""
     small = expert_weight_bytes(2048, 768, 1)
     large = expert_weight_bytes(7168, 1024, 1)
     assert [choose_decode_path(M, 128, 8, True, True, small) for M in range(1, 10)] == \
-        ["pairs"] * 4 + ["grouped"] * 4 + ["chain"]
-    assert [choose_decode_path(M, 256, 8, True, True, large) for M in range(1, 6)] == \
-        ["grouped", "pairs", "grouped", "grouped", "grouped"]
+        ["pairs"] * 6 + ["grouped"] * 2 + ["chain"]
+    assert [choose_decode_path(M, 256, 8, True, True, large) for M in range(1, 9)] == \
+        ["grouped", "pairs", "grouped", "pairs", "grouped", "pairs", "grouped", "grouped"]
     assert choose_decode_path(2, 256, 8, True, True) == "pairs"  # unknown size: large
     assert choose_decode_path(1, 128, 8, True, True) == "grouped"
     assert choose_decode_path(2, 32, 8, True, True, small) == "grouped"  # 16 pairs on 32 experts
+    # 48 pairs: with the handoff on 128 experts (3/8), not on 96 (1/2).
+    assert moe_decode.takes_pair_handoff(48) and not moe_decode.takes_pair_handoff(31)
+    assert choose_decode_path(6, 128, 8, True, True, small) == "pairs"
+    assert choose_decode_path(6, 96, 8, True, True, small) == "grouped"
     assert choose_decode_path(1, 128, 8, True, False, small) == "grouped"  # per-tensor / channel FP8
