@@ -290,9 +290,10 @@ def test_math_fp8_layer_matches_reference(scheme, tile, path, M):
     (TileConfig(16, 64, 128, 1, 4, 2, True), 1, False, True),
     (TileConfig(16, 64, 128, 1, 4, 2, True), 3, False, True),
     (TileConfig(16, 64, 128, 1, 4, 2, True), 3, True, True),
-    (TileConfig(16, 64, 128, 1, 4, 2, True), 3, True, False)],
+    (TileConfig(16, 64, 128, 1, 4, 2, True), 3, True, False),
+    (TileConfig(16, 64, 128, 1, 4, 2, True), 16, True, True)],
     ids=["bm8-noswap-M1", "bm16-swap-M1", "bm16-swap-M3", "bm16-swap-M3-x-quantized-first",
-         "bm16-swap-M3-x-quantized-first-inter-by-down"])
+         "bm16-swap-M3-x-quantized-first-inter-by-down", "bm16-swap-M16-x-quantized-first-handoff"])
 def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M, prequant, quantize_inter, monkeypatch):
     """FP8 block scales: the pairs path (gate_up takes each token group's scale from the bf16 tile
     it loads, no route launch; or with PAIRS_PREQUANT_X, x quantized by a launch of its own) gives
@@ -300,7 +301,8 @@ def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M, prequant, quanti
     the same MMAs (128-deep K steps on both), so even one intermediate value a code apart (~4e-3
     here) fails, as does a scale from the wrong group or K step. With QUANTIZE_INTER off both
     paths' down GEMMs quantize the bf16 intermediate as they load it (the pairs path's absmax slots
-    zeroed by its x launch): a slot left unzeroed from the call before fails the second call."""
+    zeroed by its x launch): a slot left unzeroed from the call before fails the second call. At 16
+    tokens (32 pairs) the pairs path hands each pair's gate_up columns to its down programs."""
     monkeypatch.setattr(moe_decode, "PAIRS_PREQUANT_X", prequant)
     monkeypatch.setattr(moe_decode, "QUANTIZE_INTER", quantize_inter)
     device = _device()
@@ -314,6 +316,9 @@ def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M, prequant, quanti
     def layer(path, x):
         return fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, workspace=ws, path=path, **kw).float()
 
+    assert moe_decode.takes_pair_handoff(M * k) == (M == 16)
+    if INTERPRETED and M == 16:
+        pytest.skip("65 s under the interpreter: GPU only (the handoff's interpreter maths take 6 pairs)")
     grouped = layer("grouped", x)
     layer("pairs", x * 8)  # leaves absmaxes 8x too large wherever the next call does not reset them
     assert _rel_err(layer("pairs", x), grouped) < 1e-3
@@ -965,6 +970,37 @@ def test_cuda_graph_replays_follow_new_inputs(M, path):
         torch.cuda.synchronize()
         ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True)
         assert _rel_err(out, ref) < 1.5e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M", [2, 8])
+def test_cuda_graph_replays_of_the_fp8_block_pairs_path_follow_new_inputs(M):
+    """FP8 block scales on the pairs path, captured once: 8 pairs wait for the whole gate_up launch,
+    32 take the per-pair handoff (counters zeroed by each replay's x launch); every replay with new
+    tokens matches the fp32 reference with quantized activations."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    E, k, H, I = 16, 4, 256, 256
+    assert moe_decode.takes_pair_handoff(M * k) == (M == 8)
+    gen = torch.Generator().manual_seed(M)
+    x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
+    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    out = torch.empty_like(x)
+    fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out, path="pairs", **kw)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out, path="pairs", **kw)
+    cpu_kw = {key: v.cpu() if torch.is_tensor(v) else v for key, v in kw.items()}
+    for _ in range(3):
+        x.copy_(torch.randn(M, H, generator=gen).to(torch.bfloat16))
+        logits.copy_(torch.randn(M, E, generator=gen))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True,
+                                         quantize_activations=True, **cpu_kw)
+        assert _rel_err(out, ref) < 4e-2
 
 
 def test_fp8_block_scales_take_the_pairs_path_where_it_measured_faster_by_expert_size():
