@@ -5,9 +5,9 @@
 # Device, repo root, carry .vendor.
 source benchmarks/h200_setup.sh
 R=/tmp/hlayer; rm -rf $R; mkdir -p $R
-timeout 330 python3 benchmarks/bench_moe_layer.py $V --cases deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block \
-    --ms 1,2,3,4,5,6,8 --time-budget 250 --out $R/moe_layer.md > $R/bench_moe_layer.log 2>&1
-timeout 170 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_moe_decode.py \
+timeout 300 python3 benchmarks/bench_moe_layer.py $V --cases deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block \
+    --ms 1,2,3,4,5,6,8 --time-budget 200 --out $R/moe_layer.md > $R/bench_moe_layer.log 2>&1
+timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_moe_decode.py \
     -k "handoff or pairs or graph or fp8_layer or l2" > $R/gpu.log 2>&1
 tar czf $OUT/hlayer.tgz -C $R .
 grep -i -B2 -A12 "error\|Traceback" $R/bench_moe_layer.log | head -30
