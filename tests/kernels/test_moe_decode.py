@@ -954,22 +954,31 @@ def test_cuda_graph_replays_follow_new_inputs(M, path):
     E, k, H, I = 16, 4, 256, 128
     gen = torch.Generator().manual_seed(M)
     x, logits, w13, w2 = _layer(M, E, k, H, I, gen, "cuda")
+    _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, path, gen, {}, 1.5e-2)
+
+
+def _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, path, gen, fp8_kw, tol):
+    """Capture one layer call, then replay it three times with new tokens and logits copied into the
+    captured inputs: each output within ``tol`` of the fp32 reference (activations quantized for FP8)."""
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     out = torch.empty_like(x)
     # compile outside capture
-    fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out, path=path)
+    fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out, path=path, **fp8_kw)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out, path=path)
+        fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out, path=path, **fp8_kw)
+    ref_kw = {key: v.cpu() if torch.is_tensor(v) else v for key, v in fp8_kw.items()}
+    if fp8_kw:
+        ref_kw["quantize_activations"] = True
     for _ in range(3):
-        x.copy_(torch.randn(M, H, generator=gen).to(torch.bfloat16))
-        logits.copy_(torch.randn(M, E, generator=gen))
+        x.copy_(torch.randn(x.shape, generator=gen).to(torch.bfloat16))
+        logits.copy_(torch.randn(logits.shape, generator=gen))
         out.fill_(float("nan"))
         graph.replay()
         torch.cuda.synchronize()
-        ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True)
-        assert _rel_err(out, ref) < 1.5e-2
+        ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True, **ref_kw)
+        assert _rel_err(out, ref) < tol
 
 
 @pytest.mark.gpu
@@ -984,23 +993,7 @@ def test_cuda_graph_replays_of_the_fp8_block_pairs_path_follow_new_inputs(M):
     assert moe_decode.takes_pair_handoff(M * k) == (M == 8)
     gen = torch.Generator().manual_seed(M)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
-    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
-    out = torch.empty_like(x)
-    fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out, path="pairs", **kw)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out, path="pairs", **kw)
-    cpu_kw = {key: v.cpu() if torch.is_tensor(v) else v for key, v in kw.items()}
-    for _ in range(3):
-        x.copy_(torch.randn(M, H, generator=gen).to(torch.bfloat16))
-        logits.copy_(torch.randn(M, E, generator=gen))
-        out.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
-        ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True,
-                                         quantize_activations=True, **cpu_kw)
-        assert _rel_err(out, ref) < 4e-2
+    _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, "pairs", gen, kw, 4e-2)
 
 
 def test_fp8_block_scales_take_the_pairs_path_where_it_measured_faster_by_expert_size():
