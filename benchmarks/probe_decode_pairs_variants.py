@@ -9,17 +9,9 @@ Variants (``--variants``, labels of VARIANTS; all by default), each against the 
   both 256 deep s3 / s2": the table's tiles with 256 or 512 contiguous bytes of each weight row a
   pipeline stage (two or four 128-deep scale groups an iteration, K_UNROLL) at fewer stages;
 - "pairs, per-pair handoff" / "pairs, whole-launch wait": the handoff at every M / at none
-  (``PAIR_HANDOFF_MIN_PAIRS``; shipped from 32 pairs): the down GEMM's programs start on their pair's
-  gate_up columns (a release/acquire counter per pair) instead of waiting for the whole gate_up
-  launch; the eleventh session's timeline put 0.6 us between gate_up's last program and down's wait
-  at Qwen3-30B-FP8 M = 1 (twelfth session: slower, but at DeepSeek M = 4); "pairs, handoff, poll
-  every 0.5 us": the same with a nanosleep between polls;
-- "pairs, down L2 lines" / "pairs, down L2 bulk": ``L2_PREFETCH_DOWN``: each down program, once
-  routed, asks the L2 for its whole weight tile (one prefetch per 128-byte line, or one bulk
-  prefetch per row) before it waits for gate_up, so the down weights stream in under gate_up;
-- "pairs, both L2 bulk": gate_up's programs prefetch their tiles too (all of gate_up's requests
-  out at once instead of the pipeline's few stages);
-- "pairs, handoff + down L2 bulk": the per-pair handoff with down's prefetch;
+  (``PAIR_HANDOFF_MIN_PAIRS``; shipped from 32 pairs, twelfth session): the down GEMM's programs
+  start on their pair's gate_up columns (a release/acquire counter per pair) instead of waiting
+  for the whole gate_up launch (slower below 32 pairs, faster from 32);
 - "grouped": the grouped path, for reference.
 
 Variants alternate in two rounds (the second in reverse order) on bench_moe_layer's inputs and timer,
@@ -39,7 +31,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tune_moe_decode as tmd
 
-from jitguard.kernels.l2_prefetch import PREFETCH_BULK_ROWS, PREFETCH_LINES
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 ROUNDS = 2
@@ -66,14 +57,6 @@ VARIANTS = ((SHIPPED, "pairs", {}, None),
             ("pairs, down 128 rows", "pairs", {}, _down_128),
             ("pairs, per-pair handoff", "pairs", {"PAIR_HANDOFF_MIN_PAIRS": 1}, None),
             ("pairs, whole-launch wait", "pairs", {"PAIR_HANDOFF_MIN_PAIRS": 1 << 30}, None),
-            ("pairs, handoff, poll every 0.5 us", "pairs", {"PAIR_HANDOFF_MIN_PAIRS": 1, "PAIR_POLL_SLEEP_NS": 500},
-             None),
-            ("pairs, down L2 lines", "pairs", {"L2_PREFETCH_DOWN": PREFETCH_LINES}, None),
-            ("pairs, down L2 bulk", "pairs", {"L2_PREFETCH_DOWN": PREFETCH_BULK_ROWS}, None),
-            ("pairs, both L2 bulk", "pairs", {"L2_PREFETCH_DOWN": PREFETCH_BULK_ROWS,
-                                              "L2_PREFETCH_GATE_UP": PREFETCH_BULK_ROWS}, None),
-            ("pairs, handoff + down L2 bulk", "pairs", {"PAIR_HANDOFF_MIN_PAIRS": 1,
-                                                        "L2_PREFETCH_DOWN": PREFETCH_BULK_ROWS}, None),
             ("pairs, gate_up 256 deep s3", "pairs", {}, _retiled({"block_k": 256, "num_stages": 3})),
             ("pairs, gate_up 256 deep s4", "pairs", {}, _retiled({"block_k": 256, "num_stages": 4})),
             ("pairs, gate_up 512 deep s2", "pairs", {}, _retiled({"block_k": 512, "num_stages": 2})),

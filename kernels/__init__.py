@@ -13,7 +13,6 @@ Entry points (each loaded on first use: ``import jitguard.kernels`` imports neit
 
 Modules, each importing only those before it: ``pdl`` (programmatic dependent launch),
 ``device_clock`` (``%globaltimer`` stamps, which the GEMMs store for probes when asked),
-``l2_prefetch`` (weight rows asked of the L2 ahead of their K loop),
 ``moe_configs`` (tile table), ``moe_quant``, ``moe_align``, ``moe_gemm`` (the grouped GEMM kernel
 and its launch), ``moe_routing``, ``moe_inputs`` (input checks of both MoE paths), ``moe_chain``,
 ``moe_decode_route`` (the decode layer's routing launch), ``moe_decode``, ``moe_dispatch``;

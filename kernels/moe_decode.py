@@ -85,7 +85,6 @@ import triton
 import triton.language as tl
 
 from .device_clock import stamp
-from .l2_prefetch import PREFETCH_BULK_ROWS, PREFETCH_LINES, PREFETCH_OFF, bulk_rows_ok, prefetch_rows_l2
 from .moe_align import AlignedRouting, max_padded_len
 from .moe_chain import fused_moe_reference
 from .moe_configs import (
@@ -254,13 +253,11 @@ def _quantize_group_when_written(c_ptr, cq_ptr, amax_ptr, arrivals_ptr, pairs, p
 
 
 @triton.jit
-def _wait_for_pair(counter_ptr, count, SLEEP_NS: tl.constexpr):
-    """Poll ``counter`` (acquire, gpu scope) until it reaches ``count``, sleeping ``SLEEP_NS`` between
-    polls (0: none); what its writers stored before their release is visible after."""
+def _wait_for_pair(counter_ptr, count):
+    """Poll ``counter`` (acquire, gpu scope) until it reaches ``count``; what its writers stored
+    before their release is visible after."""
     while tl.atomic_add(counter_ptr, 0, sem="acquire", scope="gpu") < count:
-        if SLEEP_NS > 0:
-            tl.inline_asm_elementwise("nanosleep.u32 $1; // $0", "=r,r", [count * 0 + SLEEP_NS], dtype=tl.int32,
-                                      is_pure=False, pack=1)
+        pass
     # Every thread's later loads follow the acquire.
     tl.debug_barrier()
 
@@ -331,9 +328,6 @@ def moe_decode_gemm_kernel(
     PAIR_READY: tl.constexpr = False,
     ready_ptr=None,
     GATE_UP_OUT_N: tl.constexpr = 0,
-    POLL_SLEEP_NS: tl.constexpr = 0,
-    L2_PREFETCH: tl.constexpr = 0,
-    W_BYTES: tl.constexpr = 1,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -409,16 +403,13 @@ def moe_decode_gemm_kernel(
         a_ptrs, b_ptrs = moe_tile_pointers(a_ptr, a_rows, b_ptr + expert * stride_be, b_rows, stride_am, stride_bn,
                                            BLOCK_K, SWAP_AB)
         acc = moe_acc_zeros(BLOCK_M, BLOCK_N, SWAP_AB)
-        if L2_PREFETCH != 0:
-            prefetch_rows_l2(b_ptr + expert * stride_be + b_rows.to(tl.int64) * stride_bn, K,
-                             W_BYTES, L2_PREFETCH)
 
         stamp(stamps_ptr, pid, 1, STAMPS)
         if WAIT_PRIOR == 2:
             # Everything above depends on the layer's inputs only; A and its scales on the prior launch.
             wait_for_prior_launch()
         if PAIR_READY and not GATED:
-            _wait_for_pair(ready_ptr + pid_m, tl.cdiv(K, GATE_UP_OUT_N), POLL_SLEEP_NS)
+            _wait_for_pair(ready_ptr + pid_m, tl.cdiv(K, GATE_UP_OUT_N))
         stamp(stamps_ptr, pid, 2, STAMPS)
         if QUANT == 1:
             a_s = tl.load(a_scale_ptr)
@@ -689,16 +680,10 @@ PAIRS_PREQUANT_X = True
 # (moe_layer.md), us, pairs with the handoff / without: DeepSeek-V3-TP2 M = 4 172.2 / 179.5, 168.7 /
 # 176.2, 169.1 / 176.0, M = 6 245.4 / 258.8; Qwen3-30B-like M = 5 55.4 / 66.8, M = 6 62.3 / 68.5, M = 4
 # level (44.4 / 44.6); slower below 32 pairs (Qwen3 M = 1 23.2 / 19.6, DeepSeek M = 2 107.4 / 98.2).
+# Tried beside it and removed: a 0.5 us nanosleep between polls (no better), and each pairs-path
+# program asking the L2 for its whole weight tile once routed (slower everywhere: Qwen3 M = 1 21.1 /
+# 19.6 with down's tiles prefetched; the lines cost gate_up's stream more than down's K loop gains).
 PAIR_HANDOFF_MIN_PAIRS = 32
-# nanoseconds the handoff's down programs sleep between polls of their pair's counter (0: spin; 500
-# measured no better, twelfth session)
-PAIR_POLL_SLEEP_NS = 0
-# The pairs path: each GEMM program asks the L2 for its whole weight tile once it has routed itself,
-# before it waits for its activations (``l2_prefetch`` modes; 0 off). H200, twelfth session: slower at
-# every point timed (Qwen3-30B-FP8 M = 1 21.1 us with down's lines prefetched against 19.6, DeepSeek
-# M = 1 70.0 against 58.3): the prefetched lines cost gate_up's stream more than down's K loop gains.
-L2_PREFETCH_GATE_UP = PREFETCH_OFF
-L2_PREFETCH_DOWN = PREFETCH_OFF
 _REDUCE_ELEMENTS = 8192
 
 
@@ -858,7 +843,6 @@ def plan_fused_moe_decode(
         bse, bsn, bsk = weight_scale_strides(quant, ws_)
         a_scale = ws.x_scale if gated else ws.a2_amax
         c = inter if gated else ws.pair_out
-        prefetch = _l2_prefetch_mode(wt, L2_PREFETCH_GATE_UP if gated else L2_PREFETCH_DOWN) if pair_tiles else 0
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_kernel[grid],
             a, wt, c, a_scale, ws_ if ws_ is not None else a, ws.topk_weights,
@@ -901,10 +885,8 @@ def plan_fused_moe_decode(
             A_SCALE_FROM_TILE=pair_tiles and gated and quant == QUANT_BLOCK and not pairs_prequant,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
-            **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2,
-                **({"POLL_SLEEP_NS": PAIR_POLL_SLEEP_NS} if PAIR_POLL_SLEEP_NS else {})}
+            **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2}
                if pair_ready else {}),
-            **({"L2_PREFETCH": prefetch, "W_BYTES": wt.element_size()} if prefetch else {}),
             **({"launch_pdl": True} if pdl and not first_launch else {}),
         )))
     return DecodePlan(out, tuple(launches), path)
@@ -938,18 +920,6 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
     launches.append(("reduce", functools.partial(launch_topk_reduce, pair_rows, ws.topk_ids[:P].view(M, top_k), out,
                                                  E, pdl=pdl)))
     return launches
-
-
-def _l2_prefetch_mode(w: torch.Tensor, mode: int) -> int:
-    """The L2 prefetch a GEMM over weights ``w`` [E, N, K] takes: none under the interpreter (inline
-    PTX); bulk rows only where every row is aligned for it, else one prefetch per line."""
-    if _INTERPRETED or mode == PREFETCH_OFF:
-        return PREFETCH_OFF
-    b = w.element_size()
-    if mode == PREFETCH_BULK_ROWS and not bulk_rows_ok(w.data_ptr(), w.stride(1) * b, w.stride(0) * b,
-                                                       w.shape[2] * b):
-        return PREFETCH_LINES
-    return mode
 
 
 def _wait_prior(pdl: bool, first_launch: bool, pair_tiles: bool, waits_on_pair_counter: bool = False) -> int:

@@ -22,7 +22,7 @@ from triton.runtime.jit import JITFunction
 
 import jitguard
 from jitguard import triton_compat
-from jitguard.kernels import l2_prefetch, moe_configs, moe_decode, moe_gemm, moe_quant
+from jitguard.kernels import moe_configs, moe_decode, moe_gemm, moe_quant
 from jitguard.kernels.moe_align import moe_align_reference
 from jitguard.kernels.moe_chain import fused_moe
 from jitguard.kernels.moe_configs import (
@@ -352,14 +352,12 @@ def test_math_pairs_path_with_per_pair_handoff_equals_the_whole_launch_wait(monk
     assert ws.pair_ready[:M * k].cpu().count_nonzero() == 0, "the x launch must zero the pair counters"
 
 
-@pytest.mark.parametrize("sleep_ns", [0, 500])
-def test_real_sm90_compile_of_the_per_pair_handoff(sleep_ns, monkeypatch):
+def test_real_sm90_compile_of_the_per_pair_handoff(monkeypatch):
     """With the per-pair handoff the down GEMM does not wait for the whole gate_up launch: it polls
-    its pair's counter with gpu-scope acquire atomics (with PAIR_POLL_SLEEP_NS, a nanosleep between
-    polls); gate_up releases its arrival after a CTA barrier; with PDL both stay PDL-launched."""
+    its pair's counter with gpu-scope acquire atomics; gate_up releases its arrival after a CTA
+    barrier; with PDL both stay PDL-launched."""
     _compile_side()
     monkeypatch.setattr(moe_decode, "PAIR_HANDOFF_MIN_PAIRS", 1)
-    monkeypatch.setattr(moe_decode, "PAIR_POLL_SLEEP_NS", sleep_ns)
     E, k, H, I, M = 8, 2, 256, 256, 1
     w13, w2, kw = _zero_weights(E, H, I, "block")
     gemm = triton_compat.unwrap_jit_function(moe_decode.moe_decode_gemm_kernel)
@@ -375,57 +373,8 @@ def test_real_sm90_compile_of_the_per_pair_handoff(sleep_ns, monkeypatch):
     down = [p for p in ptx if re.search(acquire, p)]
     assert len(gate_up) == len(down) == 1 and gate_up != down, "expected gate_up releasing, down polling"
     assert "griddepcontrol.wait" not in down[0], "down still waits for the whole gate_up launch"
-    assert ("nanosleep" in down[0]) == bool(sleep_ns) and "nanosleep" not in gate_up[0]
     if moe_decode.pdl_supported():
         assert "griddepcontrol.wait" in gate_up[0], "gate_up must still wait for x's quantization"
-
-
-L2_PREFETCH_PTX = {l2_prefetch.PREFETCH_LINES: "prefetch.global.L2 ",
-                   l2_prefetch.PREFETCH_BULK_ROWS: "cp.async.bulk.prefetch.L2.global"}
-
-
-@pytest.mark.parametrize("mode", sorted(L2_PREFETCH_PTX))
-@pytest.mark.parametrize("scheme", ["bf16", "block"])
-def test_real_sm90_compile_of_the_l2_prefetch(mode, scheme, monkeypatch):
-    """With L2_PREFETCH_GATE_UP / _DOWN each pairs-path GEMM asks the L2 for its weight tile (one
-    prefetch per line, or one bulk prefetch per row) after routing and before it waits for its
-    activations; without, neither instruction is in the code."""
-    _compile_side()
-    E, k, H, I, M = 8, 2, 256, 256, 1
-    w13, w2, kw = _zero_weights(E, H, I, scheme)
-    gemm = triton_compat.unwrap_jit_function(moe_decode.moe_decode_gemm_kernel)
-    ptx = {}
-    for on in (False, True):
-        monkeypatch.setattr(moe_decode, "L2_PREFETCH_GATE_UP", mode if on else 0)
-        monkeypatch.setattr(moe_decode, "L2_PREFETCH_DOWN", mode if on else 0)
-        triton_compat.forget_compiled_variants(gemm)
-        with jitguard.offline(compile=True):
-            fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k, path="pairs", **kw)
-        ptx[on] = [c.asm["ptx"] for c in _compiled(moe_decode.moe_decode_gemm_kernel).values()]
-    assert len(ptx[False]) == len(ptx[True]) == 2
-    assert not any(p in code for code in ptx[False] for p in L2_PREFETCH_PTX.values())
-    for code in ptx[True]:
-        at = code.find(L2_PREFETCH_PTX[mode])
-        assert at > 0, "a GEMM without its weight prefetch"
-        assert L2_PREFETCH_PTX[3 - mode] not in code
-        if "griddepcontrol.wait" in code:
-            assert at < code.find("griddepcontrol.wait"), "the prefetch must come before the wait"
-
-
-def test_l2_bulk_prefetch_needs_aligned_rows_else_takes_lines():
-    """A bulk prefetch needs 16-byte aligned rows a multiple of 16 bytes long: weights whose rows
-    are 24 bytes take one prefetch per line instead; under the interpreter there is none."""
-    aligned, ragged = torch.zeros(2, 4, 32, dtype=FP8), torch.zeros(2, 4, 24, dtype=FP8)
-    bulk, lines = l2_prefetch.PREFETCH_BULK_ROWS, l2_prefetch.PREFETCH_LINES
-    assert l2_prefetch.bulk_rows_ok(aligned.data_ptr(), 32, 128, 32)
-    assert not l2_prefetch.bulk_rows_ok(ragged.data_ptr(), 24, 96, 24)
-    if INTERPRETED:
-        assert moe_decode._l2_prefetch_mode(aligned, bulk) == l2_prefetch.PREFETCH_OFF
-    else:
-        assert moe_decode._l2_prefetch_mode(aligned, bulk) == bulk
-        assert moe_decode._l2_prefetch_mode(ragged, bulk) == lines
-        assert moe_decode._l2_prefetch_mode(ragged, lines) == lines
-    assert moe_decode._l2_prefetch_mode(aligned, l2_prefetch.PREFETCH_OFF) == l2_prefetch.PREFETCH_OFF
 
 
 @pytest.mark.interpreter
