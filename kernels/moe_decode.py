@@ -178,9 +178,10 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
 
 
 def takes_pair_handoff(num_pairs: int) -> bool:
-    """Whether the FP8 pairs path (x quantized first) hands each pair's gate_up columns to its down
-    programs (``PAIR_HANDOFF_MIN_PAIRS``) instead of down waiting for the whole gate_up launch."""
-    return num_pairs >= PAIR_HANDOFF_MIN_PAIRS
+    """Whether the FP8 pairs path hands each pair's gate_up columns to its down programs
+    (``PAIR_HANDOFF_MIN_PAIRS``) instead of down waiting for the whole gate_up launch: only with x
+    quantized first (``PAIRS_PREQUANT_X``), whose launch zeroes the pair counters."""
+    return PAIRS_PREQUANT_X and num_pairs >= PAIR_HANDOFF_MIN_PAIRS
 
 
 # bf16/fp16 take the pairs path up to this many tokens (with few pairs per expert), the chain path
