@@ -13,7 +13,6 @@ order) on bench_moe_layer's inputs and timer, each output against the fp32 refer
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -22,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tune_moe_decode as tmd
 
 from jitguard.kernels import moe_decode
-from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
+from jitguard.kernels.moe_configs import TileConfig
 
 ROUNDS = 2
 # (label, down tile; block_m follows the table's gate_up tile); "table" is the decode table's row.
@@ -43,7 +42,7 @@ def probe(layer: tmd.Layer, M: int, log) -> str:
                                             renormalize=True, workspace=layer.ws, out=out, **layer.kwargs(0)).path
     plans, errs = {}, {}
     for label, down in DOWN_TILES:
-        tiles = table if down is None else MoeTileConfigs(table.gate_up, replace(down, block_m=table.gate_up.block_m))
+        tiles = table if down is None else tmd.with_down_tile(table, down)
         try:
             plans[label] = layer.plans(x, logits, out, path, tiles)
             errs[label] = tmd.run_error(layer, plans[label], out, ref)

@@ -46,7 +46,7 @@ def _retiled(gate_up: dict | None = None, down: dict | None = None):
 
 
 def _down_128(table: MoeTileConfigs) -> MoeTileConfigs:
-    return MoeTileConfigs(table.gate_up, replace(DOWN_128, block_m=table.gate_up.block_m))
+    return tmd.with_down_tile(table, DOWN_128)
 
 
 # (label, path, moe_decode switches, tiles from the table's, or None for the table's)

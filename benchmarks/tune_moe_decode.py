@@ -26,6 +26,7 @@ import contextlib
 import itertools
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -94,6 +95,11 @@ def case_weight_bytes(case) -> int:
     """One expert's weight bytes for a bench_fused_moe case (what picks the decode rows)."""
     _, _, _, H, I, scheme = case
     return moe_configs.expert_weight_bytes(H, I, 1 if scheme else 2)
+
+
+def with_down_tile(tiles: MoeTileConfigs, down: TileConfig) -> MoeTileConfigs:
+    """``tiles``' gate_up tile with ``down`` as the down tile, at gate_up's block_m (both must share it)."""
+    return MoeTileConfigs(tiles.gate_up, replace(down, block_m=tiles.gate_up.block_m))
 
 
 def table_tiles(case, M: int) -> MoeTileConfigs:
