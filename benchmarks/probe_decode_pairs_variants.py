@@ -12,6 +12,10 @@ Variants (``--variants``, labels of VARIANTS; all by default), each against the 
   (``PAIR_HANDOFF_MIN_PAIRS``; shipped from 32 pairs, twelfth session): the down GEMM's programs
   start on their pair's gate_up columns (a release/acquire counter per pair) instead of waiting
   for the whole gate_up launch (slower below 32 pairs, faster from 32);
+- "pairs, down early 2" (4, 6, 8): ``EARLY_STEPS_DOWN``: the down GEMM's programs load the first 2-8
+  K steps of their weight tile (and its block scales) into registers before they wait for gate_up's
+  intermediate (8 with ``EARLY_WEIGHT_BYTES`` 512, a thread's registers for them); "pairs, gate_up
+  early 2" (4): the same for gate_up before it waits for x's quantization; "pairs, early 2 / 6" both;
 - "grouped": the grouped path, for reference.
 
 Variants alternate in two rounds (the second in reverse order) on bench_moe_layer's inputs and timer,
@@ -63,6 +67,13 @@ VARIANTS = ((SHIPPED, "pairs", {}, None),
             ("pairs, down 256 deep s2", "pairs", {}, _retiled(down={"block_k": 256, "num_stages": 2})),
             ("pairs, both 256 deep s3 / s2", "pairs", {}, _retiled({"block_k": 256, "num_stages": 3},
                                                                     {"block_k": 256, "num_stages": 2})),
+            ("pairs, down early 2", "pairs", {"EARLY_STEPS_DOWN": 2}, None),
+            ("pairs, down early 4", "pairs", {"EARLY_STEPS_DOWN": 4}, None),
+            ("pairs, down early 6", "pairs", {"EARLY_STEPS_DOWN": 6}, None),
+            ("pairs, down early 8", "pairs", {"EARLY_STEPS_DOWN": 8, "EARLY_WEIGHT_BYTES": 512}, None),
+            ("pairs, gate_up early 2", "pairs", {"EARLY_STEPS_GATE_UP": 2}, None),
+            ("pairs, gate_up early 4", "pairs", {"EARLY_STEPS_GATE_UP": 4}, None),
+            ("pairs, early 2 / 6", "pairs", {"EARLY_STEPS_GATE_UP": 2, "EARLY_STEPS_DOWN": 6}, None),
             ("grouped, gate_up 256 deep s3", "grouped", {}, _retiled({"block_k": 256, "num_stages": 3})),
             ("grouped, both 256 deep s3 / s2", "grouped", {}, _retiled({"block_k": 256, "num_stages": 3},
                                                                         {"block_k": 256, "num_stages": 2})))

@@ -329,6 +329,7 @@ def moe_decode_gemm_kernel(
     PAIR_READY: tl.constexpr = False,
     ready_ptr=None,
     GATE_UP_OUT_N: tl.constexpr = 0,
+    EARLY_STEPS: tl.constexpr = 0,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -361,6 +362,9 @@ def moe_decode_gemm_kernel(
     the pair (``cdiv(K, GATE_UP_OUT_N)``: down's K is gate_up's output width) has arrived. PDL
     starts down only after every gate_up program has started, so the poll cannot hold back a
     gate_up program; without PDL it finds the count complete.
+    EARLY_STEPS (PAIR_TILES, WAIT_PRIOR 2 or PAIR_READY): the weight tiles (and block scales) of the
+    first EARLY_STEPS K steps are loaded into registers before the wait for the prior launch, since
+    they depend on the program's routing only; the K loop runs the steps after them.
     """
     pid = tl.program_id(0)
     stamp(stamps_ptr, pid, 0, STAMPS)
@@ -405,6 +409,28 @@ def moe_decode_gemm_kernel(
                                            BLOCK_K, SWAP_AB)
         acc = moe_acc_zeros(BLOCK_M, BLOCK_N, SWAP_AB)
 
+        if QUANT == 3:
+            b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
+            a_scale_rows = a_scale_ptr + a_rows * stride_asm
+            # With A_SCALE_FROM_TILE the activation scales come from the tile: none are loaded.
+            a_scale_mask = (a_rows < 0) if A_SCALE_FROM_TILE else pair_mask
+        # A quantized between its load and the dot is outside the compiler's pipelining: it is
+        # loaded one K step ahead here (pre-quantized A is pipelined like B).
+        A_AHEAD: tl.constexpr = (QUANT != 0) and not A_PREQUANT
+        k_last = tl.cdiv(K, BLOCK_K) - 1
+        if EARLY_STEPS > 0:
+            tl.static_assert(PAIR_TILES and not A_AHEAD and (QUANT == 0 or QUANT == 3),
+                             "early weight steps: the pairs path, A loaded as is, no or block scales")
+            tl.static_assert(EARLY_STEPS % K_UNROLL == 0, "early weight steps: whole loop iterations")
+            # The weights depend on the routing above only: in flight while the prior launch runs.
+            early_b = ()
+            early_b_s = ()
+            for u in tl.static_range(EARLY_STEPS):
+                early_b = early_b + (moe_load_b(b_ptrs + u * BLOCK_K, offs_k < K - u * BLOCK_K, SWAP_AB),)
+                if QUANT == 3:
+                    early_b_s = early_b_s + (tl.load(b_scale_rows + ((tl.minimum(u, k_last) * BLOCK_K)
+                                                                     // SCALE_BLOCK_K) * stride_bsk),)
+
         stamp(stamps_ptr, pid, 1, STAMPS)
         if WAIT_PRIOR == 2:
             # Everything above depends on the layer's inputs only; A and its scales on the prior launch.
@@ -416,21 +442,29 @@ def moe_decode_gemm_kernel(
             a_s = tl.load(a_scale_ptr)
         elif QUANT == 2:
             a_s = tl.load(a_scale_ptr + a_rows * stride_asm, mask=pair_mask, other=1.0)
-        if QUANT == 3:
-            b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
-            a_scale_rows = a_scale_ptr + a_rows * stride_asm
-            # With A_SCALE_FROM_TILE the activation scales come from the tile: none are loaded.
-            a_scale_mask = (a_rows < 0) if A_SCALE_FROM_TILE else pair_mask
 
-        # A quantized between its load and the dot is outside the compiler's pipelining: it is
-        # loaded one K step ahead here (pre-quantized A is pipelined like B).
-        A_AHEAD: tl.constexpr = (QUANT != 0) and not A_PREQUANT
+        if EARLY_STEPS > 0:
+            for u in tl.static_range(EARLY_STEPS):
+                a = moe_load_a(a_ptrs + u * BLOCK_K, pair_mask, offs_k < K - u * BLOCK_K, SWAP_AB)
+                b = early_b[u]
+                if DOT_IN_FP32:
+                    a = a.to(tl.float32)
+                    b = b.to(tl.float32)
+                if QUANT == 3:
+                    g_s = tl.load(a_scale_rows + (tl.minimum(u, k_last) * BLOCK_K) // SCALE_BLOCK_K,
+                                  mask=a_scale_mask, other=1.0)
+                    if A_SCALE_IS_AMAX:
+                        g_s = tl.maximum(g_s, MIN_AMAX) / FP8_MAX_C
+                    acc = moe_dot(acc, a, b, g_s, early_b_s[u], True, SWAP_AB)
+                else:
+                    acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
+            a_ptrs += EARLY_STEPS * BLOCK_K
+            b_ptrs += EARLY_STEPS * BLOCK_K
         if A_AHEAD:
             a_next = moe_load_a(a_ptrs, pair_mask, offs_k < K, SWAP_AB)
         # K_UNROLL K steps per iteration (block scales: 128-deep steps, each with its own scales):
         # their weight loads are issued together, K_UNROLL * 128 contiguous bytes of each row.
-        k_last = tl.cdiv(K, BLOCK_K) - 1
-        for ku in range(tl.cdiv(K, BLOCK_K * K_UNROLL)):
+        for ku in range(EARLY_STEPS // K_UNROLL, tl.cdiv(K, BLOCK_K * K_UNROLL)):
             for u in tl.static_range(K_UNROLL):
                 kb = ku * K_UNROLL + u
                 k_mask = offs_k < K - kb * BLOCK_K
@@ -685,7 +719,22 @@ PAIRS_PREQUANT_X = True
 # program asking the L2 for its whole weight tile once routed (slower everywhere: Qwen3 M = 1 21.1 /
 # 19.6 with down's tiles prefetched; the lines cost gate_up's stream more than down's K loop gains).
 PAIR_HANDOFF_MIN_PAIRS = 32
+# The pairs path: up to this many K steps of each GEMM program's weight tile (and block scales) are
+# loaded into registers before the program waits for the launch before it (gate_up: x's quantization;
+# down: gate_up's intermediate), at most EARLY_WEIGHT_BYTES of them a thread.
+EARLY_STEPS_GATE_UP = 0
+EARLY_STEPS_DOWN = 0
+EARLY_WEIGHT_BYTES = 384
 _REDUCE_ELEMENTS = 8192
+
+
+def early_weight_steps(max_steps: int, K: int, block_k: int, k_unroll: int, block_n: int, num_warps: int,
+                       weight_bytes: int) -> int:
+    """EARLY_STEPS of a pairs-path GEMM launch: ``max_steps`` K steps at most, no more than K has, within
+    EARLY_WEIGHT_BYTES of registers a thread, whole loop iterations (``k_unroll`` steps each)."""
+    per_thread_step = block_n * block_k * weight_bytes // (32 * num_warps)
+    steps = min(max_steps, triton.cdiv(K, block_k), EARLY_WEIGHT_BYTES // max(per_thread_step, 1))
+    return steps - steps % k_unroll
 
 
 def plan_fused_moe_decode(
@@ -844,6 +893,14 @@ def plan_fused_moe_decode(
         bse, bsn, bsk = weight_scale_strides(quant, ws_)
         a_scale = ws.x_scale if gated else ws.a2_amax
         c = inter if gated else ws.pair_out
+        block_k = (128 if pair_tiles else min(cfg.block_k, 128)) if quant == QUANT_BLOCK else cfg.block_k
+        k_unroll = cfg.block_k // 128 if quant == QUANT_BLOCK and cfg.block_k > 128 else 1
+        wait_prior = _wait_prior(pdl, first_launch, pair_tiles, waits_on_pair_counter=pair_ready and not gated)
+        # Weights loaded before the wait: the pairs path's GEMMs after the layer's first launch (without
+        # PDL they wait for nothing, and the early loads only come first).
+        early_steps = early_weight_steps(EARLY_STEPS_GATE_UP if gated else EARLY_STEPS_DOWN, a.shape[1], block_k,
+                                         k_unroll, cfg.block_n, cfg.num_warps, wt.element_size()) \
+            if pair_tiles and not first_launch else 0
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_kernel[grid],
             a, wt, c, a_scale, ws_ if ws_ is not None else a, ws.topk_weights,
@@ -863,9 +920,9 @@ def plan_fused_moe_decode(
             BLOCK_M=block_m,
             BLOCK_N=cfg.block_n,
             # Block scales: at most one scale group per K step; the pairs path's gate_up exactly one.
-            BLOCK_K=(128 if pair_tiles else min(cfg.block_k, 128)) if quant == QUANT_BLOCK else cfg.block_k,
+            BLOCK_K=block_k,
             # Block scales and a tile deeper than a group: that many 128-deep steps per iteration.
-            K_UNROLL=cfg.block_k // 128 if quant == QUANT_BLOCK and cfg.block_k > 128 else 1,
+            K_UNROLL=k_unroll,
             TOP_K=top_k,
             K_POW2=k_pow2,
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * cfg.block_n)),
@@ -878,7 +935,7 @@ def plan_fused_moe_decode(
             # Each GEMM lets the next launch start; each waits for the one before (the pairs path's
             # GEMMs route before waiting), but the first launch of a layer has none to wait for.
             LAUNCH_DEPENDENTS=pdl and gated,
-            WAIT_PRIOR=_wait_prior(pdl, first_launch, pair_tiles, waits_on_pair_counter=pair_ready and not gated),
+            WAIT_PRIOR=wait_prior,
             A_PREQUANT=(prequant and gated) or (quant_inter and not gated),
             aq_out_ptr=ws.inter_q,
             group_arrivals_ptr=ws.group_arrivals,
@@ -888,6 +945,7 @@ def plan_fused_moe_decode(
             num_stages=cfg.num_stages,
             **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2}
                if pair_ready else {}),
+            **({"EARLY_STEPS": early_steps} if early_steps else {}),
             **({"launch_pdl": True} if pdl and not first_launch else {}),
         )))
     return DecodePlan(out, tuple(launches), path)
