@@ -16,6 +16,10 @@ Variants (``--variants``, labels of VARIANTS; all by default), each against the 
   K steps of their weight tile (and its block scales) into registers before they wait for gate_up's
   intermediate (8 with ``EARLY_WEIGHT_BYTES`` 512, a thread's registers for them); "pairs, gate_up
   early 2" (4): the same for gate_up before it waits for x's quantization; "pairs, early 2 / 6" both;
+- "pairs, K rotated" / "grouped, K rotated": ``ROTATE_K``: each GEMM program starts its K loop at
+  iteration ``pid_n % iterations`` and wraps around, so the programs streaming at one moment read
+  different column offsets of their weight rows (rows 2048 B apart all start at the same offset
+  without it);
 - "grouped": the grouped path, for reference.
 
 Variants alternate in two rounds (the second in reverse order) on bench_moe_layer's inputs and timer,
@@ -74,6 +78,8 @@ VARIANTS = ((SHIPPED, "pairs", {}, None),
             ("pairs, gate_up early 2", "pairs", {"EARLY_STEPS_GATE_UP": 2}, None),
             ("pairs, gate_up early 4", "pairs", {"EARLY_STEPS_GATE_UP": 4}, None),
             ("pairs, early 2 / 6", "pairs", {"EARLY_STEPS_GATE_UP": 2, "EARLY_STEPS_DOWN": 6}, None),
+            ("pairs, K rotated", "pairs", {"ROTATE_K": True}, None),
+            ("grouped, K rotated", "grouped", {"ROTATE_K": True}, None),
             ("grouped, gate_up 256 deep s3", "grouped", {}, _retiled({"block_k": 256, "num_stages": 3})),
             ("grouped, both 256 deep s3 / s2", "grouped", {}, _retiled({"block_k": 256, "num_stages": 3},
                                                                         {"block_k": 256, "num_stages": 2})))

@@ -330,6 +330,7 @@ def moe_decode_gemm_kernel(
     ready_ptr=None,
     GATE_UP_OUT_N: tl.constexpr = 0,
     EARLY_STEPS: tl.constexpr = 0,
+    ROTATE_K: tl.constexpr = False,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -365,6 +366,8 @@ def moe_decode_gemm_kernel(
     EARLY_STEPS (PAIR_TILES, WAIT_PRIOR 2 or PAIR_READY): the weight tiles (and block scales) of the
     first EARLY_STEPS K steps are loaded into registers before the wait for the prior launch, since
     they depend on the program's routing only; the K loop runs the steps after them.
+    ROTATE_K: each program starts its K loop at iteration ``pid_n % iterations`` and wraps around, so
+    the programs streaming at one moment read different column offsets of their weight rows.
     """
     pid = tl.program_id(0)
     stamp(stamps_ptr, pid, 0, STAMPS)
@@ -464,9 +467,20 @@ def moe_decode_gemm_kernel(
             a_next = moe_load_a(a_ptrs, pair_mask, offs_k < K, SWAP_AB)
         # K_UNROLL K steps per iteration (block scales: 128-deep steps, each with its own scales):
         # their weight loads are issued together, K_UNROLL * 128 contiguous bytes of each row.
-        for ku in range(EARLY_STEPS // K_UNROLL, tl.cdiv(K, BLOCK_K * K_UNROLL)):
+        n_iters = tl.cdiv(K, BLOCK_K * K_UNROLL)
+        if ROTATE_K:
+            tl.static_assert(EARLY_STEPS == 0 and not A_AHEAD, "a rotated K loop: no early steps, A loaded as is")
+            rotation = pid_n % n_iters
+            a_first = a_ptrs
+            b_first = b_ptrs
+        for ku in range(EARLY_STEPS // K_UNROLL, n_iters):
+            k_iter = ku
+            if ROTATE_K:
+                k_iter = (ku + rotation) % n_iters
+                a_ptrs = a_first + k_iter * (BLOCK_K * K_UNROLL)
+                b_ptrs = b_first + k_iter * (BLOCK_K * K_UNROLL)
             for u in tl.static_range(K_UNROLL):
-                kb = ku * K_UNROLL + u
+                kb = k_iter * K_UNROLL + u
                 k_mask = offs_k < K - kb * BLOCK_K
                 if A_AHEAD:
                     a = a_next
@@ -505,8 +519,9 @@ def moe_decode_gemm_kernel(
                     acc = moe_dot(acc, a, b, g_s, b_s, True, SWAP_AB)
                 else:
                     acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
-            a_ptrs += BLOCK_K * K_UNROLL
-            b_ptrs += BLOCK_K * K_UNROLL
+            if not ROTATE_K:
+                a_ptrs += BLOCK_K * K_UNROLL
+                b_ptrs += BLOCK_K * K_UNROLL
 
         stamp(stamps_ptr, pid, 3, STAMPS)
         if SWAP_AB:
@@ -725,6 +740,8 @@ PAIR_HANDOFF_MIN_PAIRS = 32
 EARLY_STEPS_GATE_UP = 0
 EARLY_STEPS_DOWN = 0
 EARLY_WEIGHT_BYTES = 384
+# Each decode GEMM program starts its K loop at a column offset of its own (ROTATE_K).
+ROTATE_K = False
 _REDUCE_ELEMENTS = 8192
 
 
@@ -936,7 +953,7 @@ def plan_fused_moe_decode(
             # GEMMs route before waiting), but the first launch of a layer has none to wait for.
             LAUNCH_DEPENDENTS=pdl and gated,
             WAIT_PRIOR=wait_prior,
-            A_PREQUANT=(prequant and gated) or (quant_inter and not gated),
+            A_PREQUANT=(prequant and gated) or (quant_inter and not gated),  # _a_ahead's reading
             aq_out_ptr=ws.inter_q,
             group_arrivals_ptr=ws.group_arrivals,
             QUANT_OUT=quant_inter and gated,
@@ -946,6 +963,8 @@ def plan_fused_moe_decode(
             **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2}
                if pair_ready else {}),
             **({"EARLY_STEPS": early_steps} if early_steps else {}),
+            **({"ROTATE_K": True} if ROTATE_K and not early_steps and not _a_ahead(quant, gated, prequant, quant_inter)
+               else {}),
             **({"launch_pdl": True} if pdl and not first_launch else {}),
         )))
     return DecodePlan(out, tuple(launches), path)
@@ -979,6 +998,12 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
     launches.append(("reduce", functools.partial(launch_topk_reduce, pair_rows, ws.topk_ids[:P].view(M, top_k), out,
                                                  E, pdl=pdl)))
     return launches
+
+
+def _a_ahead(quant: int, gated: bool, prequant: bool, quant_inter: bool) -> bool:
+    """Whether a decode GEMM launch quantizes A as it loads it (the kernel's A_AHEAD)."""
+    a_prequant = (prequant and gated) or (quant_inter and not gated)
+    return quant != QUANT_NONE and not a_prequant
 
 
 def _wait_prior(pdl: bool, first_launch: bool, pair_tiles: bool, waits_on_pair_counter: bool = False) -> int:
