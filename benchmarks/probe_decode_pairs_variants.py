@@ -20,7 +20,11 @@ Variants (``--variants``, labels of VARIANTS; all by default), each against the 
   iteration ``pid_n % iterations`` and wraps around, so the programs streaming at one moment read
   different column offsets of their weight rows (rows 2048 B apart all start at the same offset
   without it);
-- "grouped": the grouped path, for reference.
+  "pairs, down K rotated" / "grouped, down K rotated": ``ROTATE_K_DOWN``, the down GEMM only;
+- "pairs, first launch PDL" (grouped, chain): ``FIRST_LAUNCH_PDL``: the layer's first launch is
+  PDL-launched as well, waiting for the launch before it (here the previous layer copy's last) at
+  its start and letting the next launch start only after;
+- "grouped" / "chain": the grouped path and the chain path, for reference.
 
 Variants alternate in two rounds (the second in reverse order) on bench_moe_layer's inputs and timer,
 each output against the fp32 reference; then each launch alone.
@@ -80,6 +84,12 @@ VARIANTS = ((SHIPPED, "pairs", {}, None),
             ("pairs, early 2 / 6", "pairs", {"EARLY_STEPS_GATE_UP": 2, "EARLY_STEPS_DOWN": 6}, None),
             ("pairs, K rotated", "pairs", {"ROTATE_K": True}, None),
             ("grouped, K rotated", "grouped", {"ROTATE_K": True}, None),
+            ("pairs, down K rotated", "pairs", {"ROTATE_K_DOWN": True}, None),
+            ("grouped, down K rotated", "grouped", {"ROTATE_K_DOWN": True}, None),
+            ("pairs, first launch PDL", "pairs", {"FIRST_LAUNCH_PDL": True}, None),
+            ("grouped, first launch PDL", "grouped", {"FIRST_LAUNCH_PDL": True}, None),
+            ("chain", "chain", {}, None),
+            ("chain, first launch PDL", "chain", {"FIRST_LAUNCH_PDL": True}, None),
             ("grouped, gate_up 256 deep s3", "grouped", {}, _retiled({"block_k": 256, "num_stages": 3})),
             ("grouped, both 256 deep s3 / s2", "grouped", {}, _retiled({"block_k": 256, "num_stages": 3},
                                                                         {"block_k": 256, "num_stages": 2})))

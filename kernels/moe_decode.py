@@ -212,7 +212,7 @@ FP8_CHAIN_ABOVE_TOKENS = 8
 
 
 # When a GEMM waits for the launch before it (WAIT_PRIOR); a no-op unless launched with PDL.
-_WAIT_NONE, _WAIT_AT_START, _WAIT_BEFORE_K_LOOP = 0, 1, 2
+_WAIT_NONE, _WAIT_AT_START, _WAIT_BEFORE_K_LOOP, _WAIT_BEFORE_DEPENDENTS = 0, 1, 2, 3
 
 
 # ---- launches 2 and 3: the grouped GEMMs ----------------------------------------------------------
@@ -377,6 +377,10 @@ def moe_decode_gemm_kernel(
     # Column tiles vary fastest, the order moe_gemm's tuned decode tiles were timed with.
     pid_m = pid // num_pid_n
     pid_n = pid % num_pid_n
+    if WAIT_PRIOR == 3:
+        # The layer's first launch, PDL-launched: the launch before wrote the logits and x, which
+        # this launch and the next one (started below) read.
+        wait_for_prior_launch()
     if LAUNCH_DEPENDENTS:
         launch_dependents()
     if WAIT_PRIOR == 1:
@@ -740,8 +744,13 @@ PAIR_HANDOFF_MIN_PAIRS = 32
 EARLY_STEPS_GATE_UP = 0
 EARLY_STEPS_DOWN = 0
 EARLY_WEIGHT_BYTES = 384
-# Each decode GEMM program starts its K loop at a column offset of its own (ROTATE_K).
+# Each decode GEMM program starts its K loop at a column offset of its own (ROTATE_K): both GEMMs,
+# or the down GEMM only.
 ROTATE_K = False
+ROTATE_K_DOWN = False
+# The layer's first launch is PDL-launched too: it waits for the launch before it (the one that wrote
+# the logits and x) before it reads or writes anything, and only then lets the next launch start.
+FIRST_LAUNCH_PDL = False
 _REDUCE_ELEMENTS = 8192
 
 
@@ -890,6 +899,7 @@ def plan_fused_moe_decode(
             FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
             RANKS_EARLY=RANKS_EARLY, ranks_ptr=ws.pair_ranks, ROUTE=not pair_tiles,
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
+            **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
         )))
     if path == "chain":
         launches += _chain_launches(ws, ws.x_q[:M] if prequant else x, w13, w2, w1s, w2s, out, cfgs, quant, M, top_k,
@@ -918,6 +928,8 @@ def plan_fused_moe_decode(
         early_steps = early_weight_steps(EARLY_STEPS_GATE_UP if gated else EARLY_STEPS_DOWN, a.shape[1], block_k,
                                          k_unroll, cfg.block_n, cfg.num_warps, wt.element_size()) \
             if pair_tiles and not first_launch else 0
+        rotate_k = ((ROTATE_K or (ROTATE_K_DOWN and not gated)) and not early_steps
+                    and not _a_ahead(quant, gated, prequant, quant_inter))
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_kernel[grid],
             a, wt, c, a_scale, ws_ if ws_ is not None else a, ws.topk_weights,
@@ -952,7 +964,7 @@ def plan_fused_moe_decode(
             # Each GEMM lets the next launch start; each waits for the one before (the pairs path's
             # GEMMs route before waiting), but the first launch of a layer has none to wait for.
             LAUNCH_DEPENDENTS=pdl and gated,
-            WAIT_PRIOR=wait_prior,
+            WAIT_PRIOR=_WAIT_BEFORE_DEPENDENTS if first_launch and pdl and FIRST_LAUNCH_PDL else wait_prior,
             A_PREQUANT=(prequant and gated) or (quant_inter and not gated),  # _a_ahead's reading
             aq_out_ptr=ws.inter_q,
             group_arrivals_ptr=ws.group_arrivals,
@@ -963,9 +975,8 @@ def plan_fused_moe_decode(
             **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2}
                if pair_ready else {}),
             **({"EARLY_STEPS": early_steps} if early_steps else {}),
-            **({"ROTATE_K": True} if ROTATE_K and not early_steps and not _a_ahead(quant, gated, prequant, quant_inter)
-               else {}),
-            **({"launch_pdl": True} if pdl and not first_launch else {}),
+            **({"ROTATE_K": True} if rotate_k else {}),
+            **({"launch_pdl": True} if pdl and (FIRST_LAUNCH_PDL or not first_launch) else {}),
         )))
     return DecodePlan(out, tuple(launches), path)
 

@@ -14,7 +14,7 @@ import triton.language as tl
 
 from .moe_quant import row_absmax
 from .moe_routing import HAS_BATCHED_TOPK, softmax_topk_row, softmax_topk_rows
-from .pdl import launch_dependents
+from .pdl import launch_dependents, wait_for_prior_launch
 
 __all__ = ["moe_decode_route_kernel"]
 
@@ -95,6 +95,7 @@ def moe_decode_route_kernel(
     ROUTE: tl.constexpr = True,
     ZERO_PAIR_READY: tl.constexpr = False,
     pair_ready_ptr=None,
+    WAIT_PRIOR: tl.constexpr = False,
 ):
     """Routing of token ``program_id`` and its activation scales; then the alignment of every pair.
 
@@ -108,7 +109,11 @@ def moe_decode_route_kernel(
     WRITE_XQ (block scales): also writes the token's e4m3 row to ``xq`` so gate_up loads FP8 directly.
     ROUTE=False: each program only quantizes its token's row (the pairs path's GEMMs route themselves);
     with ZERO_PAIR_READY it also zeroes its pairs' ``pair_ready`` counters (moe_decode's per-pair handoff).
+    WAIT_PRIOR (a PDL launch of its own): waits for the launch before (which wrote x and the logits)
+    before anything else, and only then lets the next launch start.
     """
+    if WAIT_PRIOR:
+        wait_for_prior_launch()
     if LAUNCH_DEPENDENTS:
         launch_dependents()
     token = tl.program_id(0).to(tl.int64)
