@@ -12,18 +12,11 @@ Variants (``--variants``, labels of VARIANTS; all by default), each against the 
   (``PAIR_HANDOFF_MIN_PAIRS``; shipped from 32 pairs, twelfth session): the down GEMM's programs
   start on their pair's gate_up columns (a release/acquire counter per pair) instead of waiting
   for the whole gate_up launch (slower below 32 pairs, faster from 32);
-- "pairs, down early 2" (4, 6, 8): ``EARLY_STEPS_DOWN``: the down GEMM's programs load the first 2-8
-  K steps of their weight tile (and its block scales) into registers before they wait for gate_up's
-  intermediate (8 with ``EARLY_WEIGHT_BYTES`` 512, a thread's registers for them); "pairs, gate_up
-  early 2" (4): the same for gate_up before it waits for x's quantization; "pairs, early 2 / 6" both;
-- "pairs, K rotated" / "grouped, K rotated": ``ROTATE_K``: each GEMM program starts its K loop at
-  iteration ``pid_n % iterations`` and wraps around, so the programs streaming at one moment read
-  different column offsets of their weight rows (rows 2048 B apart all start at the same offset
-  without it);
-  "pairs, down K rotated" / "grouped, down K rotated": ``ROTATE_K_DOWN``, the down GEMM only;
-- "pairs, first launch PDL" (grouped, chain): ``FIRST_LAUNCH_PDL``: the layer's first launch is
-  PDL-launched as well, waiting for the launch before it (here the previous layer copy's last) at
-  its start and letting the next launch start only after;
+- "pairs, down K rotated" / "grouped, down K rotated": ``ROTATE_K_DOWN``: the down GEMM's programs
+  start their K loops at iteration ``pid_n % iterations`` and wrap around (shipped on the pairs path
+  at one token for large experts, ``FP8_PAIRS_DOWN_ROTATED_TOKENS``); "pairs, down K straight": never;
+- "pairs, first launch plain" (grouped, chain): ``FIRST_LAUNCH_PDL`` off: the layer's first launch in
+  plain stream order (shipped: PDL-launched, waiting for the launch before at its start);
 - "grouped" / "chain": the grouped path and the chain path, for reference.
 
 Variants alternate in two rounds (the second in reverse order) on bench_moe_layer's inputs and timer,
@@ -75,21 +68,13 @@ VARIANTS = ((SHIPPED, "pairs", {}, None),
             ("pairs, down 256 deep s2", "pairs", {}, _retiled(down={"block_k": 256, "num_stages": 2})),
             ("pairs, both 256 deep s3 / s2", "pairs", {}, _retiled({"block_k": 256, "num_stages": 3},
                                                                     {"block_k": 256, "num_stages": 2})),
-            ("pairs, down early 2", "pairs", {"EARLY_STEPS_DOWN": 2}, None),
-            ("pairs, down early 4", "pairs", {"EARLY_STEPS_DOWN": 4}, None),
-            ("pairs, down early 6", "pairs", {"EARLY_STEPS_DOWN": 6}, None),
-            ("pairs, down early 8", "pairs", {"EARLY_STEPS_DOWN": 8, "EARLY_WEIGHT_BYTES": 512}, None),
-            ("pairs, gate_up early 2", "pairs", {"EARLY_STEPS_GATE_UP": 2}, None),
-            ("pairs, gate_up early 4", "pairs", {"EARLY_STEPS_GATE_UP": 4}, None),
-            ("pairs, early 2 / 6", "pairs", {"EARLY_STEPS_GATE_UP": 2, "EARLY_STEPS_DOWN": 6}, None),
-            ("pairs, K rotated", "pairs", {"ROTATE_K": True}, None),
-            ("grouped, K rotated", "grouped", {"ROTATE_K": True}, None),
             ("pairs, down K rotated", "pairs", {"ROTATE_K_DOWN": True}, None),
             ("grouped, down K rotated", "grouped", {"ROTATE_K_DOWN": True}, None),
-            ("pairs, first launch PDL", "pairs", {"FIRST_LAUNCH_PDL": True}, None),
-            ("grouped, first launch PDL", "grouped", {"FIRST_LAUNCH_PDL": True}, None),
+            ("pairs, down K straight", "pairs", {"FP8_PAIRS_DOWN_ROTATED_TOKENS": {}}, None),
+            ("pairs, first launch plain", "pairs", {"FIRST_LAUNCH_PDL": False}, None),
+            ("grouped, first launch plain", "grouped", {"FIRST_LAUNCH_PDL": False}, None),
             ("chain", "chain", {}, None),
-            ("chain, first launch PDL", "chain", {"FIRST_LAUNCH_PDL": True}, None),
+            ("chain, first launch plain", "chain", {"FIRST_LAUNCH_PDL": False}, None),
             ("grouped, gate_up 256 deep s3", "grouped", {}, _retiled({"block_k": 256, "num_stages": 3})),
             ("grouped, both 256 deep s3 / s2", "grouped", {}, _retiled({"block_k": 256, "num_stages": 3},
                                                                         {"block_k": 256, "num_stages": 2})))

@@ -28,10 +28,12 @@ routing included, on one of three paths (``path="auto"`` picks by :func:`choose_
   ``fused_moe``'s bit for bit.
 
 Where Triton offers programmatic dependent launch (``launch_pdl``, Triton >= 3.4 on sm_90),
-each launch after the first is PDL-linked to the one before: it starts while the previous one
-runs and waits (``griddepcontrol.wait``) before reading its results; the pairs path's GEMMs
-route before they wait; the chain path's launches wait at their start. Without PDL the launches
-are ordinary stream-ordered launches.
+each launch is PDL-linked to the one before: it starts while the previous one runs and waits
+(``griddepcontrol.wait``) before reading its results; the pairs path's GEMMs route before they
+wait; the chain path's launches wait at their start. The layer's first launch waits for the
+caller's last kernel (which wrote x and the logits) before it reads or writes anything and only
+then lets its next launch start (``FIRST_LAUNCH_PDL``). Without PDL the launches are ordinary
+stream-ordered launches.
 
 The grouped path, with a :class:`MoeDecodeWorkspace` passed (with none, the call allocates one
 and adds one memset for its zeroed counters):
@@ -200,7 +202,9 @@ BF16_PAIRS_MAX_TOKENS = 2
 # Qwen3-30B-like M = 5 55.4 / 64.5, M = 6 62.3 / 67.5 (M = 8 76.5 / 71.4); DeepSeek-V3-TP2 M = 4
 # 169.1 / 171.4, M = 6 245.4 / 254.0 (M = 3 134.3 / 127.8 without, M = 5 206.9 / 205.4, M = 8 326.3 / 318.7).
 # ``path="pairs"`` serves FP8 block scales at any M.
-FP8_PAIRS_TOKENS: dict[str, tuple[int, ...]] = {"small": (1, 2, 3, 4, 5, 6), "large": (2, 4, 6)}
+# Thirteenth session: DeepSeek-V3-TP2 M = 1 with the down GEMM's K loops rotated (FP8_PAIRS_DOWN_ROTATED_TOKENS)
+# 54.4 / 55.1 and 54.6 / 56.2 against grouped.
+FP8_PAIRS_TOKENS: dict[str, tuple[int, ...]] = {"small": (1, 2, 3, 4, 5, 6), "large": (1, 2, 4, 6)}
 
 # FP8 block scales take the chain path above this many tokens. H200, 2026-12-01, seventh session
 # (benchmarks/results/moe_layer.md), chain against grouped, us: DeepSeek-V3-TP2 M = 16 / 32 / 64
@@ -329,7 +333,6 @@ def moe_decode_gemm_kernel(
     PAIR_READY: tl.constexpr = False,
     ready_ptr=None,
     GATE_UP_OUT_N: tl.constexpr = 0,
-    EARLY_STEPS: tl.constexpr = 0,
     ROTATE_K: tl.constexpr = False,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
@@ -363,9 +366,6 @@ def moe_decode_gemm_kernel(
     the pair (``cdiv(K, GATE_UP_OUT_N)``: down's K is gate_up's output width) has arrived. PDL
     starts down only after every gate_up program has started, so the poll cannot hold back a
     gate_up program; without PDL it finds the count complete.
-    EARLY_STEPS (PAIR_TILES, WAIT_PRIOR 2 or PAIR_READY): the weight tiles (and block scales) of the
-    first EARLY_STEPS K steps are loaded into registers before the wait for the prior launch, since
-    they depend on the program's routing only; the K loop runs the steps after them.
     ROTATE_K: each program starts its K loop at iteration ``pid_n % iterations`` and wraps around, so
     the programs streaming at one moment read different column offsets of their weight rows.
     """
@@ -416,28 +416,6 @@ def moe_decode_gemm_kernel(
                                            BLOCK_K, SWAP_AB)
         acc = moe_acc_zeros(BLOCK_M, BLOCK_N, SWAP_AB)
 
-        if QUANT == 3:
-            b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
-            a_scale_rows = a_scale_ptr + a_rows * stride_asm
-            # With A_SCALE_FROM_TILE the activation scales come from the tile: none are loaded.
-            a_scale_mask = (a_rows < 0) if A_SCALE_FROM_TILE else pair_mask
-        # A quantized between its load and the dot is outside the compiler's pipelining: it is
-        # loaded one K step ahead here (pre-quantized A is pipelined like B).
-        A_AHEAD: tl.constexpr = (QUANT != 0) and not A_PREQUANT
-        k_last = tl.cdiv(K, BLOCK_K) - 1
-        if EARLY_STEPS > 0:
-            tl.static_assert(PAIR_TILES and not A_AHEAD and (QUANT == 0 or QUANT == 3),
-                             "early weight steps: the pairs path, A loaded as is, no or block scales")
-            tl.static_assert(EARLY_STEPS % K_UNROLL == 0, "early weight steps: whole loop iterations")
-            # The weights depend on the routing above only: in flight while the prior launch runs.
-            early_b = ()
-            early_b_s = ()
-            for u in tl.static_range(EARLY_STEPS):
-                early_b = early_b + (moe_load_b(b_ptrs + u * BLOCK_K, offs_k < K - u * BLOCK_K, SWAP_AB),)
-                if QUANT == 3:
-                    early_b_s = early_b_s + (tl.load(b_scale_rows + ((tl.minimum(u, k_last) * BLOCK_K)
-                                                                     // SCALE_BLOCK_K) * stride_bsk),)
-
         stamp(stamps_ptr, pid, 1, STAMPS)
         if WAIT_PRIOR == 2:
             # Everything above depends on the layer's inputs only; A and its scales on the prior launch.
@@ -449,35 +427,27 @@ def moe_decode_gemm_kernel(
             a_s = tl.load(a_scale_ptr)
         elif QUANT == 2:
             a_s = tl.load(a_scale_ptr + a_rows * stride_asm, mask=pair_mask, other=1.0)
+        if QUANT == 3:
+            b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
+            a_scale_rows = a_scale_ptr + a_rows * stride_asm
+            # With A_SCALE_FROM_TILE the activation scales come from the tile: none are loaded.
+            a_scale_mask = (a_rows < 0) if A_SCALE_FROM_TILE else pair_mask
 
-        if EARLY_STEPS > 0:
-            for u in tl.static_range(EARLY_STEPS):
-                a = moe_load_a(a_ptrs + u * BLOCK_K, pair_mask, offs_k < K - u * BLOCK_K, SWAP_AB)
-                b = early_b[u]
-                if DOT_IN_FP32:
-                    a = a.to(tl.float32)
-                    b = b.to(tl.float32)
-                if QUANT == 3:
-                    g_s = tl.load(a_scale_rows + (tl.minimum(u, k_last) * BLOCK_K) // SCALE_BLOCK_K,
-                                  mask=a_scale_mask, other=1.0)
-                    if A_SCALE_IS_AMAX:
-                        g_s = tl.maximum(g_s, MIN_AMAX) / FP8_MAX_C
-                    acc = moe_dot(acc, a, b, g_s, early_b_s[u], True, SWAP_AB)
-                else:
-                    acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
-            a_ptrs += EARLY_STEPS * BLOCK_K
-            b_ptrs += EARLY_STEPS * BLOCK_K
+        # A quantized between its load and the dot is outside the compiler's pipelining: it is
+        # loaded one K step ahead here (pre-quantized A is pipelined like B).
+        A_AHEAD: tl.constexpr = (QUANT != 0) and not A_PREQUANT
         if A_AHEAD:
             a_next = moe_load_a(a_ptrs, pair_mask, offs_k < K, SWAP_AB)
         # K_UNROLL K steps per iteration (block scales: 128-deep steps, each with its own scales):
         # their weight loads are issued together, K_UNROLL * 128 contiguous bytes of each row.
+        k_last = tl.cdiv(K, BLOCK_K) - 1
         n_iters = tl.cdiv(K, BLOCK_K * K_UNROLL)
         if ROTATE_K:
-            tl.static_assert(EARLY_STEPS == 0 and not A_AHEAD, "a rotated K loop: no early steps, A loaded as is")
+            tl.static_assert(not A_AHEAD, "a rotated K loop loads A as is")
             rotation = pid_n % n_iters
             a_first = a_ptrs
             b_first = b_ptrs
-        for ku in range(EARLY_STEPS // K_UNROLL, n_iters):
+        for ku in range(n_iters):
             k_iter = ku
             if ROTATE_K:
                 k_iter = (ku + rotation) % n_iters
@@ -738,29 +708,23 @@ PAIRS_PREQUANT_X = True
 # program asking the L2 for its whole weight tile once routed (slower everywhere: Qwen3 M = 1 21.1 /
 # 19.6 with down's tiles prefetched; the lines cost gate_up's stream more than down's K loop gains).
 PAIR_HANDOFF_MIN_PAIRS = 32
-# The pairs path: up to this many K steps of each GEMM program's weight tile (and block scales) are
-# loaded into registers before the program waits for the launch before it (gate_up: x's quantization;
-# down: gate_up's intermediate), at most EARLY_WEIGHT_BYTES of them a thread.
-EARLY_STEPS_GATE_UP = 0
-EARLY_STEPS_DOWN = 0
-EARLY_WEIGHT_BYTES = 384
-# Each decode GEMM program starts its K loop at a column offset of its own (ROTATE_K): both GEMMs,
-# or the down GEMM only.
-ROTATE_K = False
+# FP8 block scales on the pairs path, by expert size class: the token counts at which the down GEMM's
+# programs start their K loops at offsets of their own (the kernel's ROTATE_K). H200, 2026-12-02,
+# thirteenth session, two calls (benchmarks/results/moe_layer.md), us per layer, pairs with down's
+# loop rotated / pairs / grouped (the path shipped before): DeepSeek-V3-TP2 M = 1 54.4 / 57.2 / 55.1 and
+# 54.6 / 58.4 / 56.2; slower at DeepSeek M = 2 and 4 (99.4 / 98.1, 173.4 / 172.1) and at Qwen3-30B-like
+# M = 1-8 (0.1-1.1 us); rotating gate_up's loop too was slower (Qwen3 M = 1 gate_up alone 10.7 -> 10.9).
+# ROTATE_K_DOWN (probes): rotate down's loop on every path at every M.
+FP8_PAIRS_DOWN_ROTATED_TOKENS: dict[str, tuple[int, ...]] = {"small": (), "large": (1,)}
 ROTATE_K_DOWN = False
-# The layer's first launch is PDL-launched too: it waits for the launch before it (the one that wrote
-# the logits and x) before it reads or writes anything, and only then lets the next launch start.
-FIRST_LAUNCH_PDL = False
+# The layer's first launch is PDL-launched too: it waits for the launch before it (the caller's, which
+# wrote the logits and x) before it reads or writes anything, and only then lets the next launch start,
+# so its own start overlaps the end of that launch. H200, 2026-12-02, thirteenth session, us per
+# layer, first launch PDL-launched / plain, pairs path: Qwen3-30B-like FP8 M = 1 19.4 / 19.6, M = 2 28.9 /
+# 29.1, bf16 M = 1 24.7 / 24.8; DeepSeek-V3-TP2 M = 2 97.9 / 98.1; chain path M = 16 109.5 / 109.7 (the
+# first launch alone 1.4 -> 1.0 us).
+FIRST_LAUNCH_PDL = True
 _REDUCE_ELEMENTS = 8192
-
-
-def early_weight_steps(max_steps: int, K: int, block_k: int, k_unroll: int, block_n: int, num_warps: int,
-                       weight_bytes: int) -> int:
-    """EARLY_STEPS of a pairs-path GEMM launch: ``max_steps`` K steps at most, no more than K has, within
-    EARLY_WEIGHT_BYTES of registers a thread, whole loop iterations (``k_unroll`` steps each)."""
-    per_thread_step = block_n * block_k * weight_bytes // (32 * num_warps)
-    steps = min(max_steps, triton.cdiv(K, block_k), EARLY_WEIGHT_BYTES // max(per_thread_step, 1))
-    return steps - steps % k_unroll
 
 
 def plan_fused_moe_decode(
@@ -879,8 +843,9 @@ def plan_fused_moe_decode(
     launches: list[tuple[str, Callable[[], object]]] = []
     if not pair_tiles or pairs_prequant:
         # The pairs path's x quantization is the route kernel with ROUTE off (one program a token).
-        # Both in plain stream order: the GEMM after it may start at once (PDL) and reads the router
-        # logits before it waits, so this launch must itself start after the logits are written.
+        # The GEMM after it may start at once (PDL) and reads the router logits before it waits, so
+        # this launch lets it start only once the logits are written: in plain stream order, or
+        # PDL-launched and waiting for the launch before at its start (FIRST_LAUNCH_PDL).
         launches.append(("quantize_x" if pair_tiles else "route", functools.partial(
             moe_decode_route_kernel[(M + 1 if ROUTER_OWN_PROGRAM and not pair_tiles else M,)],
             router_logits, x, ws.topk_ids, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded,
@@ -906,6 +871,8 @@ def plan_fused_moe_decode(
                                     padded_len, pdl)
         return DecodePlan(out, tuple(launches), path)
     inter = ws.inter[:num_pairs]
+    rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(
+        expert_size_class(expert_weight_bytes(H, I, w13.element_size())), ())
     for gemm in (1, 2):
         cfg = cfgs.gate_up if gemm == 1 else cfgs.down
         gated = gemm == 1
@@ -923,13 +890,8 @@ def plan_fused_moe_decode(
         block_k = (128 if pair_tiles else min(cfg.block_k, 128)) if quant == QUANT_BLOCK else cfg.block_k
         k_unroll = cfg.block_k // 128 if quant == QUANT_BLOCK and cfg.block_k > 128 else 1
         wait_prior = _wait_prior(pdl, first_launch, pair_tiles, waits_on_pair_counter=pair_ready and not gated)
-        # Weights loaded before the wait: the pairs path's GEMMs after the layer's first launch (without
-        # PDL they wait for nothing, and the early loads only come first).
-        early_steps = early_weight_steps(EARLY_STEPS_GATE_UP if gated else EARLY_STEPS_DOWN, a.shape[1], block_k,
-                                         k_unroll, cfg.block_n, cfg.num_warps, wt.element_size()) \
-            if pair_tiles and not first_launch else 0
-        rotate_k = ((ROTATE_K or (ROTATE_K_DOWN and not gated)) and not early_steps
-                    and not _a_ahead(quant, gated, prequant, quant_inter))
+        rotate_k = (not gated and not _a_ahead(quant, gated, prequant, quant_inter)
+                    and (ROTATE_K_DOWN or (pair_tiles and quant == QUANT_BLOCK and M in rotated_down_tokens)))
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_kernel[grid],
             a, wt, c, a_scale, ws_ if ws_ is not None else a, ws.topk_weights,
@@ -962,7 +924,8 @@ def plan_fused_moe_decode(
             E_POW2=triton.next_power_of_2(E),
             RENORMALIZE=bool(renormalize),
             # Each GEMM lets the next launch start; each waits for the one before (the pairs path's
-            # GEMMs route before waiting), but the first launch of a layer has none to wait for.
+            # GEMMs route before waiting); the layer's first launch waits for the caller's last one
+            # before anything (FIRST_LAUNCH_PDL) or is not PDL-launched.
             LAUNCH_DEPENDENTS=pdl and gated,
             WAIT_PRIOR=_WAIT_BEFORE_DEPENDENTS if first_launch and pdl and FIRST_LAUNCH_PDL else wait_prior,
             A_PREQUANT=(prequant and gated) or (quant_inter and not gated),  # _a_ahead's reading
@@ -974,7 +937,6 @@ def plan_fused_moe_decode(
             num_stages=cfg.num_stages,
             **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2}
                if pair_ready else {}),
-            **({"EARLY_STEPS": early_steps} if early_steps else {}),
             **({"ROTATE_K": True} if rotate_k else {}),
             **({"launch_pdl": True} if pdl and (FIRST_LAUNCH_PDL or not first_launch) else {}),
         )))

@@ -352,6 +352,46 @@ def test_math_pairs_path_with_per_pair_handoff_equals_the_whole_launch_wait(monk
     assert ws.pair_ready[:M * k].cpu().count_nonzero() == 0, "the x launch must zero the pair counters"
 
 
+@pytest.mark.interpreter
+def test_math_down_k_loop_rotated_equals_the_straight_loop(monkeypatch):
+    """The down GEMM's K loop started at each program's own offset (ROTATE_K) sums the same
+    block-scaled steps in another order: the layer equals the straight loop's to rounding, on the
+    pairs path and the grouped path, with a last K step shorter than the tile (I = 320)."""
+    device = _device()
+    M, E, k, H, I = 2, 8, 2, 256, 320
+    gen = torch.Generator().manual_seed(11)
+    x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, device)
+    tile = TileConfig(16, 64, 128, 1, 4, 2, True)
+    cfg = MoeTileConfigs(tile, tile)
+    for path in ("pairs", "grouped"):
+        outs = {}
+        for rotated in (False, True):
+            monkeypatch.setattr(moe_decode, "ROTATE_K_DOWN", rotated)
+            plan = moe_decode.plan_fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path=path, **kw)
+            assert dict(plan.launches)["down"].keywords.get("ROTATE_K", False) == rotated
+            outs[rotated] = fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path=path, **kw).float()
+        assert _rel_err(outs[True], outs[False]) < 1e-3, path
+
+
+def test_down_k_loop_rotated_where_it_measured_faster():
+    """FP8_PAIRS_DOWN_ROTATED_TOKENS: large experts (DeepSeek-V3-TP2's shape) take the pairs path at one
+    token with the down GEMM's K loop rotated, and not at two; small experts never; gate_up never."""
+    E, k, H, I = 8, 2, 7168, 1024
+    w13, w2, kw = _zero_weights(E, H, I, "block")
+    for M, rotated in ((1, True), (2, False)):
+        x, logits = torch.zeros(M, H, dtype=torch.bfloat16), torch.randn(M, E)
+        plan = moe_decode.plan_fused_moe_decode(x, logits, w13, w2, k, path="pairs", **kw)
+        launches = dict(plan.launches)
+        assert launches["down"].keywords.get("ROTATE_K", False) == rotated
+        assert "ROTATE_K" not in launches["gate_up"].keywords
+    assert moe_decode.plan_fused_moe_decode(torch.zeros(1, H, dtype=torch.bfloat16), torch.randn(1, E), w13, w2, k,
+                                            **kw).path == "pairs"
+    w13, w2, kw = _zero_weights(E, 2048, 768, "block")
+    plan = moe_decode.plan_fused_moe_decode(torch.zeros(1, 2048, dtype=torch.bfloat16), torch.randn(1, E), w13, w2,
+                                            k, **kw)
+    assert plan.path == "pairs" and "ROTATE_K" not in dict(plan.launches)["down"].keywords
+
+
 def test_real_sm90_compile_of_the_per_pair_handoff(monkeypatch):
     """With the per-pair handoff the down GEMM does not wait for the whole gate_up launch: it polls
     its pair's counter with gpu-scope acquire atomics; gate_up releases its arrival after a CTA
@@ -721,12 +761,24 @@ def test_real_sm90_gate_up_writing_whole_groups_quantizes_them_without_a_counter
     assert not re.search(r"cvt\.rn\.f16x2\.e4m3x2", gate_up[0]), "FP8 operands converted to f16"
 
 
+def assert_waits_before_memory_and_dependents(ptx: str) -> None:
+    """In the kernel body, griddepcontrol.wait comes before launch_dependents and every global load,
+    store or atomic."""
+    body = ptx[ptx.index("{", ptx.index(".entry")):]
+    wait = body.index("griddepcontrol.wait")
+    first_memory = re.search(r"\b(ld|st|atom|red)\.global", body)
+    assert first_memory is not None and wait < first_memory.start(), "a global access before the wait"
+    dependents = body.find("griddepcontrol.launch_dependents")
+    assert dependents == -1 or wait < dependents, "the next launch may start before the wait"
+
+
 @pytest.mark.parametrize("scheme", ["bf16", "block"])
 def test_real_sm90_compile_of_the_pairs_path(scheme):
     """The pair-tiled GEMMs compile for sm_90 on wgmma (FP8 block scales on e4m3, never converted
     to f16); gate_up lets the down launch start early (programmatic dependent launch) and down
     waits for it before its K loop. With FP8 block scales x is quantized first by the route kernel
-    (routing off) in plain stream order, which lets gate_up start early; gate_up waits for it."""
+    (routing off), which lets gate_up start early; gate_up waits for it. The first launch is
+    PDL-launched too and waits for the caller's last kernel before anything else."""
     _compile_side()
     E, k, H, I, M = 128, 8, 512, 256, 2
     fp8 = scheme == "block"
@@ -749,13 +801,12 @@ def test_real_sm90_compile_of_the_pairs_path(scheme):
     up, down = sorted(new, key=lambda c: "griddepcontrol.launch_dependents" not in c.asm["ptx"])
     assert "griddepcontrol.launch_dependents" in up.asm["ptx"]
     assert down.metadata.launch_pdl and "griddepcontrol.wait" in down.asm["ptx"]
-    if fp8:
-        (quantize_x,) = new_routes
-        assert not quantize_x.metadata.launch_pdl, "x's quantization must start after the router logits exist"
-        assert "griddepcontrol.launch_dependents" in quantize_x.asm["ptx"]
-        assert up.metadata.launch_pdl and "griddepcontrol.wait" in up.asm["ptx"]
-    else:
-        assert not up.metadata.launch_pdl and "griddepcontrol.wait" not in up.asm["ptx"]
+    assert up.metadata.launch_pdl and "griddepcontrol.wait" in up.asm["ptx"]
+    # The layer's first launch (FIRST_LAUNCH_PDL) overlaps the caller's last kernel, which writes the
+    # logits and x: it waits for it before any load or store, and lets the next launch start only after.
+    first = new_routes[0] if fp8 else up
+    assert first.metadata.launch_pdl
+    assert_waits_before_memory_and_dependents(first.asm["ptx"])
 
 
 def test_real_sm90_compile_of_the_chain_path():
@@ -947,7 +998,7 @@ def test_cuda_graph_replays_of_the_fp8_block_pairs_path_follow_new_inputs(M):
 
 def test_fp8_block_scales_take_the_pairs_path_where_it_measured_faster_by_expert_size():
     """FP8_PAIRS_TOKENS by expert size: Qwen3-30B-like experts (4.7 MB) on the pairs path at 1-6
-    tokens, DeepSeek-V3-TP2-like (22 MB) at 2, 4 and 6; an unknown size counts as large; more pairs
+    tokens, DeepSeek-V3-TP2-like (22 MB) at 1, 2, 4 and 6; an unknown size counts as large; more pairs
     than a quarter of the experts never take it below PAIR_HANDOFF_MIN_PAIRS pairs, nor more than
     3/8 with the handoff."""
     small = expert_weight_bytes(2048, 768, 1)
@@ -955,9 +1006,9 @@ def test_fp8_block_scales_take_the_pairs_path_where_it_measured_faster_by_expert
     assert [choose_decode_path(M, 128, 8, True, True, small) for M in range(1, 10)] == \
         ["pairs"] * 6 + ["grouped"] * 2 + ["chain"]
     assert [choose_decode_path(M, 256, 8, True, True, large) for M in range(1, 9)] == \
-        ["grouped", "pairs", "grouped", "pairs", "grouped", "pairs", "grouped", "grouped"]
+        ["pairs", "pairs", "grouped", "pairs", "grouped", "pairs", "grouped", "grouped"]
     assert choose_decode_path(2, 256, 8, True, True) == "pairs"  # unknown size: large
-    assert choose_decode_path(1, 128, 8, True, True) == "grouped"
+    assert choose_decode_path(3, 128, 8, True, True) == "grouped"
     assert choose_decode_path(2, 32, 8, True, True, small) == "grouped"  # 16 pairs on 32 experts
     # 48 pairs: with the handoff on 128 experts (3/8), not on 96 (1/2).
     assert moe_decode.takes_pair_handoff(48) and not moe_decode.takes_pair_handoff(31)
