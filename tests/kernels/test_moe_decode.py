@@ -373,6 +373,52 @@ def test_math_down_k_loop_rotated_equals_the_straight_loop(monkeypatch):
         assert _rel_err(outs[True], outs[False]) < 1e-3, path
 
 
+@pytest.mark.interpreter
+def test_math_block_scales_up_front_equal_scales_loaded_each_step(monkeypatch):
+    """SCALES_UP_FRONT: the decode GEMMs' block scales for every K group loaded before the K loop and
+    taken from registers step by step give the layer of one scale load a step bit for bit (the same
+    scales reach the same MMAs), on the pairs and the grouped path, with a last K group shorter than
+    128 (H = 384, I = 320)."""
+    device = _device()
+    M, E, k, H, I = 3, 8, 2, 384, 320
+    gen = torch.Generator().manual_seed(5)
+    x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, device)
+    tile = TileConfig(16, 64, 128, 1, 4, 2, True)
+    cfg = MoeTileConfigs(tile, tile)
+    for path in ("pairs", "grouped"):
+        outs = {}
+        for up_front in (False, True):
+            monkeypatch.setattr(moe_decode, "SCALES_UP_FRONT", up_front)
+            plan = moe_decode.plan_fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path=path, **kw)
+            launches = dict(plan.launches)
+            assert [launches[g].keywords.get("SCALE_GROUPS_POW2", 0) for g in ("gate_up", "down")] == \
+                ([4, 4] if up_front else [0, 0])
+            outs[up_front] = fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path=path, **kw)
+        assert torch.equal(outs[True], outs[False]), path
+
+
+def test_real_sm90_compile_with_block_scales_up_front_loads_nothing_in_the_k_loop(monkeypatch):
+    """With SCALES_UP_FRONT the decode GEMMs' sm_90 K loops hold no synchronous global load (the
+    tiles arrive by the pipeline's async copies); without it each step loads its two scales."""
+    _compile_side()
+    E, k, H, I, M = 16, 4, 512, 256, 1
+    w13, w2, kw = _zero_weights(E, H, I, "block")
+    tile = TileConfig(16, 64, 128, 1, 4, 3, True)
+    loads_in_loop = {}
+    for up_front in (False, True):
+        monkeypatch.setattr(moe_decode, "SCALES_UP_FRONT", up_front)
+        before = _compiled(moe_decode.moe_decode_gemm_kernel)
+        with jitguard.offline(compile=True):
+            fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k, path="pairs",
+                             tile_configs=MoeTileConfigs(tile, tile), **kw)
+        new = [c for key, c in _compiled(moe_decode.moe_decode_gemm_kernel).items() if key not in before]
+        assert len(new) == 2
+        loops = [re.search(r"scf\.for .*?scf\.yield", c.asm["ttgir"], re.S) for c in new]
+        assert all(loops), "each GEMM has a K loop"
+        loads_in_loop[up_front] = [len(re.findall(r"\btt\.load\b", m.group(0))) for m in loops]
+    assert loads_in_loop[False] == [2, 2] and loads_in_loop[True] == [0, 0], loads_in_loop
+
+
 def test_down_k_loop_rotated_where_it_measured_faster():
     """FP8_PAIRS_DOWN_ROTATED_TOKENS: large experts (DeepSeek-V3-TP2's shape) take the pairs path at one
     token with the down GEMM's K loop rotated, and not at two; small experts never; gate_up never."""
