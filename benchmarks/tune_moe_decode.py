@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import itertools
 import sys
 import time
@@ -192,15 +193,19 @@ def probe_each_case_and_m(args, name: str, header: list[str], row) -> None:
 
 @contextlib.contextmanager
 def switched(values: dict):
-    """``moe_decode``'s module switches set to ``values`` inside the block, restored after."""
-    saved = {name: getattr(moe_decode, name) for name in values}
+    """Module switches set to ``values`` inside the block, restored after: ``moe_decode``'s by name,
+    another kernel module's as ``"module.NAME"`` (e.g. ``"moe_gemm.SCALES_UP_FRONT_MAX_BLOCK_M"``)."""
+    def owner(name: str):
+        module, _, attr = name.rpartition(".")
+        return (importlib.import_module(f"jitguard.kernels.{module}") if module else moe_decode), attr
+    saved = {name: getattr(*owner(name)) for name in values}
     try:
         for name, value in values.items():
-            setattr(moe_decode, name, value)
+            setattr(*owner(name), value)
         yield
     finally:
         for name, value in saved.items():
-            setattr(moe_decode, name, value)
+            setattr(*owner(name), value)
 
 
 def run_error(layer: Layer, plans, out, ref) -> float:

@@ -105,12 +105,14 @@ from .moe_gemm import (
     launch_topk_reduce,
     moe_acc_zeros,
     moe_block_scales,
+    moe_block_scales_up_front,
     moe_dot,
     moe_load_a,
     moe_load_b,
     moe_scale_epilogue,
     moe_scale_step,
     moe_silu_mul,
+    moe_step_scales,
     moe_tile_pointers,
     moe_weight_rows,
     weight_scale_strides,
@@ -437,13 +439,8 @@ def moe_decode_gemm_kernel(
             # With A_SCALE_FROM_TILE the activation scales come from the tile: none are loaded.
             a_scale_mask = (a_rows < 0) if A_SCALE_FROM_TILE else pair_mask
             if SCALE_GROUPS_POW2 > 0:
-                tl.static_assert(BLOCK_K == SCALE_BLOCK_K, "scales up front: one scale group a K step")
-                groups = tl.arange(0, SCALE_GROUPS_POW2)
-                in_k = groups < tl.cdiv(K, SCALE_BLOCK_K)
-                b_s_all = tl.load(b_scale_rows[:, None] + groups[None, :] * stride_bsk, mask=in_k[None, :],
-                                  other=0.0)
-                a_s_all = tl.load(a_scale_rows[:, None] + groups[None, :], mask=a_scale_mask[:, None] & in_k[None, :],
-                                  other=1.0)
+                a_s_all, b_s_all = moe_block_scales_up_front(a_scale_rows, b_scale_rows, a_scale_mask, K, stride_bsk,
+                                                             1.0, SCALE_BLOCK_K, SCALE_GROUPS_POW2)
 
         # A quantized between its load and the dot is outside the compiler's pipelining: it is
         # loaded one K step ahead here (pre-quantized A is pipelined like B).
@@ -484,9 +481,7 @@ def moe_decode_gemm_kernel(
                         a, _ = _quantize_on_load(a, a_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
                 elif QUANT == 3:
                     if SCALE_GROUPS_POW2 > 0:
-                        step = groups[None, :] == kb
-                        g_s = tl.sum(tl.where(step, a_s_all, 0.0), 1)
-                        b_s = tl.sum(tl.where(step, b_s_all, 0.0), 1)
+                        g_s, b_s = moe_step_scales(a_s_all, b_s_all, kb, BLOCK_K, SCALE_BLOCK_K, SCALE_GROUPS_POW2)
                     else:
                         g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask,
                                                     moe_scale_step(kb, k_last, K_UNROLL), stride_bsk, 1.0, BLOCK_K,
@@ -959,7 +954,7 @@ def plan_fused_moe_decode(
                if pair_ready else {}),
             **({"ROTATE_K": True} if rotate_k else {}),
             **({"SCALE_GROUPS_POW2": triton.next_power_of_2(triton.cdiv(a.shape[1], 128))}
-               if SCALES_UP_FRONT and quant == QUANT_BLOCK and block_k == 128 and k_unroll == 1 else {}),
+               if SCALES_UP_FRONT and quant == QUANT_BLOCK else {}),
             **({"launch_pdl": True} if pdl and (FIRST_LAUNCH_PDL or not first_launch) else {}),
         )))
     return DecodePlan(out, tuple(launches), path)

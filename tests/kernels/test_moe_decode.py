@@ -378,7 +378,8 @@ def test_math_block_scales_up_front_equal_scales_loaded_each_step(monkeypatch):
     """SCALES_UP_FRONT: the decode GEMMs' block scales for every K group loaded before the K loop and
     taken from registers step by step give the layer of one scale load a step bit for bit (the same
     scales reach the same MMAs), on the pairs and the grouped path, with a last K group shorter than
-    128 (H = 384, I = 320)."""
+    128 (H = 384, I = 320); likewise fused_moe's grouped GEMM on the chain path
+    (moe_gemm.SCALES_UP_FRONT_MAX_BLOCK_M)."""
     device = _device()
     M, E, k, H, I = 3, 8, 2, 384, 320
     gen = torch.Generator().manual_seed(5)
@@ -395,11 +396,17 @@ def test_math_block_scales_up_front_equal_scales_loaded_each_step(monkeypatch):
                 ([4, 4] if up_front else [0, 0])
             outs[up_front] = fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path=path, **kw)
         assert torch.equal(outs[True], outs[False]), path
+    chain = {}
+    for max_block_m in (0, 64):
+        monkeypatch.setattr(moe_gemm, "SCALES_UP_FRONT_MAX_BLOCK_M", max_block_m)
+        chain[max_block_m] = fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path="chain", **kw)
+    assert torch.equal(chain[64], chain[0]), "chain"
 
 
 def test_real_sm90_compile_with_block_scales_up_front_loads_nothing_in_the_k_loop(monkeypatch):
     """With SCALES_UP_FRONT the decode GEMMs' sm_90 K loops hold no synchronous global load (the
-    tiles arrive by the pipeline's async copies); without it each step loads its two scales."""
+    tiles arrive by the pipeline's async copies); without it each step loads its two scales. The
+    same for fused_moe's grouped GEMM on the chain path with SCALES_UP_FRONT_MAX_BLOCK_M."""
     _compile_side()
     E, k, H, I, M = 16, 4, 512, 256, 1
     w13, w2, kw = _zero_weights(E, H, I, "block")
@@ -417,6 +424,21 @@ def test_real_sm90_compile_with_block_scales_up_front_loads_nothing_in_the_k_loo
         assert all(loops), "each GEMM has a K loop"
         loads_in_loop[up_front] = [len(re.findall(r"\btt\.load\b", m.group(0))) for m in loops]
     assert loads_in_loop[False] == [2, 2] and loads_in_loop[True] == [0, 0], loads_in_loop
+    grouped_loops = {}
+    for max_block_m in (0, 64):
+        monkeypatch.setattr(moe_gemm, "SCALES_UP_FRONT_MAX_BLOCK_M", max_block_m)
+        # each compiles here, whatever earlier tests in this process compiled
+        triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(moe_gemm.moe_grouped_gemm_kernel))
+        before = _compiled(moe_gemm.moe_grouped_gemm_kernel)
+        with jitguard.offline(compile=True):
+            fused_moe_decode(torch.randn(9, H).to(torch.bfloat16), torch.randn(9, E), w13, w2, k, path="chain",
+                             tile_configs=MoeTileConfigs(tile, tile), **kw)
+        new = [c for key, c in _compiled(moe_gemm.moe_grouped_gemm_kernel).items() if key not in before]
+        assert len(new) == 2, "the chain's gate_up and down"
+        grouped_loops[max_block_m] = [len(re.findall(r"\btt\.load\b", re.search(r"scf\.for .*?scf\.yield",
+                                                                                  c.asm["ttgir"], re.S).group(0)))
+                                      for c in new]
+    assert grouped_loops[0] == [2, 2] and grouped_loops[64] == [0, 0], grouped_loops
 
 
 def test_down_k_loop_rotated_where_it_measured_faster():
