@@ -808,9 +808,9 @@ def plan_fused_moe_decode(
     workspace.check(E, top_k, H, I, x.dtype, x.device)
     if path not in DECODE_PATHS:
         raise ValueError(f"fused_moe_decode: path must be one of {DECODE_PATHS}, got {path!r}")
+    expert_bytes = expert_weight_bytes(H, I, w13.element_size())
     if path == "auto":
-        path = choose_decode_path(M, E, top_k, shape.fp8, quant == QUANT_BLOCK,
-                                  expert_weight_bytes(H, I, w13.element_size()))
+        path = choose_decode_path(M, E, top_k, shape.fp8, quant == QUANT_BLOCK, expert_bytes)
     # FP8 on the pairs path: block scales, with the intermediate quantized by gate_up or, when x has a
     # launch of its own (which zeroes the intermediate's absmax slots), by the down GEMM as it loads it.
     if path in ("pairs", "chain") and shape.fp8 and not (
@@ -822,7 +822,7 @@ def plan_fused_moe_decode(
     elif path == "chain":
         cfgs = select_tile_configs(M, E, shape.precision)  # fused_moe's tiles: the chain runs its GEMMs
     else:
-        cfgs = select_decode_tile_configs(M, E, shape.precision, expert_weight_bytes(H, I, w13.element_size()))
+        cfgs = select_decode_tile_configs(M, E, shape.precision, expert_bytes)
     if cfgs.gate_up.block_m != cfgs.down.block_m:
         raise ValueError("fused_moe_decode: tile_configs gate_up and down must share block_m")
     cfgs.gate_up.check("fused_moe_decode gate_up tile")
@@ -886,8 +886,7 @@ def plan_fused_moe_decode(
                                     padded_len, pdl)
         return DecodePlan(out, tuple(launches), path)
     inter = ws.inter[:num_pairs]
-    rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(
-        expert_size_class(expert_weight_bytes(H, I, w13.element_size())), ())
+    rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
     for gemm in (1, 2):
         cfg = cfgs.gate_up if gemm == 1 else cfgs.down
         gated = gemm == 1
@@ -904,8 +903,9 @@ def plan_fused_moe_decode(
         c = inter if gated else ws.pair_out
         block_k = (128 if pair_tiles else min(cfg.block_k, 128)) if quant == QUANT_BLOCK else cfg.block_k
         k_unroll = cfg.block_k // 128 if quant == QUANT_BLOCK and cfg.block_k > 128 else 1
-        wait_prior = _wait_prior(pdl, first_launch, pair_tiles, waits_on_pair_counter=pair_ready and not gated)
-        rotate_k = (not gated and not _a_ahead(quant, gated, prequant, quant_inter)
+        a_prequant = (prequant and gated) or (quant_inter and not gated)
+        # A rotated K loop needs A loaded as is (the kernel quantizes it on load one step ahead otherwise).
+        rotate_k = (not gated and (quant == QUANT_NONE or a_prequant)
                     and (ROTATE_K_DOWN or (pair_tiles and quant == QUANT_BLOCK and M in rotated_down_tokens)))
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_kernel[grid],
@@ -942,8 +942,8 @@ def plan_fused_moe_decode(
             # GEMMs route before waiting); the layer's first launch waits for the caller's last one
             # before anything (FIRST_LAUNCH_PDL) or is not PDL-launched.
             LAUNCH_DEPENDENTS=pdl and gated,
-            WAIT_PRIOR=_WAIT_BEFORE_DEPENDENTS if first_launch and pdl and FIRST_LAUNCH_PDL else wait_prior,
-            A_PREQUANT=(prequant and gated) or (quant_inter and not gated),  # _a_ahead's reading
+            WAIT_PRIOR=_wait_prior(pdl, first_launch, pair_tiles, waits_on_pair_counter=pair_ready and not gated),
+            A_PREQUANT=a_prequant,
             aq_out_ptr=ws.inter_q,
             group_arrivals_ptr=ws.group_arrivals,
             QUANT_OUT=quant_inter and gated,
@@ -990,17 +990,14 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
     return launches
 
 
-def _a_ahead(quant: int, gated: bool, prequant: bool, quant_inter: bool) -> bool:
-    """Whether a decode GEMM launch quantizes A as it loads it (the kernel's A_AHEAD)."""
-    a_prequant = (prequant and gated) or (quant_inter and not gated)
-    return quant != QUANT_NONE and not a_prequant
-
-
 def _wait_prior(pdl: bool, first_launch: bool, pair_tiles: bool, waits_on_pair_counter: bool = False) -> int:
-    """WAIT_PRIOR of a GEMM launch: none for the layer's first launch, without PDL, or where the GEMM
-    waits on its pair's counter instead (PAIR_READY); else before the K loop on the pairs path (its
-    GEMMs route first), at the start elsewhere."""
-    if not pdl or first_launch or waits_on_pair_counter:
+    """WAIT_PRIOR of a GEMM launch: none without PDL or where the GEMM waits on its pair's counter
+    instead (PAIR_READY); for the layer's first launch, at its start before it lets the next launch
+    start (FIRST_LAUNCH_PDL) or none; else before the K loop on the pairs path (its GEMMs route
+    first), at the start elsewhere."""
+    if first_launch:
+        return _WAIT_BEFORE_DEPENDENTS if pdl and FIRST_LAUNCH_PDL else _WAIT_NONE
+    if not pdl or waits_on_pair_counter:
         return _WAIT_NONE
     return _WAIT_BEFORE_K_LOOP if pair_tiles else _WAIT_AT_START
 
