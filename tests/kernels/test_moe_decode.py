@@ -352,6 +352,16 @@ def test_math_pairs_path_with_per_pair_handoff_equals_the_whole_launch_wait(monk
     assert ws.pair_ready[:M * k].cpu().count_nonzero() == 0, "the x launch must zero the pair counters"
 
 
+def _layer_per_switch_value(monkeypatch, module, switch, values, x, logits, w13, w2, k, cfg, path, kw):
+    """{value: (plan, output)} of the layer on ``path`` with ``module.switch`` set to each of ``values``."""
+    runs = {}
+    for value in values:
+        monkeypatch.setattr(module, switch, value)
+        plan = moe_decode.plan_fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path=path, **kw)
+        runs[value] = plan, fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path=path, **kw)
+    return runs
+
+
 @pytest.mark.interpreter
 def test_math_down_k_loop_rotated_equals_the_straight_loop(monkeypatch):
     """The down GEMM's K loop started at each program's own offset (ROTATE_K) sums the same
@@ -364,13 +374,11 @@ def test_math_down_k_loop_rotated_equals_the_straight_loop(monkeypatch):
     tile = TileConfig(16, 64, 128, 1, 4, 2, True)
     cfg = MoeTileConfigs(tile, tile)
     for path in ("pairs", "grouped"):
-        outs = {}
-        for rotated in (False, True):
-            monkeypatch.setattr(moe_decode, "ROTATE_K_DOWN", rotated)
-            plan = moe_decode.plan_fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path=path, **kw)
+        runs = _layer_per_switch_value(monkeypatch, moe_decode, "ROTATE_K_DOWN", (False, True), x, logits, w13, w2, k,
+                                       cfg, path, kw)
+        for rotated, (plan, _) in runs.items():
             assert dict(plan.launches)["down"].keywords.get("ROTATE_K", False) == rotated
-            outs[rotated] = fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path=path, **kw).float()
-        assert _rel_err(outs[True], outs[False]) < 1e-3, path
+        assert _rel_err(runs[True][1].float(), runs[False][1].float()) < 1e-3, path
 
 
 @pytest.mark.interpreter
@@ -387,20 +395,16 @@ def test_math_block_scales_up_front_equal_scales_loaded_each_step(monkeypatch):
     tile = TileConfig(16, 64, 128, 1, 4, 2, True)
     cfg = MoeTileConfigs(tile, tile)
     for path in ("pairs", "grouped"):
-        outs = {}
-        for up_front in (False, True):
-            monkeypatch.setattr(moe_decode, "SCALES_UP_FRONT", up_front)
-            plan = moe_decode.plan_fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path=path, **kw)
+        runs = _layer_per_switch_value(monkeypatch, moe_decode, "SCALES_UP_FRONT", (False, True), x, logits, w13, w2,
+                                       k, cfg, path, kw)
+        for up_front, (plan, _) in runs.items():
             launches = dict(plan.launches)
             assert [launches[g].keywords.get("SCALE_GROUPS_POW2", 0) for g in ("gate_up", "down")] == \
                 ([4, 4] if up_front else [0, 0])
-            outs[up_front] = fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path=path, **kw)
-        assert torch.equal(outs[True], outs[False]), path
-    chain = {}
-    for max_block_m in (0, 64):
-        monkeypatch.setattr(moe_gemm, "SCALES_UP_FRONT_MAX_BLOCK_M", max_block_m)
-        chain[max_block_m] = fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path="chain", **kw)
-    assert torch.equal(chain[64], chain[0]), "chain"
+        assert torch.equal(runs[True][1], runs[False][1]), path
+    chain = _layer_per_switch_value(monkeypatch, moe_gemm, "SCALES_UP_FRONT_MAX_BLOCK_M", (0, 64), x, logits, w13, w2,
+                                    k, cfg, "chain", kw)
+    assert torch.equal(chain[64][1], chain[0][1]), "chain"
 
 
 def test_real_sm90_compile_with_block_scales_up_front_loads_nothing_in_the_k_loop(monkeypatch):
