@@ -17,10 +17,6 @@ Variants (``--variants``, labels of VARIANTS; all by default), each against the 
   at one token for large experts, ``FP8_PAIRS_DOWN_ROTATED_TOKENS``); "pairs, down K straight": never;
 - "pairs, first launch plain" (grouped, chain): ``FIRST_LAUNCH_PDL`` off: the layer's first launch in
   plain stream order (shipped: PDL-launched, waiting for the launch before at its start);
-- "pairs, scales up front" (grouped): ``SCALES_UP_FRONT``: each GEMM program loads its block scales
-  for every K group once before its K loop instead of one synchronous load a K step; "chain, scales up
-  front": the same in fused_moe's grouped GEMM (``moe_gemm.SCALES_UP_FRONT_MAX_BLOCK_M``, tiles of up to
-  64 token rows);
 - "grouped" / "chain": the grouped path and the chain path, for reference.
 
 Variants alternate in two rounds (the second in reverse order) on bench_moe_layer's inputs and timer,
@@ -77,10 +73,7 @@ VARIANTS = ((SHIPPED, "pairs", {}, None),
             ("pairs, down K straight", "pairs", {"FP8_PAIRS_DOWN_ROTATED_TOKENS": {}}, None),
             ("pairs, first launch plain", "pairs", {"FIRST_LAUNCH_PDL": False}, None),
             ("grouped, first launch plain", "grouped", {"FIRST_LAUNCH_PDL": False}, None),
-            ("pairs, scales up front", "pairs", {"SCALES_UP_FRONT": True}, None),
-            ("grouped, scales up front", "grouped", {"SCALES_UP_FRONT": True}, None),
             ("chain", "chain", {}, None),
-            ("chain, scales up front", "chain", {"moe_gemm.SCALES_UP_FRONT_MAX_BLOCK_M": 64}, None),
             ("chain, first launch plain", "chain", {"FIRST_LAUNCH_PDL": False}, None),
             ("grouped, gate_up 256 deep s3", "grouped", {}, _retiled({"block_k": 256, "num_stages": 3})),
             ("grouped, both 256 deep s3 / s2", "grouped", {}, _retiled({"block_k": 256, "num_stages": 3},

@@ -13,7 +13,9 @@ copies, L2 defeated, median of the replays):
 2. ``tiles``: for each M, every candidate tile of each GEMM timed alone (the other GEMM on the
    table's tile with the same token tile), then the whole layer on the best pair against the
    table's row; the whole layer decides among the fastest stage tiles. Prints the rows for
-   ``moe_configs.DECODE_TILE_TABLE``.
+   ``moe_configs.DECODE_TILE_TABLE``. bf16 is swept on the pairs path (``--bf16-pairs-ms``), FP8
+   on the path ``--fp8-path`` names (grouped by default; ``pairs`` for the token counts where
+   ``FP8_PAIRS_TOKENS`` sends FP8 block scales there).
 
     PYTHONPATH=$PWD python3 benchmarks/tune_moe_decode.py --vllm-file .vendor/vllm_fused_moe.py \\
         --vllm-configs .vendor/configs --out $OUT
@@ -194,7 +196,7 @@ def probe_each_case_and_m(args, name: str, header: list[str], row) -> None:
 @contextlib.contextmanager
 def switched(values: dict):
     """Module switches set to ``values`` inside the block, restored after: ``moe_decode``'s by name,
-    another kernel module's as ``"module.NAME"`` (e.g. ``"moe_gemm.SCALES_UP_FRONT_MAX_BLOCK_M"``)."""
+    another kernel module's as ``"module.NAME"`` (``"moe_gemm.NAME"``)."""
     def owner(name: str):
         module, _, attr = name.rpartition(".")
         return (importlib.import_module(f"jitguard.kernels.{module}") if module else moe_decode), attr
@@ -384,12 +386,12 @@ def _fmt(t: TileConfig) -> str:
     return f"_t({t.block_m}, {t.block_n}, {t.block_k}, {t.group_m}, {t.num_warps}, {t.num_stages}, {t.swap_ab})"
 
 
-def sweep_jobs(tile_cases, tile_ms, bf16_ms) -> list[tuple[str, str, int, MoeTileConfigs]]:
+def sweep_jobs(tile_cases, tile_ms, bf16_ms, fp8_path: str = "grouped") -> list[tuple[str, str, int, MoeTileConfigs]]:
     """Every (case, path, M, tiles) the tile part launches, for compiling ahead in parallel."""
     jobs = []
     for name in tile_cases:
         case = bfm.CASES[name]
-        path, ms = ("pairs", bf16_ms) if case[5] is None else ("grouped", tile_ms)
+        path, ms = ("pairs", bf16_ms) if case[5] is None else (fp8_path, tile_ms)
         for M in ms:
             table = table_tiles(case, M)
             jobs.append((name, path, M, table))
@@ -448,6 +450,8 @@ def main() -> None:
     p.add_argument("--tile-cases", default="deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block,qwen3-30b-bf16")
     p.add_argument("--tile-ms", default="1,2,4,8,16,32,64")
     p.add_argument("--bf16-pairs-ms", default="1,2", help="M for the bf16 pairs path's tile sweep")
+    p.add_argument("--fp8-path", default="grouped", choices=("grouped", "pairs"),
+                   help="the decode path FP8 cases sweep their tiles on")
     p.add_argument("--gate-up-candidates", help="block_ns:stages:warps, e.g. 64,128,256:4,6:4 (default: CANDIDATES)")
     p.add_argument("--down-candidates", help="block_ns:stages:warps for the down GEMM (default: CANDIDATES)")
     p.add_argument("--skip-variants", action="store_true")
@@ -461,7 +465,7 @@ def main() -> None:
         if spec:
             CANDIDATES[stage] = parse_candidates(spec, stage)
     jobs = sweep_jobs(args.tile_cases.split(","), [int(m) for m in args.tile_ms.split(",")],
-                      [int(m) for m in args.bf16_pairs_ms.split(",")])
+                      [int(m) for m in args.bf16_pairs_ms.split(",")], args.fp8_path)
     if args.compile_slice:
         i, n = (int(v) for v in args.compile_slice.split("/"))
         distinct = list({(name, path, tiles): (name, path, M, tiles) for name, path, M, tiles in jobs}.values())
@@ -500,7 +504,8 @@ def main() -> None:
         if layer.scheme is None:
             lines += tiles_part(layer, [int(m) for m in args.bf16_pairs_ms.split(",")], "pairs", bw[1], log, deadline)
         else:
-            lines += tiles_part(layer, [int(m) for m in args.tile_ms.split(",")], "grouped", bw[1], log, deadline)
+            lines += tiles_part(layer, [int(m) for m in args.tile_ms.split(",")], args.fp8_path, bw[1], log,
+                                deadline)
     text = "\n".join(lines) + "\n"
     (out_dir / "tune_moe_decode.md").write_text(text)
     print("\n".join(lines[len(head):]), flush=True)

@@ -105,14 +105,12 @@ from .moe_gemm import (
     launch_topk_reduce,
     moe_acc_zeros,
     moe_block_scales,
-    moe_block_scales_up_front,
     moe_dot,
     moe_load_a,
     moe_load_b,
     moe_scale_epilogue,
     moe_scale_step,
     moe_silu_mul,
-    moe_step_scales,
     moe_tile_pointers,
     moe_weight_rows,
     weight_scale_strides,
@@ -336,7 +334,6 @@ def moe_decode_gemm_kernel(
     ready_ptr=None,
     GATE_UP_OUT_N: tl.constexpr = 0,
     ROTATE_K: tl.constexpr = False,
-    SCALE_GROUPS_POW2: tl.constexpr = 0,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -371,9 +368,6 @@ def moe_decode_gemm_kernel(
     gate_up program; without PDL it finds the count complete.
     ROTATE_K: each program starts its K loop at iteration ``pid_n % iterations`` and wraps around, so
     the programs streaming at one moment read different column offsets of their weight rows.
-    SCALE_GROUPS_POW2 (block scales, 0: off): the program's block scales for every K group (up to
-    this power of two) are loaded once before the K loop, and each step takes its own from registers
-    instead of loading them in the step.
     """
     pid = tl.program_id(0)
     stamp(stamps_ptr, pid, 0, STAMPS)
@@ -438,9 +432,6 @@ def moe_decode_gemm_kernel(
             a_scale_rows = a_scale_ptr + a_rows * stride_asm
             # With A_SCALE_FROM_TILE the activation scales come from the tile: none are loaded.
             a_scale_mask = (a_rows < 0) if A_SCALE_FROM_TILE else pair_mask
-            if SCALE_GROUPS_POW2 > 0:
-                a_s_all, b_s_all = moe_block_scales_up_front(a_scale_rows, b_scale_rows, a_scale_mask, K, stride_bsk,
-                                                             1.0, SCALE_BLOCK_K, SCALE_GROUPS_POW2)
 
         # A quantized between its load and the dot is outside the compiler's pipelining: it is
         # loaded one K step ahead here (pre-quantized A is pipelined like B).
@@ -480,12 +471,9 @@ def moe_decode_gemm_kernel(
                     else:
                         a, _ = _quantize_on_load(a, a_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
                 elif QUANT == 3:
-                    if SCALE_GROUPS_POW2 > 0:
-                        g_s, b_s = moe_step_scales(a_s_all, b_s_all, kb, BLOCK_K, SCALE_BLOCK_K, SCALE_GROUPS_POW2)
-                    else:
-                        g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask,
-                                                    moe_scale_step(kb, k_last, K_UNROLL), stride_bsk, 1.0, BLOCK_K,
-                                                    SCALE_BLOCK_K)
+                    g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask,
+                                                moe_scale_step(kb, k_last, K_UNROLL), stride_bsk, 1.0, BLOCK_K,
+                                                SCALE_BLOCK_K)
                     if A_SCALE_FROM_TILE:
                         # This K step is exactly one 128-column group of each token row: its scale.
                         tl.static_assert(BLOCK_K == SCALE_BLOCK_K, "scales from the tile need BLOCK_K = 128")
@@ -736,9 +724,6 @@ ROTATE_K_DOWN = False
 # 29.1, bf16 M = 1 24.7 / 24.8; DeepSeek-V3-TP2 M = 2 97.9 / 98.1; chain path M = 16 109.5 / 109.7 (the
 # first launch alone 1.4 -> 1.0 us).
 FIRST_LAUNCH_PDL = True
-# FP8 block scales on the decode GEMMs: each program loads its block scales for every K group once,
-# before its K loop (the kernel's SCALE_GROUPS_POW2), instead of one synchronous load a K step.
-SCALES_UP_FRONT = False
 _REDUCE_ELEMENTS = 8192
 
 
@@ -953,8 +938,6 @@ def plan_fused_moe_decode(
             **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2}
                if pair_ready else {}),
             **({"ROTATE_K": True} if rotate_k else {}),
-            **({"SCALE_GROUPS_POW2": triton.next_power_of_2(triton.cdiv(a.shape[1], 128))}
-               if SCALES_UP_FRONT and quant == QUANT_BLOCK else {}),
             **({"launch_pdl": True} if pdl and (FIRST_LAUNCH_PDL or not first_launch) else {}),
         )))
     return DecodePlan(out, tuple(launches), path)

@@ -41,10 +41,6 @@ QUANT_NONE = 0
 QUANT_TENSOR = 1
 QUANT_CHANNEL = 2
 QUANT_BLOCK = 3
-# FP8 block scales: tiles of up to this many token rows load every K group's scales before their K
-# loop (the kernel's SCALE_GROUPS_POW2) instead of one synchronous load a K step; 0: none (not yet
-# timed on a GPU, benchmarks/results/moe_layer.md, thirteenth session).
-SCALES_UP_FRONT_MAX_BLOCK_M = 0
 
 
 # ---- building blocks shared by this grouped GEMM and moe_decode's (Triton inlines them) ----------
@@ -132,35 +128,13 @@ def moe_block_scales(a_scale_rows, b_scale_rows, pair_mask, kb, stride_bsk, a_ot
                      SCALE_BLOCK_K: tl.constexpr):
     """FP8 block scales of K step ``kb``: per token row (``a_scale_rows``, padding rows read
     ``a_other``) and per weight row (``b_scale_rows``). Loading them one step ahead of their use
-    measured slower on the H200 (benchmarks/results/moe_layer.md, 2026-12-01), so each step loads
+    measured slower on the H200, and so did loading every K group's scales before the K loop
+    (benchmarks/results/moe_layer.md, 2026-12-01 and the fourteenth session), so each step loads
     its own."""
     k_group = (kb * BLOCK_K) // SCALE_BLOCK_K
     a_s = tl.load(a_scale_rows + k_group, mask=pair_mask, other=a_other)
     b_s = tl.load(b_scale_rows + k_group * stride_bsk)
     return a_s, b_s
-
-
-@triton.jit
-def moe_block_scales_up_front(a_scale_rows, b_scale_rows, pair_mask, K, stride_bsk, a_other,
-                              SCALE_BLOCK_K: tl.constexpr, GROUPS_POW2: tl.constexpr):
-    """FP8 block scales of every K group at once, for a program to load before its K loop:
-    ([token rows, GROUPS_POW2] per token row, padding rows reading ``a_other``; [weight rows,
-    GROUPS_POW2] per weight row). Groups past K read 0; :func:`moe_step_scales` takes one step's."""
-    groups = tl.arange(0, GROUPS_POW2)
-    in_k = groups < tl.cdiv(K, SCALE_BLOCK_K)
-    a_all = tl.load(a_scale_rows[:, None] + groups[None, :], mask=pair_mask[:, None] & in_k[None, :],
-                    other=a_other)
-    b_all = tl.load(b_scale_rows[:, None] + groups[None, :] * stride_bsk, mask=in_k[None, :], other=0.0)
-    return a_all, b_all
-
-
-@triton.jit
-def moe_step_scales(a_all, b_all, kb, BLOCK_K: tl.constexpr, SCALE_BLOCK_K: tl.constexpr,
-                    GROUPS_POW2: tl.constexpr):
-    """K step ``kb``'s scales out of :func:`moe_block_scales_up_front`'s, from registers (a step past
-    the last group gets 0s: its tiles read 0 too)."""
-    step = tl.arange(0, GROUPS_POW2)[None, :] == (kb * BLOCK_K) // SCALE_BLOCK_K
-    return tl.sum(tl.where(step, a_all, 0.0), 1), tl.sum(tl.where(step, b_all, 0.0), 1)
 
 
 @triton.jit
@@ -230,7 +204,6 @@ def moe_grouped_gemm_kernel(
     PDL: tl.constexpr = False,
     STAMPS: tl.constexpr = False,
     stamps_ptr=None,
-    SCALE_GROUPS_POW2: tl.constexpr = 0,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -241,8 +214,6 @@ def moe_grouped_gemm_kernel(
     launch start, then waits for the previous launch before reading anything.
     STAMPS (probes): each program stores ``device_clock`` stamps at ``stamps_ptr`` (start, set-up
     done, wait done, K loop done, end; here the wait comes before the set-up); off, the same code.
-    SCALE_GROUPS_POW2 (block scales, 0: off): the program's scales of every K group (up to this power
-    of two) are loaded before the K loop (moe_block_scales_up_front), each step's taken from them.
     """
     stamp(stamps_ptr, tl.program_id(0), 0, STAMPS)
     if PDL:
@@ -284,9 +255,6 @@ def moe_grouped_gemm_kernel(
     if QUANT == 3:
         a_scale_rows = a_scale_ptr + a_rows * stride_asm
         b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
-        if SCALE_GROUPS_POW2 > 0:
-            a_s_all, b_s_all = moe_block_scales_up_front(a_scale_rows, b_scale_rows, pair_mask, K, stride_bsk, 0.0,
-                                                         SCALE_BLOCK_K, SCALE_GROUPS_POW2)
 
     stamp(stamps_ptr, pid, 1, STAMPS)
     # K_UNROLL K steps per iteration (block scales: 128-deep steps, each with its own scales):
@@ -302,12 +270,9 @@ def moe_grouped_gemm_kernel(
                 a = a.to(tl.float32)
                 b = b.to(tl.float32)
             if QUANT == 3:
-                if SCALE_GROUPS_POW2 > 0:
-                    a_s, b_s = moe_step_scales(a_s_all, b_s_all, kb, BLOCK_K, SCALE_BLOCK_K, SCALE_GROUPS_POW2)
-                else:
-                    a_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, pair_mask,
-                                                moe_scale_step(kb, k_last, K_UNROLL), stride_bsk, 0.0, BLOCK_K,
-                                                SCALE_BLOCK_K)
+                a_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, pair_mask,
+                                            moe_scale_step(kb, k_last, K_UNROLL), stride_bsk, 0.0, BLOCK_K,
+                                            SCALE_BLOCK_K)
                 acc = moe_dot(acc, a, b, a_s, b_s, True, SWAP_AB)
             else:
                 acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
@@ -468,8 +433,6 @@ def launch_moe_gemm(
         K_UNROLL=k_unroll,
         PDL=pdl,
         **({"STAMPS": True, "stamps_ptr": stamps} if stamps is not None else {}),
-        **({"SCALE_GROUPS_POW2": triton.next_power_of_2(triton.cdiv(K, scale_block[1]))}
-           if quant == QUANT_BLOCK and cfg.block_m <= SCALES_UP_FRONT_MAX_BLOCK_M else {}),
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
         **({"launch_pdl": True} if pdl else {}),
