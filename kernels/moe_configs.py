@@ -216,25 +216,32 @@ def expert_size_class(expert_bytes: int | None) -> str:
 # its gate_up also quantizes the intermediate for block scales, its down GEMM reduces the top-k
 # rows itself. Keyed by shape class and expert size class; a row of None takes TILE_TABLE's row
 # for those M. Written from ``benchmarks/tune_moe_decode.py`` runs on the H200; a key or an M past
-# the last row takes TILE_TABLE's.
+# the last row takes TILE_TABLE's. FP8 block-scale rows at the token counts where the pairs path
+# ships (moe_decode.FP8_PAIRS_TOKENS) were timed on it from the fourteenth session (``--fp8-path
+# pairs``; "table" below is the row before, both timed twice back to back in one run); the others on
+# the grouped path.
 DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | None]]] = {
     ('fp8-block', 'many', 'large'): [
         # tuned (whole layer, H200, 2026-11-30 run 3): deepseek-v3-tp2-fp8-block M=1 57.8/57.7 us against
         # 62.8/58.5 on TILE_TABLE's row; 2026-12-01: no deeper pipeline (gate_up 8-12 stages, down
         # 4-8) faster alone.
         (1, MoeTileConfigs(_t(8, 32, 128, 1, 2, 6, True), _t(8, 64, 128, 1, 4, 3, False))),
-        # M = 2..3: the sweep's best was slower at M = 3 (134.9/135.6 against 130.6/130.5), and so was
-        # the 256-deep gate_up of the M = 4 row below (133.1/133.1 against 128.1/128.5, 2026-12-01).
+        # tuned on the pairs path (whole layer, H200, 2026-12-02, fourteenth session): deepseek-v3-tp2-fp8-block
+        # M=2 95.0/95.0 us against the table's 96.2/96.2.
+        (2, MoeTileConfigs(_t(16, 128, 128, 1, 4, 6, True), _t(16, 64, 128, 1, 4, 3, True))),
+        # M = 3 (the grouped path): the sweep's best was slower (134.9/135.6 against 130.6/130.5), and so
+        # was the fifth session's 256-deep M = 4 row (133.1/133.1 against 128.1/128.5, 2026-12-01).
         (3, None),
-        # tuned (whole layer, H200, 2026-12-01, fifth session, alternating with TILE_TABLE's row): a gate_up
-        # tile 256 deep (two 128-deep scale groups per iteration): deepseek-v3-tp2-fp8-block M=4 174.7/174.7 us
-        # against 177.0/177.7 (call 2), 171.5/171.6 against 173.3/173.0 (call 4).
-        (4, MoeTileConfigs(_t(16, 128, 256, 1, 4, 3, True), _t(16, 128, 128, 1, 4, 3, True))),
+        # tuned on the pairs path (whole layer, H200, 2026-12-02, fourteenth session): deepseek-v3-tp2-fp8-block
+        # M=4 165.0/164.9 us against 169.1/168.9 on the fifth session's row (gate_up 256 deep, tuned on the
+        # grouped path: 16x128x256 s3 / 16x128x128 s3).
+        (4, MoeTileConfigs(_t(16, 64, 128, 1, 4, 4, True), _t(16, 128, 128, 1, 4, 3, True))),
         # tuned (whole layer, H200, 2026-12-01): the fourth session's row (M=6 251.1/252.0 us against TILE_TABLE's
         # 256.7/257.0, M=8 331.1/330.4 against 334.9) with its gate_up 256 deep at half the stages; fifth session,
         # call 4, against that row: M=5 205.9/206.3 against 217.0/217.4, M=6 255.0/255.0 against 244.6/244.5,
         # M=7 291.5/291.7 against 300.0/300.5, M=8 320.2/320.1 against 322.3/322.6 (call 2: 326.1/326.5 against
-        # 330.9/331.4); 1% less over M = 5..8, slower at M = 6.
+        # 330.9/331.4); 1% less over M = 5..8, slower at M = 6. Fourteenth session, pairs path at M = 6: the
+        # sweep's best was level with it (246.6/247.0 against 273.5/245.4).
         (8, MoeTileConfigs(_t(8, 32, 256, 1, 2, 3, True), _t(8, 64, 128, 1, 4, 4, False))),
         # M = 9..64: TILE_TABLE's 128-deep row, which the decode GEMMs were timed with (the 256-deep
         # gate_up that TILE_TABLE now gives fused_moe there was not timed on the decode path).
@@ -251,6 +258,15 @@ DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | N
         # tuned (whole layer, H200, 2026-12-01): qwen3-30b-fp8-block M=1 20.8/20.8 us against 21.4/21.4
         # on the large experts' row (gate_up alone 11.1 against 11.6).
         (1, MoeTileConfigs(_t(16, 64, 128, 1, 4, 6, True), _t(16, 64, 128, 1, 4, 4, True))),
+        # M = 2, 3 on the pairs path (fourteenth session): the sweep's best level with TILE_TABLE's row
+        # (M=2 28.4/28.4 us against 28.6/28.5, M=3 35.7/35.8 against 35.6/36.1).
+        (3, None),
+        # tuned on the pairs path (whole layer, H200, 2026-12-02, fourteenth session), against TILE_TABLE's
+        # row: qwen3-30b-fp8-block M=4 42.7/42.5 us against 44.5/44.4, M=5 54.3/54.4 against 55.7/55.7,
+        # M=6 60.0/59.9 against 62.3/62.4.
+        (4, MoeTileConfigs(_t(16, 32, 128, 1, 2, 4, False), _t(16, 128, 128, 1, 4, 3, True))),
+        (5, MoeTileConfigs(_t(16, 128, 128, 1, 2, 4, False), _t(16, 128, 128, 1, 4, 2, True))),
+        (6, MoeTileConfigs(_t(16, 64, 128, 1, 4, 4, True), _t(16, 128, 128, 1, 4, 2, True))),
         (8, None),
         # M = 9..64: TILE_TABLE's 128-deep row (the decode path measured the 256-deep gate_up slower at
         # qwen3-30b-fp8-block M=16, 113.7/113.7 us against 112.2/112.5, 2026-12-01, fifth session).
