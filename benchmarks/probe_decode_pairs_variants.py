@@ -85,9 +85,8 @@ def probe(layer: tmd.Layer, M: int, log, variants=VARIANTS) -> str:
     ref = tmd.reference(layer, x, logits)
     out = torch.empty_like(x)
     plans, errs = {}, {}
-    table = tmd.table_tiles(layer.case, M)
     for label, path, switches, retile in variants:
-        tiles = None if retile is None else retile(table)
+        tiles = None if retile is None else retile(tmd.table_tiles(layer.case, M, path))
         with tmd.switched(switches):
             plans[label] = layer.plans(x, logits, out, path, tiles)
         errs[label] = tmd.run_error(layer, plans[label], out, ref)

@@ -105,9 +105,9 @@ def with_down_tile(tiles: MoeTileConfigs, down: TileConfig) -> MoeTileConfigs:
     return MoeTileConfigs(tiles.gate_up, replace(down, block_m=tiles.gate_up.block_m))
 
 
-def table_tiles(case, M: int) -> MoeTileConfigs:
-    """The decode table's row for a case at M tokens."""
-    return moe_configs.select_decode_tile_configs(M, case[1], case_precision(case[5]), case_weight_bytes(case))
+def table_tiles(case, M: int, path: str = "grouped") -> MoeTileConfigs:
+    """The decode tables' row for a case at M tokens on ``path``."""
+    return moe_configs.select_decode_tile_configs(M, case[1], case_precision(case[5]), case_weight_bytes(case), path)
 
 
 class Layer:
@@ -322,7 +322,7 @@ def tiles_part(layer: Layer, ms, path: str, bw_read, log, deadline: float) -> li
         ref = reference(layer, x, logits)
         fl = floor_us(layer, M, logits, bw_read)
         out = torch.empty_like(x)
-        table = table_tiles(layer.case, M)
+        table = table_tiles(layer.case, M, path)
         t_table, st_table = layer.time_plans(layer.plans(x, logits, out, path, table))
         combos = []
         for bm in token_tiles(M):
@@ -393,7 +393,7 @@ def sweep_jobs(tile_cases, tile_ms, bf16_ms, fp8_path: str = "grouped") -> list[
         case = bfm.CASES[name]
         path, ms = ("pairs", bf16_ms) if case[5] is None else (fp8_path, tile_ms)
         for M in ms:
-            table = table_tiles(case, M)
+            table = table_tiles(case, M, path)
             jobs.append((name, path, M, table))
             for bm in token_tiles(M):
                 for tile in candidate_tiles(bm, "gate_up"):

@@ -216,32 +216,26 @@ def expert_size_class(expert_bytes: int | None) -> str:
 # its gate_up also quantizes the intermediate for block scales, its down GEMM reduces the top-k
 # rows itself. Keyed by shape class and expert size class; a row of None takes TILE_TABLE's row
 # for those M. Written from ``benchmarks/tune_moe_decode.py`` runs on the H200; a key or an M past
-# the last row takes TILE_TABLE's. FP8 block-scale rows at the token counts where the pairs path
-# ships (moe_decode.FP8_PAIRS_TOKENS) were timed on it from the fourteenth session (``--fp8-path
-# pairs``; "table" below is the row before, both timed twice back to back in one run); the others on
-# the grouped path.
+# the last row takes TILE_TABLE's.
 DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | None]]] = {
     ('fp8-block', 'many', 'large'): [
         # tuned (whole layer, H200, 2026-11-30 run 3): deepseek-v3-tp2-fp8-block M=1 57.8/57.7 us against
         # 62.8/58.5 on TILE_TABLE's row; 2026-12-01: no deeper pipeline (gate_up 8-12 stages, down
         # 4-8) faster alone.
         (1, MoeTileConfigs(_t(8, 32, 128, 1, 2, 6, True), _t(8, 64, 128, 1, 4, 3, False))),
-        # tuned on the pairs path (whole layer, H200, 2026-12-02, fourteenth session): deepseek-v3-tp2-fp8-block
-        # M=2 95.0/95.0 us against the table's 96.2/96.2.
-        (2, MoeTileConfigs(_t(16, 128, 128, 1, 4, 6, True), _t(16, 64, 128, 1, 4, 3, True))),
-        # M = 3 (the grouped path): the sweep's best was slower (134.9/135.6 against 130.6/130.5), and so
-        # was the fifth session's 256-deep M = 4 row (133.1/133.1 against 128.1/128.5, 2026-12-01).
+        # M = 2..3: the sweep's best was slower at M = 3 (134.9/135.6 against 130.6/130.5), and so was
+        # the 256-deep gate_up of the M = 4 row below (133.1/133.1 against 128.1/128.5, 2026-12-01).
         (3, None),
-        # tuned on the pairs path (whole layer, H200, 2026-12-02, fourteenth session): deepseek-v3-tp2-fp8-block
-        # M=4 165.0/164.9 us against 169.1/168.9 on the fifth session's row (gate_up 256 deep, tuned on the
-        # grouped path: 16x128x256 s3 / 16x128x128 s3).
-        (4, MoeTileConfigs(_t(16, 64, 128, 1, 4, 4, True), _t(16, 128, 128, 1, 4, 3, True))),
+        # tuned (whole layer, H200, 2026-12-01, fifth session, alternating with TILE_TABLE's row): a gate_up
+        # tile 256 deep (two 128-deep scale groups per iteration): deepseek-v3-tp2-fp8-block M=4 174.7/174.7 us
+        # against 177.0/177.7 (call 2), 171.5/171.6 against 173.3/173.0 (call 4).
+        (4, MoeTileConfigs(_t(16, 128, 256, 1, 4, 3, True), _t(16, 128, 128, 1, 4, 3, True))),
         # tuned (whole layer, H200, 2026-12-01): the fourth session's row (M=6 251.1/252.0 us against TILE_TABLE's
         # 256.7/257.0, M=8 331.1/330.4 against 334.9) with its gate_up 256 deep at half the stages; fifth session,
         # call 4, against that row: M=5 205.9/206.3 against 217.0/217.4, M=6 255.0/255.0 against 244.6/244.5,
         # M=7 291.5/291.7 against 300.0/300.5, M=8 320.2/320.1 against 322.3/322.6 (call 2: 326.1/326.5 against
-        # 330.9/331.4); 1% less over M = 5..8, slower at M = 6. Fourteenth session, pairs path at M = 6: the
-        # sweep's best was level with it (246.6/247.0 against 273.5/245.4).
+        # 330.9/331.4); 1% less over M = 5..8, slower at M = 6. Fourteenth session, on the pairs path at M = 6:
+        # the sweep's best was level with it (246.6/247.0 us against 273.5/245.4).
         (8, MoeTileConfigs(_t(8, 32, 256, 1, 2, 3, True), _t(8, 64, 128, 1, 4, 4, False))),
         # M = 9..64: TILE_TABLE's 128-deep row, which the decode GEMMs were timed with (the 256-deep
         # gate_up that TILE_TABLE now gives fused_moe there was not timed on the decode path).
@@ -258,15 +252,8 @@ DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | N
         # tuned (whole layer, H200, 2026-12-01): qwen3-30b-fp8-block M=1 20.8/20.8 us against 21.4/21.4
         # on the large experts' row (gate_up alone 11.1 against 11.6).
         (1, MoeTileConfigs(_t(16, 64, 128, 1, 4, 6, True), _t(16, 64, 128, 1, 4, 4, True))),
-        # M = 2, 3 on the pairs path (fourteenth session): the sweep's best level with TILE_TABLE's row
+        # M = 2, 3 on the pairs path (fourteenth session): the sweep's best was level with TILE_TABLE's row
         # (M=2 28.4/28.4 us against 28.6/28.5, M=3 35.7/35.8 against 35.6/36.1).
-        (3, None),
-        # tuned on the pairs path (whole layer, H200, 2026-12-02, fourteenth session), against TILE_TABLE's
-        # row: qwen3-30b-fp8-block M=4 42.7/42.5 us against 44.5/44.4, M=5 54.3/54.4 against 55.7/55.7,
-        # M=6 60.0/59.9 against 62.3/62.4.
-        (4, MoeTileConfigs(_t(16, 32, 128, 1, 2, 4, False), _t(16, 128, 128, 1, 4, 3, True))),
-        (5, MoeTileConfigs(_t(16, 128, 128, 1, 2, 4, False), _t(16, 128, 128, 1, 4, 2, True))),
-        (6, MoeTileConfigs(_t(16, 64, 128, 1, 4, 4, True), _t(16, 128, 128, 1, 4, 2, True))),
         (8, None),
         # M = 9..64: TILE_TABLE's 128-deep row (the decode path measured the 256-deep gate_up slower at
         # qwen3-30b-fp8-block M=16, 113.7/113.7 us against 112.2/112.5, 2026-12-01, fifth session).
@@ -275,16 +262,52 @@ DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | N
 }
 
 
+# FP8 block scales on the pairs path (one token tile per (token, expert) pair): rows that differ from
+# DECODE_TILE_TABLE's, timed on that path (``benchmarks/tune_moe_decode.py --fp8-path pairs``) at the
+# token counts where moe_decode.FP8_PAIRS_TOKENS sends FP8 there; a row of None, or an M past the last
+# row, takes DECODE_TILE_TABLE's. The grouped path measured slower on these rows (fourteenth session,
+# grouped path with them / without: qwen3-30b-fp8-block M=4 47.3 / 45.6 us, deepseek-v3-tp2-fp8-block
+# M=4 174.9 / 171.1), hence a table of their own.
+DECODE_PAIRS_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | None]]] = {
+    ('fp8-block', 'many', 'large'): [
+        (1, None),
+        # tuned (whole layer, H200, 2026-12-02, fourteenth session), against the row before:
+        # deepseek-v3-tp2-fp8-block M=2 95.0/95.0 us against 96.2/96.2, M=4 165.0/164.9 against
+        # 169.1/168.9 (DECODE_TILE_TABLE's M = 4 row, 256 deep, tuned on the grouped path).
+        (2, MoeTileConfigs(_t(16, 128, 128, 1, 4, 6, True), _t(16, 64, 128, 1, 4, 3, True))),
+        (3, None),
+        (4, MoeTileConfigs(_t(16, 64, 128, 1, 4, 4, True), _t(16, 128, 128, 1, 4, 3, True))),
+    ],
+    ('fp8-block', 'many', 'small'): [
+        (3, None),
+        # tuned (whole layer, H200, 2026-12-02, fourteenth session), against TILE_TABLE's row:
+        # qwen3-30b-fp8-block M=4 42.7/42.5 us against 44.5/44.4, M=5 54.3/54.4 against 55.7/55.7,
+        # M=6 60.0/59.9 against 62.3/62.4.
+        (4, MoeTileConfigs(_t(16, 32, 128, 1, 2, 4, False), _t(16, 128, 128, 1, 4, 3, True))),
+        (5, MoeTileConfigs(_t(16, 128, 128, 1, 2, 4, False), _t(16, 128, 128, 1, 4, 2, True))),
+        (6, MoeTileConfigs(_t(16, 64, 128, 1, 4, 4, True), _t(16, 128, 128, 1, 4, 2, True))),
+    ],
+}
+
+
+def _row(table: dict, key: tuple, num_tokens: int) -> MoeTileConfigs | None:
+    """The first row of ``table[key]`` whose M reaches ``num_tokens``; None for a None row or none."""
+    for max_m, cfgs in table.get(key, []):
+        if num_tokens <= max_m:
+            return cfgs
+    return None
+
+
 def select_decode_tile_configs(num_tokens: int, num_experts: int, precision: str = "bf16",
-                               expert_bytes: int | None = None) -> MoeTileConfigs:
-    """The decode layer's tiles for ``num_tokens`` tokens: DECODE_TILE_TABLE's row, else TILE_TABLE's.
+                               expert_bytes: int | None = None, path: str = "grouped") -> MoeTileConfigs:
+    """The decode layer's tiles for ``num_tokens`` tokens on ``path``: DECODE_PAIRS_TILE_TABLE's row
+    on the pairs path, else DECODE_TILE_TABLE's, else TILE_TABLE's.
 
     ``expert_bytes`` (:func:`expert_weight_bytes`) picks the small or large experts' rows; None
     takes the large ones'.
     """
     key = (*shape_class(num_experts, precision), expert_size_class(expert_bytes))
-    for max_m, cfgs in DECODE_TILE_TABLE.get(key, []):
-        if num_tokens <= max_m:
-            return _for_this_triton(cfgs) if cfgs is not None else select_tile_configs(num_tokens, num_experts,
-                                                                                         precision)
-    return select_tile_configs(num_tokens, num_experts, precision)
+    cfgs = _row(DECODE_PAIRS_TILE_TABLE, key, num_tokens) if path == "pairs" else None
+    if cfgs is None:
+        cfgs = _row(DECODE_TILE_TABLE, key, num_tokens)
+    return select_tile_configs(num_tokens, num_experts, precision) if cfgs is None else _for_this_triton(cfgs)

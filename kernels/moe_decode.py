@@ -63,7 +63,8 @@ activation, quantization, GEMM2, reduce). Everything here is CUDA-graph capturab
 buffers depend only on M and the layer shape, never on the routing; the counters reset
 themselves, so graph replays need no memset. One compiled variant per (tile config, path, handoff) for
 every M (each token-count-derived integer is in ``do_not_specialize``); the tiles come from
-``moe_configs.select_decode_tile_configs`` (the fused-MoE table, with decode rows where they differ).
+``moe_configs.select_decode_tile_configs`` (the fused-MoE table, with decode rows where they differ,
+and rows of their own for FP8 block scales on the pairs path).
 
 FP8 W8A8 takes the scale layouts of :func:`jitguard.kernels.fused_moe.fused_moe` (per tensor,
 per channel, block 128x128), with dynamic activation scales only, on the grouped path. Which of
@@ -807,7 +808,7 @@ def plan_fused_moe_decode(
     elif path == "chain":
         cfgs = select_tile_configs(M, E, shape.precision)  # fused_moe's tiles: the chain runs its GEMMs
     else:
-        cfgs = select_decode_tile_configs(M, E, shape.precision, expert_bytes)
+        cfgs = select_decode_tile_configs(M, E, shape.precision, expert_bytes, path)
     if cfgs.gate_up.block_m != cfgs.down.block_m:
         raise ValueError("fused_moe_decode: tile_configs gate_up and down must share block_m")
     cfgs.gate_up.check("fused_moe_decode gate_up tile")

@@ -598,6 +598,32 @@ def test_decode_rows_follow_expert_size_and_defer_to_the_fused_moe_table():
         assert select_decode_tile_configs(100, 256, "fp8-block", size) == kept  # past the last row
 
 
+def test_pairs_path_rows_differ_only_where_timed_on_it():
+    """FP8 block scales on the pairs path take DECODE_PAIRS_TILE_TABLE's rows (DeepSeek-sized experts at
+    M = 2 and 4, Qwen3-sized at 4, 5, 6); elsewhere, and on the grouped path always, the decode table's."""
+    large = moe_configs.expert_weight_bytes(7168, 1024, 1)
+    small = moe_configs.expert_weight_bytes(2048, 768, 1)
+    pairs_rows = {size: dict(moe_configs.DECODE_PAIRS_TILE_TABLE[("fp8-block", "many", size)])
+                  for size in ("large", "small")}
+    own = {("large", 2): pairs_rows["large"][2], ("large", 4): pairs_rows["large"][4],
+           ("small", 4): pairs_rows["small"][4], ("small", 5): pairs_rows["small"][5],
+           ("small", 6): pairs_rows["small"][6]}
+    assert all(row is not None for row in own.values())
+    for size, (E, expert_bytes) in {"large": (256, large), "small": (128, small)}.items():
+        for M in range(1, 17):
+            grouped = select_decode_tile_configs(M, E, "fp8-block", expert_bytes)
+            assert select_decode_tile_configs(M, E, "fp8-block", expert_bytes, "grouped") == grouped
+            pairs = select_decode_tile_configs(M, E, "fp8-block", expert_bytes, "pairs")
+            assert pairs == own.get((size, M), grouped), (size, M)
+            if (size, M) in own:
+                assert pairs != grouped, (size, M)
+    # bf16 has no pairs rows of its own: its decode rows were timed on the pairs path already.
+    bf16 = moe_configs.expert_weight_bytes(2048, 768, 2)
+    for M in (1, 2, 3):
+        assert select_decode_tile_configs(M, 128, "bf16", bf16, "pairs") == select_decode_tile_configs(M, 128, "bf16",
+                                                                                                       bf16)
+
+
 # ---- one compiled variant per tile config, M = 1..64 and beyond ------------------------------------
 
 DECODE_KERNELS = ("moe_decode_route_kernel", "moe_decode_gemm_kernel")
@@ -631,7 +657,7 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     # FP8 block scales on the pairs path: the per-pair handoff from PAIR_HANDOFF_MIN_PAIRS pairs is a
     # variant of its own of the same tiles.
     handoff = {M: fp8 and path == "pairs" and moe_decode.takes_pair_handoff(M * k) for M, path in paths.items()}
-    rows = {(select_decode_tile_configs(M, E, precision, expert_bytes), (path, handoff[M]))
+    rows = {(select_decode_tile_configs(M, E, precision, expert_bytes, path), (path, handoff[M]))
             for M, path in paths.items() if path != "chain"}
     # The chain path runs fused_moe's grouped GEMM on fused_moe's tiles (bf16 past the pairs path,
     # FP8 block scales above 8 tokens).
@@ -646,7 +672,10 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     assert {path for _, (path, _) in rows} == want_paths
     assert any(h for _, (_, h) in rows) == (fp8 and E == 128), "Qwen3-like FP8 M = 4..6 takes the handoff"
     assert chain_rows
-    tiles = len({(r.gate_up, path) for r, path in rows}) + len({(r.down, path) for r, path in rows})
+    # With the handoff the down GEMM counts gate_up's arrivals per pair: gate_up's output tile width is
+    # one of its constexprs (GATE_UP_OUT_N), so a down tile after two gate_up widths is two variants.
+    tiles = (len({(r.gate_up, path) for r, path in rows})
+             + len({(r.down, path, r.gate_up.block_n // 2 if path[1] else 0) for r, path in rows}))
     gemm_events = [e.causes for e in rec.events if e.kernel == "moe_decode_gemm_kernel"]
     assert decode_variants["moe_decode_gemm_kernel"] == tiles, gemm_events
     # FP8 block scales on the pairs path: the route kernel once more, with routing off (x only).
