@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import itertools
 import sys
 import time
@@ -195,19 +194,18 @@ def probe_each_case_and_m(args, name: str, header: list[str], row) -> None:
 
 @contextlib.contextmanager
 def switched(values: dict):
-    """Module switches set to ``values`` inside the block, restored after: ``moe_decode``'s by name,
-    another kernel module's as ``"module.NAME"`` (``"moe_gemm.NAME"``)."""
-    def owner(name: str):
-        module, _, attr = name.rpartition(".")
-        return (importlib.import_module(f"jitguard.kernels.{module}") if module else moe_decode), attr
-    saved = {name: getattr(*owner(name)) for name in values}
+    """``moe_decode``'s module switches set to ``values`` inside the block, restored after. They count
+    where ``plan_fused_moe_decode`` reads them, inside the block; a switch that a launch reads when it
+    runs (as the chain path's ``moe_gemm`` launches would) is restored by then, so only moe_decode's
+    plan-time switches are offered (the fourteenth session found a ``moe_gemm`` one that never took effect)."""
+    saved = {name: getattr(moe_decode, name) for name in values}
     try:
         for name, value in values.items():
-            setattr(*owner(name), value)
+            setattr(moe_decode, name, value)
         yield
     finally:
         for name, value in saved.items():
-            setattr(*owner(name), value)
+            setattr(moe_decode, name, value)
 
 
 def run_error(layer: Layer, plans, out, ref) -> float:
