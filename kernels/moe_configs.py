@@ -265,9 +265,10 @@ DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | N
 # FP8 block scales on the pairs path (one token tile per (token, expert) pair): rows that differ from
 # DECODE_TILE_TABLE's, timed on that path (``benchmarks/tune_moe_decode.py --fp8-path pairs``) at the
 # token counts where moe_decode.FP8_PAIRS_TOKENS sends FP8 there; a row of None, or an M past the last
-# row, takes DECODE_TILE_TABLE's. The grouped path measured slower on these rows (fourteenth session,
-# grouped path with them / without: qwen3-30b-fp8-block M=4 47.3 / 45.6 us, deepseek-v3-tp2-fp8-block
-# M=4 174.9 / 171.1), hence a table of their own.
+# row, takes DECODE_TILE_TABLE's. The grouped path measured slower on the M = 4 rows (fourteenth
+# session, grouped path with them / without: qwen3-30b-fp8-block M=4 47.3 / 45.6 us,
+# deepseek-v3-tp2-fp8-block M=4 174.9 / 171.1; two calls, each against vLLM's GEMMs in its own call:
+# benchmarks/results/moe_layer.md), hence a table of their own.
 DECODE_PAIRS_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | None]]] = {
     ('fp8-block', 'many', 'large'): [
         (1, None),
@@ -282,7 +283,9 @@ DECODE_PAIRS_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfi
         (3, None),
         # tuned (whole layer, H200, 2026-12-02, fourteenth session), against TILE_TABLE's row:
         # qwen3-30b-fp8-block M=4 42.7/42.5 us against 44.5/44.4, M=5 54.3/54.4 against 55.7/55.7,
-        # M=6 60.0/59.9 against 62.3/62.4.
+        # M=6 60.0/59.9 against 62.3/62.4. The M = 4 and 5 gate_up tiles are unswapped: one token in a
+        # 16-row MMA, which Triton 3.2-3.9 run on mma.sync with the e4m3 operands converted to f16
+        # (wgmma, unconverted, on the swapped tiles); the layer still measured faster on them.
         (4, MoeTileConfigs(_t(16, 32, 128, 1, 2, 4, False), _t(16, 128, 128, 1, 4, 3, True))),
         (5, MoeTileConfigs(_t(16, 128, 128, 1, 2, 4, False), _t(16, 128, 128, 1, 4, 2, True))),
         (6, MoeTileConfigs(_t(16, 64, 128, 1, 4, 4, True), _t(16, 128, 128, 1, 4, 2, True))),
