@@ -352,11 +352,11 @@ def test_math_pairs_path_with_per_pair_handoff_equals_the_whole_launch_wait(monk
     assert ws.pair_ready[:M * k].cpu().count_nonzero() == 0, "the x launch must zero the pair counters"
 
 
-def _layer_per_switch_value(monkeypatch, module, switch, values, x, logits, w13, w2, k, cfg, path, kw):
-    """{value: (plan, output)} of the layer on ``path`` with ``module.switch`` set to each of ``values``."""
+def _layer_per_switch_value(monkeypatch, switch, values, x, logits, w13, w2, k, cfg, path, kw):
+    """{value: (plan, output)} of the layer on ``path`` with ``moe_decode.switch`` set to each of ``values``."""
     runs = {}
     for value in values:
-        monkeypatch.setattr(module, switch, value)
+        monkeypatch.setattr(moe_decode, switch, value)
         plan = moe_decode.plan_fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path=path, **kw)
         runs[value] = plan, fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path=path, **kw)
     return runs
@@ -374,8 +374,8 @@ def test_math_down_k_loop_rotated_equals_the_straight_loop(monkeypatch):
     tile = TileConfig(16, 64, 128, 1, 4, 2, True)
     cfg = MoeTileConfigs(tile, tile)
     for path in ("pairs", "grouped"):
-        runs = _layer_per_switch_value(monkeypatch, moe_decode, "ROTATE_K_DOWN", (False, True), x, logits, w13, w2, k,
-                                       cfg, path, kw)
+        runs = _layer_per_switch_value(monkeypatch, "ROTATE_K_DOWN", (False, True), x, logits, w13, w2, k, cfg, path,
+                                       kw)
         for rotated, (plan, _) in runs.items():
             assert dict(plan.launches)["down"].keywords.get("ROTATE_K", False) == rotated
         assert _rel_err(runs[True][1].float(), runs[False][1].float()) < 1e-3, path
