@@ -107,12 +107,14 @@ from .moe_gemm import (
     moe_acc_zeros,
     moe_block_scales,
     moe_dot,
+    moe_dot_weight_scaled,
     moe_load_a,
     moe_load_b,
     moe_scale_epilogue,
     moe_scale_step,
     moe_silu_mul,
     moe_tile_pointers,
+    moe_weight_block_scale,
     moe_weight_rows,
     weight_scale_strides,
 )
@@ -176,7 +178,7 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
     # With the per-pair handoff the pairs path was measured faster up to 3/8 pairs per expert.
     if takes_pair_handoff(num_pairs):
         few_pairs = 8 * num_pairs <= 3 * num_experts
-    pairs = block_scales and QUANTIZE_INTER and num_tokens in pairs_tokens and few_pairs
+    pairs = block_scales and (QUANTIZE_INTER or INTER_BF16) and num_tokens in pairs_tokens and few_pairs
     return "pairs" if pairs else "grouped"
 
 
@@ -335,6 +337,7 @@ def moe_decode_gemm_kernel(
     ready_ptr=None,
     GATE_UP_OUT_N: tl.constexpr = 0,
     ROTATE_K: tl.constexpr = False,
+    A_UNQUANTIZED: tl.constexpr = False,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -369,6 +372,9 @@ def moe_decode_gemm_kernel(
     gate_up program; without PDL it finds the count complete.
     ROTATE_K: each program starts its K loop at iteration ``pid_n % iterations`` and wraps around, so
     the programs streaming at one moment read different column offsets of their weight rows.
+    A_UNQUANTIZED (down, block scales, ``INTER_BF16``): A is the bf16/fp16 intermediate as gate_up
+    stored it; each K step upcasts the e4m3 weight tile to A's dtype and scales the product by the
+    weight block's scale alone (weight-only FP8: no activation scale, no quantization).
     """
     pid = tl.program_id(0)
     stamp(stamps_ptr, pid, 0, STAMPS)
@@ -431,12 +437,14 @@ def moe_decode_gemm_kernel(
         if QUANT == 3:
             b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
             a_scale_rows = a_scale_ptr + a_rows * stride_asm
+            tl.static_assert(not (A_UNQUANTIZED and (A_PREQUANT or A_SCALE_FROM_TILE)),
+                             "an unquantized A has no activation scales")
             # With A_SCALE_FROM_TILE the activation scales come from the tile: none are loaded.
             a_scale_mask = (a_rows < 0) if A_SCALE_FROM_TILE else pair_mask
 
         # A quantized between its load and the dot is outside the compiler's pipelining: it is
         # loaded one K step ahead here (pre-quantized A is pipelined like B).
-        A_AHEAD: tl.constexpr = (QUANT != 0) and not A_PREQUANT
+        A_AHEAD: tl.constexpr = (QUANT != 0) and not A_PREQUANT and not A_UNQUANTIZED
         if A_AHEAD:
             a_next = moe_load_a(a_ptrs, pair_mask, offs_k < K, SWAP_AB)
         # K_UNROLL K steps per iteration (block scales: 128-deep steps, each with its own scales):
@@ -471,6 +479,9 @@ def moe_decode_gemm_kernel(
                         a, _ = _quantize_on_load(a, a_s[None, :], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
                     else:
                         a, _ = _quantize_on_load(a, a_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
+                elif (QUANT == 3) and A_UNQUANTIZED:
+                    b_s = moe_weight_block_scale(b_scale_rows, moe_scale_step(kb, k_last, K_UNROLL), stride_bsk,
+                                                 BLOCK_K, SCALE_BLOCK_K)
                 elif QUANT == 3:
                     g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask,
                                                 moe_scale_step(kb, k_last, K_UNROLL), stride_bsk, 1.0, BLOCK_K,
@@ -490,7 +501,9 @@ def moe_decode_gemm_kernel(
                 if DOT_IN_FP32:
                     a = a.to(tl.float32)
                     b = b.to(tl.float32)
-                if QUANT == 3:
+                if (QUANT == 3) and A_UNQUANTIZED:
+                    acc = moe_dot_weight_scaled(acc, a, b, b_s, SWAP_AB)
+                elif QUANT == 3:
                     acc = moe_dot(acc, a, b, g_s, b_s, True, SWAP_AB)
                 else:
                     acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
@@ -683,6 +696,11 @@ ALIGN_IN_REGISTERS = True
 # FP8 block scales: gate_up also writes the intermediate as e4m3 with its scales, and the down GEMM
 # loads that (pipelined like the weights) instead of quantizing the bf16 intermediate as it loads it.
 QUANTIZE_INTER = True
+# FP8 block scales on the pairs and grouped paths: gate_up stores the bf16/fp16 intermediate and
+# nothing else (no group absmax, no last writer, no e4m3 copy), and the down GEMM multiplies it by
+# its e4m3 weights upcast per K step, each step scaled by its weight block's scale (weight-only FP8
+# down: the intermediate is never quantized). Overrides QUANTIZE_INTER.
+INTER_BF16 = False
 # The route launch gets one more program, which routes and aligns (few-token path) while the
 # others quantize their token rows. H200: DeepSeek-V3-TP2 FP8 M = 1 and 4 -1.1 us, Qwen3-30B FP8
 # M = 4 and 8 -1.0 / -0.7 us, unchanged where the few-token path is not taken
@@ -838,7 +856,9 @@ def plan_fused_moe_decode(
     pairs_prequant = pair_tiles and PAIRS_PREQUANT_X and quant == QUANT_BLOCK
     # The chain's gate_up (moe_gemm) takes FP8 block-scaled activations as e4m3 only.
     prequant = ((PREQUANT_X or path == "chain") and quant == QUANT_BLOCK and not pair_tiles) or pairs_prequant
-    quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK
+    # INTER_BF16: the intermediate stays bf16/fp16 and the down GEMM runs weight-only FP8 on it.
+    inter_bf16 = INTER_BF16 and quant == QUANT_BLOCK
+    quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK and not inter_bf16
     # down starts on its pair's gate_up columns (counters zeroed by the x launch) instead of the whole launch
     pair_ready = pairs_prequant and takes_pair_handoff(num_pairs)
     launches: list[tuple[str, Callable[[], object]]] = []
@@ -890,8 +910,9 @@ def plan_fused_moe_decode(
         block_k = (128 if pair_tiles else min(cfg.block_k, 128)) if quant == QUANT_BLOCK else cfg.block_k
         k_unroll = cfg.block_k // 128 if quant == QUANT_BLOCK and cfg.block_k > 128 else 1
         a_prequant = (prequant and gated) or (quant_inter and not gated)
+        a_unquantized = inter_bf16 and not gated
         # A rotated K loop needs A loaded as is (the kernel quantizes it on load one step ahead otherwise).
-        rotate_k = (not gated and (quant == QUANT_NONE or a_prequant)
+        rotate_k = (not gated and (quant == QUANT_NONE or a_prequant or a_unquantized)
                     and (ROTATE_K_DOWN or (pair_tiles and quant == QUANT_BLOCK and M in rotated_down_tokens)))
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_kernel[grid],
@@ -904,8 +925,8 @@ def plan_fused_moe_decode(
             GATED=gated,
             REDUCE=not gated,
             QUANT=quant,
-            A_SCALE_IS_AMAX=not gated and not quant_inter,
-            AMAX_OUT=gated and quant != QUANT_NONE and not quant_inter,
+            A_SCALE_IS_AMAX=not gated and not quant_inter and not inter_bf16,
+            AMAX_OUT=gated and quant != QUANT_NONE and not quant_inter and not inter_bf16,
             SCALE_BLOCK_N=128,
             SCALE_BLOCK_K=128,
             SWAP_AB=cfg.swap_ab,
@@ -939,6 +960,7 @@ def plan_fused_moe_decode(
             **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2}
                if pair_ready else {}),
             **({"ROTATE_K": True} if rotate_k else {}),
+            **({"A_UNQUANTIZED": True} if a_unquantized else {}),
             **({"launch_pdl": True} if pdl and (FIRST_LAUNCH_PDL or not first_launch) else {}),
         )))
     return DecodePlan(out, tuple(launches), path)
@@ -962,12 +984,15 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
     launches: list[tuple[str, Callable[[], object]]] = [("gate_up", functools.partial(
         launch_moe_gemm, a, w13, inter, routing, cfgs.gate_up, gated=True, a_rows_per_pair_div=top_k, quant=quant,
         a_scale=x_scale, w_scale=w1s, pdl=pdl))]
-    if fp8:
+    # INTER_BF16: down runs weight-only FP8 on the bf16 intermediate, with no quantization launch.
+    quantize_inter = fp8 and not INTER_BF16
+    if quantize_inter:
         launches.append(("quantize", functools.partial(launch_quantize_groups, inter, inter_q, inter_scale, 128,
                                                        pdl=pdl)))
     launches.append(("down", functools.partial(
-        launch_moe_gemm, inter_q if fp8 else inter, w2, pair_rows, routing, cfgs.down, gated=False,
-        a_rows_per_pair_div=1, topk_weights=ws.topk_weights[:P], quant=quant, a_scale=inter_scale, w_scale=w2s,
+        launch_moe_gemm, inter_q if quantize_inter else inter, w2, pair_rows, routing, cfgs.down, gated=False,
+        a_rows_per_pair_div=1, topk_weights=ws.topk_weights[:P], quant=quant,
+        a_scale=inter_scale if quantize_inter else None, w_scale=w2s,
         pdl=pdl)))
     launches.append(("reduce", functools.partial(launch_topk_reduce, pair_rows, ws.topk_ids[:P].view(M, top_k), out,
                                                  E, pdl=pdl)))
