@@ -107,7 +107,6 @@ from .moe_gemm import (
     moe_acc_zeros,
     moe_block_scales,
     moe_dot,
-    moe_dot_weight_scaled,
     moe_load_a,
     moe_load_b,
     moe_scale_epilogue,
@@ -147,6 +146,7 @@ _MAX_BLOCK_M = 64
 _MIN_BLOCK_N = 16
 _MIN_BLOCK_M = 8  # TileConfig.check's smallest tile
 _MIN_AMAX = 1e-10
+_MIN_INTER_GROUP = 32  # intermediate_scale_group's narrowest
 
 # Triton 3.9's interpreter returns garbage for tl.dot on bf16 operands (moe_gemm notes the same).
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
@@ -178,8 +178,17 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
     # With the per-pair handoff the pairs path was measured faster up to 3/8 pairs per expert.
     if takes_pair_handoff(num_pairs):
         few_pairs = 8 * num_pairs <= 3 * num_experts
-    pairs = block_scales and (QUANTIZE_INTER or INTER_BF16) and num_tokens in pairs_tokens and few_pairs
+    pairs = block_scales and QUANTIZE_INTER and num_tokens in pairs_tokens and few_pairs
     return "pairs" if pairs else "grouped"
+
+
+def intermediate_scale_group(gate_up_out_n: int) -> int:
+    """Columns per activation scale of the FP8 block-scaled intermediate: 128, or with
+    ``INTER_TILE_SCALES`` the gate_up tile's output width where a down K step that narrow can run
+    on the FP8 MMA (32 or 64 columns: FP8 MMAs are 32 deep)."""
+    if INTER_TILE_SCALES and gate_up_out_n in (32, 64):
+        return gate_up_out_n
+    return 128
 
 
 def takes_pair_handoff(num_pairs: int) -> bool:
@@ -337,7 +346,7 @@ def moe_decode_gemm_kernel(
     ready_ptr=None,
     GATE_UP_OUT_N: tl.constexpr = 0,
     ROTATE_K: tl.constexpr = False,
-    A_UNQUANTIZED: tl.constexpr = False,
+    INTER_GROUP: tl.constexpr = 128,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -372,9 +381,11 @@ def moe_decode_gemm_kernel(
     gate_up program; without PDL it finds the count complete.
     ROTATE_K: each program starts its K loop at iteration ``pid_n % iterations`` and wraps around, so
     the programs streaming at one moment read different column offsets of their weight rows.
-    A_UNQUANTIZED (down, block scales, ``INTER_BF16``): A is the bf16/fp16 intermediate as gate_up
-    stored it; each K step upcasts the e4m3 weight tile to A's dtype and scales the product by the
-    weight block's scale alone (weight-only FP8: no activation scale, no quantization).
+    INTER_GROUP (block scales, ``INTER_TILE_SCALES``): the intermediate's activation-scale group, in
+    columns. Gate_up (QUANT_OUT) with OUT_N == INTER_GROUP quantizes its own tile's columns from its
+    registers, one scale per pair (no counter, no re-read); the down GEMM (A_PREQUANT) with
+    BLOCK_K == INTER_GROUP < SCALE_BLOCK_K takes an activation scale each K step and the weight
+    block's scale once per SCALE_BLOCK_K (its K_UNROLL steps).
     """
     pid = tl.program_id(0)
     stamp(stamps_ptr, pid, 0, STAMPS)
@@ -437,14 +448,12 @@ def moe_decode_gemm_kernel(
         if QUANT == 3:
             b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
             a_scale_rows = a_scale_ptr + a_rows * stride_asm
-            tl.static_assert(not (A_UNQUANTIZED and (A_PREQUANT or A_SCALE_FROM_TILE)),
-                             "an unquantized A has no activation scales")
             # With A_SCALE_FROM_TILE the activation scales come from the tile: none are loaded.
             a_scale_mask = (a_rows < 0) if A_SCALE_FROM_TILE else pair_mask
 
         # A quantized between its load and the dot is outside the compiler's pipelining: it is
         # loaded one K step ahead here (pre-quantized A is pipelined like B).
-        A_AHEAD: tl.constexpr = (QUANT != 0) and not A_PREQUANT and not A_UNQUANTIZED
+        A_AHEAD: tl.constexpr = (QUANT != 0) and not A_PREQUANT
         if A_AHEAD:
             a_next = moe_load_a(a_ptrs, pair_mask, offs_k < K, SWAP_AB)
         # K_UNROLL K steps per iteration (block scales: 128-deep steps, each with its own scales):
@@ -479,9 +488,15 @@ def moe_decode_gemm_kernel(
                         a, _ = _quantize_on_load(a, a_s[None, :], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
                     else:
                         a, _ = _quantize_on_load(a, a_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
-                elif (QUANT == 3) and A_UNQUANTIZED:
-                    b_s = moe_weight_block_scale(b_scale_rows, moe_scale_step(kb, k_last, K_UNROLL), stride_bsk,
-                                                 BLOCK_K, SCALE_BLOCK_K)
+                elif (QUANT == 3) and (BLOCK_K < SCALE_BLOCK_K):
+                    # Steps narrower than a weight block (INTER_GROUP): an activation scale each step,
+                    # the weight block's once per iteration (its K_UNROLL steps span one block).
+                    tl.static_assert(A_PREQUANT and (BLOCK_K * K_UNROLL == SCALE_BLOCK_K),
+                                     "sub-block K steps take pre-quantized A, one weight block an iteration")
+                    g_s = tl.load(a_scale_rows + kb, mask=a_scale_mask, other=1.0)
+                    if u == 0:
+                        b_s = moe_weight_block_scale(b_scale_rows, moe_scale_step(kb, k_last, K_UNROLL), stride_bsk,
+                                                     BLOCK_K, SCALE_BLOCK_K)
                 elif QUANT == 3:
                     g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask,
                                                 moe_scale_step(kb, k_last, K_UNROLL), stride_bsk, 1.0, BLOCK_K,
@@ -501,9 +516,7 @@ def moe_decode_gemm_kernel(
                 if DOT_IN_FP32:
                     a = a.to(tl.float32)
                     b = b.to(tl.float32)
-                if (QUANT == 3) and A_UNQUANTIZED:
-                    acc = moe_dot_weight_scaled(acc, a, b, b_s, SWAP_AB)
-                elif QUANT == 3:
+                if QUANT == 3:
                     acc = moe_dot(acc, a, b, g_s, b_s, True, SWAP_AB)
                 else:
                     acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
@@ -525,7 +538,7 @@ def moe_decode_gemm_kernel(
         if GATED:
             c = moe_silu_mul(acc, BLOCK_M, OUT_N).to(c_ptr.dtype.element_ty)
             # A program that writes whole quantization groups quantizes them from registers below.
-            GROUP_IN_REGISTERS: tl.constexpr = QUANT_OUT and (OUT_N == SCALE_BLOCK_K)
+            GROUP_IN_REGISTERS: tl.constexpr = QUANT_OUT and (OUT_N == INTER_GROUP)
             if not GROUP_IN_REGISTERS:
                 tl.store(c_ptrs, c, mask=c_mask)
             if AMAX_OUT:
@@ -645,7 +658,9 @@ class MoeDecodeWorkspace:
             # [route arrivals, x absmax (fp32 bits), column-tile arrivals...]
             flags=torch.zeros(2 + n_tiles, **i32),
             x_scale=torch.empty(MAX_DECODE_TOKENS * triton.cdiv(H, scale_group), **f32),
-            a2_amax=torch.empty(P * triton.cdiv(I, scale_group), **f32),
+            # the intermediate's activation scales: per 128-column group, or per gate_up tile
+            # (INTER_TILE_SCALES: as narrow as 32 columns)
+            a2_amax=torch.empty(P * triton.cdiv(I, _MIN_INTER_GROUP), **f32),
             inter=torch.empty((P, I), dtype=act_dtype, device=dev),
             pair_out=torch.empty((P, H), **f32),
             # x as e4m3, written by the route launch for block scales (PREQUANT_X)
@@ -696,11 +711,11 @@ ALIGN_IN_REGISTERS = True
 # FP8 block scales: gate_up also writes the intermediate as e4m3 with its scales, and the down GEMM
 # loads that (pipelined like the weights) instead of quantizing the bf16 intermediate as it loads it.
 QUANTIZE_INTER = True
-# FP8 block scales on the pairs and grouped paths: gate_up stores the bf16/fp16 intermediate and
-# nothing else (no group absmax, no last writer, no e4m3 copy), and the down GEMM multiplies it by
-# its e4m3 weights upcast per K step, each step scaled by its weight block's scale (weight-only FP8
-# down: the intermediate is never quantized). Overrides QUANTIZE_INTER.
-INTER_BF16 = False
+# FP8 block scales on the pairs and grouped paths (with QUANTIZE_INTER): the intermediate's activation
+# scales per gate_up output tile (32 or 64 columns: intermediate_scale_group) instead of per 128-column
+# group, so each gate_up program quantizes its own columns from its registers (no arrival counter, no
+# re-read by a last writer), and the down GEMM takes 32- or 64-deep K steps, an activation scale each.
+INTER_TILE_SCALES = False
 # The route launch gets one more program, which routes and aligns (few-token path) while the
 # others quantize their token rows. H200: DeepSeek-V3-TP2 FP8 M = 1 and 4 -1.1 us, Qwen3-30B FP8
 # M = 4 and 8 -1.0 / -0.7 us, unchanged where the few-token path is not taken
@@ -844,8 +859,12 @@ def plan_fused_moe_decode(
     k_pow2 = triton.next_power_of_2(top_k)
     flags = ws.flags
     route_arrivals, x_amax, tile_arrivals = flags[0:1], flags[1:2].view(torch.float32), flags[2:]
+    quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK
+    # INTER_TILE_SCALES: one activation scale per gate_up output tile (32 or 64 columns) instead of per
+    # 128-column group, so each gate_up program quantizes its own columns (no last writer).
+    inter_group = intermediate_scale_group(cfgs.gate_up.block_n // 2) if quant_inter and path != "chain" else 128
     xs_cols = triton.cdiv(H, 128)
-    a2_cols = triton.cdiv(I, 128)
+    a2_cols = triton.cdiv(I, inter_group)
     stride_xsm = xs_cols if quant == QUANT_BLOCK else (1 if quant == QUANT_CHANNEL else 0)
     stride_a2m = a2_cols if quant == QUANT_BLOCK else (1 if quant == QUANT_CHANNEL else 0)
 
@@ -856,9 +875,6 @@ def plan_fused_moe_decode(
     pairs_prequant = pair_tiles and PAIRS_PREQUANT_X and quant == QUANT_BLOCK
     # The chain's gate_up (moe_gemm) takes FP8 block-scaled activations as e4m3 only.
     prequant = ((PREQUANT_X or path == "chain") and quant == QUANT_BLOCK and not pair_tiles) or pairs_prequant
-    # INTER_BF16: the intermediate stays bf16/fp16 and the down GEMM runs weight-only FP8 on it.
-    inter_bf16 = INTER_BF16 and quant == QUANT_BLOCK
-    quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK and not inter_bf16
     # down starts on its pair's gate_up columns (counters zeroed by the x launch) instead of the whole launch
     pair_ready = pairs_prequant and takes_pair_handoff(num_pairs)
     launches: list[tuple[str, Callable[[], object]]] = []
@@ -910,9 +926,11 @@ def plan_fused_moe_decode(
         block_k = (128 if pair_tiles else min(cfg.block_k, 128)) if quant == QUANT_BLOCK else cfg.block_k
         k_unroll = cfg.block_k // 128 if quant == QUANT_BLOCK and cfg.block_k > 128 else 1
         a_prequant = (prequant and gated) or (quant_inter and not gated)
-        a_unquantized = inter_bf16 and not gated
+        if not gated and inter_group < 128:
+            # One step per activation-scale group, a weight block's steps an iteration.
+            block_k, k_unroll = inter_group, 128 // inter_group
         # A rotated K loop needs A loaded as is (the kernel quantizes it on load one step ahead otherwise).
-        rotate_k = (not gated and (quant == QUANT_NONE or a_prequant or a_unquantized)
+        rotate_k = (not gated and (quant == QUANT_NONE or a_prequant)
                     and (ROTATE_K_DOWN or (pair_tiles and quant == QUANT_BLOCK and M in rotated_down_tokens)))
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_kernel[grid],
@@ -925,8 +943,8 @@ def plan_fused_moe_decode(
             GATED=gated,
             REDUCE=not gated,
             QUANT=quant,
-            A_SCALE_IS_AMAX=not gated and not quant_inter and not inter_bf16,
-            AMAX_OUT=gated and quant != QUANT_NONE and not quant_inter and not inter_bf16,
+            A_SCALE_IS_AMAX=not gated and not quant_inter,
+            AMAX_OUT=gated and quant != QUANT_NONE and not quant_inter,
             SCALE_BLOCK_N=128,
             SCALE_BLOCK_K=128,
             SWAP_AB=cfg.swap_ab,
@@ -960,7 +978,7 @@ def plan_fused_moe_decode(
             **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2}
                if pair_ready else {}),
             **({"ROTATE_K": True} if rotate_k else {}),
-            **({"A_UNQUANTIZED": True} if a_unquantized else {}),
+            **({"INTER_GROUP": inter_group} if inter_group != 128 else {}),
             **({"launch_pdl": True} if pdl and (FIRST_LAUNCH_PDL or not first_launch) else {}),
         )))
     return DecodePlan(out, tuple(launches), path)
@@ -984,15 +1002,12 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
     launches: list[tuple[str, Callable[[], object]]] = [("gate_up", functools.partial(
         launch_moe_gemm, a, w13, inter, routing, cfgs.gate_up, gated=True, a_rows_per_pair_div=top_k, quant=quant,
         a_scale=x_scale, w_scale=w1s, pdl=pdl))]
-    # INTER_BF16: down runs weight-only FP8 on the bf16 intermediate, with no quantization launch.
-    quantize_inter = fp8 and not INTER_BF16
-    if quantize_inter:
+    if fp8:
         launches.append(("quantize", functools.partial(launch_quantize_groups, inter, inter_q, inter_scale, 128,
                                                        pdl=pdl)))
     launches.append(("down", functools.partial(
-        launch_moe_gemm, inter_q if quantize_inter else inter, w2, pair_rows, routing, cfgs.down, gated=False,
-        a_rows_per_pair_div=1, topk_weights=ws.topk_weights[:P], quant=quant,
-        a_scale=inter_scale if quantize_inter else None, w_scale=w2s,
+        launch_moe_gemm, inter_q if fp8 else inter, w2, pair_rows, routing, cfgs.down, gated=False,
+        a_rows_per_pair_div=1, topk_weights=ws.topk_weights[:P], quant=quant, a_scale=inter_scale, w_scale=w2s,
         pdl=pdl)))
     launches.append(("reduce", functools.partial(launch_topk_reduce, pair_rows, ws.topk_ids[:P].view(M, top_k), out,
                                                  E, pdl=pdl)))
@@ -1069,7 +1084,8 @@ def fused_moe_decode_reference(
 ) -> torch.Tensor:
     """Plain torch, fp32: :func:`softmax_topk_reference` then :func:`fused_moe_reference` ([M, H] fp32).
 
-    ``fp8_kwargs`` go to ``fused_moe_reference`` (``use_fp8_w8a8``, scales, ``quantize_activations``).
+    ``fp8_kwargs`` go to ``fused_moe_reference`` (``use_fp8_w8a8``, scales, ``quantize_activations``,
+    ``intermediate_group``).
     """
     weights, ids = softmax_topk_reference(router_logits, top_k, renormalize)
     return fused_moe_reference(x, w13, w2, weights, ids, **fp8_kwargs)

@@ -144,18 +144,6 @@ def moe_weight_block_scale(b_scale_rows, kb, stride_bsk, BLOCK_K: tl.constexpr, 
 
 
 @triton.jit
-def moe_dot_weight_scaled(acc, a, b, b_s, SWAP_AB: tl.constexpr):
-    """acc plus this K step's product of an unquantized activation tile and an FP8 weight tile upcast
-    to its dtype, scaled by the step's per-weight-row block scale ``b_s`` [BLOCK_N] (weight-only FP8)."""
-    b = b.to(a.dtype)
-    if SWAP_AB:
-        acc += tl.dot(b, a) * b_s[:, None]
-    else:
-        acc += tl.dot(a, b) * b_s[None, :]
-    return acc
-
-
-@triton.jit
 def moe_scale_step(kb, k_last, K_UNROLL: tl.constexpr):
     """The K step whose block scales step ``kb`` reads: with K_UNROLL steps per iteration the last
     iteration's steps past K (their tiles read 0) read the last step's, which exist."""
@@ -222,7 +210,6 @@ def moe_grouped_gemm_kernel(
     PDL: tl.constexpr = False,
     STAMPS: tl.constexpr = False,
     stamps_ptr=None,
-    A_UNQUANTIZED: tl.constexpr = False,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -233,8 +220,6 @@ def moe_grouped_gemm_kernel(
     launch start, then waits for the previous launch before reading anything.
     STAMPS (probes): each program stores ``device_clock`` stamps at ``stamps_ptr`` (start, set-up
     done, wait done, K loop done, end; here the wait comes before the set-up); off, the same code.
-    A_UNQUANTIZED (block scales): A is bf16/fp16, the e4m3 weights are upcast to it each K step and
-    the product scaled by the weight block's scale alone (weight-only FP8).
     """
     stamp(stamps_ptr, tl.program_id(0), 0, STAMPS)
     if PDL:
@@ -274,7 +259,7 @@ def moe_grouped_gemm_kernel(
     acc = moe_acc_zeros(BLOCK_M, BLOCK_N, SWAP_AB)
 
     if QUANT == 3:
-        a_scale_rows = a_scale_ptr + a_rows * stride_asm  # unused with A_UNQUANTIZED
+        a_scale_rows = a_scale_ptr + a_rows * stride_asm
         b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
 
     stamp(stamps_ptr, pid, 1, STAMPS)
@@ -290,11 +275,7 @@ def moe_grouped_gemm_kernel(
             if DOT_IN_FP32:
                 a = a.to(tl.float32)
                 b = b.to(tl.float32)
-            if (QUANT == 3) and A_UNQUANTIZED:
-                b_s = moe_weight_block_scale(b_scale_rows, moe_scale_step(kb, k_last, K_UNROLL), stride_bsk, BLOCK_K,
-                                             SCALE_BLOCK_K)
-                acc = moe_dot_weight_scaled(acc, a, b, b_s, SWAP_AB)
-            elif QUANT == 3:
+            if QUANT == 3:
                 a_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, pair_mask,
                                             moe_scale_step(kb, k_last, K_UNROLL), stride_bsk, 0.0, BLOCK_K,
                                             SCALE_BLOCK_K)
@@ -420,9 +401,7 @@ def launch_moe_gemm(
         # A tile deeper than a scale group: that many one-group steps per iteration.
         block_k = min(block_k, scale_block[1])
         k_unroll = max(1, cfg.block_k // block_k)
-    # Block-scaled weights with a bf16/fp16 A and no activation scales: weight-only FP8.
-    a_unquantized = quant == QUANT_BLOCK and a_scale is None and a.dtype in (torch.bfloat16, torch.float16)
-    stride_asm = a_scale.stride(0) if quant in (QUANT_BLOCK, QUANT_CHANNEL) and not a_unquantized else 0
+    stride_asm = a_scale.stride(0) if quant in (QUANT_BLOCK, QUANT_CHANNEL) else 0
     stride_bse, stride_bsn, stride_bsk = weight_scale_strides(quant, w_scale)
     moe_grouped_gemm_kernel[grid](
         a,
@@ -460,7 +439,6 @@ def launch_moe_gemm(
         K_UNROLL=k_unroll,
         PDL=pdl,
         **({"STAMPS": True, "stamps_ptr": stamps} if stamps is not None else {}),
-        **({"A_UNQUANTIZED": True} if a_unquantized else {}),
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
         **({"launch_pdl": True} if pdl else {}),
