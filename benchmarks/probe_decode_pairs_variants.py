@@ -17,12 +17,12 @@ Variants (``--variants``, labels of VARIANTS; all by default), each against the 
   at one token for large experts, ``FP8_PAIRS_DOWN_ROTATED_TOKENS``); "pairs, down K straight": never;
 - "pairs, first launch plain" (grouped, chain): ``FIRST_LAUNCH_PDL`` off: the layer's first launch in
   plain stream order (shipped: PDL-launched, waiting for the launch before at its start);
-- "pairs, inter tile scales" / "grouped, inter tile scales" (", gate_up 64 rows": on 64-row gate_up tiles):
-  ``INTER_TILE_SCALES``: one activation scale per gate_up output tile (32 or 64 columns), so each gate_up
-  program quantizes its own columns (no last writer), the down GEMM in 32- or 64-deep steps; errors
-  against a reference whose intermediate is quantized in groups that wide (fifteenth session; its
-  weight-only FP8 down GEMM on a bf16 intermediate, ``INTER_BF16``, was slower and is gone);
 - "grouped" / "chain": the grouped path and the chain path, for reference.
+
+Removed after they were measured slower (fifteenth session, benchmarks/results/moe_layer.md): "pairs / grouped /
+chain, inter bf16" (``INTER_BF16``, commit a6a7695: a weight-only FP8 down GEMM on the bf16 intermediate) and
+"pairs / grouped, inter tile scales" (``INTER_TILE_SCALES``, commit 5bd3fc3: activation scales per gate_up tile,
+down in 32- or 64-deep K steps).
 
 Variants alternate in two rounds (the second in reverse order) on bench_moe_layer's inputs and timer,
 each output against the fp32 reference; then each launch alone.
@@ -41,7 +41,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tune_moe_decode as tmd
 
-from jitguard.kernels import moe_decode
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 ROUNDS = 2
@@ -79,12 +78,6 @@ VARIANTS = ((SHIPPED, "pairs", {}, None),
             ("pairs, down K straight", "pairs", {"FP8_PAIRS_DOWN_ROTATED_TOKENS": {}}, None),
             ("pairs, first launch plain", "pairs", {"FIRST_LAUNCH_PDL": False}, None),
             ("grouped, first launch plain", "grouped", {"FIRST_LAUNCH_PDL": False}, None),
-            ("pairs, inter tile scales", "pairs", {"INTER_TILE_SCALES": True}, None),
-            ("grouped, inter tile scales", "grouped", {"INTER_TILE_SCALES": True}, None),
-            ("pairs, inter tile scales, gate_up 64 rows", "pairs", {"INTER_TILE_SCALES": True},
-             _retiled({"block_n": 64})),
-            ("grouped, inter tile scales, gate_up 64 rows", "grouped", {"INTER_TILE_SCALES": True},
-             _retiled({"block_n": 64})),
             ("chain", "chain", {}, None),
             ("chain, first launch plain", "chain", {"FIRST_LAUNCH_PDL": False}, None),
             ("grouped, gate_up 256 deep s3", "grouped", {}, _retiled({"block_k": 256, "num_stages": 3})),
@@ -94,19 +87,14 @@ VARIANTS = ((SHIPPED, "pairs", {}, None),
 
 def probe(layer: tmd.Layer, M: int, log, variants=VARIANTS) -> str:
     x, logits = tmd.inputs(layer, M)
-    refs = {128: tmd.reference(layer, x, logits)}
+    ref = tmd.reference(layer, x, logits)
     out = torch.empty_like(x)
     plans, errs = {}, {}
     for label, path, switches, retile in variants:
         tiles = None if retile is None else retile(tmd.table_tiles(layer.case, M, path))
         with tmd.switched(switches):
             plans[label] = layer.plans(x, logits, out, path, tiles)
-            # Against the reference whose intermediate is quantized as the variant's is.
-            group = moe_decode.intermediate_scale_group((tiles or tmd.table_tiles(layer.case, M, path)).gate_up.block_n
-                                                        // 2) if path != "chain" else 128
-        if group not in refs:
-            refs[group] = tmd.reference(layer, x, logits, group)
-        errs[label] = tmd.run_error(layer, plans[label], out, refs[group])
+        errs[label] = tmd.run_error(layer, plans[label], out, ref)
     times = tmd.time_alternating(layer, plans, ROUNDS)
     stages = {label: layer.time_plans(plans[label])[1] for label, *_ in variants}
     log({"case": layer.name, "M": M, "us": times, "err": errs, "stages": stages})

@@ -245,10 +245,8 @@ def inputs(layer: Layer, M: int):
     return x, logits
 
 
-def reference(layer: Layer, x, logits, intermediate_group: int | None = None):
-    """The fp32 reference, activations quantized as the kernels do (the intermediate per
-    ``intermediate_group`` columns if given: ``moe_decode.INTER_TILE_SCALES``)."""
-    fp8 = {"quantize_activations": True, "intermediate_group": intermediate_group} if layer.scheme else {}
+def reference(layer: Layer, x, logits):
+    fp8 = {"quantize_activations": True} if layer.scheme else {}
     return moe_decode.fused_moe_decode_reference(x, logits, layer.layers[0][0], layer.layers[0][1], layer.k,
                                                  renormalize=True, **layer.kwargs(0), **fp8)
 

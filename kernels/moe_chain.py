@@ -218,15 +218,12 @@ def fused_moe_reference(
     w1_scale: torch.Tensor | None = None,
     w2_scale: torch.Tensor | None = None,
     quantize_activations: bool = False,
-    intermediate_group: int | None = None,
 ) -> torch.Tensor:
     """Plain-torch fp32 reference with dequantized weights: [M, H] fp32.
 
     With ``quantize_activations`` (FP8 only) the activations go through the same FP8 round trip
     as in :func:`fused_moe` (dynamic scales), and the intermediate is rounded to x's dtype first,
-    so the comparison isolates kernel errors from quantization error. ``intermediate_group``: the
-    intermediate's block-scale group in columns, if not the weights' block (``moe_decode``'s
-    ``INTER_TILE_SCALES`` quantizes it per 32 or 64 columns).
+    so the comparison isolates kernel errors from quantization error.
     """
     shape = check_moe_inputs(
         x, w13, w2, topk_weights, topk_ids,
@@ -253,7 +250,7 @@ def fused_moe_reference(
         for tok, slot, act in acts.values():
             inter[tok * shape.top_k + slot] = act.to(x.dtype).float()
             used[tok * shape.top_k + slot] = True
-        inter[used] = _fp8_round_trip(inter[used], mode, intermediate_group or shape.scale_block[1])
+        inter[used] = _fp8_round_trip(inter[used], mode, shape.scale_block[1])
         acts = {e: (tok, slot, inter[tok * shape.top_k + slot]) for e, (tok, slot, _) in acts.items()}
     for e, (tok, slot, act) in acts.items():
         w2f = _dequant_weight(w2[e : e + 1], _expert_scale(w2_scale, e, shape.quant), shape.quant, shape.scale_block)[0]

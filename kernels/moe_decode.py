@@ -113,7 +113,6 @@ from .moe_gemm import (
     moe_scale_step,
     moe_silu_mul,
     moe_tile_pointers,
-    moe_weight_block_scale,
     moe_weight_rows,
     weight_scale_strides,
 )
@@ -146,7 +145,6 @@ _MAX_BLOCK_M = 64
 _MIN_BLOCK_N = 16
 _MIN_BLOCK_M = 8  # TileConfig.check's smallest tile
 _MIN_AMAX = 1e-10
-_MIN_INTER_GROUP = 32  # intermediate_scale_group's narrowest
 
 # Triton 3.9's interpreter returns garbage for tl.dot on bf16 operands (moe_gemm notes the same).
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
@@ -180,15 +178,6 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
         few_pairs = 8 * num_pairs <= 3 * num_experts
     pairs = block_scales and QUANTIZE_INTER and num_tokens in pairs_tokens and few_pairs
     return "pairs" if pairs else "grouped"
-
-
-def intermediate_scale_group(gate_up_out_n: int) -> int:
-    """Columns per activation scale of the FP8 block-scaled intermediate: 128, or with
-    ``INTER_TILE_SCALES`` the gate_up tile's output width where a down K step that narrow can run
-    on the FP8 MMA (32 or 64 columns: FP8 MMAs are 32 deep)."""
-    if INTER_TILE_SCALES and gate_up_out_n in (32, 64):
-        return gate_up_out_n
-    return 128
 
 
 def takes_pair_handoff(num_pairs: int) -> bool:
@@ -346,7 +335,6 @@ def moe_decode_gemm_kernel(
     ready_ptr=None,
     GATE_UP_OUT_N: tl.constexpr = 0,
     ROTATE_K: tl.constexpr = False,
-    INTER_GROUP: tl.constexpr = 128,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -381,11 +369,6 @@ def moe_decode_gemm_kernel(
     gate_up program; without PDL it finds the count complete.
     ROTATE_K: each program starts its K loop at iteration ``pid_n % iterations`` and wraps around, so
     the programs streaming at one moment read different column offsets of their weight rows.
-    INTER_GROUP (block scales, ``INTER_TILE_SCALES``): the intermediate's activation-scale group, in
-    columns. Gate_up (QUANT_OUT) with OUT_N == INTER_GROUP quantizes its own tile's columns from its
-    registers, one scale per pair (no counter, no re-read); the down GEMM (A_PREQUANT) with
-    BLOCK_K == INTER_GROUP < SCALE_BLOCK_K takes an activation scale each K step and the weight
-    block's scale once per SCALE_BLOCK_K (its K_UNROLL steps).
     """
     pid = tl.program_id(0)
     stamp(stamps_ptr, pid, 0, STAMPS)
@@ -488,15 +471,6 @@ def moe_decode_gemm_kernel(
                         a, _ = _quantize_on_load(a, a_s[None, :], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
                     else:
                         a, _ = _quantize_on_load(a, a_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
-                elif (QUANT == 3) and (BLOCK_K < SCALE_BLOCK_K):
-                    # Steps narrower than a weight block (INTER_GROUP): an activation scale each step,
-                    # the weight block's once per iteration (its K_UNROLL steps span one block).
-                    tl.static_assert(A_PREQUANT and (BLOCK_K * K_UNROLL == SCALE_BLOCK_K),
-                                     "sub-block K steps take pre-quantized A, one weight block an iteration")
-                    g_s = tl.load(a_scale_rows + kb, mask=a_scale_mask, other=1.0)
-                    if u == 0:
-                        b_s = moe_weight_block_scale(b_scale_rows, moe_scale_step(kb, k_last, K_UNROLL), stride_bsk,
-                                                     BLOCK_K, SCALE_BLOCK_K)
                 elif QUANT == 3:
                     g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask,
                                                 moe_scale_step(kb, k_last, K_UNROLL), stride_bsk, 1.0, BLOCK_K,
@@ -538,7 +512,7 @@ def moe_decode_gemm_kernel(
         if GATED:
             c = moe_silu_mul(acc, BLOCK_M, OUT_N).to(c_ptr.dtype.element_ty)
             # A program that writes whole quantization groups quantizes them from registers below.
-            GROUP_IN_REGISTERS: tl.constexpr = QUANT_OUT and (OUT_N == INTER_GROUP)
+            GROUP_IN_REGISTERS: tl.constexpr = QUANT_OUT and (OUT_N == SCALE_BLOCK_K)
             if not GROUP_IN_REGISTERS:
                 tl.store(c_ptrs, c, mask=c_mask)
             if AMAX_OUT:
@@ -658,9 +632,7 @@ class MoeDecodeWorkspace:
             # [route arrivals, x absmax (fp32 bits), column-tile arrivals...]
             flags=torch.zeros(2 + n_tiles, **i32),
             x_scale=torch.empty(MAX_DECODE_TOKENS * triton.cdiv(H, scale_group), **f32),
-            # the intermediate's activation scales: per 128-column group, or per gate_up tile
-            # (INTER_TILE_SCALES: as narrow as 32 columns)
-            a2_amax=torch.empty(P * triton.cdiv(I, _MIN_INTER_GROUP), **f32),
+            a2_amax=torch.empty(P * triton.cdiv(I, scale_group), **f32),
             inter=torch.empty((P, I), dtype=act_dtype, device=dev),
             pair_out=torch.empty((P, H), **f32),
             # x as e4m3, written by the route launch for block scales (PREQUANT_X)
@@ -711,11 +683,6 @@ ALIGN_IN_REGISTERS = True
 # FP8 block scales: gate_up also writes the intermediate as e4m3 with its scales, and the down GEMM
 # loads that (pipelined like the weights) instead of quantizing the bf16 intermediate as it loads it.
 QUANTIZE_INTER = True
-# FP8 block scales on the pairs and grouped paths (with QUANTIZE_INTER): the intermediate's activation
-# scales per gate_up output tile (32 or 64 columns: intermediate_scale_group) instead of per 128-column
-# group, so each gate_up program quantizes its own columns from its registers (no arrival counter, no
-# re-read by a last writer), and the down GEMM takes 32- or 64-deep K steps, an activation scale each.
-INTER_TILE_SCALES = False
 # The route launch gets one more program, which routes and aligns (few-token path) while the
 # others quantize their token rows. H200: DeepSeek-V3-TP2 FP8 M = 1 and 4 -1.1 us, Qwen3-30B FP8
 # M = 4 and 8 -1.0 / -0.7 us, unchanged where the few-token path is not taken
@@ -859,12 +826,8 @@ def plan_fused_moe_decode(
     k_pow2 = triton.next_power_of_2(top_k)
     flags = ws.flags
     route_arrivals, x_amax, tile_arrivals = flags[0:1], flags[1:2].view(torch.float32), flags[2:]
-    quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK
-    # INTER_TILE_SCALES: one activation scale per gate_up output tile (32 or 64 columns) instead of per
-    # 128-column group, so each gate_up program quantizes its own columns (no last writer).
-    inter_group = intermediate_scale_group(cfgs.gate_up.block_n // 2) if quant_inter and path != "chain" else 128
     xs_cols = triton.cdiv(H, 128)
-    a2_cols = triton.cdiv(I, inter_group)
+    a2_cols = triton.cdiv(I, 128)
     stride_xsm = xs_cols if quant == QUANT_BLOCK else (1 if quant == QUANT_CHANNEL else 0)
     stride_a2m = a2_cols if quant == QUANT_BLOCK else (1 if quant == QUANT_CHANNEL else 0)
 
@@ -875,6 +838,7 @@ def plan_fused_moe_decode(
     pairs_prequant = pair_tiles and PAIRS_PREQUANT_X and quant == QUANT_BLOCK
     # The chain's gate_up (moe_gemm) takes FP8 block-scaled activations as e4m3 only.
     prequant = ((PREQUANT_X or path == "chain") and quant == QUANT_BLOCK and not pair_tiles) or pairs_prequant
+    quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK
     # down starts on its pair's gate_up columns (counters zeroed by the x launch) instead of the whole launch
     pair_ready = pairs_prequant and takes_pair_handoff(num_pairs)
     launches: list[tuple[str, Callable[[], object]]] = []
@@ -926,9 +890,6 @@ def plan_fused_moe_decode(
         block_k = (128 if pair_tiles else min(cfg.block_k, 128)) if quant == QUANT_BLOCK else cfg.block_k
         k_unroll = cfg.block_k // 128 if quant == QUANT_BLOCK and cfg.block_k > 128 else 1
         a_prequant = (prequant and gated) or (quant_inter and not gated)
-        if not gated and inter_group < 128:
-            # One step per activation-scale group, a weight block's steps an iteration.
-            block_k, k_unroll = inter_group, 128 // inter_group
         # A rotated K loop needs A loaded as is (the kernel quantizes it on load one step ahead otherwise).
         rotate_k = (not gated and (quant == QUANT_NONE or a_prequant)
                     and (ROTATE_K_DOWN or (pair_tiles and quant == QUANT_BLOCK and M in rotated_down_tokens)))
@@ -978,7 +939,6 @@ def plan_fused_moe_decode(
             **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2}
                if pair_ready else {}),
             **({"ROTATE_K": True} if rotate_k else {}),
-            **({"INTER_GROUP": inter_group} if inter_group != 128 else {}),
             **({"launch_pdl": True} if pdl and (FIRST_LAUNCH_PDL or not first_launch) else {}),
         )))
     return DecodePlan(out, tuple(launches), path)
@@ -1084,8 +1044,7 @@ def fused_moe_decode_reference(
 ) -> torch.Tensor:
     """Plain torch, fp32: :func:`softmax_topk_reference` then :func:`fused_moe_reference` ([M, H] fp32).
 
-    ``fp8_kwargs`` go to ``fused_moe_reference`` (``use_fp8_w8a8``, scales, ``quantize_activations``,
-    ``intermediate_group``).
+    ``fp8_kwargs`` go to ``fused_moe_reference`` (``use_fp8_w8a8``, scales, ``quantize_activations``).
     """
     weights, ids = softmax_topk_reference(router_logits, top_k, renormalize)
     return fused_moe_reference(x, w13, w2, weights, ids, **fp8_kwargs)

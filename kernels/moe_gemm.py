@@ -133,14 +133,8 @@ def moe_block_scales(a_scale_rows, b_scale_rows, pair_mask, kb, stride_bsk, a_ot
     its own."""
     k_group = (kb * BLOCK_K) // SCALE_BLOCK_K
     a_s = tl.load(a_scale_rows + k_group, mask=pair_mask, other=a_other)
-    b_s = moe_weight_block_scale(b_scale_rows, kb, stride_bsk, BLOCK_K, SCALE_BLOCK_K)
+    b_s = tl.load(b_scale_rows + k_group * stride_bsk)
     return a_s, b_s
-
-
-@triton.jit
-def moe_weight_block_scale(b_scale_rows, kb, stride_bsk, BLOCK_K: tl.constexpr, SCALE_BLOCK_K: tl.constexpr):
-    """K step ``kb``'s FP8 block scale of each weight row (``b_scale_rows``)."""
-    return tl.load(b_scale_rows + ((kb * BLOCK_K) // SCALE_BLOCK_K) * stride_bsk)
 
 
 @triton.jit
