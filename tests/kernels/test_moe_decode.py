@@ -1019,18 +1019,20 @@ def _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, path, gen, fp
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("M", [2, 8])
-def test_cuda_graph_replays_of_the_fp8_block_pairs_path_follow_new_inputs(M):
-    """FP8 block scales on the pairs path, captured once: 8 pairs wait for the whole gate_up launch,
-    32 take the per-pair handoff (counters zeroed by each replay's x launch); every replay with new
-    tokens matches the fp32 reference with quantized activations."""
+@pytest.mark.parametrize("M,path", [(1, "pairs"), (2, "pairs"), (3, "pairs"), (8, "pairs"), (5, "grouped"),
+                                    (11, "chain")])
+def test_cuda_graph_replays_of_the_fp8_block_layer_follow_new_inputs(M, path):
+    """FP8 block scales, captured once, on every path at odd and even token counts: the pairs path's
+    4-12 pairs wait for the whole gate_up launch, its 32 take the per-pair handoff (counters zeroed by
+    each replay's x launch); every replay with new tokens matches the fp32 reference with quantized
+    activations (I = 320: a last 128-column group of 64, written by two gate_up tiles of 32 columns)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    E, k, H, I = 16, 4, 256, 256
-    assert moe_decode.takes_pair_handoff(M * k) == (M == 8)
+    E, k, H, I = 16, 4, 256, 320
+    assert moe_decode.takes_pair_handoff(M * k) == (path == "pairs" and M == 8)
     gen = torch.Generator().manual_seed(M)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
-    _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, "pairs", gen, kw, 4e-2)
+    _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, path, gen, kw, 4e-2)
 
 
 def test_fp8_block_scales_take_the_pairs_path_where_it_measured_faster_by_expert_size():
