@@ -157,8 +157,20 @@ def interpreter_results() -> dict:
         child = subprocess.run(
             [sys.executable, __file__, request_path, result_path], env=env, capture_output=True, text=True, timeout=600
         )
+        if child.returncode != 0 and _INTERPRETER_LOOP_BOUND_BUG in child.stderr:
+            # Triton <= 3.6's interpreter turns a runtime loop bound into an index with int() on a
+            # one-element array, which numpy 2 refuses (later Tritons squeeze it first); CI runs the
+            # interpreter cases on the newest Triton.
+            import numpy
+            import triton
+
+            pytest.skip(f"Triton {triton.__version__}'s interpreter cannot take a runtime loop bound under "
+                        f"numpy {numpy.__version__}")
         assert child.returncode == 0, f"interpreter child failed:\n{child.stderr[-4000:]}"
         return torch.load(result_path)
+
+
+_INTERPRETER_LOOP_BOUND_BUG = "only 0-dimensional arrays can be converted to Python scalars"
 
 
 def assert_fp8_equal_except_ties(actual: torch.Tensor, precast: torch.Tensor) -> None:
