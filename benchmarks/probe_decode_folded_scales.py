@@ -23,6 +23,8 @@ compiles keep three of a step's four k32 wgmmas in flight. Variants, on the bare
 - ``folded``: folding without swap-AB, the activations the wgmma's register operand;
 - ``folded, x ahead``: ``folded`` with each step's activations loaded a step ahead into registers
   instead of through the compiler's shared-memory pipeline (where the 48 padding rows take room);
+- ``scaled, one w_s``: ``scaled`` with the tile's weight block scale loaded as one value a step (a
+  tile of at most 128 rows, not gated, lies in one 128-row scale block) instead of one per row;
 - ``folded, halves``: ``folded`` as a gated gate_up tile needs it: the tile's gate and up rows are two
   128-row scale blocks N / 2 apart, so two dots, each with its own folded activations.
 
@@ -51,7 +53,7 @@ from probe_decode_tma import SHAPES, TOKENS
 
 REPLAYS = 50
 ROUNDS = 2
-VARIANTS = ("scaled", "unscaled", "folded, swap", "folded", "folded, halves", "folded, x ahead")
+VARIANTS = ("scaled", "unscaled", "folded, swap", "folded", "folded, halves", "folded, x ahead", "scaled, one w_s")
 FP8_MAX = 448.0
 MMA_ROWS = 64  # a warpgroup's wgmma M: the padded token rows of the unswapped variants
 FP8_MAX_C = tl.constexpr(FP8_MAX)
@@ -69,7 +71,8 @@ def _stream_kernel(w_ptr, w_scale_ptr, a_ptr, a_scale_ptr, x_ptr, x_amax_ptr, ex
                    stride_we, stride_wn, stride_wse, stride_wsn, stride_am, stride_asm,
                    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TOKENS_C: tl.constexpr, MODE: tl.constexpr,
                    K_GROUPS_POW2: tl.constexpr, NUM_STAGES: tl.constexpr):
-    # MODE 0 scaled, 1 unscaled, 2 folded swap, 3 folded, 4 folded halves, 5 folded with x loaded a step ahead
+    # MODE 0 scaled, 1 unscaled, 2 folded swap, 3 folded, 4 folded halves, 5 folded with x loaded a step ahead,
+    # 6 scaled with the tile's one weight block scale a scalar
     pid = tl.program_id(0)
     n_tiles = tl.cdiv(N, BLOCK_N)
     slot = pid // n_tiles
@@ -86,7 +89,7 @@ def _stream_kernel(w_ptr, w_scale_ptr, a_ptr, a_scale_ptr, x_ptr, x_amax_ptr, ex
     else:
         rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     toks = tl.arange(0, TOKENS_C)
-    if MODE <= 1:
+    if (MODE <= 1) | (MODE == 6):
         a_ptrs = a_ptr + toks[None, :] * stride_am + offs_k[:, None]
         as_rows = a_scale_ptr + toks * stride_asm
         ws_rows = ws_base + (rows // 128) * stride_wsn
@@ -97,6 +100,9 @@ def _stream_kernel(w_ptr, w_scale_ptr, a_ptr, a_scale_ptr, x_ptr, x_amax_ptr, ex
             a = tl.load(a_ptrs + kb * BLOCK_K)
             if MODE == 0:
                 acc += tl.dot(b, a) * tl.load(ws_rows + kb)[:, None] * tl.load(as_rows + kb)[None, :]
+            elif MODE == 6:
+                w_s = tl.load(ws_base + ((pid_n * BLOCK_N) // 128) * stride_wsn + kb)
+                acc += tl.dot(b, a) * (w_s * tl.load(as_rows + kb))[None, :]
             else:
                 acc = tl.dot(b, a, acc)
         tl.store(out_ptr + slot * N * TOKENS_C + rows[:, None] * TOKENS_C + toks[None, :], acc)
@@ -195,15 +201,21 @@ def main() -> None:
     p.add_argument("--shapes", default=",".join(SHAPES))
     p.add_argument("--slots", default="8,16")
     p.add_argument("--tiles", default="64x128x4,128x128x4", help="BLOCK_N x BLOCK_K x stages")
+    p.add_argument("--variants", default=";".join(VARIANTS), help="names separated by ';' (the first is the baseline)")
     p.add_argument("--out", default=".")
     args = p.parse_args()
+    chosen = tuple(args.variants.split(";"))
+    unknown = [v for v in chosen if v not in VARIANTS]
+    if unknown:
+        p.error(f"unknown variants {unknown}; known: {'; '.join(VARIANTS)}")
+    base = chosen[0]
     log = bfm.jsonl_log(args.out, "probe_decode_folded_scales.jsonl")
     l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
-    lines = ["us per call, round 1 / round 2 (weight TB/s of the mean); err: each variant against the fp32 "
-             "reference (norm of the difference / norm)",
-             "| shape | slots | tile | MB | " + " | ".join(VARIANTS) + " | folded / scaled | folded / unscaled | "
-             "err " + " / ".join(VARIANTS) + " |",
-             "|---|---|---|---|" + "---|" * len(VARIANTS) + "---|---|---|"]
+    lines = [f"us per call, round 1 / round 2 (weight TB/s of the mean); x {base}: each variant's mean over "
+             f"{base}'s; err: against the fp32 reference (norm of the difference / norm)",
+             "| shape | slots | tile | MB | " + " | ".join(chosen) + " | "
+             + " | ".join(f"{v} x {base}" for v in chosen[1:]) + " | err " + " / ".join(chosen) + " |",
+             "|---|---|---|---|" + "---|" * (2 * len(chosen))]
     print("\n".join(lines), flush=True)
     for shape in args.shapes.split(","):
         E, N, K = SHAPES[shape]
@@ -214,26 +226,26 @@ def main() -> None:
             sets = [torch.tensor([(i * S + j) % E for j in range(S)], device="cuda", dtype=torch.int32)
                     for i in range(calls)]
             ref = reference(w, w_scale, x, sets[0])
-            out = {v: torch.empty(S, N, TOKENS, device="cuda", dtype=torch.float32) for v in VARIANTS}
+            out = {v: torch.empty(S, N, TOKENS, device="cuda", dtype=torch.float32) for v in chosen}
             for tile in args.tiles.split(","):
                 bn, bk, st = (int(v) for v in tile.split("x"))
-                for v in VARIANTS:
+                for v in chosen:
                     out[v].fill_(float("nan"))
                     run(v, w, w_scale, a, a_scale, x, x_amax, sets[0], out[v], bn, bk, st)
                 torch.cuda.synchronize()
-                errs = {v: ((out[v] - ref).norm() / ref.norm()).item() for v in VARIANTS if v != "unscaled"}
-                rounds: dict[str, list[float]] = {v: [] for v in VARIANTS}
+                errs = {v: ((out[v] - ref).norm() / ref.norm()).item() for v in chosen if v != "unscaled"}
+                rounds: dict[str, list[float]] = {v: [] for v in chosen}
                 for r in range(ROUNDS):
-                    for v in (VARIANTS if r % 2 == 0 else tuple(reversed(VARIANTS))):
+                    for v in (chosen if r % 2 == 0 else tuple(reversed(chosen))):
                         def step(i, v=v, bn=bn, bk=bk, st=st):
                             run(v, w, w_scale, a, a_scale, x, x_amax, sets[i], out[v], bn, bk, st)
                         rounds[v].append(bfm.time_graph(step, calls, REPLAYS))
                 mean = {v: statistics.mean(us) for v, us in rounds.items()}
                 cells = [f"{' / '.join(f'{u:.1f}' for u in rounds[v])} ({nbytes / mean[v] / 1e6:.2f})"
-                         for v in VARIANTS]
-                line = (f"| {shape} | {S} | {tile} | {nbytes / 1e6:.1f} | " + " | ".join(cells)
-                        + f" | {mean['folded'] / mean['scaled']:.3f} | {mean['folded'] / mean['unscaled']:.3f} | "
-                        + " / ".join(f"{errs[v]:.1e}" if v in errs else "-" for v in VARIANTS) + " |")
+                         for v in chosen]
+                line = (f"| {shape} | {S} | {tile} | {nbytes / 1e6:.1f} | " + " | ".join(cells) + " | "
+                        + " | ".join(f"{mean[v] / mean[base]:.3f}" for v in chosen[1:]) + " | "
+                        + " / ".join(f"{errs[v]:.1e}" if v in errs else "-" for v in chosen) + " |")
                 log({"shape": shape, "slots": S, "tile": tile, "bytes": nbytes, "us": rounds, "err": errs})
                 print(line, flush=True)
                 lines.append(line)
