@@ -186,21 +186,22 @@ def reference(w, w_scale, x, experts) -> torch.Tensor:
     return torch.stack(outs)
 
 
-def run(variant: str, w, w_scale, a, a_scale, x, x_amax, experts, out, bn: int, bk: int, stages: int):
+def run(variant: str, w, w_scale, a, a_scale, x, x_amax, experts, out, bn: int, bk: int, stages: int, warps: int = 4):
     N, K = w.shape[1:]
     mode = VARIANTS.index(variant)
     grid = (experts.numel() * triton.cdiv(N // 2 if mode == 4 else N, bn // 2 if mode == 4 else bn),)
     _stream_kernel[grid](w, w_scale, a, a_scale, x, x_amax, experts, out, N, K, w.stride(0), w.stride(1),
                          w_scale.stride(0), w_scale.stride(1), a.stride(0), a_scale.stride(0), BLOCK_N=bn,
                          BLOCK_K=bk, TOKENS_C=TOKENS, MODE=mode, K_GROUPS_POW2=triton.next_power_of_2(K // 128),
-                         NUM_STAGES=stages, num_warps=4)
+                         NUM_STAGES=stages, num_warps=warps)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", default=",".join(SHAPES))
     p.add_argument("--slots", default="8,16")
-    p.add_argument("--tiles", default="64x128x4,128x128x4", help="BLOCK_N x BLOCK_K x stages")
+    p.add_argument("--tiles", default="64x128x4,128x128x4",
+                   help="BLOCK_N x BLOCK_K x stages, optionally x warps (4 if not given)")
     p.add_argument("--variants", default=";".join(VARIANTS), help="names separated by ';' (the first is the baseline)")
     p.add_argument("--out", default=".")
     args = p.parse_args()
@@ -228,17 +229,17 @@ def main() -> None:
             ref = reference(w, w_scale, x, sets[0])
             out = {v: torch.empty(S, N, TOKENS, device="cuda", dtype=torch.float32) for v in chosen}
             for tile in args.tiles.split(","):
-                bn, bk, st = (int(v) for v in tile.split("x"))
+                bn, bk, st, wp = ([int(v) for v in tile.split("x")] + [4])[:4]
                 for v in chosen:
                     out[v].fill_(float("nan"))
-                    run(v, w, w_scale, a, a_scale, x, x_amax, sets[0], out[v], bn, bk, st)
+                    run(v, w, w_scale, a, a_scale, x, x_amax, sets[0], out[v], bn, bk, st, wp)
                 torch.cuda.synchronize()
                 errs = {v: ((out[v] - ref).norm() / ref.norm()).item() for v in chosen if v != "unscaled"}
                 rounds: dict[str, list[float]] = {v: [] for v in chosen}
                 for r in range(ROUNDS):
                     for v in (chosen if r % 2 == 0 else tuple(reversed(chosen))):
-                        def step(i, v=v, bn=bn, bk=bk, st=st):
-                            run(v, w, w_scale, a, a_scale, x, x_amax, sets[i], out[v], bn, bk, st)
+                        def step(i, v=v, bn=bn, bk=bk, st=st, wp=wp):
+                            run(v, w, w_scale, a, a_scale, x, x_amax, sets[i], out[v], bn, bk, st, wp)
                         rounds[v].append(bfm.time_graph(step, calls, REPLAYS))
                 mean = {v: statistics.mean(us) for v, us in rounds.items()}
                 cells = [f"{' / '.join(f'{u:.1f}' for u in rounds[v])} ({nbytes / mean[v] / 1e6:.2f})"

@@ -17,8 +17,6 @@ Variants (``--variants``, labels of VARIANTS; all by default), each against the 
   at one token for large experts, ``FP8_PAIRS_DOWN_ROTATED_TOKENS``); "pairs, down K straight": never;
 - "pairs, first launch plain" (grouped, chain): ``FIRST_LAUNCH_PDL`` off: the layer's first launch in
   plain stream order (shipped: PDL-launched, waiting for the launch before at its start);
-- "pairs, one down w_s" / "grouped, one down w_s": ``ONE_WEIGHT_SCALE_DOWN``: the down GEMM loads its
-  tile's one weight block scale a K step instead of one per weight row;
 - "grouped" / "chain": the grouped path and the chain path, for reference.
 
 Removed after they were measured slower (fifteenth session, benchmarks/results/moe_layer.md): "pairs / grouped /
@@ -80,8 +78,6 @@ VARIANTS = ((SHIPPED, "pairs", {}, None),
             ("pairs, down K straight", "pairs", {"FP8_PAIRS_DOWN_ROTATED_TOKENS": {}}, None),
             ("pairs, first launch plain", "pairs", {"FIRST_LAUNCH_PDL": False}, None),
             ("grouped, first launch plain", "grouped", {"FIRST_LAUNCH_PDL": False}, None),
-            ("pairs, one down w_s", "pairs", {"ONE_WEIGHT_SCALE_DOWN": True}, None),
-            ("grouped, one down w_s", "grouped", {"ONE_WEIGHT_SCALE_DOWN": True}, None),
             ("chain", "chain", {}, None),
             ("chain, first launch plain", "chain", {"FIRST_LAUNCH_PDL": False}, None),
             ("grouped, gate_up 256 deep s3", "grouped", {}, _retiled({"block_k": 256, "num_stages": 3})),

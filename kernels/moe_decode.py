@@ -114,7 +114,6 @@ from .moe_gemm import (
     moe_silu_mul,
     moe_tile_pointers,
     moe_weight_rows,
-    moe_weight_scale_rows,
     weight_scale_strides,
 )
 from .moe_inputs import check_moe_inputs, normalize_w_scale
@@ -336,7 +335,6 @@ def moe_decode_gemm_kernel(
     ready_ptr=None,
     GATE_UP_OUT_N: tl.constexpr = 0,
     ROTATE_K: tl.constexpr = False,
-    ONE_B_SCALE: tl.constexpr = False,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -369,8 +367,6 @@ def moe_decode_gemm_kernel(
     the pair (``cdiv(K, GATE_UP_OUT_N)``: down's K is gate_up's output width) has arrived. PDL
     starts down only after every gate_up program has started, so the poll cannot hold back a
     gate_up program; without PDL it finds the count complete.
-    ONE_B_SCALE (block scales, not GATED, BLOCK_N dividing SCALE_BLOCK_N): each K step loads the tile's
-    one weight block scale instead of one per weight row.
     ROTATE_K: each program starts its K loop at iteration ``pid_n % iterations`` and wraps around, so
     the programs streaming at one moment read different column offsets of their weight rows.
     """
@@ -433,8 +429,7 @@ def moe_decode_gemm_kernel(
         elif QUANT == 2:
             a_s = tl.load(a_scale_ptr + a_rows * stride_asm, mask=pair_mask, other=1.0)
         if QUANT == 3:
-            b_scale_rows = moe_weight_scale_rows(b_scale_ptr, expert, b_rows, pid_n, stride_bse, stride_bsn, BLOCK_N,
-                                                 SCALE_BLOCK_N, ONE_B_SCALE)
+            b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
             a_scale_rows = a_scale_ptr + a_rows * stride_asm
             # With A_SCALE_FROM_TILE the activation scales come from the tile: none are loaded.
             a_scale_mask = (a_rows < 0) if A_SCALE_FROM_TILE else pair_mask
@@ -496,7 +491,7 @@ def moe_decode_gemm_kernel(
                     a = a.to(tl.float32)
                     b = b.to(tl.float32)
                 if QUANT == 3:
-                    acc = moe_dot(acc, a, b, g_s, b_s, True, SWAP_AB, ONE_B_SCALE)
+                    acc = moe_dot(acc, a, b, g_s, b_s, True, SWAP_AB)
                 else:
                     acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
             if not ROTATE_K:
@@ -730,11 +725,6 @@ ROTATE_K_DOWN = False
 # 29.1, bf16 M = 1 24.7 / 24.8; DeepSeek-V3-TP2 M = 2 97.9 / 98.1; chain path M = 16 109.5 / 109.7 (the
 # first launch alone 1.4 -> 1.0 us).
 FIRST_LAUNCH_PDL = True
-# ONE_WEIGHT_SCALE_DOWN (probe switch, sixteenth session): the FP8 block-scale down GEMM loads its
-# tile's one weight block scale a K step (a tile of at most 128 rows lies in one 128-row scale block)
-# instead of one per weight row.
-ONE_WEIGHT_SCALE_DOWN = False
-_SCALE_BLOCK = 128
 _REDUCE_ELEMENTS = 8192
 
 
@@ -903,8 +893,6 @@ def plan_fused_moe_decode(
         # A rotated K loop needs A loaded as is (the kernel quantizes it on load one step ahead otherwise).
         rotate_k = (not gated and (quant == QUANT_NONE or a_prequant)
                     and (ROTATE_K_DOWN or (pair_tiles and quant == QUANT_BLOCK and M in rotated_down_tokens)))
-        one_b_scale = (ONE_WEIGHT_SCALE_DOWN and quant == QUANT_BLOCK and not gated
-                       and _SCALE_BLOCK % cfg.block_n == 0)
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_kernel[grid],
             a, wt, c, a_scale, ws_ if ws_ is not None else a, ws.topk_weights,
@@ -951,7 +939,6 @@ def plan_fused_moe_decode(
             **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2}
                if pair_ready else {}),
             **({"ROTATE_K": True} if rotate_k else {}),
-            **({"ONE_B_SCALE": True} if one_b_scale else {}),
             **({"launch_pdl": True} if pdl and (FIRST_LAUNCH_PDL or not first_launch) else {}),
         )))
     return DecodePlan(out, tuple(launches), path)

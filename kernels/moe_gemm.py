@@ -107,17 +107,11 @@ def moe_load_b(b_ptrs, k_mask, SWAP_AB: tl.constexpr):
 
 
 @triton.jit
-def moe_dot(acc, a, b, a_s, b_s, BLOCK_SCALED: tl.constexpr, SWAP_AB: tl.constexpr, ONE_B_SCALE: tl.constexpr = False):
+def moe_dot(acc, a, b, a_s, b_s, BLOCK_SCALED: tl.constexpr, SWAP_AB: tl.constexpr):
     """acc plus this K step's product; BLOCK_SCALED scales it by the step's per-row ``a_s``
-    [BLOCK_M] and per-weight-row ``b_s`` [BLOCK_N] (FP8 block scales; ONE_B_SCALE: ``b_s`` is the
-    tile's one weight scale), else accumulates in the MMA."""
+    [BLOCK_M] and per-weight-row ``b_s`` [BLOCK_N] (FP8 block scales), else accumulates in the MMA."""
     if BLOCK_SCALED:
-        if ONE_B_SCALE:
-            if SWAP_AB:
-                acc += tl.dot(b, a) * (a_s * b_s)[None, :]
-            else:
-                acc += tl.dot(a, b) * (a_s * b_s)[:, None]
-        elif SWAP_AB:
+        if SWAP_AB:
             acc += tl.dot(b, a) * b_s[:, None] * a_s[None, :]
         else:
             acc += tl.dot(a, b) * a_s[:, None] * b_s[None, :]
@@ -127,21 +121,6 @@ def moe_dot(acc, a, b, a_s, b_s, BLOCK_SCALED: tl.constexpr, SWAP_AB: tl.constex
         else:
             acc = tl.dot(a, b, acc)
     return acc
-
-
-@triton.jit
-def moe_weight_scale_rows(b_scale_ptr, expert, b_rows, pid_n, stride_bse, stride_bsn, BLOCK_N: tl.constexpr,
-                          SCALE_BLOCK_N: tl.constexpr, ONE_B_SCALE: tl.constexpr):
-    """Pointers to the block scales of the tile's weight rows (K group 0): one per row, or with
-    ONE_B_SCALE the one scale row that every row of an ungated tile of at most SCALE_BLOCK_N rows lies
-    in (rows that wrap past N fall in another, but their columns are dropped at the store)."""
-    base = b_scale_ptr + expert * stride_bse
-    if ONE_B_SCALE:
-        tl.static_assert(SCALE_BLOCK_N % BLOCK_N == 0, "one weight scale per tile needs BLOCK_N | SCALE_BLOCK_N")
-        rows = base + ((pid_n * BLOCK_N) // SCALE_BLOCK_N) * stride_bsn
-    else:
-        rows = base + (b_rows // SCALE_BLOCK_N) * stride_bsn
-    return rows
 
 
 @triton.jit
@@ -275,8 +254,7 @@ def moe_grouped_gemm_kernel(
 
     if QUANT == 3:
         a_scale_rows = a_scale_ptr + a_rows * stride_asm
-        b_scale_rows = moe_weight_scale_rows(b_scale_ptr, expert, b_rows, pid_n, stride_bse, stride_bsn, BLOCK_N,
-                                             SCALE_BLOCK_N, False)
+        b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
 
     stamp(stamps_ptr, pid, 1, STAMPS)
     # K_UNROLL K steps per iteration (block scales: 128-deep steps, each with its own scales):
