@@ -17,6 +17,8 @@ Variants (``--variants``, labels of VARIANTS; all by default), each against the 
   at one token for large experts, ``FP8_PAIRS_DOWN_ROTATED_TOKENS``); "pairs, down K straight": never;
 - "pairs, first launch plain" (grouped, chain): ``FIRST_LAUNCH_PDL`` off: the layer's first launch in
   plain stream order (shipped: PDL-launched, waiting for the launch before at its start);
+- "pairs, gate_up 128 rows s4 w8" / "... s6 w8" / "pairs, down 128 rows s6 w8": 128-row tiles with two
+  warpgroups (8 warps), each waiting on its own wgmma a K step;
 - "grouped" / "chain": the grouped path and the chain path, for reference.
 
 Removed after they were measured slower (fifteenth session, benchmarks/results/moe_layer.md): "pairs / grouped /
@@ -78,6 +80,10 @@ VARIANTS = ((SHIPPED, "pairs", {}, None),
             ("pairs, down K straight", "pairs", {"FP8_PAIRS_DOWN_ROTATED_TOKENS": {}}, None),
             ("pairs, first launch plain", "pairs", {"FIRST_LAUNCH_PDL": False}, None),
             ("grouped, first launch plain", "grouped", {"FIRST_LAUNCH_PDL": False}, None),
+            ("pairs, gate_up 128 rows s4 w8", "pairs", {}, _retiled({"block_n": 128, "num_stages": 4, "num_warps": 8})),
+            ("pairs, gate_up 128 rows s6 w8", "pairs", {}, _retiled({"block_n": 128, "num_stages": 6, "num_warps": 8})),
+            ("pairs, down 128 rows s6 w8", "pairs", {}, _retiled(down={"block_n": 128, "num_stages": 6,
+                                                                        "num_warps": 8})),
             ("chain", "chain", {}, None),
             ("chain, first launch plain", "chain", {"FIRST_LAUNCH_PDL": False}, None),
             ("grouped, gate_up 256 deep s3", "grouped", {}, _retiled({"block_k": 256, "num_stages": 3})),
