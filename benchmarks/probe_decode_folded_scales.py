@@ -33,6 +33,9 @@ the folded variants see the same numbers; every output is compared with an fp32 
 Prediction (before the call): ``folded`` within 5% of ``unscaled`` and 5-15% faster than ``scaled``
 on the down shapes; ``folded, swap`` no faster than ``scaled``.
 
+Answered in ``benchmarks/results/moe_layer.md``, sixteenth session (2026-12-03), sections 1-3: folding
+was 1.3-2x slower; one weight scale a tile and 8-warp tiles gained on this stream, not in the layer.
+
     PYTHONPATH=$PWD python3 benchmarks/probe_decode_folded_scales.py --out $OUT
 """
 

@@ -18,6 +18,9 @@ epilogue), four variants alternating in two rounds:
 compared. Prediction (before the call): if the layout holds the stream, ``tiles`` is 20-40% faster than
 ``rows`` at 8 and 16 slots; if the per-step scaling does, the unscaled variants are.
 
+Answered in ``benchmarks/results/moe_layer.md``, fifteenth session (2026-12-02), section 3: the layout
+is not the limiter (tiles / rows 0.91-1.09); the per-step scaling costs 2-17%.
+
     PYTHONPATH=$PWD python3 benchmarks/probe_decode_stream_parts.py --out $OUT
 """
 
