@@ -14,6 +14,9 @@ and every output is compared with the fp32 reference.
 Prediction (before the call): ``gluon`` within 3% of ``unscaled`` at the down shapes' 8 slots, where the
 per-step wait costs most (DeepSeek down 21.8 against 18.6 us), and faster than ``scaled`` everywhere.
 
+Answered in ``benchmarks/results/moe_layer.md``, sixteenth session (2026-12-03), section 5: gluon / scaled
+0.88-0.98 (one point 1.01), within 5% of unscaled at the down shapes' 8 slots, errors equal.
+
     PYTHONPATH=$PWD python3 benchmarks/probe_decode_gluon_scaled.py --out $OUT
 """
 
