@@ -42,7 +42,6 @@ was 1.3-2x slower; one weight scale a tile and 8-warp tiles gained on this strea
 from __future__ import annotations
 
 import argparse
-import functools
 import statistics
 import sys
 from pathlib import Path
@@ -200,26 +199,21 @@ def run(variant: str, w, w_scale, a, a_scale, x, x_amax, experts, out, bn: int, 
                          NUM_STAGES=stages, num_warps=warps)
 
 
-def add_arguments(p: argparse.ArgumentParser, variants: tuple[str, ...]) -> None:
-    """The stream probes' options: shapes, slots, tiles, variants, output folder."""
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", default=",".join(SHAPES))
     p.add_argument("--slots", default="8,16")
     p.add_argument("--tiles", default="64x128x4,128x128x4",
                    help="BLOCK_N x BLOCK_K x stages, optionally x warps (4 if not given)")
-    p.add_argument("--variants", default=";".join(variants), help="names separated by ';' (the first is the baseline)")
+    p.add_argument("--variants", default=";".join(VARIANTS), help="names separated by ';' (the first is the baseline)")
     p.add_argument("--out", default=".")
-
-
-def sweep(args: argparse.Namespace, known: tuple[str, ...], run_variant, name: str) -> None:
-    """Every (shape, slots, tile) of ``args``: each chosen variant's stream timed in alternating rounds,
-    its output against the fp32 reference; the table printed and written to ``<out>/<name>.md``.
-    ``run_variant(v, w, w_scale, a, a_scale, x, x_amax, experts, out, bn, bk, stages, warps)`` runs one."""
+    args = p.parse_args()
     chosen = tuple(args.variants.split(";"))
-    unknown = [v for v in chosen if v not in known]
+    unknown = [v for v in chosen if v not in VARIANTS]
     if unknown:
-        raise SystemExit(f"{name}: unknown variants {unknown}; known: {'; '.join(known)}")
+        p.error(f"unknown variants {unknown}; known: {'; '.join(VARIANTS)}")
     base = chosen[0]
-    log = bfm.jsonl_log(args.out, f"{name}.jsonl")
+    log = bfm.jsonl_log(args.out, "probe_decode_folded_scales.jsonl")
     l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
     lines = [f"us per call, round 1 / round 2 (weight TB/s of the mean); x {base}: each variant's mean over "
              f"{base}'s; err: against the fp32 reference (norm of the difference / norm)",
@@ -239,18 +233,17 @@ def sweep(args: argparse.Namespace, known: tuple[str, ...], run_variant, name: s
             out = {v: torch.empty(S, N, TOKENS, device="cuda", dtype=torch.float32) for v in chosen}
             for tile in args.tiles.split(","):
                 bn, bk, st, wp = ([int(v) for v in tile.split("x")] + [4])[:4]
-
-                def step(i, v, bn=bn, bk=bk, st=st, wp=wp):
-                    run_variant(v, w, w_scale, a, a_scale, x, x_amax, sets[i], out[v], bn, bk, st, wp)
                 for v in chosen:
                     out[v].fill_(float("nan"))
-                    step(0, v)
+                    run(v, w, w_scale, a, a_scale, x, x_amax, sets[0], out[v], bn, bk, st, wp)
                 torch.cuda.synchronize()
                 errs = {v: ((out[v] - ref).norm() / ref.norm()).item() for v in chosen if v != "unscaled"}
                 rounds: dict[str, list[float]] = {v: [] for v in chosen}
                 for r in range(ROUNDS):
                     for v in (chosen if r % 2 == 0 else tuple(reversed(chosen))):
-                        rounds[v].append(bfm.time_graph(functools.partial(step, v=v), calls, REPLAYS))
+                        def step(i, v=v, bn=bn, bk=bk, st=st, wp=wp):
+                            run(v, w, w_scale, a, a_scale, x, x_amax, sets[i], out[v], bn, bk, st, wp)
+                        rounds[v].append(bfm.time_graph(step, calls, REPLAYS))
                 mean = {v: statistics.mean(us) for v, us in rounds.items()}
                 cells = [f"{' / '.join(f'{u:.1f}' for u in rounds[v])} ({nbytes / mean[v] / 1e6:.2f})"
                          for v in chosen]
@@ -260,13 +253,7 @@ def sweep(args: argparse.Namespace, known: tuple[str, ...], run_variant, name: s
                 log({"shape": shape, "slots": S, "tile": tile, "bytes": nbytes, "us": rounds, "err": errs})
                 print(line, flush=True)
                 lines.append(line)
-    (Path(args.out) / f"{name}.md").write_text("\n".join(lines) + "\n")
-
-
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(p, VARIANTS)
-    sweep(p.parse_args(), VARIANTS, run, "probe_decode_folded_scales")
+    (Path(args.out) / "probe_decode_folded_scales.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

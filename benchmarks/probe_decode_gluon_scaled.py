@@ -15,7 +15,8 @@ Prediction (before the call): ``gluon`` within 3% of ``unscaled`` at the down sh
 per-step wait costs most (DeepSeek down 21.8 against 18.6 us), and faster than ``scaled`` everywhere.
 
 Answered in ``benchmarks/results/moe_layer.md``, sixteenth session (2026-12-03), section 5: gluon / scaled
-0.88-0.98 (one point 1.01), within 5% of unscaled at the down shapes' 8 slots, errors equal.
+0.88-0.98 (one point 1.01), within 5% of unscaled at the down shapes' 8 slots, errors equal. Its table loop
+repeats ``probe_decode_folded_scales.py``'s: both are kept as they ran on the device.
 
     PYTHONPATH=$PWD python3 benchmarks/probe_decode_gluon_scaled.py --out $OUT
 """
@@ -23,9 +24,11 @@ Answered in ``benchmarks/results/moe_layer.md``, sixteenth session (2026-12-03),
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from pathlib import Path
 
+import torch
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -33,8 +36,12 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma, warpgroup_mma_wait
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_fused_moe as bfm
 import probe_decode_folded_scales as pfs
-from probe_decode_tma import TOKENS
+from probe_decode_tma import SHAPES, TOKENS
+
+REPLAYS = 50
+ROUNDS = 2
 
 
 @gluon.jit
@@ -115,22 +122,62 @@ def run_gluon(w, w_scale, a, a_scale, experts, out, bn: int, bk: int, stages: in
                                num_warps=warps)
 
 
-VARIANTS = (*pfs.VARIANTS, "gluon")
-
-
-def run_any(v: str, w, w_scale, a, a_scale, x, x_amax, experts, out, bn: int, bk: int, stages: int, warps: int):
-    """``gluon``, or one of ``probe_decode_folded_scales``' tl variants."""
-    if v == "gluon":
-        run_gluon(w, w_scale, a, a_scale, experts, out, bn, bk, stages, warps)
-    else:
-        pfs.run(v, w, w_scale, a, a_scale, x, x_amax, experts, out, bn, bk, stages, warps)
+VARIANTS = ("scaled", "unscaled", "gluon")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    pfs.add_arguments(p, VARIANTS)
-    p.set_defaults(variants="scaled;unscaled;gluon")
-    pfs.sweep(p.parse_args(), VARIANTS, run_any, "probe_decode_gluon_scaled")
+    p.add_argument("--shapes", default=",".join(SHAPES))
+    p.add_argument("--slots", default="8,16")
+    p.add_argument("--tiles", default="64x128x4,128x128x4", help="BLOCK_N x BLOCK_K x stages")
+    p.add_argument("--out", default=".")
+    args = p.parse_args()
+    log = bfm.jsonl_log(args.out, "probe_decode_gluon_scaled.jsonl")
+    l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
+    lines = ["us per call, round 1 / round 2 (weight TB/s of the mean); x scaled: mean over scaled's; err: against "
+             "the fp32 reference (norm of the difference / norm)",
+             "| shape | slots | tile | MB | " + " | ".join(VARIANTS) + " | unscaled x scaled | gluon x scaled | "
+             "err scaled / gluon |",
+             "|---|---|---|---|" + "---|" * len(VARIANTS) + "---|---|---|"]
+    print("\n".join(lines), flush=True)
+    for shape in args.shapes.split(","):
+        E, N, K = SHAPES[shape]
+        w, w_scale, a, a_scale, x, x_amax = pfs.make_inputs(E, N, K)
+        for S in (int(s) for s in args.slots.split(",")):
+            nbytes = S * N * K
+            calls = max(2, -(-4 * l2 // nbytes))
+            sets = [torch.tensor([(i * S + j) % E for j in range(S)], device="cuda", dtype=torch.int32)
+                    for i in range(calls)]
+            ref = pfs.reference(w, w_scale, x, sets[0])
+            out = {v: torch.empty(S, N, TOKENS, device="cuda", dtype=torch.float32) for v in VARIANTS}
+
+            def call(v, i, bn, bk, st):
+                if v == "gluon":
+                    run_gluon(w, w_scale, a, a_scale, sets[i], out[v], bn, bk, st)
+                else:
+                    pfs.run(v, w, w_scale, a, a_scale, x, x_amax, sets[i], out[v], bn, bk, st)
+            for tile in args.tiles.split(","):
+                bn, bk, st = (int(v) for v in tile.split("x"))
+                for v in VARIANTS:
+                    out[v].fill_(float("nan"))
+                    call(v, 0, bn, bk, st)
+                torch.cuda.synchronize()
+                errs = {v: ((out[v] - ref).norm() / ref.norm()).item() for v in ("scaled", "gluon")}
+                rounds: dict[str, list[float]] = {v: [] for v in VARIANTS}
+                for r in range(ROUNDS):
+                    for v in (VARIANTS if r % 2 == 0 else tuple(reversed(VARIANTS))):
+                        rounds[v].append(bfm.time_graph(lambda i, v=v, bn=bn, bk=bk, st=st: call(v, i, bn, bk, st),
+                                                        calls, REPLAYS))
+                mean = {v: statistics.mean(us) for v, us in rounds.items()}
+                cells = [f"{' / '.join(f'{u:.1f}' for u in rounds[v])} ({nbytes / mean[v] / 1e6:.2f})"
+                         for v in VARIANTS]
+                line = (f"| {shape} | {S} | {tile} | {nbytes / 1e6:.1f} | " + " | ".join(cells)
+                        + f" | {mean['unscaled'] / mean['scaled']:.3f} | {mean['gluon'] / mean['scaled']:.3f} | "
+                        + f"{errs['scaled']:.1e} / {errs['gluon']:.1e} |")
+                log({"shape": shape, "slots": S, "tile": tile, "bytes": nbytes, "us": rounds, "err": errs})
+                print(line, flush=True)
+                lines.append(line)
+    (Path(args.out) / "probe_decode_gluon_scaled.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
