@@ -97,6 +97,7 @@ from .moe_configs import (
     select_decode_tile_configs,
     select_tile_configs,
 )
+from .moe_decode_gluon import GluonTile, gluon_gemms_supported, moe_decode_gemm_gluon_kernel
 from .moe_decode_route import moe_decode_route_kernel
 from .moe_gemm import (
     QUANT_BLOCK,
@@ -726,6 +727,12 @@ ROTATE_K_DOWN = False
 # first launch alone 1.4 -> 1.0 us).
 FIRST_LAUNCH_PDL = True
 _REDUCE_ELEMENTS = 8192
+# FP8 block scales on the grouped path: both GEMMs run as ``moe_decode_gluon``'s kernel (each K step's
+# wgmma left in flight across the block scaling) where this Triton ships Gluon's Hopper wgmma
+# (``gluon_gemms_supported``) and H and I are multiples of 128; its tiles are GLUON_TILES'. Off:
+# ``moe_decode_gemm_kernel`` (tl.dot), as on every other path.
+GLUON_FP8_GEMMS = False
+GLUON_TILES: dict[str, GluonTile] = {"gate_up": GluonTile(64, 4), "down": GluonTile(64, 4)}
 
 
 def plan_fused_moe_decode(
@@ -872,6 +879,11 @@ def plan_fused_moe_decode(
                                     padded_len, pdl)
         return DecodePlan(out, tuple(launches), path)
     inter = ws.inter[:num_pairs]
+    if (GLUON_FP8_GEMMS and path == "grouped" and quant == QUANT_BLOCK and prequant and quant_inter
+            and gluon_gemms_supported() and H % 128 == 0 and I % 128 == 0):
+        launches += _gluon_gemm_launches(ws, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
+                                         stride_a2m, tile_arrivals, pdl)
+        return DecodePlan(out, tuple(launches), path, gemms="gluon")
     rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
     for gemm in (1, 2):
         cfg = cfgs.gate_up if gemm == 1 else cfgs.down
@@ -974,6 +986,39 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
     return launches
 
 
+def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Tensor, w1s: torch.Tensor,
+                         w2s: torch.Tensor, out: torch.Tensor, block_m: int, num_blocks: int, M: int, top_k: int,
+                         stride_xsm: int, stride_a2m: int, tile_arrivals: torch.Tensor,
+                         pdl: bool) -> list[tuple[str, Callable[[], object]]]:
+    """The grouped path's two GEMMs as ``moe_decode_gemm_gluon_kernel`` launches (FP8 block scales, x
+    and the intermediate as e4m3 with group scales), on the workspace's buffers, PDL-linked where
+    supported: gate_up lets down start, down waits for it at its start."""
+    P, H, I = M * top_k, ws.hidden, ws.intermediate
+    k_pow2 = triton.next_power_of_2(top_k)
+    launches: list[tuple[str, Callable[[], object]]] = []
+    for gated in (True, False):
+        tile = GLUON_TILES["gate_up" if gated else "down"]
+        n, k = (I, H) if gated else (H, I)
+        a, a_scale, stride_asm = (ws.x_q[:M], ws.x_scale, stride_xsm) if gated else (ws.inter_q[:P], ws.a2_amax,
+                                                                                        stride_a2m)
+        wt, w_scale = (w13, w1s) if gated else (w2, w2s)
+        c = ws.inter[:P] if gated else ws.pair_out
+        bse, bsn, bsk = weight_scale_strides(QUANT_BLOCK, w_scale)
+        launches.append(("gate_up" if gated else "down", functools.partial(
+            moe_decode_gemm_gluon_kernel[(num_blocks * triton.cdiv(n, tile.out_n),)],
+            a, a_scale, wt, w_scale, c, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded, ws.inter_q,
+            ws.a2_amax, ws.group_arrivals, tile_arrivals, out,
+            P, M, n, k, a.stride(0), stride_asm, wt.stride(0), wt.stride(1), bse, bsn, bsk, c.stride(0), stride_a2m,
+            out.stride(0),
+            A_ROWS_PER_PAIR_DIV=top_k if gated else 1, GATED=gated, BLOCK_M=block_m, OUT_N=tile.out_n,
+            NUM_STAGES=tile.stages, TOP_K=top_k, K_POW2=k_pow2,
+            TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
+            LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=_wait_prior(pdl, False, False), num_warps=4,
+            **({"launch_pdl": True} if pdl else {}),
+        )))
+    return launches
+
+
 def _wait_prior(pdl: bool, first_launch: bool, pair_tiles: bool, waits_on_pair_counter: bool = False) -> int:
     """WAIT_PRIOR of a GEMM launch: none without PDL or where the GEMM waits on its pair's counter
     instead (PAIR_READY); for the layer's first launch, at its start before it lets the next launch
@@ -988,11 +1033,15 @@ def _wait_prior(pdl: bool, first_launch: bool, pair_tiles: bool, waits_on_pair_c
 
 @dataclass(frozen=True)
 class DecodePlan:
-    """The output buffer of one decode-layer call, its launches in order by stage name, and its path."""
+    """The output buffer of one decode-layer call, its launches in order by stage name, its path, and
+    which kernel runs its GEMMs."""
 
     out: torch.Tensor
     launches: tuple[tuple[str, Callable[[], object]], ...]
     path: str
+    # Which kernel runs the two GEMMs: "tl" (moe_decode_gemm_kernel, or moe_gemm's on the chain path) or
+    # "gluon" (moe_decode_gluon's, GLUON_FP8_GEMMS).
+    gemms: str = "tl"
 
 
 def fused_moe_decode(

@@ -1,0 +1,87 @@
+"""H200 probe (issue #16, seventeenth session): the FP8 block-scaled decode layer with its two GEMMs in Gluon.
+
+``moe_decode.GLUON_FP8_GEMMS`` runs the grouped path's gate_up and down as ``moe_decode_gluon``'s kernel
+(each K step's wgmma left in flight while the next step's weights land; the sixteenth session's bare
+stream measured it 2-12% faster than ``tl.dot``'s per-step wait). This probe times, side by side in
+one run on bench_moe_layer's inputs and timer: the shipped layer (``path="auto"``), the grouped path
+on ``tl``'s kernel, the grouped path on Gluon's at each tile of ``--gluon-tiles``, and with
+``--vllm-file`` vLLM's two GEMMs alone (the issue's bar). Every output is checked against the fp32
+reference (activations quantized as the kernels do); then each launch alone.
+
+Prediction (before the call): the grouped path on Gluon 2-6% faster than on ``tl`` at M = 1-8 (the
+bare stream's 2-12% less what the launches' ramp and tail add), enough to pass vLLM's GEMMs at
+DeepSeek-V3-TP2 M = 2, not at Qwen3-30B's M = 1-2.
+
+    PYTHONPATH=$PWD python3 benchmarks/probe_decode_gluon_layer.py --vllm-file .vendor/vllm_fused_moe.py \\
+        --vllm-configs .vendor/configs --out $OUT
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_fused_moe as bfm
+import tune_moe_decode as tmd
+
+from jitguard.kernels.moe_decode_gluon import GluonTile
+
+ROUNDS = 2
+
+
+def gluon_tiles(spec: str) -> list[tuple[str, dict]]:
+    """``--gluon-tiles``: comma-separated ``gate_up_out_n x stages / down_out_n x stages`` (e.g. 64x4/64x4)."""
+    variants = []
+    for item in spec.split(","):
+        up, down = (tuple(int(v) for v in half.split("x")) for half in item.split("/"))
+        tiles = {"gate_up": GluonTile(*up), "down": GluonTile(*down)}
+        variants.append((f"grouped, gluon {item}", {"GLUON_FP8_GEMMS": True, "GLUON_TILES": tiles}))
+    return variants
+
+
+def probe(layer: tmd.Layer, M: int, log, variants, vllm, configs_dir) -> str:
+    x, logits = tmd.inputs(layer, M)
+    ref = tmd.reference(layer, x, logits)
+    out = torch.empty_like(x)
+    plans, errs = {}, {}
+    for label, path, switches in variants:
+        with tmd.switched(switches):
+            plans[label] = layer.plans(x, logits, out, path, None)
+        errs[label] = tmd.run_error(layer, plans[label], out, ref)
+    times = tmd.time_alternating(layer, plans, ROUNDS)
+    stages = {label: layer.time_plans(plans[label])[1] for label, *_ in variants}
+    vg = vg1 = vg2 = float("nan")
+    if vllm is not None:
+        vg, vg1, vg2 = tmd.vllm_gemms_us(layer, M, x, logits, vllm, configs_dir)
+    log({"case": layer.name, "M": M, "us": times, "err": errs, "stages": stages, "vllm_gemms_us": [vg, vg1, vg2],
+         "paths": {label: plans[label][0].path for label in plans}})
+    mean = {label: sum(t) / len(t) for label, t in times.items()}
+    cells = [" / ".join(f"{t:.1f}" for t in times[label]) + (f" ({mean[label] / vg:.3f})" if vllm else "")
+             for label, *_ in variants]
+    cells += [" + ".join(f"{t:.1f}" for t in stages[label]) for label, *_ in variants]
+    return (f"| {layer.name} | {M} | " + " | ".join(cells) + f" | {vg:.1f} ({vg1:.1f} + {vg2:.1f}) | "
+            + " ".join(f"{errs[label]:.1e}" for label, *_ in variants) + " |")
+
+
+def main() -> None:
+    p = tmd.probe_parser(__doc__, "deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block", "1,2,4,8", vllm=True)
+    p.add_argument("--gluon-tiles", default="64x4/64x4", help="comma-separated gate_up/down Gluon tiles, "
+                                                              "out_n x stages each (e.g. 64x4/64x4,128x3/64x4)")
+    args = p.parse_args()
+    variants = [("shipped", "auto", {}), ("grouped, tl", "grouped", {})]
+    variants += [(label, "grouped", switches) for label, switches in gluon_tiles(args.gluon_tiles)]
+    vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
+    labels = [label for label, *_ in variants]
+    header = tmd.probe_header("us per layer, round 1 / round 2 (round 2 in reverse order; in brackets: the mean over "
+                              "vLLM's two GEMMs alone); then each launch alone in order; err against the fp32 "
+                              "reference", [*labels, *(f"{label}, launches alone" for label in labels),
+                                            "vLLM GEMMs (gate_up + down)", "err"])
+    tmd.probe_each_case_and_m(args, "probe_decode_gluon_layer", header,
+                              lambda layer, M, log: probe(layer, M, log, variants, vllm, args.vllm_configs))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,321 @@
+"""The decode MoE layer's FP8 block-scaled GEMMs written in Gluon, each K step's wgmma left in flight.
+
+``moe_decode``'s grouped path runs its two GEMMs (gate_up with ``silu(gate) * up`` and the
+intermediate's 128-column groups quantized in its epilogue; down with the routing weights and the
+top-k sum) through ``moe_decode_gemm_kernel``. With FP8 block scales that kernel's ``tl.dot`` scales
+every K step's product before adding it, which makes Triton wait for each step's wgmma before the
+next step's is issued (``wgmma.wait_group 0``; benchmarks/results/moe_layer.md, sixteenth session).
+This kernel issues the wgmma itself (``triton.experimental.gluon``): each step copies its weight and
+activation tiles into a ring of shared-memory stages (``cp.async``), issues the step's wgmma into a
+fresh product asynchronously, and folds the previous step's product into the fp32 accumulator with
+its two scales only once the next step's tiles have landed, so the MMA runs while weights stream.
+
+Scope: what the grouped path feeds its GEMMs with block scales: e4m3 activations with one scale
+per row and 128-column group (x from the route launch, the intermediate from gate_up), e4m3 weights
+with [E, N / 128, K / 128] scales, K a multiple of 128, tokens in the wgmma's N slot (swap-AB), one
+warpgroup. :func:`gluon_gemms_supported` says whether this Triton has what it needs (Gluon's Hopper
+wgmma: Triton >= 3.5; never under the interpreter); ``moe_decode`` keeps its ``tl`` kernel elsewhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import triton
+
+__all__ = ["GluonTile", "gluon_gemms_supported", "moe_decode_gemm_gluon_kernel"]
+
+_INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+@functools.cache
+def gluon_gemms_supported() -> bool:
+    """Whether this Triton ships Gluon with Hopper's wgmma and cp.async (Triton >= 3.5), uninterpreted."""
+    if _INTERPRETED:
+        return False
+    try:
+        from triton.experimental.gluon.language.nvidia import ampere, hopper  # noqa: F401
+    except ImportError:
+        return False
+    return all(hasattr(hopper, n) for n in ("warpgroup_mma", "warpgroup_mma_wait", "fence_async_shared"))
+
+
+class GluonTile:
+    """One Gluon GEMM launch's tile: ``out_n`` output columns a program (weight rows: gate_up reads
+    twice that, its gate and up rows), ``stages`` cp.async stages of 128 K columns, 4 warps."""
+
+    __slots__ = ("out_n", "stages")
+
+    def __init__(self, out_n: int, stages: int):
+        if out_n not in (64, 128):
+            raise ValueError(f"GluonTile: out_n must be 64 or 128 (one warpgroup's wgmma rows), got {out_n}")
+        if not 2 <= stages <= 8:
+            raise ValueError(f"GluonTile: stages must be in 2..8, got {stages}")
+        self.out_n = out_n
+        self.stages = stages
+
+    def __repr__(self) -> str:
+        return f"GluonTile(out_n={self.out_n}, stages={self.stages})"
+
+
+if gluon_gemms_supported():
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.ampere import async_copy
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        fence_async_shared,
+        warpgroup_mma,
+        warpgroup_mma_wait,
+    )
+
+    # Triton 3.5-3.6 name the CTA-wide barrier thread_barrier, later ones barrier.
+    _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
+    # cp.async into shared memory: async_copy_global_to_shared up to Triton 3.6, async_load after.
+    _copy_to_shared = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
+
+    _SCALE_GROUP = gl.constexpr(128)  # block scales' group along K and N; also each stage's K depth
+
+    @gluon.jit
+    def _wait_for_prior_launch():
+        """PTX griddepcontrol.wait (PDL; see ``pdl``)."""
+        gl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
+
+    @gluon.jit
+    def _launch_dependents():
+        """PTX griddepcontrol.launch_dependents (PDL; see ``pdl``)."""
+        gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=gl.int32,
+                                  is_pure=False, pack=1)
+
+    @gluon.jit
+    def _copy_step(w_smem, u_smem, a_smem, w_ptrs, u_ptrs, a_ptrs, kb, n_k, NUM_STAGES: gl.constexpr,
+                   GATED: gl.constexpr):
+        """cp.async of K step ``kb``'s weight (and up-weight) and activation tiles into stage
+        ``kb % NUM_STAGES``; past the last step nothing is copied but the group is still committed,
+        so every step waits for the same count."""
+        stage = kb % NUM_STAGES
+        live = kb < n_k
+        offset = kb * _SCALE_GROUP
+        _copy_to_shared(w_smem.index(stage), w_ptrs + offset, mask=live)
+        if GATED:
+            _copy_to_shared(u_smem.index(stage), u_ptrs + offset, mask=live)
+        _copy_to_shared(a_smem.index(stage), a_ptrs + offset, mask=live)
+        async_copy.commit_group()
+
+    @gluon.jit
+    def _issue_products(w_smem, u_smem, a_smem, kb, zero, NUM_STAGES: gl.constexpr, GATED: gl.constexpr):
+        """Step ``kb``'s wgmma (two when GATED: gate and up rows), issued asynchronously into fresh products."""
+        stage = kb % NUM_STAGES
+        b = a_smem.index(stage).permute((1, 0))
+        product = warpgroup_mma(w_smem.index(stage), b, zero, use_acc=False, is_async=True)
+        if GATED:
+            product_up = warpgroup_mma(u_smem.index(stage), b, zero, use_acc=False, is_async=True)
+        else:
+            product_up = product
+        return product, product_up
+
+    @gluon.jit
+    def _fold_products(acc, acc_up, product, product_up, a_scales, w_scales, u_scales, kb, stride_bsk,
+                       GATED: gl.constexpr, COPY_NEXT: gl.constexpr, w_smem, u_smem, a_smem, w_ptrs, u_ptrs, a_ptrs,
+                       kb_copy, n_k, NUM_STAGES: gl.constexpr):
+        """Step ``kb``'s products (in flight) into the accumulators with the step's scales. With
+        COPY_NEXT, first the copy of step ``kb_copy`` is issued and the next step's tiles awaited, so
+        the wait for the products comes after the wait for the weights."""
+        a_s = gl.load(a_scales + kb)
+        w_s = gl.load(w_scales + kb * stride_bsk)
+        if GATED:
+            u_s = gl.load(u_scales + kb * stride_bsk)
+        if COPY_NEXT:
+            _copy_step(w_smem, u_smem, a_smem, w_ptrs, u_ptrs, a_ptrs, kb_copy, n_k, NUM_STAGES, GATED)
+            async_copy.wait_group(NUM_STAGES - 2)
+            _cta_barrier()
+            fence_async_shared()
+        if GATED:
+            done, done_up = warpgroup_mma_wait(num_outstanding=0, deps=(product, product_up))
+            acc += done * w_s[:, None] * a_s[None, :]
+            acc_up += done_up * u_s[:, None] * a_s[None, :]
+        else:
+            done = warpgroup_mma_wait(num_outstanding=0, deps=(product,))
+            acc += done * w_s[:, None] * a_s[None, :]
+        return acc, acc_up
+
+    @gluon.jit
+    def _quantize_group_when_written(c_ptr, cq_ptr, scale_ptr, arrivals_ptr, sorted_ids_ptr, pid_m, group,
+                                     num_pairs, N, stride_cm, stride_scale_m, BLOCK_M: gl.constexpr,
+                                     WRITERS_MAX: gl.constexpr, NUM_WARPS: gl.constexpr,
+                                     FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr):
+        """After this program's columns of ``group`` are stored: the last of the group's writers
+        (a counter per token tile and group, reset by it) re-reads the group's rows and writes them
+        as e4m3 to ``cq`` with their scale (the absmax of the values as stored) to ``scale``."""
+        n_groups = gl.cdiv(N, _SCALE_GROUP)
+        writers = gl.minimum(WRITERS_MAX, gl.cdiv(N - group * _SCALE_GROUP, _SCALE_GROUP // WRITERS_MAX))
+        # Every thread's stores precede the release of this program's arrival.
+        _cta_barrier()
+        counter = arrivals_ptr + pid_m * n_groups + group
+        arrived = gl.atomic_add(counter, 1, sem="acq_rel", scope="gpu")
+        if arrived == writers - 1:
+            gl.store(counter, 0)
+            layout: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [NUM_WARPS, 1], [1, 0])
+            pairs = gl.load(sorted_ids_ptr + pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, layout)))
+            pair_mask = pairs < num_pairs
+            cols = group * _SCALE_GROUP + gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, layout))
+            mask = pair_mask[:, None] & (cols < N)[None, :]
+            offs = pairs[:, None].to(gl.int64) * stride_cm + cols[None, :]
+            v = gl.load(c_ptr + offs, mask=mask, other=0.0, volatile=True).to(gl.float32)
+            scale = gl.maximum(gl.max(gl.abs(v), 1), MIN_AMAX) / FP8_MAX_C
+            q = gl.minimum(gl.maximum(v / scale[:, None], -FP8_MAX_C), FP8_MAX_C).to(gl.float8e4nv)
+            gl.store(cq_ptr + offs, q, mask=mask)
+            gl.store(scale_ptr + pairs * stride_scale_m + group, scale, mask=pair_mask)
+
+    @gluon.jit
+    def _sum_topk_rows(c_ptr, out_ptr, pid_n, num_tokens, N, stride_cm, stride_om, TOP_K: gl.constexpr,
+                       K_POW2: gl.constexpr, OUT_N: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
+                       NUM_WARPS: gl.constexpr):
+        """out[t, cols] = sum of the TOP_K pair rows of token t over column tile ``pid_n``, in slot order."""
+        l3: gl.constexpr = gl.BlockedLayout([1, 1, 2], [1, 1, 32], [NUM_WARPS, 1, 1], [2, 1, 0])
+        l2: gl.constexpr = gl.SliceLayout(1, l3)
+        cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(0, gl.SliceLayout(1, l3)))
+        slots = gl.arange(0, K_POW2, layout=gl.SliceLayout(0, gl.SliceLayout(2, l3)))
+        cols_out = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(0, l2))
+        for t0 in range(0, num_tokens, TOKEN_CHUNK):
+            toks = t0 + gl.arange(0, TOKEN_CHUNK, layout=gl.SliceLayout(1, gl.SliceLayout(2, l3)))
+            rows = (toks[:, None] * TOP_K + slots[None, :]).to(gl.int64)
+            mask2 = (toks < num_tokens)[:, None] & (slots < TOP_K)[None, :]
+            mask = mask2[:, :, None] & (cols < N)[None, None, :]
+            v = gl.load(c_ptr + rows[:, :, None] * stride_cm + cols[None, None, :], mask=mask, other=0.0,
+                        volatile=True)
+            total = gl.sum(v, 1)
+            toks_out = t0 + gl.arange(0, TOKEN_CHUNK, layout=gl.SliceLayout(1, l2))
+            gl.store(out_ptr + toks_out[:, None].to(gl.int64) * stride_om + cols_out[None, :],
+                     total.to(out_ptr.dtype.element_ty),
+                     mask=(toks_out < num_tokens)[:, None] & (cols_out < N)[None, :])
+
+    @gluon.jit(do_not_specialize=["num_pairs", "num_tokens"])
+    def moe_decode_gemm_gluon_kernel(
+        a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr, topk_weights_ptr, sorted_ids_ptr, expert_ids_ptr,
+        num_padded_ptr, cq_ptr, c_scale_ptr, group_arrivals_ptr, arrivals_ptr, out_ptr,
+        num_pairs, num_tokens, N, K,
+        stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_bsk, stride_cm,
+        stride_csm, stride_om,
+        A_ROWS_PER_PAIR_DIV: gl.constexpr, GATED: gl.constexpr, BLOCK_M: gl.constexpr, OUT_N: gl.constexpr,
+        NUM_STAGES: gl.constexpr, TOP_K: gl.constexpr, K_POW2: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
+        FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr, LAUNCH_DEPENDENTS: gl.constexpr,
+        WAIT_PRIOR: gl.constexpr,
+    ):
+        """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
+
+        GATED (gate_up): weight rows ``n`` (gate) and ``N + n`` (up) of each output column ``n``,
+        ``silu(gate) * up`` written as ``c``'s dtype; each completed 128-column group of a token tile
+        is written again as e4m3 to ``cq`` with its scale to ``c_scale`` (a program 128 columns wide
+        from its registers, without writing ``c``; narrower ones through ``group_arrivals``).
+        Otherwise (down): fp32 pair rows times their routing weight into ``c``, and the last program
+        of each column tile (``arrivals``) writes ``out[t] = sum_j c[t * TOP_K + j]``.
+        A: e4m3 rows (pair // A_ROWS_PER_PAIR_DIV) with scales [row, K / 128] at ``a_scale``.
+        LAUNCH_DEPENDENTS / WAIT_PRIOR: PDL, as ``moe_decode_gemm_kernel``'s (WAIT_PRIOR 1: at the start).
+        """
+        NUM_WARPS: gl.constexpr = 4
+        # Weight tiles: 16 bytes a thread, 8 threads a 128-byte row; activation tiles: BLOCK_M rows of 128.
+        w_layout: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
+        A_VEC: gl.constexpr = BLOCK_M * _SCALE_GROUP // (32 * NUM_WARPS)
+        a_layout: gl.constexpr = gl.BlockedLayout([1, A_VEC], [32 * A_VEC // _SCALE_GROUP, _SCALE_GROUP // A_VEC],
+                                                  [NUM_WARPS, 1], [1, 0])
+        smem_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+        acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
+                                                             instr_shape=[16, BLOCK_M, 32])
+        rows_l: gl.constexpr = gl.SliceLayout(1, acc_layout)
+        toks_l: gl.constexpr = gl.SliceLayout(0, acc_layout)
+
+        pid = gl.program_id(0)
+        num_pid_n = gl.cdiv(N, OUT_N)
+        num_pid_m = gl.num_programs(0) // num_pid_n
+        pid_m = pid // num_pid_n
+        pid_n = pid % num_pid_n
+        if LAUNCH_DEPENDENTS:
+            _launch_dependents()
+        if WAIT_PRIOR == 1:
+            _wait_for_prior_launch()
+
+        num_padded = gl.load(num_padded_ptr)
+        expert = gl.load(expert_ids_ptr + pid_m).to(gl.int64)
+        if (pid_m * BLOCK_M < num_padded) & (expert >= 0):
+            n_k = K // _SCALE_GROUP
+            # Tile pointers in the copy layouts: rows past N wrap (their columns are dropped at the store).
+            w_rows = (pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, w_layout))) % N
+            ks_w = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, w_layout))
+            w_base = b_ptr + expert * stride_be
+            w_ptrs = w_base + w_rows[:, None].to(gl.int64) * stride_bn + ks_w[None, :]
+            u_ptrs = w_ptrs + N.to(gl.int64) * stride_bn  # GATED: the up rows
+            pairs_c = gl.load(sorted_ids_ptr + pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, a_layout)))
+            a_rows_c = gl.where(pairs_c < num_pairs, pairs_c // A_ROWS_PER_PAIR_DIV, 0).to(gl.int64)
+            ks_a = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, a_layout))
+            a_ptrs = a_ptr + a_rows_c[:, None] * stride_am + ks_a[None, :]
+
+            # The same rows and tokens in the accumulator's layout, for the scales and the epilogue.
+            rows = pid_n * OUT_N + gl.arange(0, OUT_N, layout=rows_l)
+            pairs = gl.load(sorted_ids_ptr + pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=toks_l))
+            pair_mask = pairs < num_pairs
+            a_rows = gl.where(pair_mask, pairs // A_ROWS_PER_PAIR_DIV, 0).to(gl.int64)
+            w_scales = b_scale_ptr + expert * stride_bse + ((rows % N) // _SCALE_GROUP) * stride_bsn
+            u_scales = b_scale_ptr + expert * stride_bse + ((N + rows % N) // _SCALE_GROUP) * stride_bsn
+            a_scales = a_scale_ptr + a_rows * stride_asm
+
+            w_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, OUT_N, _SCALE_GROUP], smem_layout)
+            if GATED:
+                u_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, OUT_N, _SCALE_GROUP], smem_layout)
+            else:
+                u_smem = w_smem
+            a_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, BLOCK_M, _SCALE_GROUP], smem_layout)
+            for s in gl.static_range(NUM_STAGES - 1):
+                _copy_step(w_smem, u_smem, a_smem, w_ptrs, u_ptrs, a_ptrs, s, n_k, NUM_STAGES, GATED)
+
+            zero = gl.zeros([OUT_N, BLOCK_M], gl.float32, layout=acc_layout)
+            acc = gl.zeros([OUT_N, BLOCK_M], gl.float32, layout=acc_layout)
+            acc_up = gl.zeros([OUT_N, BLOCK_M], gl.float32, layout=acc_layout)
+            async_copy.wait_group(NUM_STAGES - 2)
+            _cta_barrier()
+            fence_async_shared()
+            product, product_up = _issue_products(w_smem, u_smem, a_smem, 0, zero, NUM_STAGES, GATED)
+            for kb in range(1, n_k):
+                # Step kb's tiles land while step kb - 1's product is in the MMA, then that product is folded in.
+                acc, acc_up = _fold_products(acc, acc_up, product, product_up, a_scales, w_scales, u_scales, kb - 1,
+                                             stride_bsk, GATED, True, w_smem, u_smem, a_smem, w_ptrs, u_ptrs, a_ptrs,
+                                             kb + NUM_STAGES - 2, n_k, NUM_STAGES)
+                product, product_up = _issue_products(w_smem, u_smem, a_smem, kb, zero, NUM_STAGES, GATED)
+            acc, acc_up = _fold_products(acc, acc_up, product, product_up, a_scales, w_scales, u_scales, n_k - 1,
+                                         stride_bsk, GATED, False, w_smem, u_smem, a_smem, w_ptrs, u_ptrs, a_ptrs,
+                                         n_k, n_k, NUM_STAGES)
+            async_copy.wait_group(0)
+
+            col_mask = rows < N
+            c_mask = col_mask[:, None] & pair_mask[None, :]
+            c_offs = pairs[None, :].to(gl.int64) * stride_cm + rows[:, None]
+            if GATED:
+                c = (acc / (1.0 + gl.exp(-acc)) * acc_up).to(c_ptr.dtype.element_ty)
+                if OUT_N == _SCALE_GROUP:
+                    # Whole groups: each token's scale from the values as stored (rounded), no re-read.
+                    v = gl.where(c_mask, c.to(gl.float32), 0.0)
+                    scale = gl.maximum(gl.max(gl.abs(v), 0), MIN_AMAX) / FP8_MAX_C
+                    q = gl.minimum(gl.maximum(v / scale[None, :], -FP8_MAX_C), FP8_MAX_C).to(gl.float8e4nv)
+                    gl.store(cq_ptr + c_offs, q, mask=c_mask)
+                    gl.store(c_scale_ptr + pairs * stride_csm + pid_n, scale, mask=pair_mask)
+                else:
+                    gl.store(c_ptr + c_offs, c, mask=c_mask)
+                    _quantize_group_when_written(c_ptr, cq_ptr, c_scale_ptr, group_arrivals_ptr, sorted_ids_ptr,
+                                                 pid_m, (pid_n * OUT_N) // _SCALE_GROUP, num_pairs, N, stride_cm,
+                                                 stride_csm, BLOCK_M, _SCALE_GROUP // OUT_N, NUM_WARPS, FP8_MAX_C,
+                                                 MIN_AMAX)
+            else:
+                w = gl.load(topk_weights_ptr + pairs, mask=pair_mask, other=0.0).to(gl.float32)
+                gl.store(c_ptr + c_offs, (acc * w[None, :]).to(c_ptr.dtype.element_ty), mask=c_mask)
+
+        if not GATED:
+            # Every thread's pair rows precede the release of this program's arrival.
+            _cta_barrier()
+            arrived = gl.atomic_add(arrivals_ptr + pid_n, 1, sem="acq_rel", scope="gpu")
+            if arrived == num_pid_m - 1:
+                _cta_barrier()
+                _sum_topk_rows(c_ptr, out_ptr, pid_n, num_tokens, N, stride_cm, stride_om, TOP_K, K_POW2, OUT_N,
+                               TOKEN_CHUNK, NUM_WARPS)
+                gl.store(arrivals_ptr + pid_n, 0)
+else:
+    moe_decode_gemm_gluon_kernel = None

@@ -1,0 +1,183 @@
+"""The decode layer's FP8 block-scaled GEMMs in Gluon (``moe_decode_gluon``, ``moe_decode.GLUON_FP8_GEMMS``).
+
+Offline (jitguard's fake sm_90 driver, real compiles): where the plan takes the Gluon kernel, one
+variant per GEMM for every M, and what the PTX does (each step's wgmma waited only after the next
+step's tiles landed, e4m3 operands never converted). On a GPU: the layer against the fp32 reference
+and against the ``tl`` kernel, captured once and replayed with new inputs. Skipped with a reason
+where this Triton has no Gluon (3.2-3.4) or under the interpreter.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import jitguard
+from jitguard import triton_compat
+from jitguard.kernels import moe_decode
+from jitguard.kernels.moe_decode import (
+    MAX_DECODE_TOKENS,
+    MoeDecodeWorkspace,
+    fused_moe_decode,
+    fused_moe_decode_reference,
+    plan_fused_moe_decode,
+)
+from jitguard.kernels.moe_decode_gluon import GluonTile, gluon_gemms_supported
+from tests.kernels.test_moe_decode import _compile_side, _fp8_block_layer, _rel_err, _zero_weights
+
+needs_gluon = pytest.mark.skipif(not gluon_gemms_supported(),
+                                 reason="this Triton has no Gluon Hopper wgmma (Triton >= 3.5), or is interpreted")
+
+
+@pytest.fixture
+def gluon_on(monkeypatch):
+    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", True)
+
+
+def _plan(M, E, k, H, I, path="grouped", ws=None):
+    w13, w2, kw = _zero_weights(E, H, I, "block")
+    x = torch.randn(M, H).to(torch.bfloat16)
+    return plan_fused_moe_decode(x, torch.randn(M, E), w13, w2, k, path=path, workspace=ws, **kw)
+
+
+def test_gluon_tile_rejects_what_one_warpgroup_cannot_run():
+    with pytest.raises(ValueError, match="out_n must be 64 or 128"):
+        GluonTile(32, 4)
+    with pytest.raises(ValueError, match="stages must be in 2..8"):
+        GluonTile(64, 1)
+
+
+@needs_gluon
+def test_plan_takes_gluon_only_on_the_grouped_fp8_block_path_with_128_multiples(gluon_on):
+    """GLUON_FP8_GEMMS: the grouped path with block scales and H, I multiples of 128 runs on Gluon;
+    the pairs and chain paths, and an I of 320, stay on tl's kernels; off, nothing does."""
+    assert _plan(3, 16, 4, 256, 384).gemms == "gluon"
+    assert _plan(3, 16, 4, 256, 320).gemms == "tl"
+    assert _plan(1, 16, 4, 256, 384, path="pairs").gemms == "tl"
+    assert _plan(12, 16, 4, 256, 384, path="chain").gemms == "tl"
+    moe_decode.GLUON_FP8_GEMMS = False
+    assert _plan(3, 16, 4, 256, 384).gemms == "tl"
+
+
+def test_gluon_is_off_where_triton_lacks_it(monkeypatch):
+    """Where Gluon is missing the switch changes nothing: the plan stays on tl's kernel."""
+    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", True)
+    monkeypatch.setattr(moe_decode, "gluon_gemms_supported", lambda: False)
+    assert _plan(3, 16, 4, 256, 384).gemms == "tl"
+
+
+@needs_gluon
+def test_one_gluon_variant_per_gemm_for_m_1_to_64(gluon_on):
+    """Keys only: over M = 1..64 on the grouped path the Gluon kernel compiles once for gate_up and
+    once for down (every token-count integer is in do_not_specialize), tl's decode GEMM never."""
+    _compile_side()
+    E, k, H, I = 16, 4, 256, 384
+    w13, w2, kw = _zero_weights(E, H, I, "block")
+    x = torch.randn(MAX_DECODE_TOKENS, H).to(torch.bfloat16)
+    logits = torch.randn(MAX_DECODE_TOKENS, E)
+    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    with jitguard.offline(compile=False), jitguard.watch() as rec:
+        for M in range(1, MAX_DECODE_TOKENS + 1):
+            fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path="grouped", **kw)
+    # block_m follows the tile table (8 then 16 tokens): one variant per (GEMM, token tile).
+    block_ms = {moe_decode.select_decode_tile_configs(M, E, "fp8-block", None, "grouped").block_m
+                for M in range(1, MAX_DECODE_TOKENS + 1)}
+    assert rec.variants("moe_decode_gemm_gluon_kernel") == 2 * len(block_ms)
+    assert rec.variants("moe_decode_gemm_kernel") == 0
+
+
+def _compiled_ptx(kernel) -> list[str]:
+    jit_fn = triton_compat.unwrap_jit_function(kernel)
+    return [k.asm["ptx"] for cache in triton_compat.all_kernel_caches(jit_fn) for k in cache.values()]
+
+
+@needs_gluon
+@pytest.mark.parametrize("tiles", [(64, 4, 64, 4), (128, 3, 128, 3)], ids=["64-rows", "128-rows"])
+def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land(tiles, gluon_on, monkeypatch):
+    """Both GEMMs compile for sm_90 to e4m3 wgmma (never converted to f16); in the K loop each step
+    waits for its cp.async tiles before it waits for the previous step's wgmma (the MMA runs while
+    weights stream); PDL-linked; gate_up's group counter and down's arrival counter are gpu-scope
+    acq_rel atomics where a 64-column gate_up tile shares its group."""
+    _compile_side()
+    up_n, up_s, down_n, down_s = tiles
+    monkeypatch.setattr(moe_decode, "GLUON_TILES", {"gate_up": GluonTile(up_n, up_s), "down": GluonTile(down_n, down_s)})
+    kernel = moe_decode.moe_decode_gemm_gluon_kernel
+    triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
+    with jitguard.offline(compile=True):
+        plan = _plan(3, 16, 4, 256, 384)
+        for _, launch in plan.launches:
+            launch()
+    assert plan.gemms == "gluon"
+    ptx = _compiled_ptx(kernel)
+    assert len(ptx) == 2, "expected gate_up and down to compile"
+    for p in ptx:
+        assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k32\.f32\.e4m3\.e4m3", p)
+        assert not re.search(r"cvt\.rn\.f16x2\.e4m3x2", p), "FP8 operands converted to f16"
+        # The first wait for a wgmma (the K loop's) comes after the wait for the next step's cp.async
+        # tiles, issued after that wgmma: the MMA ran while they landed (tl.dot's scaled step waits at once).
+        issued_to_wait = p.split("wgmma.wait_group.sync.aligned", 1)[0].rsplit("wgmma.mma_async", 1)[-1]
+        assert "cp.async.wait_group" in issued_to_wait
+    # Arrival counters: down's, and gate_up's when its 64-column tiles write half a group each (a
+    # 128-column tile quantizes its whole group from registers, with no counter).
+    counted = [p for p in ptx if re.search(r"atom\.global\.(gpu\.acq_rel|acq_rel\.gpu)\.add\.u32", p)]
+    assert len(counted) == (2 if up_n == 64 else 1)
+    if moe_decode.pdl_supported():
+        # Both wait for the launch before; gate_up lets down start.
+        assert all("griddepcontrol.wait" in p for p in ptx)
+        assert sorted(p.count("griddepcontrol.launch_dependents") for p in ptx) == [0, 1]
+
+
+# ---- on a GPU -------------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@needs_gluon
+@pytest.mark.parametrize("M", [1, 3, 8, 17, 64])
+@pytest.mark.parametrize("tiles", [(64, 4, 64, 4), (128, 3, 128, 3), (64, 2, 128, 6)],
+                         ids=["64-rows", "128-rows", "mixed"])
+def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(M, tiles, monkeypatch):
+    """FP8 block scales on the grouped path, GEMMs on Gluon: each of three graph replays with new
+    tokens and logits within 4e-2 of the fp32 reference (activations quantized), and within 1e-2 of
+    tl's kernel on the same inputs (H = 384, I = 640: a K loop of 3 and 5 steps, I's last group
+    written by two 64-column tiles or one 128-column tile)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    E, k, H, I = 16, 4, 384, 640
+    up_n, up_s, down_n, down_s = tiles
+    gen = torch.Generator().manual_seed(M)
+    x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
+    ws_tl, ws_gl = MoeDecodeWorkspace.for_layer(w13, w2, k), MoeDecodeWorkspace.for_layer(w13, w2, k)
+    out_tl, out_gl = torch.empty_like(x), torch.empty_like(x)
+    monkeypatch.setattr(moe_decode, "GLUON_TILES", {"gate_up": GluonTile(up_n, up_s), "down": GluonTile(down_n, down_s)})
+
+    def layer(gluon: bool):
+        moe_decode.GLUON_FP8_GEMMS = gluon
+        try:
+            plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws_gl if gluon else ws_tl,
+                                         out=out_gl if gluon else out_tl, path="grouped", **kw)
+        finally:
+            moe_decode.GLUON_FP8_GEMMS = False
+        assert plan.gemms == ("gluon" if gluon else "tl")
+        for _, launch in plan.launches:
+            launch()
+
+    layer(True)
+    layer(False)  # compiled outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        layer(True)
+        layer(False)
+    ref_kw = {key: v.cpu() if torch.is_tensor(v) else v for key, v in kw.items()}
+    for _ in range(3):
+        x.copy_(torch.randn(x.shape, generator=gen).to(torch.bfloat16))
+        logits.copy_(torch.randn(logits.shape, generator=gen))
+        out_gl.fill_(float("nan"))
+        out_tl.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True,
+                                         quantize_activations=True, **ref_kw)
+        assert _rel_err(out_gl, ref) < 4e-2
+        assert _rel_err(out_gl, out_tl.float().cpu()) < 1e-2
