@@ -115,21 +115,19 @@ if gluon_gemms_supported():
         return product, product_up
 
     @gluon.jit
-    def _fold_products(acc, acc_up, product, product_up, a_scales, w_scales, u_scales, kb, stride_bsk,
-                       GATED: gl.constexpr, COPY_NEXT: gl.constexpr, w_smem, u_smem, a_smem, w_ptrs, u_ptrs, a_ptrs,
-                       kb_copy, n_k, NUM_STAGES: gl.constexpr):
-        """Step ``kb``'s products (in flight) into the accumulators with the step's scales. With
-        COPY_NEXT, first the copy of step ``kb_copy`` is issued and the next step's tiles awaited, so
-        the wait for the products comes after the wait for the weights."""
+    def _load_scales(a_scales, w_scales, u_scales, kb, stride_bsk, GATED: gl.constexpr):
+        """K step ``kb``'s block scales: per token (A), per weight row, and per up-weight row when GATED."""
         a_s = gl.load(a_scales + kb)
         w_s = gl.load(w_scales + kb * stride_bsk)
         if GATED:
             u_s = gl.load(u_scales + kb * stride_bsk)
-        if COPY_NEXT:
-            _copy_step(w_smem, u_smem, a_smem, w_ptrs, u_ptrs, a_ptrs, kb_copy, n_k, NUM_STAGES, GATED)
-            async_copy.wait_group(NUM_STAGES - 2)
-            _cta_barrier()
-            fence_async_shared()
+        else:
+            u_s = w_s
+        return a_s, w_s, u_s
+
+    @gluon.jit
+    def _fold_products(acc, acc_up, product, product_up, a_s, w_s, u_s, GATED: gl.constexpr):
+        """Wait for one step's products (in flight) and add them to the accumulators with the step's scales."""
         if GATED:
             done, done_up = warpgroup_mma_wait(num_outstanding=0, deps=(product, product_up))
             acc += done * w_s[:, None] * a_s[None, :]
@@ -271,19 +269,27 @@ if gluon_gemms_supported():
             zero = gl.zeros([OUT_N, BLOCK_M], gl.float32, layout=acc_layout)
             acc = gl.zeros([OUT_N, BLOCK_M], gl.float32, layout=acc_layout)
             acc_up = gl.zeros([OUT_N, BLOCK_M], gl.float32, layout=acc_layout)
+            # Scales are loaded two steps before the step they scale (their latency hidden behind two steps' copies).
+            a_s0, w_s0, u_s0 = _load_scales(a_scales, w_scales, u_scales, 0, stride_bsk, GATED)
+            a_s1, w_s1, u_s1 = _load_scales(a_scales, w_scales, u_scales, gl.minimum(1, n_k - 1), stride_bsk, GATED)
             async_copy.wait_group(NUM_STAGES - 2)
             _cta_barrier()
             fence_async_shared()
             product, product_up = _issue_products(w_smem, u_smem, a_smem, 0, zero, NUM_STAGES, GATED)
             for kb in range(1, n_k):
-                # Step kb's tiles land while step kb - 1's product is in the MMA, then that product is folded in.
-                acc, acc_up = _fold_products(acc, acc_up, product, product_up, a_scales, w_scales, u_scales, kb - 1,
-                                             stride_bsk, GATED, True, w_smem, u_smem, a_smem, w_ptrs, u_ptrs, a_ptrs,
-                                             kb + NUM_STAGES - 2, n_k, NUM_STAGES)
+                a_s2, w_s2, u_s2 = _load_scales(a_scales, w_scales, u_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk,
+                                                GATED)
+                # Step kb's tiles land while step kb - 1's product is in the MMA; only then is that product
+                # waited for and folded in, and step kb's issued.
+                _copy_step(w_smem, u_smem, a_smem, w_ptrs, u_ptrs, a_ptrs, kb + NUM_STAGES - 2, n_k, NUM_STAGES, GATED)
+                async_copy.wait_group(NUM_STAGES - 2)
+                _cta_barrier()
+                fence_async_shared()
+                acc, acc_up = _fold_products(acc, acc_up, product, product_up, a_s0, w_s0, u_s0, GATED)
+                a_s0, w_s0, u_s0 = a_s1, w_s1, u_s1
+                a_s1, w_s1, u_s1 = a_s2, w_s2, u_s2
                 product, product_up = _issue_products(w_smem, u_smem, a_smem, kb, zero, NUM_STAGES, GATED)
-            acc, acc_up = _fold_products(acc, acc_up, product, product_up, a_scales, w_scales, u_scales, n_k - 1,
-                                         stride_bsk, GATED, False, w_smem, u_smem, a_smem, w_ptrs, u_ptrs, a_ptrs,
-                                         n_k, n_k, NUM_STAGES)
+            acc, acc_up = _fold_products(acc, acc_up, product, product_up, a_s0, w_s0, u_s0, GATED)
             async_copy.wait_group(0)
 
             col_mask = rows < N
