@@ -998,6 +998,9 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
     launches: list[tuple[str, Callable[[], object]]] = []
     for gated in (True, False):
         tile = GLUON_TILES["gate_up" if gated else "down"]
+        if not gated and tile.out_n < 64:
+            raise ValueError(f"fused_moe_decode: GLUON_TILES['down'].out_n must be 64 or 128 (its weight rows), "
+                             f"got {tile.out_n}")
         n, k = (I, H) if gated else (H, I)
         a, a_scale, stride_asm = (ws.x_q[:M], ws.x_scale, stride_xsm) if gated else (ws.inter_q[:P], ws.a2_amax,
                                                                                         stride_a2m)

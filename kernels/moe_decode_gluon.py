@@ -22,8 +22,6 @@ from __future__ import annotations
 import functools
 import os
 
-import triton
-
 __all__ = ["GluonTile", "gluon_gemms_supported", "moe_decode_gemm_gluon_kernel"]
 
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
@@ -42,14 +40,15 @@ def gluon_gemms_supported() -> bool:
 
 
 class GluonTile:
-    """One Gluon GEMM launch's tile: ``out_n`` output columns a program (weight rows: gate_up reads
-    twice that, its gate and up rows), ``stages`` cp.async stages of 128 K columns, 4 warps."""
+    """One Gluon GEMM launch's tile: ``out_n`` output columns a program and ``stages`` cp.async stages
+    of 128 K columns, 4 warps (one warpgroup). Its wgmma takes the tile's weight rows, a multiple of
+    64: gate_up's are 2 * out_n (its gate rows, then the same columns' up rows), down's out_n."""
 
     __slots__ = ("out_n", "stages")
 
     def __init__(self, out_n: int, stages: int):
-        if out_n not in (64, 128):
-            raise ValueError(f"GluonTile: out_n must be 64 or 128 (one warpgroup's wgmma rows), got {out_n}")
+        if out_n not in (32, 64, 128):
+            raise ValueError(f"GluonTile: out_n must be 32, 64 or 128, got {out_n}")
         if not 2 <= stages <= 8:
             raise ValueError(f"GluonTile: stages must be in 2..8, got {stages}")
         self.out_n = out_n
@@ -88,54 +87,34 @@ if gluon_gemms_supported():
                                   is_pure=False, pack=1)
 
     @gluon.jit
-    def _copy_step(w_smem, u_smem, a_smem, w_ptrs, u_ptrs, a_ptrs, kb, n_k, NUM_STAGES: gl.constexpr,
-                   GATED: gl.constexpr):
-        """cp.async of K step ``kb``'s weight (and up-weight) and activation tiles into stage
-        ``kb % NUM_STAGES``; past the last step nothing is copied but the group is still committed,
-        so every step waits for the same count."""
+    def _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, kb, n_k, NUM_STAGES: gl.constexpr):
+        """cp.async of K step ``kb``'s weight and activation tiles into stage ``kb % NUM_STAGES``; past
+        the last step nothing is copied but the group is still committed, so every step waits for the
+        same count."""
         stage = kb % NUM_STAGES
         live = kb < n_k
         offset = kb * _SCALE_GROUP
         _copy_to_shared(w_smem.index(stage), w_ptrs + offset, mask=live)
-        if GATED:
-            _copy_to_shared(u_smem.index(stage), u_ptrs + offset, mask=live)
         _copy_to_shared(a_smem.index(stage), a_ptrs + offset, mask=live)
         async_copy.commit_group()
 
     @gluon.jit
-    def _issue_products(w_smem, u_smem, a_smem, kb, zero, NUM_STAGES: gl.constexpr, GATED: gl.constexpr):
-        """Step ``kb``'s wgmma (two when GATED: gate and up rows), issued asynchronously into fresh products."""
+    def _issue_product(w_smem, a_smem, kb, zero, NUM_STAGES: gl.constexpr):
+        """Step ``kb``'s wgmma, issued asynchronously into a fresh product."""
         stage = kb % NUM_STAGES
-        b = a_smem.index(stage).permute((1, 0))
-        product = warpgroup_mma(w_smem.index(stage), b, zero, use_acc=False, is_async=True)
-        if GATED:
-            product_up = warpgroup_mma(u_smem.index(stage), b, zero, use_acc=False, is_async=True)
-        else:
-            product_up = product
-        return product, product_up
+        return warpgroup_mma(w_smem.index(stage), a_smem.index(stage).permute((1, 0)), zero, use_acc=False,
+                             is_async=True)
 
     @gluon.jit
-    def _load_scales(a_scales, w_scales, u_scales, kb, stride_bsk, GATED: gl.constexpr):
-        """K step ``kb``'s block scales: per token (A), per weight row, and per up-weight row when GATED."""
-        a_s = gl.load(a_scales + kb)
-        w_s = gl.load(w_scales + kb * stride_bsk)
-        if GATED:
-            u_s = gl.load(u_scales + kb * stride_bsk)
-        else:
-            u_s = w_s
-        return a_s, w_s, u_s
+    def _load_scales(a_scales, w_scales, kb, stride_bsk):
+        """K step ``kb``'s block scales: one per token (A) and one per weight row."""
+        return gl.load(a_scales + kb), gl.load(w_scales + kb * stride_bsk)
 
     @gluon.jit
-    def _fold_products(acc, acc_up, product, product_up, a_s, w_s, u_s, GATED: gl.constexpr):
-        """Wait for one step's products (in flight) and add them to the accumulators with the step's scales."""
-        if GATED:
-            done, done_up = warpgroup_mma_wait(num_outstanding=0, deps=(product, product_up))
-            acc += done * w_s[:, None] * a_s[None, :]
-            acc_up += done_up * u_s[:, None] * a_s[None, :]
-        else:
-            done = warpgroup_mma_wait(num_outstanding=0, deps=(product,))
-            acc += done * w_s[:, None] * a_s[None, :]
-        return acc, acc_up
+    def _fold_product(acc, product, a_s, w_s):
+        """Wait for one step's product (in flight) and add it to the accumulator with the step's scales."""
+        done = warpgroup_mma_wait(num_outstanding=0, deps=(product,))
+        return acc + done * w_s[:, None] * a_s[None, :]
 
     @gluon.jit
     def _quantize_group_when_written(c_ptr, cq_ptr, scale_ptr, arrivals_ptr, sorted_ids_ptr, pid_m, group,
@@ -188,6 +167,27 @@ if gluon_gemms_supported():
                      total.to(out_ptr.dtype.element_ty),
                      mask=(toks_out < num_tokens)[:, None] & (cols_out < N)[None, :])
 
+    @gluon.jit
+    def _tile_weight_rows(pid_n, N, OUT_N: gl.constexpr, W_ROWS: gl.constexpr, GATED: gl.constexpr,
+                          layout: gl.constexpr):
+        """Weight row of each of the tile's W_ROWS rows: output columns ``pid_n * OUT_N + r`` (past N
+        they wrap around), and with GATED the same columns' up rows (``N +``) after the OUT_N gate rows."""
+        r = gl.arange(0, W_ROWS, layout=layout)
+        col = (pid_n * OUT_N + r % OUT_N) % N
+        if GATED:
+            col = col + (r // OUT_N) * N
+        return col
+
+    @gluon.jit
+    def _tile_pairs(sorted_ids_ptr, pid_m, BLOCK_M: gl.constexpr, layout: gl.constexpr):
+        """The pair of each row of token tile ``pid_m`` (>= num_pairs: padding)."""
+        return gl.load(sorted_ids_ptr + pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=layout))
+
+    @gluon.jit
+    def _a_rows(pairs, num_pairs, A_ROWS_PER_PAIR_DIV: gl.constexpr):
+        """A's row of each pair (row 0 for padding: read, never stored)."""
+        return gl.where(pairs < num_pairs, pairs // A_ROWS_PER_PAIR_DIV, 0).to(gl.int64)
+
     @gluon.jit(do_not_specialize=["num_pairs", "num_tokens"])
     def moe_decode_gemm_gluon_kernel(
         a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr, topk_weights_ptr, sorted_ids_ptr, expert_ids_ptr,
@@ -212,6 +212,9 @@ if gluon_gemms_supported():
         LAUNCH_DEPENDENTS / WAIT_PRIOR: PDL, as ``moe_decode_gemm_kernel``'s (WAIT_PRIOR 1: at the start).
         """
         NUM_WARPS: gl.constexpr = 4
+        # GATED: the tile's weight rows are OUT_N gate rows then the same OUT_N columns' up rows, one wgmma.
+        W_ROWS: gl.constexpr = 2 * OUT_N if GATED else OUT_N
+        gl.static_assert(W_ROWS % 64 == 0, "one warpgroup's wgmma takes weight rows in multiples of 64")
         # Weight tiles: 16 bytes a thread, 8 threads a 128-byte row; activation tiles: BLOCK_M rows of 128.
         w_layout: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
         A_VEC: gl.constexpr = BLOCK_M * _SCALE_GROUP // (32 * NUM_WARPS)
@@ -220,8 +223,8 @@ if gluon_gemms_supported():
         smem_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
         acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
                                                              instr_shape=[16, BLOCK_M, 32])
-        rows_l: gl.constexpr = gl.SliceLayout(1, acc_layout)
-        toks_l: gl.constexpr = gl.SliceLayout(0, acc_layout)
+        # The epilogue's layout: a warp along 32 consecutive output columns of one token (contiguous stores).
+        epi_layout: gl.constexpr = gl.BlockedLayout([1, 1], [32, 1], [1, NUM_WARPS], [0, 1])
 
         pid = gl.program_id(0)
         num_pid_n = gl.cdiv(N, OUT_N)
@@ -237,66 +240,61 @@ if gluon_gemms_supported():
         expert = gl.load(expert_ids_ptr + pid_m).to(gl.int64)
         if (pid_m * BLOCK_M < num_padded) & (expert >= 0):
             n_k = K // _SCALE_GROUP
-            # Tile pointers in the copy layouts: rows past N wrap (their columns are dropped at the store).
-            w_rows = (pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, w_layout))) % N
+            # Weight row of each tile row, in the copy layout and in the accumulator's (for the scales):
+            # columns past N wrap (dropped at the store); GATED adds N to the up rows.
+            w_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, w_layout))
             ks_w = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, w_layout))
-            w_base = b_ptr + expert * stride_be
-            w_ptrs = w_base + w_rows[:, None].to(gl.int64) * stride_bn + ks_w[None, :]
-            u_ptrs = w_ptrs + N.to(gl.int64) * stride_bn  # GATED: the up rows
-            pairs_c = gl.load(sorted_ids_ptr + pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, a_layout)))
-            a_rows_c = gl.where(pairs_c < num_pairs, pairs_c // A_ROWS_PER_PAIR_DIV, 0).to(gl.int64)
+            w_ptrs = b_ptr + expert * stride_be + w_rows[:, None].to(gl.int64) * stride_bn + ks_w[None, :]
+            a_rows_c = _a_rows(_tile_pairs(sorted_ids_ptr, pid_m, BLOCK_M, gl.SliceLayout(1, a_layout)), num_pairs,
+                               A_ROWS_PER_PAIR_DIV)
             ks_a = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, a_layout))
             a_ptrs = a_ptr + a_rows_c[:, None] * stride_am + ks_a[None, :]
+            acc_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, acc_layout))
+            w_scales = b_scale_ptr + expert * stride_bse + (acc_rows // _SCALE_GROUP) * stride_bsn
+            acc_pairs = _tile_pairs(sorted_ids_ptr, pid_m, BLOCK_M, gl.SliceLayout(0, acc_layout))
+            a_scales = a_scale_ptr + _a_rows(acc_pairs, num_pairs, A_ROWS_PER_PAIR_DIV) * stride_asm
 
-            # The same rows and tokens in the accumulator's layout, for the scales and the epilogue.
-            rows = pid_n * OUT_N + gl.arange(0, OUT_N, layout=rows_l)
-            pairs = gl.load(sorted_ids_ptr + pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=toks_l))
-            pair_mask = pairs < num_pairs
-            a_rows = gl.where(pair_mask, pairs // A_ROWS_PER_PAIR_DIV, 0).to(gl.int64)
-            w_scales = b_scale_ptr + expert * stride_bse + ((rows % N) // _SCALE_GROUP) * stride_bsn
-            u_scales = b_scale_ptr + expert * stride_bse + ((N + rows % N) // _SCALE_GROUP) * stride_bsn
-            a_scales = a_scale_ptr + a_rows * stride_asm
-
-            w_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, OUT_N, _SCALE_GROUP], smem_layout)
-            if GATED:
-                u_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, OUT_N, _SCALE_GROUP], smem_layout)
-            else:
-                u_smem = w_smem
+            w_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, W_ROWS, _SCALE_GROUP], smem_layout)
             a_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, BLOCK_M, _SCALE_GROUP], smem_layout)
             for s in gl.static_range(NUM_STAGES - 1):
-                _copy_step(w_smem, u_smem, a_smem, w_ptrs, u_ptrs, a_ptrs, s, n_k, NUM_STAGES, GATED)
+                _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, s, n_k, NUM_STAGES)
 
-            zero = gl.zeros([OUT_N, BLOCK_M], gl.float32, layout=acc_layout)
-            acc = gl.zeros([OUT_N, BLOCK_M], gl.float32, layout=acc_layout)
-            acc_up = gl.zeros([OUT_N, BLOCK_M], gl.float32, layout=acc_layout)
+            zero = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)
+            acc = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)
             # Scales are loaded two steps before the step they scale (their latency hidden behind two steps' copies).
-            a_s0, w_s0, u_s0 = _load_scales(a_scales, w_scales, u_scales, 0, stride_bsk, GATED)
-            a_s1, w_s1, u_s1 = _load_scales(a_scales, w_scales, u_scales, gl.minimum(1, n_k - 1), stride_bsk, GATED)
+            a_s0, w_s0 = _load_scales(a_scales, w_scales, 0, stride_bsk)
+            a_s1, w_s1 = _load_scales(a_scales, w_scales, gl.minimum(1, n_k - 1), stride_bsk)
             async_copy.wait_group(NUM_STAGES - 2)
             _cta_barrier()
             fence_async_shared()
-            product, product_up = _issue_products(w_smem, u_smem, a_smem, 0, zero, NUM_STAGES, GATED)
+            product = _issue_product(w_smem, a_smem, 0, zero, NUM_STAGES)
             for kb in range(1, n_k):
-                a_s2, w_s2, u_s2 = _load_scales(a_scales, w_scales, u_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk,
-                                                GATED)
+                a_s2, w_s2 = _load_scales(a_scales, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk)
                 # Step kb's tiles land while step kb - 1's product is in the MMA; only then is that product
                 # waited for and folded in, and step kb's issued.
-                _copy_step(w_smem, u_smem, a_smem, w_ptrs, u_ptrs, a_ptrs, kb + NUM_STAGES - 2, n_k, NUM_STAGES, GATED)
+                _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, kb + NUM_STAGES - 2, n_k, NUM_STAGES)
                 async_copy.wait_group(NUM_STAGES - 2)
                 _cta_barrier()
                 fence_async_shared()
-                acc, acc_up = _fold_products(acc, acc_up, product, product_up, a_s0, w_s0, u_s0, GATED)
-                a_s0, w_s0, u_s0 = a_s1, w_s1, u_s1
-                a_s1, w_s1, u_s1 = a_s2, w_s2, u_s2
-                product, product_up = _issue_products(w_smem, u_smem, a_smem, kb, zero, NUM_STAGES, GATED)
-            acc, acc_up = _fold_products(acc, acc_up, product, product_up, a_s0, w_s0, u_s0, GATED)
+                acc = _fold_product(acc, product, a_s0, w_s0)
+                a_s0, w_s0 = a_s1, w_s1
+                a_s1, w_s1 = a_s2, w_s2
+                product = _issue_product(w_smem, a_smem, kb, zero, NUM_STAGES)
+            acc = _fold_product(acc, product, a_s0, w_s0)
             async_copy.wait_group(0)
 
-            col_mask = rows < N
-            c_mask = col_mask[:, None] & pair_mask[None, :]
-            c_offs = pairs[None, :].to(gl.int64) * stride_cm + rows[:, None]
             if GATED:
-                c = (acc / (1.0 + gl.exp(-acc)) * acc_up).to(c_ptr.dtype.element_ty)
+                # Gate and up rows apart through shared memory, into the epilogue's layout.
+                acc_smem = gl.allocate_shared_memory(gl.float32, [W_ROWS, BLOCK_M],
+                                                     gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]), acc)
+                gate = acc_smem.slice(0, OUT_N).load(epi_layout)
+                up = acc_smem.slice(OUT_N, OUT_N).load(epi_layout)
+                cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, epi_layout))
+                pairs = _tile_pairs(sorted_ids_ptr, pid_m, BLOCK_M, gl.SliceLayout(0, epi_layout))
+                pair_mask = pairs < num_pairs
+                c_mask = (cols < N)[:, None] & pair_mask[None, :]
+                c_offs = pairs[None, :].to(gl.int64) * stride_cm + cols[:, None]
+                c = (gate / (1.0 + gl.exp(-gate)) * up).to(c_ptr.dtype.element_ty)
                 if OUT_N == _SCALE_GROUP:
                     # Whole groups: each token's scale from the values as stored (rounded), no re-read.
                     v = gl.where(c_mask, c.to(gl.float32), 0.0)
@@ -311,8 +309,11 @@ if gluon_gemms_supported():
                                                  stride_csm, BLOCK_M, _SCALE_GROUP // OUT_N, NUM_WARPS, FP8_MAX_C,
                                                  MIN_AMAX)
             else:
-                w = gl.load(topk_weights_ptr + pairs, mask=pair_mask, other=0.0).to(gl.float32)
-                gl.store(c_ptr + c_offs, (acc * w[None, :]).to(c_ptr.dtype.element_ty), mask=c_mask)
+                cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, acc_layout))
+                pair_mask = acc_pairs < num_pairs
+                w = gl.load(topk_weights_ptr + acc_pairs, mask=pair_mask, other=0.0).to(gl.float32)
+                gl.store(c_ptr + acc_pairs[None, :].to(gl.int64) * stride_cm + cols[:, None],
+                         (acc * w[None, :]).to(c_ptr.dtype.element_ty), mask=(cols < N)[:, None] & pair_mask[None, :])
 
         if not GATED:
             # Every thread's pair rows precede the release of this program's arrival.

@@ -43,10 +43,18 @@ def _plan(M, E, k, H, I, path="grouped", ws=None):
 
 
 def test_gluon_tile_rejects_what_one_warpgroup_cannot_run():
-    with pytest.raises(ValueError, match="out_n must be 64 or 128"):
-        GluonTile(32, 4)
-    with pytest.raises(ValueError, match="stages must be in 2..8"):
+    with pytest.raises(ValueError, match="out_n must be 32, 64 or 128"):
+        GluonTile(16, 4)
+    with pytest.raises(ValueError, match=r"stages must be in 2\.\.8"):
         GluonTile(64, 1)
+
+
+@needs_gluon
+def test_a_down_tile_of_32_columns_is_refused_by_name(gluon_on, monkeypatch):
+    """32 output columns are 64 weight rows for gate_up (gate and up) but 32 for down: one line naming it."""
+    monkeypatch.setattr(moe_decode, "GLUON_TILES", {"gate_up": GluonTile(32, 4), "down": GluonTile(32, 4)})
+    with pytest.raises(ValueError, match=r"GLUON_TILES\['down'\]\.out_n must be 64 or 128"):
+        _plan(3, 16, 4, 256, 384)
 
 
 @needs_gluon
@@ -94,15 +102,17 @@ def _compiled_ptx(kernel) -> list[str]:
 
 
 @needs_gluon
-@pytest.mark.parametrize("tiles", [(64, 4, 64, 4), (128, 3, 128, 3)], ids=["64-rows", "128-rows"])
+@pytest.mark.parametrize("tiles", [(32, 4, 64, 4), (64, 4, 64, 4), (128, 3, 128, 3)],
+                         ids=["32-columns", "64-columns", "128-columns"])
 def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land(tiles, gluon_on, monkeypatch):
     """Both GEMMs compile for sm_90 to e4m3 wgmma (never converted to f16); in the K loop each step
     waits for its cp.async tiles before it waits for the previous step's wgmma (the MMA runs while
     weights stream); PDL-linked; gate_up's group counter and down's arrival counter are gpu-scope
-    acq_rel atomics where a 64-column gate_up tile shares its group."""
+    acq_rel atomics where gate_up's tiles share a group."""
     _compile_side()
     up_n, up_s, down_n, down_s = tiles
-    monkeypatch.setattr(moe_decode, "GLUON_TILES", {"gate_up": GluonTile(up_n, up_s), "down": GluonTile(down_n, down_s)})
+    monkeypatch.setattr(moe_decode, "GLUON_TILES",
+                        {"gate_up": GluonTile(up_n, up_s), "down": GluonTile(down_n, down_s)})
     kernel = moe_decode.moe_decode_gemm_gluon_kernel
     triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
     with jitguard.offline(compile=True):
@@ -119,10 +129,10 @@ def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land
         # tiles, issued after that wgmma: the MMA ran while they landed (tl.dot's scaled step waits at once).
         issued_to_wait = p.split("wgmma.wait_group.sync.aligned", 1)[0].rsplit("wgmma.mma_async", 1)[-1]
         assert "cp.async.wait_group" in issued_to_wait
-    # Arrival counters: down's, and gate_up's when its 64-column tiles write half a group each (a
+    # Arrival counters: down's, and gate_up's when its tiles write part of a group each (a
     # 128-column tile quantizes its whole group from registers, with no counter).
     counted = [p for p in ptx if re.search(r"atom\.global\.(gpu\.acq_rel|acq_rel\.gpu)\.add\.u32", p)]
-    assert len(counted) == (2 if up_n == 64 else 1)
+    assert len(counted) == (2 if up_n < 128 else 1)
     if moe_decode.pdl_supported():
         # Both wait for the launch before; gate_up lets down start.
         assert all("griddepcontrol.wait" in p for p in ptx)
@@ -134,13 +144,13 @@ def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land
 @pytest.mark.gpu
 @needs_gluon
 @pytest.mark.parametrize("M", [1, 3, 8, 17, 64])
-@pytest.mark.parametrize("tiles", [(64, 4, 64, 4), (128, 3, 128, 3), (64, 2, 128, 6)],
-                         ids=["64-rows", "128-rows", "mixed"])
+@pytest.mark.parametrize("tiles", [(32, 4, 64, 4), (64, 4, 64, 4), (128, 3, 128, 3), (64, 2, 128, 6)],
+                         ids=["32-columns", "64-columns", "128-columns", "mixed"])
 def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(M, tiles, monkeypatch):
     """FP8 block scales on the grouped path, GEMMs on Gluon: each of three graph replays with new
     tokens and logits within 4e-2 of the fp32 reference (activations quantized), and within 1e-2 of
     tl's kernel on the same inputs (H = 384, I = 640: a K loop of 3 and 5 steps, I's last group
-    written by two 64-column tiles or one 128-column tile)."""
+    written by four 32-column tiles, two of 64 or one of 128)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
@@ -149,7 +159,8 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(M, til
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
     ws_tl, ws_gl = MoeDecodeWorkspace.for_layer(w13, w2, k), MoeDecodeWorkspace.for_layer(w13, w2, k)
     out_tl, out_gl = torch.empty_like(x), torch.empty_like(x)
-    monkeypatch.setattr(moe_decode, "GLUON_TILES", {"gate_up": GluonTile(up_n, up_s), "down": GluonTile(down_n, down_s)})
+    monkeypatch.setattr(moe_decode, "GLUON_TILES",
+                        {"gate_up": GluonTile(up_n, up_s), "down": GluonTile(down_n, down_s)})
 
     def layer(gluon: bool):
         moe_decode.GLUON_FP8_GEMMS = gluon
