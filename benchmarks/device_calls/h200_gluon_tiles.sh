@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue #16, seventeenth session (2026-12-03), call 2: the Gluon GEMMs with gate and up rows in one wgmma (gate_up
 # tiles of 32 output columns possible) and their block scales loaded two K steps ahead, at six gate_up/down tiles
-# (call 1: slower than tl's at 1-4 tokens with 64-column 4-stage tiles, level at 8), whole layer beside tl's grouped path, the shipped path and vLLM's GEMMs alone. Device, repo root, carry=[".vendor"].
+# (call 1: slower than tl's at 1-4 tokens with 64-column 4-stage tiles, level at 8), whole layer beside tl's grouped
+# path, the shipped path and vLLM's GEMMs alone. Device, repo root, carry=[".vendor"].
 source benchmarks/h200_setup.sh
 R=/tmp/g2; rm -rf $R; mkdir -p $R/p
 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_moe_decode_gluon.py > $R/gpu.log 2>&1
