@@ -4,7 +4,7 @@
 (each K step's wgmma left in flight while the next step's weights land; the sixteenth session's bare
 stream measured it 2-12% faster than ``tl.dot``'s per-step wait). This probe times, side by side in
 one run on bench_moe_layer's inputs and timer: the shipped layer (``path="auto"``), the grouped path
-on ``tl``'s kernel, the grouped path on Gluon's at each tile of ``--gluon-tiles``, and with
+on ``tl``'s kernel, the grouped or pairs path on Gluon's at each tile of ``--gluon-tiles``, and with
 ``--vllm-file`` vLLM's two GEMMs alone (the issue's bar). Every output is checked against the fp32
 reference (activations quantized as the kernels do); then each launch alone.
 
@@ -32,13 +32,16 @@ from jitguard.kernels.moe_decode_gluon import GluonTile
 ROUNDS = 2
 
 
-def gluon_tiles(spec: str) -> list[tuple[str, dict]]:
-    """``--gluon-tiles``: comma-separated ``gate_up_out_n x stages / down_out_n x stages`` (e.g. 64x4/64x4)."""
+def gluon_variants(spec: str) -> list[tuple[str, str, dict]]:
+    """``--gluon-tiles``: comma-separated ``[path:]gate_up_out_n x stages / down_out_n x stages`` (path
+    grouped or pairs, grouped if left out; e.g. 64x4/64x4,pairs:32x6/64x3) as (label, path, switches)."""
     variants = []
     for item in spec.split(","):
-        up, down = (tuple(int(v) for v in half.split("x")) for half in item.split("/"))
+        path, _, tiles_spec = item.rpartition(":")
+        path = path or "grouped"
+        up, down = (tuple(int(v) for v in half.split("x")) for half in tiles_spec.split("/"))
         tiles = {"gate_up": GluonTile(*up), "down": GluonTile(*down)}
-        variants.append((f"grouped, gluon {item}", {"GLUON_FP8_GEMMS": True, "GLUON_TILES": tiles}))
+        variants.append((f"{path}, gluon {tiles_spec}", path, {"GLUON_FP8_GEMMS": True, "GLUON_TILES": tiles}))
     return variants
 
 
@@ -68,11 +71,11 @@ def probe(layer: tmd.Layer, M: int, log, variants, vllm, configs_dir) -> str:
 
 def main() -> None:
     p = tmd.probe_parser(__doc__, "deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block", "1,2,4,8", vllm=True)
-    p.add_argument("--gluon-tiles", default="64x4/64x4", help="comma-separated gate_up/down Gluon tiles, "
-                                                              "out_n x stages each (e.g. 64x4/64x4,128x3/64x4)")
+    p.add_argument("--gluon-tiles", default="64x4/64x4", help="comma-separated [path:]gate_up/down Gluon tiles, "
+                                                              "out_n x stages each (e.g. 64x4/64x4,pairs:32x6/64x3)")
     args = p.parse_args()
     variants = [("shipped", "auto", {}), ("grouped, tl", "grouped", {})]
-    variants += [(label, "grouped", switches) for label, switches in gluon_tiles(args.gluon_tiles)]
+    variants += gluon_variants(args.gluon_tiles)
     vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
     labels = [label for label, *_ in variants]
     header = tmd.probe_header("us per layer, round 1 / round 2 (round 2 in reverse order; in brackets: the mean over "

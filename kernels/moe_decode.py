@@ -727,10 +727,11 @@ ROTATE_K_DOWN = False
 # first launch alone 1.4 -> 1.0 us).
 FIRST_LAUNCH_PDL = True
 _REDUCE_ELEMENTS = 8192
-# FP8 block scales on the grouped path: both GEMMs run as ``moe_decode_gluon``'s kernel (each K step's
+# FP8 block scales on the grouped and pairs paths: both GEMMs run as ``moe_decode_gluon``'s kernel (each K step's
 # wgmma left in flight across the block scaling) where this Triton ships Gluon's Hopper wgmma
-# (``gluon_gemms_supported``) and H and I are multiples of 128; its tiles are GLUON_TILES'. Off:
-# ``moe_decode_gemm_kernel`` (tl.dot), as on every other path.
+# (``gluon_gemms_supported``) and H and I are multiples of 128; its tiles are GLUON_TILES'. On the pairs
+# path the x launch then routes each token too, and down waits for the whole gate_up launch (no per-pair
+# handoff). Off: ``moe_decode_gemm_kernel`` (tl.dot), as on every other path.
 GLUON_FP8_GEMMS = False
 GLUON_TILES: dict[str, GluonTile] = {"gate_up": GluonTile(64, 4), "down": GluonTile(64, 4)}
 
@@ -846,8 +847,11 @@ def plan_fused_moe_decode(
     # The chain's gate_up (moe_gemm) takes FP8 block-scaled activations as e4m3 only.
     prequant = ((PREQUANT_X or path == "chain") and quant == QUANT_BLOCK and not pair_tiles) or pairs_prequant
     quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK
+    # Both GEMMs in Gluon (GLUON_FP8_GEMMS): on the pairs path the x launch also routes each token.
+    gluon = (GLUON_FP8_GEMMS and quant == QUANT_BLOCK and quant_inter and prequant and path in ("grouped", "pairs")
+             and gluon_gemms_supported() and H % 128 == 0 and I % 128 == 0)
     # down starts on its pair's gate_up columns (counters zeroed by the x launch) instead of the whole launch
-    pair_ready = pairs_prequant and takes_pair_handoff(num_pairs)
+    pair_ready = pairs_prequant and takes_pair_handoff(num_pairs) and not gluon
     launches: list[tuple[str, Callable[[], object]]] = []
     if not pair_tiles or pairs_prequant:
         # The pairs path's x quantization is the route kernel with ROUTE off (one program a token).
@@ -872,6 +876,7 @@ def plan_fused_moe_decode(
             FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
             RANKS_EARLY=RANKS_EARLY, ranks_ptr=ws.pair_ranks, ROUTE=not pair_tiles,
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
+            **({"ROUTE_TOKENS": True} if gluon and pair_tiles else {}),
             **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
         )))
     if path == "chain":
@@ -879,10 +884,9 @@ def plan_fused_moe_decode(
                                     padded_len, pdl)
         return DecodePlan(out, tuple(launches), path)
     inter = ws.inter[:num_pairs]
-    if (GLUON_FP8_GEMMS and path == "grouped" and quant == QUANT_BLOCK and prequant and quant_inter
-            and gluon_gemms_supported() and H % 128 == 0 and I % 128 == 0):
+    if gluon:
         launches += _gluon_gemm_launches(ws, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
-                                         stride_a2m, tile_arrivals, pdl)
+                                         stride_a2m, tile_arrivals, pdl, pair_tiles)
         return DecodePlan(out, tuple(launches), path, gemms="gluon")
     rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
     for gemm in (1, 2):
@@ -988,12 +992,15 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
 
 def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Tensor, w1s: torch.Tensor,
                          w2s: torch.Tensor, out: torch.Tensor, block_m: int, num_blocks: int, M: int, top_k: int,
-                         stride_xsm: int, stride_a2m: int, tile_arrivals: torch.Tensor,
-                         pdl: bool) -> list[tuple[str, Callable[[], object]]]:
-    """The grouped path's two GEMMs as ``moe_decode_gemm_gluon_kernel`` launches (FP8 block scales, x
-    and the intermediate as e4m3 with group scales), on the workspace's buffers, PDL-linked where
-    supported: gate_up lets down start, down waits for it at its start."""
+                         stride_xsm: int, stride_a2m: int, tile_arrivals: torch.Tensor, pdl: bool,
+                         pair_tiles: bool) -> list[tuple[str, Callable[[], object]]]:
+    """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
+    per pair, its expert routed by the x launch) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
+    block scales, x and the intermediate as e4m3 with group scales), on the workspace's buffers,
+    PDL-linked where supported: each waits for the launch before at its start, gate_up lets down start."""
     P, H, I = M * top_k, ws.hidden, ws.intermediate
+    if pair_tiles:
+        block_m, num_blocks = _MIN_BLOCK_M, P
     k_pow2 = triton.next_power_of_2(top_k)
     launches: list[tuple[str, Callable[[], object]]] = []
     for gated in (True, False):
@@ -1016,7 +1023,8 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             A_ROWS_PER_PAIR_DIV=top_k if gated else 1, GATED=gated, BLOCK_M=block_m, OUT_N=tile.out_n,
             NUM_STAGES=tile.stages, TOP_K=top_k, K_POW2=k_pow2,
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
-            LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=_wait_prior(pdl, False, False), num_warps=4,
+            LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=_wait_prior(pdl, False, False), PAIR_TILES=pair_tiles,
+            topk_ids_ptr=ws.topk_ids, num_warps=4,
             **({"launch_pdl": True} if pdl else {}),
         )))
     return launches

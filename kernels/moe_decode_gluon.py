@@ -119,6 +119,7 @@ if gluon_gemms_supported():
     @gluon.jit
     def _quantize_group_when_written(c_ptr, cq_ptr, scale_ptr, arrivals_ptr, sorted_ids_ptr, pid_m, group,
                                      num_pairs, N, stride_cm, stride_scale_m, BLOCK_M: gl.constexpr,
+                                     PAIR_TILES: gl.constexpr,
                                      WRITERS_MAX: gl.constexpr, NUM_WARPS: gl.constexpr,
                                      FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr):
         """After this program's columns of ``group`` are stored: the last of the group's writers
@@ -133,7 +134,7 @@ if gluon_gemms_supported():
         if arrived == writers - 1:
             gl.store(counter, 0)
             layout: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [NUM_WARPS, 1], [1, 0])
-            pairs = gl.load(sorted_ids_ptr + pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, layout)))
+            pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, layout))
             pair_mask = pairs < num_pairs
             cols = group * _SCALE_GROUP + gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, layout))
             mask = pair_mask[:, None] & (cols < N)[None, :]
@@ -179,9 +180,16 @@ if gluon_gemms_supported():
         return col
 
     @gluon.jit
-    def _tile_pairs(sorted_ids_ptr, pid_m, BLOCK_M: gl.constexpr, layout: gl.constexpr):
-        """The pair of each row of token tile ``pid_m`` (>= num_pairs: padding)."""
-        return gl.load(sorted_ids_ptr + pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=layout))
+    def _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M: gl.constexpr, PAIR_TILES: gl.constexpr,
+                    layout: gl.constexpr):
+        """The pair of each row of token tile ``pid_m`` (>= num_pairs: padding): from the sorted layout,
+        or with PAIR_TILES pair ``pid_m`` in row 0 alone."""
+        rows = gl.arange(0, BLOCK_M, layout=layout)
+        if PAIR_TILES:
+            pairs = gl.where(rows == 0, pid_m, num_pairs)
+        else:
+            pairs = gl.load(sorted_ids_ptr + pid_m * BLOCK_M + rows)
+        return pairs
 
     @gluon.jit
     def _a_rows(pairs, num_pairs, A_ROWS_PER_PAIR_DIV: gl.constexpr):
@@ -198,7 +206,7 @@ if gluon_gemms_supported():
         A_ROWS_PER_PAIR_DIV: gl.constexpr, GATED: gl.constexpr, BLOCK_M: gl.constexpr, OUT_N: gl.constexpr,
         NUM_STAGES: gl.constexpr, TOP_K: gl.constexpr, K_POW2: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
         FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr, LAUNCH_DEPENDENTS: gl.constexpr,
-        WAIT_PRIOR: gl.constexpr,
+        WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None,
     ):
         """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
 
@@ -210,6 +218,8 @@ if gluon_gemms_supported():
         of each column tile (``arrivals``) writes ``out[t] = sum_j c[t * TOP_K + j]``.
         A: e4m3 rows (pair // A_ROWS_PER_PAIR_DIV) with scales [row, K / 128] at ``a_scale``.
         LAUNCH_DEPENDENTS / WAIT_PRIOR: PDL, as ``moe_decode_gemm_kernel``'s (WAIT_PRIOR 1: at the start).
+        PAIR_TILES (the pairs path): token tile ``pid_m`` is pair ``pid_m`` alone (its other rows padding),
+        its expert ``topk_ids[pid_m]`` (routed by the launch before); no sorted layout is read.
         """
         NUM_WARPS: gl.constexpr = 4
         # GATED: the tile's weight rows are OUT_N gate rows then the same OUT_N columns' up rows, one wgmma.
@@ -236,22 +246,28 @@ if gluon_gemms_supported():
         if WAIT_PRIOR == 1:
             _wait_for_prior_launch()
 
-        num_padded = gl.load(num_padded_ptr)
-        expert = gl.load(expert_ids_ptr + pid_m).to(gl.int64)
-        if (pid_m * BLOCK_M < num_padded) & (expert >= 0):
+        if PAIR_TILES:
+            expert = gl.load(topk_ids_ptr + pid_m).to(gl.int64)
+            tile_in_use = expert >= 0
+        else:
+            num_padded = gl.load(num_padded_ptr)
+            expert = gl.load(expert_ids_ptr + pid_m).to(gl.int64)
+            tile_in_use = (pid_m * BLOCK_M < num_padded) & (expert >= 0)
+        if tile_in_use:
             n_k = K // _SCALE_GROUP
             # Weight row of each tile row, in the copy layout and in the accumulator's (for the scales):
             # columns past N wrap (dropped at the store); GATED adds N to the up rows.
             w_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, w_layout))
             ks_w = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, w_layout))
             w_ptrs = b_ptr + expert * stride_be + w_rows[:, None].to(gl.int64) * stride_bn + ks_w[None, :]
-            a_rows_c = _a_rows(_tile_pairs(sorted_ids_ptr, pid_m, BLOCK_M, gl.SliceLayout(1, a_layout)), num_pairs,
-                               A_ROWS_PER_PAIR_DIV)
+            a_rows_c = _a_rows(_tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES,
+                                           gl.SliceLayout(1, a_layout)), num_pairs, A_ROWS_PER_PAIR_DIV)
             ks_a = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, a_layout))
             a_ptrs = a_ptr + a_rows_c[:, None] * stride_am + ks_a[None, :]
             acc_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, acc_layout))
             w_scales = b_scale_ptr + expert * stride_bse + (acc_rows // _SCALE_GROUP) * stride_bsn
-            acc_pairs = _tile_pairs(sorted_ids_ptr, pid_m, BLOCK_M, gl.SliceLayout(0, acc_layout))
+            acc_pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES,
+                                    gl.SliceLayout(0, acc_layout))
             a_scales = a_scale_ptr + _a_rows(acc_pairs, num_pairs, A_ROWS_PER_PAIR_DIV) * stride_asm
 
             w_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, W_ROWS, _SCALE_GROUP], smem_layout)
@@ -290,7 +306,8 @@ if gluon_gemms_supported():
                 gate = acc_smem.slice(0, OUT_N).load(epi_layout)
                 up = acc_smem.slice(OUT_N, OUT_N).load(epi_layout)
                 cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, epi_layout))
-                pairs = _tile_pairs(sorted_ids_ptr, pid_m, BLOCK_M, gl.SliceLayout(0, epi_layout))
+                pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES,
+                                    gl.SliceLayout(0, epi_layout))
                 pair_mask = pairs < num_pairs
                 c_mask = (cols < N)[:, None] & pair_mask[None, :]
                 c_offs = pairs[None, :].to(gl.int64) * stride_cm + cols[:, None]
@@ -306,8 +323,8 @@ if gluon_gemms_supported():
                     gl.store(c_ptr + c_offs, c, mask=c_mask)
                     _quantize_group_when_written(c_ptr, cq_ptr, c_scale_ptr, group_arrivals_ptr, sorted_ids_ptr,
                                                  pid_m, (pid_n * OUT_N) // _SCALE_GROUP, num_pairs, N, stride_cm,
-                                                 stride_csm, BLOCK_M, _SCALE_GROUP // OUT_N, NUM_WARPS, FP8_MAX_C,
-                                                 MIN_AMAX)
+                                                 stride_csm, BLOCK_M, PAIR_TILES, _SCALE_GROUP // OUT_N, NUM_WARPS,
+                                                 FP8_MAX_C, MIN_AMAX)
             else:
                 cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, acc_layout))
                 pair_mask = acc_pairs < num_pairs

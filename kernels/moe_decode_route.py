@@ -96,6 +96,7 @@ def moe_decode_route_kernel(
     ZERO_PAIR_READY: tl.constexpr = False,
     pair_ready_ptr=None,
     WAIT_PRIOR: tl.constexpr = False,
+    ROUTE_TOKENS: tl.constexpr = False,
 ):
     """Routing of token ``program_id`` and its activation scales; then the alignment of every pair.
 
@@ -108,7 +109,9 @@ def moe_decode_route_kernel(
     arrives, so the last one reads ranks and counts in one round trip and resets the counters.
     WRITE_XQ (block scales): also writes the token's e4m3 row to ``xq`` so gate_up loads FP8 directly.
     ROUTE=False: each program only quantizes its token's row (the pairs path's GEMMs route themselves);
-    with ZERO_PAIR_READY it also zeroes its pairs' ``pair_ready`` counters (moe_decode's per-pair handoff).
+    with ZERO_PAIR_READY it also zeroes its pairs' ``pair_ready`` counters (moe_decode's per-pair handoff);
+    with ROUTE_TOKENS it also routes its token into ``topk_ids`` / ``topk_weights`` (no alignment: the
+    Gluon GEMMs of the pairs path read each pair's expert there).
     WAIT_PRIOR (a PDL launch of its own): waits for the launch before (which wrote x and the logits)
     before anything else, and only then lets the next launch start.
     """
@@ -130,6 +133,12 @@ def moe_decode_route_kernel(
             _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
                             a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
                             X_ONE_PASS)
+            if ROUTE_TOKENS:
+                ids, weights = softmax_topk_row(logits_ptr + token * stride_lm, num_experts, TOP_K, K_POW2, E_POW2,
+                                                RENORMALIZE)
+                slots = tl.arange(0, K_POW2)
+                tl.store(topk_ids_ptr + token * TOP_K + slots, ids, mask=slots < TOP_K)
+                tl.store(topk_weights_ptr + token * TOP_K + slots, weights, mask=slots < TOP_K)
             if ZERO_PAIR_READY:
                 slots = tl.arange(0, K_POW2)
                 tl.store(pair_ready_ptr + token * TOP_K + slots, tl.zeros((K_POW2,), dtype=tl.int32),

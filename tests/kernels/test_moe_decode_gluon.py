@@ -58,12 +58,12 @@ def test_a_down_tile_of_32_columns_is_refused_by_name(gluon_on, monkeypatch):
 
 
 @needs_gluon
-def test_plan_takes_gluon_only_on_the_grouped_fp8_block_path_with_128_multiples(gluon_on):
-    """GLUON_FP8_GEMMS: the grouped path with block scales and H, I multiples of 128 runs on Gluon;
-    the pairs and chain paths, and an I of 320, stay on tl's kernels; off, nothing does."""
+def test_plan_takes_gluon_only_on_the_grouped_and_pairs_fp8_block_paths_with_128_multiples(gluon_on):
+    """GLUON_FP8_GEMMS: the grouped and pairs paths with block scales and H, I multiples of 128 run on
+    Gluon; the chain path, and an I of 320, stay on tl's kernels; off, nothing does."""
     assert _plan(3, 16, 4, 256, 384).gemms == "gluon"
     assert _plan(3, 16, 4, 256, 320).gemms == "tl"
-    assert _plan(1, 16, 4, 256, 384, path="pairs").gemms == "tl"
+    assert _plan(1, 16, 4, 256, 384, path="pairs").gemms == "gluon"
     assert _plan(12, 16, 4, 256, 384, path="chain").gemms == "tl"
     moe_decode.GLUON_FP8_GEMMS = False
     assert _plan(3, 16, 4, 256, 384).gemms == "tl"
@@ -77,9 +77,10 @@ def test_gluon_is_off_where_triton_lacks_it(monkeypatch):
 
 
 @needs_gluon
-def test_one_gluon_variant_per_gemm_for_m_1_to_64(gluon_on):
-    """Keys only: over M = 1..64 on the grouped path the Gluon kernel compiles once for gate_up and
-    once for down (every token-count integer is in do_not_specialize), tl's decode GEMM never."""
+@pytest.mark.parametrize("path", ["grouped", "pairs"])
+def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, gluon_on):
+    """Keys only: over M = 1..64 on either path the Gluon kernel compiles once for gate_up and once for
+    down per token tile (every token-count integer is in do_not_specialize), tl's decode GEMM never."""
     _compile_side()
     E, k, H, I = 16, 4, 256, 384
     w13, w2, kw = _zero_weights(E, H, I, "block")
@@ -88,10 +89,11 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(gluon_on):
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     with jitguard.offline(compile=False), jitguard.watch() as rec:
         for M in range(1, MAX_DECODE_TOKENS + 1):
-            fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path="grouped", **kw)
-    # block_m follows the tile table (8 then 16 tokens): one variant per (GEMM, token tile).
-    block_ms = {moe_decode.select_decode_tile_configs(M, E, "fp8-block", None, "grouped").block_m
-                for M in range(1, MAX_DECODE_TOKENS + 1)}
+            fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path=path, **kw)
+    # The grouped path's block_m follows the tile table (8 then 16 tokens): one variant per (GEMM, token
+    # tile); the pairs path's tiles are 8 rows, one pair each.
+    block_ms = ({moe_decode.select_decode_tile_configs(M, E, "fp8-block", None, "grouped").block_m
+                 for M in range(1, MAX_DECODE_TOKENS + 1)} if path == "grouped" else {8})
     assert rec.variants("moe_decode_gemm_gluon_kernel") == 2 * len(block_ms)
     assert rec.variants("moe_decode_gemm_kernel") == 0
 
@@ -143,11 +145,12 @@ def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land
 
 @pytest.mark.gpu
 @needs_gluon
-@pytest.mark.parametrize("M", [1, 3, 8, 17, 64])
+@pytest.mark.parametrize("path,M", [("grouped", 1), ("grouped", 3), ("grouped", 8), ("grouped", 17), ("grouped", 64),
+                                    ("pairs", 1), ("pairs", 3), ("pairs", 8)])
 @pytest.mark.parametrize("tiles", [(32, 4, 64, 4), (64, 4, 64, 4), (128, 3, 128, 3), (64, 2, 128, 6)],
                          ids=["32-columns", "64-columns", "128-columns", "mixed"])
-def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(M, tiles, monkeypatch):
-    """FP8 block scales on the grouped path, GEMMs on Gluon: each of three graph replays with new
+def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
+    """FP8 block scales on the grouped and pairs paths, GEMMs on Gluon: each of three graph replays with new
     tokens and logits within 4e-2 of the fp32 reference (activations quantized), and within 1e-2 of
     tl's kernel on the same inputs (H = 384, I = 640: a K loop of 3 and 5 steps, I's last group
     written by four 32-column tiles, two of 64 or one of 128)."""
@@ -166,7 +169,7 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(M, til
         moe_decode.GLUON_FP8_GEMMS = gluon
         try:
             plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws_gl if gluon else ws_tl,
-                                         out=out_gl if gluon else out_tl, path="grouped", **kw)
+                                         out=out_gl if gluon else out_tl, path=path, **kw)
         finally:
             moe_decode.GLUON_FP8_GEMMS = False
         assert plan.gemms == ("gluon" if gluon else "tl")
