@@ -33,15 +33,18 @@ ROUNDS = 2
 
 
 def gluon_variants(spec: str) -> list[tuple[str, str, dict]]:
-    """``--gluon-tiles``: comma-separated ``[path:]gate_up_out_n x stages / down_out_n x stages`` (path
-    grouped or pairs, grouped if left out; e.g. 64x4/64x4,pairs:32x6/64x3) as (label, path, switches)."""
+    """``--gluon-tiles``: comma-separated ``[path:]gate_up_out_n x stages / down_out_n x stages[+ahead]``
+    (path grouped or pairs, grouped if left out; ``+ahead``: GLUON_DOWN_WEIGHTS_BEFORE_WAIT; e.g.
+    64x4/64x4,pairs:32x6/64x3+ahead) as (label, path, switches)."""
     variants = []
     for item in spec.split(","):
-        path, _, tiles_spec = item.rpartition(":")
+        ahead = item.endswith("+ahead")
+        path, _, tiles_spec = item.removesuffix("+ahead").rpartition(":")
         path = path or "grouped"
         up, down = (tuple(int(v) for v in half.split("x")) for half in tiles_spec.split("/"))
         tiles = {"gate_up": GluonTile(*up), "down": GluonTile(*down)}
-        variants.append((f"{path}, gluon {tiles_spec}", path, {"GLUON_FP8_GEMMS": True, "GLUON_TILES": tiles}))
+        variants.append((f"{path}, gluon {tiles_spec}" + (", down weights before wait" if ahead else ""), path,
+                         {"GLUON_FP8_GEMMS": True, "GLUON_TILES": tiles, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT": ahead}))
     return variants
 
 

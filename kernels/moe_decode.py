@@ -734,6 +734,9 @@ _REDUCE_ELEMENTS = 8192
 # handoff). Off: ``moe_decode_gemm_kernel`` (tl.dot), as on every other path.
 GLUON_FP8_GEMMS = False
 GLUON_TILES: dict[str, GluonTile] = {"gate_up": GluonTile(64, 4), "down": GluonTile(64, 4)}
+# With PDL: the Gluon down GEMM's programs copy their first K steps of weights before they wait for
+# gate_up (which then waits for the launch before it before letting down start).
+GLUON_DOWN_WEIGHTS_BEFORE_WAIT = False
 
 
 def plan_fused_moe_decode(
@@ -1001,6 +1004,11 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
     P, H, I = M * top_k, ws.hidden, ws.intermediate
     if pair_tiles:
         block_m, num_blocks = _MIN_BLOCK_M, P
+    # WAIT_PRIOR by gated: at the start; with the down weights before the wait, gate_up lets down start
+    # only after its own wait, and down waits once its weights are on their way.
+    ahead = pdl and GLUON_DOWN_WEIGHTS_BEFORE_WAIT
+    wait_prior = {True: (_WAIT_BEFORE_DEPENDENTS if ahead else _wait_prior(pdl, False, False)),
+                  False: (_WAIT_BEFORE_K_LOOP if ahead else _wait_prior(pdl, False, False))}
     k_pow2 = triton.next_power_of_2(top_k)
     launches: list[tuple[str, Callable[[], object]]] = []
     for gated in (True, False):
@@ -1023,7 +1031,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             A_ROWS_PER_PAIR_DIV=top_k if gated else 1, GATED=gated, BLOCK_M=block_m, OUT_N=tile.out_n,
             NUM_STAGES=tile.stages, TOP_K=top_k, K_POW2=k_pow2,
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
-            LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=_wait_prior(pdl, False, False), PAIR_TILES=pair_tiles,
+            LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=wait_prior[gated], PAIR_TILES=pair_tiles,
             topk_ids_ptr=ws.topk_ids, num_warps=4,
             **({"launch_pdl": True} if pdl else {}),
         )))

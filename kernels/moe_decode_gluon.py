@@ -217,7 +217,10 @@ if gluon_gemms_supported():
         Otherwise (down): fp32 pair rows times their routing weight into ``c``, and the last program
         of each column tile (``arrivals``) writes ``out[t] = sum_j c[t * TOP_K + j]``.
         A: e4m3 rows (pair // A_ROWS_PER_PAIR_DIV) with scales [row, K / 128] at ``a_scale``.
-        LAUNCH_DEPENDENTS / WAIT_PRIOR: PDL, as ``moe_decode_gemm_kernel``'s (WAIT_PRIOR 1: at the start).
+        LAUNCH_DEPENDENTS / WAIT_PRIOR: PDL. WAIT_PRIOR 1: wait for the launch before at the start; 3: at
+        the start, before letting the next launch start; 2 (down after a gate_up launched with 3): once
+        the first K steps' weights are on their way, before anything the launch before wrote is read
+        (the routing and layout, written two launches before, may be read first).
         PAIR_TILES (the pairs path): token tile ``pid_m`` is pair ``pid_m`` alone (its other rows padding),
         its expert ``topk_ids[pid_m]`` (routed by the launch before); no sorted layout is read.
         """
@@ -241,6 +244,10 @@ if gluon_gemms_supported():
         num_pid_m = gl.num_programs(0) // num_pid_n
         pid_m = pid // num_pid_n
         pid_n = pid % num_pid_n
+        if WAIT_PRIOR == 3:
+            # Before letting the next launch start: it may read what the launch before this one wrote
+            # (routing, layout) before its own wait.
+            _wait_for_prior_launch()
         if LAUNCH_DEPENDENTS:
             _launch_dependents()
         if WAIT_PRIOR == 1:
@@ -272,15 +279,26 @@ if gluon_gemms_supported():
 
             w_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, W_ROWS, _SCALE_GROUP], smem_layout)
             a_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, BLOCK_M, _SCALE_GROUP], smem_layout)
-            for s in gl.static_range(NUM_STAGES - 1):
-                _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, s, n_k, NUM_STAGES)
+            if WAIT_PRIOR == 2:
+                # The first steps' weights (not written by the launch before) stream in before the wait;
+                # their activations (written by it) after, as one group: the first wait takes every group.
+                for s in gl.static_range(NUM_STAGES - 1):
+                    _copy_to_shared(w_smem.index(s), w_ptrs + s * _SCALE_GROUP, mask=s < n_k)
+                    async_copy.commit_group()
+                _wait_for_prior_launch()
+                for s in gl.static_range(NUM_STAGES - 1):
+                    _copy_to_shared(a_smem.index(s), a_ptrs + s * _SCALE_GROUP, mask=s < n_k)
+                async_copy.commit_group()
+            else:
+                for s in gl.static_range(NUM_STAGES - 1):
+                    _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, s, n_k, NUM_STAGES)
 
             zero = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)
             acc = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)
             # Scales are loaded two steps before the step they scale (their latency hidden behind two steps' copies).
             a_s0, w_s0 = _load_scales(a_scales, w_scales, 0, stride_bsk)
             a_s1, w_s1 = _load_scales(a_scales, w_scales, gl.minimum(1, n_k - 1), stride_bsk)
-            async_copy.wait_group(NUM_STAGES - 2)
+            async_copy.wait_group(0 if WAIT_PRIOR == 2 else NUM_STAGES - 2)
             _cta_barrier()
             fence_async_shared()
             product = _issue_product(w_smem, a_smem, 0, zero, NUM_STAGES)

@@ -141,14 +141,36 @@ def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land
         assert sorted(p.count("griddepcontrol.launch_dependents") for p in ptx) == [0, 1]
 
 
+@needs_gluon
+@pytest.mark.skipif(not moe_decode.pdl_supported(), reason="this Triton's launcher has no launch_pdl")
+def test_real_sm90_compile_with_down_weights_before_the_wait(gluon_on, monkeypatch):
+    """GLUON_DOWN_WEIGHTS_BEFORE_WAIT: gate_up waits for the launch before it before it lets down start,
+    and down issues its first weight copies before its own wait."""
+    _compile_side()
+    monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", True)
+    kernel = moe_decode.moe_decode_gemm_gluon_kernel
+    triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
+    with jitguard.offline(compile=True):
+        plan = _plan(3, 16, 4, 256, 384, path="pairs")
+        for _, launch in plan.launches:
+            launch()
+    ptx = _compiled_ptx(kernel)
+    gate_up = [p for p in ptx if "griddepcontrol.launch_dependents" in p]
+    down = [p for p in ptx if "griddepcontrol.launch_dependents" not in p]
+    assert len(gate_up) == len(down) == 1
+    assert gate_up[0].index("griddepcontrol.wait") < gate_up[0].index("griddepcontrol.launch_dependents")
+    assert re.search(r"cp\.async\.c[ag]", down[0][:down[0].index("griddepcontrol.wait")])
+
+
 # ---- on a GPU -------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
 @needs_gluon
 @pytest.mark.parametrize("path,M", [("grouped", 1), ("grouped", 3), ("grouped", 8), ("grouped", 17), ("grouped", 64),
                                     ("pairs", 1), ("pairs", 3), ("pairs", 8)])
-@pytest.mark.parametrize("tiles", [(32, 4, 64, 4), (64, 4, 64, 4), (128, 3, 128, 3), (64, 2, 128, 6)],
-                         ids=["32-columns", "64-columns", "128-columns", "mixed"])
+@pytest.mark.parametrize("tiles", [(32, 4, 64, 4, False), (64, 4, 64, 4, False), (128, 3, 128, 3, False),
+                                   (64, 2, 128, 6, False), (32, 6, 128, 3, True)],
+                         ids=["32-columns", "64-columns", "128-columns", "mixed", "down-weights-before-wait"])
 def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
     """FP8 block scales on the grouped and pairs paths, GEMMs on Gluon: each of three graph replays with new
     tokens and logits within 4e-2 of the fp32 reference (activations quantized), and within 1e-2 of
@@ -157,7 +179,8 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
-    up_n, up_s, down_n, down_s = tiles
+    up_n, up_s, down_n, down_s, ahead = tiles
+    monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
     gen = torch.Generator().manual_seed(M)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
     ws_tl, ws_gl = MoeDecodeWorkspace.for_layer(w13, w2, k), MoeDecodeWorkspace.for_layer(w13, w2, k)
