@@ -737,6 +737,9 @@ GLUON_TILES: dict[str, GluonTile] = {"gate_up": GluonTile(64, 4), "down": GluonT
 # With PDL: the Gluon down GEMM's programs copy their first K steps of weights before they wait for
 # gate_up (which then waits for the launch before it before letting down start).
 GLUON_DOWN_WEIGHTS_BEFORE_WAIT = False
+# The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (H200, seventeenth session, call 2: the
+# grouped path's 16-row tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4).
+GLUON_BLOCK_M = 8
 
 
 def plan_fused_moe_decode(
@@ -824,7 +827,12 @@ def plan_fused_moe_decode(
         raise ValueError("fused_moe_decode: tile_configs gate_up and down must share block_m")
     cfgs.gate_up.check("fused_moe_decode gate_up tile")
     cfgs.down.check("fused_moe_decode down tile")
-    block_m = cfgs.block_m
+    # Both GEMMs in Gluon (GLUON_FP8_GEMMS), on 8-row token tiles (GLUON_BLOCK_M); on the pairs path the x
+    # launch also routes each token.
+    gluon = (GLUON_FP8_GEMMS and quant == QUANT_BLOCK and QUANTIZE_INTER and path in ("grouped", "pairs")
+             and (PAIRS_PREQUANT_X if path == "pairs" else PREQUANT_X)
+             and gluon_gemms_supported() and H % 128 == 0 and I % 128 == 0)
+    block_m = GLUON_BLOCK_M if gluon else cfgs.block_m
     if block_m > _MAX_BLOCK_M:
         raise ValueError(f"fused_moe_decode: block_m must be <= {_MAX_BLOCK_M}, got {block_m}")
     if quant == QUANT_BLOCK and path != "chain" and cfgs.gate_up.block_n // 2 > 128:
@@ -850,9 +858,6 @@ def plan_fused_moe_decode(
     # The chain's gate_up (moe_gemm) takes FP8 block-scaled activations as e4m3 only.
     prequant = ((PREQUANT_X or path == "chain") and quant == QUANT_BLOCK and not pair_tiles) or pairs_prequant
     quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK
-    # Both GEMMs in Gluon (GLUON_FP8_GEMMS): on the pairs path the x launch also routes each token.
-    gluon = (GLUON_FP8_GEMMS and quant == QUANT_BLOCK and quant_inter and prequant and path in ("grouped", "pairs")
-             and gluon_gemms_supported() and H % 128 == 0 and I % 128 == 0)
     # down starts on its pair's gate_up columns (counters zeroed by the x launch) instead of the whole launch
     pair_ready = pairs_prequant and takes_pair_handoff(num_pairs) and not gluon
     launches: list[tuple[str, Callable[[], object]]] = []
@@ -1003,7 +1008,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
     PDL-linked where supported: each waits for the launch before at its start, gate_up lets down start."""
     P, H, I = M * top_k, ws.hidden, ws.intermediate
     if pair_tiles:
-        block_m, num_blocks = _MIN_BLOCK_M, P
+        block_m, num_blocks = GLUON_BLOCK_M, P
     # WAIT_PRIOR by gated: at the start; with the down weights before the wait, gate_up lets down start
     # only after its own wait, and down waits once its weights are on their way.
     ahead = pdl and GLUON_DOWN_WEIGHTS_BEFORE_WAIT

@@ -87,15 +87,15 @@ if gluon_gemms_supported():
                                   is_pure=False, pack=1)
 
     @gluon.jit
-    def _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, kb, n_k, NUM_STAGES: gl.constexpr):
-        """cp.async of K step ``kb``'s weight and activation tiles into stage ``kb % NUM_STAGES``; past
-        the last step nothing is copied but the group is still committed, so every step waits for the
-        same count."""
+    def _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb, n_k, NUM_STAGES: gl.constexpr):
+        """cp.async of K step ``kb``'s weight and activation tiles into stage ``kb % NUM_STAGES`` (the
+        activation rows of padding, ``a_valid`` false, zero-filled unread); past the last step nothing is
+        copied but the group is still committed, so every step waits for the same count."""
         stage = kb % NUM_STAGES
         live = kb < n_k
         offset = kb * _SCALE_GROUP
         _copy_to_shared(w_smem.index(stage), w_ptrs + offset, mask=live)
-        _copy_to_shared(a_smem.index(stage), a_ptrs + offset, mask=live)
+        _copy_to_shared(a_smem.index(stage), a_ptrs + offset, mask=a_valid & live)
         async_copy.commit_group()
 
     @gluon.jit
@@ -267,8 +267,9 @@ if gluon_gemms_supported():
             w_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, w_layout))
             ks_w = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, w_layout))
             w_ptrs = b_ptr + expert * stride_be + w_rows[:, None].to(gl.int64) * stride_bn + ks_w[None, :]
-            a_rows_c = _a_rows(_tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES,
-                                           gl.SliceLayout(1, a_layout)), num_pairs, A_ROWS_PER_PAIR_DIV)
+            pairs_c = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, a_layout))
+            a_valid = (pairs_c < num_pairs)[:, None]
+            a_rows_c = _a_rows(pairs_c, num_pairs, A_ROWS_PER_PAIR_DIV)
             ks_a = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, a_layout))
             a_ptrs = a_ptr + a_rows_c[:, None] * stride_am + ks_a[None, :]
             acc_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, acc_layout))
@@ -287,11 +288,11 @@ if gluon_gemms_supported():
                     async_copy.commit_group()
                 _wait_for_prior_launch()
                 for s in gl.static_range(NUM_STAGES - 1):
-                    _copy_to_shared(a_smem.index(s), a_ptrs + s * _SCALE_GROUP, mask=s < n_k)
+                    _copy_to_shared(a_smem.index(s), a_ptrs + s * _SCALE_GROUP, mask=a_valid & (s < n_k))
                 async_copy.commit_group()
             else:
                 for s in gl.static_range(NUM_STAGES - 1):
-                    _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, s, n_k, NUM_STAGES)
+                    _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s, n_k, NUM_STAGES)
 
             zero = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)
             acc = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)
@@ -306,7 +307,7 @@ if gluon_gemms_supported():
                 a_s2, w_s2 = _load_scales(a_scales, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk)
                 # Step kb's tiles land while step kb - 1's product is in the MMA; only then is that product
                 # waited for and folded in, and step kb's issued.
-                _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, kb + NUM_STAGES - 2, n_k, NUM_STAGES)
+                _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb + NUM_STAGES - 2, n_k, NUM_STAGES)
                 async_copy.wait_group(NUM_STAGES - 2)
                 _cta_barrier()
                 fence_async_shared()
