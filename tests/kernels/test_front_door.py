@@ -14,7 +14,7 @@ import pytest
 
 SUBMODULES = ["moe_configs", "moe_quant", "moe_align", "moe_gemm", "moe_routing", "moe_inputs", "pdl",
               "device_clock", "moe_chain",
-              "moe_decode_route", "moe_decode", "moe_dispatch", "inv_rope"]
+              "moe_decode_route", "moe_decode_gluon", "moe_decode", "moe_dispatch", "inv_rope"]
 HOMES = {"fused_moe": "moe_chain", "fused_moe_decode": "moe_decode", "fused_moe_from_logits": "moe_dispatch",
          "inv_rope_fp8": "inv_rope", "fused_inv_rope_fp8_quant": "inv_rope"}
 
