@@ -33,18 +33,22 @@ ROUNDS = 2
 
 
 def gluon_variants(spec: str) -> list[tuple[str, str, dict]]:
-    """``--gluon-tiles``: comma-separated ``[path:]gate_up_out_n x stages / down_out_n x stages[+ahead]``
-    (path grouped or pairs, grouped if left out; ``+ahead``: GLUON_DOWN_WEIGHTS_BEFORE_WAIT; e.g.
+    """``--gluon-tiles``: comma-separated ``[path:]gate_up_out_n x stages / down_out_n x stages[+ahead|+route]``
+    (path grouped or pairs, grouped if left out; ``+ahead``: GLUON_DOWN_WEIGHTS_BEFORE_WAIT, ``+route``:
+    GLUON_PAIRS_ROUTE_IN_GEMMS; e.g.
     64x4/64x4,pairs:32x6/64x3+ahead) as (label, path, switches)."""
     variants = []
     for item in spec.split(","):
         ahead = item.endswith("+ahead")
-        path, _, tiles_spec = item.removesuffix("+ahead").rpartition(":")
+        route = item.endswith("+route")
+        path, _, tiles_spec = item.removesuffix("+ahead").removesuffix("+route").rpartition(":")
         path = path or "grouped"
         up, down = (tuple(int(v) for v in half.split("x")) for half in tiles_spec.split("/"))
         tiles = {"gate_up": GluonTile(*up), "down": GluonTile(*down)}
-        variants.append((f"{path}, gluon {tiles_spec}" + (", down weights before wait" if ahead else ""), path,
-                         {"GLUON_FP8_GEMMS": True, "GLUON_TILES": tiles, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT": ahead}))
+        variants.append((f"{path}, gluon {tiles_spec}" + (", down weights before wait" if ahead else "")
+                         + (", routed in the GEMMs" if route else ""), path,
+                         {"GLUON_FP8_GEMMS": True, "GLUON_TILES": tiles, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT": ahead,
+                          "GLUON_PAIRS_ROUTE_IN_GEMMS": route}))
     return variants
 
 

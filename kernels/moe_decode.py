@@ -737,6 +737,9 @@ GLUON_TILES: dict[str, GluonTile] = {"gate_up": GluonTile(64, 4), "down": GluonT
 # With PDL: the Gluon down GEMM's programs copy their first K steps of weights before they wait for
 # gate_up (which then waits for the launch before it before letting down start).
 GLUON_DOWN_WEIGHTS_BEFORE_WAIT = False
+# On the pairs path, each Gluon GEMM program routes its own token (as tl's pairs path does) instead of
+# the x launch routing every token for them; both GEMMs then copy their first weights before they wait.
+GLUON_PAIRS_ROUTE_IN_GEMMS = False
 # The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (H200, seventeenth session, call 2: the
 # grouped path's 16-row tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4).
 GLUON_BLOCK_M = 8
@@ -884,7 +887,7 @@ def plan_fused_moe_decode(
             FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
             RANKS_EARLY=RANKS_EARLY, ranks_ptr=ws.pair_ranks, ROUTE=not pair_tiles,
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
-            **({"ROUTE_TOKENS": True} if gluon and pair_tiles else {}),
+            **({"ROUTE_TOKENS": True} if gluon and pair_tiles and not GLUON_PAIRS_ROUTE_IN_GEMMS else {}),
             **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
         )))
     if path == "chain":
@@ -894,7 +897,7 @@ def plan_fused_moe_decode(
     inter = ws.inter[:num_pairs]
     if gluon:
         launches += _gluon_gemm_launches(ws, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
-                                         stride_a2m, tile_arrivals, pdl, pair_tiles)
+                                         stride_a2m, tile_arrivals, pdl, pair_tiles, router_logits, renormalize)
         return DecodePlan(out, tuple(launches), path, gemms="gluon")
     rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
     for gemm in (1, 2):
@@ -1001,7 +1004,8 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
 def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Tensor, w1s: torch.Tensor,
                          w2s: torch.Tensor, out: torch.Tensor, block_m: int, num_blocks: int, M: int, top_k: int,
                          stride_xsm: int, stride_a2m: int, tile_arrivals: torch.Tensor, pdl: bool,
-                         pair_tiles: bool) -> list[tuple[str, Callable[[], object]]]:
+                         pair_tiles: bool, router_logits: torch.Tensor,
+                         renormalize: bool) -> list[tuple[str, Callable[[], object]]]:
     """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
     per pair, its expert routed by the x launch) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
     block scales, x and the intermediate as e4m3 with group scales), on the workspace's buffers,
@@ -1011,9 +1015,16 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
         block_m, num_blocks = GLUON_BLOCK_M, P
     # WAIT_PRIOR by gated: at the start; with the down weights before the wait, gate_up lets down start
     # only after its own wait, and down waits once its weights are on their way.
-    ahead = pdl and GLUON_DOWN_WEIGHTS_BEFORE_WAIT
-    wait_prior = {True: (_WAIT_BEFORE_DEPENDENTS if ahead else _wait_prior(pdl, False, False)),
-                  False: (_WAIT_BEFORE_K_LOOP if ahead else _wait_prior(pdl, False, False))}
+    # Pairs routed by the GEMMs themselves: nothing before their waits reads the launch before, so both copy
+    # their first weights first; gate_up lets down start at once.
+    route = pair_tiles and GLUON_PAIRS_ROUTE_IN_GEMMS
+    ahead = pdl and GLUON_DOWN_WEIGHTS_BEFORE_WAIT and not route
+    wait_prior = {True: (_WAIT_BEFORE_DEPENDENTS if ahead else _WAIT_BEFORE_K_LOOP if route and pdl
+                         else _wait_prior(pdl, False, False)),
+                  False: (_WAIT_BEFORE_K_LOOP if ahead or (route and pdl) else _wait_prior(pdl, False, False))}
+    route_kw = ({"ROUTE": True, "logits_ptr": router_logits, "stride_lm": router_logits.stride(0),
+                 "num_experts": ws.num_experts, "E_POW2": triton.next_power_of_2(ws.num_experts),
+                 "RENORMALIZE": bool(renormalize)} if route else {})
     k_pow2 = triton.next_power_of_2(top_k)
     launches: list[tuple[str, Callable[[], object]]] = []
     for gated in (True, False):
@@ -1037,7 +1048,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             NUM_STAGES=tile.stages, TOP_K=top_k, K_POW2=k_pow2,
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
             LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=wait_prior[gated], PAIR_TILES=pair_tiles,
-            topk_ids_ptr=ws.topk_ids, num_warps=4,
+            topk_ids_ptr=ws.topk_ids, num_warps=4, **route_kw,
             **({"launch_pdl": True} if pdl else {}),
         )))
     return launches

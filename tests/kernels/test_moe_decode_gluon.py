@@ -25,7 +25,8 @@ from jitguard.kernels.moe_decode import (
     plan_fused_moe_decode,
 )
 from jitguard.kernels.moe_decode_gluon import GluonTile, gluon_gemms_supported
-from tests.kernels.test_moe_decode import _compile_side, _fp8_block_layer, _rel_err, _zero_weights
+from jitguard.kernels.moe_routing import softmax_topk_reference
+from tests.kernels.test_moe_decode import _compile_side, _fp8_block_layer, _rel_err, _tied_logits, _zero_weights
 
 needs_gluon = pytest.mark.skipif(not gluon_gemms_supported(),
                                  reason="this Triton has no Gluon Hopper wgmma (Triton >= 3.5), or is interpreted")
@@ -140,11 +141,14 @@ def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land
 
 @needs_gluon
 @pytest.mark.skipif(not moe_decode.pdl_supported(), reason="this Triton's launcher has no launch_pdl")
-def test_real_sm90_compile_with_down_weights_before_the_wait(gluon_on, monkeypatch):
+@pytest.mark.parametrize("switch", ["GLUON_DOWN_WEIGHTS_BEFORE_WAIT", "GLUON_PAIRS_ROUTE_IN_GEMMS"])
+def test_real_sm90_compile_with_weights_before_the_wait(switch, gluon_on, monkeypatch):
     """GLUON_DOWN_WEIGHTS_BEFORE_WAIT: gate_up waits for the launch before it before it lets down start,
-    and down issues its first weight copies before its own wait."""
+    and down issues its first weight copies before its own wait. GLUON_PAIRS_ROUTE_IN_GEMMS: each GEMM
+    routes its pair (no read of the launch before), so both copy weights before their waits and gate_up
+    lets down start first."""
     _compile_side()
-    monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", True)
+    monkeypatch.setattr(moe_decode, switch, True)
     kernel = moe_decode.moe_decode_gemm_gluon_kernel
     triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
     with jitguard.offline(compile=True):
@@ -155,8 +159,10 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(gluon_on, monkeypat
     gate_up = [p for p in ptx if "griddepcontrol.launch_dependents" in p]
     down = [p for p in ptx if "griddepcontrol.launch_dependents" not in p]
     assert len(gate_up) == len(down) == 1
-    assert gate_up[0].index("griddepcontrol.wait") < gate_up[0].index("griddepcontrol.launch_dependents")
-    assert re.search(r"cp\.async\.c[ag]", down[0][:down[0].index("griddepcontrol.wait")])
+    gate_up_wait_first = gate_up[0].index("griddepcontrol.wait") < gate_up[0].index("griddepcontrol.launch_dependents")
+    assert gate_up_wait_first == (switch == "GLUON_DOWN_WEIGHTS_BEFORE_WAIT")
+    for p in down + (gate_up if switch == "GLUON_PAIRS_ROUTE_IN_GEMMS" else []):
+        assert re.search(r"cp\.async\.c[ag]", p[:p.index("griddepcontrol.wait")])
 
 
 # ---- on a GPU -------------------------------------------------------------------------------------------
@@ -165,9 +171,11 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(gluon_on, monkeypat
 @needs_gluon
 @pytest.mark.parametrize("path,M", [("grouped", 1), ("grouped", 3), ("grouped", 8), ("grouped", 17), ("grouped", 64),
                                     ("pairs", 1), ("pairs", 3), ("pairs", 8)])
-@pytest.mark.parametrize("tiles", [(32, 4, 64, 4, False), (64, 4, 64, 4, False), (128, 3, 128, 3, False),
-                                   (64, 2, 128, 6, False), (32, 6, 128, 3, True)],
-                         ids=["32-columns", "64-columns", "128-columns", "mixed", "down-weights-before-wait"])
+@pytest.mark.parametrize("tiles", [(32, 4, 64, 4, False, False), (64, 4, 64, 4, False, False),
+                                   (128, 3, 128, 3, False, False), (64, 2, 128, 6, False, False),
+                                   (32, 6, 128, 3, True, False), (32, 6, 128, 3, False, True)],
+                         ids=["32-columns", "64-columns", "128-columns", "mixed", "down-weights-before-wait",
+                              "routed-in-gemms"])
 def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
     """FP8 block scales on the grouped and pairs paths, GEMMs on Gluon: each of three graph replays with new
     tokens and logits within 4e-2 of the fp32 reference (activations quantized), and within 1e-2 of
@@ -176,8 +184,9 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
-    up_n, up_s, down_n, down_s, ahead = tiles
+    up_n, up_s, down_n, down_s, ahead, route = tiles
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
+    monkeypatch.setattr(moe_decode, "GLUON_PAIRS_ROUTE_IN_GEMMS", route)
     gen = torch.Generator().manual_seed(M)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
     ws_tl, ws_gl = MoeDecodeWorkspace.for_layer(w13, w2, k), MoeDecodeWorkspace.for_layer(w13, w2, k)
@@ -215,3 +224,39 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
                                          quantize_activations=True, **ref_kw)
         assert _rel_err(out_gl, ref) < 4e-2
         assert _rel_err(out_gl, out_tl.float().cpu()) < 1e-2
+        # The routing the call left in the workspace (the x launch's, or gate_up's with routed-in-gemms).
+        ref_w, ref_ids = softmax_topk_reference(logits.cpu(), k, True)
+        got_w, got_ids = ws_gl.routing(M)
+        assert torch.equal(got_ids.cpu(), ref_ids)
+        torch.testing.assert_close(got_w.cpu(), ref_w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.gpu
+@needs_gluon
+@pytest.mark.parametrize("route_in_gemms", [False, True])
+def test_gluon_pairs_routing_breaks_ties_to_the_lower_expert(route_in_gemms, monkeypatch):
+    """Logits on a coarse grid (ties at the k-th place, all-equal rows): the experts the Gluon pairs path
+    routes to (by the x launch, or by each GEMM program) are softmax_topk_reference's, lower index first,
+    and the layer matches the reference computed with them."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", True)
+    monkeypatch.setattr(moe_decode, "GLUON_PAIRS_ROUTE_IN_GEMMS", route_in_gemms)
+    E, k, H, I, M = 16, 4, 256, 384, 6
+    gen = torch.Generator().manual_seed(7)
+    x, _, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
+    logits = _tied_logits(M, E, gen).cuda()
+    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, path="pairs", **kw)
+    assert plan.gemms == "gluon"
+    for _, launch in plan.launches:
+        launch()
+    torch.cuda.synchronize()
+    ref_w, ref_ids = softmax_topk_reference(logits.cpu(), k, True)
+    got_w, got_ids = ws.routing(M)
+    assert torch.equal(got_ids.cpu(), ref_ids)
+    torch.testing.assert_close(got_w.cpu(), ref_w, rtol=1e-5, atol=1e-6)
+    ref_kw = {key: v.cpu() if torch.is_tensor(v) else v for key, v in kw.items()}
+    ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True,
+                                     quantize_activations=True, **ref_kw)
+    assert _rel_err(plan.out, ref) < 4e-2
