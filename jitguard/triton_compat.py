@@ -920,7 +920,8 @@ def remove_autotune_observer(observer: Callable[..., None]) -> None:
 
 def jit_function_copy(jit_fn: JITFunction, do_not_specialize: list,
                       do_not_specialize_on_alignment: list) -> JITFunction:
-    """A new JITFunction over the same Python function with the given demotion lists.
+    """A new JITFunction over the same Python function with the given demotion lists, of the
+    original's class (a Gluon kernel's copy is a Gluon kernel: 3.5+'s `GluonJITFunction`).
 
     `JITFunction(fn, version, do_not_specialize, do_not_specialize_on_alignment, debug, noinline, ...)`
     is the same in 3.2-3.9; 3.5+ registers every JITFunction by `module:qualname`, so the
@@ -931,9 +932,10 @@ def jit_function_copy(jit_fn: JITFunction, do_not_specialize: list,
     registry = getattr(triton_jit, "_triton_jit_function_registry", None)
     registry_key = f"{jit_fn.fn.__module__}:{jit_fn.fn.__qualname__}"
     saved = registry.get(registry_key) if registry is not None else None
-    copy = triton_jit.JITFunction(jit_fn.fn, do_not_specialize=list(do_not_specialize),
-                                  do_not_specialize_on_alignment=list(do_not_specialize_on_alignment),
-                                  debug=getattr(jit_fn, "debug", None), noinline=getattr(jit_fn, "noinline", None))
+    cls = type(jit_fn) if isinstance(jit_fn, triton_jit.JITFunction) else triton_jit.JITFunction
+    copy = cls(jit_fn.fn, do_not_specialize=list(do_not_specialize),
+               do_not_specialize_on_alignment=list(do_not_specialize_on_alignment),
+               debug=getattr(jit_fn, "debug", None), noinline=getattr(jit_fn, "noinline", None))
     if registry is not None and saved is not None:
         registry[registry_key] = saved
     return copy

@@ -19,9 +19,10 @@ import jitguard
 from jitguard import kernels, triton_compat
 from jitguard.call_capture import CallScope
 from jitguard.demotion_cost import DemotionCostChecker
-from jitguard.kernels import inv_rope, moe_align, moe_decode, moe_decode_route, moe_gemm, moe_routing
+from jitguard.kernels import inv_rope, moe_align, moe_decode, moe_decode_gluon, moe_decode_route, moe_gemm, moe_routing
 from jitguard.kernels.moe_chain import fused_moe
 from jitguard.kernels.moe_decode import fused_moe_decode
+from jitguard.kernels.moe_decode_gluon import gluon_gemms_supported
 
 M, E, K, H, I = 64, 8, 2, 256, 256  # 64 tokens x top-2: 128 pairs; every count % 16 == 0
 
@@ -51,6 +52,10 @@ EXPECTED = [
     (moe_gemm, "moe_topk_reduce_kernel", "num_tokens", "do_not_specialize", "free"),
     (moe_routing, "moe_softmax_topk_kernel", "num_tokens", "do_not_specialize", "free"),
 ]
+# The decode layer's FP8 GEMMs in Gluon, where this Triton ships it (moe_decode_gluon).
+if gluon_gemms_supported():
+    EXPECTED += [(moe_decode_gluon, "moe_decode_gemm_gluon_kernel", "num_pairs", "do_not_specialize", "free"),
+                 (moe_decode_gluon, "moe_decode_gemm_gluon_kernel", "num_tokens", "do_not_specialize", "free")]
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +71,16 @@ def recorded():
         weights, ids = moe_routing.softmax_topk(logits, K, renormalize=True)
         fused_moe(x, w13, w2, weights, ids)
         fused_moe_decode(x, logits, w13, w2, K, renormalize=True, path="grouped")
+        if gluon_gemms_supported():
+            # FP8 block scales with the GEMMs in Gluon (GLUON_FP8_GEMMS, off by default).
+            fp8 = torch.float8_e4m3fn
+            scales = {"w1_scale": torch.ones(E, 2 * I // 128, H // 128), "w2_scale": torch.ones(E, H // 128, I // 128)}
+            moe_decode.GLUON_FP8_GEMMS = True
+            try:
+                fused_moe_decode(x, logits, w13.to(fp8), w2.to(fp8), K, renormalize=True, path="grouped",
+                                 use_fp8_w8a8=True, block_shape=[128, 128], **scales)
+            finally:
+                moe_decode.GLUON_FP8_GEMMS = False
         inv_rope.fused_inv_rope_fp8_quant(torch.empty(M, heads, dim, dtype=torch.bfloat16),
                                               torch.zeros(M, dtype=torch.int64), torch.empty(4096, 64),
                                               n_groups=4, heads_per_group=4)
