@@ -1,16 +1,17 @@
 """H200 probe (issue #16, seventeenth session): the FP8 block-scaled decode layer with its two GEMMs in Gluon.
 
-``moe_decode.GLUON_FP8_GEMMS`` runs the grouped path's gate_up and down as ``moe_decode_gluon``'s kernel
-(each K step's wgmma left in flight while the next step's weights land; the sixteenth session's bare
-stream measured it 2-12% faster than ``tl.dot``'s per-step wait). This probe times, side by side in
-one run on bench_moe_layer's inputs and timer: the shipped layer (``path="auto"``), the grouped path
-on ``tl``'s kernel, the grouped or pairs path on Gluon's at each tile of ``--gluon-tiles``, and with
-``--vllm-file`` vLLM's two GEMMs alone (the issue's bar). Every output is checked against the fp32
-reference (activations quantized as the kernels do); then each launch alone.
+``moe_decode_gluon``'s kernel runs the decode layer's gate_up and down with each K step's wgmma left in
+flight while the next step's weights land (the sixteenth session's bare stream measured it 2-12% faster
+than ``tl.dot``'s per-step wait); ``moe_decode.GLUON_FP8_GEMMS`` says where ("measured": at the token
+counts of ``GLUON_FP8_TOKENS``). This probe times, side by side in one run on bench_moe_layer's inputs
+and timer: the shipped layer (``path="auto"``), the same with tl's GEMMs everywhere
+(``GLUON_FP8_GEMMS="never"``), the pairs or grouped path on Gluon at every M with the tiles of
+``--gluon-tiles``, and with ``--vllm-file`` vLLM's two GEMMs alone (the issue's bar). Every output is
+checked against the fp32 reference (activations quantized as the kernels do); then each launch alone.
 
-Prediction (before the call): the grouped path on Gluon 2-6% faster than on ``tl`` at M = 1-8 (the
-bare stream's 2-12% less what the launches' ramp and tail add), enough to pass vLLM's GEMMs at
-DeepSeek-V3-TP2 M = 2, not at Qwen3-30B's M = 1-2.
+Calls 1-3 of the seventeenth session ran earlier versions (the variants then: ``grouped, tl`` instead of
+``auto, tl GEMMs``, tiles with ``+ahead`` for what is now the default and ``+route`` for a removed
+switch); benchmarks/results/moe_layer.md has their tables.
 
     PYTHONPATH=$PWD python3 benchmarks/probe_decode_gluon_layer.py --vllm-file .vendor/vllm_fused_moe.py \\
         --vllm-configs .vendor/configs --out $OUT
@@ -33,22 +34,19 @@ ROUNDS = 2
 
 
 def gluon_variants(spec: str) -> list[tuple[str, str, dict]]:
-    """``--gluon-tiles``: comma-separated ``[path:]gate_up_out_n x stages / down_out_n x stages[+ahead|+route]``
-    (path grouped or pairs, grouped if left out; ``+ahead``: GLUON_DOWN_WEIGHTS_BEFORE_WAIT, ``+route``:
-    GLUON_PAIRS_ROUTE_IN_GEMMS; e.g.
-    64x4/64x4,pairs:32x6/64x3+ahead) as (label, path, switches)."""
+    """``--gluon-tiles``: comma-separated ``path:tiles[+wait]``, path ``pairs`` or ``grouped``, tiles
+    ``default`` (GLUON_TILES') or ``gate_up_out_n x stages / down_out_n x stages`` (e.g. 32x6/128x3),
+    ``+wait``: GLUON_DOWN_WEIGHTS_BEFORE_WAIT off; each the Gluon GEMMs at every M ("always") as
+    (label, path, switches)."""
     variants = []
     for item in spec.split(","):
-        ahead = item.endswith("+ahead")
-        route = item.endswith("+route")
-        path, _, tiles_spec = item.removesuffix("+ahead").removesuffix("+route").rpartition(":")
-        path = path or "grouped"
-        up, down = (tuple(int(v) for v in half.split("x")) for half in tiles_spec.split("/"))
-        tiles = {"gate_up": GluonTile(*up), "down": GluonTile(*down)}
-        variants.append((f"{path}, gluon {tiles_spec}" + (", down weights before wait" if ahead else "")
-                         + (", routed in the GEMMs" if route else ""), path,
-                         {"GLUON_FP8_GEMMS": True, "GLUON_TILES": tiles, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT": ahead,
-                          "GLUON_PAIRS_ROUTE_IN_GEMMS": route}))
+        wait = item.endswith("+wait")
+        path, _, tiles_spec = item.removesuffix("+wait").partition(":")
+        switches: dict = {"GLUON_FP8_GEMMS": "always", "GLUON_DOWN_WEIGHTS_BEFORE_WAIT": not wait}
+        if tiles_spec != "default":
+            up, down = (GluonTile(*(int(v) for v in half.split("x"))) for half in tiles_spec.split("/"))
+            switches["GLUON_TILES"] = {"pairs": (up, down), "grouped": (up, down)}
+        variants.append((f"{path}, gluon {tiles_spec}" + (", down waits first" if wait else ""), path, switches))
     return variants
 
 
@@ -78,10 +76,10 @@ def probe(layer: tmd.Layer, M: int, log, variants, vllm, configs_dir) -> str:
 
 def main() -> None:
     p = tmd.probe_parser(__doc__, "deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block", "1,2,4,8", vllm=True)
-    p.add_argument("--gluon-tiles", default="64x4/64x4", help="comma-separated [path:]gate_up/down Gluon tiles, "
-                                                              "out_n x stages each (e.g. 64x4/64x4,pairs:32x6/64x3)")
+    p.add_argument("--gluon-tiles", default="pairs:default,grouped:default",
+                   help="comma-separated path:tiles[+wait] (see gluon_variants)")
     args = p.parse_args()
-    variants = [("shipped", "auto", {}), ("grouped, tl", "grouped", {})]
+    variants = [("shipped", "auto", {}), ("auto, tl GEMMs", "auto", {"GLUON_FP8_GEMMS": "never"})]
     variants += gluon_variants(args.gluon_tiles)
     vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
     labels = [label for label, *_ in variants]

@@ -727,22 +727,57 @@ ROTATE_K_DOWN = False
 # first launch alone 1.4 -> 1.0 us).
 FIRST_LAUNCH_PDL = True
 _REDUCE_ELEMENTS = 8192
-# FP8 block scales on the grouped and pairs paths: both GEMMs run as ``moe_decode_gluon``'s kernel (each K step's
-# wgmma left in flight across the block scaling) where this Triton ships Gluon's Hopper wgmma
-# (``gluon_gemms_supported``) and H and I are multiples of 128; its tiles are GLUON_TILES'. On the pairs
-# path the x launch then routes each token too, and down waits for the whole gate_up launch (no per-pair
-# handoff). Off: ``moe_decode_gemm_kernel`` (tl.dot), as on every other path.
-GLUON_FP8_GEMMS = False
-GLUON_TILES: dict[str, GluonTile] = {"gate_up": GluonTile(64, 4), "down": GluonTile(64, 4)}
+# FP8 block scales on the pairs and grouped paths: both GEMMs as ``moe_decode_gluon``'s kernel (each K
+# step's wgmma left in flight across the block scaling) where this Triton ships Gluon's Hopper wgmma
+# (``gluon_gemms_supported``) and H and I are multiples of 128. GLUON_FP8_GEMMS: "measured" (at the
+# token counts of GLUON_FP8_TOKENS, by expert size class and path), "always" or "never" (tl.dot's
+# ``moe_decode_gemm_kernel``, as on every other path). On the pairs path the x launch then routes each
+# token (the GEMMs read their pair's expert) and down waits for the whole gate_up launch (no per-pair
+# handoff). H200, 2026-12-03, seventeenth session (benchmarks/results/moe_layer.md), us per layer, Gluon
+# with down's first weights before its wait / shipped tl path: call 3, DeepSeek-V3-TP2 M = 1 52.4 / 53.3,
+# M = 2 92.4 / 95.0; Qwen3-30B-like M = 1 19.5 / 19.9, M = 2 27.5 / 28.5, M = 8 70.2 / 71.6 (grouped);
+# slower at M = 4 (the tl pairs path's per-pair handoff: DeepSeek 171.0 / 164.4, Qwen3 44.0 / 42.6) and
+# level at DeepSeek M = 8 (318.7 / 318.0). Call 2 (Gluon without the weights before the wait): DeepSeek
+# M = 2 96.4 / 97.3, Qwen3 M = 8 72.3 / 72.7, level at M = 1.
+GLUON_FP8_GEMMS = "measured"
+GLUON_FP8_MODES = ("measured", "always", "never")
+GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
+    "small": {"pairs": (1, 2), "grouped": (8,)},
+    "large": {"pairs": (1, 2), "grouped": ()},
+}
+# Each path's (gate_up, down) Gluon tiles: call 2's and 3's best (gate_up 32 output columns, 64 weight
+# rows, 6 stages; down 128 or 64 rows, 3 stages). Call 2, us, DeepSeek-V3-TP2 M = 2 on the pairs path:
+# 64x4 / 64x4 96.4, 32x6 / 64x3 96.5, 32x8 / 128x3 99.7; the grouped path's 64-column gate_up tiles ran
+# 5-15% slower than tl's at 1-4 tokens (call 1).
+GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
+    "pairs": (GluonTile(32, 6), GluonTile(128, 3)),
+    "grouped": (GluonTile(32, 6), GluonTile(64, 3)),
+}
 # With PDL: the Gluon down GEMM's programs copy their first K steps of weights before they wait for
-# gate_up (which then waits for the launch before it before letting down start).
-GLUON_DOWN_WEIGHTS_BEFORE_WAIT = False
-# On the pairs path, each Gluon GEMM program routes its own token (as tl's pairs path does) instead of
-# the x launch routing every token for them; both GEMMs then copy their first weights before they wait.
-GLUON_PAIRS_ROUTE_IN_GEMMS = False
-# The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (H200, seventeenth session, call 2: the
-# grouped path's 16-row tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4).
+# gate_up (which then waits for the launch before it before letting down start). Call 3: faster at every
+# point timed on both paths (DeepSeek M = 1 pairs 52.4 against 53.6, M = 2 92.4 against 93.6; Qwen3 M = 2
+# 27.5 against 28.4). Tried beside it and removed: each pairs-path Gluon GEMM program routing its own
+# token (softmax top-k in Gluon) so that both GEMMs copy weights before they wait: level to 8% slower
+# (DeepSeek M = 2 93.5, M = 8 337.5 against 325.1).
+GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
+# The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (call 2: the grouped path's 16-row
+# tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4).
 GLUON_BLOCK_M = 8
+
+
+def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: int, intermediate: int,
+                      expert_bytes: int | None = None) -> bool:
+    """Whether the decode layer's two GEMMs run as ``moe_decode_gluon``'s kernel (GLUON_FP8_GEMMS): FP8
+    block scales on the pairs or grouped path, H and I multiples of 128, a Triton with Gluon's Hopper
+    wgmma, and with "measured" a token count of GLUON_FP8_TOKENS for the expert size class and path."""
+    if GLUON_FP8_GEMMS not in GLUON_FP8_MODES:
+        raise ValueError(f"moe_decode.GLUON_FP8_GEMMS must be one of {GLUON_FP8_MODES}, got {GLUON_FP8_GEMMS!r}")
+    if (GLUON_FP8_GEMMS == "never" or not block_scales or path not in ("pairs", "grouped")
+            or not (QUANTIZE_INTER and (PAIRS_PREQUANT_X if path == "pairs" else PREQUANT_X))
+            or hidden % 128 or intermediate % 128 or not gluon_gemms_supported()):
+        return False
+    return (GLUON_FP8_GEMMS == "always"
+            or num_tokens in GLUON_FP8_TOKENS.get(expert_size_class(expert_bytes), {}).get(path, ()))
 
 
 def plan_fused_moe_decode(
@@ -830,11 +865,9 @@ def plan_fused_moe_decode(
         raise ValueError("fused_moe_decode: tile_configs gate_up and down must share block_m")
     cfgs.gate_up.check("fused_moe_decode gate_up tile")
     cfgs.down.check("fused_moe_decode down tile")
-    # Both GEMMs in Gluon (GLUON_FP8_GEMMS), on 8-row token tiles (GLUON_BLOCK_M); on the pairs path the x
-    # launch also routes each token.
-    gluon = (GLUON_FP8_GEMMS and quant == QUANT_BLOCK and QUANTIZE_INTER and path in ("grouped", "pairs")
-             and (PAIRS_PREQUANT_X if path == "pairs" else PREQUANT_X)
-             and gluon_gemms_supported() and H % 128 == 0 and I % 128 == 0)
+    # Both GEMMs in Gluon (takes_gluon_gemms), on 8-row token tiles (GLUON_BLOCK_M); on the pairs path the
+    # x launch also routes each token.
+    gluon = takes_gluon_gemms(M, path, quant == QUANT_BLOCK, H, I, expert_bytes)
     block_m = GLUON_BLOCK_M if gluon else cfgs.block_m
     if block_m > _MAX_BLOCK_M:
         raise ValueError(f"fused_moe_decode: block_m must be <= {_MAX_BLOCK_M}, got {block_m}")
@@ -887,7 +920,7 @@ def plan_fused_moe_decode(
             FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
             RANKS_EARLY=RANKS_EARLY, ranks_ptr=ws.pair_ranks, ROUTE=not pair_tiles,
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
-            **({"ROUTE_TOKENS": True} if gluon and pair_tiles and not GLUON_PAIRS_ROUTE_IN_GEMMS else {}),
+            **({"ROUTE_TOKENS": True} if gluon and pair_tiles else {}),
             **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
         )))
     if path == "chain":
@@ -897,7 +930,7 @@ def plan_fused_moe_decode(
     inter = ws.inter[:num_pairs]
     if gluon:
         launches += _gluon_gemm_launches(ws, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
-                                         stride_a2m, tile_arrivals, pdl, pair_tiles, router_logits, renormalize)
+                                         stride_a2m, tile_arrivals, pdl, pair_tiles)
         return DecodePlan(out, tuple(launches), path, gemms="gluon")
     rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
     for gemm in (1, 2):
@@ -1004,33 +1037,27 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
 def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Tensor, w1s: torch.Tensor,
                          w2s: torch.Tensor, out: torch.Tensor, block_m: int, num_blocks: int, M: int, top_k: int,
                          stride_xsm: int, stride_a2m: int, tile_arrivals: torch.Tensor, pdl: bool,
-                         pair_tiles: bool, router_logits: torch.Tensor,
-                         renormalize: bool) -> list[tuple[str, Callable[[], object]]]:
+                         pair_tiles: bool) -> list[tuple[str, Callable[[], object]]]:
     """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
     per pair, its expert routed by the x launch) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
     block scales, x and the intermediate as e4m3 with group scales), on the workspace's buffers,
-    PDL-linked where supported: each waits for the launch before at its start, gate_up lets down start."""
+    PDL-linked where supported."""
     P, H, I = M * top_k, ws.hidden, ws.intermediate
     if pair_tiles:
         block_m, num_blocks = GLUON_BLOCK_M, P
-    # WAIT_PRIOR by gated: at the start; with the down weights before the wait, gate_up lets down start
-    # only after its own wait, and down waits once its weights are on their way.
-    # Pairs routed by the GEMMs themselves: nothing before their waits reads the launch before, so both copy
-    # their first weights first; gate_up lets down start at once.
-    route = pair_tiles and GLUON_PAIRS_ROUTE_IN_GEMMS
-    ahead = pdl and GLUON_DOWN_WEIGHTS_BEFORE_WAIT and not route
-    wait_prior = {True: (_WAIT_BEFORE_DEPENDENTS if ahead else _WAIT_BEFORE_K_LOOP if route and pdl
-                         else _wait_prior(pdl, False, False)),
-                  False: (_WAIT_BEFORE_K_LOOP if ahead or (route and pdl) else _wait_prior(pdl, False, False))}
-    route_kw = ({"ROUTE": True, "logits_ptr": router_logits, "stride_lm": router_logits.stride(0),
-                 "num_experts": ws.num_experts, "E_POW2": triton.next_power_of_2(ws.num_experts),
-                 "RENORMALIZE": bool(renormalize)} if route else {})
     k_pow2 = triton.next_power_of_2(top_k)
+    # WAIT_PRIOR by gated: at the start; with the down weights before the wait, gate_up lets down start
+    # only after its own wait (down reads the x launch's routing before its wait), and down waits once its
+    # first weights are on their way.
+    ahead = pdl and GLUON_DOWN_WEIGHTS_BEFORE_WAIT
+    wait_prior = {True: _WAIT_BEFORE_DEPENDENTS if ahead else _wait_prior(pdl, False, False),
+                  False: _WAIT_BEFORE_K_LOOP if ahead else _wait_prior(pdl, False, False)}
+    gate_up_tile, down_tile = GLUON_TILES["pairs" if pair_tiles else "grouped"]
     launches: list[tuple[str, Callable[[], object]]] = []
     for gated in (True, False):
-        tile = GLUON_TILES["gate_up" if gated else "down"]
+        tile = gate_up_tile if gated else down_tile
         if not gated and tile.out_n < 64:
-            raise ValueError(f"fused_moe_decode: GLUON_TILES['down'].out_n must be 64 or 128 (its weight rows), "
+            raise ValueError(f"fused_moe_decode: the Gluon down tile's out_n must be 64 or 128 (its weight rows), "
                              f"got {tile.out_n}")
         n, k = (I, H) if gated else (H, I)
         a, a_scale, stride_asm = (ws.x_q[:M], ws.x_scale, stride_xsm) if gated else (ws.inter_q[:P], ws.a2_amax,
@@ -1048,7 +1075,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             NUM_STAGES=tile.stages, TOP_K=top_k, K_POW2=k_pow2,
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
             LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=wait_prior[gated], PAIR_TILES=pair_tiles,
-            topk_ids_ptr=ws.topk_ids, num_warps=4, **route_kw,
+            topk_ids_ptr=ws.topk_ids, num_warps=4,
             **({"launch_pdl": True} if pdl else {}),
         )))
     return launches

@@ -196,41 +196,6 @@ if gluon_gemms_supported():
         """A's row of each pair (row 0 for padding: read, never stored)."""
         return gl.where(pairs < num_pairs, pairs // A_ROWS_PER_PAIR_DIV, 0).to(gl.int64)
 
-    _INT32_MIN = gl.constexpr(-2147483648)
-    _INT64_MIN = gl.constexpr(-9223372036854775808)
-
-    @gluon.jit
-    def _route_pair(logits_row_ptr, slot, num_experts, TOP_K: gl.constexpr, E_POW2: gl.constexpr,
-                    RENORMALIZE: gl.constexpr, NUM_WARPS: gl.constexpr):
-        """(expert, weight) of routing slot ``slot`` of one token: softmax over its logits row, the TOP_K
-        largest in order (equal logits: the lower expert first, as ``moe_routing.softmax_topk_row``),
-        the weights renormalized over them with RENORMALIZE. TOP_K passes of one max over
-        (order-preserving key << 32 | reversed index), the logit recovered from the key."""
-        layout: gl.constexpr = gl.BlockedLayout([1], [32], [NUM_WARPS], [0])
-        experts = gl.arange(0, E_POW2, layout=layout)
-        in_range = experts < num_experts
-        x = gl.load(logits_row_ptr + experts, mask=in_range, other=float("-inf")).to(gl.float32)
-        row_max = gl.max(x, 0)
-        inv_sum = 1.0 / gl.sum(gl.where(in_range, gl.exp(x - row_max), 0.0), 0)
-        bits = (x + 0.0).to(gl.int32, bitcast=True)
-        key = gl.where(in_range, gl.where(bits < 0, bits ^ 0x7FFFFFFF, bits), _INT32_MIN)
-        packed = (key.to(gl.int64) << 32) | (E_POW2 - 1 - experts).to(gl.int64)
-        expert = 0
-        weight = 0.0
-        total = 0.0
-        for j in gl.static_range(TOP_K):
-            best = gl.max(packed, 0)
-            top_key = (best >> 32).to(gl.int32)
-            p = gl.exp(gl.where(top_key < 0, top_key ^ 0x7FFFFFFF, top_key).to(gl.float32, bitcast=True)
-                       - row_max) * inv_sum
-            expert = gl.where(slot == j, E_POW2 - 1 - (best & 0xFFFFFFFF).to(gl.int32), expert)
-            weight = gl.where(slot == j, p, weight)
-            total += p
-            packed = gl.where(packed == best, _INT64_MIN, packed)
-        if RENORMALIZE:
-            weight = weight / total
-        return expert, weight
-
     @gluon.jit(do_not_specialize=["num_pairs", "num_tokens"])
     def moe_decode_gemm_gluon_kernel(
         a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr, topk_weights_ptr, sorted_ids_ptr, expert_ids_ptr,
@@ -242,8 +207,6 @@ if gluon_gemms_supported():
         NUM_STAGES: gl.constexpr, TOP_K: gl.constexpr, K_POW2: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
         FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr, LAUNCH_DEPENDENTS: gl.constexpr,
         WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None,
-        ROUTE: gl.constexpr = False, logits_ptr=None, stride_lm=0, num_experts=0, E_POW2: gl.constexpr = 1,
-        RENORMALIZE: gl.constexpr = False,
     ):
         """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
 
@@ -259,9 +222,7 @@ if gluon_gemms_supported():
         the first K steps' weights are on their way, before anything the launch before wrote is read
         (the routing and layout, written two launches before, may be read first).
         PAIR_TILES (the pairs path): token tile ``pid_m`` is pair ``pid_m`` alone (its other rows padding),
-        its expert ``topk_ids[pid_m]`` (routed by the launch before); no sorted layout is read. With
-        ROUTE each program routes its pair's token from ``logits`` itself (softmax top-k, ties to the
-        lower expert) and gate_up's first column tile records the routing in ``topk_ids`` / ``topk_weights``.
+        its expert ``topk_ids[pid_m]`` (routed by the launch before); no sorted layout is read.
         """
         NUM_WARPS: gl.constexpr = 4
         # GATED: the tile's weight rows are OUT_N gate rows then the same OUT_N columns' up rows, one wgmma.
@@ -293,15 +254,7 @@ if gluon_gemms_supported():
             _wait_for_prior_launch()
 
         if PAIR_TILES:
-            if ROUTE:
-                expert_id, pair_weight = _route_pair(logits_ptr + (pid_m // TOP_K).to(gl.int64) * stride_lm,
-                                                     pid_m % TOP_K, num_experts, TOP_K, E_POW2, RENORMALIZE, NUM_WARPS)
-                if GATED & (pid_n == 0):
-                    gl.store(topk_ids_ptr + pid_m, expert_id)
-                    gl.store(topk_weights_ptr + pid_m, pair_weight)
-                expert = expert_id.to(gl.int64)
-            else:
-                expert = gl.load(topk_ids_ptr + pid_m).to(gl.int64)
+            expert = gl.load(topk_ids_ptr + pid_m).to(gl.int64)
             tile_in_use = expert >= 0
         else:
             num_padded = gl.load(num_padded_ptr)
@@ -394,10 +347,7 @@ if gluon_gemms_supported():
             else:
                 cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, acc_layout))
                 pair_mask = acc_pairs < num_pairs
-                if ROUTE:
-                    w = gl.where(pair_mask, pair_weight, 0.0)
-                else:
-                    w = gl.load(topk_weights_ptr + acc_pairs, mask=pair_mask, other=0.0).to(gl.float32)
+                w = gl.load(topk_weights_ptr + acc_pairs, mask=pair_mask, other=0.0).to(gl.float32)
                 gl.store(c_ptr + acc_pairs[None, :].to(gl.int64) * stride_cm + cols[:, None],
                          (acc * w[None, :]).to(c_ptr.dtype.element_ty), mask=(cols < N)[:, None] & pair_mask[None, :])
 

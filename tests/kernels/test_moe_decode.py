@@ -47,6 +47,14 @@ from tests.kernels.mma_checks import FP8_N8_CONVERTED, assert_tokens_in_mma_n_sl
 FP8 = torch.float8_e4m3fn
 
 
+@pytest.fixture(autouse=True)
+def _tl_gemms(monkeypatch):
+    """These tests are about tl's decode GEMM (moe_decode_gemm_kernel) and the paths around it: the FP8
+    GEMMs in Gluon, which GLUON_FP8_GEMMS "measured" takes at some token counts, have tests of their own
+    (test_moe_decode_gluon.py, the shipped choice included)."""
+    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "never")
+
+
 def _device() -> str:
     return maths_device()
 

@@ -1,4 +1,4 @@
-"""The decode layer's FP8 block-scaled GEMMs in Gluon (``moe_decode_gluon``, ``moe_decode.GLUON_FP8_GEMMS``).
+"""The decode layer's FP8 block-scaled GEMMs in Gluon (``moe_decode_gluon``; ``moe_decode.GLUON_FP8_GEMMS``).
 
 Offline (jitguard's fake sm_90 driver, real compiles): where the plan takes the Gluon kernel, one
 variant per GEMM for every M, and what the PTX does (each step's wgmma waited only after the next
@@ -17,6 +17,7 @@ import torch
 import jitguard
 from jitguard import triton_compat
 from jitguard.kernels import moe_decode
+from jitguard.kernels.moe_configs import expert_weight_bytes
 from jitguard.kernels.moe_decode import (
     MAX_DECODE_TOKENS,
     MoeDecodeWorkspace,
@@ -34,7 +35,13 @@ needs_gluon = pytest.mark.skipif(not gluon_gemms_supported(),
 
 @pytest.fixture
 def gluon_on(monkeypatch):
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", True)
+    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
+
+
+def _tiles(monkeypatch, up_n: int, up_s: int, down_n: int, down_s: int) -> None:
+    """Both paths' Gluon tiles set to these (gate_up out_n x stages, down out_n x stages)."""
+    tiles = (GluonTile(up_n, up_s), GluonTile(down_n, down_s))
+    monkeypatch.setattr(moe_decode, "GLUON_TILES", {"pairs": tiles, "grouped": tiles})
 
 
 def _plan(M, E, k, H, I, path="grouped", ws=None):
@@ -53,28 +60,44 @@ def test_gluon_tile_rejects_what_one_warpgroup_cannot_run():
 @needs_gluon
 def test_a_down_tile_of_32_columns_is_refused_by_name(gluon_on, monkeypatch):
     """32 output columns are 64 weight rows for gate_up (gate and up) but 32 for down: one line naming it."""
-    monkeypatch.setattr(moe_decode, "GLUON_TILES", {"gate_up": GluonTile(32, 4), "down": GluonTile(32, 4)})
-    with pytest.raises(ValueError, match=r"GLUON_TILES\['down'\]\.out_n must be 64 or 128"):
+    _tiles(monkeypatch, 32, 4, 32, 4)
+    with pytest.raises(ValueError, match=r"the Gluon down tile's out_n must be 64 or 128"):
         _plan(3, 16, 4, 256, 384)
 
 
 @needs_gluon
 def test_plan_takes_gluon_only_on_the_grouped_and_pairs_fp8_block_paths_with_128_multiples(gluon_on):
-    """GLUON_FP8_GEMMS: the grouped and pairs paths with block scales and H, I multiples of 128 run on
-    Gluon; the chain path, and an I of 320, stay on tl's kernels; off, nothing does."""
+    """GLUON_FP8_GEMMS "always": the grouped and pairs paths with block scales and H, I multiples of 128
+    run on Gluon; the chain path, and an I of 320, stay on tl's kernels; "never": nothing does."""
     assert _plan(3, 16, 4, 256, 384).gemms == "gluon"
     assert _plan(3, 16, 4, 256, 320).gemms == "tl"
     assert _plan(1, 16, 4, 256, 384, path="pairs").gemms == "gluon"
     assert _plan(12, 16, 4, 256, 384, path="chain").gemms == "tl"
-    moe_decode.GLUON_FP8_GEMMS = False
+    moe_decode.GLUON_FP8_GEMMS = "never"
     assert _plan(3, 16, 4, 256, 384).gemms == "tl"
 
 
-def test_gluon_is_off_where_triton_lacks_it(monkeypatch):
-    """Where Gluon is missing the switch changes nothing: the plan stays on tl's kernel."""
+@needs_gluon
+def test_measured_gluon_token_counts_by_expert_size_and_path():
+    """GLUON_FP8_GEMMS "measured" (the default): Gluon where the seventeenth session timed it faster, the
+    pairs path at 1-2 tokens for both expert sizes and the grouped path at 8 tokens for small experts;
+    tl's kernels elsewhere (the pairs path's per-pair handoff at 4 tokens was faster)."""
+    assert moe_decode.GLUON_FP8_GEMMS == "measured"
+    small = expert_weight_bytes(2048, 768, 1)
+    large = expert_weight_bytes(7168, 1024, 1)
+    taken = {(size, path, M) for size, eb in (("small", small), ("large", large)) for path in ("pairs", "grouped")
+             for M in range(1, 9) if moe_decode.takes_gluon_gemms(M, path, True, 2048, 768, eb)}
+    assert taken == {("small", "pairs", 1), ("small", "pairs", 2), ("small", "grouped", 8),
+                     ("large", "pairs", 1), ("large", "pairs", 2)}
+    assert not moe_decode.takes_gluon_gemms(1, "pairs", False, 2048, 768, small)  # bf16 / no block scales
+    assert not moe_decode.takes_gluon_gemms(1, "chain", True, 2048, 768, small)
+    assert not moe_decode.takes_gluon_gemms(1, "pairs", True, 2048, 320, small)  # I not a multiple of 128
+
+
+def test_unknown_gluon_mode_is_one_line_error(monkeypatch):
     monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", True)
-    monkeypatch.setattr(moe_decode, "gluon_gemms_supported", lambda: False)
-    assert _plan(3, 16, 4, 256, 384).gemms == "tl"
+    with pytest.raises(ValueError, match=r"GLUON_FP8_GEMMS must be one of \('measured', 'always', 'never'\), got True"):
+        moe_decode.takes_gluon_gemms(1, "pairs", True, 2048, 768)
 
 
 @needs_gluon
@@ -96,6 +119,38 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, gluon_on):
     assert rec.variants("moe_decode_gemm_kernel") == 0
 
 
+@needs_gluon
+def test_shipped_choice_compiles_one_gluon_variant_per_gemm_and_path_over_m_1_to_64():
+    """Keys only, the shipped GLUON_FP8_GEMMS ("measured"), small experts: over M = 1..64 the Gluon kernel
+    compiles once per GEMM on each path it takes (pairs at 1-2 tokens, grouped at 8), the x launch once
+    more with its routing on (ROUTE_TOKENS); M = 1..64 again compiles nothing new."""
+    _compile_side()
+    E, k, H, I = 128, 8, 256, 128
+    w13, w2, kw = _zero_weights(E, H, I, "block")
+    x = torch.randn(MAX_DECODE_TOKENS, H).to(torch.bfloat16)
+    logits = torch.randn(MAX_DECODE_TOKENS, E)
+    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    eb = expert_weight_bytes(H, I, 1)
+    gluon_paths = set()
+    for M in range(1, MAX_DECODE_TOKENS + 1):
+        path = moe_decode.choose_decode_path(M, E, k, True, True, eb)
+        if moe_decode.takes_gluon_gemms(M, path, True, H, I, eb):
+            gluon_paths.add(path)
+    assert gluon_paths == {"pairs", "grouped"}
+    with jitguard.offline(compile=False), jitguard.watch() as rec:
+        for sweep in range(2):
+            for M in range(1, MAX_DECODE_TOKENS + 1):
+                plan = plan_fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, **kw)
+                for _, launch in plan.launches:
+                    launch()
+            if sweep == 0:
+                first = {name: rec.variants(name) for name in ("moe_decode_gemm_gluon_kernel",
+                                                               "moe_decode_route_kernel")}
+    assert first["moe_decode_gemm_gluon_kernel"] == 2 * len(gluon_paths)
+    assert rec.variants("moe_decode_gemm_gluon_kernel") == first["moe_decode_gemm_gluon_kernel"]
+    assert rec.variants("moe_decode_route_kernel") == first["moe_decode_route_kernel"]
+
+
 def _compiled_ptx(kernel) -> list[str]:
     jit_fn = triton_compat.unwrap_jit_function(kernel)
     return [k.asm["ptx"] for cache in triton_compat.all_kernel_caches(jit_fn) for k in cache.values()]
@@ -111,8 +166,7 @@ def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land
     acq_rel atomics where gate_up's tiles share a group."""
     _compile_side()
     up_n, up_s, down_n, down_s = tiles
-    monkeypatch.setattr(moe_decode, "GLUON_TILES",
-                        {"gate_up": GluonTile(up_n, up_s), "down": GluonTile(down_n, down_s)})
+    _tiles(monkeypatch, up_n, up_s, down_n, down_s)
     kernel = moe_decode.moe_decode_gemm_gluon_kernel
     triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
     with jitguard.offline(compile=True):
@@ -141,14 +195,13 @@ def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land
 
 @needs_gluon
 @pytest.mark.skipif(not moe_decode.pdl_supported(), reason="this Triton's launcher has no launch_pdl")
-@pytest.mark.parametrize("switch", ["GLUON_DOWN_WEIGHTS_BEFORE_WAIT", "GLUON_PAIRS_ROUTE_IN_GEMMS"])
-def test_real_sm90_compile_with_weights_before_the_wait(switch, gluon_on, monkeypatch):
-    """GLUON_DOWN_WEIGHTS_BEFORE_WAIT: gate_up waits for the launch before it before it lets down start,
-    and down issues its first weight copies before its own wait. GLUON_PAIRS_ROUTE_IN_GEMMS: each GEMM
-    routes its pair (no read of the launch before), so both copy weights before their waits and gate_up
-    lets down start first."""
+@pytest.mark.parametrize("ahead", [True, False])
+def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, monkeypatch):
+    """GLUON_DOWN_WEIGHTS_BEFORE_WAIT (on by default): gate_up waits for the launch before it before it
+    lets down start, and down issues its first weight copies before its own wait; off, gate_up lets down
+    start first and down waits at its start."""
     _compile_side()
-    monkeypatch.setattr(moe_decode, switch, True)
+    monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
     kernel = moe_decode.moe_decode_gemm_gluon_kernel
     triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
     with jitguard.offline(compile=True):
@@ -159,10 +212,9 @@ def test_real_sm90_compile_with_weights_before_the_wait(switch, gluon_on, monkey
     gate_up = [p for p in ptx if "griddepcontrol.launch_dependents" in p]
     down = [p for p in ptx if "griddepcontrol.launch_dependents" not in p]
     assert len(gate_up) == len(down) == 1
-    gate_up_wait_first = gate_up[0].index("griddepcontrol.wait") < gate_up[0].index("griddepcontrol.launch_dependents")
-    assert gate_up_wait_first == (switch == "GLUON_DOWN_WEIGHTS_BEFORE_WAIT")
-    for p in down + (gate_up if switch == "GLUON_PAIRS_ROUTE_IN_GEMMS" else []):
-        assert re.search(r"cp\.async\.c[ag]", p[:p.index("griddepcontrol.wait")])
+    assert (gate_up[0].index("griddepcontrol.wait") < gate_up[0].index("griddepcontrol.launch_dependents")) == ahead
+    copies_before_wait = re.search(r"cp\.async\.c[ag]", down[0][:down[0].index("griddepcontrol.wait")])
+    assert bool(copies_before_wait) == ahead
 
 
 # ---- on a GPU -------------------------------------------------------------------------------------------
@@ -171,11 +223,9 @@ def test_real_sm90_compile_with_weights_before_the_wait(switch, gluon_on, monkey
 @needs_gluon
 @pytest.mark.parametrize("path,M", [("grouped", 1), ("grouped", 3), ("grouped", 8), ("grouped", 17), ("grouped", 64),
                                     ("pairs", 1), ("pairs", 3), ("pairs", 8)])
-@pytest.mark.parametrize("tiles", [(32, 4, 64, 4, False, False), (64, 4, 64, 4, False, False),
-                                   (128, 3, 128, 3, False, False), (64, 2, 128, 6, False, False),
-                                   (32, 6, 128, 3, True, False), (32, 6, 128, 3, False, True)],
-                         ids=["32-columns", "64-columns", "128-columns", "mixed", "down-weights-before-wait",
-                              "routed-in-gemms"])
+@pytest.mark.parametrize("tiles", [(32, 4, 64, 4, True), (64, 4, 64, 4, True), (128, 3, 128, 3, True),
+                                   (64, 2, 128, 6, True), (32, 6, 128, 3, False)],
+                         ids=["32-columns", "64-columns", "128-columns", "mixed", "down-waits-first"])
 def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
     """FP8 block scales on the grouped and pairs paths, GEMMs on Gluon: each of three graph replays with new
     tokens and logits within 4e-2 of the fp32 reference (activations quantized), and within 1e-2 of
@@ -184,23 +234,21 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
-    up_n, up_s, down_n, down_s, ahead, route = tiles
+    up_n, up_s, down_n, down_s, ahead = tiles
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
-    monkeypatch.setattr(moe_decode, "GLUON_PAIRS_ROUTE_IN_GEMMS", route)
     gen = torch.Generator().manual_seed(M)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
     ws_tl, ws_gl = MoeDecodeWorkspace.for_layer(w13, w2, k), MoeDecodeWorkspace.for_layer(w13, w2, k)
     out_tl, out_gl = torch.empty_like(x), torch.empty_like(x)
-    monkeypatch.setattr(moe_decode, "GLUON_TILES",
-                        {"gate_up": GluonTile(up_n, up_s), "down": GluonTile(down_n, down_s)})
+    _tiles(monkeypatch, up_n, up_s, down_n, down_s)
 
     def layer(gluon: bool):
-        moe_decode.GLUON_FP8_GEMMS = gluon
+        moe_decode.GLUON_FP8_GEMMS = "always" if gluon else "never"
         try:
             plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws_gl if gluon else ws_tl,
                                          out=out_gl if gluon else out_tl, path=path, **kw)
         finally:
-            moe_decode.GLUON_FP8_GEMMS = False
+            moe_decode.GLUON_FP8_GEMMS = "measured"
         assert plan.gemms == ("gluon" if gluon else "tl")
         for _, launch in plan.launches:
             launch()
@@ -224,7 +272,7 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
                                          quantize_activations=True, **ref_kw)
         assert _rel_err(out_gl, ref) < 4e-2
         assert _rel_err(out_gl, out_tl.float().cpu()) < 1e-2
-        # The routing the call left in the workspace (the x launch's, or gate_up's with routed-in-gemms).
+        # The routing the call left in the workspace (the x launch's).
         ref_w, ref_ids = softmax_topk_reference(logits.cpu(), k, True)
         got_w, got_ids = ws_gl.routing(M)
         assert torch.equal(got_ids.cpu(), ref_ids)
@@ -233,15 +281,13 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
 
 @pytest.mark.gpu
 @needs_gluon
-@pytest.mark.parametrize("route_in_gemms", [False, True])
-def test_gluon_pairs_routing_breaks_ties_to_the_lower_expert(route_in_gemms, monkeypatch):
-    """Logits on a coarse grid (ties at the k-th place, all-equal rows): the experts the Gluon pairs path
-    routes to (by the x launch, or by each GEMM program) are softmax_topk_reference's, lower index first,
-    and the layer matches the reference computed with them."""
+def test_gluon_pairs_routing_breaks_ties_to_the_lower_expert(monkeypatch):
+    """Logits on a coarse grid (ties at the k-th place, all-equal rows): the experts the x launch routes
+    the Gluon pairs path to are softmax_topk_reference's, lower index first, and the layer matches the
+    reference computed with them."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", True)
-    monkeypatch.setattr(moe_decode, "GLUON_PAIRS_ROUTE_IN_GEMMS", route_in_gemms)
+    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
     E, k, H, I, M = 16, 4, 256, 384, 6
     gen = torch.Generator().manual_seed(7)
     x, _, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
