@@ -152,7 +152,8 @@ _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool, block_scales: bool = False,
-                       expert_bytes: int | None = None) -> str:
+                       expert_bytes: int | None = None, hidden: int | None = None,
+                       intermediate: int | None = None) -> str:
     """The path ``fused_moe_decode(path="auto")`` takes, by H200 measurement
     (benchmarks/results/moe_layer.md, seventh session):
 
@@ -166,6 +167,8 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
       ``FP8_PAIRS_TOKENS[expert_size_class(expert_bytes)]`` tokens with few pairs per expert
       (``expert_bytes``: one expert's w13 and w2 weight bytes; unknown counts as large).
     - FP8 per tensor / per channel: ``"grouped"``.
+    - With ``hidden`` and ``intermediate`` given, FP8 block scales take ``"grouped"`` wherever its GEMMs
+      run in Gluon and the pairs path's would not (``takes_gluon_gemms``; GLUON_FP8_TOKENS).
     """
     num_pairs = num_tokens * top_k
     few_pairs = 4 * num_pairs <= num_experts
@@ -178,6 +181,9 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
     if takes_pair_handoff(num_pairs):
         few_pairs = 8 * num_pairs <= 3 * num_experts
     pairs = block_scales and QUANTIZE_INTER and num_tokens in pairs_tokens and few_pairs
+    if pairs and hidden is not None and intermediate is not None:
+        pairs = (takes_gluon_gemms(num_tokens, "pairs", block_scales, hidden, intermediate, expert_bytes)
+                 or not takes_gluon_gemms(num_tokens, "grouped", block_scales, hidden, intermediate, expert_bytes))
     return "pairs" if pairs else "grouped"
 
 
@@ -738,12 +744,17 @@ _REDUCE_ELEMENTS = 8192
 # M = 2 92.4 / 95.0; Qwen3-30B-like M = 1 19.5 / 19.9, M = 2 27.5 / 28.5, M = 8 70.2 / 71.6 (grouped);
 # slower at M = 4 (the tl pairs path's per-pair handoff: DeepSeek 171.0 / 164.4, Qwen3 44.0 / 42.6) and
 # level at DeepSeek M = 8 (318.7 / 318.0). Call 2 (Gluon without the weights before the wait): DeepSeek
-# M = 2 96.4 / 97.3, Qwen3 M = 8 72.3 / 72.7, level at M = 1.
+# M = 2 96.4 / 97.3, Qwen3 M = 8 72.3 / 72.7, level at M = 1. Calls 4-5, against the pairs path on tl's
+# GEMMs that "auto" took there before (choose_decode_path now takes the grouped path where only its GEMMs
+# run in Gluon): Qwen3 M = 3 grouped on Gluon 34.7 / 36.6 and 34.3 / 36.2 (vLLM's GEMMs alone 35.2);
+# DeepSeek M = 6 246.4 / 256.0 (one call; slower at Qwen3 M = 5 57.0 / 55.6, M = 6 62.0 / 60.7).
+# Calls 4: DeepSeek M = 1 53.3 / 53.9, M = 2 94.7 / 97.3; Qwen3 M = 1 19.6 / 20.0, M = 2 27.9 / 28.8,
+# M = 8 71.2 / 72.8.
 GLUON_FP8_GEMMS = "measured"
 GLUON_FP8_MODES = ("measured", "always", "never")
 GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
-    "small": {"pairs": (1, 2), "grouped": (8,)},
-    "large": {"pairs": (1, 2), "grouped": ()},
+    "small": {"pairs": (1, 2), "grouped": (3, 8)},
+    "large": {"pairs": (1, 2), "grouped": (6,)},
 }
 # Each path's (gate_up, down) Gluon tiles: call 2's and 3's best (gate_up 32 output columns, 64 weight
 # rows, 6 stages; down 128 or 64 rows, 3 stages). Call 2, us, DeepSeek-V3-TP2 M = 2 on the pairs path:
@@ -848,7 +859,7 @@ def plan_fused_moe_decode(
         raise ValueError(f"fused_moe_decode: path must be one of {DECODE_PATHS}, got {path!r}")
     expert_bytes = expert_weight_bytes(H, I, w13.element_size())
     if path == "auto":
-        path = choose_decode_path(M, E, top_k, shape.fp8, quant == QUANT_BLOCK, expert_bytes)
+        path = choose_decode_path(M, E, top_k, shape.fp8, quant == QUANT_BLOCK, expert_bytes, H, I)
     # FP8 on the pairs path: block scales, with the intermediate quantized by gate_up or, when x has a
     # launch of its own (which zeroes the intermediate's absmax slots), by the down GEMM as it loads it.
     if path in ("pairs", "chain") and shape.fp8 and not (

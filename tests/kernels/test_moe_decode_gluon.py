@@ -80,18 +80,34 @@ def test_plan_takes_gluon_only_on_the_grouped_and_pairs_fp8_block_paths_with_128
 @needs_gluon
 def test_measured_gluon_token_counts_by_expert_size_and_path():
     """GLUON_FP8_GEMMS "measured" (the default): Gluon where the seventeenth session timed it faster, the
-    pairs path at 1-2 tokens for both expert sizes and the grouped path at 8 tokens for small experts;
-    tl's kernels elsewhere (the pairs path's per-pair handoff at 4 tokens was faster)."""
+    pairs path at 1-2 tokens for both expert sizes, the grouped path at 3 and 8 tokens for small experts
+    and 6 for large ones; tl's kernels elsewhere (the pairs path's per-pair handoff at 4 tokens was faster)."""
     assert moe_decode.GLUON_FP8_GEMMS == "measured"
     small = expert_weight_bytes(2048, 768, 1)
     large = expert_weight_bytes(7168, 1024, 1)
     taken = {(size, path, M) for size, eb in (("small", small), ("large", large)) for path in ("pairs", "grouped")
              for M in range(1, 9) if moe_decode.takes_gluon_gemms(M, path, True, 2048, 768, eb)}
-    assert taken == {("small", "pairs", 1), ("small", "pairs", 2), ("small", "grouped", 8),
-                     ("large", "pairs", 1), ("large", "pairs", 2)}
+    assert taken == {("small", "pairs", 1), ("small", "pairs", 2), ("small", "grouped", 3), ("small", "grouped", 8),
+                     ("large", "pairs", 1), ("large", "pairs", 2), ("large", "grouped", 6)}
     assert not moe_decode.takes_gluon_gemms(1, "pairs", False, 2048, 768, small)  # bf16 / no block scales
     assert not moe_decode.takes_gluon_gemms(1, "chain", True, 2048, 768, small)
     assert not moe_decode.takes_gluon_gemms(1, "pairs", True, 2048, 320, small)  # I not a multiple of 128
+
+
+@needs_gluon
+def test_auto_path_takes_the_grouped_path_where_only_its_gemms_run_in_gluon(monkeypatch):
+    """Given H and I, choose_decode_path sends FP8 block scales to the grouped path at the token counts
+    where its GEMMs run in Gluon and the pairs path's would not (Qwen3-30B-like M = 3, DeepSeek-V3-TP2-like
+    M = 6); with tl's GEMMs everywhere ("never") or without H and I, the pairs path as before."""
+    small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
+    qwen3 = [moe_decode.choose_decode_path(M, 128, 8, True, True, small, 2048, 768) for M in range(1, 10)]
+    assert qwen3 == ["pairs", "pairs", "grouped", "pairs", "pairs", "pairs", "grouped", "grouped", "chain"]
+    deepseek = [moe_decode.choose_decode_path(M, 256, 8, True, True, large, 7168, 1024) for M in range(1, 9)]
+    assert deepseek == ["pairs", "pairs", "grouped", "pairs", "grouped", "grouped", "grouped", "grouped"]
+    assert moe_decode.choose_decode_path(3, 128, 8, True, True, small) == "pairs"
+    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "never")
+    assert moe_decode.choose_decode_path(3, 128, 8, True, True, small, 2048, 768) == "pairs"
+    assert moe_decode.choose_decode_path(6, 256, 8, True, True, large, 7168, 1024) == "pairs"
 
 
 def test_unknown_gluon_mode_is_one_line_error(monkeypatch):
