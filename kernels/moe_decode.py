@@ -748,7 +748,7 @@ _REDUCE_ELEMENTS = 8192
 # GEMMs that "auto" took there before (choose_decode_path now takes the grouped path where only its GEMMs
 # run in Gluon): Qwen3 M = 3 grouped on Gluon 34.7 / 36.6 and 34.3 / 36.2 (vLLM's GEMMs alone 35.2);
 # DeepSeek M = 6 246.4 / 256.0 (one call; slower at Qwen3 M = 5 57.0 / 55.6, M = 6 62.0 / 60.7).
-# Calls 4: DeepSeek M = 1 53.3 / 53.9, M = 2 94.7 / 97.3; Qwen3 M = 1 19.6 / 20.0, M = 2 27.9 / 28.8,
+# Call 4: DeepSeek M = 1 53.3 / 53.9, M = 2 94.7 / 97.3; Qwen3 M = 1 19.6 / 20.0, M = 2 27.9 / 28.8,
 # M = 8 71.2 / 72.8.
 GLUON_FP8_GEMMS = "measured"
 GLUON_FP8_MODES = ("measured", "always", "never")
@@ -765,11 +765,11 @@ GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
     "grouped": (GluonTile(32, 6), GluonTile(64, 3)),
 }
 # With PDL: the Gluon down GEMM's programs copy their first K steps of weights before they wait for
-# gate_up (which then waits for the launch before it before letting down start). Call 3: faster at every
-# point timed on both paths (DeepSeek M = 1 pairs 52.4 against 53.6, M = 2 92.4 against 93.6; Qwen3 M = 2
-# 27.5 against 28.4). Tried beside it and removed: each pairs-path Gluon GEMM program routing its own
-# token (softmax top-k in Gluon) so that both GEMMs copy weights before they wait: level to 8% slower
-# (DeepSeek M = 2 93.5, M = 8 337.5 against 325.1).
+# gate_up (which then waits for the launch before it before letting down start). Call 3: faster or level
+# at every point timed on both paths (DeepSeek M = 1 pairs 52.4 against 53.6, M = 2 92.4 against 93.6;
+# Qwen3 M = 2 27.5 against 28.4; level at Qwen3 M = 1 on the grouped path). Tried beside it and removed:
+# each pairs-path Gluon GEMM program routing its own token (softmax top-k in Gluon) so that both GEMMs
+# copy weights before they wait: level to 9% slower (DeepSeek M = 2 93.5, M = 8 337.5 against 325.1).
 GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
 # The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (call 2: the grouped path's 16-row
 # tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4).
