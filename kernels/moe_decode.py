@@ -113,6 +113,7 @@ from .moe_gemm import (
     moe_scale_epilogue,
     moe_scale_step,
     moe_silu_mul,
+    moe_tile_of_program,
     moe_tile_pointers,
     moe_weight_rows,
     weight_scale_strides,
@@ -120,7 +121,7 @@ from .moe_gemm import (
 from .moe_inputs import check_moe_inputs, normalize_w_scale
 from .moe_quant import FP8_MAX, launch_quantize_groups
 from .moe_routing import check_router_logits, softmax_topk_reference, softmax_topk_row
-from .pdl import launch_dependents, pdl_supported, wait_for_prior_launch
+from .pdl import pdl_enter, pdl_supported, wait_for_prior_launch
 
 __all__ = [
     "CHAIN_LAUNCHES",
@@ -380,19 +381,10 @@ def moe_decode_gemm_kernel(
     pid = tl.program_id(0)
     stamp(stamps_ptr, pid, 0, STAMPS)
     OUT_N: tl.constexpr = BLOCK_N // 2 if GATED else BLOCK_N
-    num_pid_n = tl.cdiv(N, OUT_N)
-    num_pid_m = tl.num_programs(0) // num_pid_n
-    # Column tiles vary fastest, the order moe_gemm's tuned decode tiles were timed with.
-    pid_m = pid // num_pid_n
-    pid_n = pid % num_pid_n
-    if WAIT_PRIOR == 3:
-        # The layer's first launch, PDL-launched: the launch before wrote the logits and x, which
-        # this launch and the next one (started below) read.
-        wait_for_prior_launch()
-    if LAUNCH_DEPENDENTS:
-        launch_dependents()
-    if WAIT_PRIOR == 1:
-        wait_for_prior_launch()
+    pid_m, pid_n, num_pid_m = moe_tile_of_program(N, OUT_N)
+    # WAIT_PRIOR 3: the layer's first launch, PDL-launched: the launch before wrote the logits and x,
+    # which this launch and the next one (started here) read.
+    pdl_enter(LAUNCH_DEPENDENTS, WAIT_PRIOR)
 
     if PAIR_TILES:
         token = (pid_m // TOP_K).to(tl.int64)

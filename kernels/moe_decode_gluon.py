@@ -22,6 +22,9 @@ from __future__ import annotations
 import functools
 import os
 
+from .moe_gemm import moe_tile_of_program
+from .pdl import pdl_enter, wait_for_prior_launch
+
 __all__ = ["GluonTile", "gluon_gemms_supported", "moe_decode_gemm_gluon_kernel"]
 
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
@@ -74,17 +77,6 @@ if gluon_gemms_supported():
     _copy_to_shared = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
 
     _SCALE_GROUP = gl.constexpr(128)  # block scales' group along K and N; also each stage's K depth
-
-    @gluon.jit
-    def _wait_for_prior_launch():
-        """PTX griddepcontrol.wait (PDL; see ``pdl``)."""
-        gl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
-
-    @gluon.jit
-    def _launch_dependents():
-        """PTX griddepcontrol.launch_dependents (PDL; see ``pdl``)."""
-        gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=gl.int32,
-                                  is_pure=False, pack=1)
 
     @gluon.jit
     def _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb, n_k, NUM_STAGES: gl.constexpr):
@@ -239,19 +231,10 @@ if gluon_gemms_supported():
         # The epilogue's layout: a warp along 32 consecutive output columns of one token (contiguous stores).
         epi_layout: gl.constexpr = gl.BlockedLayout([1, 1], [32, 1], [1, NUM_WARPS], [0, 1])
 
-        pid = gl.program_id(0)
-        num_pid_n = gl.cdiv(N, OUT_N)
-        num_pid_m = gl.num_programs(0) // num_pid_n
-        pid_m = pid // num_pid_n
-        pid_n = pid % num_pid_n
-        if WAIT_PRIOR == 3:
-            # Before letting the next launch start: it may read what the launch before this one wrote
-            # (routing, layout) before its own wait.
-            _wait_for_prior_launch()
-        if LAUNCH_DEPENDENTS:
-            _launch_dependents()
-        if WAIT_PRIOR == 1:
-            _wait_for_prior_launch()
+        pid_m, pid_n, num_pid_m = moe_tile_of_program(N, OUT_N)
+        # WAIT_PRIOR 3 before letting the next launch start: it may read what the launch before this one
+        # wrote (routing, layout) before its own wait.
+        pdl_enter(LAUNCH_DEPENDENTS, WAIT_PRIOR)
 
         if PAIR_TILES:
             expert = gl.load(topk_ids_ptr + pid_m).to(gl.int64)
@@ -286,7 +269,7 @@ if gluon_gemms_supported():
                 for s in gl.static_range(NUM_STAGES - 1):
                     _copy_to_shared(w_smem.index(s), w_ptrs + s * _SCALE_GROUP, mask=s < n_k)
                     async_copy.commit_group()
-                _wait_for_prior_launch()
+                wait_for_prior_launch()
                 for s in gl.static_range(NUM_STAGES - 1):
                     _copy_to_shared(a_smem.index(s), a_ptrs + s * _SCALE_GROUP, mask=a_valid & (s < n_k))
                 async_copy.commit_group()

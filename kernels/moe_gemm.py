@@ -46,6 +46,16 @@ QUANT_BLOCK = 3
 # ---- building blocks shared by this grouped GEMM and moe_decode's (Triton inlines them) ----------
 
 @triton.jit
+def moe_tile_of_program(N, OUT_N: tl.constexpr):
+    """(pid_m, pid_n, num_pid_m): this program's token tile and output-column tile, column tiles varying
+    fastest (the order the decode tiles were timed with), and the number of token tiles. Scalar code
+    only: the Gluon decode GEMMs (``moe_decode_gluon``) call it too."""
+    pid = tl.program_id(0)
+    num_pid_n = tl.cdiv(N, OUT_N)
+    return pid // num_pid_n, pid % num_pid_n, tl.num_programs(0) // num_pid_n
+
+
+@triton.jit
 def moe_weight_rows(pid_n, N, BLOCK_N: tl.constexpr, GATED: tl.constexpr):
     """Weight rows of column tile ``pid_n``; GATED interleaves gate (even) and up (odd) rows.
 

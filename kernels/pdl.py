@@ -16,7 +16,7 @@ import triton.language as tl
 
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
-__all__ = ["launch_dependents", "pdl_supported", "wait_for_prior_launch"]
+__all__ = ["launch_dependents", "pdl_enter", "pdl_supported", "wait_for_prior_launch"]
 
 
 @functools.cache
@@ -42,3 +42,17 @@ def launch_dependents():
     """PTX griddepcontrol.launch_dependents: a PDL-linked next launch may start now."""
     tl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=tl.int32, is_pure=False,
                               pack=1)
+
+
+@triton.jit
+def pdl_enter(LAUNCH_DEPENDENTS: tl.constexpr, WAIT_PRIOR: tl.constexpr):
+    """A PDL-linked launch's start: WAIT_PRIOR 3 waits for the launch before and only then lets the
+    next launch start (LAUNCH_DEPENDENTS; the next may then read what the launch before wrote);
+    WAIT_PRIOR 1 lets it start first and then waits. Other WAIT_PRIOR values wait later, in the kernel.
+    Also called from Gluon kernels (``moe_decode_gluon``): scalar code only."""
+    if WAIT_PRIOR == 3:
+        wait_for_prior_launch()
+    if LAUNCH_DEPENDENTS:
+        launch_dependents()
+    if WAIT_PRIOR == 1:
+        wait_for_prior_launch()

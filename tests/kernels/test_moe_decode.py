@@ -251,6 +251,14 @@ def _fp8_block_layer(M: int, E: int, k: int, H: int, I: int, gen: torch.Generato
     return x, logits, w13.to(device), w2.to(device), kw
 
 
+def _offline_layer(E: int, k: int, H: int, I: int, scheme: str, tokens: int):
+    """Zero CPU weights of ``scheme`` (``_zero_weights``), random x [tokens, H] and logits [tokens, E], and a
+    workspace: one layer's inputs for keys-only sweeps over M (``x[:M]``, ``logits[:M]``)."""
+    w13, w2, kw = _zero_weights(E, H, I, scheme)
+    x = torch.randn(tokens, H).to(torch.bfloat16)
+    return w13, w2, kw, x, torch.randn(tokens, E), MoeDecodeWorkspace.for_layer(w13, w2, k)
+
+
 def _zero_weights(E: int, H: int, I: int, scheme: str):
     """Zero CPU weights of one scheme ("bf16", FP8 "tensor", "channel", "block") with unit scales of
     the right shapes, and fused_moe_decode's FP8 keywords: inputs for compiles, not for maths."""
@@ -649,10 +657,7 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     _compile_side()
     H, I, beyond = 256, 128, 200
     fp8 = scheme != "bf16"
-    w13, w2, kw = _zero_weights(E, H, I, scheme)
-    x = torch.randn(beyond, H).to(torch.bfloat16)
-    logits = torch.randn(beyond, E)
-    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, scheme, beyond)
     with jitguard.offline(compile=False), jitguard.watch() as rec:
         for M in range(1, MAX_DECODE_TOKENS + 1):
             fused_moe_decode(x[:M], logits[:M], w13, w2, k, renormalize=True, workspace=ws, **kw)

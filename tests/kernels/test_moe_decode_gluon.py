@@ -27,7 +27,14 @@ from jitguard.kernels.moe_decode import (
 )
 from jitguard.kernels.moe_decode_gluon import GluonTile, gluon_gemms_supported
 from jitguard.kernels.moe_routing import softmax_topk_reference
-from tests.kernels.test_moe_decode import _compile_side, _fp8_block_layer, _rel_err, _tied_logits, _zero_weights
+from tests.kernels.test_moe_decode import (
+    _compile_side,
+    _fp8_block_layer,
+    _offline_layer,
+    _rel_err,
+    _tied_logits,
+    _zero_weights,
+)
 
 needs_gluon = pytest.mark.skipif(not gluon_gemms_supported(),
                                  reason="this Triton has no Gluon Hopper wgmma (Triton >= 3.5), or is interpreted")
@@ -123,10 +130,7 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, gluon_on):
     down (every token-count integer is in do_not_specialize), tl's decode GEMM never."""
     _compile_side()
     E, k, H, I = 16, 4, 256, 384
-    w13, w2, kw = _zero_weights(E, H, I, "block")
-    x = torch.randn(MAX_DECODE_TOKENS, H).to(torch.bfloat16)
-    logits = torch.randn(MAX_DECODE_TOKENS, E)
-    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "block", MAX_DECODE_TOKENS)
     with jitguard.offline(compile=False), jitguard.watch() as rec:
         for M in range(1, MAX_DECODE_TOKENS + 1):
             fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path=path, **kw)
@@ -138,14 +142,11 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, gluon_on):
 @needs_gluon
 def test_shipped_choice_compiles_one_gluon_variant_per_gemm_and_path_over_m_1_to_64():
     """Keys only, the shipped GLUON_FP8_GEMMS ("measured"), small experts: over M = 1..64 the Gluon kernel
-    compiles once per GEMM on each path it takes (pairs at 1-2 tokens, grouped at 8), the x launch once
-    more with its routing on (ROUTE_TOKENS); M = 1..64 again compiles nothing new."""
+    compiles once per GEMM on each path it takes (pairs at 1-2 tokens, grouped at 3 and 8); M = 1..64 again
+    compiles nothing new, in the Gluon kernel or the x launch (whose routing is on for the pairs path)."""
     _compile_side()
     E, k, H, I = 128, 8, 256, 128
-    w13, w2, kw = _zero_weights(E, H, I, "block")
-    x = torch.randn(MAX_DECODE_TOKENS, H).to(torch.bfloat16)
-    logits = torch.randn(MAX_DECODE_TOKENS, E)
-    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "block", MAX_DECODE_TOKENS)
     eb = expert_weight_bytes(H, I, 1)
     gluon_paths = set()
     for M in range(1, MAX_DECODE_TOKENS + 1):

@@ -225,18 +225,23 @@ def test_signal_is_forwarded_and_its_exit_code_returned(tmp_path: Path, triton_c
     assert "no process imported Triton" in err
 
 
-def _sitecustomize_import_ms(env: dict) -> float:
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"], env=env, capture_output=True,
-                          text=True, check=True)
-    for line in proc.stderr.splitlines():
-        fields = [f.strip() for f in line.split("|")]
-        if len(fields) == 3 and fields[2] == "sitecustomize":
-            return int(fields[1]) / 1000.0
-    raise AssertionError(f"no sitecustomize import in:\n{proc.stderr[-2000:]}")
+def _modules_at_start(env: dict) -> set[str]:
+    """The modules a bare `python -c` process has imported once site (and sitecustomize) ran."""
+    proc = subprocess.run([sys.executable, "-c", "import sys; print(' '.join(sys.modules))"], env=env,
+                          capture_output=True, text=True, check=True)
+    return set(proc.stdout.split())
 
 
-def test_bootstrap_costs_under_20_ms_in_a_process_without_triton(tmp_path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=BOOTSTRAP_DIR, JITGUARD="1", JITGUARD_DIR=str(tmp_path))
-    # The best of a few runs: the cost of the bootstrap itself, not of a busy machine.
-    best = min(_sitecustomize_import_ms(env) for _ in range(5))
-    assert best < 20.0, f"the bootstrap sitecustomize took {best:.1f} ms to import"
+def test_bootstrap_imports_only_its_hook_in_a_process_without_triton(tmp_path: Path) -> None:
+    """What the bootstrap adds to every Python process `jitguard run` starts, before any of them imports
+    Triton: its import hook alone, plus standard-library modules; never Triton, torch or the monitor (which
+    load on the first `import triton`). Its cost is this import set, not a timing (about 5 ms on the CI
+    machine, 2026-12-03)."""
+    bare = _modules_at_start(dict(os.environ))
+    with_bootstrap = _modules_at_start(dict(os.environ, PYTHONPATH=BOOTSTRAP_DIR, JITGUARD="1",
+                                            JITGUARD_DIR=str(tmp_path)))
+    added = with_bootstrap - bare
+    foreign = {m for m in added if m.split(".")[0] not in sys.stdlib_module_names}
+    assert foreign <= {"sitecustomize", "jitguard.bootstrap", "jitguard.bootstrap.triton_hook"}, sorted(foreign)
+    assert "jitguard.bootstrap.triton_hook" in with_bootstrap  # the hook is armed
+    assert not {m for m in with_bootstrap if m.split(".")[0] in ("triton", "torch", "numpy")}
