@@ -66,6 +66,11 @@ every M (each token-count-derived integer is in ``do_not_specialize``); the tile
 ``moe_configs.select_decode_tile_configs`` (the fused-MoE table, with decode rows where they differ,
 and rows of their own for FP8 block scales on the pairs path).
 
+With FP8 block scales the pairs and grouped paths run their two GEMMs as ``moe_decode_gluon``'s kernel
+(Gluon, Triton >= 3.5: each K step's wgmma stays in flight across the block scaling) at the token counts
+where that measured faster (``GLUON_FP8_GEMMS``, ``GLUON_FP8_TOKENS``; ``DecodePlan.gemms`` says which
+ran); ``moe_decode_gemm_kernel`` everywhere else and on older Tritons.
+
 FP8 W8A8 takes the scale layouts of :func:`jitguard.kernels.fused_moe.fused_moe` (per tensor,
 per channel, block 128x128), with dynamic activation scales only, on the grouped path. Which of
 it and ``softmax_topk`` + ``fused_moe`` is faster depends on the shape
