@@ -1,6 +1,6 @@
 """The decode MoE layer's FP8 block-scaled GEMMs written in Gluon, each K step's wgmma left in flight.
 
-``moe_decode``'s grouped path runs its two GEMMs (gate_up with ``silu(gate) * up`` and the
+``moe_decode``'s pairs and grouped paths run their two GEMMs (gate_up with ``silu(gate) * up`` and the
 intermediate's 128-column groups quantized in its epilogue; down with the routing weights and the
 top-k sum) through ``moe_decode_gemm_kernel``. With FP8 block scales that kernel's ``tl.dot`` scales
 every K step's product before adding it, which makes Triton wait for each step's wgmma before the
@@ -10,11 +10,13 @@ activation tiles into a ring of shared-memory stages (``cp.async``), issues the 
 fresh product asynchronously, and folds the previous step's product into the fp32 accumulator with
 its two scales only once the next step's tiles have landed, so the MMA runs while weights stream.
 
-Scope: what the grouped path feeds its GEMMs with block scales: e4m3 activations with one scale
-per row and 128-column group (x from the route launch, the intermediate from gate_up), e4m3 weights
-with [E, N / 128, K / 128] scales, K a multiple of 128, tokens in the wgmma's N slot (swap-AB), one
-warpgroup. :func:`gluon_gemms_supported` says whether this Triton has what it needs (Gluon's Hopper
-wgmma: Triton >= 3.5; never under the interpreter); ``moe_decode`` keeps its ``tl`` kernel elsewhere.
+Scope: what those paths feed their GEMMs with block scales: e4m3 activations with one scale per row
+and 128-column group (x from the layer's first launch, the intermediate from gate_up), e4m3 weights
+with [E, N / 128, K / 128] scales, K a multiple of 128, tokens in the wgmma's N slot (swap-AB, 8-row
+token tiles: the grouped path's sorted layout, or one pair a tile), one warpgroup. Where ``moe_decode``
+takes it: ``moe_decode.GLUON_FP8_GEMMS``. :func:`gluon_gemms_supported` says whether this Triton has
+what it needs (Gluon's Hopper wgmma: Triton >= 3.5; never under the interpreter); ``moe_decode``
+keeps its ``tl`` kernel elsewhere.
 """
 
 from __future__ import annotations
