@@ -768,6 +768,10 @@ GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
 # each pairs-path Gluon GEMM program routing its own token (softmax top-k in Gluon) so that both GEMMs
 # copy weights before they wait: level to 9% slower (DeepSeek M = 2 93.5, M = 8 337.5 against 325.1).
 GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
+# Column tiles a Gluon down GEMM program takes, their K steps one weight stream through its ring (down has
+# only K / 128 steps a tile: 8 at DeepSeek-V3-TP2, 6 at Qwen3-30B). Prepared for a probe, not timed: 1
+# (each program one tile) is what was measured and ships.
+GLUON_DOWN_TILES_PER_PROGRAM = 1
 # The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (call 2: the grouped path's 16-row
 # tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4).
 GLUON_BLOCK_M = 8
@@ -1064,9 +1068,13 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
     launches: list[tuple[str, Callable[[], object]]] = []
     for gated in (True, False):
         tile = gate_up_tile if gated else down_tile
+        tiles_per_program = 1 if gated else GLUON_DOWN_TILES_PER_PROGRAM
         if not gated and tile.out_n < 64:
             raise ValueError(f"fused_moe_decode: the Gluon down tile's out_n must be 64 or 128 (its weight rows), "
                              f"got {tile.out_n}")
+        if not gated and (tiles_per_program < 1 or H % (tile.out_n * tiles_per_program)):
+            raise ValueError(f"fused_moe_decode: GLUON_DOWN_TILES_PER_PROGRAM = {tiles_per_program} needs H = {H} "
+                             f"a multiple of the down tile's {tile.out_n} columns times it")
         n, k = (I, H) if gated else (H, I)
         a, a_scale, stride_asm = (ws.x_q[:M], ws.x_scale, stride_xsm) if gated else (ws.inter_q[:P], ws.a2_amax,
                                                                                         stride_a2m)
@@ -1074,7 +1082,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
         c = ws.inter[:P] if gated else ws.pair_out
         bse, bsn, bsk = weight_scale_strides(QUANT_BLOCK, w_scale)
         launches.append(("gate_up" if gated else "down", functools.partial(
-            moe_decode_gemm_gluon_kernel[(num_blocks * triton.cdiv(n, tile.out_n),)],
+            moe_decode_gemm_gluon_kernel[(num_blocks * (triton.cdiv(n, tile.out_n) // tiles_per_program),)],
             a, a_scale, wt, w_scale, c, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded, ws.inter_q,
             ws.a2_amax, ws.group_arrivals, tile_arrivals, out,
             P, M, n, k, a.stride(0), stride_asm, wt.stride(0), wt.stride(1), bse, bsn, bsk, c.stride(0), stride_a2m,
@@ -1083,7 +1091,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             NUM_STAGES=tile.stages, TOP_K=top_k, K_POW2=k_pow2,
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
             LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=wait_prior[gated], PAIR_TILES=pair_tiles,
-            topk_ids_ptr=ws.topk_ids, num_warps=4,
+            topk_ids_ptr=ws.topk_ids, TILES=tiles_per_program, num_warps=4,
             **({"launch_pdl": True} if pdl else {}),
         )))
     return launches

@@ -234,15 +234,40 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
     assert bool(copies_before_wait) == ahead
 
 
+@needs_gluon
+@pytest.mark.parametrize("ahead", [True, False])
+def test_real_sm90_compile_of_a_down_program_over_several_column_tiles(ahead, gluon_on, monkeypatch):
+    """GLUON_DOWN_TILES_PER_PROGRAM = 3 (prepared, not shipped): down compiles for sm_90 with one arrival
+    counter a column tile and the store of every tile but the last inside its K loop; gate_up unchanged;
+    an H that 3 tiles do not divide is refused by name."""
+    _compile_side()
+    monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
+    monkeypatch.setattr(moe_decode, "GLUON_DOWN_TILES_PER_PROGRAM", 3)
+    _tiles(monkeypatch, 32, 6, 64, 3)
+    kernel = moe_decode.moe_decode_gemm_gluon_kernel
+    triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
+    with jitguard.offline(compile=True):
+        plan = _plan(3, 16, 4, 384, 256)
+        for _, launch in plan.launches:
+            launch()
+    ptx = _compiled_ptx(kernel)
+    down = [p for p in ptx if "ld.volatile" in p and "st.global.b32" in p and p.count("atom.global") >= 3]
+    assert len(ptx) == 2 and len(down) == 1
+    assert len(re.findall(r"atom\.global\.(?:gpu\.acq_rel|acq_rel\.gpu)\.add\.u32", down[0])) == 3
+    with pytest.raises(ValueError, match=r"GLUON_DOWN_TILES_PER_PROGRAM = 3 needs H = 256 a multiple"):
+        _plan(3, 16, 4, 256, 256)
+
+
 # ---- on a GPU -------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
 @needs_gluon
 @pytest.mark.parametrize("path,M", [("grouped", 1), ("grouped", 3), ("grouped", 8), ("grouped", 17), ("grouped", 64),
                                     ("pairs", 1), ("pairs", 3), ("pairs", 8)])
-@pytest.mark.parametrize("tiles", [(32, 4, 64, 4, True), (64, 4, 64, 4, True), (128, 3, 128, 3, True),
-                                   (64, 2, 128, 6, True), (32, 6, 128, 3, False)],
-                         ids=["32-columns", "64-columns", "128-columns", "mixed", "down-waits-first"])
+@pytest.mark.parametrize("tiles", [(32, 4, 64, 4, True, 1), (64, 4, 64, 4, True, 1), (128, 3, 128, 3, True, 1),
+                                   (64, 2, 128, 6, True, 1), (32, 6, 128, 3, False, 1), (32, 6, 64, 3, True, 3)],
+                         ids=["32-columns", "64-columns", "128-columns", "mixed", "down-waits-first",
+                              "down-3-tiles-a-program"])
 def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
     """FP8 block scales on the grouped and pairs paths, GEMMs on Gluon: each of three graph replays with new
     tokens and logits within 4e-2 of the fp32 reference (activations quantized), and within 1e-2 of
@@ -251,8 +276,9 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
-    up_n, up_s, down_n, down_s, ahead = tiles
+    up_n, up_s, down_n, down_s, ahead, down_tiles = tiles
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
+    monkeypatch.setattr(moe_decode, "GLUON_DOWN_TILES_PER_PROGRAM", down_tiles)
     gen = torch.Generator().manual_seed(M)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
     ws_tl, ws_gl = MoeDecodeWorkspace.for_layer(w13, w2, k), MoeDecodeWorkspace.for_layer(w13, w2, k)
