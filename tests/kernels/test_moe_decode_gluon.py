@@ -173,6 +173,18 @@ def _compiled_ptx(kernel) -> list[str]:
     return [k.asm["ptx"] for cache in triton_compat.all_kernel_caches(jit_fn) for k in cache.values()]
 
 
+def _compile_layer(H: int, I: int, path: str = "grouped"):
+    """One 3-token FP8 block-scaled layer (16 experts, top 4) planned and compiled for sm_90 offline, the
+    Gluon kernel's earlier variants forgotten first: (plan, the PTX of each Gluon GEMM it compiled)."""
+    kernel = moe_decode.moe_decode_gemm_gluon_kernel
+    triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
+    with jitguard.offline(compile=True):
+        plan = _plan(3, 16, 4, H, I, path=path)
+        for _, launch in plan.launches:
+            launch()
+    return plan, _compiled_ptx(kernel)
+
+
 @needs_gluon
 @pytest.mark.parametrize("tiles", [(32, 4, 64, 4), (64, 4, 64, 4), (128, 3, 128, 3)],
                          ids=["32-columns", "64-columns", "128-columns"])
@@ -184,14 +196,8 @@ def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land
     _compile_side()
     up_n, up_s, down_n, down_s = tiles
     _tiles(monkeypatch, up_n, up_s, down_n, down_s)
-    kernel = moe_decode.moe_decode_gemm_gluon_kernel
-    triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
-    with jitguard.offline(compile=True):
-        plan = _plan(3, 16, 4, 256, 384)
-        for _, launch in plan.launches:
-            launch()
+    plan, ptx = _compile_layer(256, 384)
     assert plan.gemms == "gluon"
-    ptx = _compiled_ptx(kernel)
     assert len(ptx) == 2, "expected gate_up and down to compile"
     for p in ptx:
         assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k32\.f32\.e4m3\.e4m3", p)
@@ -219,13 +225,7 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
     start first and down waits at its start."""
     _compile_side()
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
-    kernel = moe_decode.moe_decode_gemm_gluon_kernel
-    triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
-    with jitguard.offline(compile=True):
-        plan = _plan(3, 16, 4, 256, 384, path="pairs")
-        for _, launch in plan.launches:
-            launch()
-    ptx = _compiled_ptx(kernel)
+    _, ptx = _compile_layer(256, 384, path="pairs")
     gate_up = [p for p in ptx if "griddepcontrol.launch_dependents" in p]
     down = [p for p in ptx if "griddepcontrol.launch_dependents" not in p]
     assert len(gate_up) == len(down) == 1
@@ -244,13 +244,7 @@ def test_real_sm90_compile_of_a_down_program_over_several_column_tiles(ahead, gl
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_TILES_PER_PROGRAM", 3)
     _tiles(monkeypatch, 32, 6, 64, 3)
-    kernel = moe_decode.moe_decode_gemm_gluon_kernel
-    triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
-    with jitguard.offline(compile=True):
-        plan = _plan(3, 16, 4, 384, 256)
-        for _, launch in plan.launches:
-            launch()
-    ptx = _compiled_ptx(kernel)
+    _, ptx = _compile_layer(384, 256)
     down = [p for p in ptx if "ld.volatile" in p and "st.global.b32" in p and p.count("atom.global") >= 3]
     assert len(ptx) == 2 and len(down) == 1
     assert len(re.findall(r"atom\.global\.(?:gpu\.acq_rel|acq_rel\.gpu)\.add\.u32", down[0])) == 3
