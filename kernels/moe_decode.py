@@ -1061,9 +1061,10 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
     # WAIT_PRIOR by gated: at the start; with the down weights before the wait, gate_up lets down start
     # only after its own wait (down reads the x launch's routing before its wait), and down waits once its
     # first weights are on their way.
-    ahead = pdl and GLUON_DOWN_WEIGHTS_BEFORE_WAIT
-    wait_prior = {True: _WAIT_BEFORE_DEPENDENTS if ahead else _wait_prior(pdl, False, False),
-                  False: _WAIT_BEFORE_K_LOOP if ahead else _wait_prior(pdl, False, False)}
+    if pdl and GLUON_DOWN_WEIGHTS_BEFORE_WAIT:
+        wait_prior = {True: _WAIT_BEFORE_DEPENDENTS, False: _WAIT_BEFORE_K_LOOP}
+    else:
+        wait_prior = dict.fromkeys((True, False), _wait_prior(pdl, False, False))
     gate_up_tile, down_tile = GLUON_TILES["pairs" if pair_tiles else "grouped"]
     launches: list[tuple[str, Callable[[], object]]] = []
     for gated in (True, False):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import os
+from dataclasses import dataclass
 
 from .moe_gemm import moe_tile_of_program
 from .pdl import pdl_enter, wait_for_prior_launch
@@ -44,23 +45,20 @@ def gluon_gemms_supported() -> bool:
     return all(hasattr(hopper, n) for n in ("warpgroup_mma", "warpgroup_mma_wait", "fence_async_shared"))
 
 
+@dataclass(frozen=True)
 class GluonTile:
     """One Gluon GEMM launch's tile: ``out_n`` output columns a program and ``stages`` cp.async stages
     of 128 K columns, 4 warps (one warpgroup). Its wgmma takes the tile's weight rows, a multiple of
     64: gate_up's are 2 * out_n (its gate rows, then the same columns' up rows), down's out_n."""
 
-    __slots__ = ("out_n", "stages")
+    out_n: int
+    stages: int
 
-    def __init__(self, out_n: int, stages: int):
-        if out_n not in (32, 64, 128):
-            raise ValueError(f"GluonTile: out_n must be 32, 64 or 128, got {out_n}")
-        if not 2 <= stages <= 8:
-            raise ValueError(f"GluonTile: stages must be in 2..8, got {stages}")
-        self.out_n = out_n
-        self.stages = stages
-
-    def __repr__(self) -> str:
-        return f"GluonTile(out_n={self.out_n}, stages={self.stages})"
+    def __post_init__(self) -> None:
+        if self.out_n not in (32, 64, 128):
+            raise ValueError(f"GluonTile: out_n must be 32, 64 or 128, got {self.out_n}")
+        if not 2 <= self.stages <= 8:
+            raise ValueError(f"GluonTile: stages must be in 2..8, got {self.stages}")
 
 
 if gluon_gemms_supported():
@@ -326,8 +324,8 @@ if gluon_gemms_supported():
                     _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s, n_k, n_steps, NUM_STAGES, TILES,
                                tile_stride)
 
-            zero = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)
-            acc = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)
+            zero = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)  # each product's (unread) start
+            acc = zero
             # Scales are loaded two steps before the step they scale (their latency hidden behind two steps' copies).
             a_s0, w_s0 = _load_scales(a_scales, w_scales, 0, stride_bsk, n_k, w_scale_base, acc_rows, stride_bsn,
                                       OUT_N, TILES)
