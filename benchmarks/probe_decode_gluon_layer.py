@@ -19,6 +19,7 @@ switch); benchmarks/results/moe_layer.md has their tables.
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
@@ -28,20 +29,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_fused_moe as bfm
 import tune_moe_decode as tmd
 
+from jitguard.kernels import moe_decode
 from jitguard.kernels.moe_decode_gluon import GluonTile
 
 ROUNDS = 2
 
 
 def gluon_variants(spec: str) -> list[tuple[str, str, dict]]:
-    """``--gluon-tiles``: comma-separated ``path:tiles[+wait][+downN]``, path ``pairs`` or ``grouped``, tiles
+    """``--gluon-tiles``: comma-separated ``path:tiles[+wait][+downN][+SWITCH=value]``, path ``pairs`` or ``grouped``, tiles
     ``default`` (GLUON_TILES') or ``gate_up_out_n x stages / down_out_n x stages`` (e.g. 32x6/128x3),
-    ``+wait``: GLUON_DOWN_WEIGHTS_BEFORE_WAIT off, ``+downN``: GLUON_DOWN_TILES_PER_PROGRAM = N; each the
+    ``+wait``: GLUON_DOWN_WEIGHTS_BEFORE_WAIT off, ``+downN``: GLUON_DOWN_TILES_PER_PROGRAM = N,
+    ``+SWITCH=value``: that ``moe_decode`` switch (a Python literal); each the
     Gluon GEMMs at every M ("always") as (label, path, switches)."""
     variants = []
     for item in spec.split(","):
         item, *suffixes = item.split("+")
+        settings = dict(x.split("=", 1) for x in suffixes if "=" in x)
+        suffixes = [x for x in suffixes if "=" not in x]
         unknown = [x for x in suffixes if x != "wait" and not (x.startswith("down") and x[4:].isdigit())]
+        unknown += [name for name in settings if not hasattr(moe_decode, name)]
         if unknown:
             raise SystemExit(f"probe_decode_gluon_layer: --gluon-tiles: unknown suffix {unknown} in {item!r}")
         wait = "wait" in suffixes
@@ -52,8 +58,10 @@ def gluon_variants(spec: str) -> list[tuple[str, str, dict]]:
         if tiles_spec != "default":
             up, down = (GluonTile(*(int(v) for v in half.split("x"))) for half in tiles_spec.split("/"))
             switches["GLUON_TILES"] = {"pairs": (up, down), "grouped": (up, down)}
+        switches.update({name: ast.literal_eval(value) for name, value in settings.items()})
         variants.append((f"{path}, gluon {tiles_spec}" + (", down waits first" if wait else "")
-                         + (f", down {down_tiles} tiles a program" if down_tiles > 1 else ""), path, switches))
+                         + (f", down {down_tiles} tiles a program" if down_tiles > 1 else "")
+                         + "".join(f", {name}={value}" for name, value in settings.items()), path, switches))
     return variants
 
 

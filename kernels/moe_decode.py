@@ -753,6 +753,10 @@ GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
     "small": {"pairs": (1, 2), "grouped": (3, 8)},
     "large": {"pairs": (1, 2), "grouped": (6,)},
 }
+# The Gluon pairs path's x launch (which routes each token, ROUTE_TOKENS): True gives the routing programs
+# of their own, so a token's routing and its row's quantization run side by side (2 * M programs) instead
+# of one after the other in its program. Prepared, not yet timed on a GPU.
+X_LAUNCH_ROUTERS_APART = False
 # Each path's (gate_up, down) Gluon tiles: call 2's and 3's best (gate_up 32 output columns, 64 weight
 # rows, 6 stages; down 128 or 64 rows, 3 stages). Call 2, us, DeepSeek-V3-TP2 M = 2 on the pairs path:
 # 64x4 / 64x4 96.4, 32x6 / 64x3 96.5, 32x8 / 128x3 99.7; the grouped path's 64-column gate_up tiles ran
@@ -909,13 +913,17 @@ def plan_fused_moe_decode(
     # down starts on its pair's gate_up columns (counters zeroed by the x launch) instead of the whole launch
     pair_ready = pairs_prequant and takes_pair_handoff(num_pairs) and not gluon
     launches: list[tuple[str, Callable[[], object]]] = []
+    # The Gluon pairs path's x launch routes too: in programs of their own (X_LAUNCH_ROUTERS_APART) or each
+    # token's program after its row.
+    routers_apart = gluon and pair_tiles and X_LAUNCH_ROUTERS_APART
+    x_launch_programs = 2 * M if routers_apart else (M + 1 if ROUTER_OWN_PROGRAM and not pair_tiles else M)
     if not pair_tiles or pairs_prequant:
         # The pairs path's x quantization is the route kernel with ROUTE off (one program a token).
         # The GEMM after it may start at once (PDL) and reads the router logits before it waits, so
         # this launch lets it start only once the logits are written: in plain stream order, or
         # PDL-launched and waiting for the launch before at its start (FIRST_LAUNCH_PDL).
         launches.append(("quantize_x" if pair_tiles else "route", functools.partial(
-            moe_decode_route_kernel[(M + 1 if ROUTER_OWN_PROGRAM and not pair_tiles else M,)],
+            moe_decode_route_kernel[(x_launch_programs,)],
             router_logits, x, ws.topk_ids, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded,
             ws.counts, ws.starts, ws.x_scale, x_amax, ws.a2_amax, route_arrivals, ws.x_q,
             M, E, H, router_logits.stride(0), x.stride(0), stride_xsm, a2_cols,
@@ -932,7 +940,7 @@ def plan_fused_moe_decode(
             FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
             RANKS_EARLY=RANKS_EARLY, ranks_ptr=ws.pair_ranks, ROUTE=not pair_tiles,
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
-            **({"ROUTE_TOKENS": True} if gluon and pair_tiles else {}),
+            **({"ROUTE_TOKENS": True, "ROUTERS_APART": routers_apart} if gluon and pair_tiles else {}),
             **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
         )))
     if path == "chain":

@@ -97,6 +97,7 @@ def moe_decode_route_kernel(
     pair_ready_ptr=None,
     WAIT_PRIOR: tl.constexpr = False,
     ROUTE_TOKENS: tl.constexpr = False,
+    ROUTERS_APART: tl.constexpr = False,
 ):
     """Routing of token ``program_id`` and its activation scales; then the alignment of every pair.
 
@@ -111,7 +112,8 @@ def moe_decode_route_kernel(
     ROUTE=False: each program only quantizes its token's row (the pairs path's GEMMs route themselves);
     with ZERO_PAIR_READY it also zeroes its pairs' ``pair_ready`` counters (moe_decode's per-pair handoff);
     with ROUTE_TOKENS it also routes its token into ``topk_ids`` / ``topk_weights`` (no alignment: the
-    Gluon GEMMs of the pairs path read each pair's expert there).
+    Gluon GEMMs of the pairs path read each pair's expert there), or with ROUTERS_APART (a grid of
+    2 * num_tokens) program num_tokens + t routes token t while program t quantizes its row.
     WAIT_PRIOR (a PDL launch of its own): waits for the launch before (which wrote x and the logits)
     before anything else, and only then lets the next launch start.
     """
@@ -134,15 +136,18 @@ def moe_decode_route_kernel(
                             a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
                             X_ONE_PASS)
             if ROUTE_TOKENS:
-                ids, weights = softmax_topk_row(logits_ptr + token * stride_lm, num_experts, TOP_K, K_POW2, E_POW2,
-                                                RENORMALIZE)
-                slots = tl.arange(0, K_POW2)
-                tl.store(topk_ids_ptr + token * TOP_K + slots, ids, mask=slots < TOP_K)
-                tl.store(topk_weights_ptr + token * TOP_K + slots, weights, mask=slots < TOP_K)
+                if not ROUTERS_APART:
+                    _route_token(logits_ptr, topk_ids_ptr, topk_weights_ptr, token, num_experts, stride_lm, TOP_K,
+                                 K_POW2, E_POW2, RENORMALIZE)
             if ZERO_PAIR_READY:
                 slots = tl.arange(0, K_POW2)
                 tl.store(pair_ready_ptr + token * TOP_K + slots, tl.zeros((K_POW2,), dtype=tl.int32),
                          mask=slots < TOP_K)
+        else:
+            # Nested, not one condition: Triton 3.2 compiles no branch mixing a constexpr with a runtime value.
+            if ROUTERS_APART:
+                _route_token(logits_ptr, topk_ids_ptr, topk_weights_ptr, token - num_tokens, num_experts, stride_lm,
+                             TOP_K, K_POW2, E_POW2, RENORMALIZE)
         return
     # Per-tensor scales need every token's absmax before the scale: they keep the counter path.
     # Parenthesised: Triton 3.2 takes no chained boolean operators.
@@ -186,11 +191,9 @@ def moe_decode_route_kernel(
                             a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
                             X_ONE_PASS)
     elif token < num_tokens:
-        ids, weights = softmax_topk_row(logits_ptr + token * stride_lm, num_experts, TOP_K, K_POW2, E_POW2,
-                                        RENORMALIZE)
+        ids = _route_token(logits_ptr, topk_ids_ptr, topk_weights_ptr, token, num_experts, stride_lm, TOP_K, K_POW2,
+                           E_POW2, RENORMALIZE)
         slots = tl.arange(0, K_POW2)
-        tl.store(topk_ids_ptr + token * TOP_K + slots, ids, mask=slots < TOP_K)
-        tl.store(topk_weights_ptr + token * TOP_K + slots, weights, mask=slots < TOP_K)
         if RANKS_EARLY:
             # Each pair's rank among its expert's pairs (any order is a valid layout); the result is
             # first used after the row is quantized, so the round trip overlaps that work.
@@ -217,6 +220,17 @@ def moe_decode_route_kernel(
                 x_amax = tl.load(x_amax_ptr, volatile=True)
                 tl.store(x_scale_ptr, tl.maximum(x_amax, MIN_AMAX) / FP8_MAX_C)
                 tl.store(x_amax_ptr, 0.0)
+
+
+@triton.jit
+def _route_token(logits_ptr, topk_ids_ptr, topk_weights_ptr, token, num_experts, stride_lm, TOP_K: tl.constexpr,
+                 K_POW2: tl.constexpr, E_POW2: tl.constexpr, RENORMALIZE: tl.constexpr):
+    """Token ``token``'s softmax top-k into ``topk_ids`` / ``topk_weights``; returns its expert ids [K_POW2]."""
+    ids, weights = softmax_topk_row(logits_ptr + token * stride_lm, num_experts, TOP_K, K_POW2, E_POW2, RENORMALIZE)
+    slots = tl.arange(0, K_POW2)
+    tl.store(topk_ids_ptr + token * TOP_K + slots, ids, mask=slots < TOP_K)
+    tl.store(topk_weights_ptr + token * TOP_K + slots, weights, mask=slots < TOP_K)
+    return ids
 
 
 @triton.jit

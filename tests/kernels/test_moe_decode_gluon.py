@@ -124,11 +124,14 @@ def test_unknown_gluon_mode_is_one_line_error(monkeypatch):
 
 
 @needs_gluon
-@pytest.mark.parametrize("path", ["grouped", "pairs"])
-def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, gluon_on):
+@pytest.mark.parametrize("path,routers_apart", [("grouped", False), ("pairs", False), ("pairs", True)],
+                         ids=["grouped", "pairs", "pairs-routers-apart"])
+def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, gluon_on, monkeypatch):
     """Keys only: over M = 1..64 on either path the Gluon kernel compiles once for gate_up and once for
-    down (every token-count integer is in do_not_specialize), tl's decode GEMM never."""
+    down (every token-count integer is in do_not_specialize), tl's decode GEMM never; the x launch once,
+    its routing in programs of their own or not (X_LAUNCH_ROUTERS_APART)."""
     _compile_side()
+    monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
     E, k, H, I = 16, 4, 256, 384
     w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "block", MAX_DECODE_TOKENS)
     with jitguard.offline(compile=False), jitguard.watch() as rec:
@@ -137,6 +140,7 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, gluon_on):
     # Both paths take 8-row token tiles (GLUON_BLOCK_M), whatever the tile table's block_m.
     assert rec.variants("moe_decode_gemm_gluon_kernel") == 2
     assert rec.variants("moe_decode_gemm_kernel") == 0
+    assert rec.variants("moe_decode_route_kernel") == 1
 
 
 @needs_gluon
@@ -259,9 +263,10 @@ def test_real_sm90_compile_of_a_down_program_over_several_column_tiles(ahead, gl
 @pytest.mark.parametrize("path,M", [("grouped", 1), ("grouped", 3), ("grouped", 8), ("grouped", 17), ("grouped", 64),
                                     ("pairs", 1), ("pairs", 3), ("pairs", 8)])
 @pytest.mark.parametrize("tiles", [(32, 4, 64, 4, True, 1), (64, 4, 64, 4, True, 1), (128, 3, 128, 3, True, 1),
-                                   (64, 2, 128, 6, True, 1), (32, 6, 128, 3, False, 1), (32, 6, 64, 3, True, 3)],
+                                   (64, 2, 128, 6, True, 1), (32, 6, 128, 3, False, 1), (32, 6, 64, 3, True, 3),
+                                   (32, 6, 128, 3, True, 1, True)],
                          ids=["32-columns", "64-columns", "128-columns", "mixed", "down-waits-first",
-                              "down-3-tiles-a-program"])
+                              "down-3-tiles-a-program", "routers-apart"])
 def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
     """FP8 block scales on the grouped and pairs paths, GEMMs on Gluon: each of three graph replays with new
     tokens and logits within 4e-2 of the fp32 reference (activations quantized), and within 1e-2 of
@@ -270,7 +275,8 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
-    up_n, up_s, down_n, down_s, ahead, down_tiles = tiles
+    up_n, up_s, down_n, down_s, ahead, down_tiles, *routers_apart = tiles
+    monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", bool(routers_apart))
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_TILES_PER_PROGRAM", down_tiles)
     gen = torch.Generator().manual_seed(M)
@@ -318,13 +324,15 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
 
 @pytest.mark.gpu
 @needs_gluon
-def test_gluon_pairs_routing_breaks_ties_to_the_lower_expert(monkeypatch):
+@pytest.mark.parametrize("routers_apart", [False, True], ids=["routed-after-the-row", "routers-apart"])
+def test_gluon_pairs_routing_breaks_ties_to_the_lower_expert(routers_apart, monkeypatch):
     """Logits on a coarse grid (ties at the k-th place, all-equal rows): the experts the x launch routes
     the Gluon pairs path to are softmax_topk_reference's, lower index first, and the layer matches the
-    reference computed with them."""
+    reference computed with them; with the routing in each token's program or in programs of its own."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
+    monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
     E, k, H, I, M = 16, 4, 256, 384, 6
     gen = torch.Generator().manual_seed(7)
     x, _, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
