@@ -729,6 +729,8 @@ ROTATE_K_DOWN = False
 # 29.1, bf16 M = 1 24.7 / 24.8; DeepSeek-V3-TP2 M = 2 97.9 / 98.1; chain path M = 16 109.5 / 109.7 (the
 # first launch alone 1.4 -> 1.0 us).
 FIRST_LAUNCH_PDL = True
+# Warps of the layer's first launch (route / x quantization), Triton's default; a probe's switch.
+ROUTE_NUM_WARPS = 4
 _REDUCE_ELEMENTS = 8192
 # FP8 block scales on the pairs and grouped paths: both GEMMs as ``moe_decode_gluon``'s kernel (each K
 # step's wgmma left in flight across the block scaling) where this Triton ships Gluon's Hopper wgmma
@@ -942,6 +944,7 @@ def plan_fused_moe_decode(
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
             **({"ROUTE_TOKENS": True, "ROUTERS_APART": routers_apart} if gluon and pair_tiles else {}),
             **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
+            num_warps=ROUTE_NUM_WARPS,
         )))
     if path == "chain":
         launches += _chain_launches(ws, ws.x_q[:M] if prequant else x, w13, w2, w1s, w2s, out, cfgs, quant, M, top_k,
