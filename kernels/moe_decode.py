@@ -759,6 +759,12 @@ GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
 # of their own, so a token's routing and its row's quantization run side by side (2 * M programs) instead
 # of one after the other in its program. Prepared, not yet timed on a GPU.
 X_LAUNCH_ROUTERS_APART = False
+# The Gluon grouped path up to FEW_TOKENS tokens: True routes each token in the first launch without
+# aligning (as the pairs path's x launch), and each GEMM program computes its token tile of the sorted
+# layout from the routing (a [pairs, pairs] comparison in registers) instead of reading it. The route
+# launch's one-program alignment takes 4.1-4.2 us at 5-8 tokens x 128 experts (H200, seventeenth
+# session), its per-token routing about 1.9. Prepared, not yet timed on a GPU.
+GLUON_LAYOUT_IN_GEMMS = False
 # Each path's (gate_up, down) Gluon tiles: call 2's and 3's best (gate_up 32 output columns, 64 weight
 # rows, 6 stages; down 128 or 64 rows, 3 stages). Call 2, us, DeepSeek-V3-TP2 M = 2 on the pairs path:
 # 64x4 / 64x4 96.4, 32x6 / 64x3 96.5, 32x8 / 128x3 99.7; the grouped path's 64-column gate_up tiles ran
@@ -915,10 +921,18 @@ def plan_fused_moe_decode(
     # down starts on its pair's gate_up columns (counters zeroed by the x launch) instead of the whole launch
     pair_ready = pairs_prequant and takes_pair_handoff(num_pairs) and not gluon
     launches: list[tuple[str, Callable[[], object]]] = []
-    # The Gluon pairs path's x launch routes too: in programs of their own (X_LAUNCH_ROUTERS_APART) or each
-    # token's program after its row.
-    routers_apart = gluon and pair_tiles and X_LAUNCH_ROUTERS_APART
-    x_launch_programs = 2 * M if routers_apart else (M + 1 if ROUTER_OWN_PROGRAM and not pair_tiles else M)
+    # The Gluon grouped path up to FEW_TOKENS tokens with GLUON_LAYOUT_IN_GEMMS: the first launch routes
+    # each token as the Gluon pairs path's x launch does and does not align; each GEMM program computes
+    # its token tile from the routing.
+    layout_in_gemms = gluon and not pair_tiles and GLUON_LAYOUT_IN_GEMMS
+    routes_tokens = gluon and (pair_tiles or (layout_in_gemms and M <= FEW_TOKENS))
+    # Where the x launch routes: in programs of their own (X_LAUNCH_ROUTERS_APART) or each token's
+    # program after its row.
+    routers_apart = routes_tokens and X_LAUNCH_ROUTERS_APART
+    if routes_tokens:
+        x_launch_programs = 2 * M if routers_apart else M
+    else:
+        x_launch_programs = M + 1 if ROUTER_OWN_PROGRAM and not pair_tiles else M
     if not pair_tiles or pairs_prequant:
         # The pairs path's x quantization is the route kernel with ROUTE off (one program a token).
         # The GEMM after it may start at once (PDL) and reads the router logits before it waits, so
@@ -940,9 +954,9 @@ def plan_fused_moe_decode(
             HIDDEN_POW2=triton.next_power_of_2(H),
             FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, LAUNCH_DEPENDENTS=pdl, WRITE_XQ=prequant,
             FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
-            RANKS_EARLY=RANKS_EARLY, ranks_ptr=ws.pair_ranks, ROUTE=not pair_tiles,
+            RANKS_EARLY=RANKS_EARLY, ranks_ptr=ws.pair_ranks, ROUTE=not (pair_tiles or routes_tokens),
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
-            **({"ROUTE_TOKENS": True, "ROUTERS_APART": routers_apart} if gluon and pair_tiles else {}),
+            **({"ROUTE_TOKENS": True, "ROUTERS_APART": routers_apart} if routes_tokens else {}),
             **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
             num_warps=ROUTE_NUM_WARPS,
         )))
@@ -953,7 +967,7 @@ def plan_fused_moe_decode(
     inter = ws.inter[:num_pairs]
     if gluon:
         launches += _gluon_gemm_launches(ws, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
-                                         stride_a2m, tile_arrivals, pdl, pair_tiles)
+                                         stride_a2m, tile_arrivals, pdl, pair_tiles, layout_in_gemms)
         return DecodePlan(out, tuple(launches), path, gemms="gluon")
     rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
     for gemm in (1, 2):
@@ -1060,11 +1074,12 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
 def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Tensor, w1s: torch.Tensor,
                          w2s: torch.Tensor, out: torch.Tensor, block_m: int, num_blocks: int, M: int, top_k: int,
                          stride_xsm: int, stride_a2m: int, tile_arrivals: torch.Tensor, pdl: bool,
-                         pair_tiles: bool) -> list[tuple[str, Callable[[], object]]]:
+                         pair_tiles: bool, layout_in_gemms: bool = False) -> list[tuple[str, Callable[[], object]]]:
     """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
     per pair, its expert routed by the x launch) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
     block scales, x and the intermediate as e4m3 with group scales), on the workspace's buffers,
-    PDL-linked where supported."""
+    PDL-linked where supported. ``layout_in_gemms`` (grouped path): up to FEW_TOKENS tokens each program
+    computes its token tile from the routing (the route launch did not align)."""
     P, H, I = M * top_k, ws.hidden, ws.intermediate
     if pair_tiles:
         block_m, num_blocks = GLUON_BLOCK_M, P
@@ -1104,6 +1119,8 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
             LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=wait_prior[gated], PAIR_TILES=pair_tiles,
             topk_ids_ptr=ws.topk_ids, TILES=tiles_per_program, num_warps=4,
+            LAYOUT_TOKENS=FEW_TOKENS if layout_in_gemms else 0,
+            LAYOUT_PAIRS=max(32, triton.next_power_of_2(FEW_TOKENS * top_k)),
             **({"launch_pdl": True} if pdl else {}),
         )))
     return launches

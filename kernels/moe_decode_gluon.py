@@ -144,7 +144,7 @@ if gluon_gemms_supported():
         return acc + done * w_s[:, None] * a_s[None, :]
 
     @gluon.jit
-    def _quantize_group_when_written(c_ptr, cq_ptr, scale_ptr, arrivals_ptr, sorted_ids_ptr, pid_m, group,
+    def _quantize_group_when_written(c_ptr, cq_ptr, scale_ptr, arrivals_ptr, tile_pairs, pid_m, group,
                                      num_pairs, N, stride_cm, stride_scale_m, BLOCK_M: gl.constexpr,
                                      PAIR_TILES: gl.constexpr,
                                      WRITERS_MAX: gl.constexpr, NUM_WARPS: gl.constexpr,
@@ -161,7 +161,7 @@ if gluon_gemms_supported():
         if arrived == writers - 1:
             gl.store(counter, 0)
             layout: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [NUM_WARPS, 1], [1, 0])
-            pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, layout))
+            pairs = _pairs_in(tile_pairs, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, layout))
             pair_mask = pairs < num_pairs
             cols = group * _SCALE_GROUP + gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, layout))
             mask = pair_mask[:, None] & (cols < N)[None, :]
@@ -207,15 +207,75 @@ if gluon_gemms_supported():
         return col
 
     @gluon.jit
-    def _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M: gl.constexpr, PAIR_TILES: gl.constexpr,
-                    layout: gl.constexpr):
-        """The pair of each row of token tile ``pid_m`` (>= num_pairs: padding): from the sorted layout,
-        or with PAIR_TILES pair ``pid_m`` in row 0 alone."""
+    def _layout_from_routing(topk_ids_ptr, pid_m, num_pairs, BLOCK_M: gl.constexpr, LAYOUT_PAIRS: gl.constexpr,
+                             NUM_WARPS: gl.constexpr, layout: gl.constexpr):
+        """Token tile ``pid_m`` of the expert-sorted, tile-padded layout (moe_align's, as the route launch
+        writes it for few tokens), computed from the routing alone: (its expert, -1 past the last tile;
+        the pair of each of its BLOCK_M rows in ``layout``, num_pairs for padding). A pair's rank is the
+        number of earlier pairs with its expert; its expert's run starts after every smaller expert's
+        tiles. num_pairs <= LAYOUT_PAIRS."""
+        l2: gl.constexpr = gl.BlockedLayout([1, LAYOUT_PAIRS // 32], [1, 32], [NUM_WARPS, 1], [1, 0])
+        i = gl.arange(0, LAYOUT_PAIRS, layout=gl.SliceLayout(1, l2))
+        j = gl.arange(0, LAYOUT_PAIRS, layout=gl.SliceLayout(0, l2))
+        e_i = gl.load(topk_ids_ptr + i, mask=i < num_pairs, other=-1)
+        e_j = gl.convert_layout(e_i, gl.SliceLayout(0, l2))
+        valid_i = i < num_pairs
+        valid_j = j < num_pairs
+        same_before = (e_i[:, None] == e_j[None, :]) & (j[None, :] < i[:, None]) & valid_j[None, :]
+        rank = gl.sum(same_before.to(gl.int32), 1)
+        opens = valid_i & (rank % BLOCK_M == 0)
+        opens_j = gl.convert_layout(opens, gl.SliceLayout(0, l2))
+        tiles_before = gl.sum(((e_j[None, :] < e_i[:, None]) & opens_j[None, :]).to(gl.int32), 1)
+        pos = gl.where(valid_i, tiles_before * BLOCK_M + rank, -1)
+        expert = gl.max(gl.where(pos == pid_m * BLOCK_M, e_i, -1), 0)
+        # Row r of the tile: the pair at position pid_m * BLOCK_M + r.
+        lr: gl.constexpr = gl.BlockedLayout([1, LAYOUT_PAIRS // 32], [1, 32], [NUM_WARPS, 1], [1, 0])
+        r = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, lr))
+        pos_r = gl.convert_layout(pos, gl.SliceLayout(0, lr))
+        i_r = gl.arange(0, LAYOUT_PAIRS, layout=gl.SliceLayout(0, lr))
+        at = pos_r[None, :] == (pid_m * BLOCK_M + r)[:, None]
+        pairs = gl.min(gl.where(at, i_r[None, :], num_pairs), 1)
+        return expert, gl.convert_layout(pairs, layout)
+
+    @gluon.jit
+    def _read_tile_layout(sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, pid_m, BLOCK_M: gl.constexpr,
+                          layout: gl.constexpr):
+        """Token tile ``pid_m`` as the route launch wrote it: (expert, pair of each row in ``layout``, the
+        layout's padded length), loaded together (every program's tile slots exist; unread if not in use)."""
         rows = gl.arange(0, BLOCK_M, layout=layout)
+        return (gl.load(expert_ids_ptr + pid_m), gl.load(sorted_ids_ptr + pid_m * BLOCK_M + rows),
+                gl.load(num_padded_ptr))
+
+    @gluon.jit
+    def _grouped_tile(sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, topk_ids_ptr, pid_m, num_pairs, num_tokens,
+                      BLOCK_M: gl.constexpr, LAYOUT_TOKENS: gl.constexpr, LAYOUT_PAIRS: gl.constexpr,
+                      NUM_WARPS: gl.constexpr, layout: gl.constexpr):
+        """Token tile ``pid_m`` of the grouped path: (its expert, whether it is in use, the pair of each of
+        its rows in ``layout``): up to LAYOUT_TOKENS tokens computed from the routing
+        (_layout_from_routing), else read from the layout the route launch wrote."""
+        if LAYOUT_TOKENS > 0:
+            if num_tokens <= LAYOUT_TOKENS:
+                expert, pairs = _layout_from_routing(topk_ids_ptr, pid_m, num_pairs, BLOCK_M, LAYOUT_PAIRS,
+                                                     NUM_WARPS, layout)
+                num_padded = (pid_m + 1) * BLOCK_M  # expert -1 marks the tiles past the last
+            else:
+                expert, pairs, num_padded = _read_tile_layout(sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, pid_m,
+                                                              BLOCK_M, layout)
+        else:
+            expert, pairs, num_padded = _read_tile_layout(sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, pid_m,
+                                                          BLOCK_M, layout)
+        return expert.to(gl.int64), (pid_m * BLOCK_M < num_padded) & (expert >= 0), pairs
+
+    @gluon.jit
+    def _pairs_in(tile_pairs, pid_m, num_pairs, BLOCK_M: gl.constexpr, PAIR_TILES: gl.constexpr,
+                  layout: gl.constexpr):
+        """The pair of each row of token tile ``pid_m`` (>= num_pairs: padding) in ``layout``: with
+        PAIR_TILES pair ``pid_m`` in row 0 alone, else ``tile_pairs`` (any layout) converted."""
         if PAIR_TILES:
+            rows = gl.arange(0, BLOCK_M, layout=layout)
             pairs = gl.where(rows == 0, pid_m, num_pairs)
         else:
-            pairs = gl.load(sorted_ids_ptr + pid_m * BLOCK_M + rows)
+            pairs = gl.convert_layout(tile_pairs, layout)
         return pairs
 
     @gluon.jit
@@ -234,6 +294,7 @@ if gluon_gemms_supported():
         NUM_STAGES: gl.constexpr, TOP_K: gl.constexpr, K_POW2: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
         FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr, LAUNCH_DEPENDENTS: gl.constexpr,
         WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None, TILES: gl.constexpr = 1,
+        LAYOUT_TOKENS: gl.constexpr = 0, LAYOUT_PAIRS: gl.constexpr = 32,
     ):
         """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
 
@@ -253,6 +314,9 @@ if gluon_gemms_supported():
         TILES (down): each program takes TILES consecutive column tiles of its token tile, their K steps
         one stream through the ring (each tile stored once its last step is folded in); N must be a
         multiple of OUT_N * TILES.
+        LAYOUT_TOKENS (grouped path): up to this many tokens each program computes its token tile from
+        ``topk_ids`` (the launch before routed, did not align; LAYOUT_PAIRS, a power of two >= 32, bounds
+        the pairs) instead of reading the sorted layout.
         """
         NUM_WARPS: gl.constexpr = 4
         # GATED: the tile's weight rows are OUT_N gate rows then the same OUT_N columns' up rows, one wgmma.
@@ -280,10 +344,12 @@ if gluon_gemms_supported():
         if PAIR_TILES:
             expert = gl.load(topk_ids_ptr + pid_m).to(gl.int64)
             tile_in_use = expert >= 0
+            tile_pairs = pid_m  # unused: _pairs_in builds the pair tile in each layout
         else:
-            num_padded = gl.load(num_padded_ptr)
-            expert = gl.load(expert_ids_ptr + pid_m).to(gl.int64)
-            tile_in_use = (pid_m * BLOCK_M < num_padded) & (expert >= 0)
+            expert, tile_in_use, tile_pairs = _grouped_tile(sorted_ids_ptr, expert_ids_ptr, num_padded_ptr,
+                                                            topk_ids_ptr, pid_m, num_pairs, num_tokens, BLOCK_M,
+                                                            LAYOUT_TOKENS, LAYOUT_PAIRS, NUM_WARPS,
+                                                            gl.SliceLayout(0, acc_layout))
         if tile_in_use:
             n_k = K // _SCALE_GROUP
             n_steps = TILES * n_k
@@ -293,7 +359,7 @@ if gluon_gemms_supported():
             w_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, w_layout))
             ks_w = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, w_layout))
             w_ptrs = b_ptr + expert * stride_be + w_rows[:, None].to(gl.int64) * stride_bn + ks_w[None, :]
-            pairs_c = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, a_layout))
+            pairs_c = _pairs_in(tile_pairs, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, a_layout))
             a_valid = (pairs_c < num_pairs)[:, None]
             a_rows_c = _a_rows(pairs_c, num_pairs, A_ROWS_PER_PAIR_DIV)
             ks_a = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, a_layout))
@@ -301,8 +367,7 @@ if gluon_gemms_supported():
             acc_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, acc_layout))
             w_scale_base = b_scale_ptr + expert * stride_bse
             w_scales = w_scale_base + (acc_rows // _SCALE_GROUP) * stride_bsn
-            acc_pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES,
-                                    gl.SliceLayout(0, acc_layout))
+            acc_pairs = _pairs_in(tile_pairs, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(0, acc_layout))
             a_scales = a_scale_ptr + _a_rows(acc_pairs, num_pairs, A_ROWS_PER_PAIR_DIV) * stride_asm
 
             w_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, W_ROWS, _SCALE_GROUP], smem_layout)
@@ -370,8 +435,7 @@ if gluon_gemms_supported():
                 gate = acc_smem.slice(0, OUT_N).load(epi_layout)
                 up = acc_smem.slice(OUT_N, OUT_N).load(epi_layout)
                 cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, epi_layout))
-                pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES,
-                                    gl.SliceLayout(0, epi_layout))
+                pairs = _pairs_in(tile_pairs, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(0, epi_layout))
                 pair_mask = pairs < num_pairs
                 c_mask = (cols < N)[:, None] & pair_mask[None, :]
                 c_offs = pairs[None, :].to(gl.int64) * stride_cm + cols[:, None]
@@ -385,7 +449,7 @@ if gluon_gemms_supported():
                     gl.store(c_scale_ptr + pairs * stride_csm + pid_n, scale, mask=pair_mask)
                 else:
                     gl.store(c_ptr + c_offs, c, mask=c_mask)
-                    _quantize_group_when_written(c_ptr, cq_ptr, c_scale_ptr, group_arrivals_ptr, sorted_ids_ptr,
+                    _quantize_group_when_written(c_ptr, cq_ptr, c_scale_ptr, group_arrivals_ptr, tile_pairs,
                                                  pid_m, (pid_n * OUT_N) // _SCALE_GROUP, num_pairs, N, stride_cm,
                                                  stride_csm, BLOCK_M, PAIR_TILES, _SCALE_GROUP // OUT_N, NUM_WARPS,
                                                  FP8_MAX_C, MIN_AMAX)

@@ -264,19 +264,26 @@ def test_real_sm90_compile_of_a_down_program_over_several_column_tiles(ahead, gl
                                     ("pairs", 1), ("pairs", 3), ("pairs", 8)])
 @pytest.mark.parametrize("tiles", [(32, 4, 64, 4, True, 1), (64, 4, 64, 4, True, 1), (128, 3, 128, 3, True, 1),
                                    (64, 2, 128, 6, True, 1), (32, 6, 128, 3, False, 1), (32, 6, 64, 3, True, 3),
-                                   (32, 6, 128, 3, True, 1, True)],
+                                   (32, 6, 128, 3, True, 1, {"X_LAUNCH_ROUTERS_APART": True}),
+                                   (32, 6, 64, 3, True, 1, {"GLUON_LAYOUT_IN_GEMMS": True}),
+                                   (32, 6, 64, 3, True, 1, {"GLUON_LAYOUT_IN_GEMMS": True,
+                                                            "X_LAUNCH_ROUTERS_APART": True})],
                          ids=["32-columns", "64-columns", "128-columns", "mixed", "down-waits-first",
-                              "down-3-tiles-a-program", "routers-apart"])
+                              "down-3-tiles-a-program", "routers-apart", "layout-in-gemms",
+                              "layout-in-gemms-routers-apart"])
 def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
     """FP8 block scales on the grouped and pairs paths, GEMMs on Gluon: each of three graph replays with new
     tokens and logits within 4e-2 of the fp32 reference (activations quantized), and within 1e-2 of
     tl's kernel on the same inputs (H = 384, I = 640: a K loop of 3 and 5 steps, I's last group
-    written by four 32-column tiles, two of 64 or one of 128)."""
+    written by four 32-column tiles, two of 64 or one of 128); the x launch's routers apart, and the
+    grouped path's token tiles computed in the GEMMs (up to 8 tokens; read from the route launch at 17
+    and 64)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
-    up_n, up_s, down_n, down_s, ahead, down_tiles, *routers_apart = tiles
-    monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", bool(routers_apart))
+    up_n, up_s, down_n, down_s, ahead, down_tiles, *switches = tiles
+    for name, value in (switches[0] if switches else {}).items():
+        monkeypatch.setattr(moe_decode, name, value)
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_TILES_PER_PROGRAM", down_tiles)
     gen = torch.Generator().manual_seed(M)
