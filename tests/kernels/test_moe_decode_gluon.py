@@ -124,14 +124,19 @@ def test_unknown_gluon_mode_is_one_line_error(monkeypatch):
 
 
 @needs_gluon
-@pytest.mark.parametrize("path,routers_apart", [("grouped", False), ("pairs", False), ("pairs", True)],
-                         ids=["grouped", "pairs", "pairs-routers-apart"])
-def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, gluon_on, monkeypatch):
+@pytest.mark.parametrize("path,switches,route_variants", [
+    ("grouped", {}, 1), ("pairs", {}, 1), ("pairs", {"X_LAUNCH_ROUTERS_APART": True}, 1),
+    ("grouped", {"GLUON_LAYOUT_IN_GEMMS": True}, 2)],
+    ids=["grouped", "pairs", "pairs-routers-apart", "grouped-layout-in-gemms"])
+def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, switches, route_variants, gluon_on, monkeypatch):
     """Keys only: over M = 1..64 on either path the Gluon kernel compiles once for gate_up and once for
-    down (every token-count integer is in do_not_specialize), tl's decode GEMM never; the x launch once,
-    its routing in programs of their own or not (X_LAUNCH_ROUTERS_APART)."""
+    down (every token-count integer is in do_not_specialize), tl's decode GEMM never; the first launch
+    once, its routing in programs of their own or not (X_LAUNCH_ROUTERS_APART), or twice where the
+    grouped path's GEMMs compute their token tiles up to FEW_TOKENS tokens (routing only there, routing
+    and alignment past it; the GEMMs choose at run time, in one variant)."""
     _compile_side()
-    monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
+    for name, value in switches.items():
+        monkeypatch.setattr(moe_decode, name, value)
     E, k, H, I = 16, 4, 256, 384
     w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "block", MAX_DECODE_TOKENS)
     with jitguard.offline(compile=False), jitguard.watch() as rec:
@@ -140,7 +145,7 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, gluon_on,
     # Both paths take 8-row token tiles (GLUON_BLOCK_M), whatever the tile table's block_m.
     assert rec.variants("moe_decode_gemm_gluon_kernel") == 2
     assert rec.variants("moe_decode_gemm_kernel") == 0
-    assert rec.variants("moe_decode_route_kernel") == 1
+    assert rec.variants("moe_decode_route_kernel") == route_variants
 
 
 @needs_gluon
