@@ -36,31 +36,27 @@ ROUNDS = 2
 
 
 def gluon_variants(spec: str) -> list[tuple[str, str, dict]]:
-    """``--gluon-tiles``: comma-separated ``path:tiles[+wait][+downN][+SWITCH=value]``, path ``pairs`` or ``grouped``, tiles
+    """``--gluon-tiles``: comma-separated ``path:tiles[+wait][+SWITCH=value]``, path ``pairs`` or ``grouped``, tiles
     ``default`` (GLUON_TILES') or ``gate_up_out_n x stages / down_out_n x stages`` (e.g. 32x6/128x3),
-    ``+wait``: GLUON_DOWN_WEIGHTS_BEFORE_WAIT off, ``+downN``: GLUON_DOWN_TILES_PER_PROGRAM = N,
-    ``+SWITCH=value``: that ``moe_decode`` switch (a Python literal); each the
-    Gluon GEMMs at every M ("always") as (label, path, switches)."""
+    ``+wait``: GLUON_DOWN_WEIGHTS_BEFORE_WAIT off, ``+SWITCH=value``: that ``moe_decode`` switch (a Python
+    literal); each the Gluon GEMMs at every M ("always") as (label, path, switches)."""
     variants = []
     for item in spec.split(","):
         item, *suffixes = item.split("+")
         settings = dict(x.split("=", 1) for x in suffixes if "=" in x)
         suffixes = [x for x in suffixes if "=" not in x]
-        unknown = [x for x in suffixes if x != "wait" and not (x.startswith("down") and x[4:].isdigit())]
+        unknown = [x for x in suffixes if x != "wait"]
         unknown += [name for name in settings if not hasattr(moe_decode, name)]
         if unknown:
             raise SystemExit(f"probe_decode_gluon_layer: --gluon-tiles: unknown suffix {unknown} in {item!r}")
         wait = "wait" in suffixes
-        down_tiles = next((int(x[4:]) for x in suffixes if x.startswith("down")), 1)
         path, _, tiles_spec = item.partition(":")
-        switches: dict = {"GLUON_FP8_GEMMS": "always", "GLUON_DOWN_WEIGHTS_BEFORE_WAIT": not wait,
-                          "GLUON_DOWN_TILES_PER_PROGRAM": down_tiles}
+        switches: dict = {"GLUON_FP8_GEMMS": "always", "GLUON_DOWN_WEIGHTS_BEFORE_WAIT": not wait}
         if tiles_spec != "default":
             up, down = (GluonTile(*(int(v) for v in half.split("x"))) for half in tiles_spec.split("/"))
             switches["GLUON_TILES"] = {"pairs": (up, down), "grouped": (up, down)}
         switches.update({name: ast.literal_eval(value) for name, value in settings.items()})
         variants.append((f"{path}, gluon {tiles_spec}" + (", down waits first" if wait else "")
-                         + (f", down {down_tiles} tiles a program" if down_tiles > 1 else "")
                          + "".join(f", {name}={value}" for name, value in settings.items()), path, switches))
     return variants
 

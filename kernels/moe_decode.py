@@ -757,14 +757,13 @@ GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
 }
 # The Gluon pairs path's x launch (which routes each token, ROUTE_TOKENS): True gives the routing programs
 # of their own, so a token's routing and its row's quantization run side by side (2 * M programs) instead
-# of one after the other in its program. Prepared, not yet timed on a GPU.
-X_LAUNCH_ROUTERS_APART = False
-# The Gluon grouped path up to FEW_TOKENS tokens: True routes each token in the first launch without
-# aligning (as the pairs path's x launch), and each GEMM program computes its token tile of the sorted
-# layout from the routing (a [pairs, pairs] comparison in registers) instead of reading it. The route
-# launch's one-program alignment takes 4.1-4.2 us at 5-8 tokens x 128 experts (H200, seventeenth
-# session), its per-token routing about 1.9. Prepared, not yet timed on a GPU.
-GLUON_LAYOUT_IN_GEMMS = False
+# of one after the other in its program. H200, 2026-12-03, eighteenth session, call 2
+# (benchmarks/results/moe_layer.md), us per layer, apart / after the row: the x launch alone 1.4 / 1.9
+# (Qwen3-30B-like), 1.6 / 2.3 (DeepSeek-V3-TP2); the layer Qwen3 M = 1 18.8 / 19.2, M = 2 27.1 / 27.9,
+# DeepSeek M = 1 52.0 / 52.9, M = 2 93.5 / 93.8. Tried beside it and removed: the grouped path's token
+# tiles computed in each Gluon GEMM program from the routing (its route launch routing without aligning,
+# 4.1 -> 1.9 us at Qwen3 M = 6-8): each GEMM 1.3-5 us slower (Qwen3 M = 8 79.6 against 72.5).
+X_LAUNCH_ROUTERS_APART = True
 # Each path's (gate_up, down) Gluon tiles: call 2's and 3's best (gate_up 32 output columns, 64 weight
 # rows, 6 stages; down 128 or 64 rows, 3 stages). Call 2, us, DeepSeek-V3-TP2 M = 2 on the pairs path:
 # 64x4 / 64x4 96.4, 32x6 / 64x3 96.5, 32x8 / 128x3 99.7; the grouped path's 64-column gate_up tiles ran
@@ -780,10 +779,6 @@ GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
 # each pairs-path Gluon GEMM program routing its own token (softmax top-k in Gluon) so that both GEMMs
 # copy weights before they wait: level to 9% slower (DeepSeek M = 2 93.5, M = 8 337.5 against 325.1).
 GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
-# Column tiles a Gluon down GEMM program takes, their K steps one weight stream through its ring (down has
-# only K / 128 steps a tile: 8 at DeepSeek-V3-TP2, 6 at Qwen3-30B). Prepared for a probe, not timed: 1
-# (each program one tile) is what was measured and ships.
-GLUON_DOWN_TILES_PER_PROGRAM = 1
 # The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (call 2: the grouped path's 16-row
 # tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4).
 GLUON_BLOCK_M = 8
@@ -921,13 +916,9 @@ def plan_fused_moe_decode(
     # down starts on its pair's gate_up columns (counters zeroed by the x launch) instead of the whole launch
     pair_ready = pairs_prequant and takes_pair_handoff(num_pairs) and not gluon
     launches: list[tuple[str, Callable[[], object]]] = []
-    # The Gluon grouped path up to FEW_TOKENS tokens with GLUON_LAYOUT_IN_GEMMS: the first launch routes
-    # each token as the Gluon pairs path's x launch does and does not align; each GEMM program computes
-    # its token tile from the routing.
-    layout_in_gemms = gluon and not pair_tiles and GLUON_LAYOUT_IN_GEMMS
-    routes_tokens = gluon and (pair_tiles or (layout_in_gemms and M <= FEW_TOKENS))
-    # Where the x launch routes: in programs of their own (X_LAUNCH_ROUTERS_APART) or each token's
-    # program after its row.
+    # The Gluon pairs path's x launch routes too: in programs of their own (X_LAUNCH_ROUTERS_APART) or each
+    # token's program after its row.
+    routes_tokens = gluon and pair_tiles
     routers_apart = routes_tokens and X_LAUNCH_ROUTERS_APART
     if routes_tokens:
         x_launch_programs = 2 * M if routers_apart else M
@@ -954,7 +945,7 @@ def plan_fused_moe_decode(
             HIDDEN_POW2=triton.next_power_of_2(H),
             FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, LAUNCH_DEPENDENTS=pdl, WRITE_XQ=prequant,
             FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
-            RANKS_EARLY=RANKS_EARLY, ranks_ptr=ws.pair_ranks, ROUTE=not (pair_tiles or routes_tokens),
+            RANKS_EARLY=RANKS_EARLY, ranks_ptr=ws.pair_ranks, ROUTE=not pair_tiles,
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
             **({"ROUTE_TOKENS": True, "ROUTERS_APART": routers_apart} if routes_tokens else {}),
             **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
@@ -967,7 +958,7 @@ def plan_fused_moe_decode(
     inter = ws.inter[:num_pairs]
     if gluon:
         launches += _gluon_gemm_launches(ws, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
-                                         stride_a2m, tile_arrivals, pdl, pair_tiles, layout_in_gemms)
+                                         stride_a2m, tile_arrivals, pdl, pair_tiles)
         return DecodePlan(out, tuple(launches), path, gemms="gluon")
     rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
     for gemm in (1, 2):
@@ -1074,12 +1065,11 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
 def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Tensor, w1s: torch.Tensor,
                          w2s: torch.Tensor, out: torch.Tensor, block_m: int, num_blocks: int, M: int, top_k: int,
                          stride_xsm: int, stride_a2m: int, tile_arrivals: torch.Tensor, pdl: bool,
-                         pair_tiles: bool, layout_in_gemms: bool = False) -> list[tuple[str, Callable[[], object]]]:
+                         pair_tiles: bool) -> list[tuple[str, Callable[[], object]]]:
     """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
     per pair, its expert routed by the x launch) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
     block scales, x and the intermediate as e4m3 with group scales), on the workspace's buffers,
-    PDL-linked where supported. ``layout_in_gemms`` (grouped path): up to FEW_TOKENS tokens each program
-    computes its token tile from the routing (the route launch did not align)."""
+    PDL-linked where supported."""
     P, H, I = M * top_k, ws.hidden, ws.intermediate
     if pair_tiles:
         block_m, num_blocks = GLUON_BLOCK_M, P
@@ -1095,13 +1085,9 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
     launches: list[tuple[str, Callable[[], object]]] = []
     for gated in (True, False):
         tile = gate_up_tile if gated else down_tile
-        tiles_per_program = 1 if gated else GLUON_DOWN_TILES_PER_PROGRAM
         if not gated and tile.out_n < 64:
             raise ValueError(f"fused_moe_decode: the Gluon down tile's out_n must be 64 or 128 (its weight rows), "
                              f"got {tile.out_n}")
-        if not gated and (tiles_per_program < 1 or H % (tile.out_n * tiles_per_program)):
-            raise ValueError(f"fused_moe_decode: GLUON_DOWN_TILES_PER_PROGRAM = {tiles_per_program} needs H = {H} "
-                             f"a multiple of the down tile's {tile.out_n} columns times it")
         n, k = (I, H) if gated else (H, I)
         a, a_scale, stride_asm = (ws.x_q[:M], ws.x_scale, stride_xsm) if gated else (ws.inter_q[:P], ws.a2_amax,
                                                                                         stride_a2m)
@@ -1109,7 +1095,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
         c = ws.inter[:P] if gated else ws.pair_out
         bse, bsn, bsk = weight_scale_strides(QUANT_BLOCK, w_scale)
         launches.append(("gate_up" if gated else "down", functools.partial(
-            moe_decode_gemm_gluon_kernel[(num_blocks * (triton.cdiv(n, tile.out_n) // tiles_per_program),)],
+            moe_decode_gemm_gluon_kernel[(num_blocks * triton.cdiv(n, tile.out_n),)],
             a, a_scale, wt, w_scale, c, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded, ws.inter_q,
             ws.a2_amax, ws.group_arrivals, tile_arrivals, out,
             P, M, n, k, a.stride(0), stride_asm, wt.stride(0), wt.stride(1), bse, bsn, bsk, c.stride(0), stride_a2m,
@@ -1118,9 +1104,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             NUM_STAGES=tile.stages, TOP_K=top_k, K_POW2=k_pow2,
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
             LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=wait_prior[gated], PAIR_TILES=pair_tiles,
-            topk_ids_ptr=ws.topk_ids, TILES=tiles_per_program, num_warps=4,
-            LAYOUT_TOKENS=FEW_TOKENS if layout_in_gemms else 0,
-            LAYOUT_PAIRS=max(32, triton.next_power_of_2(FEW_TOKENS * top_k)),
+            topk_ids_ptr=ws.topk_ids, num_warps=4,
             **({"launch_pdl": True} if pdl else {}),
         )))
     return launches

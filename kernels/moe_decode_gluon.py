@@ -79,30 +79,15 @@ if gluon_gemms_supported():
     _SCALE_GROUP = gl.constexpr(128)  # block scales' group along K and N; also each stage's K depth
 
     @gluon.jit
-    def _step_offsets(s, n_k, TILES: gl.constexpr, tile_stride):
-        """Element offsets of step ``s``'s weight and activation tiles from the first step's: with TILES
-        column tiles a program, step ``s`` is K step ``s % n_k`` of its tile ``s // n_k`` (``tile_stride``
-        elements further down the weight rows per tile; the activations are the same for every tile)."""
-        if TILES == 1:
-            w_off = s * _SCALE_GROUP
-            a_off = s * _SCALE_GROUP
-        else:
-            t = s // n_k
-            a_off = (s - t * n_k) * _SCALE_GROUP
-            w_off = t * tile_stride + a_off
-        return w_off, a_off
-
-    @gluon.jit
-    def _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s, n_k, n_steps, NUM_STAGES: gl.constexpr,
-                   TILES: gl.constexpr, tile_stride):
-        """cp.async of step ``s``'s weight and activation tiles into stage ``s % NUM_STAGES`` (the
+    def _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb, n_k, NUM_STAGES: gl.constexpr):
+        """cp.async of K step ``kb``'s weight and activation tiles into stage ``kb % NUM_STAGES`` (the
         activation rows of padding, ``a_valid`` false, zero-filled unread); past the last step nothing is
         copied but the group is still committed, so every step waits for the same count."""
-        stage = s % NUM_STAGES
-        live = s < n_steps
-        w_off, a_off = _step_offsets(s, n_k, TILES, tile_stride)
-        _copy_to_shared(w_smem.index(stage), w_ptrs + w_off, mask=live)
-        _copy_to_shared(a_smem.index(stage), a_ptrs + a_off, mask=a_valid & live)
+        stage = kb % NUM_STAGES
+        live = kb < n_k
+        offset = kb * _SCALE_GROUP
+        _copy_to_shared(w_smem.index(stage), w_ptrs + offset, mask=live)
+        _copy_to_shared(a_smem.index(stage), a_ptrs + offset, mask=a_valid & live)
         async_copy.commit_group()
 
     @gluon.jit
@@ -113,29 +98,9 @@ if gluon_gemms_supported():
                              is_async=True)
 
     @gluon.jit
-    def _load_scales(a_scales, w_scales, s, stride_bsk, n_k, w_scale_base, weight_rows, stride_bsn,
-                     OUT_N: gl.constexpr, TILES: gl.constexpr):
-        """Step ``s``'s block scales: one per token (``a_scales`` + K step) and one per weight row
-        (``w_scales``, the first tile's rows; with TILES column tiles a program, from the expert's scales
-        ``w_scale_base`` and the step's tile's rows, ``weight_rows`` + tile * OUT_N)."""
-        if TILES == 1:
-            scales = gl.load(a_scales + s), gl.load(w_scales + s * stride_bsk)
-        else:
-            t = s // n_k
-            kb = s - t * n_k
-            rows = weight_rows + t * OUT_N
-            scales = (gl.load(a_scales + kb),
-                      gl.load(w_scale_base + (rows // _SCALE_GROUP) * stride_bsn + kb * stride_bsk))
-        return scales
-
-    @gluon.jit
-    def _store_down_tile(c_ptr, acc, pairs, pair_mask, route_w, tile, N, stride_cm, OUT_N: gl.constexpr,
-                         layout: gl.constexpr):
-        """Column tile ``tile`` of the down GEMM's fp32 pair rows: ``acc`` [OUT_N, tokens] times each pair's
-        routing weight ``route_w``; rows of padding (``pair_mask`` false) and columns past N not stored."""
-        cols = tile * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, layout))
-        gl.store(c_ptr + pairs[None, :].to(gl.int64) * stride_cm + cols[:, None],
-                 (acc * route_w[None, :]).to(c_ptr.dtype.element_ty), mask=(cols < N)[:, None] & pair_mask[None, :])
+    def _load_scales(a_scales, w_scales, kb, stride_bsk):
+        """K step ``kb``'s block scales: one per token (A) and one per weight row."""
+        return gl.load(a_scales + kb), gl.load(w_scales + kb * stride_bsk)
 
     @gluon.jit
     def _fold_product(acc, product, a_s, w_s):
@@ -144,7 +109,7 @@ if gluon_gemms_supported():
         return acc + done * w_s[:, None] * a_s[None, :]
 
     @gluon.jit
-    def _quantize_group_when_written(c_ptr, cq_ptr, scale_ptr, arrivals_ptr, tile_pairs, pid_m, group,
+    def _quantize_group_when_written(c_ptr, cq_ptr, scale_ptr, arrivals_ptr, sorted_ids_ptr, pid_m, group,
                                      num_pairs, N, stride_cm, stride_scale_m, BLOCK_M: gl.constexpr,
                                      PAIR_TILES: gl.constexpr,
                                      WRITERS_MAX: gl.constexpr, NUM_WARPS: gl.constexpr,
@@ -161,7 +126,7 @@ if gluon_gemms_supported():
         if arrived == writers - 1:
             gl.store(counter, 0)
             layout: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [NUM_WARPS, 1], [1, 0])
-            pairs = _pairs_in(tile_pairs, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, layout))
+            pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, layout))
             pair_mask = pairs < num_pairs
             cols = group * _SCALE_GROUP + gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, layout))
             mask = pair_mask[:, None] & (cols < N)[None, :]
@@ -207,75 +172,15 @@ if gluon_gemms_supported():
         return col
 
     @gluon.jit
-    def _layout_from_routing(topk_ids_ptr, pid_m, num_pairs, BLOCK_M: gl.constexpr, LAYOUT_PAIRS: gl.constexpr,
-                             NUM_WARPS: gl.constexpr, layout: gl.constexpr):
-        """Token tile ``pid_m`` of the expert-sorted, tile-padded layout (moe_align's, as the route launch
-        writes it for few tokens), computed from the routing alone: (its expert, -1 past the last tile;
-        the pair of each of its BLOCK_M rows in ``layout``, num_pairs for padding). A pair's rank is the
-        number of earlier pairs with its expert; its expert's run starts after every smaller expert's
-        tiles. num_pairs <= LAYOUT_PAIRS."""
-        l2: gl.constexpr = gl.BlockedLayout([1, LAYOUT_PAIRS // 32], [1, 32], [NUM_WARPS, 1], [1, 0])
-        i = gl.arange(0, LAYOUT_PAIRS, layout=gl.SliceLayout(1, l2))
-        j = gl.arange(0, LAYOUT_PAIRS, layout=gl.SliceLayout(0, l2))
-        e_i = gl.load(topk_ids_ptr + i, mask=i < num_pairs, other=-1)
-        e_j = gl.convert_layout(e_i, gl.SliceLayout(0, l2))
-        valid_i = i < num_pairs
-        valid_j = j < num_pairs
-        same_before = (e_i[:, None] == e_j[None, :]) & (j[None, :] < i[:, None]) & valid_j[None, :]
-        rank = gl.sum(same_before.to(gl.int32), 1)
-        opens = valid_i & (rank % BLOCK_M == 0)
-        opens_j = gl.convert_layout(opens, gl.SliceLayout(0, l2))
-        tiles_before = gl.sum(((e_j[None, :] < e_i[:, None]) & opens_j[None, :]).to(gl.int32), 1)
-        pos = gl.where(valid_i, tiles_before * BLOCK_M + rank, -1)
-        expert = gl.max(gl.where(pos == pid_m * BLOCK_M, e_i, -1), 0)
-        # Row r of the tile: the pair at position pid_m * BLOCK_M + r.
-        lr: gl.constexpr = gl.BlockedLayout([1, LAYOUT_PAIRS // 32], [1, 32], [NUM_WARPS, 1], [1, 0])
-        r = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, lr))
-        pos_r = gl.convert_layout(pos, gl.SliceLayout(0, lr))
-        i_r = gl.arange(0, LAYOUT_PAIRS, layout=gl.SliceLayout(0, lr))
-        at = pos_r[None, :] == (pid_m * BLOCK_M + r)[:, None]
-        pairs = gl.min(gl.where(at, i_r[None, :], num_pairs), 1)
-        return expert, gl.convert_layout(pairs, layout)
-
-    @gluon.jit
-    def _read_tile_layout(sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, pid_m, BLOCK_M: gl.constexpr,
-                          layout: gl.constexpr):
-        """Token tile ``pid_m`` as the route launch wrote it: (expert, pair of each row in ``layout``, the
-        layout's padded length), loaded together (every program's tile slots exist; unread if not in use)."""
+    def _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M: gl.constexpr, PAIR_TILES: gl.constexpr,
+                    layout: gl.constexpr):
+        """The pair of each row of token tile ``pid_m`` (>= num_pairs: padding): from the sorted layout,
+        or with PAIR_TILES pair ``pid_m`` in row 0 alone."""
         rows = gl.arange(0, BLOCK_M, layout=layout)
-        return (gl.load(expert_ids_ptr + pid_m), gl.load(sorted_ids_ptr + pid_m * BLOCK_M + rows),
-                gl.load(num_padded_ptr))
-
-    @gluon.jit
-    def _grouped_tile(sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, topk_ids_ptr, pid_m, num_pairs, num_tokens,
-                      BLOCK_M: gl.constexpr, LAYOUT_TOKENS: gl.constexpr, LAYOUT_PAIRS: gl.constexpr,
-                      NUM_WARPS: gl.constexpr, layout: gl.constexpr):
-        """Token tile ``pid_m`` of the grouped path: (its expert, whether it is in use, the pair of each of
-        its rows in ``layout``): up to LAYOUT_TOKENS tokens computed from the routing
-        (_layout_from_routing), else read from the layout the route launch wrote."""
-        if LAYOUT_TOKENS > 0:
-            if num_tokens <= LAYOUT_TOKENS:
-                expert, pairs = _layout_from_routing(topk_ids_ptr, pid_m, num_pairs, BLOCK_M, LAYOUT_PAIRS,
-                                                     NUM_WARPS, layout)
-                num_padded = (pid_m + 1) * BLOCK_M  # expert -1 marks the tiles past the last
-            else:
-                expert, pairs, num_padded = _read_tile_layout(sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, pid_m,
-                                                              BLOCK_M, layout)
-        else:
-            expert, pairs, num_padded = _read_tile_layout(sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, pid_m,
-                                                          BLOCK_M, layout)
-        return expert.to(gl.int64), (pid_m * BLOCK_M < num_padded) & (expert >= 0), pairs
-
-    @gluon.jit
-    def _pairs_in(tile_pairs, pid_m, num_pairs, BLOCK_M: gl.constexpr, PAIR_TILES: gl.constexpr,
-                  layout: gl.constexpr):
-        """The pair of each row of token tile ``pid_m`` (>= num_pairs: padding) in ``layout``: with
-        PAIR_TILES pair ``pid_m`` in row 0 alone, else ``tile_pairs`` (any layout) converted."""
         if PAIR_TILES:
-            rows = gl.arange(0, BLOCK_M, layout=layout)
             pairs = gl.where(rows == 0, pid_m, num_pairs)
         else:
-            pairs = gl.convert_layout(tile_pairs, layout)
+            pairs = gl.load(sorted_ids_ptr + pid_m * BLOCK_M + rows)
         return pairs
 
     @gluon.jit
@@ -293,8 +198,7 @@ if gluon_gemms_supported():
         A_ROWS_PER_PAIR_DIV: gl.constexpr, GATED: gl.constexpr, BLOCK_M: gl.constexpr, OUT_N: gl.constexpr,
         NUM_STAGES: gl.constexpr, TOP_K: gl.constexpr, K_POW2: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
         FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr, LAUNCH_DEPENDENTS: gl.constexpr,
-        WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None, TILES: gl.constexpr = 1,
-        LAYOUT_TOKENS: gl.constexpr = 0, LAYOUT_PAIRS: gl.constexpr = 32,
+        WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None,
     ):
         """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
 
@@ -311,12 +215,6 @@ if gluon_gemms_supported():
         (the routing and layout, written two launches before, may be read first).
         PAIR_TILES (the pairs path): token tile ``pid_m`` is pair ``pid_m`` alone (its other rows padding),
         its expert ``topk_ids[pid_m]`` (routed by the launch before); no sorted layout is read.
-        TILES (down): each program takes TILES consecutive column tiles of its token tile, their K steps
-        one stream through the ring (each tile stored once its last step is folded in); N must be a
-        multiple of OUT_N * TILES.
-        LAYOUT_TOKENS (grouped path): up to this many tokens each program computes its token tile from
-        ``topk_ids`` (the launch before routed, did not align; LAYOUT_PAIRS, a power of two >= 32, bounds
-        the pairs) instead of reading the sorted layout.
         """
         NUM_WARPS: gl.constexpr = 4
         # GATED: the tile's weight rows are OUT_N gate rows then the same OUT_N columns' up rows, one wgmma.
@@ -333,10 +231,7 @@ if gluon_gemms_supported():
         # The epilogue's layout: a warp along 32 consecutive output columns of one token (contiguous stores).
         epi_layout: gl.constexpr = gl.BlockedLayout([1, 1], [32, 1], [1, NUM_WARPS], [0, 1])
 
-        # TILES (down only) consecutive column tiles a program, one weight stream through them all.
-        gl.static_assert((TILES == 1) or not GATED, "gate_up takes one column tile a program")
-        pid_m, pid_group, num_pid_m = moe_tile_of_program(N, OUT_N * TILES)
-        pid_n = pid_group * TILES  # the program's first column tile
+        pid_m, pid_n, num_pid_m = moe_tile_of_program(N, OUT_N)
         # WAIT_PRIOR 3 before letting the next launch start: it may read what the launch before this one
         # wrote (routing, layout) before its own wait.
         pdl_enter(LAUNCH_DEPENDENTS, WAIT_PRIOR)
@@ -344,30 +239,26 @@ if gluon_gemms_supported():
         if PAIR_TILES:
             expert = gl.load(topk_ids_ptr + pid_m).to(gl.int64)
             tile_in_use = expert >= 0
-            tile_pairs = pid_m  # unused: _pairs_in builds the pair tile in each layout
         else:
-            expert, tile_in_use, tile_pairs = _grouped_tile(sorted_ids_ptr, expert_ids_ptr, num_padded_ptr,
-                                                            topk_ids_ptr, pid_m, num_pairs, num_tokens, BLOCK_M,
-                                                            LAYOUT_TOKENS, LAYOUT_PAIRS, NUM_WARPS,
-                                                            gl.SliceLayout(0, acc_layout))
+            num_padded = gl.load(num_padded_ptr)
+            expert = gl.load(expert_ids_ptr + pid_m).to(gl.int64)
+            tile_in_use = (pid_m * BLOCK_M < num_padded) & (expert >= 0)
         if tile_in_use:
             n_k = K // _SCALE_GROUP
-            n_steps = TILES * n_k
-            tile_stride = OUT_N * stride_bn  # elements from one column tile's weight rows to the next's
             # Weight row of each tile row, in the copy layout and in the accumulator's (for the scales):
             # columns past N wrap (dropped at the store); GATED adds N to the up rows.
             w_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, w_layout))
             ks_w = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, w_layout))
             w_ptrs = b_ptr + expert * stride_be + w_rows[:, None].to(gl.int64) * stride_bn + ks_w[None, :]
-            pairs_c = _pairs_in(tile_pairs, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, a_layout))
+            pairs_c = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, a_layout))
             a_valid = (pairs_c < num_pairs)[:, None]
             a_rows_c = _a_rows(pairs_c, num_pairs, A_ROWS_PER_PAIR_DIV)
             ks_a = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, a_layout))
             a_ptrs = a_ptr + a_rows_c[:, None] * stride_am + ks_a[None, :]
             acc_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, acc_layout))
-            w_scale_base = b_scale_ptr + expert * stride_bse
-            w_scales = w_scale_base + (acc_rows // _SCALE_GROUP) * stride_bsn
-            acc_pairs = _pairs_in(tile_pairs, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(0, acc_layout))
+            w_scales = b_scale_ptr + expert * stride_bse + (acc_rows // _SCALE_GROUP) * stride_bsn
+            acc_pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES,
+                                    gl.SliceLayout(0, acc_layout))
             a_scales = a_scale_ptr + _a_rows(acc_pairs, num_pairs, A_ROWS_PER_PAIR_DIV) * stride_asm
 
             w_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, W_ROWS, _SCALE_GROUP], smem_layout)
@@ -376,55 +267,37 @@ if gluon_gemms_supported():
                 # The first steps' weights (not written by the launch before) stream in before the wait;
                 # their activations (written by it) after, as one group: the first wait takes every group.
                 for s in gl.static_range(NUM_STAGES - 1):
-                    w_off, a_off = _step_offsets(s, n_k, TILES, tile_stride)
-                    _copy_to_shared(w_smem.index(s), w_ptrs + w_off, mask=s < n_steps)
+                    _copy_to_shared(w_smem.index(s), w_ptrs + s * _SCALE_GROUP, mask=s < n_k)
                     async_copy.commit_group()
                 wait_for_prior_launch()
                 for s in gl.static_range(NUM_STAGES - 1):
-                    w_off, a_off = _step_offsets(s, n_k, TILES, tile_stride)
-                    _copy_to_shared(a_smem.index(s), a_ptrs + a_off, mask=a_valid & (s < n_steps))
+                    _copy_to_shared(a_smem.index(s), a_ptrs + s * _SCALE_GROUP, mask=a_valid & (s < n_k))
                 async_copy.commit_group()
             else:
                 for s in gl.static_range(NUM_STAGES - 1):
-                    _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s, n_k, n_steps, NUM_STAGES, TILES,
-                               tile_stride)
+                    _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s, n_k, NUM_STAGES)
 
             zero = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)  # each product's (unread) start
             acc = zero
             # Scales are loaded two steps before the step they scale (their latency hidden behind two steps' copies).
-            a_s0, w_s0 = _load_scales(a_scales, w_scales, 0, stride_bsk, n_k, w_scale_base, acc_rows, stride_bsn,
-                                      OUT_N, TILES)
-            a_s1, w_s1 = _load_scales(a_scales, w_scales, gl.minimum(1, n_steps - 1), stride_bsk, n_k, w_scale_base,
-                                      acc_rows, stride_bsn, OUT_N, TILES)
+            a_s0, w_s0 = _load_scales(a_scales, w_scales, 0, stride_bsk)
+            a_s1, w_s1 = _load_scales(a_scales, w_scales, gl.minimum(1, n_k - 1), stride_bsk)
             async_copy.wait_group(0 if WAIT_PRIOR == 2 else NUM_STAGES - 2)
             _cta_barrier()
             fence_async_shared()
-            if TILES > 1:
-                # Several tiles stored from inside the K loop: their routing weights loaded before it.
-                pair_mask = acc_pairs < num_pairs
-                route_w = gl.load(topk_weights_ptr + acc_pairs, mask=pair_mask, other=0.0).to(gl.float32)
             product = _issue_product(w_smem, a_smem, 0, zero, NUM_STAGES)
-            for s in range(1, n_steps):
-                a_s2, w_s2 = _load_scales(a_scales, w_scales, gl.minimum(s + 1, n_steps - 1), stride_bsk, n_k,
-                                          w_scale_base, acc_rows, stride_bsn, OUT_N, TILES)
-                # Step s's tiles land while step s - 1's product is in the MMA; only then is that product
-                # waited for and folded in, and step s's issued.
-                _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s + NUM_STAGES - 2, n_k, n_steps, NUM_STAGES,
-                           TILES, tile_stride)
+            for kb in range(1, n_k):
+                a_s2, w_s2 = _load_scales(a_scales, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk)
+                # Step kb's tiles land while step kb - 1's product is in the MMA; only then is that product
+                # waited for and folded in, and step kb's issued.
+                _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb + NUM_STAGES - 2, n_k, NUM_STAGES)
                 async_copy.wait_group(NUM_STAGES - 2)
                 _cta_barrier()
                 fence_async_shared()
                 acc = _fold_product(acc, product, a_s0, w_s0)
-                if TILES > 1:
-                    # Step s - 1 ended a column tile: store it, and start the next tile from zero.
-                    tile_done = s % n_k == 0
-                    if tile_done:
-                        _store_down_tile(c_ptr, acc, acc_pairs, pair_mask, route_w, pid_n + s // n_k - 1, N,
-                                         stride_cm, OUT_N, acc_layout)
-                    acc = gl.where(tile_done, zero, acc)
                 a_s0, w_s0 = a_s1, w_s1
                 a_s1, w_s1 = a_s2, w_s2
-                product = _issue_product(w_smem, a_smem, s, zero, NUM_STAGES)
+                product = _issue_product(w_smem, a_smem, kb, zero, NUM_STAGES)
             acc = _fold_product(acc, product, a_s0, w_s0)
             async_copy.wait_group(0)
 
@@ -435,7 +308,8 @@ if gluon_gemms_supported():
                 gate = acc_smem.slice(0, OUT_N).load(epi_layout)
                 up = acc_smem.slice(OUT_N, OUT_N).load(epi_layout)
                 cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, epi_layout))
-                pairs = _pairs_in(tile_pairs, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(0, epi_layout))
+                pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES,
+                                    gl.SliceLayout(0, epi_layout))
                 pair_mask = pairs < num_pairs
                 c_mask = (cols < N)[:, None] & pair_mask[None, :]
                 c_offs = pairs[None, :].to(gl.int64) * stride_cm + cols[:, None]
@@ -449,26 +323,25 @@ if gluon_gemms_supported():
                     gl.store(c_scale_ptr + pairs * stride_csm + pid_n, scale, mask=pair_mask)
                 else:
                     gl.store(c_ptr + c_offs, c, mask=c_mask)
-                    _quantize_group_when_written(c_ptr, cq_ptr, c_scale_ptr, group_arrivals_ptr, tile_pairs,
+                    _quantize_group_when_written(c_ptr, cq_ptr, c_scale_ptr, group_arrivals_ptr, sorted_ids_ptr,
                                                  pid_m, (pid_n * OUT_N) // _SCALE_GROUP, num_pairs, N, stride_cm,
                                                  stride_csm, BLOCK_M, PAIR_TILES, _SCALE_GROUP // OUT_N, NUM_WARPS,
                                                  FP8_MAX_C, MIN_AMAX)
             else:
-                if TILES == 1:
-                    pair_mask = acc_pairs < num_pairs
-                    route_w = gl.load(topk_weights_ptr + acc_pairs, mask=pair_mask, other=0.0).to(gl.float32)
-                _store_down_tile(c_ptr, acc, acc_pairs, pair_mask, route_w, pid_n + TILES - 1, N, stride_cm, OUT_N,
-                                 acc_layout)
+                cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, acc_layout))
+                pair_mask = acc_pairs < num_pairs
+                w = gl.load(topk_weights_ptr + acc_pairs, mask=pair_mask, other=0.0).to(gl.float32)
+                gl.store(c_ptr + acc_pairs[None, :].to(gl.int64) * stride_cm + cols[:, None],
+                         (acc * w[None, :]).to(c_ptr.dtype.element_ty), mask=(cols < N)[:, None] & pair_mask[None, :])
 
         if not GATED:
-            # Every thread's pair rows precede the release of this program's arrivals (one a column tile).
+            # Every thread's pair rows precede the release of this program's arrival.
             _cta_barrier()
-            for t in gl.static_range(TILES):
-                arrived = gl.atomic_add(arrivals_ptr + pid_n + t, 1, sem="acq_rel", scope="gpu")
-                if arrived == num_pid_m - 1:
-                    _cta_barrier()
-                    _sum_topk_rows(c_ptr, out_ptr, pid_n + t, num_tokens, N, stride_cm, stride_om, TOP_K, K_POW2,
-                                   OUT_N, TOKEN_CHUNK, NUM_WARPS)
-                    gl.store(arrivals_ptr + pid_n + t, 0)
+            arrived = gl.atomic_add(arrivals_ptr + pid_n, 1, sem="acq_rel", scope="gpu")
+            if arrived == num_pid_m - 1:
+                _cta_barrier()
+                _sum_topk_rows(c_ptr, out_ptr, pid_n, num_tokens, N, stride_cm, stride_om, TOP_K, K_POW2, OUT_N,
+                               TOKEN_CHUNK, NUM_WARPS)
+                gl.store(arrivals_ptr + pid_n, 0)
 else:
     moe_decode_gemm_gluon_kernel = None

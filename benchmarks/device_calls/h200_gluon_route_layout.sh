@@ -3,6 +3,8 @@
 # path's token tiles computed in the Gluon GEMMs, then the whole layer: down streaming 2 or 4 column tiles a
 # program (pairs path), X_LAUNCH_ROUTERS_APART (pairs), GLUON_LAYOUT_IN_GEMMS with and without it (grouped),
 # beside the shipped choice, tl's GEMMs and vLLM's GEMMs alone. Device, repo root, carry=[".vendor"].
+# The record of that call (commit 2f16813): X_LAUNCH_ROUTERS_APART ships since; GLUON_DOWN_TILES_PER_PROGRAM
+# (+downN) and GLUON_LAYOUT_IN_GEMMS measured slower and are gone.
 source benchmarks/h200_setup.sh
 R=/tmp/d2; rm -rf $R; mkdir -p $R/p
 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_moe_decode_gluon.py -k "routers or layout" \

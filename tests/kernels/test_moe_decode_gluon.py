@@ -124,19 +124,14 @@ def test_unknown_gluon_mode_is_one_line_error(monkeypatch):
 
 
 @needs_gluon
-@pytest.mark.parametrize("path,switches,route_variants", [
-    ("grouped", {}, 1), ("pairs", {}, 1), ("pairs", {"X_LAUNCH_ROUTERS_APART": True}, 1),
-    ("grouped", {"GLUON_LAYOUT_IN_GEMMS": True}, 2)],
-    ids=["grouped", "pairs", "pairs-routers-apart", "grouped-layout-in-gemms"])
-def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, switches, route_variants, gluon_on, monkeypatch):
+@pytest.mark.parametrize("path,routers_apart", [("grouped", True), ("pairs", True), ("pairs", False)],
+                         ids=["grouped", "pairs", "pairs-routed-after-the-row"])
+def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, gluon_on, monkeypatch):
     """Keys only: over M = 1..64 on either path the Gluon kernel compiles once for gate_up and once for
-    down (every token-count integer is in do_not_specialize), tl's decode GEMM never; the first launch
-    once, its routing in programs of their own or not (X_LAUNCH_ROUTERS_APART), or twice where the
-    grouped path's GEMMs compute their token tiles up to FEW_TOKENS tokens (routing only there, routing
-    and alignment past it; the GEMMs choose at run time, in one variant)."""
+    down (every token-count integer is in do_not_specialize), tl's decode GEMM never, and the first
+    launch once, its routing in programs of their own or not (X_LAUNCH_ROUTERS_APART)."""
     _compile_side()
-    for name, value in switches.items():
-        monkeypatch.setattr(moe_decode, name, value)
+    monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
     E, k, H, I = 16, 4, 256, 384
     w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "block", MAX_DECODE_TOKENS)
     with jitguard.offline(compile=False), jitguard.watch() as rec:
@@ -145,7 +140,7 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, switches, route_variants
     # Both paths take 8-row token tiles (GLUON_BLOCK_M), whatever the tile table's block_m.
     assert rec.variants("moe_decode_gemm_gluon_kernel") == 2
     assert rec.variants("moe_decode_gemm_kernel") == 0
-    assert rec.variants("moe_decode_route_kernel") == route_variants
+    assert rec.variants("moe_decode_route_kernel") == 1
 
 
 @needs_gluon
@@ -243,54 +238,29 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
     assert bool(copies_before_wait) == ahead
 
 
-@needs_gluon
-@pytest.mark.parametrize("ahead", [True, False])
-def test_real_sm90_compile_of_a_down_program_over_several_column_tiles(ahead, gluon_on, monkeypatch):
-    """GLUON_DOWN_TILES_PER_PROGRAM = 3 (prepared, not shipped): down compiles for sm_90 with one arrival
-    counter a column tile and the store of every tile but the last inside its K loop; gate_up unchanged;
-    an H that 3 tiles do not divide is refused by name."""
-    _compile_side()
-    monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
-    monkeypatch.setattr(moe_decode, "GLUON_DOWN_TILES_PER_PROGRAM", 3)
-    _tiles(monkeypatch, 32, 6, 64, 3)
-    _, ptx = _compile_layer(384, 256)
-    down = [p for p in ptx if "ld.volatile" in p and "st.global.b32" in p and p.count("atom.global") >= 3]
-    assert len(ptx) == 2 and len(down) == 1
-    assert len(re.findall(r"atom\.global\.(?:gpu\.acq_rel|acq_rel\.gpu)\.add\.u32", down[0])) == 3
-    with pytest.raises(ValueError, match=r"GLUON_DOWN_TILES_PER_PROGRAM = 3 needs H = 256 a multiple"):
-        _plan(3, 16, 4, 256, 256)
-
-
 # ---- on a GPU -------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
 @needs_gluon
 @pytest.mark.parametrize("path,M", [("grouped", 1), ("grouped", 3), ("grouped", 8), ("grouped", 17), ("grouped", 64),
                                     ("pairs", 1), ("pairs", 3), ("pairs", 8)])
-@pytest.mark.parametrize("tiles", [(32, 4, 64, 4, True, 1), (64, 4, 64, 4, True, 1), (128, 3, 128, 3, True, 1),
-                                   (64, 2, 128, 6, True, 1), (32, 6, 128, 3, False, 1), (32, 6, 64, 3, True, 3),
-                                   (32, 6, 128, 3, True, 1, {"X_LAUNCH_ROUTERS_APART": True}),
-                                   (32, 6, 64, 3, True, 1, {"GLUON_LAYOUT_IN_GEMMS": True}),
-                                   (32, 6, 64, 3, True, 1, {"GLUON_LAYOUT_IN_GEMMS": True,
-                                                            "X_LAUNCH_ROUTERS_APART": True})],
+@pytest.mark.parametrize("tiles", [(32, 4, 64, 4, True, True), (64, 4, 64, 4, True, True),
+                                   (128, 3, 128, 3, True, True), (64, 2, 128, 6, True, True),
+                                   (32, 6, 128, 3, False, True), (32, 6, 128, 3, True, False)],
                          ids=["32-columns", "64-columns", "128-columns", "mixed", "down-waits-first",
-                              "down-3-tiles-a-program", "routers-apart", "layout-in-gemms",
-                              "layout-in-gemms-routers-apart"])
+                              "routed-after-the-row"])
 def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
     """FP8 block scales on the grouped and pairs paths, GEMMs on Gluon: each of three graph replays with new
     tokens and logits within 4e-2 of the fp32 reference (activations quantized), and within 1e-2 of
     tl's kernel on the same inputs (H = 384, I = 640: a K loop of 3 and 5 steps, I's last group
-    written by four 32-column tiles, two of 64 or one of 128); the x launch's routers apart, and the
-    grouped path's token tiles computed in the GEMMs (up to 8 tokens; read from the route launch at 17
-    and 64)."""
+    written by four 32-column tiles, two of 64 or one of 128); the pairs path's x launch routing in
+    programs of its own (shipped) or after each row."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
-    up_n, up_s, down_n, down_s, ahead, down_tiles, *switches = tiles
-    for name, value in (switches[0] if switches else {}).items():
-        monkeypatch.setattr(moe_decode, name, value)
+    up_n, up_s, down_n, down_s, ahead, routers_apart = tiles
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
-    monkeypatch.setattr(moe_decode, "GLUON_DOWN_TILES_PER_PROGRAM", down_tiles)
+    monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
     gen = torch.Generator().manual_seed(M)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
     ws_tl, ws_gl = MoeDecodeWorkspace.for_layer(w13, w2, k), MoeDecodeWorkspace.for_layer(w13, w2, k)
