@@ -132,6 +132,8 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, gluon_on,
     launch once, its routing in programs of their own or not (X_LAUNCH_ROUTERS_APART)."""
     _compile_side()
     monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
+    for kernel in (moe_decode.moe_decode_gemm_gluon_kernel, moe_decode.moe_decode_route_kernel):
+        triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))  # earlier tests' keys
     E, k, H, I = 16, 4, 256, 384
     w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "block", MAX_DECODE_TOKENS)
     with jitguard.offline(compile=False), jitguard.watch() as rec:
