@@ -36,7 +36,8 @@ ROUNDS = 2
 
 
 def gluon_variants(spec: str) -> list[tuple[str, str, dict]]:
-    """``--gluon-tiles``: comma-separated ``path:tiles[+wait][+SWITCH=value]``, path ``pairs`` or ``grouped``, tiles
+    """``--gluon-tiles``: comma-separated ``path:tiles[+wait][+SWITCH=value]``, path ``pairs`` or ``grouped``
+    (or ``auto:default+SWITCH=value``: the shipped choice with that switch), tiles
     ``default`` (GLUON_TILES') or ``gate_up_out_n x stages / down_out_n x stages`` (e.g. 32x6/128x3),
     ``+wait``: GLUON_DOWN_WEIGHTS_BEFORE_WAIT off, ``+SWITCH=value``: that ``moe_decode`` switch (a Python
     literal); each the Gluon GEMMs at every M ("always") as (label, path, switches)."""
@@ -51,6 +52,11 @@ def gluon_variants(spec: str) -> list[tuple[str, str, dict]]:
             raise SystemExit(f"probe_decode_gluon_layer: --gluon-tiles: unknown suffix {unknown} in {item!r}")
         wait = "wait" in suffixes
         path, _, tiles_spec = item.partition(":")
+        if path == "auto":
+            # The shipped choice ("measured") with only the given switches changed.
+            variants.append(("shipped" + "".join(f", {name}={value}" for name, value in settings.items()), "auto",
+                             {name: ast.literal_eval(value) for name, value in settings.items()}))
+            continue
         switches: dict = {"GLUON_FP8_GEMMS": "always", "GLUON_DOWN_WEIGHTS_BEFORE_WAIT": not wait}
         if tiles_spec != "default":
             up, down = (GluonTile(*(int(v) for v in half.split("x"))) for half in tiles_spec.split("/"))

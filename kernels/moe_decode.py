@@ -108,6 +108,7 @@ from .moe_gemm import (
     QUANT_BLOCK,
     QUANT_CHANNEL,
     QUANT_NONE,
+    QUANT_TENSOR,
     launch_moe_gemm,
     launch_topk_reduce,
     moe_acc_zeros,
@@ -125,7 +126,7 @@ from .moe_gemm import (
 )
 from .moe_inputs import check_moe_inputs, normalize_w_scale
 from .moe_quant import FP8_MAX, launch_quantize_groups
-from .moe_routing import check_router_logits, softmax_topk_reference, softmax_topk_row
+from .moe_routing import HAS_BATCHED_TOPK, check_router_logits, softmax_topk_reference, softmax_topk_row
 from .pdl import pdl_enter, pdl_supported, wait_for_prior_launch
 
 __all__ = [
@@ -729,8 +730,16 @@ ROTATE_K_DOWN = False
 # 29.1, bf16 M = 1 24.7 / 24.8; DeepSeek-V3-TP2 M = 2 97.9 / 98.1; chain path M = 16 109.5 / 109.7 (the
 # first launch alone 1.4 -> 1.0 us).
 FIRST_LAUNCH_PDL = True
-# Warps of the layer's first launch (route / x quantization), Triton's default; a probe's switch.
+# Warps of the layer's first launch (route / x quantization): ROUTE_NUM_WARPS, or ROUTE_WIDE_TILE_WARPS where
+# its router program takes the few-token path on a tile of 1024 logits or more (the next power of two of
+# the tokens times that of the experts: 5-8 tokens x 128 experts, 3-4 x 256), whose top-k network is the
+# launch's longest part. H200, 2026-12-03, eighteenth session, call 3 (benchmarks/results/moe_layer.md),
+# the route launch alone, 8 warps / 4: Qwen3-30B-like M = 6 3.6 / 4.1 us, M = 8 3.7 / 4.2 (the layer on
+# the grouped Gluon path 70.4 / 71.1), DeepSeek-V3-TP2 M = 3 3.1 / 3.7; slower on smaller tiles (M = 1-3
+# x 128 experts 2.3-2.5 / 2.0; DeepSeek M = 1 2.5 / 2.2) and on the counter path (DeepSeek M = 6, 8 4.6-4.7
+# / 4.5); 2 warps slower everywhere (Qwen3 M = 8 7.0).
 ROUTE_NUM_WARPS = 4
+ROUTE_WIDE_TILE_WARPS = 8
 _REDUCE_ELEMENTS = 8192
 # FP8 block scales on the pairs and grouped paths: both GEMMs as ``moe_decode_gluon``'s kernel (each K
 # step's wgmma left in flight across the block scaling) where this Triton ships Gluon's Hopper wgmma
@@ -949,7 +958,7 @@ def plan_fused_moe_decode(
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
             **({"ROUTE_TOKENS": True, "ROUTERS_APART": routers_apart} if routes_tokens else {}),
             **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
-            num_warps=ROUTE_NUM_WARPS,
+            num_warps=_route_warps(M, E, quant, pair_tiles),
         )))
     if path == "chain":
         launches += _chain_launches(ws, ws.x_q[:M] if prequant else x, w13, w2, w1s, w2s, out, cfgs, quant, M, top_k,
@@ -1108,6 +1117,16 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             **({"launch_pdl": True} if pdl else {}),
         )))
     return launches
+
+
+def _route_warps(num_tokens: int, num_experts: int, quant: int, pair_tiles: bool) -> int:
+    """num_warps of the layer's first launch: ROUTE_WIDE_TILE_WARPS where its router takes the few-token
+    path (as ``moe_decode_route_kernel`` decides) on a tile of 1024 logits or more, else ROUTE_NUM_WARPS."""
+    e_pow2 = triton.next_power_of_2(num_experts)
+    few_tokens = (not pair_tiles and ALIGN_IN_REGISTERS and quant != QUANT_TENSOR and HAS_BATCHED_TOPK
+                  and num_tokens <= FEW_TOKENS and num_tokens * e_pow2 <= FEW_ELEMENTS)
+    wide_tile = triton.next_power_of_2(num_tokens) * e_pow2 >= 1024
+    return ROUTE_WIDE_TILE_WARPS if few_tokens and wide_tile else ROUTE_NUM_WARPS
 
 
 def _wait_prior(pdl: bool, first_launch: bool, pair_tiles: bool, waits_on_pair_counter: bool = False) -> int:

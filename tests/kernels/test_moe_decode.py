@@ -694,7 +694,13 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     # FP8 block scales on the pairs path: the route kernel once more, with routing off (x only).
     # ... and with the handoff, once more: that x launch also zeroes the pair counters.
     pairs_x_launches = {h for M, h in handoff.items() if paths[M] == "pairs"} if fp8 else set()
-    assert decode_variants["moe_decode_route_kernel"] == 1 + len(pairs_x_launches)
+    # The route launch on more warps where its router's few-token tile holds 1024 logits or more (5..8
+    # tokens with 128 experts, off the pairs path): once more.
+    route_warps = {moe_decode._route_warps(M, E, moe_gemm.QUANT_BLOCK if fp8 else moe_gemm.QUANT_NONE, False)
+                   for M, path in paths.items() if path != "pairs"}
+    assert (moe_decode.ROUTE_WIDE_TILE_WARPS in route_warps) == (E == 128 and any(
+        5 <= M <= 8 and path != "pairs" for M, path in paths.items()))
+    assert decode_variants["moe_decode_route_kernel"] == len(route_warps) + len(pairs_x_launches)
     assert decode_variants["moe_grouped_gemm_kernel"] == (len({r.gate_up for r in chain_rows})
                                                           + len({r.down for r in chain_rows}))
     assert decode_variants["_quant_groups_kernel"] == int(fp8)
