@@ -788,6 +788,11 @@ GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
 # each pairs-path Gluon GEMM program routing its own token (softmax top-k in Gluon) so that both GEMMs
 # copy weights before they wait: level to 9% slower (DeepSeek M = 2 93.5, M = 8 337.5 against 325.1).
 GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
+# The token counts, by expert size class, at which the Gluon down GEMM's programs start their K loops at
+# offsets of their own (ROTATE_K, as FP8_PAIRS_DOWN_ROTATED_TOKENS for tl's kernel). Prepared, not yet
+# timed on a GPU.
+GLUON_DOWN_ROTATED_TOKENS: dict[str, tuple[int, ...]] = {"small": (), "large": ()}
+GLUON_ROTATE_K_DOWN = False  # probes: rotate the Gluon down GEMM's loops at every M
 # The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (call 2: the grouped path's 16-row
 # tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4).
 GLUON_BLOCK_M = 8
@@ -967,7 +972,9 @@ def plan_fused_moe_decode(
     inter = ws.inter[:num_pairs]
     if gluon:
         launches += _gluon_gemm_launches(ws, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
-                                         stride_a2m, tile_arrivals, pdl, pair_tiles)
+                                         stride_a2m, tile_arrivals, pdl, pair_tiles,
+                                         GLUON_ROTATE_K_DOWN
+                                         or M in GLUON_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ()))
         return DecodePlan(out, tuple(launches), path, gemms="gluon")
     rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
     for gemm in (1, 2):
@@ -1074,11 +1081,12 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
 def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Tensor, w1s: torch.Tensor,
                          w2s: torch.Tensor, out: torch.Tensor, block_m: int, num_blocks: int, M: int, top_k: int,
                          stride_xsm: int, stride_a2m: int, tile_arrivals: torch.Tensor, pdl: bool,
-                         pair_tiles: bool) -> list[tuple[str, Callable[[], object]]]:
+                         pair_tiles: bool, rotate_down: bool = False) -> list[tuple[str, Callable[[], object]]]:
     """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
     per pair, its expert routed by the x launch) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
     block scales, x and the intermediate as e4m3 with group scales), on the workspace's buffers,
-    PDL-linked where supported."""
+    PDL-linked where supported; with ``rotate_down`` down's programs start their K loops at offsets of
+    their own (ROTATE_K)."""
     P, H, I = M * top_k, ws.hidden, ws.intermediate
     if pair_tiles:
         block_m, num_blocks = GLUON_BLOCK_M, P
@@ -1114,6 +1122,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
             LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=wait_prior[gated], PAIR_TILES=pair_tiles,
             topk_ids_ptr=ws.topk_ids, num_warps=4,
+            **({"ROTATE_K": True} if rotate_down and not gated else {}),
             **({"launch_pdl": True} if pdl else {}),
         )))
     return launches
