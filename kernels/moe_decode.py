@@ -737,7 +737,9 @@ FIRST_LAUNCH_PDL = True
 # the route launch alone, 8 warps / 4: Qwen3-30B-like M = 6 3.6 / 4.1 us, M = 8 3.7 / 4.2 (the layer on
 # the grouped Gluon path 70.4 / 71.1), DeepSeek-V3-TP2 M = 3 3.1 / 3.7; slower on smaller tiles (M = 1-3
 # x 128 experts 2.3-2.5 / 2.0; DeepSeek M = 1 2.5 / 2.2) and on the counter path (DeepSeek M = 6, 8 4.6-4.7
-# / 4.5); 2 warps slower everywhere (Qwen3 M = 8 7.0).
+# / 4.5); 2 warps slower everywhere (Qwen3 M = 8 7.0). Call 4, the shipped choice with 8 / 4 there: Qwen3 M = 8
+# 70.5 / 71.1 (grouped, Gluon), DeepSeek M = 3 129.4 / 130.4 (grouped, tl), Qwen3-30B bf16 M = 8 118.7 / 119.3
+# (chain); level at Qwen3 M = 5 (pairs: no router program).
 ROUTE_NUM_WARPS = 4
 ROUTE_WIDE_TILE_WARPS = 8
 _REDUCE_ELEMENTS = 8192
@@ -766,12 +768,15 @@ GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
 }
 # The Gluon pairs path's x launch (which routes each token, ROUTE_TOKENS): True gives the routing programs
 # of their own, so a token's routing and its row's quantization run side by side (2 * M programs) instead
-# of one after the other in its program. H200, 2026-12-03, eighteenth session, call 2
-# (benchmarks/results/moe_layer.md), us per layer, apart / after the row: the x launch alone 1.4 / 1.9
-# (Qwen3-30B-like), 1.6 / 2.3 (DeepSeek-V3-TP2); the layer Qwen3 M = 1 18.8 / 19.2, M = 2 27.1 / 27.9,
-# DeepSeek M = 1 52.0 / 52.9, M = 2 93.5 / 93.8. Tried beside it and removed: the grouped path's token
-# tiles computed in each Gluon GEMM program from the routing (its route launch routing without aligning,
-# 4.1 -> 1.9 us at Qwen3 M = 6-8): each GEMM 1.3-5 us slower (Qwen3 M = 8 79.6 against 72.5).
+# of one after the other in its program. H200, 2026-12-03, eighteenth session, calls 2 and 3
+# (benchmarks/results/moe_layer.md), us per layer, apart / after the row (call 3): the x launch alone 1.4 /
+# 1.9 (Qwen3-30B-like), 1.6 / 2.3 (DeepSeek-V3-TP2); the layer Qwen3 M = 1 18.8 / 19.5, M = 2 27.0 / 27.8,
+# DeepSeek M = 1 52.0 / 53.0, M = 2 93.4 / 93.8 (call 2: 18.8 / 19.2, 27.1 / 27.9, 52.0 / 52.9, 93.5 / 93.8).
+# Tried beside it and removed: the grouped path's token tiles computed in each Gluon GEMM program from the
+# routing (its route launch routing without aligning, 4.1 -> 1.9 us at Qwen3 M = 6-8): each GEMM 1.3-5 us
+# slower (Qwen3 M = 8 79.6 against 72.5); down streaming 2 or 4 column tiles a program: slower everywhere
+# (DeepSeek M = 2 96.3 / 102.4 against 93.8); the Gluon down GEMM's K loops rotated (as tl's ROTATE_K) at
+# 1-2 tokens: level (call 4, within 0.2 us at four points).
 X_LAUNCH_ROUTERS_APART = True
 # Each path's (gate_up, down) Gluon tiles: call 2's and 3's best (gate_up 32 output columns, 64 weight
 # rows, 6 stages; down 128 or 64 rows, 3 stages). Call 2, us, DeepSeek-V3-TP2 M = 2 on the pairs path:
@@ -788,11 +793,6 @@ GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
 # each pairs-path Gluon GEMM program routing its own token (softmax top-k in Gluon) so that both GEMMs
 # copy weights before they wait: level to 9% slower (DeepSeek M = 2 93.5, M = 8 337.5 against 325.1).
 GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
-# The token counts, by expert size class, at which the Gluon down GEMM's programs start their K loops at
-# offsets of their own (ROTATE_K, as FP8_PAIRS_DOWN_ROTATED_TOKENS for tl's kernel). Prepared, not yet
-# timed on a GPU.
-GLUON_DOWN_ROTATED_TOKENS: dict[str, tuple[int, ...]] = {"small": (), "large": ()}
-GLUON_ROTATE_K_DOWN = False  # probes: rotate the Gluon down GEMM's loops at every M
 # The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (call 2: the grouped path's 16-row
 # tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4).
 GLUON_BLOCK_M = 8
@@ -972,9 +972,7 @@ def plan_fused_moe_decode(
     inter = ws.inter[:num_pairs]
     if gluon:
         launches += _gluon_gemm_launches(ws, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
-                                         stride_a2m, tile_arrivals, pdl, pair_tiles,
-                                         GLUON_ROTATE_K_DOWN
-                                         or M in GLUON_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ()))
+                                         stride_a2m, tile_arrivals, pdl, pair_tiles)
         return DecodePlan(out, tuple(launches), path, gemms="gluon")
     rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
     for gemm in (1, 2):
@@ -1081,12 +1079,11 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
 def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Tensor, w1s: torch.Tensor,
                          w2s: torch.Tensor, out: torch.Tensor, block_m: int, num_blocks: int, M: int, top_k: int,
                          stride_xsm: int, stride_a2m: int, tile_arrivals: torch.Tensor, pdl: bool,
-                         pair_tiles: bool, rotate_down: bool = False) -> list[tuple[str, Callable[[], object]]]:
+                         pair_tiles: bool) -> list[tuple[str, Callable[[], object]]]:
     """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
     per pair, its expert routed by the x launch) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
     block scales, x and the intermediate as e4m3 with group scales), on the workspace's buffers,
-    PDL-linked where supported; with ``rotate_down`` down's programs start their K loops at offsets of
-    their own (ROTATE_K)."""
+    PDL-linked where supported."""
     P, H, I = M * top_k, ws.hidden, ws.intermediate
     if pair_tiles:
         block_m, num_blocks = GLUON_BLOCK_M, P
@@ -1122,7 +1119,6 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
             LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=wait_prior[gated], PAIR_TILES=pair_tiles,
             topk_ids_ptr=ws.topk_ids, num_warps=4,
-            **({"ROTATE_K": True} if rotate_down and not gated else {}),
             **({"launch_pdl": True} if pdl else {}),
         )))
     return launches

@@ -79,23 +79,13 @@ if gluon_gemms_supported():
     _SCALE_GROUP = gl.constexpr(128)  # block scales' group along K and N; also each stage's K depth
 
     @gluon.jit
-    def _k_block(kb, rotation, n_k, ROTATE_K: gl.constexpr):
-        """The K block (of 128 columns) that step ``kb`` reads: ``kb`` itself, or with ROTATE_K the program's
-        loop started ``rotation`` blocks in and wrapped around (steps past the last wrap too: never read)."""
-        if ROTATE_K:
-            kb = kb + rotation
-            kb = gl.where(kb >= n_k, kb - n_k, kb)
-        return kb
-
-    @gluon.jit
-    def _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb, n_k, NUM_STAGES: gl.constexpr, rotation,
-                   ROTATE_K: gl.constexpr):
+    def _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb, n_k, NUM_STAGES: gl.constexpr):
         """cp.async of K step ``kb``'s weight and activation tiles into stage ``kb % NUM_STAGES`` (the
         activation rows of padding, ``a_valid`` false, zero-filled unread); past the last step nothing is
         copied but the group is still committed, so every step waits for the same count."""
         stage = kb % NUM_STAGES
         live = kb < n_k
-        offset = _k_block(kb, rotation, n_k, ROTATE_K) * _SCALE_GROUP
+        offset = kb * _SCALE_GROUP
         _copy_to_shared(w_smem.index(stage), w_ptrs + offset, mask=live)
         _copy_to_shared(a_smem.index(stage), a_ptrs + offset, mask=a_valid & live)
         async_copy.commit_group()
@@ -108,9 +98,8 @@ if gluon_gemms_supported():
                              is_async=True)
 
     @gluon.jit
-    def _load_scales(a_scales, w_scales, kb, stride_bsk, rotation, n_k, ROTATE_K: gl.constexpr):
+    def _load_scales(a_scales, w_scales, kb, stride_bsk):
         """K step ``kb``'s block scales: one per token (A) and one per weight row."""
-        kb = _k_block(kb, rotation, n_k, ROTATE_K)
         return gl.load(a_scales + kb), gl.load(w_scales + kb * stride_bsk)
 
     @gluon.jit
@@ -209,7 +198,7 @@ if gluon_gemms_supported():
         A_ROWS_PER_PAIR_DIV: gl.constexpr, GATED: gl.constexpr, BLOCK_M: gl.constexpr, OUT_N: gl.constexpr,
         NUM_STAGES: gl.constexpr, TOP_K: gl.constexpr, K_POW2: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
         FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr, LAUNCH_DEPENDENTS: gl.constexpr,
-        WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None, ROTATE_K: gl.constexpr = False,
+        WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None,
     ):
         """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
 
@@ -226,8 +215,6 @@ if gluon_gemms_supported():
         (the routing and layout, written two launches before, may be read first).
         PAIR_TILES (the pairs path): token tile ``pid_m`` is pair ``pid_m`` alone (its other rows padding),
         its expert ``topk_ids[pid_m]`` (routed by the launch before); no sorted layout is read.
-        ROTATE_K: each program starts its K loop at block ``pid_n % (K / 128)`` and wraps around (as
-        ``moe_decode_gemm_kernel``'s ROTATE_K), so the programs running together read different K blocks.
         """
         NUM_WARPS: gl.constexpr = 4
         # GATED: the tile's weight rows are OUT_N gate rows then the same OUT_N columns' up rows, one wgmma.
@@ -258,7 +245,6 @@ if gluon_gemms_supported():
             tile_in_use = (pid_m * BLOCK_M < num_padded) & (expert >= 0)
         if tile_in_use:
             n_k = K // _SCALE_GROUP
-            rotation = pid_n % n_k if ROTATE_K else 0
             # Weight row of each tile row, in the copy layout and in the accumulator's (for the scales):
             # columns past N wrap (dropped at the store); GATED adds N to the up rows.
             w_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, w_layout))
@@ -281,34 +267,30 @@ if gluon_gemms_supported():
                 # The first steps' weights (not written by the launch before) stream in before the wait;
                 # their activations (written by it) after, as one group: the first wait takes every group.
                 for s in gl.static_range(NUM_STAGES - 1):
-                    _copy_to_shared(w_smem.index(s), w_ptrs + _k_block(s, rotation, n_k, ROTATE_K) * _SCALE_GROUP,
-                                    mask=s < n_k)
+                    _copy_to_shared(w_smem.index(s), w_ptrs + s * _SCALE_GROUP, mask=s < n_k)
                     async_copy.commit_group()
                 wait_for_prior_launch()
                 for s in gl.static_range(NUM_STAGES - 1):
-                    _copy_to_shared(a_smem.index(s), a_ptrs + _k_block(s, rotation, n_k, ROTATE_K) * _SCALE_GROUP,
-                                    mask=a_valid & (s < n_k))
+                    _copy_to_shared(a_smem.index(s), a_ptrs + s * _SCALE_GROUP, mask=a_valid & (s < n_k))
                 async_copy.commit_group()
             else:
                 for s in gl.static_range(NUM_STAGES - 1):
-                    _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s, n_k, NUM_STAGES, rotation, ROTATE_K)
+                    _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s, n_k, NUM_STAGES)
 
             zero = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)  # each product's (unread) start
             acc = zero
             # Scales are loaded two steps before the step they scale (their latency hidden behind two steps' copies).
-            a_s0, w_s0 = _load_scales(a_scales, w_scales, 0, stride_bsk, rotation, n_k, ROTATE_K)
-            a_s1, w_s1 = _load_scales(a_scales, w_scales, gl.minimum(1, n_k - 1), stride_bsk, rotation, n_k, ROTATE_K)
+            a_s0, w_s0 = _load_scales(a_scales, w_scales, 0, stride_bsk)
+            a_s1, w_s1 = _load_scales(a_scales, w_scales, gl.minimum(1, n_k - 1), stride_bsk)
             async_copy.wait_group(0 if WAIT_PRIOR == 2 else NUM_STAGES - 2)
             _cta_barrier()
             fence_async_shared()
             product = _issue_product(w_smem, a_smem, 0, zero, NUM_STAGES)
             for kb in range(1, n_k):
-                a_s2, w_s2 = _load_scales(a_scales, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk, rotation, n_k,
-                                          ROTATE_K)
+                a_s2, w_s2 = _load_scales(a_scales, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk)
                 # Step kb's tiles land while step kb - 1's product is in the MMA; only then is that product
                 # waited for and folded in, and step kb's issued.
-                _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb + NUM_STAGES - 2, n_k, NUM_STAGES, rotation,
-                           ROTATE_K)
+                _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb + NUM_STAGES - 2, n_k, NUM_STAGES)
                 async_copy.wait_group(NUM_STAGES - 2)
                 _cta_barrier()
                 fence_async_shared()

@@ -4,6 +4,8 @@
 # (Gluon at Qwen3 M = 8, tl at DeepSeek M = 3-4), the bf16 chain path at Qwen3 M = 5-8; and the Gluon down
 # GEMM's K loops rotated (GLUON_ROTATE_K_DOWN, prepared) at 1-2 tokens; GPU tests of the routing, layout and
 # rotation first. Device, repo root, carry=[".vendor"].
+# The record of that call (commit eb811f5): ROUTE_WIDE_TILE_WARPS kept; the rotated Gluon down loops measured
+# level (within 0.2 us at all four points) and are gone since.
 source benchmarks/h200_setup.sh
 R=/tmp/d4; rm -rf $R; mkdir -p $R/p
 timeout 120 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_moe_decode.py tests/kernels/test_moe_decode_gluon.py \

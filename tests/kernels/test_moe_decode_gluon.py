@@ -240,26 +240,6 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
     assert bool(copies_before_wait) == ahead
 
 
-@needs_gluon
-@pytest.mark.parametrize("path", ["pairs", "grouped"])
-def test_real_sm90_compile_of_rotated_down_loops_keeps_each_wgmma_in_flight(path, gluon_on, monkeypatch):
-    """GLUON_ROTATE_K_DOWN (a probe's switch): down still compiles for sm_90 to e4m3 wgmma, each waited only
-    after the next step's cp.async tiles; off (shipped) its loop has no rotation to compute."""
-    _compile_side()
-    monkeypatch.setattr(moe_decode, "GLUON_ROTATE_K_DOWN", True)
-    _, ptx = _compile_layer(256, 640, path=path)
-    down = [p for p in ptx if "griddepcontrol.launch_dependents" not in p]
-    assert len(ptx) == 2 and len(down) == 1
-    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k32\.f32\.e4m3\.e4m3", down[0])
-    issued_to_wait = down[0].split("wgmma.wait_group.sync.aligned", 1)[0].rsplit("wgmma.mma_async", 1)[-1]
-    assert "cp.async.wait_group" in issued_to_wait
-    # The rotation is pid_n % (K / 128): one remainder more than the unrotated kernel's.
-    monkeypatch.setattr(moe_decode, "GLUON_ROTATE_K_DOWN", False)
-    _, plain = _compile_layer(256, 640, path=path)
-    plain_down = [p for p in plain if "griddepcontrol.launch_dependents" not in p]
-    assert len(re.findall(r"\brem\.[su]32", down[0])) > len(re.findall(r"\brem\.[su]32", plain_down[0]))
-
-
 # ---- on a GPU -------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
@@ -324,35 +304,6 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
         got_w, got_ids = ws_gl.routing(M)
         assert torch.equal(got_ids.cpu(), ref_ids)
         torch.testing.assert_close(got_w.cpu(), ref_w, rtol=1e-5, atol=1e-6)
-
-
-@pytest.mark.gpu
-@needs_gluon
-@pytest.mark.parametrize("path,M", [("pairs", 1), ("pairs", 2), ("grouped", 3), ("grouped", 8)])
-def test_gluon_down_with_rotated_k_loops_matches_reference_and_unrotated(path, M, monkeypatch):
-    """GLUON_ROTATE_K_DOWN (a probe's switch): down's programs start their 5-step K loops at offsets of their
-    own (I = 640) and wrap; the layer within 4e-2 of the fp32 reference and 1e-2 of the unrotated loops."""
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
-    E, k, H, I = 16, 4, 384, 640
-    gen = torch.Generator().manual_seed(100 + M)
-    x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
-    outs = {}
-    for rotate in (False, True):
-        monkeypatch.setattr(moe_decode, "GLUON_ROTATE_K_DOWN", rotate)
-        plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, path=path,
-                                     workspace=MoeDecodeWorkspace.for_layer(w13, w2, k), **kw)
-        assert plan.gemms == "gluon"
-        for _, launch in plan.launches:
-            launch()
-        torch.cuda.synchronize()
-        outs[rotate] = plan.out.float().cpu()
-    ref_kw = {key: v.cpu() if torch.is_tensor(v) else v for key, v in kw.items()}
-    ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True,
-                                     quantize_activations=True, **ref_kw)
-    assert _rel_err(outs[True], ref) < 4e-2
-    assert _rel_err(outs[True], outs[False]) < 1e-2
 
 
 @pytest.mark.gpu
