@@ -46,7 +46,8 @@ and adds one memset for its zeroed counters):
    logits), the extra program routes them all in one top-k and builds the layout in registers
    while the others quantize their rows; beyond, each routes its token and the program that
    arrives last (an atomic counter) builds the layout through per-expert counters. No host
-   sync, no extra launch.
+   sync, no extra launch. Where the extra program's top-k tile holds 1024 logits or more the
+   launch runs on ``ROUTE_WIDE_TILE_WARPS`` warps (``_route_warps``).
 2. ``moe_decode_gemm_kernel`` as gate_up: grouped GEMM over the sorted tiles with ``silu(gate) *
    up`` in its epilogue. FP8 activations come quantized from launch 1 (block scales) or are
    quantized as they are loaded (per tensor / channel); the epilogue records the absmax the down
@@ -69,7 +70,9 @@ and rows of their own for FP8 block scales on the pairs path).
 With FP8 block scales the pairs and grouped paths run their two GEMMs as ``moe_decode_gluon``'s kernel
 (Gluon, Triton >= 3.5: each K step's wgmma stays in flight across the block scaling) at the token counts
 where that measured faster (``GLUON_FP8_GEMMS``, ``GLUON_FP8_TOKENS``; ``DecodePlan.gemms`` says which
-ran); ``moe_decode_gemm_kernel`` everywhere else and on older Tritons.
+ran); ``moe_decode_gemm_kernel`` everywhere else and on older Tritons. On the pairs path the Gluon GEMMs
+do not route: the x launch routes each token, in a program of its own beside the one that quantizes the
+token's row (``X_LAUNCH_ROUTERS_APART``), and the GEMMs read each pair's expert from ``topk_ids``.
 
 FP8 W8A8 takes the scale layouts of :func:`jitguard.kernels.fused_moe.fused_moe` (per tensor,
 per channel, block 128x128), with dynamic activation scales only, on the grouped path. Which of
