@@ -745,6 +745,13 @@ FIRST_LAUNCH_PDL = True
 # (chain); level at Qwen3 M = 5 (pairs: no router program).
 ROUTE_NUM_WARPS = 4
 ROUTE_WIDE_TILE_WARPS = 8
+# The grouped and chain paths' route launch (not with a tensor scale): True gives each token's routing a
+# program of its own beside the one that quantizes its row (2 * M programs), the last router to arrive
+# aligning every pair through the ranks the routers took (no few-token path, no router program). The
+# few-token router's top-k takes 3.1-3.7 us at 5-8 tokens x 128 experts and 3-4 x 256 (on 8 warps), the
+# counter path 4.5 at DeepSeek-V3-TP2 M = 6-8, one token's routing about 1 (H200, eighteenth session).
+# Prepared (maths checked under the interpreter, sm_90 compiles offline), not yet timed on a GPU.
+ROUTE_ALIGN_APART = False
 _REDUCE_ELEMENTS = 8192
 # FP8 block scales on the pairs and grouped paths: both GEMMs as ``moe_decode_gluon``'s kernel (each K
 # step's wgmma left in flight across the block scaling) where this Triton ships Gluon's Hopper wgmma
@@ -937,8 +944,11 @@ def plan_fused_moe_decode(
     # token's program after its row.
     routes_tokens = gluon and pair_tiles
     routers_apart = routes_tokens and X_LAUNCH_ROUTERS_APART
-    if routes_tokens:
-        x_launch_programs = 2 * M if routers_apart else M
+    # The grouped and chain paths' route launch with ROUTE_ALIGN_APART: routers apart from the rows' programs,
+    # the last router aligning (a tensor scale needs every row first: it keeps the other paths).
+    align_apart = not pair_tiles and ROUTE_ALIGN_APART and quant != QUANT_TENSOR
+    if routes_tokens or align_apart:
+        x_launch_programs = 2 * M if routers_apart or align_apart else M
     else:
         x_launch_programs = M + 1 if ROUTER_OWN_PROGRAM and not pair_tiles else M
     if not pair_tiles or pairs_prequant:
@@ -965,8 +975,9 @@ def plan_fused_moe_decode(
             RANKS_EARLY=RANKS_EARLY, ranks_ptr=ws.pair_ranks, ROUTE=not pair_tiles,
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
             **({"ROUTE_TOKENS": True, "ROUTERS_APART": routers_apart} if routes_tokens else {}),
+            **({"ROUTERS_APART": True} if align_apart else {}),
             **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
-            num_warps=_route_warps(M, E, quant, pair_tiles),
+            num_warps=ROUTE_NUM_WARPS if align_apart else _route_warps(M, E, quant, pair_tiles),
         )))
     if path == "chain":
         launches += _chain_launches(ws, ws.x_q[:M] if prequant else x, w13, w2, w1s, w2s, out, cfgs, quant, M, top_k,

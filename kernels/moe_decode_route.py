@@ -114,6 +114,9 @@ def moe_decode_route_kernel(
     with ROUTE_TOKENS it also routes its token into ``topk_ids`` / ``topk_weights`` (no alignment: the
     Gluon GEMMs of the pairs path read each pair's expert there), or with ROUTERS_APART (a grid of
     2 * num_tokens) program num_tokens + t routes token t while program t quantizes its row.
+    ROUTE with ROUTERS_APART (a grid of 2 * num_tokens, not with a tensor scale): program num_tokens + t
+    routes token t and takes its pairs' ranks, program t quantizes its row, and the last router to
+    arrive aligns every pair (no few-token path).
     WAIT_PRIOR (a PDL launch of its own): waits for the launch before (which wrote x and the logits)
     before anything else, and only then lets the next launch start.
     """
@@ -148,6 +151,26 @@ def moe_decode_route_kernel(
             if ROUTERS_APART:
                 _route_token(logits_ptr, topk_ids_ptr, topk_weights_ptr, token - num_tokens, num_experts, stride_lm,
                              TOP_K, K_POW2, E_POW2, RENORMALIZE)
+        return
+    if ROUTERS_APART:
+        # Program t quantizes token t's row; program num_tokens + t routes token t, takes its pairs' ranks
+        # and arrives: the last router to arrive aligns every pair, without waiting for any row (so never
+        # with a tensor scale, whose value needs every row's absmax: the host does not ask for it then).
+        if token < num_tokens:
+            _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
+                            a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
+                            X_ONE_PASS)
+        else:
+            routed = token - num_tokens
+            ids = _route_token(logits_ptr, topk_ids_ptr, topk_weights_ptr, routed, num_experts, stride_lm, TOP_K,
+                               K_POW2, E_POW2, RENORMALIZE)
+            slots = tl.arange(0, K_POW2)
+            ranks = tl.atomic_add(counts_ptr + ids, 1, mask=slots < TOP_K, sem="relaxed", scope="gpu")
+            tl.store(ranks_ptr + routed * TOP_K + slots, ranks, mask=slots < TOP_K)
+            _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr,
+                                   num_padded_ptr, counts_ptr, starts_ptr, x_scale_ptr, x_amax_ptr, num_pairs,
+                                   num_experts, padded_len, num_blocks, block_m, E_POW2, P_POW2, FILL_BLOCK, True,
+                                   QUANT, FP8_MAX_C, MIN_AMAX)
         return
     # Per-tensor scales need every token's absmax before the scale: they keep the counter path.
     # Parenthesised: Triton 3.2 takes no chained boolean operators.
@@ -203,23 +226,38 @@ def moe_decode_route_kernel(
                         X_ONE_PASS)
         if RANKS_EARLY:
             tl.store(ranks_ptr + token * TOP_K + slots, ranks, mask=slots < TOP_K)
-        # Every thread's stores precede the release of this program's arrival.
+        _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr,
+                               num_padded_ptr, counts_ptr, starts_ptr, x_scale_ptr, x_amax_ptr, num_pairs, num_experts,
+                               padded_len, num_blocks, block_m, E_POW2, P_POW2, FILL_BLOCK, RANKS_EARLY, QUANT,
+                               FP8_MAX_C, MIN_AMAX)
+
+
+@triton.jit
+def _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr,
+                           num_padded_ptr, counts_ptr, starts_ptr, x_scale_ptr, x_amax_ptr, num_pairs, num_experts,
+                           padded_len, num_blocks, block_m, E_POW2: tl.constexpr, P_POW2: tl.constexpr,
+                           FILL_BLOCK: tl.constexpr, RANKS_EARLY: tl.constexpr, QUANT: tl.constexpr,
+                           FP8_MAX_C: tl.constexpr, MIN_AMAX: tl.constexpr):
+    """One arrival of num_tokens (an atomic counter, reset by the last): the last to arrive writes the
+    layout (by the ranks the routing programs took, or through the per-expert counters) and, with a
+    tensor scale, x's scale from the absmax every token folded in."""
+    # Every thread's stores precede the release of this program's arrival.
+    tl.debug_barrier()
+    arrived = tl.atomic_add(arrivals_ptr, 1, sem="acq_rel", scope="gpu")
+    if arrived == num_tokens - 1:
+        tl.store(arrivals_ptr, 0)
         tl.debug_barrier()
-        arrived = tl.atomic_add(arrivals_ptr, 1, sem="acq_rel", scope="gpu")
-        if arrived == num_tokens - 1:
-            tl.store(arrivals_ptr, 0)
-            tl.debug_barrier()
-            _fill_layout(sorted_ids_ptr, expert_ids_ptr, num_pairs, padded_len, num_blocks, FILL_BLOCK)
-            if RANKS_EARLY:
-                _align_by_ranks(topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr,
-                                starts_ptr, num_pairs, num_experts, block_m, E_POW2, P_POW2, HAS_GATHER)
-            else:
-                _align_by_counters(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr,
-                                   starts_ptr, num_pairs, num_experts, block_m, E_POW2, P_POW2)
-            if QUANT == 1:
-                x_amax = tl.load(x_amax_ptr, volatile=True)
-                tl.store(x_scale_ptr, tl.maximum(x_amax, MIN_AMAX) / FP8_MAX_C)
-                tl.store(x_amax_ptr, 0.0)
+        _fill_layout(sorted_ids_ptr, expert_ids_ptr, num_pairs, padded_len, num_blocks, FILL_BLOCK)
+        if RANKS_EARLY:
+            _align_by_ranks(topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr,
+                            starts_ptr, num_pairs, num_experts, block_m, E_POW2, P_POW2, HAS_GATHER)
+        else:
+            _align_by_counters(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr,
+                               starts_ptr, num_pairs, num_experts, block_m, E_POW2, P_POW2)
+        if QUANT == 1:
+            x_amax = tl.load(x_amax_ptr, volatile=True)
+            tl.store(x_scale_ptr, tl.maximum(x_amax, MIN_AMAX) / FP8_MAX_C)
+            tl.store(x_amax_ptr, 0.0)
 
 
 @triton.jit

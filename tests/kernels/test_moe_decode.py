@@ -190,14 +190,18 @@ def test_math_bf16_layer_matches_reference(shape, tile, path):
 # M = 1, 2, 3 (a 4-row tile), 7 and 8 (8 rows) of at most 1024 logits take the route launch's
 # one-program path; 8 x 256 logits and 64 tokens its counters.
 # Past the one-program path, the ranks taken by the token programs (RANKS_EARLY) or by the last one.
+# With ROUTE_ALIGN_APART ("apart"), at every M, routers of their own and the last of them aligning.
 @pytest.mark.parametrize("M,E,k,block,ranks_early", [
     (1, 8, 2, 8, True), (2, 128, 8, 16, True), (3, 64, 8, 8, True), (7, 8, 2, 16, True), (8, 128, 8, 16, True),
-    (8, 256, 8, 16, True), (64, 16, 4, 32, True), (13, 128, 8, 16, True), (64, 16, 4, 32, False)])
+    (8, 256, 8, 16, True), (64, 16, 4, 32, True), (13, 128, 8, 16, True), (64, 16, 4, 32, False),
+    (1, 8, 2, 8, "apart"), (3, 64, 8, 8, "apart"), (8, 128, 8, 16, "apart"), (8, 256, 8, 16, "apart"),
+    (64, 16, 4, 32, "apart")])
 def test_math_alignment_groups_every_pair_by_expert(M, E, k, block, ranks_early, monkeypatch):
     """The route launch's routing is the reference's, and its layout groups every pair by expert;
     the per-expert counters are left at zero (a second call on the workspace is right too)."""
     device = _device()
-    monkeypatch.setattr(moe_decode, "RANKS_EARLY", ranks_early)
+    monkeypatch.setattr(moe_decode, "RANKS_EARLY", bool(ranks_early))
+    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", ranks_early == "apart")
     gen = torch.Generator().manual_seed(M * 100 + block)
     H, I = 32, 16
     x, logits, w13, w2 = _layer(M, E, k, H, I, gen, device)
@@ -271,6 +275,53 @@ def _zero_weights(E: int, H: int, I: int, scheme: str):
         kw.update(block_shape=[128, 128], w1_scale=torch.ones(E, -(-2 * I // 128), -(-H // 128)),
                   w2_scale=torch.ones(E, -(-H // 128), -(-I // 128)))
     return torch.zeros(E, 2 * I, H, dtype=FP8), torch.zeros(E, H, I, dtype=FP8), kw
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("scheme,M", [("block", 5), ("block", 13), ("tensor", 5), ("channel", 3)])
+def test_math_route_align_apart_gives_the_same_layer(scheme, M, monkeypatch):
+    """ROUTE_ALIGN_APART (routers apart from the rows' programs, the last router aligning): the grouped
+    path's output equal bit for bit to the shipped route launch's (each pair's row is computed the same
+    in whatever tile it lands); a tensor scale keeps the shipped launch (its scale needs every row)."""
+    device = _device()
+    E, k, H, I = 8, 2, 256, 256
+    gen = torch.Generator().manual_seed(17 + M)
+    logits = torch.randn(M, E, generator=gen).to(device)
+    x = torch.randn(M, H, generator=gen).to(torch.bfloat16).to(device)
+    w13, s1 = _quantize_weight(torch.randn(E, 2 * I, H, generator=gen) / H**0.5, scheme)
+    w2, s2 = _quantize_weight(torch.randn(E, H, I, generator=gen) / I**0.5, scheme)
+    kw = {"use_fp8_w8a8": True, "w1_scale": s1.to(device), "w2_scale": s2.to(device),
+          "per_channel_quant": scheme == "channel", "block_shape": [128, 128] if scheme == "block" else None}
+    outs = []
+    for apart in (False, True):
+        monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", apart)
+        outs.append(fused_moe_decode(x, logits, w13.to(device), w2.to(device), k, path="grouped", **kw).cpu())
+    assert torch.equal(outs[0], outs[1])
+
+
+def test_real_sm90_compile_of_the_route_launch_with_routers_apart_and_one_variant_over_m(monkeypatch):
+    """ROUTE_ALIGN_APART on the grouped path (FP8 block scales, 128 experts): over M = 1..64 (keys only) the
+    route launch compiles once (no few-token router, so no wide-tile warps); its sm_90 compile arrives with a
+    gpu-scope acq_rel atomic and takes the pairs' ranks with relaxed ones."""
+    _compile_side()
+    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", True)
+    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "never")
+    E, k, H, I = 128, 8, 256, 128
+    w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "block", MAX_DECODE_TOKENS)
+    route = triton_compat.unwrap_jit_function(moe_decode.moe_decode_route_kernel)
+    triton_compat.forget_compiled_variants(route)
+    with jitguard.offline(compile=False), jitguard.watch() as rec:
+        for M in range(1, MAX_DECODE_TOKENS + 1):
+            fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path="grouped", **kw)
+    assert rec.variants("moe_decode_route_kernel") == 1
+    triton_compat.forget_compiled_variants(route)
+    with jitguard.offline(compile=True):
+        plan = moe_decode.plan_fused_moe_decode(x[:5], logits[:5], w13, w2, k, workspace=ws, path="grouped", **kw)
+        plan.launches[0][1]()
+    ptx = [kernel.asm["ptx"] for cache in triton_compat.all_kernel_caches(route) for kernel in cache.values()]
+    assert len(ptx) == 1
+    assert re.search(r"atom\.global\.(gpu\.acq_rel|acq_rel\.gpu)\.add", ptx[0])
+    assert re.search(r"atom\.global\.(gpu\.relaxed|relaxed\.gpu)\.add", ptx[0])
 
 
 @pytest.mark.interpreter
@@ -1051,6 +1102,20 @@ def test_cuda_graph_replays_of_the_fp8_block_layer_follow_new_inputs(M, path):
     if path == "pairs":  # takes_pair_handoff counts pairs; only the pairs path hands off per pair
         assert moe_decode.takes_pair_handoff(M * k) == (M == 8)
     gen = torch.Generator().manual_seed(M)
+    x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
+    _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, path, gen, kw, 4e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,path", [(1, "grouped"), (5, "grouped"), (8, "grouped"), (17, "grouped"), (11, "chain")])
+def test_cuda_graph_replays_with_the_route_launch_routers_apart_follow_new_inputs(M, path, monkeypatch):
+    """ROUTE_ALIGN_APART (prepared): the grouped and chain paths with routers apart from the rows' programs,
+    the last router aligning, captured once: every replay with new tokens and logits matches the reference."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", True)
+    E, k, H, I = 16, 4, 256, 320
+    gen = torch.Generator().manual_seed(50 + M)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
     _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, path, gen, kw, 4e-2)
 
