@@ -940,15 +940,17 @@ def plan_fused_moe_decode(
     # down starts on its pair's gate_up columns (counters zeroed by the x launch) instead of the whole launch
     pair_ready = pairs_prequant and takes_pair_handoff(num_pairs) and not gluon
     launches: list[tuple[str, Callable[[], object]]] = []
-    # The Gluon pairs path's x launch routes too: in programs of their own (X_LAUNCH_ROUTERS_APART) or each
-    # token's program after its row.
+    # The Gluon pairs path's x launch routes too (no alignment).
     routes_tokens = gluon and pair_tiles
-    routers_apart = routes_tokens and X_LAUNCH_ROUTERS_APART
-    # The grouped and chain paths' route launch with ROUTE_ALIGN_APART: routers apart from the rows' programs,
-    # the last router aligning (a tensor scale needs every row first: it keeps the other paths).
-    align_apart = not pair_tiles and ROUTE_ALIGN_APART and quant != QUANT_TENSOR
-    if routes_tokens or align_apart:
-        x_launch_programs = 2 * M if routers_apart or align_apart else M
+    # Routing in programs of their own beside the rows' (2 * M programs): that x launch's
+    # (X_LAUNCH_ROUTERS_APART), or the grouped and chain paths' route launch's, the last router aligning
+    # (ROUTE_ALIGN_APART; a tensor scale needs every row before the alignment's arrival: never there).
+    if routes_tokens:
+        routers_apart = X_LAUNCH_ROUTERS_APART
+    else:
+        routers_apart = not pair_tiles and ROUTE_ALIGN_APART and quant != QUANT_TENSOR
+    if routers_apart:
+        x_launch_programs = 2 * M
     else:
         x_launch_programs = M + 1 if ROUTER_OWN_PROGRAM and not pair_tiles else M
     if not pair_tiles or pairs_prequant:
@@ -974,10 +976,10 @@ def plan_fused_moe_decode(
             FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
             RANKS_EARLY=RANKS_EARLY, ranks_ptr=ws.pair_ranks, ROUTE=not pair_tiles,
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
-            **({"ROUTE_TOKENS": True, "ROUTERS_APART": routers_apart} if routes_tokens else {}),
-            **({"ROUTERS_APART": True} if align_apart else {}),
+            **({"ROUTE_TOKENS": True} if routes_tokens else {}),
+            **({"ROUTERS_APART": True} if routers_apart else {}),
             **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
-            num_warps=ROUTE_NUM_WARPS if align_apart else _route_warps(M, E, quant, pair_tiles),
+            num_warps=_route_warps(M, E, quant, pair_tiles, routers_apart),
         )))
     if path == "chain":
         launches += _chain_launches(ws, ws.x_q[:M] if prequant else x, w13, w2, w1s, w2s, out, cfgs, quant, M, top_k,
@@ -1138,12 +1140,14 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
     return launches
 
 
-def _route_warps(num_tokens: int, num_experts: int, quant: int, pair_tiles: bool) -> int:
+def _route_warps(num_tokens: int, num_experts: int, quant: int, pair_tiles: bool,
+                 routers_apart: bool = False) -> int:
     """num_warps of the layer's first launch: ROUTE_WIDE_TILE_WARPS where its router takes the few-token
-    path (as ``moe_decode_route_kernel`` decides) on a tile of 1024 logits or more, else ROUTE_NUM_WARPS."""
+    path (as ``moe_decode_route_kernel`` decides: not on the pairs path, nor with routers apart) on a tile
+    of 1024 logits or more, else ROUTE_NUM_WARPS."""
     e_pow2 = triton.next_power_of_2(num_experts)
-    few_tokens = (not pair_tiles and ALIGN_IN_REGISTERS and quant != QUANT_TENSOR and HAS_BATCHED_TOPK
-                  and num_tokens <= FEW_TOKENS and num_tokens * e_pow2 <= FEW_ELEMENTS)
+    few_tokens = (not pair_tiles and not routers_apart and ALIGN_IN_REGISTERS and quant != QUANT_TENSOR
+                  and HAS_BATCHED_TOPK and num_tokens <= FEW_TOKENS and num_tokens * e_pow2 <= FEW_ELEMENTS)
     wide_tile = triton.next_power_of_2(num_tokens) * e_pow2 >= 1024
     return ROUTE_WIDE_TILE_WARPS if few_tokens and wide_tile else ROUTE_NUM_WARPS
 
