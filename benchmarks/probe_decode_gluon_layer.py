@@ -51,19 +51,20 @@ def gluon_variants(spec: str) -> list[tuple[str, str, dict]]:
         if unknown:
             raise SystemExit(f"probe_decode_gluon_layer: --gluon-tiles: unknown suffix {unknown} in {item!r}")
         wait = "wait" in suffixes
+        set_values = {name: ast.literal_eval(value) for name, value in settings.items()}
+        set_label = "".join(f", {name}={value}" for name, value in settings.items())
         path, _, tiles_spec = item.partition(":")
         if path == "auto":
             # The shipped choice ("measured") with only the given switches changed.
-            variants.append(("shipped" + "".join(f", {name}={value}" for name, value in settings.items()), "auto",
-                             {name: ast.literal_eval(value) for name, value in settings.items()}))
+            variants.append(("shipped" + set_label, "auto", set_values))
             continue
         switches: dict = {"GLUON_FP8_GEMMS": "always", "GLUON_DOWN_WEIGHTS_BEFORE_WAIT": not wait}
         if tiles_spec != "default":
             up, down = (GluonTile(*(int(v) for v in half.split("x"))) for half in tiles_spec.split("/"))
             switches["GLUON_TILES"] = {"pairs": (up, down), "grouped": (up, down)}
-        switches.update({name: ast.literal_eval(value) for name, value in settings.items()})
-        variants.append((f"{path}, gluon {tiles_spec}" + (", down waits first" if wait else "")
-                         + "".join(f", {name}={value}" for name, value in settings.items()), path, switches))
+        switches.update(set_values)
+        variants.append((f"{path}, gluon {tiles_spec}" + (", down waits first" if wait else "") + set_label, path,
+                         switches))
     return variants
 
 
@@ -99,7 +100,7 @@ def probe(layer: tmd.Layer, M: int, log, variants, vllm, configs_dir) -> str:
 def main() -> None:
     p = tmd.probe_parser(__doc__, "deepseek-v3-tp2-fp8-block,qwen3-30b-fp8-block", "1,2,4,8", vllm=True)
     p.add_argument("--gluon-tiles", default="pairs:default,grouped:default",
-                   help="comma-separated path:tiles[+wait] (see gluon_variants)")
+                   help="comma-separated path:tiles[+wait][+SWITCH=value] (see gluon_variants)")
     args = p.parse_args()
     variants = [("shipped", "auto", {}), ("auto, tl GEMMs", "auto", {"GLUON_FP8_GEMMS": "never"})]
     variants += gluon_variants(args.gluon_tiles)
