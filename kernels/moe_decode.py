@@ -44,8 +44,9 @@ and adds one memset for its zeroed counters):
    zeroing of the intermediate's absmax slots; then the expert-sorted, tile-padded pair layout
    of ``moe_align`` for all tokens at once. Up to ``FEW_TOKENS`` tokens (and ``FEW_ELEMENTS``
    logits), the extra program routes them all in one top-k and builds the layout in registers
-   while the others quantize their rows; beyond, each routes its token and the program that
-   arrives last (an atomic counter) builds the layout through per-expert counters. No host
+   while the others quantize their rows; beyond, 2 * M programs: M route one token each and take
+   their pairs' ranks through per-expert counters while M quantize the rows, and the router that
+   arrives last (an atomic counter) builds the layout (``ROUTE_ALIGN_APART``). No host
    sync, no extra launch. Where the extra program's top-k tile holds 1024 logits or more the
    launch runs on ``ROUTE_WIDE_TILE_WARPS`` warps (``_route_warps``).
 2. ``moe_decode_gemm_kernel`` as gate_up: grouped GEMM over the sorted tiles with ``silu(gate) *
@@ -745,13 +746,19 @@ FIRST_LAUNCH_PDL = True
 # (chain); level at Qwen3 M = 5 (pairs: no router program).
 ROUTE_NUM_WARPS = 4
 ROUTE_WIDE_TILE_WARPS = 8
-# The grouped and chain paths' route launch (not with a tensor scale): True gives each token's routing a
-# program of its own beside the one that quantizes its row (2 * M programs), the last router to arrive
-# aligning every pair through the ranks the routers took (no few-token path, no router program). The
-# few-token router's top-k takes 3.1-3.7 us at 5-8 tokens x 128 experts and 3-4 x 256 (on 8 warps), the
-# counter path 4.5 at DeepSeek-V3-TP2 M = 6-8, one token's routing about 1 (H200, eighteenth session).
-# Prepared (maths checked under the interpreter, sm_90 compiles offline), not yet timed on a GPU.
-ROUTE_ALIGN_APART = False
+# The grouped and chain paths' route launch (not with a tensor scale) with routers apart: each token's
+# routing in a program of its own beside the one that quantizes its row (2 * M programs), the last router
+# to arrive aligning every pair through the ranks the routers took (no few-token router program).
+# ROUTE_ALIGN_APART says where: "counter" (where the launch would otherwise take the counter path: past
+# the few-token router's FEW_TOKENS / FEW_ELEMENTS), "always" or "never". H200, 2026-12-03, nineteenth
+# session (benchmarks/results/moe_layer.md), the route launch alone, apart / counter path: 3.7-3.9 / 4.5-4.8 us
+# at DeepSeek-V3-TP2 M = 5-8, 4.5-4.6 / 5.3-5.4 at 32-64; against the few-token router slower or level (call 1:
+# Qwen3-30B-like M = 3 3.5 / 2.1, DeepSeek M = 3 3.5 / 3.2, Qwen3 M = 7-8 3.6 / 3.6-3.7). Call 2, us per layer,
+# "counter" / "never": DeepSeek M = 5 206.3 / 208.2, M = 6 245.2 / 247.2, M = 8 323.0 / 325.2, M = 16 490.8 /
+# 496.8, M = 32 824.2 / 826.7, M = 64 1116.2 / 1128.5; Qwen3-FP8 (chain) M = 16 106.6 / 109.3, M = 32 137.9 /
+# 140.2, M = 64 154.5 / 156.7; bf16 chain level or faster (Qwen3-30B M = 16 187.6 / 188.3, Mixtral 643.7 / 644.1).
+ROUTE_ALIGN_APART = "counter"
+ROUTE_ALIGN_APART_MODES = ("counter", "always", "never")
 _REDUCE_ELEMENTS = 8192
 # FP8 block scales on the pairs and grouped paths: both GEMMs as ``moe_decode_gluon``'s kernel (each K
 # step's wgmma left in flight across the block scaling) where this Triton ships Gluon's Hopper wgmma
@@ -948,7 +955,7 @@ def plan_fused_moe_decode(
     if routes_tokens:
         routers_apart = X_LAUNCH_ROUTERS_APART
     else:
-        routers_apart = not pair_tiles and ROUTE_ALIGN_APART and quant != QUANT_TENSOR
+        routers_apart = not pair_tiles and _route_routers_apart(M, E, quant)
     if routers_apart:
         x_launch_programs = 2 * M
     else:
@@ -1140,15 +1147,31 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
     return launches
 
 
+def _router_takes_few_tokens(num_tokens: int, num_experts: int, quant: int) -> bool:
+    """Whether the route launch's router program routes and aligns every token at once (the few-token
+    path), as ``moe_decode_route_kernel`` decides when its routers are not apart; else the counter path."""
+    return (ALIGN_IN_REGISTERS and quant != QUANT_TENSOR and HAS_BATCHED_TOPK and num_tokens <= FEW_TOKENS
+            and num_tokens * triton.next_power_of_2(num_experts) <= FEW_ELEMENTS)
+
+
+def _route_routers_apart(num_tokens: int, num_experts: int, quant: int) -> bool:
+    """Whether the grouped and chain paths' route launch routes each token in a program of its own, the last
+    router aligning (ROUTE_ALIGN_APART); never with a tensor scale (its value needs every row first)."""
+    if ROUTE_ALIGN_APART not in ROUTE_ALIGN_APART_MODES:
+        raise ValueError(f"moe_decode.ROUTE_ALIGN_APART must be one of {ROUTE_ALIGN_APART_MODES}, "
+                         f"got {ROUTE_ALIGN_APART!r}")
+    if quant == QUANT_TENSOR or ROUTE_ALIGN_APART == "never":
+        return False
+    return ROUTE_ALIGN_APART == "always" or not _router_takes_few_tokens(num_tokens, num_experts, quant)
+
+
 def _route_warps(num_tokens: int, num_experts: int, quant: int, pair_tiles: bool,
                  routers_apart: bool = False) -> int:
     """num_warps of the layer's first launch: ROUTE_WIDE_TILE_WARPS where its router takes the few-token
-    path (as ``moe_decode_route_kernel`` decides: not on the pairs path, nor with routers apart) on a tile
-    of 1024 logits or more, else ROUTE_NUM_WARPS."""
-    e_pow2 = triton.next_power_of_2(num_experts)
-    few_tokens = (not pair_tiles and not routers_apart and ALIGN_IN_REGISTERS and quant != QUANT_TENSOR
-                  and HAS_BATCHED_TOPK and num_tokens <= FEW_TOKENS and num_tokens * e_pow2 <= FEW_ELEMENTS)
-    wide_tile = triton.next_power_of_2(num_tokens) * e_pow2 >= 1024
+    path (not on the pairs path, nor with routers apart) on a tile of 1024 logits or more, else
+    ROUTE_NUM_WARPS."""
+    few_tokens = not pair_tiles and not routers_apart and _router_takes_few_tokens(num_tokens, num_experts, quant)
+    wide_tile = triton.next_power_of_2(num_tokens) * triton.next_power_of_2(num_experts) >= 1024
     return ROUTE_WIDE_TILE_WARPS if few_tokens and wide_tile else ROUTE_NUM_WARPS
 
 

@@ -190,7 +190,7 @@ def test_math_bf16_layer_matches_reference(shape, tile, path):
 # M = 1, 2, 3 (a 4-row tile), 7 and 8 (8 rows) of at most 1024 logits take the route launch's
 # one-program path; 8 x 256 logits and 64 tokens its counters.
 # Past the one-program path, the ranks taken by the token programs (RANKS_EARLY) or by the last one.
-# With ROUTE_ALIGN_APART ("apart"), at every M, routers of their own and the last of them aligning.
+# With ROUTE_ALIGN_APART "always" ("apart"), at every M, routers of their own and the last of them aligning.
 @pytest.mark.parametrize("M,E,k,block,ranks_early", [
     (1, 8, 2, 8, True), (2, 128, 8, 16, True), (3, 64, 8, 8, True), (7, 8, 2, 16, True), (8, 128, 8, 16, True),
     (8, 256, 8, 16, True), (64, 16, 4, 32, True), (13, 128, 8, 16, True), (64, 16, 4, 32, False),
@@ -201,7 +201,7 @@ def test_math_alignment_groups_every_pair_by_expert(M, E, k, block, ranks_early,
     the per-expert counters are left at zero (a second call on the workspace is right too)."""
     device = _device()
     monkeypatch.setattr(moe_decode, "RANKS_EARLY", bool(ranks_early))
-    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", ranks_early == "apart")
+    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", "always" if ranks_early == "apart" else "never")
     gen = torch.Generator().manual_seed(M * 100 + block)
     H, I = 32, 16
     x, logits, w13, w2 = _layer(M, E, k, H, I, gen, device)
@@ -293,10 +293,34 @@ def test_math_route_align_apart_gives_the_same_layer(scheme, M, monkeypatch):
     kw = {"use_fp8_w8a8": True, "w1_scale": s1.to(device), "w2_scale": s2.to(device),
           "per_channel_quant": scheme == "channel", "block_shape": [128, 128] if scheme == "block" else None}
     outs = []
-    for apart in (False, True):
+    for apart in ("never", "always"):
         monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", apart)
         outs.append(fused_moe_decode(x, logits, w13.to(device), w2.to(device), k, path="grouped", **kw).cpu())
     assert torch.equal(outs[0], outs[1])
+
+
+def test_route_launch_routers_apart_take_the_place_of_the_counter_path(monkeypatch):
+    """ROUTE_ALIGN_APART "counter": routers apart exactly where the route launch's router would take the
+    counter path (past FEW_TOKENS tokens or FEW_ELEMENTS logits), never with a tensor scale; "always" at
+    every M, "never" nowhere; an unknown mode is an error naming the switch."""
+    monkeypatch.setattr(moe_decode, "HAS_BATCHED_TOPK", True)
+    block, tensor = moe_gemm.QUANT_BLOCK, moe_gemm.QUANT_TENSOR
+    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", "counter")
+    # 256 experts: the few-token tile holds up to 4 tokens (1024 logits); 128 experts up to 8 tokens.
+    assert [moe_decode._route_routers_apart(M, 256, block) for M in range(1, 11)] == [False] * 4 + [True] * 6
+    assert [moe_decode._route_routers_apart(M, 128, block) for M in range(1, 11)] == [False] * 8 + [True] * 2
+    assert moe_decode._route_routers_apart(16, 8, moe_gemm.QUANT_NONE)
+    assert not moe_decode._route_routers_apart(64, 128, tensor)
+    # Apart, the launch has no few-token router: its base warps.
+    assert moe_decode._route_warps(6, 256, block, False, True) == moe_decode.ROUTE_NUM_WARPS
+    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", "always")
+    assert all(moe_decode._route_routers_apart(M, 128, block) for M in (1, 8, 64))
+    assert not moe_decode._route_routers_apart(3, 128, tensor)
+    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", "never")
+    assert not any(moe_decode._route_routers_apart(M, 256, block) for M in (1, 8, 64))
+    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", True)
+    with pytest.raises(ValueError, match="ROUTE_ALIGN_APART must be one of"):
+        moe_decode._route_routers_apart(8, 256, block)
 
 
 def test_real_sm90_compile_of_the_route_launch_with_routers_apart_and_one_variant_over_m(monkeypatch):
@@ -304,7 +328,7 @@ def test_real_sm90_compile_of_the_route_launch_with_routers_apart_and_one_varian
     route launch compiles once (no few-token router, so no wide-tile warps); its sm_90 compile arrives with a
     gpu-scope acq_rel atomic and takes the pairs' ranks with relaxed ones."""
     _compile_side()
-    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", True)
+    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", "always")
     monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "never")
     E, k, H, I = 128, 8, 256, 128
     w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "block", MAX_DECODE_TOKENS)
@@ -746,12 +770,18 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     # ... and with the handoff, once more: that x launch also zeroes the pair counters.
     pairs_x_launches = {h for M, h in handoff.items() if paths[M] == "pairs"} if fp8 else set()
     # The route launch on more warps where its router's few-token tile holds 1024 logits or more (5..8
-    # tokens with 128 experts, off the pairs path): once more.
-    route_warps = {moe_decode._route_warps(M, E, moe_gemm.QUANT_BLOCK if fp8 else moe_gemm.QUANT_NONE, False)
-                   for M, path in paths.items() if path != "pairs"}
-    assert (moe_decode.ROUTE_WIDE_TILE_WARPS in route_warps) == (E == 128 and any(
+    # tokens with 128 experts, off the pairs path): once more; with its routers apart (ROUTE_ALIGN_APART,
+    # past the few-token router): once more.
+    quant = moe_gemm.QUANT_BLOCK if fp8 else moe_gemm.QUANT_NONE
+    route_launches = set()
+    for M, path in paths.items():
+        if path != "pairs":
+            apart = moe_decode._route_routers_apart(M, E, quant)
+            route_launches.add((apart, moe_decode._route_warps(M, E, quant, False, apart)))
+    assert (moe_decode.ROUTE_WIDE_TILE_WARPS in {w for _, w in route_launches}) == (E == 128 and any(
         5 <= M <= 8 and path != "pairs" for M, path in paths.items()))
-    assert decode_variants["moe_decode_route_kernel"] == len(route_warps) + len(pairs_x_launches)
+    assert len(route_launches) <= 3, route_launches
+    assert decode_variants["moe_decode_route_kernel"] == len(route_launches) + len(pairs_x_launches)
     assert decode_variants["moe_grouped_gemm_kernel"] == (len({r.gate_up for r in chain_rows})
                                                           + len({r.down for r in chain_rows}))
     assert decode_variants["_quant_groups_kernel"] == int(fp8)
@@ -1109,11 +1139,11 @@ def test_cuda_graph_replays_of_the_fp8_block_layer_follow_new_inputs(M, path):
 @pytest.mark.gpu
 @pytest.mark.parametrize("M,path", [(1, "grouped"), (5, "grouped"), (8, "grouped"), (17, "grouped"), (11, "chain")])
 def test_cuda_graph_replays_with_the_route_launch_routers_apart_follow_new_inputs(M, path, monkeypatch):
-    """ROUTE_ALIGN_APART (prepared): the grouped and chain paths with routers apart from the rows' programs,
+    """ROUTE_ALIGN_APART "always": the grouped and chain paths with routers apart from the rows' programs,
     the last router aligning, captured once: every replay with new tokens and logits matches the reference."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", True)
+    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", "always")
     E, k, H, I = 16, 4, 256, 320
     gen = torch.Generator().manual_seed(50 + M)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")

@@ -129,7 +129,9 @@ def test_unknown_gluon_mode_is_one_line_error(monkeypatch):
 def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, gluon_on, monkeypatch):
     """Keys only: over M = 1..64 on either path the Gluon kernel compiles once for gate_up and once for
     down (every token-count integer is in do_not_specialize), tl's decode GEMM never, and the first
-    launch once, its routing in programs of their own or not (X_LAUNCH_ROUTERS_APART)."""
+    launch once on the pairs path, its routing in programs of their own or not (X_LAUNCH_ROUTERS_APART);
+    twice on the grouped path: its few-token router up to FEW_TOKENS tokens, routers apart past it
+    (ROUTE_ALIGN_APART "counter")."""
     _compile_side()
     monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
     for kernel in (moe_decode.moe_decode_gemm_gluon_kernel, moe_decode.moe_decode_route_kernel):
@@ -142,7 +144,7 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, gluon_on,
     # Both paths take 8-row token tiles (GLUON_BLOCK_M), whatever the tile table's block_m.
     assert rec.variants("moe_decode_gemm_gluon_kernel") == 2
     assert rec.variants("moe_decode_gemm_kernel") == 0
-    assert rec.variants("moe_decode_route_kernel") == 1
+    assert rec.variants("moe_decode_route_kernel") == (1 if path == "pairs" else 2)
 
 
 @needs_gluon
