@@ -179,14 +179,20 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
       (``expert_bytes``: one expert's w13 and w2 weight bytes; unknown counts as large).
     - FP8 per tensor / per channel: ``"grouped"``.
     - With ``hidden`` and ``intermediate`` given, FP8 block scales take ``"grouped"`` wherever its GEMMs
-      run in Gluon and the pairs path's would not (``takes_gluon_gemms``; GLUON_FP8_TOKENS).
+      run in Gluon and the pairs path's would not (``takes_gluon_gemms``; GLUON_FP8_TOKENS), above
+      ``FP8_CHAIN_ABOVE_TOKENS`` too where GLUON_FP8_TOKENS lists the token count.
     """
     num_pairs = num_tokens * top_k
     few_pairs = 4 * num_pairs <= num_experts
     if not fp8:
         return "pairs" if num_tokens == 1 or (few_pairs and num_tokens <= BF16_PAIRS_MAX_TOKENS) else "chain"
     if block_scales and num_tokens > FP8_CHAIN_ABOVE_TOKENS:
-        return "chain"
+        # ... unless the grouped path's GEMMs run in Gluon at this token count (GLUON_FP8_TOKENS lists it).
+        gluon_grouped = (hidden is not None and intermediate is not None
+                         and num_tokens in GLUON_FP8_TOKENS.get(expert_size_class(expert_bytes), {}).get("grouped", ())
+                         and takes_gluon_gemms(num_tokens, "grouped", block_scales, hidden, intermediate,
+                                               expert_bytes))
+        return "grouped" if gluon_grouped else "chain"
     pairs_tokens = FP8_PAIRS_TOKENS.get(expert_size_class(expert_bytes), ())
     # With the per-pair handoff the pairs path was measured faster up to 3/8 pairs per expert.
     if takes_pair_handoff(num_pairs):
@@ -779,8 +785,12 @@ _REDUCE_ELEMENTS = 8192
 # M = 8 71.2 / 72.8.
 GLUON_FP8_GEMMS = "measured"
 GLUON_FP8_MODES = ("measured", "always", "never")
+# Nineteenth session, call 3, the grouped path on Gluon against the chain (tl GEMMs, five launches) past
+# 8 tokens, us per layer: Qwen3-30B-like M = 9 73.1 / 75.0, M = 12 89.2 / 89.25, M = 16 106.2 / 106.55, slower
+# from M = 24 (125.55 / 125.0, M = 32 138.6 / 137.7, M = 64 162.15 / 154.3); DeepSeek-V3-TP2 slower at 9-64
+# (M = 9 333.8 / 329.0, M = 16 500.15 / 490.7).
 GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
-    "small": {"pairs": (1, 2), "grouped": (3, 8)},
+    "small": {"pairs": (1, 2), "grouped": (3, 8, *range(9, 17))},
     "large": {"pairs": (1, 2), "grouped": (6,)},
 }
 # The Gluon pairs path's x launch (which routes each token, ROUTE_TOKENS): True gives the routing programs

@@ -87,14 +87,16 @@ def test_plan_takes_gluon_only_on_the_grouped_and_pairs_fp8_block_paths_with_128
 @needs_gluon
 def test_measured_gluon_token_counts_by_expert_size_and_path():
     """GLUON_FP8_GEMMS "measured" (the default): Gluon where the seventeenth session timed it faster, the
-    pairs path at 1-2 tokens for both expert sizes, the grouped path at 3 and 8 tokens for small experts
-    and 6 for large ones; tl's kernels elsewhere (the pairs path's per-pair handoff at 4 tokens was faster)."""
+    pairs path at 1-2 tokens for both expert sizes, the grouped path at 3, 8 and 9-16 tokens for small
+    experts (nineteenth session) and 6 for large ones; tl's kernels elsewhere (the pairs path's per-pair
+    handoff at 4 tokens was faster)."""
     assert moe_decode.GLUON_FP8_GEMMS == "measured"
     small = expert_weight_bytes(2048, 768, 1)
     large = expert_weight_bytes(7168, 1024, 1)
     taken = {(size, path, M) for size, eb in (("small", small), ("large", large)) for path in ("pairs", "grouped")
-             for M in range(1, 9) if moe_decode.takes_gluon_gemms(M, path, True, 2048, 768, eb)}
+             for M in range(1, 65) if moe_decode.takes_gluon_gemms(M, path, True, 2048, 768, eb)}
     assert taken == {("small", "pairs", 1), ("small", "pairs", 2), ("small", "grouped", 3), ("small", "grouped", 8),
+                     *(("small", "grouped", M) for M in range(9, 17)),
                      ("large", "pairs", 1), ("large", "pairs", 2), ("large", "grouped", 6)}
     assert not moe_decode.takes_gluon_gemms(1, "pairs", False, 2048, 768, small)  # bf16 / no block scales
     assert not moe_decode.takes_gluon_gemms(1, "chain", True, 2048, 768, small)
@@ -104,17 +106,23 @@ def test_measured_gluon_token_counts_by_expert_size_and_path():
 @needs_gluon
 def test_auto_path_takes_the_grouped_path_where_only_its_gemms_run_in_gluon(monkeypatch):
     """Given H and I, choose_decode_path sends FP8 block scales to the grouped path at the token counts
-    where its GEMMs run in Gluon and the pairs path's would not (Qwen3-30B-like M = 3, DeepSeek-V3-TP2-like
-    M = 6); with tl's GEMMs everywhere ("never") or without H and I, the pairs path as before."""
+    where its GEMMs run in Gluon and the pairs path's would not (Qwen3-30B-like M = 3 and 9-16 past the
+    chain's FP8_CHAIN_ABOVE_TOKENS, DeepSeek-V3-TP2-like M = 6); with tl's GEMMs everywhere ("never") or
+    without H and I, the pairs path and the chain as before; "always" takes no chain token count."""
     small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
-    qwen3 = [moe_decode.choose_decode_path(M, 128, 8, True, True, small, 2048, 768) for M in range(1, 10)]
-    assert qwen3 == ["pairs", "pairs", "grouped", "pairs", "pairs", "pairs", "grouped", "grouped", "chain"]
-    deepseek = [moe_decode.choose_decode_path(M, 256, 8, True, True, large, 7168, 1024) for M in range(1, 9)]
-    assert deepseek == ["pairs", "pairs", "grouped", "pairs", "grouped", "grouped", "grouped", "grouped"]
+    qwen3 = [moe_decode.choose_decode_path(M, 128, 8, True, True, small, 2048, 768) for M in range(1, 18)]
+    assert qwen3 == ["pairs", "pairs", "grouped", "pairs", "pairs", "pairs"] + ["grouped"] * 10 + ["chain"]
+    deepseek = [moe_decode.choose_decode_path(M, 256, 8, True, True, large, 7168, 1024) for M in range(1, 10)]
+    assert deepseek == ["pairs", "pairs", "grouped", "pairs", "grouped", "grouped", "grouped", "grouped", "chain"]
     assert moe_decode.choose_decode_path(3, 128, 8, True, True, small) == "pairs"
+    assert moe_decode.choose_decode_path(9, 128, 8, True, True, small) == "chain"
+    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
+    assert moe_decode.choose_decode_path(17, 128, 8, True, True, small, 2048, 768) == "chain"
+    assert moe_decode.choose_decode_path(9, 256, 8, True, True, large, 7168, 1024) == "chain"
     monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "never")
     assert moe_decode.choose_decode_path(3, 128, 8, True, True, small, 2048, 768) == "pairs"
     assert moe_decode.choose_decode_path(6, 256, 8, True, True, large, 7168, 1024) == "pairs"
+    assert moe_decode.choose_decode_path(9, 128, 8, True, True, small, 2048, 768) == "chain"
 
 
 def test_unknown_gluon_mode_is_one_line_error(monkeypatch):
@@ -150,7 +158,7 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, gluon_on,
 @needs_gluon
 def test_shipped_choice_compiles_one_gluon_variant_per_gemm_and_path_over_m_1_to_64():
     """Keys only, the shipped GLUON_FP8_GEMMS ("measured"), small experts: over M = 1..64 the Gluon kernel
-    compiles once per GEMM on each path it takes (pairs at 1-2 tokens, grouped at 3 and 8); M = 1..64 again
+    compiles once per GEMM on each path it takes (pairs at 1-2 tokens, grouped at 3, 8 and 9-16); M = 1..64 again
     compiles nothing new, in the Gluon kernel or the x launch (whose routing is on for the pairs path)."""
     _compile_side()
     E, k, H, I = 128, 8, 256, 128
@@ -246,7 +254,8 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
 
 @pytest.mark.gpu
 @needs_gluon
-@pytest.mark.parametrize("path,M", [("grouped", 1), ("grouped", 3), ("grouped", 8), ("grouped", 17), ("grouped", 64),
+@pytest.mark.parametrize("path,M", [("grouped", 1), ("grouped", 3), ("grouped", 8), ("grouped", 13), ("grouped", 17),
+                                    ("grouped", 64),
                                     ("pairs", 1), ("pairs", 3), ("pairs", 8)])
 @pytest.mark.parametrize("tiles", [(32, 4, 64, 4, True, True), (64, 4, 64, 4, True, True),
                                    (128, 3, 128, 3, True, True), (64, 2, 128, 6, True, True),
