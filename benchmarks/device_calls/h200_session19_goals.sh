@@ -17,4 +17,4 @@ timeout 190 python3 benchmarks/probe_decode_gluon_layer.py $V --cases qwen3-30b-
     --gluon-tiles "$S" --out $R/q > $R/q.log 2>&1
 tar czf $OUT/g19.tgz -C $R .
 grep -h -i -B2 -A12 "error\|Traceback" $R/d.log $R/q.log | head -30
-grep -h "^|" $R/d.log $R/q.log | cut -d'|' -f1-5,9-11
+grep -h "^|" $R/d.log $R/q.log | cut -d"|" -f1-4,6,7,10,11
