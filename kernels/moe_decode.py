@@ -788,9 +788,11 @@ GLUON_FP8_MODES = ("measured", "always", "never")
 # Nineteenth session, call 3, the grouped path on Gluon against the chain (tl GEMMs, five launches) past
 # 8 tokens, us per layer: Qwen3-30B-like M = 9 73.1 / 75.0, M = 12 89.2 / 89.25, M = 16 106.2 / 106.55, slower
 # from M = 24 (125.55 / 125.0, M = 32 138.6 / 137.7, M = 64 162.15 / 154.3); DeepSeek-V3-TP2 slower at 9-64
-# (M = 9 333.8 / 329.0, M = 16 500.15 / 490.7).
+# (M = 9 333.8 / 329.0, M = 16 500.15 / 490.7). Call 6, Qwen3-30B-like, Gluon / the shipped tl path: M = 5
+# pairs 54.7 / 55.5 (tl pairs with the per-pair handoff), M = 7 grouped 66.95 / 69.05 (tl grouped); slower at
+# M = 4 (pairs 43.4 / 42.65, grouped 48.6) and M = 6 (pairs 62.8, grouped 61.3 / 60.75).
 GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
-    "small": {"pairs": (1, 2), "grouped": (3, 8, *range(9, 17))},
+    "small": {"pairs": (1, 2, 5), "grouped": (3, 7, 8, *range(9, 17))},
     "large": {"pairs": (1, 2), "grouped": (6,)},
 }
 # The Gluon pairs path's x launch (which routes each token, ROUTE_TOKENS): True gives the routing programs

@@ -87,16 +87,16 @@ def test_plan_takes_gluon_only_on_the_grouped_and_pairs_fp8_block_paths_with_128
 @needs_gluon
 def test_measured_gluon_token_counts_by_expert_size_and_path():
     """GLUON_FP8_GEMMS "measured" (the default): Gluon where the seventeenth session timed it faster, the
-    pairs path at 1-2 tokens for both expert sizes, the grouped path at 3, 8 and 9-16 tokens for small
-    experts (nineteenth session) and 6 for large ones; tl's kernels elsewhere (the pairs path's per-pair
-    handoff at 4 tokens was faster)."""
+    pairs path at 1-2 tokens for both expert sizes and 5 for small experts, the grouped path at 3 and 7-16
+    tokens for small experts (7 and 9-16 since the nineteenth session) and 6 for large ones; tl's kernels
+    elsewhere (the pairs path's per-pair handoff at 4 and 6 tokens was faster)."""
     assert moe_decode.GLUON_FP8_GEMMS == "measured"
     small = expert_weight_bytes(2048, 768, 1)
     large = expert_weight_bytes(7168, 1024, 1)
     taken = {(size, path, M) for size, eb in (("small", small), ("large", large)) for path in ("pairs", "grouped")
              for M in range(1, 65) if moe_decode.takes_gluon_gemms(M, path, True, 2048, 768, eb)}
-    assert taken == {("small", "pairs", 1), ("small", "pairs", 2), ("small", "grouped", 3), ("small", "grouped", 8),
-                     *(("small", "grouped", M) for M in range(9, 17)),
+    assert taken == {("small", "pairs", 1), ("small", "pairs", 2), ("small", "pairs", 5), ("small", "grouped", 3),
+                     *(("small", "grouped", M) for M in range(7, 17)),
                      ("large", "pairs", 1), ("large", "pairs", 2), ("large", "grouped", 6)}
     assert not moe_decode.takes_gluon_gemms(1, "pairs", False, 2048, 768, small)  # bf16 / no block scales
     assert not moe_decode.takes_gluon_gemms(1, "chain", True, 2048, 768, small)
@@ -158,7 +158,7 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, gluon_on,
 @needs_gluon
 def test_shipped_choice_compiles_one_gluon_variant_per_gemm_and_path_over_m_1_to_64():
     """Keys only, the shipped GLUON_FP8_GEMMS ("measured"), small experts: over M = 1..64 the Gluon kernel
-    compiles once per GEMM on each path it takes (pairs at 1-2 tokens, grouped at 3, 8 and 9-16); M = 1..64 again
+    compiles once per GEMM on each path it takes (pairs at 1, 2 and 5 tokens, grouped at 3 and 7-16); M = 1..64 again
     compiles nothing new, in the Gluon kernel or the x launch (whose routing is on for the pairs path)."""
     _compile_side()
     E, k, H, I = 128, 8, 256, 128
@@ -256,7 +256,7 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
 @needs_gluon
 @pytest.mark.parametrize("path,M", [("grouped", 1), ("grouped", 3), ("grouped", 8), ("grouped", 13), ("grouped", 17),
                                     ("grouped", 64),
-                                    ("pairs", 1), ("pairs", 3), ("pairs", 8)])
+                                    ("pairs", 1), ("pairs", 3), ("pairs", 5), ("pairs", 8)])
 @pytest.mark.parametrize("tiles", [(32, 4, 64, 4, True, True), (64, 4, 64, 4, True, True),
                                    (128, 3, 128, 3, True, True), (64, 2, 128, 6, True, True),
                                    (32, 6, 128, 3, False, True), (32, 6, 128, 3, True, False)],
