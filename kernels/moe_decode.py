@@ -23,8 +23,9 @@ routing included, on one of three paths (``path="auto"`` picks by :func:`choose_
   grouped GEMM as down into activation-dtype pair rows, and ``moe_gemm``'s top-k reduce: the
   unfused chain's GEMMs, epilogues and reduce without its routing, alignment and activation
   quantization launches. ``"auto"`` takes it for bf16/fp16 wherever it does not take the pairs
-  path, and for FP8 block scales above ``FP8_CHAIN_ABOVE_TOKENS`` tokens: there its GEMMs' plain
-  epilogues beat the grouped path's fused ones. Its output equals ``softmax_topk`` +
+  path, and for FP8 block scales above ``FP8_CHAIN_ABOVE_TOKENS`` tokens (except where the grouped
+  path's GEMMs run in Gluon: ``GLUON_FP8_TOKENS``): there its GEMMs' plain epilogues beat the grouped
+  path's fused ones. Its output equals ``softmax_topk`` +
   ``fused_moe``'s bit for bit.
 
 Where Triton offers programmatic dependent launch (``launch_pdl``, Triton >= 3.4 on sm_90),
