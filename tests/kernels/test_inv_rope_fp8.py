@@ -469,8 +469,9 @@ def test_default_specialization_copy_recompiles_where_ours_does_not(sweep_inputs
     assert {cause.param for event in events for cause in event.causes} == {"num_tokens"}
 
 
-def test_real_compile_for_sm90_gives_one_variant(sweep_inputs, tmp_path, monkeypatch) -> None:
-    """A real sm_90 compile (ptxas included, cold disk cache) of the upstream layout, reused for other T."""
+def _upstream_layout_sm90_ptx(sweep_inputs, tmp_path, monkeypatch, token_counts) -> str:
+    """Real sm_90 compiles (ptxas included, cold disk cache) of the upstream layout over ``token_counts``:
+    asserts one variant for them all and returns its PTX."""
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     o, positions, cache = sweep_inputs["o"], sweep_inputs["positions"], sweep_inputs["cos_sin_cache"]
 
@@ -484,45 +485,34 @@ def test_real_compile_for_sm90_gives_one_variant(sweep_inputs, tmp_path, monkeyp
                 for kernel in cache.values()}
 
     before = compiled()
-    variants, events = _variants_over((1, 17, 4096, 65536), call, compile=True)
-    assert variants == 1 and len(events) == 1
+    variants, events = _variants_over(token_counts, call, compile=True)
+    assert variants == 1 and len(events) == 1, [event.causes for event in events]
     assert any(path.suffix == ".cubin" for path in tmp_path.rglob("*")), "no cubin was written"
+    ptx = [kernel.asm["ptx"] for slot, kernel in compiled().items() if slot not in before]
+    assert len(ptx) == 1, "expected the one new variant in the kernel's cache"
     # The one variant keeps 128-bit row accesses although num_tokens is demoted: the bf16 row
     # (32 bytes a thread: two 128-bit loads, again for the prefetched row) and the fp8 row store,
     # which is a streaming store (st.global.cs).
-    ptx = [kernel.asm["ptx"] for slot, kernel in compiled().items() if slot not in before]
-    assert len(ptx) == 1, "expected the one new variant in the kernel's cache"
     assert ptx[0].count("ld.global.v4.b32") >= 4, "row loads not 128-bit"
     assert ptx[0].count("st.global.cs.v4.b32") >= 1, "fp8 row store not 128-bit and streaming"
+    return ptx[0]
+
+
+def test_real_compile_for_sm90_gives_one_variant(sweep_inputs, tmp_path, monkeypatch) -> None:
+    """A real sm_90 compile of the upstream layout, reused for other T, with 128-bit row accesses."""
+    ptx = _upstream_layout_sm90_ptx(sweep_inputs, tmp_path, monkeypatch, (1, 17, 4096, 65536))
     # The fp8 cast saturates by itself, so no clamp precedes it (min.xorsign.abs is tl.clamp).
-    assert "cvt.rn.satfinite.e4m3x2.f32" in ptx[0], "the fp8 cast does not saturate"
-    assert "min.xorsign.abs.f32" not in ptx[0], "a clamp precedes the saturating fp8 cast"
+    assert "cvt.rn.satfinite.e4m3x2.f32" in ptx, "the fp8 cast does not saturate"
+    assert "min.xorsign.abs.f32" not in ptx, "a clamp precedes the saturating fp8 cast"
 
 
 def test_real_compile_for_sm90_with_token_runs_gives_one_variant(sweep_inputs, tmp_path, monkeypatch) -> None:
     """Tiles of one head's run of 4 tokens (``_MN_MAJOR_TOKEN_RUN``, prepared) in the upstream layout: a real
-    sm_90 compile reused for every T, with its rows still loaded and stored 128 bits at a time."""
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    sm_90 compile reused for every T (partial runs included), its rows still loaded and stored 128 bits at a
+    time."""
     monkeypatch.setattr(irf, "_MN_MAJOR_TOKEN_RUN", 4)
-    o, positions, cache = sweep_inputs["o"], sweep_inputs["positions"], sweep_inputs["cos_sin_cache"]
-
-    def call(tokens: int) -> None:
-        irf.fused_inv_rope_fp8_quant(o[:tokens], positions[:tokens], cache, n_groups=4, heads_per_group=4)
-
-    from jitguard import triton_compat
-
-    def compiled() -> dict:
-        return {id(kernel): kernel for cache in triton_compat.all_kernel_caches(irf.inv_rope_fp8_kernel)
-                for kernel in cache.values()}
-
-    before = compiled()
-    variants, events = _variants_over((1, 3, 17, 4096, 65536), call, compile=True)
-    assert variants == 1 and len(events) == 1, [event.causes for event in events]
-    ptx = [kernel.asm["ptx"] for slot, kernel in compiled().items() if slot not in before]
-    assert len(ptx) == 1, "expected the one new variant in the kernel's cache"
-    assert ptx[0].count("ld.global.v4.b32") >= 4, "row loads not 128-bit"
-    assert ptx[0].count("st.global.cs.v4.b32") >= 1, "fp8 row store not 128-bit and streaming"
-
+    ptx = _upstream_layout_sm90_ptx(sweep_inputs, tmp_path, monkeypatch, (1, 3, 17, 4096, 65536))
+    assert "cvt.rn.satfinite.e4m3x2.f32" in ptx, "the fp8 cast does not saturate"
 
 if __name__ == "__main__":
     _interpreter_child(*sys.argv[1:3])
