@@ -47,7 +47,8 @@ and adds one memset for its zeroed counters):
    logits), the extra program routes them all in one top-k and builds the layout in registers
    while the others quantize their rows; beyond, 2 * M programs: M route one token each and take
    their pairs' ranks through per-expert counters while M quantize the rows, and the router that
-   arrives last (an atomic counter) builds the layout (``ROUTE_ALIGN_APART``). No host
+   arrives last (an atomic counter) builds the layout (``ROUTE_ALIGN_APART``; with a tensor scale
+   each of M programs routes and quantizes its token, the last to arrive aligns). No host
    sync, no extra launch. Where the extra program's top-k tile holds 1024 logits or more the
    launch runs on ``ROUTE_WIDE_TILE_WARPS`` warps (``_route_warps``).
 2. ``moe_decode_gemm_kernel`` as gate_up: grouped GEMM over the sorted tiles with ``silu(gate) *
