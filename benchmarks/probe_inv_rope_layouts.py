@@ -13,7 +13,7 @@ alternating rounds), on bench_inv_rope_fp8's inputs, timer and byte count:
 - ``row fp32, one group``: bench_inv_rope_fp8's ``ours_row_fp32``.
 
 With ``--token-runs``, instead: vLLM's layout with tiles of one head's run of 1 (one row a tile, shipped),
-2 or 4 consecutive tokens (``launch_inv_rope_fp8(token_run=...)``), on 1 or 2 warps. Every variant plans,
+2, 4 or 8 consecutive tokens (``launch_inv_rope_fp8(token_run=...)``), on 1 or 2 warps. Every variant plans,
 allocates and launches as ``inv_rope_fp8`` does (positions unchecked).
 
     PYTHONPATH=$PWD python3 benchmarks/probe_inv_rope_layouts.py --out $OUT
@@ -44,6 +44,7 @@ TOKEN_RUN_VARIANTS = {
     "runs of 2, 1 warp": {**VLLM_LAYOUT, "token_run": 2, "num_warps": 1},
     "runs of 4, 1 warp": {**VLLM_LAYOUT, "token_run": 4, "num_warps": 1},
     "runs of 4, 2 warps": {**VLLM_LAYOUT, "token_run": 4, "num_warps": 2},
+    "runs of 8, 2 warps": {**VLLM_LAYOUT, "token_run": 8, "num_warps": 2},
 }
 LAUNCH_KNOBS = ("token_run", "num_warps")
 ROUNDS = 2

@@ -226,7 +226,7 @@ BACKENDS = [
 # are for; partial runs at 3, 6 and 13 tokens.
 TOKEN_RUN_CASES = [case for case in CASES if case.scale_layout == "mn_major"]
 TOKEN_RUN_TOKEN_COUNTS = (1, 3, 6, 13)
-TOKEN_RUNS = (2, 4)
+TOKEN_RUNS = (2, 4, 8)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
