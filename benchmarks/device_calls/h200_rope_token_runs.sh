@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue #16, written in the nineteenth session (2026-12-03) for the next device call (not yet run): the inverse-RoPE
-# kernel in vLLM's layout with tiles of one head's run of 2 or 4 consecutive tokens (launch_inv_rope_fp8's
+# kernel in vLLM's layout with tiles of one head's run of 2, 4 or 8 consecutive tokens (launch_inv_rope_fp8's
 # token_run; inv_rope._MN_MAJOR_TOKEN_RUN, prepared at 1), so each MN-major scale column is one store of contiguous
 # words. Call 9 measured row scales instead of MN-major ones 30.08 -> 28.28 us at T = 4096; predicted: runs of 4
 # take T = 4096 to about 28.5-29 us (86-87% of copy), level below T = 256. GPU tests first. Device, repo root.
