@@ -133,44 +133,40 @@ def moe_decode_route_kernel(
         cols1 = groups1[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
         row_len = tl.where(token < num_tokens, hidden, 0)  # the routing's own program has no row
         x_row = tl.load(x_ptr + token * stride_xm + cols1, mask=cols1 < row_len, other=0.0).to(tl.float32)
+    if ROUTERS_APART:
+        # Program t quantizes token t's row; program num_tokens + t routes token t. With ROUTE the router also
+        # takes its pairs' ranks and arrives: the last router to arrive aligns every pair, without waiting for
+        # any row (so never with a tensor scale, whose value needs every row's absmax: the host does not ask
+        # for it then).
+        if token < num_tokens:
+            _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
+                            a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
+                            X_ONE_PASS)
+            if ZERO_PAIR_READY:
+                _zero_pair_ready(pair_ready_ptr, token, TOP_K, K_POW2)
+        else:
+            routed = token - num_tokens
+            ids = _route_token(logits_ptr, topk_ids_ptr, topk_weights_ptr, routed, num_experts, stride_lm, TOP_K,
+                               K_POW2, E_POW2, RENORMALIZE)
+            if ROUTE:
+                slots = tl.arange(0, K_POW2)
+                ranks = tl.atomic_add(counts_ptr + ids, 1, mask=slots < TOP_K, sem="relaxed", scope="gpu")
+                tl.store(ranks_ptr + routed * TOP_K + slots, ranks, mask=slots < TOP_K)
+                _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, sorted_ids_ptr,
+                                       expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr, x_scale_ptr, x_amax_ptr,
+                                       num_pairs, num_experts, padded_len, num_blocks, block_m, E_POW2, P_POW2,
+                                       FILL_BLOCK, True, QUANT, FP8_MAX_C, MIN_AMAX)
+        return
     if not ROUTE:
         if token < num_tokens:
             _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
                             a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
                             X_ONE_PASS)
             if ROUTE_TOKENS:
-                if not ROUTERS_APART:
-                    _route_token(logits_ptr, topk_ids_ptr, topk_weights_ptr, token, num_experts, stride_lm, TOP_K,
-                                 K_POW2, E_POW2, RENORMALIZE)
+                _route_token(logits_ptr, topk_ids_ptr, topk_weights_ptr, token, num_experts, stride_lm, TOP_K,
+                             K_POW2, E_POW2, RENORMALIZE)
             if ZERO_PAIR_READY:
-                slots = tl.arange(0, K_POW2)
-                tl.store(pair_ready_ptr + token * TOP_K + slots, tl.zeros((K_POW2,), dtype=tl.int32),
-                         mask=slots < TOP_K)
-        else:
-            # Nested, not one condition: Triton 3.2 compiles no branch mixing a constexpr with a runtime value.
-            if ROUTERS_APART:
-                _route_token(logits_ptr, topk_ids_ptr, topk_weights_ptr, token - num_tokens, num_experts, stride_lm,
-                             TOP_K, K_POW2, E_POW2, RENORMALIZE)
-        return
-    if ROUTERS_APART:
-        # Program t quantizes token t's row; program num_tokens + t routes token t, takes its pairs' ranks
-        # and arrives: the last router to arrive aligns every pair, without waiting for any row (so never
-        # with a tensor scale, whose value needs every row's absmax: the host does not ask for it then).
-        if token < num_tokens:
-            _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
-                            a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
-                            X_ONE_PASS)
-        else:
-            routed = token - num_tokens
-            ids = _route_token(logits_ptr, topk_ids_ptr, topk_weights_ptr, routed, num_experts, stride_lm, TOP_K,
-                               K_POW2, E_POW2, RENORMALIZE)
-            slots = tl.arange(0, K_POW2)
-            ranks = tl.atomic_add(counts_ptr + ids, 1, mask=slots < TOP_K, sem="relaxed", scope="gpu")
-            tl.store(ranks_ptr + routed * TOP_K + slots, ranks, mask=slots < TOP_K)
-            _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr,
-                                   num_padded_ptr, counts_ptr, starts_ptr, x_scale_ptr, x_amax_ptr, num_pairs,
-                                   num_experts, padded_len, num_blocks, block_m, E_POW2, P_POW2, FILL_BLOCK, True,
-                                   QUANT, FP8_MAX_C, MIN_AMAX)
+                _zero_pair_ready(pair_ready_ptr, token, TOP_K, K_POW2)
         return
     # Per-tensor scales need every token's absmax before the scale: they keep the counter path.
     # Parenthesised: Triton 3.2 takes no chained boolean operators.
@@ -258,6 +254,13 @@ def _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, so
             x_amax = tl.load(x_amax_ptr, volatile=True)
             tl.store(x_scale_ptr, tl.maximum(x_amax, MIN_AMAX) / FP8_MAX_C)
             tl.store(x_amax_ptr, 0.0)
+
+
+@triton.jit
+def _zero_pair_ready(pair_ready_ptr, token, TOP_K: tl.constexpr, K_POW2: tl.constexpr):
+    """Token ``token``'s pairs' ``pair_ready`` counters back to zero (moe_decode's per-pair handoff)."""
+    slots = tl.arange(0, K_POW2)
+    tl.store(pair_ready_ptr + token * TOP_K + slots, tl.zeros((K_POW2,), dtype=tl.int32), mask=slots < TOP_K)
 
 
 @triton.jit
