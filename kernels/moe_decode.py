@@ -191,7 +191,7 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
     if block_scales and num_tokens > FP8_CHAIN_ABOVE_TOKENS:
         # ... unless the grouped path's GEMMs run in Gluon at this token count (GLUON_FP8_TOKENS lists it).
         gluon_grouped = (hidden is not None and intermediate is not None
-                         and num_tokens in GLUON_FP8_TOKENS.get(expert_size_class(expert_bytes), {}).get("grouped", ())
+                         and _gluon_measured_at(num_tokens, "grouped", expert_bytes)
                          and takes_gluon_gemms(num_tokens, "grouped", block_scales, hidden, intermediate,
                                                expert_bytes))
         return "grouped" if gluon_grouped else "chain"
@@ -840,8 +840,12 @@ def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: in
             or not (QUANTIZE_INTER and (PAIRS_PREQUANT_X if path == "pairs" else PREQUANT_X))
             or hidden % 128 or intermediate % 128 or not gluon_gemms_supported()):
         return False
-    return (GLUON_FP8_GEMMS == "always"
-            or num_tokens in GLUON_FP8_TOKENS.get(expert_size_class(expert_bytes), {}).get(path, ()))
+    return GLUON_FP8_GEMMS == "always" or _gluon_measured_at(num_tokens, path, expert_bytes)
+
+
+def _gluon_measured_at(num_tokens: int, path: str, expert_bytes: int | None) -> bool:
+    """Whether GLUON_FP8_TOKENS lists this token count for the expert size class and path."""
+    return num_tokens in GLUON_FP8_TOKENS.get(expert_size_class(expert_bytes), {}).get(path, ())
 
 
 def plan_fused_moe_decode(

@@ -280,9 +280,10 @@ def _zero_weights(E: int, H: int, I: int, scheme: str):
 @pytest.mark.interpreter
 @pytest.mark.parametrize("scheme,M", [("block", 5), ("block", 13), ("tensor", 5), ("channel", 3)])
 def test_math_route_align_apart_gives_the_same_layer(scheme, M, monkeypatch):
-    """ROUTE_ALIGN_APART (routers apart from the rows' programs, the last router aligning): the grouped
-    path's output equal bit for bit to the shipped route launch's (each pair's row is computed the same
-    in whatever tile it lands); a tensor scale keeps the shipped launch (its scale needs every row)."""
+    """ROUTE_ALIGN_APART "always" (routers apart from the rows' programs, the last router aligning): the
+    grouped path's output equal bit for bit to the route launch's without it ("never": the few-token router
+    or the counter path; each pair's row is computed the same in whatever tile it lands); a tensor scale
+    keeps the launch without it (its scale needs every row)."""
     device = _device()
     E, k, H, I = 8, 2, 256, 256
     gen = torch.Generator().manual_seed(17 + M)
