@@ -92,7 +92,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import triton
@@ -817,6 +817,15 @@ GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
     "pairs": (GluonTile(32, 6), GluonTile(128, 3)),
     "grouped": (GluonTile(32, 6), GluonTile(64, 3)),
 }
+# The Gluon down tile's stages where more than GLUON_TILES' pay, by expert size class, path and token count:
+# with the weights before the wait (GLUON_DOWN_WEIGHTS_BEFORE_WAIT) a down program copies NUM_STAGES - 1 of
+# its K steps (6 at Qwen3-30B's intermediate) before gate_up has finished. H200, 2026-12-03, twentieth
+# session, call 2 (benchmarks/results/moe_layer.md), Qwen3-30B-FP8 us per layer, down stages 3 / 4 / 6:
+# pairs path M = 2 26.75 / 25.8 / 25.4, M = 5 53.65 / 51.7 / 55.15; grouped M = 12 88.0 / 87.0 / 90.6;
+# slower or level at Qwen3 M = 1, 8, 16 and DeepSeek-V3-TP2 M = 1-2 (92.45 / 92.9 against 90.9 at M = 2).
+GLUON_DOWN_STAGES: dict[str, dict[str, dict[int, int]]] = {
+    "small": {"pairs": {2: 6, 5: 4}, "grouped": {12: 4}},
+}
 # With PDL: the Gluon down GEMM's programs copy their first K steps of weights before they wait for
 # gate_up (which then waits for the launch before it before letting down start). Call 3: faster or level
 # at every point timed on both paths (DeepSeek M = 1 pairs 52.4 against 53.6, M = 2 92.4 against 93.6;
@@ -841,6 +850,14 @@ def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: in
             or hidden % 128 or intermediate % 128 or not gluon_gemms_supported()):
         return False
     return GLUON_FP8_GEMMS == "always" or _gluon_measured_at(num_tokens, path, expert_bytes)
+
+
+def gluon_tiles(path: str, num_tokens: int, expert_bytes: int | None) -> tuple[GluonTile, GluonTile]:
+    """The (gate_up, down) Gluon tiles of a path at a token count: GLUON_TILES', down's stages from
+    GLUON_DOWN_STAGES where it lists the expert size class, path and token count."""
+    gate_up_tile, down_tile = GLUON_TILES[path]
+    stages = GLUON_DOWN_STAGES.get(expert_size_class(expert_bytes), {}).get(path, {}).get(num_tokens)
+    return gate_up_tile, (down_tile if stages is None else replace(down_tile, stages=stages))
 
 
 def _gluon_measured_at(num_tokens: int, path: str, expert_bytes: int | None) -> bool:
@@ -1136,7 +1153,8 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
         wait_prior = {True: _WAIT_BEFORE_DEPENDENTS, False: _WAIT_BEFORE_K_LOOP}
     else:
         wait_prior = dict.fromkeys((True, False), _wait_prior(pdl, False, False))
-    gate_up_tile, down_tile = GLUON_TILES["pairs" if pair_tiles else "grouped"]
+    gate_up_tile, down_tile = gluon_tiles("pairs" if pair_tiles else "grouped", M,
+                                          expert_weight_bytes(H, I, w13.element_size()))
     launches: list[tuple[str, Callable[[], object]]] = []
     for gated in (True, False):
         tile = gate_up_tile if gated else down_tile

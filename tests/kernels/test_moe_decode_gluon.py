@@ -46,9 +46,10 @@ def gluon_on(monkeypatch):
 
 
 def _tiles(monkeypatch, up_n: int, up_s: int, down_n: int, down_s: int) -> None:
-    """Both paths' Gluon tiles set to these (gate_up out_n x stages, down out_n x stages)."""
+    """Both paths' Gluon tiles set to these (gate_up out_n x stages, down out_n x stages) at every token count."""
     tiles = (GluonTile(up_n, up_s), GluonTile(down_n, down_s))
     monkeypatch.setattr(moe_decode, "GLUON_TILES", {"pairs": tiles, "grouped": tiles})
+    monkeypatch.setattr(moe_decode, "GLUON_DOWN_STAGES", {})
 
 
 def _plan(M, E, k, H, I, path="grouped", ws=None):
@@ -125,6 +126,22 @@ def test_auto_path_takes_the_grouped_path_where_only_its_gemms_run_in_gluon(monk
     assert moe_decode.choose_decode_path(9, 128, 8, True, True, small, 2048, 768) == "chain"
 
 
+def test_down_stages_by_token_count_and_expert_size(monkeypatch):
+    """gluon_tiles: GLUON_TILES' tiles, down's stages from GLUON_DOWN_STAGES where it lists the expert size
+    class, path and token count (small experts: the pairs path at 2 and 5 tokens, the grouped at 12)."""
+    small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
+    up, down = moe_decode.GLUON_TILES["pairs"]
+    assert moe_decode.gluon_tiles("pairs", 1, small) == (up, down)
+    assert moe_decode.gluon_tiles("pairs", 2, small) == (up, GluonTile(down.out_n, 6))
+    assert moe_decode.gluon_tiles("pairs", 5, small) == (up, GluonTile(down.out_n, 4))
+    assert moe_decode.gluon_tiles("pairs", 2, large) == (up, down)
+    assert moe_decode.gluon_tiles("grouped", 12, small)[1] == GluonTile(moe_decode.GLUON_TILES["grouped"][1].out_n, 4)
+    monkeypatch.setattr(moe_decode, "GLUON_DOWN_STAGES", {"large": {"grouped": {6: 5}}})
+    assert moe_decode.gluon_tiles("pairs", 2, small) == (up, down)
+    assert moe_decode.gluon_tiles("grouped", 6, large)[1].stages == 5
+    assert moe_decode.gluon_tiles("grouped", 6, None)[1].stages == 5  # an unknown size counts as large
+
+
 def test_unknown_gluon_mode_is_one_line_error(monkeypatch):
     monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", True)
     with pytest.raises(ValueError, match=r"GLUON_FP8_GEMMS must be one of \('measured', 'always', 'never'\), got True"):
@@ -139,9 +156,11 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, gluon_on,
     down (every token-count integer is in do_not_specialize), tl's decode GEMM never, and the first
     launch once on the pairs path, its routing in programs of their own or not (X_LAUNCH_ROUTERS_APART);
     twice on the grouped path: its few-token router up to FEW_TOKENS tokens, routers apart past it
-    (ROUTE_ALIGN_APART "counter")."""
+    (ROUTE_ALIGN_APART "counter"). One tile at every M (no other down stages by token count: the shipped
+    table's are the next test's)."""
     _compile_side()
     monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
+    monkeypatch.setattr(moe_decode, "GLUON_DOWN_STAGES", {})
     for kernel in (moe_decode.moe_decode_gemm_gluon_kernel, moe_decode.moe_decode_route_kernel):
         triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))  # earlier tests' keys
     E, k, H, I = 16, 4, 256, 384
@@ -179,7 +198,14 @@ def test_shipped_choice_compiles_one_gluon_variant_per_gemm_and_path_over_m_1_to
             if sweep == 0:
                 first = {name: rec.variants(name) for name in ("moe_decode_gemm_gluon_kernel",
                                                                "moe_decode_route_kernel")}
-    assert first["moe_decode_gemm_gluon_kernel"] == 2 * len(gluon_paths)
+    # One variant per distinct tile: gate_up's and down's on each path, and down's other stages where
+    # GLUON_DOWN_STAGES lists a token count of that path.
+    tiles = {(path, gated, moe_decode.gluon_tiles(path, M, eb)[0 if gated else 1])
+             for M in range(1, MAX_DECODE_TOKENS + 1)
+             for path in (moe_decode.choose_decode_path(M, E, k, True, True, eb, H, I),)
+             if moe_decode.takes_gluon_gemms(M, path, True, H, I, eb) for gated in (True, False)}
+    assert len(tiles) > 2 * len(gluon_paths)  # the shipped table lists other down stages
+    assert first["moe_decode_gemm_gluon_kernel"] == len(tiles)
     assert rec.variants("moe_decode_gemm_gluon_kernel") == first["moe_decode_gemm_gluon_kernel"]
     assert rec.variants("moe_decode_route_kernel") == first["moe_decode_route_kernel"]
 
@@ -255,30 +281,32 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
 @pytest.mark.gpu
 @needs_gluon
 @pytest.mark.parametrize("path,M", [("grouped", 1), ("grouped", 3), ("grouped", 8), ("grouped", 13), ("grouped", 17),
-                                    ("grouped", 64),
-                                    ("pairs", 1), ("pairs", 3), ("pairs", 5), ("pairs", 8)])
+                                    ("grouped", 12), ("grouped", 64),
+                                    ("pairs", 1), ("pairs", 2), ("pairs", 3), ("pairs", 5), ("pairs", 8)])
 @pytest.mark.parametrize("tiles", [(32, 4, 64, 4, True, True), (64, 4, 64, 4, True, True),
                                    (128, 3, 128, 3, True, True), (64, 2, 128, 6, True, True),
-                                   (32, 6, 128, 3, False, True), (32, 6, 128, 3, True, False)],
+                                   (32, 6, 128, 3, False, True), (32, 6, 128, 3, True, False), None],
                          ids=["32-columns", "64-columns", "128-columns", "mixed", "down-waits-first",
-                              "routed-after-the-row"])
+                              "routed-after-the-row", "shipped-tiles"])
 def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
     """FP8 block scales on the grouped and pairs paths, GEMMs on Gluon: each of three graph replays with new
     tokens and logits within 4e-2 of the fp32 reference (activations quantized), and within 1e-2 of
     tl's kernel on the same inputs (H = 384, I = 640: a K loop of 3 and 5 steps, I's last group
     written by four 32-column tiles, two of 64 or one of 128); the pairs path's x launch routing in
-    programs of its own (shipped) or after each row."""
+    programs of its own (shipped) or after each row; "shipped-tiles": the shipped tiles with down's stages
+    by token count (GLUON_DOWN_STAGES: 6 at 2 tokens and 4 at 5 on the pairs path, 4 at 12 on the grouped)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
-    up_n, up_s, down_n, down_s, ahead, routers_apart = tiles
+    up_n, up_s, down_n, down_s, ahead, routers_apart = tiles or (None, None, None, None, True, True)
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
     monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
     gen = torch.Generator().manual_seed(M)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
     ws_tl, ws_gl = MoeDecodeWorkspace.for_layer(w13, w2, k), MoeDecodeWorkspace.for_layer(w13, w2, k)
     out_tl, out_gl = torch.empty_like(x), torch.empty_like(x)
-    _tiles(monkeypatch, up_n, up_s, down_n, down_s)
+    if tiles is not None:
+        _tiles(monkeypatch, up_n, up_s, down_n, down_s)
 
     def layer(gluon: bool):
         moe_decode.GLUON_FP8_GEMMS = "always" if gluon else "never"
