@@ -823,8 +823,11 @@ GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
 # session, call 2 (benchmarks/results/moe_layer.md), Qwen3-30B-FP8 us per layer, down stages 3 / 4 / 6:
 # pairs path M = 2 26.75 / 25.8 / 25.4, M = 5 53.65 / 51.7 / 55.15; grouped M = 12 88.0 / 87.0 / 90.6;
 # slower or level at Qwen3 M = 1, 8, 16 and DeepSeek-V3-TP2 M = 1-2 (92.45 / 92.9 against 90.9 at M = 2).
+# Call 3, shipped / without this table: M = 2 25.35 / 26.6 (vLLM's GEMMs alone 26.5), M = 5 52.9 / 54.9
+# (53.4), M = 12 88.55 / 89.8; grouped with 4 stages / 3: M = 10 81.15 / 82.25, M = 11 92.6 / 93.1, slower at
+# 9, 13, 14 (75.0 / 73.5, 99.4 / 98.3, 101.9 / 101.35).
 GLUON_DOWN_STAGES: dict[str, dict[str, dict[int, int]]] = {
-    "small": {"pairs": {2: 6, 5: 4}, "grouped": {12: 4}},
+    "small": {"pairs": {2: 6, 5: 4}, "grouped": {10: 4, 11: 4, 12: 4}},
 }
 # With PDL: the Gluon down GEMM's programs copy their first K steps of weights before they wait for
 # gate_up (which then waits for the launch before it before letting down start). Call 3: faster or level
