@@ -61,9 +61,9 @@ def gluon_variants(spec: str) -> list[tuple[str, str, dict]]:
         switches: dict = {"GLUON_FP8_GEMMS": "always", "GLUON_DOWN_WEIGHTS_BEFORE_WAIT": not wait}
         if tiles_spec != "default":
             up, down = (GluonTile(*(int(v) for v in half.split("x"))) for half in tiles_spec.split("/"))
-            # The given tiles at every token count: no stages from GLUON_DOWN_STAGES.
+            # The given tiles at every token count: none from GLUON_TILES_AT.
             switches["GLUON_TILES"] = {"pairs": (up, down), "grouped": (up, down)}
-            switches["GLUON_DOWN_STAGES"] = {}
+            switches["GLUON_TILES_AT"] = {}
         switches.update(set_values)
         variants.append((f"{path}, gluon {tiles_spec}" + (", down waits first" if wait else "") + set_label, path,
                          switches))

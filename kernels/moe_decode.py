@@ -92,7 +92,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -817,17 +817,22 @@ GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
     "pairs": (GluonTile(32, 6), GluonTile(128, 3)),
     "grouped": (GluonTile(32, 6), GluonTile(64, 3)),
 }
-# The Gluon down tile's stages where more than GLUON_TILES' pay, by expert size class, path and token count:
-# with the weights before the wait (GLUON_DOWN_WEIGHTS_BEFORE_WAIT) a down program copies NUM_STAGES - 1 of
-# its K steps (6 at Qwen3-30B's intermediate) before gate_up has finished. H200, 2026-12-03, twentieth
-# session, call 2 (benchmarks/results/moe_layer.md), Qwen3-30B-FP8 us per layer, down stages 3 / 4 / 6:
-# pairs path M = 2 26.75 / 25.8 / 25.4, M = 5 53.65 / 51.7 / 55.15; grouped M = 12 88.0 / 87.0 / 90.6;
-# slower or level at Qwen3 M = 1, 8, 16 and DeepSeek-V3-TP2 M = 1-2 (92.45 / 92.9 against 90.9 at M = 2).
-# Call 3, shipped / without this table: M = 2 25.35 / 26.6 (vLLM's GEMMs alone 26.5), M = 5 52.9 / 54.9
-# (53.4), M = 12 88.55 / 89.8; grouped with 4 stages / 3: M = 10 81.15 / 82.25, M = 11 92.6 / 93.1, slower at
-# 9, 13, 14 (75.0 / 73.5, 99.4 / 98.3, 101.9 / 101.35).
-GLUON_DOWN_STAGES: dict[str, dict[str, dict[int, int]]] = {
-    "small": {"pairs": {2: 6, 5: 4}, "grouped": {10: 4, 11: 4, 12: 4}},
+# Other (gate_up, down) Gluon tiles where they measured faster than GLUON_TILES', by expert size class, path
+# and token count, each tile as (out_n, stages). H200, 2026-12-03, twentieth session
+# (benchmarks/results/moe_layer.md), us per layer. Down's stages (calls 2-3): with its weights before the wait
+# (GLUON_DOWN_WEIGHTS_BEFORE_WAIT) a down program copies NUM_STAGES - 1 of its K steps (6 at Qwen3-30B's
+# intermediate) before gate_up has finished; call 3, shipped / GLUON_TILES': Qwen3-30B-FP8 pairs M = 2 25.35 /
+# 26.6 (down 6 stages; vLLM's GEMMs alone 26.5), M = 5 52.9 / 54.9 (4 stages; 53.4), grouped M = 12 88.55 /
+# 89.8, M = 10 81.15 / 82.25, M = 11 92.6 / 93.1 (4 stages); slower at grouped 9, 13, 14 (75.0 / 73.5, 99.4 /
+# 98.3, 101.9 / 101.35) and at DeepSeek-V3-TP2 M = 2 (92.45 / 90.9). gate_up's tile (call 4): DeepSeek M = 1
+# 32 x 8 stages 49.65 / 51.35, M = 2 64 x 4 90.8 / 91.6; Qwen3 grouped M = 8 32 x 4 68.1 / 69.15; level or
+# slower elsewhere (Qwen3 M = 1, 16; 32 x 8 at DeepSeek M = 2 97.0).
+GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]]] = {
+    "small": {
+        "pairs": {2: ((32, 6), (128, 6)), 5: ((32, 6), (128, 4))},
+        "grouped": {8: ((32, 4), (64, 3)), 10: ((32, 6), (64, 4)), 11: ((32, 6), (64, 4)), 12: ((32, 6), (64, 4))},
+    },
+    "large": {"pairs": {1: ((32, 8), (128, 3)), 2: ((64, 4), (128, 3))}},
 }
 # With PDL: the Gluon down GEMM's programs copy their first K steps of weights before they wait for
 # gate_up (which then waits for the launch before it before letting down start). Call 3: faster or level
@@ -856,11 +861,13 @@ def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: in
 
 
 def gluon_tiles(path: str, num_tokens: int, expert_bytes: int | None) -> tuple[GluonTile, GluonTile]:
-    """The (gate_up, down) Gluon tiles of a path at a token count: GLUON_TILES', down's stages from
-    GLUON_DOWN_STAGES where it lists the expert size class, path and token count."""
-    gate_up_tile, down_tile = GLUON_TILES[path]
-    stages = GLUON_DOWN_STAGES.get(expert_size_class(expert_bytes), {}).get(path, {}).get(num_tokens)
-    return gate_up_tile, (down_tile if stages is None else replace(down_tile, stages=stages))
+    """The (gate_up, down) Gluon tiles of a path at a token count: GLUON_TILES_AT's where it lists the
+    expert size class, path and token count, else GLUON_TILES'."""
+    listed = GLUON_TILES_AT.get(expert_size_class(expert_bytes), {}).get(path, {}).get(num_tokens)
+    if listed is None:
+        return GLUON_TILES[path]
+    gate_up_tile, down_tile = (GluonTile(*tile) for tile in listed)
+    return gate_up_tile, down_tile
 
 
 def _gluon_measured_at(num_tokens: int, path: str, expert_bytes: int | None) -> bool:

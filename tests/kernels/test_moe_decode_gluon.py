@@ -49,7 +49,7 @@ def _tiles(monkeypatch, up_n: int, up_s: int, down_n: int, down_s: int) -> None:
     """Both paths' Gluon tiles set to these (gate_up out_n x stages, down out_n x stages) at every token count."""
     tiles = (GluonTile(up_n, up_s), GluonTile(down_n, down_s))
     monkeypatch.setattr(moe_decode, "GLUON_TILES", {"pairs": tiles, "grouped": tiles})
-    monkeypatch.setattr(moe_decode, "GLUON_DOWN_STAGES", {})
+    monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {})
 
 
 def _plan(M, E, k, H, I, path="grouped", ws=None):
@@ -126,22 +126,26 @@ def test_auto_path_takes_the_grouped_path_where_only_its_gemms_run_in_gluon(monk
     assert moe_decode.choose_decode_path(9, 128, 8, True, True, small, 2048, 768) == "chain"
 
 
-def test_down_stages_by_token_count_and_expert_size(monkeypatch):
-    """gluon_tiles: GLUON_TILES' tiles, down's stages from GLUON_DOWN_STAGES where it lists the expert size
-    class, path and token count (small experts: the pairs path at 2 and 5 tokens, the grouped at 10-12)."""
+def test_tiles_by_token_count_and_expert_size(monkeypatch):
+    """gluon_tiles: GLUON_TILES_AT's tiles where it lists the expert size class, path and token count, else
+    GLUON_TILES' (small experts: down's stages on the pairs path at 2 and 5 tokens, gate_up's at 8 and down's
+    at 10-12 on the grouped; large experts: gate_up's on the pairs path at 1 and 2)."""
     small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
     up, down = moe_decode.GLUON_TILES["pairs"]
     assert moe_decode.gluon_tiles("pairs", 1, small) == (up, down)
     assert moe_decode.gluon_tiles("pairs", 2, small) == (up, GluonTile(down.out_n, 6))
     assert moe_decode.gluon_tiles("pairs", 5, small) == (up, GluonTile(down.out_n, 4))
-    assert moe_decode.gluon_tiles("pairs", 2, large) == (up, down)
-    grouped_down = moe_decode.GLUON_TILES["grouped"][1]
-    assert [moe_decode.gluon_tiles("grouped", M, small)[1].stages for M in range(9, 14)] == [grouped_down.stages, 4, 4,
-                                                                                             4, grouped_down.stages]
-    monkeypatch.setattr(moe_decode, "GLUON_DOWN_STAGES", {"large": {"grouped": {6: 5}}})
+    assert moe_decode.gluon_tiles("pairs", 1, large) == (GluonTile(32, 8), down)
+    assert moe_decode.gluon_tiles("pairs", 2, large) == (GluonTile(64, 4), down)
+    assert moe_decode.gluon_tiles("pairs", 5, large) == (up, down)
+    grouped_up, grouped_down = moe_decode.GLUON_TILES["grouped"]
+    assert moe_decode.gluon_tiles("grouped", 8, small) == (GluonTile(32, 4), grouped_down)
+    assert [moe_decode.gluon_tiles("grouped", M, small) for M in range(9, 14)] == [
+        (grouped_up, grouped_down), *[(grouped_up, GluonTile(grouped_down.out_n, 4))] * 3, (grouped_up, grouped_down)]
+    monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {"large": {"grouped": {6: ((64, 3), (64, 5))}}})
     assert moe_decode.gluon_tiles("pairs", 2, small) == (up, down)
-    assert moe_decode.gluon_tiles("grouped", 6, large)[1].stages == 5
-    assert moe_decode.gluon_tiles("grouped", 6, None)[1].stages == 5  # an unknown size counts as large
+    assert moe_decode.gluon_tiles("grouped", 6, large) == (GluonTile(64, 3), GluonTile(64, 5))
+    assert moe_decode.gluon_tiles("grouped", 6, None) == (GluonTile(64, 3), GluonTile(64, 5))  # unknown: large
 
 
 def test_unknown_gluon_mode_is_one_line_error(monkeypatch):
@@ -162,7 +166,7 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, gluon_on,
     table's are the next test's)."""
     _compile_side()
     monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
-    monkeypatch.setattr(moe_decode, "GLUON_DOWN_STAGES", {})
+    monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {})
     for kernel in (moe_decode.moe_decode_gemm_gluon_kernel, moe_decode.moe_decode_route_kernel):
         triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))  # earlier tests' keys
     E, k, H, I = 16, 4, 256, 384
@@ -200,8 +204,8 @@ def test_shipped_choice_compiles_one_gluon_variant_per_gemm_and_path_over_m_1_to
             if sweep == 0:
                 first = {name: rec.variants(name) for name in ("moe_decode_gemm_gluon_kernel",
                                                                "moe_decode_route_kernel")}
-    # One variant per distinct tile: gate_up's and down's on each path, and down's other stages where
-    # GLUON_DOWN_STAGES lists a token count of that path.
+    # One variant per distinct tile: gate_up's and down's on each path, and the other tiles where
+    # GLUON_TILES_AT lists a token count of that path.
     tiles = {(path, gated, moe_decode.gluon_tiles(path, M, eb)[0 if gated else 1])
              for M in range(1, MAX_DECODE_TOKENS + 1)
              for path in (moe_decode.choose_decode_path(M, E, k, True, True, eb, H, I),)
@@ -287,8 +291,9 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
                                     ("pairs", 1), ("pairs", 2), ("pairs", 3), ("pairs", 5), ("pairs", 8)])
 @pytest.mark.parametrize("tiles", [(32, 4, 64, 4, True, True), (64, 4, 64, 4, True, True),
                                    (128, 3, 128, 3, True, True), (64, 2, 128, 6, True, True),
-                                   (32, 6, 128, 3, False, True), (32, 6, 128, 3, True, False), None],
-                         ids=["32-columns", "64-columns", "128-columns", "mixed", "down-waits-first",
+                                   (32, 8, 128, 3, True, True), (32, 6, 128, 3, False, True),
+                                   (32, 6, 128, 3, True, False), None],
+                         ids=["32-columns", "64-columns", "128-columns", "mixed", "8-stages", "down-waits-first",
                               "routed-after-the-row", "shipped-tiles"])
 def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
     """FP8 block scales on the grouped and pairs paths, GEMMs on Gluon: each of three graph replays with new
@@ -296,7 +301,8 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
     tl's kernel on the same inputs (H = 384, I = 640: a K loop of 3 and 5 steps, I's last group
     written by four 32-column tiles, two of 64 or one of 128); the pairs path's x launch routing in
     programs of its own (shipped) or after each row; "shipped-tiles": the shipped tiles with down's stages
-    by token count (GLUON_DOWN_STAGES: 6 at 2 tokens and 4 at 5 on the pairs path, 4 at 10-12 on the grouped)."""
+    by token count (GLUON_TILES_AT: down's 6 stages at 2 tokens and 4 at 5 on the pairs path, 4 at 10-12 on
+    the grouped; gate_up's 4 stages at 8 on the grouped)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
