@@ -58,37 +58,23 @@ _STORE_CACHE = ".cs"
 # below, the output bytes equal the clamped kernel's at every T.
 _CLAMP_FP8 = False
 _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offline backend).
-# With MN-major scales (stride 1 along tokens), tiles of one head's run of this many consecutive tokens, so
-# each scale column takes one store of contiguous words instead of one word per (token, head) row. H200,
-# nineteenth session (inv_rope_fp8.md), probe_inv_rope_layouts: the same kernel with row scales instead
-# of MN-major ones 30.08 -> 28.28 us at T = 4096 (82% -> 87% of copy), 55.69 -> 53.81 at 8192. Prepared
-# (maths checked under the interpreter, sm_90 compiles offline), not yet timed: 1 keeps one row a tile.
-_MN_MAJOR_TOKEN_RUN = 1
-
-
-@triton.jit
-def _tile_rows(tile, n_rows, NUM_HEADS: tl.constexpr, ROWS: tl.constexpr, TOKEN_RUN: tl.constexpr):
-    """(row_ok, token, head) of a tile's ROWS rows: consecutive (token, head) rows, or with TOKEN_RUN
-    (== ROWS) one head's run of TOKEN_RUN consecutive tokens (tile = token run * NUM_HEADS + head)."""
-    if TOKEN_RUN > 1:
-        token = tl.arange(0, ROWS).to(tl.int64) + (tile // NUM_HEADS) * TOKEN_RUN
-        head = tl.zeros((ROWS,), dtype=tl.int64) + tile % NUM_HEADS
-        row_ok = token < n_rows // NUM_HEADS
-    else:
-        rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
-        row_ok = rows < n_rows
-        token = rows // NUM_HEADS
-        head = rows % NUM_HEADS
-    return row_ok, token, head
+# Refuted, removed: with MN-major scales, tiles of one head's run of 2-8 consecutive tokens (so each scale
+# column is one store of contiguous words; _MN_MAJOR_TOKEN_RUN, launch_inv_rope_fp8(token_run=)). H200,
+# 2026-12-03, twentieth session (benchmarks/results/inv_rope_fp8.md), vLLM's layout, one row a tile against
+# runs of 2 on 1 warp, 4 on 1 warp, 4 on 2 warps, 8 on 2 warps: T = 4096 29.71 us against 30.48 / 32.50 /
+# 33.52 / 41.37, T = 16384 108.40 against 110.24 / 114.40 / 120.84 / 136.30: slower at every run length.
 
 
 @triton.jit
 def _load_tile(
     o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b, pair_ok,
-    NUM_HEADS: tl.constexpr, ROWS: tl.constexpr, TOKEN_RUN: tl.constexpr,
+    NUM_HEADS: tl.constexpr, ROWS: tl.constexpr,
 ):
     """Raw loads of one tile: the rows, their rope pairs (re-read, L1 hits) and positions."""
-    row_ok, token, head = _tile_rows(tile, n_rows, NUM_HEADS, ROWS, TOKEN_RUN)
+    rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
+    row_ok = rows < n_rows
+    token = rows // NUM_HEADS
+    head = rows % NUM_HEADS
     row_ptr = o_ptr + (token * o_stride_token + head * o_stride_head)[:, None]
     pair_mask = row_ok[:, None] & pair_ok[None, :]
     x = tl.load(row_ptr + cols[None, :], mask=row_ok[:, None] & col_ok[None, :], other=0.0)
@@ -138,12 +124,9 @@ def inv_rope_fp8_kernel(
     PREFETCH: tl.constexpr,
     STORE_CACHE: tl.constexpr,
     CLAMP_FP8: tl.constexpr = False,
-    TOKEN_RUN: tl.constexpr = 1,
 ):
     """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles.
 
-    TOKEN_RUN > 1 (== ROWS): each tile is one head's run of TOKEN_RUN consecutive tokens, so its
-    MN-major scales (stride 1 along tokens) are TOKEN_RUN contiguous words a column, not one.
     STORE_CACHE: the quantized rows' store cache modifier (``_STORE_CACHE``: streaming).
     CLAMP_FP8: clamp to the fp8 range before an fp8 cast as well (``_CLAMP_FP8``: no). The scaled
     values are within fp8's range up to rounding (|x| <= amax, times 448 / amax), which the cast
@@ -158,10 +141,7 @@ def inv_rope_fp8_kernel(
     num_programs = tl.num_programs(0)
     n_tokens = tl.cast(num_tokens, tl.int64)  # a constexpr under default specialization
     n_rows = n_tokens * NUM_HEADS
-    if TOKEN_RUN > 1:
-        n_tiles = (n_tokens + TOKEN_RUN - 1) // TOKEN_RUN * NUM_HEADS
-    else:
-        n_tiles = (n_rows + ROWS - 1) // ROWS
+    n_tiles = (n_rows + ROWS - 1) // ROWS
     # Derived here, not passed: both vary with T and would flip Triton's int classes.
     padded_tokens = (n_tokens + 3) // 4 * 4
     group_stride = n_tokens * ROW_WIDTH
@@ -198,10 +178,13 @@ def inv_rope_fp8_kernel(
     if PREFETCH:
         x_next, a_next, b_next, pos_next = _load_tile(
             o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
-            pair_ok, NUM_HEADS, ROWS, TOKEN_RUN,
+            pair_ok, NUM_HEADS, ROWS,
         )
     for tile in range(pid, n_tiles, num_programs):
-        row_ok, token, head = _tile_rows(tile, n_rows, NUM_HEADS, ROWS, TOKEN_RUN)
+        rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
+        row_ok = rows < n_rows
+        token = rows // NUM_HEADS
+        head = rows % NUM_HEADS
         out_base = (head // HEADS_PER_GROUP) * group_stride + token * ROW_WIDTH + (head % HEADS_PER_GROUP) * HEAD_DIM
         if PREFETCH:
             # This tile's loads were issued one iteration ago; issue the next tile's now, so
@@ -209,12 +192,12 @@ def inv_rope_fp8_kernel(
             x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
             x_next, a_next, b_next, pos_next = _load_tile(
                 o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, cols, col_ok,
-                col_a, col_b, pair_ok, NUM_HEADS, ROWS, TOKEN_RUN,
+                col_a, col_b, pair_ok, NUM_HEADS, ROWS,
             )
         else:
             x_raw, a_raw, b_raw, pos = _load_tile(
                 o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
-                pair_ok, NUM_HEADS, ROWS, TOKEN_RUN,
+                pair_ok, NUM_HEADS, ROWS,
             )
         x = x_raw.to(tl.float32)
         a = a_raw.to(tl.float32)
@@ -504,7 +487,6 @@ def launch_inv_rope_fp8(
     prefetch: bool = _PREFETCH,
     store_cache: str | None = None,
     clamp_fp8: bool = _CLAMP_FP8,
-    token_run: int | None = None,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
@@ -512,27 +494,17 @@ def launch_inv_rope_fp8(
     the maths under ``TRITON_INTERPRET=1``). ``kernel`` swaps in another build of the same
     function (the interpreter, or a copy with default specialization for comparisons);
     ``rows_per_tile``, ``num_warps``, ``programs_per_sm``, ``prefetch``, ``store_cache`` (the
-    output rows' store cache modifier, ``_STORE_CACHE`` unless given; "" the plain store),
-    ``clamp_fp8`` (a clamp before the fp8 cast too) and ``token_run`` (tiles of one head's run of that
-    many consecutive tokens; ``_MN_MAJOR_TOKEN_RUN`` with MN-major scales unless given, else 1) are
-    tuning knobs for benchmarks.
+    output rows' store cache modifier, ``_STORE_CACHE`` unless given; "" the plain store) and
+    ``clamp_fp8`` (a clamp before the fp8 cast too) are tuning knobs for benchmarks.
     """
     num_tokens = o.shape[0]
     if num_tokens == 0:
         return
-    if token_run is None:
-        token_run = _MN_MAJOR_TOKEN_RUN if layout.quantize and layout.scale_layout == "mn_major" else 1
-    if token_run < 1 or token_run & (token_run - 1) or (token_run > 1 and rows_per_tile not in (None, token_run)):
-        _fail("token_run", f"must be a power of two and, above 1, equal rows_per_tile when given; got {token_run}"
-                           f" with rows_per_tile {rows_per_tile}")
     constexprs = layout.constexprs()
     tile_width = constexprs["CHUNKS_P2"] * constexprs["GROUP"]
-    rows = token_run if token_run > 1 else rows_per_tile or max(1, _ELEMENTS_PER_TILE // tile_width)
+    rows = rows_per_tile or max(1, _ELEMENTS_PER_TILE // tile_width)
     num_warps = num_warps or min(4, max(1, rows * tile_width // 1024))
-    if token_run > 1:
-        n_tiles = triton.cdiv(num_tokens, token_run) * layout.num_heads
-    else:
-        n_tiles = triton.cdiv(num_tokens * layout.num_heads, rows)
+    n_tiles = triton.cdiv(num_tokens * layout.num_heads, rows)
     grid = (inv_rope_grid(n_tiles, _sm_count(o.device), programs_per_sm),)
     # With one token the token stride is never used; normalise it so a view's odd stride
     # cannot become a new specialization.
@@ -551,7 +523,6 @@ def launch_inv_rope_fp8(
         PREFETCH=prefetch,
         STORE_CACHE=_STORE_CACHE if store_cache is None else store_cache,
         CLAMP_FP8=clamp_fp8,
-        **({"TOKEN_RUN": token_run} if token_run > 1 else {}),
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.
         enable_fp_fusion=False,

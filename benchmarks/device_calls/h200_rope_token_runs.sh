@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Record only: this call (twentieth session, 2026-12-03) measured token runs slower at every run length; the switch
+# (token_run, --token-runs) was removed after it, so this script no longer runs on later trees.
 # Issue #16, written in the nineteenth session (2026-12-03) for the next device call (not yet run): the inverse-RoPE
 # kernel in vLLM's layout with tiles of one head's run of 2, 4 or 8 consecutive tokens (launch_inv_rope_fp8's
 # token_run; inv_rope._MN_MAJOR_TOKEN_RUN, prepared at 1), so each MN-major scale column is one store of contiguous

@@ -109,7 +109,7 @@ def _logical(case: Case, layout: irf.InvRopeFp8Layout, out: torch.Tensor, scales
 
 
 def run_kernel(
-    case: Case, inputs: dict, device: str, fp8: bool, rows_per_tile: int | None = None, token_run: int | None = None
+    case: Case, inputs: dict, device: str, fp8: bool, rows_per_tile: int | None = None
 ) -> dict[str, torch.Tensor]:
     """Run the kernel once into poisoned buffers; pre-cast fp32 values, or fp8 when ``fp8``."""
     inputs = {k: v.to(device) for k, v in inputs.items()}
@@ -120,8 +120,7 @@ def run_kernel(
         out = torch.full(out.shape, float("nan"), dtype=torch.float32, device=device)
     if scales.numel():
         scales.fill_(-7)
-    irf.launch_inv_rope_fp8(layout, **inputs, out=out, scales=scales, rows_per_tile=rows_per_tile,
-                            token_run=token_run)
+    irf.launch_inv_rope_fp8(layout, **inputs, out=out, scales=scales, rows_per_tile=rows_per_tile)
     values, scale_values = _logical(case, layout, out, scales, tokens)
     result = {"values": values.cpu(), "scale_buffer": scales.cpu()}
     if scale_values is not None:
@@ -133,10 +132,9 @@ def _interpreter_child(request_path: str, result_path: str) -> None:
     """Child process body: TRITON_INTERPRET=1 is already in its environment."""
     requests = torch.load(request_path)
     results = {}
-    for key, (case_fields, inputs, launch) in requests.items():
-        # 8 rows per tile (the GPU default is 1) unless the request says otherwise: fewer interpreted
-        # programs, and partial tiles.
-        results[key] = run_kernel(Case(**case_fields), inputs, "cpu", fp8=False, **(launch or {"rows_per_tile": 8}))
+    for key, (case_fields, inputs) in requests.items():
+        # 8 rows per tile (the GPU default is 1): fewer interpreted programs, and partial tiles.
+        results[key] = run_kernel(Case(**case_fields), inputs, "cpu", fp8=False, rows_per_tile=8)
     torch.save(results, result_path)
 
 
@@ -150,17 +148,10 @@ def interpreter_results() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         request_path, result_path = os.path.join(tmp, "in.pt"), os.path.join(tmp, "out.pt")
         requests = {
-            (case.name, tokens): (asdict(case), case.inputs(tokens, _seed(case, tokens)), None)
+            (case.name, tokens): (asdict(case), case.inputs(tokens, _seed(case, tokens)))
             for case in CASES
             for tokens in INTERPRETER_TOKEN_COUNTS
         }
-        requests.update({
-            (case.name, tokens, f"token_run={run}"): (asdict(case), case.inputs(tokens, _seed(case, tokens)),
-                                                      {"token_run": run})
-            for case in TOKEN_RUN_CASES
-            for tokens in TOKEN_RUN_TOKEN_COUNTS
-            for run in TOKEN_RUNS
-        })
         torch.save(requests, request_path)
         env = dict(os.environ, TRITON_INTERPRET="1")
         child = subprocess.run(
@@ -222,11 +213,6 @@ BACKENDS = [
     "interpreter",
     pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")]),
 ]
-# Tiles of one head's run of consecutive tokens (launch_inv_rope_fp8's token_run), on the MN-major layouts they
-# are for; partial runs at 3, 6 and 13 tokens.
-TOKEN_RUN_CASES = [case for case in CASES if case.scale_layout == "mn_major"]
-TOKEN_RUN_TOKEN_COUNTS = (1, 3, 6, 13)
-TOKEN_RUNS = (2, 4, 8)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -243,33 +229,6 @@ def test_kernel_matches_reference(case: Case, backend: str, request: pytest.Fixt
             got = run_kernel(case, inputs, "cuda", fp8=False)
             fp8_got = run_kernel(case, inputs, "cuda", fp8=True)
         check_against_reference(case, inputs, got, fp8_got, "cpu" if backend == "interpreter" else "cuda")
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("run", TOKEN_RUNS)
-@pytest.mark.parametrize("case", TOKEN_RUN_CASES, ids=lambda c: c.name)
-def test_token_run_tiles_match_reference(case: Case, run: int, backend: str, request: pytest.FixtureRequest) -> None:
-    """Tiles of one head's run of ``run`` consecutive tokens (full and partial runs): the same rotation,
-    scales (MN-major padding zeroed) and quantized values as the reference."""
-    token_counts = TOKEN_RUN_TOKEN_COUNTS if backend == "interpreter" else GPU_TOKEN_COUNTS
-    for tokens in token_counts:
-        inputs = case.inputs(tokens, _seed(case, tokens))
-        if backend == "interpreter":
-            got = request.getfixturevalue("interpreter_results")[(case.name, tokens, f"token_run={run}")]
-            fp8_got = None
-        else:
-            got = run_kernel(case, inputs, "cuda", fp8=False, token_run=run)
-            fp8_got = run_kernel(case, inputs, "cuda", fp8=True, token_run=run)
-        check_against_reference(case, inputs, got, fp8_got, "cpu" if backend == "interpreter" else "cuda")
-
-
-def test_token_run_must_be_a_power_of_two_matching_rows_per_tile() -> None:
-    inputs = _good_inputs(4)
-    layout = irf.plan_inv_rope_fp8(**inputs, scale_layout="mn_major")
-    out, scales = irf.allocate_inv_rope_fp8_outputs(layout, 4, inputs["o"].device)
-    for run, rows in ((3, None), (0, None), (4, 2)):
-        with pytest.raises(ValueError, match=r"^inv_rope_fp8: token_run: must be a power of two"):
-            irf.launch_inv_rope_fp8(layout, **inputs, out=out, scales=scales, token_run=run, rows_per_tile=rows)
 
 
 # ---- the reference itself --------------------------------------------------------------
@@ -505,14 +464,6 @@ def test_real_compile_for_sm90_gives_one_variant(sweep_inputs, tmp_path, monkeyp
     assert "cvt.rn.satfinite.e4m3x2.f32" in ptx, "the fp8 cast does not saturate"
     assert "min.xorsign.abs.f32" not in ptx, "a clamp precedes the saturating fp8 cast"
 
-
-def test_real_compile_for_sm90_with_token_runs_gives_one_variant(sweep_inputs, tmp_path, monkeypatch) -> None:
-    """Tiles of one head's run of 4 tokens (``_MN_MAJOR_TOKEN_RUN``, prepared) in the upstream layout: a real
-    sm_90 compile reused for every T (partial runs included), its rows still loaded and stored 128 bits at a
-    time."""
-    monkeypatch.setattr(irf, "_MN_MAJOR_TOKEN_RUN", 4)
-    ptx = _upstream_layout_sm90_ptx(sweep_inputs, tmp_path, monkeypatch, (1, 3, 17, 4096, 65536))
-    assert "cvt.rn.satfinite.e4m3x2.f32" in ptx, "the fp8 cast does not saturate"
 
 if __name__ == "__main__":
     _interpreter_child(*sys.argv[1:3])
