@@ -826,11 +826,15 @@ GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
 # 89.8, M = 10 81.15 / 82.25, M = 11 92.6 / 93.1 (4 stages); slower at grouped 9, 13, 14 (75.0 / 73.5, 99.4 /
 # 98.3, 101.9 / 101.35) and at DeepSeek-V3-TP2 M = 2 (92.45 / 90.9). gate_up's tile (call 4): DeepSeek M = 1
 # 32 x 8 stages 49.65 / 51.35, M = 2 64 x 4 90.8 / 91.6; Qwen3 grouped M = 8 32 x 4 68.1 / 69.15; level or
-# slower elsewhere (Qwen3 M = 1, 16; 32 x 8 at DeepSeek M = 2 97.0).
+# slower elsewhere (Qwen3 M = 1, 16; 32 x 8 at DeepSeek M = 2 97.0). Call 5, shipped / GLUON_TILES' (vLLM's
+# GEMMs alone): DeepSeek M = 1 49.3 / 51.1 (54.5), M = 2 90.1 / 90.8 (90.3); Qwen3 M = 2 25.3 / 26.6 (26.1),
+# M = 5 52.2 / 54.0 (52.4), M = 8 68.4 / 69.7 (67.1), M = 12 87.45 / 88.95 (82.0); gate_up 32 x 4 at M = 7 64.4
+# / 66.5 (65.8), M = 9 71.55 / 72.85 (68.8).
 GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]]] = {
     "small": {
         "pairs": {2: ((32, 6), (128, 6)), 5: ((32, 6), (128, 4))},
-        "grouped": {8: ((32, 4), (64, 3)), 10: ((32, 6), (64, 4)), 11: ((32, 6), (64, 4)), 12: ((32, 6), (64, 4))},
+        "grouped": {7: ((32, 4), (64, 3)), 8: ((32, 4), (64, 3)), 9: ((32, 4), (64, 3)), 10: ((32, 6), (64, 4)),
+                    11: ((32, 6), (64, 4)), 12: ((32, 6), (64, 4))},
     },
     "large": {"pairs": {1: ((32, 8), (128, 3)), 2: ((64, 4), (128, 3))}},
 }

@@ -128,7 +128,7 @@ def test_auto_path_takes_the_grouped_path_where_only_its_gemms_run_in_gluon(monk
 
 def test_tiles_by_token_count_and_expert_size(monkeypatch):
     """gluon_tiles: GLUON_TILES_AT's tiles where it lists the expert size class, path and token count, else
-    GLUON_TILES' (small experts: down's stages on the pairs path at 2 and 5 tokens, gate_up's at 8 and down's
+    GLUON_TILES' (small experts: down's stages on the pairs path at 2 and 5 tokens, gate_up's at 7-9 and down's
     at 10-12 on the grouped; large experts: gate_up's on the pairs path at 1 and 2)."""
     small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
     up, down = moe_decode.GLUON_TILES["pairs"]
@@ -139,9 +139,9 @@ def test_tiles_by_token_count_and_expert_size(monkeypatch):
     assert moe_decode.gluon_tiles("pairs", 2, large) == (GluonTile(64, 4), down)
     assert moe_decode.gluon_tiles("pairs", 5, large) == (up, down)
     grouped_up, grouped_down = moe_decode.GLUON_TILES["grouped"]
-    assert moe_decode.gluon_tiles("grouped", 8, small) == (GluonTile(32, 4), grouped_down)
-    assert [moe_decode.gluon_tiles("grouped", M, small) for M in range(9, 14)] == [
-        (grouped_up, grouped_down), *[(grouped_up, GluonTile(grouped_down.out_n, 4))] * 3, (grouped_up, grouped_down)]
+    assert [moe_decode.gluon_tiles("grouped", M, small) for M in range(6, 14)] == [
+        (grouped_up, grouped_down), *[(GluonTile(32, 4), grouped_down)] * 3,
+        *[(grouped_up, GluonTile(grouped_down.out_n, 4))] * 3, (grouped_up, grouped_down)]
     monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {"large": {"grouped": {6: ((64, 3), (64, 5))}}})
     assert moe_decode.gluon_tiles("pairs", 2, small) == (up, down)
     assert moe_decode.gluon_tiles("grouped", 6, large) == (GluonTile(64, 3), GluonTile(64, 5))
@@ -302,7 +302,7 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
     written by four 32-column tiles, two of 64 or one of 128); the pairs path's x launch routing in
     programs of its own (shipped) or after each row; "shipped-tiles": the shipped tiles with down's stages
     by token count (GLUON_TILES_AT: down's 6 stages at 2 tokens and 4 at 5 on the pairs path, 4 at 10-12 on
-    the grouped; gate_up's 4 stages at 8 on the grouped)."""
+    the grouped; gate_up's 4 stages at 7-9 on the grouped)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
