@@ -795,7 +795,7 @@ GLUON_FP8_MODES = ("measured", "always", "never")
 # M = 4 (pairs 43.4 / 42.65, grouped 48.6) and M = 6 (pairs 62.8, grouped 61.3 / 60.75).
 GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
     "small": {"pairs": (1, 2, 5), "grouped": (3, 7, 8, *range(9, 17))},
-    "large": {"pairs": (1, 2), "grouped": (6,)},
+    "large": {"pairs": (1, 2), "grouped": (3, 5, 6)},
 }
 # The Gluon pairs path's x launch (which routes each token, ROUTE_TOKENS): True gives the routing programs
 # of their own, so a token's routing and its row's quantization run side by side (2 * M programs) instead
@@ -836,7 +836,8 @@ GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, 
         "grouped": {7: ((32, 4), (64, 3)), 8: ((32, 4), (64, 3)), 9: ((32, 4), (64, 3)), 10: ((32, 6), (64, 4)),
                     11: ((32, 6), (64, 4)), 12: ((32, 6), (64, 4))},
     },
-    "large": {"pairs": {1: ((32, 8), (128, 3)), 2: ((64, 4), (128, 3))}},
+    "large": {"pairs": {1: ((32, 8), (128, 3)), 2: ((64, 4), (128, 3))},
+              "grouped": {3: ((32, 8), (64, 3)), 5: ((32, 8), (64, 3)), 6: ((32, 8), (64, 3))}},
 }
 # With PDL: the Gluon down GEMM's programs copy their first K steps of weights before they wait for
 # gate_up (which then waits for the launch before it before letting down start). Call 3: faster or level
