@@ -792,7 +792,9 @@ GLUON_FP8_MODES = ("measured", "always", "never")
 # from M = 24 (125.55 / 125.0, M = 32 138.6 / 137.7, M = 64 162.15 / 154.3); DeepSeek-V3-TP2 slower at 9-64
 # (M = 9 333.8 / 329.0, M = 16 500.15 / 490.7). Call 6, Qwen3-30B-like, Gluon / the shipped tl path: M = 5
 # pairs 54.7 / 55.5 (tl pairs with the per-pair handoff), M = 7 grouped 66.95 / 69.05 (tl grouped); slower at
-# M = 4 (pairs 43.4 / 42.65, grouped 48.6) and M = 6 (pairs 62.8, grouped 61.3 / 60.75).
+# M = 4 (pairs 43.4 / 42.65, grouped 48.6) and M = 6 (pairs 62.8, grouped 61.3 / 60.75). Twentieth session,
+# calls 9-10, DeepSeek-V3-TP2 grouped on Gluon with gate_up 32 x 8 (GLUON_TILES_AT) / tl's GEMMs: M = 3 126.35 /
+# 129.8, M = 5 204.35 / 206.9 (on Gluon with GLUON_TILES' 32 x 6: 131.6 and 211.4, slower than tl's).
 GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
     "small": {"pairs": (1, 2, 5), "grouped": (3, 7, 8, *range(9, 17))},
     "large": {"pairs": (1, 2), "grouped": (3, 5, 6)},
@@ -829,7 +831,8 @@ GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
 # slower elsewhere (Qwen3 M = 1, 16; 32 x 8 at DeepSeek M = 2 97.0). Call 5, shipped / GLUON_TILES' (vLLM's
 # GEMMs alone): DeepSeek M = 1 49.3 / 51.1 (54.5), M = 2 90.1 / 90.8 (90.3); Qwen3 M = 2 25.3 / 26.6 (26.1),
 # M = 5 52.2 / 54.0 (52.4), M = 8 68.4 / 69.7 (67.1), M = 12 87.45 / 88.95 (82.0); gate_up 32 x 4 at M = 7 64.4
-# / 66.5 (65.8), M = 9 71.55 / 72.85 (68.8).
+# / 66.5 (65.8), M = 9 71.55 / 72.85 (68.8). Calls 9-10, DeepSeek grouped, gate_up 32 x 8 / 32 x 6 (both on
+# Gluon): M = 6 243.85 / 245.15 (vLLM 236.7), M = 3 126.35 / 131.6, M = 5 204.35 / 211.4 (GLUON_FP8_TOKENS).
 GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]]] = {
     "small": {
         "pairs": {2: ((32, 6), (128, 6)), 5: ((32, 6), (128, 4))},

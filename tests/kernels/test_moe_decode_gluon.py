@@ -89,7 +89,8 @@ def test_plan_takes_gluon_only_on_the_grouped_and_pairs_fp8_block_paths_with_128
 def test_measured_gluon_token_counts_by_expert_size_and_path():
     """GLUON_FP8_GEMMS "measured" (the default): Gluon where the seventeenth session timed it faster, the
     pairs path at 1-2 tokens for both expert sizes and 5 for small experts, the grouped path at 3 and 7-16
-    tokens for small experts (7 and 9-16 since the nineteenth session) and 6 for large ones; tl's kernels
+    tokens for small experts (7 and 9-16 since the nineteenth session) and 3, 5 and 6 for large ones (3 and 5
+    since the twentieth, with their own gate_up tile); tl's kernels
     elsewhere (the pairs path's per-pair handoff at 4 and 6 tokens was faster)."""
     assert moe_decode.GLUON_FP8_GEMMS == "measured"
     small = expert_weight_bytes(2048, 768, 1)
@@ -98,7 +99,7 @@ def test_measured_gluon_token_counts_by_expert_size_and_path():
              for M in range(1, 65) if moe_decode.takes_gluon_gemms(M, path, True, 2048, 768, eb)}
     assert taken == {("small", "pairs", 1), ("small", "pairs", 2), ("small", "pairs", 5), ("small", "grouped", 3),
                      *(("small", "grouped", M) for M in range(7, 17)),
-                     ("large", "pairs", 1), ("large", "pairs", 2), ("large", "grouped", 6)}
+                     ("large", "pairs", 1), ("large", "pairs", 2), *(("large", "grouped", M) for M in (3, 5, 6))}
     assert not moe_decode.takes_gluon_gemms(1, "pairs", False, 2048, 768, small)  # bf16 / no block scales
     assert not moe_decode.takes_gluon_gemms(1, "chain", True, 2048, 768, small)
     assert not moe_decode.takes_gluon_gemms(1, "pairs", True, 2048, 320, small)  # I not a multiple of 128
@@ -129,7 +130,7 @@ def test_auto_path_takes_the_grouped_path_where_only_its_gemms_run_in_gluon(monk
 def test_tiles_by_token_count_and_expert_size(monkeypatch):
     """gluon_tiles: GLUON_TILES_AT's tiles where it lists the expert size class, path and token count, else
     GLUON_TILES' (small experts: down's stages on the pairs path at 2 and 5 tokens, gate_up's at 7-9 and down's
-    at 10-12 on the grouped; large experts: gate_up's on the pairs path at 1 and 2)."""
+    at 10-12 on the grouped; large experts: gate_up's on the pairs path at 1 and 2, on the grouped at 3, 5, 6)."""
     small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
     up, down = moe_decode.GLUON_TILES["pairs"]
     assert moe_decode.gluon_tiles("pairs", 1, small) == (up, down)
@@ -138,6 +139,9 @@ def test_tiles_by_token_count_and_expert_size(monkeypatch):
     assert moe_decode.gluon_tiles("pairs", 1, large) == (GluonTile(32, 8), down)
     assert moe_decode.gluon_tiles("pairs", 2, large) == (GluonTile(64, 4), down)
     assert moe_decode.gluon_tiles("pairs", 5, large) == (up, down)
+    assert [moe_decode.gluon_tiles("grouped", M, large)[0] for M in range(2, 8)] == [
+        moe_decode.GLUON_TILES["grouped"][0], GluonTile(32, 8), moe_decode.GLUON_TILES["grouped"][0],
+        GluonTile(32, 8), GluonTile(32, 8), moe_decode.GLUON_TILES["grouped"][0]]
     grouped_up, grouped_down = moe_decode.GLUON_TILES["grouped"]
     assert [moe_decode.gluon_tiles("grouped", M, small) for M in range(6, 14)] == [
         (grouped_up, grouped_down), *[(GluonTile(32, 4), grouped_down)] * 3,
