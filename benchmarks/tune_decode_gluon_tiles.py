@@ -1,0 +1,232 @@
+"""H200 tuner for the decode MoE layer's Gluon tiles (issue #16): which (gate_up, down) tile each token count takes.
+
+The twentieth session found the Gluon GEMMs' best tile changing with the token count (DeepSeek-V3-TP2 M = 1 with
+gate_up 32x8 1.7 us faster, Qwen3-30B-FP8 M = 2 with down 6 stages 1.3 us; benchmarks/results/moe_layer.md) and
+wrote them into ``moe_decode.GLUON_TILES_AT`` by hand. This sweeps them. For each case and M, on the path the
+shipped choice takes (FP8 block scales; the chain path has no Gluon GEMMs and is skipped), the whole layer
+(CUDA graphs over rotated layer copies, L2 defeated; never a launch alone, which misleads here: gate_up 32x8
+alone was 9 us slower at DeepSeek M = 1 where the layer was 1.7 us faster):
+
+1. each gate_up candidate beside the shipped down tile, one timing each;
+2. each down candidate beside the fastest gate_up, one timing each;
+3. the fastest pair, the shipped choice (its tiles, or tl's GEMMs where Gluon is not taken at this M) and
+   GLUON_TILES' tiles alone, side by side over ``--rounds`` rounds (every other one in reverse order).
+
+It prints a row per M as it goes (and appends every timing to ``OUT/tune_decode_gluon_tiles.jsonl``, so a run
+cut short keeps what it measured), then the GLUON_TILES_AT and GLUON_FP8_TOKENS entries this run supports:
+those M where the fastest pair beat the shipped choice in every round by more than ``--min-gain`` percent. A
+proposal to confirm with ``probe_decode_gluon_layer.py`` and copy by hand, never written into the code.
+
+    PYTHONPATH=$PWD python3 benchmarks/tune_decode_gluon_tiles.py --cases qwen3-30b-fp8-block --ms 1-16 --out $OUT
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+GATE_UP_CANDIDATES = "32x4,32x6,32x8,64x3,64x4,64x6"
+DOWN_CANDIDATES = "64x3,64x4,64x6,128x3,128x4,128x6"
+GLUON_PATHS = ("pairs", "grouped")
+
+
+def parse_tiles(spec: str, what: str) -> list[tuple[int, int]]:
+    """``"32x6,64x4"`` -> [(32, 6), (64, 4)]: (out_n, stages) pairs; a one-line ``SystemExit`` naming ``what``
+    on anything else (GluonTile checks the values when the plan is made)."""
+    tiles = []
+    for item in spec.split(","):
+        out_n, sep, stages = item.strip().partition("x")
+        if not (sep and out_n.isdigit() and stages.isdigit()):
+            raise SystemExit(f"tune_decode_gluon_tiles: {what}: {item!r} is not OUT_NxSTAGES (e.g. 32x6)")
+        tiles.append((int(out_n), int(stages)))
+    return tiles
+
+
+def parse_ms(spec: str) -> list[int]:
+    """``"1-4,8,16"`` -> [1, 2, 3, 4, 8, 16]; a one-line ``SystemExit`` on anything else."""
+    ms: list[int] = []
+    for item in spec.split(","):
+        lo, sep, hi = item.strip().partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise SystemExit(f"tune_decode_gluon_tiles: --ms: {item!r} is not a token count or a range like 1-16")
+        ms += range(int(lo), int(hi if sep else lo) + 1)
+    return ms
+
+
+def fmt(tile: tuple[int, int]) -> str:
+    return f"{tile[0]}x{tile[1]}"
+
+
+@dataclass(frozen=True)
+class TunedRow:
+    """One case and M after step 3: times in us, one per round, in the same rounds."""
+
+    case: str
+    size_class: str
+    path: str
+    M: int
+    shipped_gemms: str  # "gluon" or "tl": what the shipped choice runs at this M
+    shipped_us: tuple[float, ...]
+    best: tuple[tuple[int, int], tuple[int, int]]
+    best_us: tuple[float, ...]
+
+    def gain_percent(self) -> float:
+        """The smallest gain of the fastest pair over the shipped choice in any round (negative: slower)."""
+        return min(100.0 * (s - b) / s for s, b in zip(self.shipped_us, self.best_us))
+
+
+def proposal(rows: list[TunedRow], tiles_at: dict, tokens: dict, base_tiles: dict, min_gain: float
+             ) -> tuple[dict, dict, list[TunedRow]]:
+    """(GLUON_TILES_AT, GLUON_FP8_TOKENS, the rows that changed them): copies of ``tiles_at`` / ``tokens`` with
+    the fastest pair entered for every row that beat its shipped choice by more than ``min_gain`` percent in
+    every round (a pair equal to ``base_tiles[path]``, GLUON_TILES', needs no GLUON_TILES_AT entry and drops
+    one), and the row's M added to GLUON_FP8_TOKENS where the shipped choice ran tl's GEMMs."""
+    new_at = {size: {path: dict(by_m) for path, by_m in paths.items()} for size, paths in tiles_at.items()}
+    new_tokens = {size: {path: tuple(ms) for path, ms in paths.items()} for size, paths in tokens.items()}
+    changed = []
+    for row in rows:
+        if row.gain_percent() <= min_gain:
+            continue
+        changed.append(row)
+        by_m = new_at.setdefault(row.size_class, {}).setdefault(row.path, {})
+        if row.best == tuple(base_tiles[row.path]):
+            by_m.pop(row.M, None)
+        else:
+            by_m[row.M] = row.best
+        if row.shipped_gemms == "tl":
+            listed = new_tokens.setdefault(row.size_class, {}).get(row.path, ())
+            new_tokens[row.size_class][row.path] = tuple(sorted({*listed, row.M}))
+    for paths in new_at.values():
+        for path in [p for p, by_m in paths.items() if not by_m]:
+            del paths[path]
+        for path in paths:
+            paths[path] = dict(sorted(paths[path].items()))
+    return new_at, new_tokens, changed
+
+
+def _tile_pair(tiles) -> tuple[tuple[int, int], tuple[int, int]]:
+    return tuple((t.out_n, t.stages) for t in tiles)
+
+
+def tune_m(layer, M: int, gate_ups, downs, rounds: int, log) -> tuple[TunedRow, str] | None:
+    """Steps 1-3 for one case and token count (see the module docstring): the row and its markdown line, or
+    None where the shipped choice takes a path without Gluon GEMMs or no candidate compiled."""
+    import bench_fused_moe as bfm
+    import torch
+    import tune_moe_decode as tmd
+
+    from jitguard.kernels import moe_decode
+    from jitguard.kernels.moe_configs import expert_size_class, expert_weight_bytes
+    from jitguard.kernels.moe_decode_gluon import GluonTile
+
+    case = layer.name
+    expert_bytes = expert_weight_bytes(layer.H, layer.I, 1)
+    x, logits = tmd.inputs(layer, M)
+    ref = tmd.reference(layer, x, logits)
+    out = torch.empty_like(x)
+    shipped = layer.plans(x, logits, out, "auto", None)
+    path = shipped[0].path
+    if path not in GLUON_PATHS:
+        print(f"# {case} M = {M}: the shipped choice takes the {path} path (no Gluon GEMMs): skipped", flush=True)
+        return None
+    shipped_pair = _tile_pair(moe_decode.gluon_tiles(path, M, expert_bytes))
+
+    def plans_for(pair):
+        up, down = (GluonTile(*t) for t in pair)
+        with tmd.switched({"GLUON_FP8_GEMMS": "always", "GLUON_TILES_AT": {},
+                           "GLUON_TILES": {**moe_decode.GLUON_TILES, path: (up, down)}}):
+            return layer.plans(x, logits, out, path, None)
+
+    def timed(pair, step):
+        try:
+            plans = plans_for(pair)
+            us = bfm.time_graph(layer.plans_step(plans), layer.n_layers, tmd.REPLAYS)
+        except Exception as exc:  # a tile this Triton cannot compile (a ptxas crash): named, skipped
+            print(f"# {case} M = {M} {fmt(pair[0])}/{fmt(pair[1])}: {type(exc).__name__}: "
+                  f"{str(exc).strip().splitlines()[0][:160]}", flush=True)
+            return None
+        log({"case": case, "M": M, "path": path, "step": step, "gate_up": pair[0], "down": pair[1], "us": us})
+        return us
+
+    first = {up: us for up in gate_ups if (us := timed((up, shipped_pair[1]), "gate_up")) is not None}
+    if not first:
+        return None
+    best_up = min(first, key=first.get)
+    second = {dn: us for dn in downs if (us := timed((best_up, dn), "down")) is not None}
+    best = (best_up, min(second, key=second.get) if second else shipped_pair[1])
+    base = _tile_pair(moe_decode.GLUON_TILES[path])
+    contenders = {"shipped": shipped, "best": plans_for(best), "base": plans_for(base)}
+    times = tmd.time_alternating(layer, contenders, rounds)
+    err = tmd.run_error(layer, contenders["best"], out, ref)
+    row = TunedRow(case, expert_size_class(expert_bytes), path, M, shipped[0].gemms, tuple(times["shipped"]),
+                   best, tuple(times["best"]))
+    log({"case": case, "M": M, "path": path, "step": "final", "shipped_gemms": row.shipped_gemms,
+         "shipped_tiles": shipped_pair, "best": best, "base": base, "us": times, "err": err})
+    shipped_label = f"{fmt(shipped_pair[0])}/{fmt(shipped_pair[1])}" if row.shipped_gemms == "gluon" else "tl"
+    line = (f"| {case} | {path} | {M} | {shipped_label} {' / '.join(f'{t:.1f}' for t in times['shipped'])} | "
+            f"{fmt(best[0])}/{fmt(best[1])} {' / '.join(f'{t:.1f}' for t in times['best'])} | "
+            f"{' / '.join(f'{t:.1f}' for t in times['base'])} | {row.gain_percent():.1f} | {err:.1e} |")
+    return row, line
+
+
+def main() -> None:
+    import bench_fused_moe as bfm
+    import torch
+    import tune_moe_decode as tmd
+
+    from jitguard.kernels import moe_decode
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cases", default="qwen3-30b-fp8-block,deepseek-v3-tp2-fp8-block")
+    p.add_argument("--ms", default="1-16", help="token counts: 1-16 or 1,2,8")
+    p.add_argument("--gate-up", default=GATE_UP_CANDIDATES, help="gate_up candidates, OUT_NxSTAGES,...")
+    p.add_argument("--down", default=DOWN_CANDIDATES, help="down candidates (out_n 64 or 128)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--min-gain", type=float, default=0.5, help="percent, in every round, to propose a change")
+    p.add_argument("--minutes", type=float, default=8.0, help="stop starting new token counts after this")
+    p.add_argument("--out", default=".")
+    args = p.parse_args()
+    gate_ups, downs = parse_tiles(args.gate_up, "--gate-up"), parse_tiles(args.down, "--down")
+    ms = parse_ms(args.ms)
+    block_cases = [name for name, case in bfm.CASES.items() if case[5] == "block"]
+    for case in args.cases.split(","):
+        if case not in block_cases:
+            raise SystemExit(f"tune_decode_gluon_tiles: --cases: {case!r} is not an FP8 block-scaled case of "
+                             f"bench_fused_moe.CASES ({', '.join(block_cases)})")
+    deadline = time.time() + 60 * args.minutes
+    log = bfm.jsonl_log(args.out, "tune_decode_gluon_tiles.jsonl")
+    l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
+    lines = ["| case | path | M | shipped | fastest pair | GLUON_TILES' | gain % (worst round) | err |",
+             "|---|---|---|---|---|---|---|---|"]
+    print("\n".join(lines), flush=True)
+    rows: list[TunedRow] = []
+    for case in args.cases.split(","):
+        layer = tmd.Layer(bfm.CASES[case], l2_bytes)
+        for M in ms:
+            if time.time() > deadline:
+                print(f"# --minutes spent: {case} M >= {M} not tuned", flush=True)
+                break
+            tuned = tune_m(layer, M, gate_ups, downs, args.rounds, log)
+            if tuned is not None:
+                rows.append(tuned[0])
+                lines.append(tuned[1])
+                print(tuned[1], flush=True)
+        del layer
+        torch.cuda.empty_cache()
+    tiles_at, tokens, changed = proposal(rows, moe_decode.GLUON_TILES_AT, moe_decode.GLUON_FP8_TOKENS,
+                                         {path: _tile_pair(moe_decode.GLUON_TILES[path]) for path in GLUON_PATHS},
+                                         args.min_gain)
+    summary = [f"# {len(changed)} of {len(rows)} token counts beat the shipped choice by more than {args.min_gain}% "
+               f"in every round: {', '.join(f'{r.case} M = {r.M}' for r in changed) or 'none'}",
+               f"GLUON_TILES_AT = {tiles_at!r}", f"GLUON_FP8_TOKENS = {tokens!r}"]
+    print("\n".join(summary), flush=True)
+    (Path(args.out) / "tune_decode_gluon_tiles.md").write_text("\n".join(lines + [""] + summary) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""benchmarks/tune_decode_gluon_tiles.py's parts that need no GPU: its arguments and the table it proposes."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _tuner():
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "tune_decode_gluon_tiles.py"
+    spec = importlib.util.spec_from_file_location("tune_decode_gluon_tiles_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks the module up
+    spec.loader.exec_module(module)
+    return module
+
+
+tuner = _tuner()
+BASE = {"pairs": ((32, 6), (128, 3)), "grouped": ((32, 6), (64, 3))}
+
+
+def _row(M, shipped, best_us, best=((32, 8), (128, 3)), path="pairs", gemms="gluon", size="large"):
+    return tuner.TunedRow("case", size, path, M, gemms, tuple(shipped), best, tuple(best_us))
+
+
+def test_arguments_parse_or_fail_in_one_line_naming_the_option():
+    assert tuner.parse_tiles("32x6, 64x4", "--gate-up") == [(32, 6), (64, 4)]
+    assert tuner.parse_ms("1-4,8,16") == [1, 2, 3, 4, 8, 16]
+    with pytest.raises(SystemExit, match=r"^tune_decode_gluon_tiles: --down: '128' is not OUT_NxSTAGES"):
+        tuner.parse_tiles("64x3,128", "--down")
+    with pytest.raises(SystemExit, match=r"^tune_decode_gluon_tiles: --ms: 'a-3' is not a token count"):
+        tuner.parse_ms("1,a-3")
+
+
+def test_gain_is_the_worst_round():
+    row = _row(1, (100.0, 100.0, 100.0), (98.0, 99.0, 97.0))
+    assert row.gain_percent() == pytest.approx(1.0)
+    assert _row(1, (100.0, 100.0), (98.0, 101.0)).gain_percent() == pytest.approx(-1.0)
+
+
+def test_proposal_enters_only_rows_faster_in_every_round_and_leaves_the_inputs_alone():
+    tiles_at = {"large": {"pairs": {2: ((64, 4), (128, 3))}}}
+    tokens = {"large": {"pairs": (1, 2), "grouped": (6,)}}
+    rows = [
+        _row(1, (51.0, 51.2, 51.1), (49.2, 49.4, 49.3)),                      # 3.3% in every round: entered
+        _row(2, (90.0, 90.1, 90.0), (89.0, 90.5, 89.0), best=((64, 6), (128, 3))),  # slower in one round: not
+        _row(3, (130.0, 130.0, 130.0), (126.0, 126.5, 126.2), best=((32, 8), (64, 3)), path="grouped", gemms="tl"),
+    ]
+    new_at, new_tokens, changed = tuner.proposal(rows, tiles_at, tokens, BASE, 0.5)
+    assert [r.M for r in changed] == [1, 3]
+    assert new_at == {"large": {"pairs": {1: ((32, 8), (128, 3)), 2: ((64, 4), (128, 3))},
+                                "grouped": {3: ((32, 8), (64, 3))}}}
+    # tl's GEMMs shipped at M = 3: the token count joins the Gluon list of its path.
+    assert new_tokens == {"large": {"pairs": (1, 2), "grouped": (3, 6)}}
+    assert tiles_at == {"large": {"pairs": {2: ((64, 4), (128, 3))}}} and tokens["large"]["grouped"] == (6,)
+
+
+def test_a_winner_equal_to_the_base_tiles_drops_its_entry():
+    tiles_at = {"small": {"grouped": {8: ((32, 4), (64, 3))}}}
+    rows = [_row(8, (70.0, 70.0), (68.0, 68.1), best=BASE["grouped"], path="grouped", size="small")]
+    new_at, _, changed = tuner.proposal(rows, tiles_at, {}, BASE, 0.5)
+    assert len(changed) == 1 and new_at == {"small": {}}
+
+
+def test_the_shipped_tables_are_what_the_proposal_starts_from():
+    """The tuner reads moe_decode's own tables: their shape is the one proposal() copies."""
+    from jitguard.kernels import moe_decode
+
+    new_at, new_tokens, changed = tuner.proposal([], moe_decode.GLUON_TILES_AT, moe_decode.GLUON_FP8_TOKENS, BASE, 0.5)
+    assert changed == [] and new_at == moe_decode.GLUON_TILES_AT
+    assert new_tokens == {size: {path: tuple(ms) for path, ms in paths.items()}
+                          for size, paths in moe_decode.GLUON_FP8_TOKENS.items()}
+
+
+@pytest.mark.skipif(not __import__("jitguard.kernels.moe_decode_gluon", fromlist=["x"]).gluon_gemms_supported(),
+                    reason="this Triton has no Gluon Hopper wgmma (Triton >= 3.5), or is interpreted")
+def test_tune_m_plans_each_candidate_on_the_shipped_path_and_keeps_the_fastest(monkeypatch):
+    """tune_m's three steps through the real planner (CPU tensors, jitguard.offline keys only), timed by a
+    stand-in clock that reads each plan's Gluon tiles: the fastest gate_up beside the shipped down tile, then
+    the fastest down beside it, then the side-by-side rounds; a tile the stand-in refuses is skipped by name."""
+
+    import jitguard
+    from jitguard.kernels import moe_decode
+    from tests.kernels.test_moe_decode import _offline_layer
+
+    sys.path.insert(0, str(Path(tuner.__file__).parent))
+    import bench_fused_moe as bfm
+    import tune_moe_decode as tmd
+
+    E, k, H, I = 128, 8, 256, 128  # small experts: the grouped path on Gluon at 8 tokens, tiles from GLUON_TILES_AT
+    w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "block", 8)
+
+    class Step:
+        def __init__(self, plans):
+            self.plans = plans
+
+        def __call__(self, i):
+            for _, launch in self.plans[i].launches:
+                launch()
+
+    class OfflineLayer:
+        name, n_layers = "offline", 1
+
+        def __init__(self):
+            self.H, self.I = H, I
+
+        def plans(self, x, logits, out, path, tiles):
+            return [moe_decode.plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out,
+                                                     path=path, tile_configs=tiles, **kw)]
+
+        plans_step = staticmethod(Step)
+
+    def tiles_of(plan):
+        return tuple((launch.keywords["OUT_N"], launch.keywords["NUM_STAGES"]) for name, launch in plan.launches
+                     if name in ("gate_up", "down"))
+
+    # The stand-in clock: gate_up 64x4 and down 128x4 fastest; 32x8 "fails to compile".
+    cost = {(32, 4): 3.0, (32, 6): 2.0, (32, 8): None, (64, 4): 1.0, (64, 3): 2.0, (128, 4): 0.5, (128, 3): 1.5}
+    timed = []
+
+    def fake_time_graph(step, n_layers, replays, passes=1):
+        if tiles_of(step.plans[0])[0] == (32, 8):
+            raise RuntimeError("PTXAS error: stand-in\nmore")
+        up, down = tiles_of(step.plans[0])
+        timed.append((up, down))
+        return 60.0 + cost[up] + cost[down]
+
+    monkeypatch.setattr(bfm, "time_graph", fake_time_graph)
+    monkeypatch.setattr(tmd, "inputs", lambda layer, M: (x[:M], logits[:M]))
+    monkeypatch.setattr(tmd, "reference", lambda layer, x, logits: None)
+    monkeypatch.setattr(tmd, "run_error", lambda layer, plans, out, ref: 0.0)
+    records = []
+    with jitguard.offline(compile=False):
+        row, line = tuner.tune_m(OfflineLayer(), 8, [(32, 4), (32, 6), (32, 8), (64, 4)], [(64, 3), (128, 3), (128, 4)],
+                                 2, records.append)
+    assert row.path == "grouped" and row.shipped_gemms == "gluon"
+    assert row.best == ((64, 4), (128, 4))
+    shipped_down = moe_decode.gluon_tiles("grouped", 8, 3 * H * I)[1]
+    assert timed[:3] == [((32, 4), (shipped_down.out_n, shipped_down.stages)),
+                         ((32, 6), (shipped_down.out_n, shipped_down.stages)),
+                         ((64, 4), (shipped_down.out_n, shipped_down.stages))]
+    assert timed[3:6] == [((64, 4), (64, 3)), ((64, 4), (128, 3)), ((64, 4), (128, 4))]
+    assert len(row.shipped_us) == len(row.best_us) == 2 and row.gain_percent() > 0
+    assert records[-1]["step"] == "final" and records[-1]["best"] == ((64, 4), (128, 4))
+    assert "| offline | grouped | 8 |" in line and "64x4/128x4" in line
