@@ -73,7 +73,10 @@ and rows of their own for FP8 block scales on the pairs path).
 With FP8 block scales the pairs and grouped paths run their two GEMMs as ``moe_decode_gluon``'s kernel
 (Gluon, Triton >= 3.5: each K step's wgmma stays in flight across the block scaling) at the token counts
 where that measured faster (``GLUON_FP8_GEMMS``, ``GLUON_FP8_TOKENS``; ``DecodePlan.gemms`` says which
-ran); ``moe_decode_gemm_kernel`` everywhere else and on older Tritons. On the pairs path the Gluon GEMMs
+ran), on tiles chosen by token count where other tiles measured faster (``gluon_tiles``: ``GLUON_TILES``,
+``GLUON_TILES_AT``; each tile one more compiled variant of the Gluon kernel, never one per M;
+``benchmarks/tune_decode_gluon_tiles.py`` sweeps them); ``moe_decode_gemm_kernel`` everywhere else and on
+older Tritons. On the pairs path the Gluon GEMMs
 do not route: the x launch routes each token, in a program of its own beside the one that quantizes the
 token's row (``X_LAUNCH_ROUTERS_APART``), and the GEMMs read each pair's expert from ``topk_ids``.
 
