@@ -192,16 +192,9 @@ def test_real_sm90_compile_of_each_path(path):
 # ---- the tuning script's table writer -------------------------------------------------------------
 
 def _tune_module():
-    import importlib.util
-    import sys
-    from pathlib import Path
+    from tests.kernels.benchmark_scripts import load_benchmark_script
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "tune_fused_moe.py"
-    spec = importlib.util.spec_from_file_location("tune_fused_moe_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks the module up
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark_script("tune_fused_moe.py")
 
 
 def _load_configs(path):

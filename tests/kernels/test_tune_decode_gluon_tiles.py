@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.kernels.benchmark_scripts import load_benchmark_script
 
-def _tuner():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "tune_decode_gluon_tiles.py"
-    spec = importlib.util.spec_from_file_location("tune_decode_gluon_tiles_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks the module up
-    spec.loader.exec_module(module)
-    return module
-
-
-tuner = _tuner()
+tuner = load_benchmark_script("tune_decode_gluon_tiles.py")
 BASE = {"pairs": ((32, 6), (128, 3)), "grouped": ((32, 6), (64, 3))}
 
 
