@@ -4,7 +4,7 @@ The nineteenth session's bench_inv_rope_fp8 run had the kernel at 84% of copy at
 (power-of-two fp32 scales MN-major, T padded to 4; the output in 4 head groups) and 88% with per-token fp32
 scales in rows and one group (``ours_row_fp32``). This probe times the same kernel with one of the three
 differences changed at a time, side by side in one run (CUDA graphs over input sets that defeat L2, two
-alternating rounds), on bench_inv_rope_fp8's inputs, timer and byte count:
+rounds, each timing every variant in turn), on bench_inv_rope_fp8's inputs, timer and byte count:
 
 - ``vllm layout``: pow2 scales, MN-major, 4 groups (``fused_inv_rope_fp8_quant``'s launch);
 - ``one group``: the same with the output in one group;

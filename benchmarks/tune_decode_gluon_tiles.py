@@ -28,7 +28,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_fused_moe as bfm
+import tune_moe_decode as tmd
+
+from jitguard.kernels import moe_decode
+from jitguard.kernels.moe_configs import expert_size_class, expert_weight_bytes
+from jitguard.kernels.moe_decode_gluon import GluonTile
 
 GATE_UP_CANDIDATES = "32x4,32x6,32x8,64x3,64x4,64x6"
 DOWN_CANDIDATES = "64x3,64x4,64x6,128x3,128x4,128x6"
@@ -116,14 +124,6 @@ def _tile_pair(tiles) -> tuple[tuple[int, int], tuple[int, int]]:
 def tune_m(layer, M: int, gate_ups, downs, rounds: int, log) -> tuple[TunedRow, str] | None:
     """Steps 1-3 for one case and token count (see the module docstring): the row and its markdown line, or
     None where the shipped choice takes a path without Gluon GEMMs or no candidate compiled."""
-    import bench_fused_moe as bfm
-    import torch
-    import tune_moe_decode as tmd
-
-    from jitguard.kernels import moe_decode
-    from jitguard.kernels.moe_configs import expert_size_class, expert_weight_bytes
-    from jitguard.kernels.moe_decode_gluon import GluonTile
-
     case = layer.name
     expert_bytes = expert_weight_bytes(layer.H, layer.I, 1)
     x, logits = tmd.inputs(layer, M)
@@ -175,12 +175,6 @@ def tune_m(layer, M: int, gate_ups, downs, rounds: int, log) -> tuple[TunedRow, 
 
 
 def main() -> None:
-    import bench_fused_moe as bfm
-    import torch
-    import tune_moe_decode as tmd
-
-    from jitguard.kernels import moe_decode
-
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", default="qwen3-30b-fp8-block,deepseek-v3-tp2-fp8-block")
     p.add_argument("--ms", default="1-16", help="token counts: 1-16 or 1,2,8")

@@ -1051,7 +1051,7 @@ def plan_fused_moe_decode(
     inter = ws.inter[:num_pairs]
     if gluon:
         launches += _gluon_gemm_launches(ws, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
-                                         stride_a2m, tile_arrivals, pdl, pair_tiles)
+                                         stride_a2m, tile_arrivals, pdl, pair_tiles, expert_bytes)
         return DecodePlan(out, tuple(launches), path, gemms="gluon")
     rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
     for gemm in (1, 2):
@@ -1158,11 +1158,12 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
 def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Tensor, w1s: torch.Tensor,
                          w2s: torch.Tensor, out: torch.Tensor, block_m: int, num_blocks: int, M: int, top_k: int,
                          stride_xsm: int, stride_a2m: int, tile_arrivals: torch.Tensor, pdl: bool,
-                         pair_tiles: bool) -> list[tuple[str, Callable[[], object]]]:
+                         pair_tiles: bool, expert_bytes: int) -> list[tuple[str, Callable[[], object]]]:
     """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
     per pair, its expert routed by the x launch) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
     block scales, x and the intermediate as e4m3 with group scales), on the workspace's buffers,
-    PDL-linked where supported."""
+    PDL-linked where supported, on the tiles ``gluon_tiles`` gives the path at M tokens of experts of
+    ``expert_bytes``."""
     P, H, I = M * top_k, ws.hidden, ws.intermediate
     if pair_tiles:
         block_m, num_blocks = GLUON_BLOCK_M, P
@@ -1174,8 +1175,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
         wait_prior = {True: _WAIT_BEFORE_DEPENDENTS, False: _WAIT_BEFORE_K_LOOP}
     else:
         wait_prior = dict.fromkeys((True, False), _wait_prior(pdl, False, False))
-    gate_up_tile, down_tile = gluon_tiles("pairs" if pair_tiles else "grouped", M,
-                                          expert_weight_bytes(H, I, w13.element_size()))
+    gate_up_tile, down_tile = gluon_tiles("pairs" if pair_tiles else "grouped", M, expert_bytes)
     launches: list[tuple[str, Callable[[], object]]] = []
     for gated in (True, False):
         tile = gate_up_tile if gated else down_tile

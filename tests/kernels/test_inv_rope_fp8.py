@@ -428,9 +428,8 @@ def test_default_specialization_copy_recompiles_where_ours_does_not(sweep_inputs
     assert {cause.param for event in events for cause in event.causes} == {"num_tokens"}
 
 
-def _upstream_layout_sm90_ptx(sweep_inputs, tmp_path, monkeypatch, token_counts) -> str:
-    """Real sm_90 compiles (ptxas included, cold disk cache) of the upstream layout over ``token_counts``:
-    asserts one variant for them all and returns its PTX."""
+def test_real_compile_for_sm90_gives_one_variant(sweep_inputs, tmp_path, monkeypatch) -> None:
+    """A real sm_90 compile (ptxas included, cold disk cache) of the upstream layout, reused for other T."""
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     o, positions, cache = sweep_inputs["o"], sweep_inputs["positions"], sweep_inputs["cos_sin_cache"]
 
@@ -444,7 +443,7 @@ def _upstream_layout_sm90_ptx(sweep_inputs, tmp_path, monkeypatch, token_counts)
                 for kernel in cache.values()}
 
     before = compiled()
-    variants, events = _variants_over(token_counts, call, compile=True)
+    variants, events = _variants_over((1, 17, 4096, 65536), call, compile=True)
     assert variants == 1 and len(events) == 1, [event.causes for event in events]
     assert any(path.suffix == ".cubin" for path in tmp_path.rglob("*")), "no cubin was written"
     ptx = [kernel.asm["ptx"] for slot, kernel in compiled().items() if slot not in before]
@@ -454,15 +453,9 @@ def _upstream_layout_sm90_ptx(sweep_inputs, tmp_path, monkeypatch, token_counts)
     # which is a streaming store (st.global.cs).
     assert ptx[0].count("ld.global.v4.b32") >= 4, "row loads not 128-bit"
     assert ptx[0].count("st.global.cs.v4.b32") >= 1, "fp8 row store not 128-bit and streaming"
-    return ptx[0]
-
-
-def test_real_compile_for_sm90_gives_one_variant(sweep_inputs, tmp_path, monkeypatch) -> None:
-    """A real sm_90 compile of the upstream layout, reused for other T, with 128-bit row accesses."""
-    ptx = _upstream_layout_sm90_ptx(sweep_inputs, tmp_path, monkeypatch, (1, 17, 4096, 65536))
     # The fp8 cast saturates by itself, so no clamp precedes it (min.xorsign.abs is tl.clamp).
-    assert "cvt.rn.satfinite.e4m3x2.f32" in ptx, "the fp8 cast does not saturate"
-    assert "min.xorsign.abs.f32" not in ptx, "a clamp precedes the saturating fp8 cast"
+    assert "cvt.rn.satfinite.e4m3x2.f32" in ptx[0], "the fp8 cast does not saturate"
+    assert "min.xorsign.abs.f32" not in ptx[0], "a clamp precedes the saturating fp8 cast"
 
 
 if __name__ == "__main__":

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from tests.kernels.benchmark_scripts import load_benchmark_script
@@ -77,10 +74,7 @@ def test_tune_m_plans_each_candidate_on_the_shipped_path_and_keeps_the_fastest(m
     from jitguard.kernels import moe_decode
     from tests.kernels.test_moe_decode import _offline_layer
 
-    sys.path.insert(0, str(Path(tuner.__file__).parent))
-    import bench_fused_moe as bfm
-    import tune_moe_decode as tmd
-
+    bfm, tmd = tuner.bfm, tuner.tmd
     E, k, H, I = 128, 8, 256, 128  # small experts: the grouped path on Gluon at 8 tokens, tiles from GLUON_TILES_AT
     w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "block", 8)
 
