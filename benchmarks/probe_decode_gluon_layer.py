@@ -35,15 +35,32 @@ from jitguard.kernels.moe_decode_gluon import GluonTile
 ROUNDS = 2
 
 
+def _split_outside_brackets(text: str, separator: str) -> list[str]:
+    """``text`` split at each ``separator`` outside (), [] and {}, so that a switch's value may be a
+    table (``+GLUON_TILES_AT={'small': {...}, ...}``)."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        depth += (char in "([{") - (char in ")]}")
+        if char == separator and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return parts
+
+
 def gluon_variants(spec: str) -> list[tuple[str, str, dict]]:
     """``--gluon-tiles``: comma-separated ``path:tiles[+wait][+SWITCH=value]``, path ``pairs`` or ``grouped``
-    (or ``auto:default+SWITCH=value``: the shipped choice with that switch), tiles
+    (or ``auto:default+SWITCH=value``: the shipped choice with that switch; a value may be a table: commas
+    and pluses inside brackets do not split; ``[label]`` before an item names its column), tiles
     ``default`` (GLUON_TILES') or ``gate_up_out_n x stages / down_out_n x stages`` (e.g. 32x6/128x3),
     ``+wait``: GLUON_DOWN_WEIGHTS_BEFORE_WAIT off, ``+SWITCH=value``: that ``moe_decode`` switch (a Python
     literal); each the Gluon GEMMs at every M ("always") as (label, path, switches)."""
     variants = []
-    for item in spec.split(","):
-        item, *suffixes = item.split("+")
+    for item in _split_outside_brackets(spec, ","):
+        label = None
+        if item.startswith("[") and "]" in item:  # "[label]" names the column in place of its switches
+            label, item = item[1:].split("]", 1)
+        item, *suffixes = _split_outside_brackets(item, "+")
         settings = dict(x.split("=", 1) for x in suffixes if "=" in x)
         suffixes = [x for x in suffixes if "=" not in x]
         unknown = [x for x in suffixes if x != "wait"]
@@ -52,7 +69,8 @@ def gluon_variants(spec: str) -> list[tuple[str, str, dict]]:
             raise SystemExit(f"probe_decode_gluon_layer: --gluon-tiles: unknown suffix {unknown} in {item!r}")
         wait = "wait" in suffixes
         set_values = {name: ast.literal_eval(value) for name, value in settings.items()}
-        set_label = "".join(f", {name}={value}" for name, value in settings.items())
+        set_label = (f", {label}" if label is not None
+                     else "".join(f", {name}={value}" for name, value in settings.items()))
         path, _, tiles_spec = item.partition(":")
         if path == "auto":
             # The shipped choice ("measured") with only the given switches changed.
