@@ -3,7 +3,8 @@
 The twentieth session found the Gluon GEMMs' best tile changing with the token count (DeepSeek-V3-TP2 M = 1 with
 gate_up 32x8 1.7 us faster, Qwen3-30B-FP8 M = 2 with down 6 stages 1.3 us; benchmarks/results/moe_layer.md) and
 wrote them into ``moe_decode.GLUON_TILES_AT`` by hand. This sweeps them. For each case and M, on the path the
-shipped choice takes (FP8 block scales; the chain path has no Gluon GEMMs and is skipped), the whole layer
+shipped choice takes (FP8 block scales; the chain path has no Gluon GEMMs and is skipped, or with
+``--against-chain`` stands as the shipped choice of the grouped path on Gluon), the whole layer
 (CUDA graphs over rotated layer copies, L2 defeated; never a launch alone, which misleads here: gate_up 32x8
 alone was 9 us slower at DeepSeek M = 1 where the layer was 1.7 us faster):
 
@@ -121,9 +122,11 @@ def _tile_pair(tiles) -> tuple[tuple[int, int], tuple[int, int]]:
     return tuple((t.out_n, t.stages) for t in tiles)
 
 
-def tune_m(layer, M: int, gate_ups, downs, rounds: int, log) -> tuple[TunedRow, str] | None:
+def tune_m(layer, M: int, gate_ups, downs, rounds: int, log, against_chain: bool = False
+           ) -> tuple[TunedRow, str] | None:
     """Steps 1-3 for one case and token count (see the module docstring): the row and its markdown line, or
-    None where the shipped choice takes a path without Gluon GEMMs or no candidate compiled."""
+    None where the shipped choice takes a path without Gluon GEMMs (unless ``against_chain``: the chain path
+    then stands as the shipped choice of the grouped path on Gluon) or no candidate compiled."""
     case = layer.name
     expert_bytes = expert_weight_bytes(layer.H, layer.I, 1)
     x, logits = tmd.inputs(layer, M)
@@ -131,6 +134,8 @@ def tune_m(layer, M: int, gate_ups, downs, rounds: int, log) -> tuple[TunedRow, 
     out = torch.empty_like(x)
     shipped = layer.plans(x, logits, out, "auto", None)
     path = shipped[0].path
+    if path == "chain" and against_chain:
+        path = "grouped"
     if path not in GLUON_PATHS:
         print(f"# {case} M = {M}: the shipped choice takes the {path} path (no Gluon GEMMs): skipped", flush=True)
         return None
@@ -167,7 +172,8 @@ def tune_m(layer, M: int, gate_ups, downs, rounds: int, log) -> tuple[TunedRow, 
                    best, tuple(times["best"]))
     log({"case": case, "M": M, "path": path, "step": "final", "shipped_gemms": row.shipped_gemms,
          "shipped_tiles": shipped_pair, "best": best, "base": base, "us": times, "err": err})
-    shipped_label = f"{fmt(shipped_pair[0])}/{fmt(shipped_pair[1])}" if row.shipped_gemms == "gluon" else "tl"
+    shipped_label = (f"{fmt(shipped_pair[0])}/{fmt(shipped_pair[1])}" if row.shipped_gemms == "gluon"
+                     else "chain" if shipped[0].path == "chain" else "tl")
     line = (f"| {case} | {path} | {M} | {shipped_label} {' / '.join(f'{t:.1f}' for t in times['shipped'])} | "
             f"{fmt(best[0])}/{fmt(best[1])} {' / '.join(f'{t:.1f}' for t in times['best'])} | "
             f"{' / '.join(f'{t:.1f}' for t in times['base'])} | {row.gain_percent():.1f} | {err:.1e} |")
@@ -183,6 +189,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--min-gain", type=float, default=0.5, help="percent, in every round, to propose a change")
     p.add_argument("--minutes", type=float, default=8.0, help="stop starting new token counts after this")
+    p.add_argument("--against-chain", action="store_true",
+                   help="where the shipped choice takes the chain path, tune the grouped path on Gluon against it")
     p.add_argument("--out", default=".")
     args = p.parse_args()
     gate_ups, downs = parse_tiles(args.gate_up, "--gate-up"), parse_tiles(args.down, "--down")
@@ -205,7 +213,7 @@ def main() -> None:
             if time.time() > deadline:
                 print(f"# --minutes spent: {case} M >= {M} not tuned", flush=True)
                 break
-            tuned = tune_m(layer, M, gate_ups, downs, args.rounds, log)
+            tuned = tune_m(layer, M, gate_ups, downs, args.rounds, log, args.against_chain)
             if tuned is not None:
                 rows.append(tuned[0])
                 lines.append(tuned[1])

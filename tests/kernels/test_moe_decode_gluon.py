@@ -88,18 +88,19 @@ def test_plan_takes_gluon_only_on_the_grouped_and_pairs_fp8_block_paths_with_128
 @needs_gluon
 def test_measured_gluon_token_counts_by_expert_size_and_path():
     """GLUON_FP8_GEMMS "measured" (the default): Gluon where the seventeenth session timed it faster, the
-    pairs path at 1-2 tokens for both expert sizes and 5 for small experts, the grouped path at 3 and 7-16
-    tokens for small experts (7 and 9-16 since the nineteenth session) and 3, 5 and 6 for large ones (3 and 5
-    since the twentieth, with their own gate_up tile); tl's kernels
-    elsewhere (the pairs path's per-pair handoff at 4 and 6 tokens was faster)."""
+    pairs path at 1-2 tokens for both expert sizes and 4-5 for small experts (4 since the twenty-first session,
+    with 64-column gate_up tiles), the grouped path at 3 and 7-16 tokens for small experts (7 and 9-16 since the
+    nineteenth session) and 3, 5, 6 and 8 for large ones (3 and 5 since the twentieth, 8 since the twenty-first,
+    with their own gate_up tile); tl's kernels elsewhere (the pairs path's per-pair handoff at 6 tokens was
+    faster)."""
     assert moe_decode.GLUON_FP8_GEMMS == "measured"
     small = expert_weight_bytes(2048, 768, 1)
     large = expert_weight_bytes(7168, 1024, 1)
     taken = {(size, path, M) for size, eb in (("small", small), ("large", large)) for path in ("pairs", "grouped")
              for M in range(1, 65) if moe_decode.takes_gluon_gemms(M, path, True, 2048, 768, eb)}
-    assert taken == {("small", "pairs", 1), ("small", "pairs", 2), ("small", "pairs", 5), ("small", "grouped", 3),
+    assert taken == {*(("small", "pairs", M) for M in (1, 2, 4, 5)), ("small", "grouped", 3),
                      *(("small", "grouped", M) for M in range(7, 17)),
-                     ("large", "pairs", 1), ("large", "pairs", 2), *(("large", "grouped", M) for M in (3, 5, 6))}
+                     ("large", "pairs", 1), ("large", "pairs", 2), *(("large", "grouped", M) for M in (3, 5, 6, 8))}
     assert not moe_decode.takes_gluon_gemms(1, "pairs", False, 2048, 768, small)  # bf16 / no block scales
     assert not moe_decode.takes_gluon_gemms(1, "chain", True, 2048, 768, small)
     assert not moe_decode.takes_gluon_gemms(1, "pairs", True, 2048, 320, small)  # I not a multiple of 128
@@ -129,23 +130,29 @@ def test_auto_path_takes_the_grouped_path_where_only_its_gemms_run_in_gluon(monk
 
 def test_tiles_by_token_count_and_expert_size(monkeypatch):
     """gluon_tiles: GLUON_TILES_AT's tiles where it lists the expert size class, path and token count, else
-    GLUON_TILES' (small experts: down's stages on the pairs path at 2 and 5 tokens, gate_up's at 7-9 and down's
-    at 10-12 on the grouped; large experts: gate_up's on the pairs path at 1 and 2, on the grouped at 3, 5, 6)."""
+    GLUON_TILES' (small experts: down's stages on the pairs path at 2 and 5 tokens, gate_up's 64 columns at 4 and
+    5; on the grouped path down's 128 x 4 at 3, gate_up's 4 stages at 7-9, 8 at 11 and down's 4 at 10-12; large
+    experts: gate_up's on the pairs path at 1 and 2, on the grouped at 3, 5, 6, 8)."""
     small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
     up, down = moe_decode.GLUON_TILES["pairs"]
     assert moe_decode.gluon_tiles("pairs", 1, small) == (up, down)
     assert moe_decode.gluon_tiles("pairs", 2, small) == (up, GluonTile(down.out_n, 6))
-    assert moe_decode.gluon_tiles("pairs", 5, small) == (up, GluonTile(down.out_n, 4))
+    assert moe_decode.gluon_tiles("pairs", 4, small) == (GluonTile(64, 3), down)
+    assert moe_decode.gluon_tiles("pairs", 5, small) == (GluonTile(64, 3), GluonTile(down.out_n, 4))
+    assert moe_decode.gluon_tiles("pairs", 6, small) == (up, down)
     assert moe_decode.gluon_tiles("pairs", 1, large) == (GluonTile(32, 8), down)
     assert moe_decode.gluon_tiles("pairs", 2, large) == (GluonTile(64, 4), down)
     assert moe_decode.gluon_tiles("pairs", 5, large) == (up, down)
-    assert [moe_decode.gluon_tiles("grouped", M, large)[0] for M in range(2, 8)] == [
+    assert [moe_decode.gluon_tiles("grouped", M, large)[0] for M in range(2, 10)] == [
         moe_decode.GLUON_TILES["grouped"][0], GluonTile(32, 8), moe_decode.GLUON_TILES["grouped"][0],
-        GluonTile(32, 8), GluonTile(32, 8), moe_decode.GLUON_TILES["grouped"][0]]
+        GluonTile(32, 8), GluonTile(32, 8), moe_decode.GLUON_TILES["grouped"][0], GluonTile(32, 8),
+        moe_decode.GLUON_TILES["grouped"][0]]
     grouped_up, grouped_down = moe_decode.GLUON_TILES["grouped"]
+    assert moe_decode.gluon_tiles("grouped", 3, small) == (grouped_up, GluonTile(128, 4))
     assert [moe_decode.gluon_tiles("grouped", M, small) for M in range(6, 14)] == [
         (grouped_up, grouped_down), *[(GluonTile(32, 4), grouped_down)] * 3,
-        *[(grouped_up, GluonTile(grouped_down.out_n, 4))] * 3, (grouped_up, grouped_down)]
+        (grouped_up, GluonTile(grouped_down.out_n, 4)), (GluonTile(32, 8), GluonTile(grouped_down.out_n, 4)),
+        (grouped_up, GluonTile(grouped_down.out_n, 4)), (grouped_up, grouped_down)]
     monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {"large": {"grouped": {6: ((64, 3), (64, 5))}}})
     assert moe_decode.gluon_tiles("pairs", 2, small) == (up, down)
     assert moe_decode.gluon_tiles("grouped", 6, large) == (GluonTile(64, 3), GluonTile(64, 5))
@@ -187,7 +194,7 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, gluon_on,
 @needs_gluon
 def test_shipped_choice_compiles_one_gluon_variant_per_gemm_and_path_over_m_1_to_64():
     """Keys only, the shipped GLUON_FP8_GEMMS ("measured"), small experts: over M = 1..64 the Gluon kernel
-    compiles once per GEMM on each path it takes (pairs at 1, 2 and 5 tokens, grouped at 3 and 7-16); M = 1..64 again
+    compiles once per GEMM on each path it takes (pairs at 1, 2, 4 and 5 tokens, grouped at 3 and 7-16); M = 1..64 again
     compiles nothing new, in the Gluon kernel or the x launch (whose routing is on for the pairs path)."""
     _compile_side()
     E, k, H, I = 128, 8, 256, 128
@@ -291,8 +298,9 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
 @pytest.mark.gpu
 @needs_gluon
 @pytest.mark.parametrize("path,M", [("grouped", 1), ("grouped", 3), ("grouped", 8), ("grouped", 13), ("grouped", 17),
-                                    ("grouped", 12), ("grouped", 64),
-                                    ("pairs", 1), ("pairs", 2), ("pairs", 3), ("pairs", 5), ("pairs", 8)])
+                                    ("grouped", 11), ("grouped", 12), ("grouped", 64),
+                                    ("pairs", 1), ("pairs", 2), ("pairs", 3), ("pairs", 4), ("pairs", 5),
+                                    ("pairs", 8)])
 @pytest.mark.parametrize("tiles", [(32, 4, 64, 4, True, True), (64, 4, 64, 4, True, True),
                                    (128, 3, 128, 3, True, True), (64, 2, 128, 6, True, True),
                                    (32, 8, 128, 3, True, True), (32, 6, 128, 3, False, True),
@@ -305,8 +313,9 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
     tl's kernel on the same inputs (H = 384, I = 640: a K loop of 3 and 5 steps, I's last group
     written by four 32-column tiles, two of 64 or one of 128); the pairs path's x launch routing in
     programs of its own (shipped) or after each row; "shipped-tiles": the shipped tiles with down's stages
-    by token count (GLUON_TILES_AT: down's 6 stages at 2 tokens and 4 at 5 on the pairs path, 4 at 10-12 on
-    the grouped; gate_up's 4 stages at 7-9 on the grouped)."""
+    by token count (GLUON_TILES_AT: down's 6 stages at 2 tokens and 4 at 5 on the pairs path, gate_up's 64
+    columns at 4 and 5; on the grouped down's 128 x 4 at 3 and 4 stages at 10-12, gate_up's 4 stages at 7-9 and
+    8 at 11)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640

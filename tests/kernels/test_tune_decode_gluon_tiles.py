@@ -63,20 +63,28 @@ def test_the_shipped_tables_are_what_the_proposal_starts_from():
                           for size, paths in moe_decode.GLUON_FP8_TOKENS.items()}
 
 
-@pytest.mark.skipif(not __import__("jitguard.kernels.moe_decode_gluon", fromlist=["x"]).gluon_gemms_supported(),
-                    reason="this Triton has no Gluon Hopper wgmma (Triton >= 3.5), or is interpreted")
-def test_tune_m_plans_each_candidate_on_the_shipped_path_and_keeps_the_fastest(monkeypatch):
-    """tune_m's three steps through the real planner (CPU tensors, jitguard.offline keys only), timed by a
-    stand-in clock that reads each plan's Gluon tiles: the fastest gate_up beside the shipped down tile, then
-    the fastest down beside it, then the side-by-side rounds; a tile the stand-in refuses is skipped by name."""
+needs_gluon = pytest.mark.skipif(
+    not __import__("jitguard.kernels.moe_decode_gluon", fromlist=["x"]).gluon_gemms_supported(),
+    reason="this Triton has no Gluon Hopper wgmma (Triton >= 3.5), or is interpreted")
+E, K, H, I = 128, 8, 256, 128  # small experts: the grouped path on Gluon at 8 tokens, tiles from GLUON_TILES_AT
+# The stand-in clock: gate_up 64x4 and down 128x4 fastest; 32x8 "fails to compile".
+COST = {(32, 4): 3.0, (32, 6): 2.0, (32, 8): None, (64, 4): 1.0, (64, 3): 2.0, (128, 4): 0.5, (128, 3): 1.5}
 
-    import jitguard
+
+def _tiles_of(plan):
+    return tuple((launch.keywords["OUT_N"], launch.keywords["NUM_STAGES"]) for name, launch in plan.launches
+                 if name in ("gate_up", "down") and "OUT_N" in launch.keywords)  # tl's chain GEMMs: none
+
+
+def _offline_tuning(monkeypatch, max_tokens: int):
+    """A layer the tuner drives through the real planner (CPU tensors, for jitguard.offline keys only), timed
+    by a stand-in clock that reads each plan's Gluon tiles (COST; a plan without them, the chain, costs 65):
+    (the layer, the tile pairs timed in order)."""
     from jitguard.kernels import moe_decode
     from tests.kernels.test_moe_decode import _offline_layer
 
     bfm, tmd = tuner.bfm, tuner.tmd
-    E, k, H, I = 128, 8, 256, 128  # small experts: the grouped path on Gluon at 8 tokens, tiles from GLUON_TILES_AT
-    w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "block", 8)
+    w13, w2, kw, x, logits, ws = _offline_layer(E, K, H, I, "block", max_tokens)
 
     class Step:
         def __init__(self, plans):
@@ -93,33 +101,41 @@ def test_tune_m_plans_each_candidate_on_the_shipped_path_and_keeps_the_fastest(m
             self.H, self.I = H, I
 
         def plans(self, x, logits, out, path, tiles):
-            return [moe_decode.plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out,
+            return [moe_decode.plan_fused_moe_decode(x, logits, w13, w2, K, renormalize=True, workspace=ws, out=out,
                                                      path=path, tile_configs=tiles, **kw)]
 
         plans_step = staticmethod(Step)
 
-    def tiles_of(plan):
-        return tuple((launch.keywords["OUT_N"], launch.keywords["NUM_STAGES"]) for name, launch in plan.launches
-                     if name in ("gate_up", "down"))
-
-    # The stand-in clock: gate_up 64x4 and down 128x4 fastest; 32x8 "fails to compile".
-    cost = {(32, 4): 3.0, (32, 6): 2.0, (32, 8): None, (64, 4): 1.0, (64, 3): 2.0, (128, 4): 0.5, (128, 3): 1.5}
     timed = []
 
     def fake_time_graph(step, n_layers, replays, passes=1):
-        if tiles_of(step.plans[0])[0] == (32, 8):
+        tiles = _tiles_of(step.plans[0])
+        if not tiles:
+            return 65.0
+        if tiles[0] == (32, 8):
             raise RuntimeError("PTXAS error: stand-in\nmore")
-        up, down = tiles_of(step.plans[0])
-        timed.append((up, down))
-        return 60.0 + cost[up] + cost[down]
+        timed.append(tiles)
+        return 60.0 + COST[tiles[0]] + COST[tiles[1]]
 
     monkeypatch.setattr(bfm, "time_graph", fake_time_graph)
     monkeypatch.setattr(tmd, "inputs", lambda layer, M: (x[:M], logits[:M]))
     monkeypatch.setattr(tmd, "reference", lambda layer, x, logits: None)
     monkeypatch.setattr(tmd, "run_error", lambda layer, plans, out, ref: 0.0)
+    return OfflineLayer(), timed
+
+
+@needs_gluon
+def test_tune_m_plans_each_candidate_on_the_shipped_path_and_keeps_the_fastest(monkeypatch):
+    """tune_m's three steps through the real planner, timed by the stand-in clock: the fastest gate_up beside
+    the shipped down tile, then the fastest down beside it, then the side-by-side rounds; a tile the stand-in
+    refuses is skipped by name."""
+    import jitguard
+    from jitguard.kernels import moe_decode
+
+    layer, timed = _offline_tuning(monkeypatch, 8)
     records = []
     with jitguard.offline(compile=False):
-        row, line = tuner.tune_m(OfflineLayer(), 8, [(32, 4), (32, 6), (32, 8), (64, 4)], [(64, 3), (128, 3), (128, 4)],
+        row, line = tuner.tune_m(layer, 8, [(32, 4), (32, 6), (32, 8), (64, 4)], [(64, 3), (128, 3), (128, 4)],
                                  2, records.append)
     assert row.path == "grouped" and row.shipped_gemms == "gluon"
     assert row.best == ((64, 4), (128, 4))
@@ -131,3 +147,26 @@ def test_tune_m_plans_each_candidate_on_the_shipped_path_and_keeps_the_fastest(m
     assert len(row.shipped_us) == len(row.best_us) == 2 and row.gain_percent() > 0
     assert records[-1]["step"] == "final" and records[-1]["best"] == ((64, 4), (128, 4))
     assert "| offline | grouped | 8 |" in line and "64x4/128x4" in line
+
+
+@needs_gluon
+def test_a_chain_token_count_is_skipped_or_tuned_on_the_grouped_path_against_the_chain(monkeypatch, capsys):
+    """Past the Gluon token counts the shipped choice is the chain (no Gluon GEMMs): skipped by name, or with
+    against_chain the grouped path's Gluon tiles tuned and timed against the chain, the row proposing the
+    token count for GLUON_FP8_TOKENS."""
+    import jitguard
+    from jitguard.kernels import moe_decode
+
+    layer, timed = _offline_tuning(monkeypatch, 24)
+    with jitguard.offline(compile=False):
+        assert moe_decode.choose_decode_path(24, E, K, True, True, 3 * H * I, H, I) == "chain"
+        assert tuner.tune_m(layer, 24, [(64, 4)], [(128, 4)], 2, lambda record: None) is None
+        assert "M = 24: the shipped choice takes the chain path (no Gluon GEMMs): skipped" in capsys.readouterr().out
+        assert timed == []
+        row, line = tuner.tune_m(layer, 24, [(32, 6), (64, 4)], [(128, 4)], 2, lambda record: None,
+                                 against_chain=True)
+    assert row.path == "grouped" and row.shipped_gemms == "tl" and row.shipped_us == (65.0, 65.0)
+    assert row.best == ((64, 4), (128, 4)) and row.gain_percent() == pytest.approx(100 * (65.0 - 61.5) / 65.0)
+    assert "| offline | grouped | 24 | chain 65.0 / 65.0 | 64x4/128x4 61.5 / 61.5 |" in line
+    _, tokens, changed = tuner.proposal([row], {}, {"small": {"grouped": (3, 16)}}, BASE, 0.5)
+    assert changed == [row] and tokens == {"small": {"grouped": (3, 16, 24)}}
