@@ -10,8 +10,11 @@ R=/tmp/ct; rm -rf $R; mkdir -p $R
 timeout 150 python3 -m pytest -q -p no:cacheprovider -p no:jitguard -m gpu tests/kernels/test_moe_decode_gluon.py \
     -k "shipped-tiles or 64-columns" > $R/gpu.log 2>&1
 echo "pytest: $(tail -1 $R/gpu.log)"; grep -E "^(FAILED|ERROR)" $R/gpu.log | head
-timeout 400 python3 benchmarks/tune_decode_gluon_tiles.py --cases qwen3-30b-fp8-block,deepseek-v3-tp2-fp8-block \
-    --ms 17-32,48,64 --against-chain --minutes 5.5 --out $R > $R/tune.log 2>&1
+mkdir -p $R/q $R/d
+timeout 250 python3 benchmarks/tune_decode_gluon_tiles.py --cases qwen3-30b-fp8-block \
+    --ms 17-32,48,64 --against-chain --minutes 3.5 --out $R/q > $R/q/tune.log 2>&1
+timeout 200 python3 benchmarks/tune_decode_gluon_tiles.py --cases deepseek-v3-tp2-fp8-block \
+    --ms 9-16,24,32 --against-chain --minutes 2.5 --out $R/d > $R/d/tune.log 2>&1
 tar czf $OUT/ct.tgz -C $R .
-grep -h -i -B2 -A12 "Traceback" $R/tune.log | head -30
-grep -h "^|\|^#\|^GLUON" $R/tune.log | tail -45
+grep -h -i -B2 -A12 "Traceback" $R/q/tune.log $R/d/tune.log | head -30
+grep -h "^|\|^#\|^GLUON" $R/q/tune.log $R/d/tune.log | tail -50
