@@ -799,8 +799,8 @@ GLUON_FP8_MODES = ("measured", "always", "never")
 # calls 9-10, DeepSeek-V3-TP2 grouped on Gluon with gate_up 32 x 8 (GLUON_TILES_AT) / tl's GEMMs: M = 3 126.35 /
 # 129.8, M = 5 204.35 / 206.9 (on Gluon with GLUON_TILES' 32 x 6: 131.6 and 211.4, slower than tl's).
 GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
-    "small": {"pairs": (1, 2, 4, 5), "grouped": (3, 7, 8, *range(9, 17))},
-    "large": {"pairs": (1, 2), "grouped": (3, 5, 6, 8)},
+    "small": {"pairs": (1, 2, 4, 5), "grouped": (3, 7, 8, *range(9, 21))},
+    "large": {"pairs": (1, 2), "grouped": (3, 5, 6, 8, 10, 12, 13)},
 }
 # The Gluon pairs path's x launch (which routes each token, ROUTE_TOKENS): True gives the routing programs
 # of their own, so a token's routing and its row's quantization run side by side (2 * M programs) instead
@@ -840,10 +840,12 @@ GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, 
     "small": {
         "pairs": {2: ((32, 6), (128, 6)), 4: ((64, 3), (128, 3)), 5: ((64, 3), (128, 4))},
         "grouped": {3: ((32, 6), (128, 4)), 7: ((32, 4), (64, 3)), 8: ((32, 4), (64, 3)), 9: ((32, 4), (64, 3)),
-                    10: ((32, 6), (64, 4)), 11: ((32, 8), (64, 4)), 12: ((32, 6), (64, 4))},
+                    10: ((32, 6), (64, 4)), 11: ((32, 8), (64, 4)), 12: ((32, 6), (64, 4)),
+                    **{M: ((32, 4), (64, 4)) for M in range(17, 21)}},
     },
     "large": {"pairs": {1: ((32, 8), (128, 3)), 2: ((64, 4), (128, 3))},
-              "grouped": {3: ((32, 8), (64, 3)), 5: ((32, 8), (64, 3)), 6: ((32, 8), (64, 3)), 8: ((32, 8), (64, 3))}},
+              "grouped": {3: ((32, 8), (64, 3)), 5: ((32, 8), (64, 3)), 6: ((32, 8), (64, 3)), 8: ((32, 8), (64, 3)),
+                          10: ((32, 6), (128, 4)), 12: ((32, 8), (64, 4)), 13: ((32, 8), (64, 4))}},
 }
 # With PDL: the Gluon down GEMM's programs copy their first K steps of weights before they wait for
 # gate_up (which then waits for the launch before it before letting down start). Call 3: faster or level

@@ -89,18 +89,19 @@ def test_plan_takes_gluon_only_on_the_grouped_and_pairs_fp8_block_paths_with_128
 def test_measured_gluon_token_counts_by_expert_size_and_path():
     """GLUON_FP8_GEMMS "measured" (the default): Gluon where the seventeenth session timed it faster, the
     pairs path at 1-2 tokens for both expert sizes and 4-5 for small experts (4 since the twenty-first session,
-    with 64-column gate_up tiles), the grouped path at 3 and 7-16 tokens for small experts (7 and 9-16 since the
-    nineteenth session) and 3, 5, 6 and 8 for large ones (3 and 5 since the twentieth, 8 since the twenty-first,
-    with their own gate_up tile); tl's kernels elsewhere (the pairs path's per-pair handoff at 6 tokens was
-    faster)."""
+    with 64-column gate_up tiles), the grouped path at 3 and 7-20 tokens for small experts (7 and 9-16 since the
+    nineteenth session, 17-20 since the twenty-first) and 3, 5, 6, 8, 10, 12 and 13 for large ones (3 and 5 since
+    the twentieth, the rest since the twenty-first, with their own tiles); tl's kernels elsewhere (the pairs
+    path's per-pair handoff at 6 tokens and the chain path past these counts were faster)."""
     assert moe_decode.GLUON_FP8_GEMMS == "measured"
     small = expert_weight_bytes(2048, 768, 1)
     large = expert_weight_bytes(7168, 1024, 1)
     taken = {(size, path, M) for size, eb in (("small", small), ("large", large)) for path in ("pairs", "grouped")
              for M in range(1, 65) if moe_decode.takes_gluon_gemms(M, path, True, 2048, 768, eb)}
     assert taken == {*(("small", "pairs", M) for M in (1, 2, 4, 5)), ("small", "grouped", 3),
-                     *(("small", "grouped", M) for M in range(7, 17)),
-                     ("large", "pairs", 1), ("large", "pairs", 2), *(("large", "grouped", M) for M in (3, 5, 6, 8))}
+                     *(("small", "grouped", M) for M in range(7, 21)),
+                     ("large", "pairs", 1), ("large", "pairs", 2),
+                     *(("large", "grouped", M) for M in (3, 5, 6, 8, 10, 12, 13))}
     assert not moe_decode.takes_gluon_gemms(1, "pairs", False, 2048, 768, small)  # bf16 / no block scales
     assert not moe_decode.takes_gluon_gemms(1, "chain", True, 2048, 768, small)
     assert not moe_decode.takes_gluon_gemms(1, "pairs", True, 2048, 320, small)  # I not a multiple of 128
@@ -109,19 +110,20 @@ def test_measured_gluon_token_counts_by_expert_size_and_path():
 @needs_gluon
 def test_auto_path_takes_the_grouped_path_where_only_its_gemms_run_in_gluon(monkeypatch):
     """Given H and I, choose_decode_path sends FP8 block scales to the grouped path at the token counts
-    where its GEMMs run in Gluon and the pairs path's would not (Qwen3-30B-like M = 3 and 9-16 past the
-    chain's FP8_CHAIN_ABOVE_TOKENS, DeepSeek-V3-TP2-like M = 6); with tl's GEMMs everywhere ("never") or
+    where its GEMMs run in Gluon and the pairs path's would not (Qwen3-30B-like M = 3 and 9-20 past the
+    chain's FP8_CHAIN_ABOVE_TOKENS, DeepSeek-V3-TP2-like M = 6, 10, 12, 13); with tl's GEMMs everywhere ("never") or
     without H and I, the pairs path and the chain as before; "always" takes no chain token count."""
     small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
-    qwen3 = [moe_decode.choose_decode_path(M, 128, 8, True, True, small, 2048, 768) for M in range(1, 18)]
-    assert qwen3 == ["pairs", "pairs", "grouped", "pairs", "pairs", "pairs"] + ["grouped"] * 10 + ["chain"]
-    deepseek = [moe_decode.choose_decode_path(M, 256, 8, True, True, large, 7168, 1024) for M in range(1, 10)]
-    assert deepseek == ["pairs", "pairs", "grouped", "pairs", "grouped", "grouped", "grouped", "grouped", "chain"]
+    qwen3 = [moe_decode.choose_decode_path(M, 128, 8, True, True, small, 2048, 768) for M in range(1, 22)]
+    assert qwen3 == ["pairs", "pairs", "grouped", "pairs", "pairs", "pairs"] + ["grouped"] * 14 + ["chain"]
+    deepseek = [moe_decode.choose_decode_path(M, 256, 8, True, True, large, 7168, 1024) for M in range(1, 15)]
+    assert deepseek == ["pairs", "pairs", "grouped", "pairs", "grouped", "grouped", "grouped", "grouped", "chain",
+                        "grouped", "chain", "grouped", "grouped", "chain"]
     assert moe_decode.choose_decode_path(3, 128, 8, True, True, small) == "pairs"
     assert moe_decode.choose_decode_path(9, 128, 8, True, True, small) == "chain"
     monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
-    assert moe_decode.choose_decode_path(17, 128, 8, True, True, small, 2048, 768) == "chain"
-    assert moe_decode.choose_decode_path(9, 256, 8, True, True, large, 7168, 1024) == "chain"
+    assert moe_decode.choose_decode_path(21, 128, 8, True, True, small, 2048, 768) == "chain"
+    assert moe_decode.choose_decode_path(11, 256, 8, True, True, large, 7168, 1024) == "chain"
     monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "never")
     assert moe_decode.choose_decode_path(3, 128, 8, True, True, small, 2048, 768) == "pairs"
     assert moe_decode.choose_decode_path(6, 256, 8, True, True, large, 7168, 1024) == "pairs"
