@@ -132,12 +132,12 @@ def test_auto_path_takes_the_grouped_path_where_only_its_gemms_run_in_gluon(monk
 
 def test_tiles_by_token_count_and_expert_size(monkeypatch):
     """gluon_tiles: GLUON_TILES_AT's tiles where it lists the expert size class, path and token count, else
-    GLUON_TILES' (small experts: down's stages on the pairs path at 2 and 5 tokens, gate_up's 64 columns at 4 and
-    5; on the grouped path down's 128 x 4 at 3, gate_up's 4 stages at 7-9, 8 at 11 and down's 4 at 10-12; large
+    GLUON_TILES' (small experts: on the pairs path gate_up 32 x 7 with down 128 x 6 at 1 token, down's stages
+    at 2 and 5 tokens, gate_up's 64 columns at 4 and 5; on the grouped path down's 128 x 4 at 3, gate_up's 4 stages at 7-9, 8 at 11 and down's 4 at 10-12; large
     experts: gate_up's on the pairs path at 1 and 2, on the grouped at 3, 5, 6, 8)."""
     small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
     up, down = moe_decode.GLUON_TILES["pairs"]
-    assert moe_decode.gluon_tiles("pairs", 1, small) == (up, down)
+    assert moe_decode.gluon_tiles("pairs", 1, small) == (GluonTile(32, 7), GluonTile(down.out_n, 6))
     assert moe_decode.gluon_tiles("pairs", 2, small) == (up, GluonTile(down.out_n, 6))
     assert moe_decode.gluon_tiles("pairs", 4, small) == (GluonTile(64, 3), down)
     assert moe_decode.gluon_tiles("pairs", 5, small) == (GluonTile(64, 3), GluonTile(down.out_n, 4))
