@@ -133,8 +133,9 @@ def test_auto_path_takes_the_grouped_path_where_only_its_gemms_run_in_gluon(monk
 def test_tiles_by_token_count_and_expert_size(monkeypatch):
     """gluon_tiles: GLUON_TILES_AT's tiles where it lists the expert size class, path and token count, else
     GLUON_TILES' (small experts: on the pairs path gate_up 32 x 7 with down 128 x 6 at 1 token, down's stages
-    at 2 and 5 tokens, gate_up's 64 columns at 4 and 5; on the grouped path down's 128 x 4 at 3, gate_up's 4 stages at 7-9, 8 at 11 and down's 4 at 10-12; large
-    experts: gate_up's on the pairs path at 1 and 2, on the grouped at 3, 5, 6, 8)."""
+    at 2 and 5 tokens, gate_up's 64 columns at 4 and 5; on the grouped path down's 128 x 4 at 3, gate_up's 4
+    stages at 7-9, 8 at 11 and down's 4 at 10-12, both 4 at 17-20; large experts: gate_up's on the pairs path at
+    1 and 2, on the grouped at 3, 5, 6, 8, 10, 12, 13)."""
     small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
     up, down = moe_decode.GLUON_TILES["pairs"]
     assert moe_decode.gluon_tiles("pairs", 1, small) == (GluonTile(32, 7), GluonTile(down.out_n, 6))
@@ -315,9 +316,9 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
     tl's kernel on the same inputs (H = 384, I = 640: a K loop of 3 and 5 steps, I's last group
     written by four 32-column tiles, two of 64 or one of 128); the pairs path's x launch routing in
     programs of its own (shipped) or after each row; "shipped-tiles": the shipped tiles with down's stages
-    by token count (GLUON_TILES_AT: down's 6 stages at 2 tokens and 4 at 5 on the pairs path, gate_up's 64
-    columns at 4 and 5; on the grouped down's 128 x 4 at 3 and 4 stages at 10-12, gate_up's 4 stages at 7-9 and
-    8 at 11)."""
+    by token count (GLUON_TILES_AT: gate_up 32 x 7 and down 128 x 6 at 1 token, down's 6 stages at 2 tokens and
+    4 at 5 on the pairs path, gate_up's 64 columns at 4 and 5; on the grouped down's 128 x 4 at 3 and 4 stages
+    at 10-12, gate_up's 4 stages at 7-9 and 8 at 11, both 4 at 17-20)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
