@@ -853,13 +853,12 @@ GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, 
 # Qwen3 M = 2 27.5 against 28.4; level at Qwen3 M = 1 on the grouped path). Tried beside it and removed:
 # each pairs-path Gluon GEMM program routing its own token (softmax top-k in Gluon) so that both GEMMs
 # copy weights before they wait: level to 9% slower (DeepSeek M = 2 93.5, M = 8 337.5 against 325.1).
+# Twenty-first session, calls 9-10, tried and removed: the first launch asking the L2 for gate_up's weights of
+# each routed expert once a token is routed (HBM is idle while that launch aligns): line by line, the first
+# K step of every row cost 6 us more a step at Qwen3-30B-FP8 M = 1 (one SM issuing 12K prefetches); as bulk
+# prefetches of whole row ranges, 24 us more for a quarter of the rows (the router's program, whose launch
+# gate_up waits for, lasts until its bulk prefetches have landed).
 GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
-# Where the GEMMs run in Gluon: the first launch asks the L2 for the first GATE_UP_PREFETCH_PARTS 32nds of the
-# gate rows and of the up rows of each routed expert (bulk prefetches), as soon as a token is routed, so that
-# HBM streams them while that launch aligns and gate_up waits for it (0: off). Twenty-first session: being
-# measured (benchmarks/results/moe_layer.md; the first K step of every row asked line by line was 6 us
-# slower a step at Qwen3-30B-FP8 M = 1: one SM issuing 12K prefetches).
-GATE_UP_PREFETCH_PARTS = 0
 # The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (call 2: the grouped path's 16-row
 # tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4).
 GLUON_BLOCK_M = 8
@@ -1049,9 +1048,6 @@ def plan_fused_moe_decode(
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
             **({"ROUTE_TOKENS": True} if routes_tokens else {}),
             **({"ROUTERS_APART": True} if routers_apart else {}),
-            **({"PREFETCH_PARTS": GATE_UP_PREFETCH_PARTS, "w13_ptr": w13, "stride_w13e": w13.stride(0),
-                "stride_w13n": w13.stride(1), "w13_rows": w13.shape[1]}
-               if gluon and GATE_UP_PREFETCH_PARTS > 0 and w13.shape[1] % 64 == 0 else {}),
             **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
             num_warps=_route_warps(M, E, quant, pair_tiles, routers_apart),
         )))

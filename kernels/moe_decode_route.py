@@ -36,33 +36,6 @@ else:
 
 
 @triton.jit
-def _bulk_prefetch_to_l2(ptrs, nbytes, active):
-    """PTX cp.async.bulk.prefetch.L2 (sm_90) of ``nbytes`` (a multiple of 16) from each address in ``ptrs`` where
-    ``active``: the TMA unit streams the range into the L2, nothing waits for it."""
-    tl.inline_asm_elementwise(
-        "{ .reg .pred p; setp.ne.s32 p, $3, 0; @p cp.async.bulk.prefetch.L2.global [$1], $2; } // $0",
-        "=r,l,r,r", [ptrs, nbytes, active.to(tl.int32)], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def _prefetch_gate_up_rows(w13_ptr, stride_w13e, stride_w13n, w13_rows, ids, TOP_K: tl.constexpr,
-                           K_POW2: tl.constexpr, PARTS: tl.constexpr):
-    """Ask the L2 for the first PARTS 32nds of the gate rows and of the up rows (``w13_rows`` e4m3 rows, gate
-    then up, each a multiple of 32 rows) of the experts ``ids`` [K_POW2] (slots >= TOP_K skipped), one bulk
-    prefetch a contiguous part: streamed from HBM while this launch is still aligning and gate_up waits for it
-    (GATE_UP_PREFETCH_PARTS). 64 parts a slot, one or more a thread (never one part asked by two threads)."""
-    part = tl.arange(0, 64)
-    half_rows = w13_rows // 2
-    part_rows = half_rows // 32
-    rows = (part // 32) * half_rows + (part % 32) * part_rows
-    ptrs = (w13_ptr + ids.to(tl.int64)[:, None] * stride_w13e
-            + rows[None, :].to(tl.int64) * stride_w13n)
-    nbytes = (part_rows * stride_w13n).to(tl.int32) + tl.zeros((K_POW2, 64), dtype=tl.int32)
-    slots = tl.arange(0, K_POW2)
-    _bulk_prefetch_to_l2(ptrs, nbytes, (slots < TOP_K)[:, None] & ((part % 32) < PARTS)[None, :])
-
-
-@triton.jit
 def _store_x_group_scales(v, groups, cols, token, hidden, x_scale_ptr, stride_xsm, xq_ptr, GROUP: tl.constexpr,
                           FP8_MAX_C: tl.constexpr, MIN_AMAX: tl.constexpr, WRITE_XQ: tl.constexpr):
     """Scales of x's 128-column groups in ``v`` [groups, GROUP] (fp32), and with WRITE_XQ x as e4m3."""
@@ -125,11 +98,6 @@ def moe_decode_route_kernel(
     WAIT_PRIOR: tl.constexpr = False,
     ROUTE_TOKENS: tl.constexpr = False,
     ROUTERS_APART: tl.constexpr = False,
-    PREFETCH_PARTS: tl.constexpr = 0,
-    w13_ptr=None,
-    stride_w13e=0,
-    stride_w13n=0,
-    w13_rows=0,
 ):
     """Routing of token ``program_id`` and its activation scales; then the alignment of every pair.
 
@@ -151,9 +119,6 @@ def moe_decode_route_kernel(
     arrive aligns every pair (no few-token path).
     WAIT_PRIOR (a PDL launch of its own): waits for the launch before (which wrote x and the logits)
     before anything else, and only then lets the next launch start.
-    PREFETCH_PARTS (routers apart or the few-token router, sm_90): once a token is routed, the first
-    PREFETCH_PARTS 32nds of its experts' gate rows and up rows (``w13``, ``w13_rows`` rows of e4m3) are asked of
-    the L2, one bulk prefetch a part.
     """
     if WAIT_PRIOR:
         wait_for_prior_launch()
@@ -186,17 +151,11 @@ def moe_decode_route_kernel(
             if ROUTE:
                 slots = tl.arange(0, K_POW2)
                 ranks = tl.atomic_add(counts_ptr + ids, 1, mask=slots < TOP_K, sem="relaxed", scope="gpu")
-                if PREFETCH_PARTS > 0:  # while the ranks are on their way
-                    _prefetch_gate_up_rows(w13_ptr, stride_w13e, stride_w13n, w13_rows, ids, TOP_K, K_POW2,
-                                           PREFETCH_PARTS)
                 tl.store(ranks_ptr + routed * TOP_K + slots, ranks, mask=slots < TOP_K)
                 _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, sorted_ids_ptr,
                                        expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr, x_scale_ptr, x_amax_ptr,
                                        num_pairs, num_experts, padded_len, num_blocks, block_m, E_POW2, P_POW2,
                                        FILL_BLOCK, True, QUANT, FP8_MAX_C, MIN_AMAX)
-            elif PREFETCH_PARTS > 0:
-                _prefetch_gate_up_rows(w13_ptr, stride_w13e, stride_w13n, w13_rows, ids, TOP_K, K_POW2,
-                                       PREFETCH_PARTS)
         return
     if not ROUTE:
         if token < num_tokens:
@@ -247,13 +206,6 @@ def moe_decode_route_kernel(
                                                 num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
                                                 RENORMALIZE, FILL_BLOCK, FEW_TOKENS)
         if token < num_tokens:
-            if PREFETCH_PARTS > 0:
-                # The token's experts once more, in its own program (the router's are the ones written),
-                # so that each token's prefetches go out beside the others' instead of after one top-k of all.
-                own_ids, _ = softmax_topk_row(logits_ptr + token * stride_lm, num_experts, TOP_K, K_POW2, E_POW2,
-                                              RENORMALIZE)
-                _prefetch_gate_up_rows(w13_ptr, stride_w13e, stride_w13n, w13_rows, own_ids, TOP_K, K_POW2,
-                                       PREFETCH_PARTS)
             _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
                             a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
                             X_ONE_PASS)

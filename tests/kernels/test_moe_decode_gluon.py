@@ -296,26 +296,6 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
     assert bool(copies_before_wait) == ahead
 
 
-@needs_gluon
-@pytest.mark.parametrize("path,apart", [("pairs", True), ("grouped", False), ("grouped", True)],
-                         ids=["pairs", "grouped-few-token-router", "grouped-routers-apart"])
-def test_real_sm90_compile_of_the_gate_up_prefetch(path, apart, gluon_on, monkeypatch):
-    """GATE_UP_PREFETCH_PARTS: the first launch's sm_90 code asks the L2 for parts of gate_up's weights
-    (cp.async.bulk.prefetch.L2, predicated) on the pairs path and on the grouped path's few-token router and
-    routers apart; none when 0, and none in the GEMMs either way."""
-    _compile_side()
-    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", "always" if apart else "never")
-    route = triton_compat.unwrap_jit_function(moe_decode.moe_decode_route_kernel)
-    for parts in (0, 8):
-        monkeypatch.setattr(moe_decode, "GATE_UP_PREFETCH_PARTS", parts)
-        triton_compat.forget_compiled_variants(route)
-        plan, gemm_ptx = _compile_layer(256, 384, path=path)
-        assert plan.gemms == "gluon"
-        (route_ptx,) = _compiled_ptx(moe_decode.moe_decode_route_kernel)
-        assert not any("prefetch" in p for p in gemm_ptx)
-        assert ("@p cp.async.bulk.prefetch.L2.global" in route_ptx) == (parts > 0)
-
-
 # ---- on a GPU -------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
