@@ -798,8 +798,14 @@ GLUON_FP8_MODES = ("measured", "always", "never")
 # M = 4 (pairs 43.4 / 42.65, grouped 48.6) and M = 6 (pairs 62.8, grouped 61.3 / 60.75). Twentieth session,
 # calls 9-10, DeepSeek-V3-TP2 grouped on Gluon with gate_up 32 x 8 (GLUON_TILES_AT) / tl's GEMMs: M = 3 126.35 /
 # 129.8, M = 5 204.35 / 206.9 (on Gluon with GLUON_TILES' 32 x 6: 131.6 and 211.4, slower than tl's).
+# Twenty-first session (benchmarks/tune_decode_gluon_tiles.py, then the probe beside the previous tables),
+# Gluon with its GLUON_TILES_AT tiles / the previous choice: Qwen3 pairs M = 4 41.6 / 42.95 (tl's pairs path;
+# vLLM's GEMMs alone 43.0), DeepSeek grouped M = 8 322.05 / 322.95 (tl's grouped); in place of the chain
+# (--against-chain): Qwen3 M = 17 119.35 / 119.85, 18 114.5 / 114.9, 20 120.0 / 120.3 (the chain ahead from
+# 21: 121.4 / 121.35, and by 3.6-4.5% at 48-64), DeepSeek M = 10 354.15 / 360.65, 12 431.4 / 437.2, 13 450.9 /
+# 452.55 (the chain ahead at 9, 11, 14-16, 24, 32).
 GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
-    "small": {"pairs": (1, 2, 4, 5), "grouped": (3, 7, 8, *range(9, 21))},
+    "small": {"pairs": (1, 2, 4, 5), "grouped": (3, *range(7, 21))},
     "large": {"pairs": (1, 2), "grouped": (3, 5, 6, 8, 10, 12, 13)},
 }
 # The Gluon pairs path's x launch (which routes each token, ROUTE_TOKENS): True gives the routing programs
@@ -836,6 +842,13 @@ GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
 # M = 5 52.2 / 54.0 (52.4), M = 8 68.4 / 69.7 (67.1), M = 12 87.45 / 88.95 (82.0); gate_up 32 x 4 at M = 7 64.4
 # / 66.5 (65.8), M = 9 71.55 / 72.85 (68.8). Calls 9-10, DeepSeek grouped, gate_up 32 x 8 / 32 x 6 (both on
 # Gluon): M = 6 243.85 / 245.15 (vLLM 236.7), M = 3 126.35 / 131.6, M = 5 204.35 / 211.4 (GLUON_FP8_TOKENS).
+# Twenty-first session, the tuner's proposals (benchmarks/tune_decode_gluon_tiles.py: calls 1, 3, 5) confirmed
+# beside the previous tables in one run (calls 2, 4, 6; us per layer, shipped / previous, vLLM's GEMMs alone):
+# Qwen3 pairs M = 1 32x7/128x6 18.2 / 18.8 (18.0; down 128 x 7 or 8 level, call 7), M = 4 64x3/128x3 41.6 /
+# 42.95 (43.0), M = 5 64x3/128x4 51.95 / 52.7 (53.5); grouped M = 3 down 128x4 33.5 / 34.85 (35.2), M = 11
+# gate_up 32x8 91.3 / 92.45 (86.5), M = 17-20 32x4/64x4 (GLUON_FP8_TOKENS); DeepSeek grouped 8, 10, 12, 13.
+# A joint sweep (every gate_up beside every down, call 8) found nothing 0.5% faster at Qwen3 M = 8, 16 or
+# DeepSeek M = 2.
 GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]]] = {
     "small": {
         "pairs": {1: ((32, 7), (128, 6)), 2: ((32, 6), (128, 6)), 4: ((64, 3), (128, 3)), 5: ((64, 3), (128, 4))},
