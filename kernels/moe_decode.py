@@ -868,9 +868,10 @@ GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, 
 # copy weights before they wait: level to 9% slower (DeepSeek M = 2 93.5, M = 8 337.5 against 325.1).
 # Twenty-first session, calls 9-10, tried and removed: the first launch asking the L2 for gate_up's weights of
 # each routed expert once a token is routed (HBM is idle while that launch aligns): line by line, the first
-# K step of every row cost 6 us more a step at Qwen3-30B-FP8 M = 1 (one SM issuing 12K prefetches); as bulk
-# prefetches of whole row ranges, 24 us more for a quarter of the rows (read, not measured apart: the
-# router's program does not retire, and gate_up does not start, before its bulk prefetches have landed).
+# K step of every row cost 6 us more a step at Qwen3-30B-FP8 M = 1 (the first launch alone 7.8 us against 1.4:
+# one SM issuing 12K prefetches); as bulk prefetches of whole row ranges, 24 us more for a quarter of the rows
+# (the first launch alone 26.4 us, DeepSeek-V3-TP2's 117.5: it lasts until they land, about 0.25 TB/s from
+# the router programs' SMs).
 GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
 # The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (call 2: the grouped path's 16-row
 # tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4).
