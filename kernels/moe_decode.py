@@ -854,7 +854,7 @@ GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, 
         "pairs": {1: ((32, 7), (128, 6)), 2: ((32, 6), (128, 6)), 4: ((64, 3), (128, 3)), 5: ((64, 3), (128, 4))},
         "grouped": {3: ((32, 6), (128, 4)), 7: ((32, 4), (64, 3)), 8: ((32, 4), (64, 3)), 9: ((32, 4), (64, 3)),
                     10: ((32, 6), (64, 4)), 11: ((32, 8), (64, 4)), 12: ((32, 6), (64, 4)),
-                    **{M: ((32, 4), (64, 4)) for M in range(17, 21)}},
+                    **dict.fromkeys(range(17, 21), ((32, 4), (64, 4)))},
     },
     "large": {"pairs": {1: ((32, 8), (128, 3)), 2: ((64, 4), (128, 3))},
               "grouped": {3: ((32, 8), (64, 3)), 5: ((32, 8), (64, 3)), 6: ((32, 8), (64, 3)), 8: ((32, 8), (64, 3)),
@@ -873,6 +873,12 @@ GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, 
 # (the first launch alone 26.4 us, DeepSeek-V3-TP2's 117.5: it lasts until they land, about 0.25 TB/s from
 # the router programs' SMs).
 GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
+# The Gluon pairs path with SHARED_EXPERT_TILES (moe_decode_gluon): a pair's tile takes every pair of its block of
+# GLUON_BLOCK_M tokens routed to its expert and only the block's lowest such pair's program computes it, so each
+# expert's weights are read once a token block, as on the grouped path, without the route launch's alignment
+# (3.7 us alone at Qwen3-30B-FP8 M = 8 against the pairs path's 1.4). Twenty-first session: built and
+# compiled for sm_90, not yet run on a GPU (off).
+GLUON_PAIRS_SHARE_EXPERTS = False
 # The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (call 2: the grouped path's 16-row
 # tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4).
 GLUON_BLOCK_M = 8
@@ -1220,6 +1226,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
             LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=wait_prior[gated], PAIR_TILES=pair_tiles,
             topk_ids_ptr=ws.topk_ids, num_warps=4,
+            **({"SHARED_EXPERT_TILES": True} if pair_tiles and GLUON_PAIRS_SHARE_EXPERTS else {}),
             **({"launch_pdl": True} if pdl else {}),
         )))
     return launches
