@@ -9,7 +9,10 @@ shipped choice takes (FP8 block scales; the chain path has no Gluon GEMMs and is
 alone was 9 us slower at DeepSeek M = 1 where the layer was 1.7 us faster):
 
 1. each gate_up candidate beside the shipped down tile, one timing each;
-2. each down candidate beside the fastest gate_up, one timing each;
+2. each down candidate beside the fastest gate_up, one timing each; steps 1-2 again beside the new tiles
+   until a pass changes neither (``--passes``, default 2; a pair is timed once per token count): the two
+   tiles interact (twenty-first session, Qwen3-30B-FP8 M = 1: 32x7/128x6 18.45 us where 32x7/128x3 took 18.59
+   and 32x6/128x6 18.99);
 3. the fastest pair, the shipped choice (its tiles, or tl's GEMMs where Gluon is not taken at this M) and
    GLUON_TILES' tiles alone, side by side over ``--rounds`` rounds (every other one in reverse order).
 
@@ -122,7 +125,7 @@ def _tile_pair(tiles) -> tuple[tuple[int, int], tuple[int, int]]:
     return tuple((t.out_n, t.stages) for t in tiles)
 
 
-def tune_m(layer, M: int, gate_ups, downs, rounds: int, log, against_chain: bool = False
+def tune_m(layer, M: int, gate_ups, downs, rounds: int, log, against_chain: bool = False, passes: int = 2
            ) -> tuple[TunedRow, str] | None:
     """Steps 1-3 for one case and token count (see the module docstring): the row and its markdown line, or
     None where the shipped choice takes a path without Gluon GEMMs (unless ``against_chain``: the chain path
@@ -147,7 +150,12 @@ def tune_m(layer, M: int, gate_ups, downs, rounds: int, log, against_chain: bool
                            "GLUON_TILES": {**moe_decode.GLUON_TILES, path: (up, down)}}):
             return layer.plans(x, logits, out, path, None)
 
+    measured: dict = {}  # each pair timed once in a tune_m call: a later sweep reuses its time
+
     def timed(pair, step):
+        if pair in measured:
+            return measured[pair]
+        measured[pair] = None  # a pair that fails is not tried again
         try:
             plans = plans_for(pair)
             us = bfm.time_graph(layer.plans_step(plans), layer.n_layers, tmd.REPLAYS)
@@ -156,14 +164,24 @@ def tune_m(layer, M: int, gate_ups, downs, rounds: int, log, against_chain: bool
                   f"{str(exc).strip().splitlines()[0][:160]}", flush=True)
             return None
         log({"case": case, "M": M, "path": path, "step": step, "gate_up": pair[0], "down": pair[1], "us": us})
+        measured[pair] = us
         return us
 
-    first = {up: us for up in gate_ups if (us := timed((up, shipped_pair[1]), "gate_up")) is not None}
-    if not first:
-        return None
-    best_up = min(first, key=first.get)
-    second = {dn: us for dn in downs if (us := timed((best_up, dn), "down")) is not None}
-    best = (best_up, min(second, key=second.get) if second else shipped_pair[1])
+    # Coordinate descent: gate_up candidates beside the current down tile, then down candidates beside the best
+    # gate_up, until a pass changes neither (or ``passes`` passes): the two GEMMs' tiles interact (with down's
+    # weights before its wait, down's programs share the SMs with gate_up's tail).
+    best_up, best_down = None, shipped_pair[1]
+    for pass_index in range(1, passes + 1):
+        ups = {up: us for up in gate_ups if (us := timed((up, best_down), f"gate_up, pass {pass_index}")) is not None}
+        if not ups:
+            return None
+        new_up = min(ups, key=ups.get)
+        dns = {dn: us for dn in downs if (us := timed((new_up, dn), f"down, pass {pass_index}")) is not None}
+        new_down = min(dns, key=dns.get) if dns else best_down
+        if (new_up, new_down) == (best_up, best_down):
+            break
+        best_up, best_down = new_up, new_down
+    best = (best_up, best_down)
     base = _tile_pair(moe_decode.GLUON_TILES[path])
     contenders = {"shipped": shipped, "best": plans_for(best), "base": plans_for(base)}
     times = tmd.time_alternating(layer, contenders, rounds)
@@ -187,6 +205,8 @@ def main() -> None:
     p.add_argument("--gate-up", default=GATE_UP_CANDIDATES, help="gate_up candidates, OUT_NxSTAGES,...")
     p.add_argument("--down", default=DOWN_CANDIDATES, help="down candidates (out_n 64 or 128)")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--passes", type=int, default=2,
+                   help="gate_up then down sweeps, repeated until a pass changes neither tile (at most this many)")
     p.add_argument("--min-gain", type=float, default=0.5, help="percent, in every round, to propose a change")
     p.add_argument("--minutes", type=float, default=8.0, help="stop starting new token counts after this")
     p.add_argument("--against-chain", action="store_true",
@@ -194,6 +214,8 @@ def main() -> None:
     p.add_argument("--out", default=".")
     args = p.parse_args()
     gate_ups, downs = parse_tiles(args.gate_up, "--gate-up"), parse_tiles(args.down, "--down")
+    if args.passes < 1:
+        raise SystemExit(f"tune_decode_gluon_tiles: --passes must be at least 1, got {args.passes}")
     ms = parse_ms(args.ms)
     block_cases = [name for name, case in bfm.CASES.items() if case[5] == "block"]
     for case in args.cases.split(","):
@@ -213,7 +235,7 @@ def main() -> None:
             if time.time() > deadline:
                 print(f"# --minutes spent: {case} M >= {M} not tuned", flush=True)
                 break
-            tuned = tune_m(layer, M, gate_ups, downs, args.rounds, log, args.against_chain)
+            tuned = tune_m(layer, M, gate_ups, downs, args.rounds, log, args.against_chain, args.passes)
             if tuned is not None:
                 rows.append(tuned[0])
                 lines.append(tuned[1])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from jitguard.kernels.moe_decode_gluon import GluonTile
 from tests.kernels.benchmark_scripts import load_benchmark_script
 
 tuner = load_benchmark_script("tune_decode_gluon_tiles.py")
@@ -21,6 +22,12 @@ def test_arguments_parse_or_fail_in_one_line_naming_the_option():
         tuner.parse_tiles("64x3,128", "--down")
     with pytest.raises(SystemExit, match=r"^tune_decode_gluon_tiles: --ms: 'a-3' is not a token count"):
         tuner.parse_ms("1,a-3")
+
+
+def test_passes_below_one_is_a_one_line_error(monkeypatch):
+    monkeypatch.setattr("sys.argv", ["tune_decode_gluon_tiles.py", "--passes", "0"])
+    with pytest.raises(SystemExit, match=r"^tune_decode_gluon_tiles: --passes must be at least 1, got 0$"):
+        tuner.main()
 
 
 def test_gain_is_the_worst_round():
@@ -127,8 +134,8 @@ def _offline_tuning(monkeypatch, max_tokens: int):
 @needs_gluon
 def test_tune_m_plans_each_candidate_on_the_shipped_path_and_keeps_the_fastest(monkeypatch):
     """tune_m's three steps through the real planner, timed by the stand-in clock: the fastest gate_up beside
-    the shipped down tile, then the fastest down beside it, then the side-by-side rounds; a tile the stand-in
-    refuses is skipped by name."""
+    the shipped down tile, then the fastest down beside it (a second pass beside the new down tile timing only
+    pairs not timed yet), then the side-by-side rounds; a tile the stand-in refuses is skipped by name."""
     import jitguard
     from jitguard.kernels import moe_decode
 
@@ -143,7 +150,11 @@ def test_tune_m_plans_each_candidate_on_the_shipped_path_and_keeps_the_fastest(m
     assert timed[:3] == [((32, 4), (shipped_down.out_n, shipped_down.stages)),
                          ((32, 6), (shipped_down.out_n, shipped_down.stages)),
                          ((64, 4), (shipped_down.out_n, shipped_down.stages))]
-    assert timed[3:6] == [((64, 4), (64, 3)), ((64, 4), (128, 3)), ((64, 4), (128, 4))]
+    # Down beside 64x4: 64x3 (the shipped down) was timed in the gate_up sweep and is not timed again.
+    assert shipped_down == GluonTile(64, 3)
+    assert timed[3:5] == [((64, 4), (128, 3)), ((64, 4), (128, 4))]
+    # The second pass: gate_up beside 128x4 (64x4/128x4 known), then nothing new: the tiles hold.
+    assert timed[5:7] == [((32, 4), (128, 4)), ((32, 6), (128, 4))]
     assert len(row.shipped_us) == len(row.best_us) == 2 and row.gain_percent() > 0
     assert records[-1]["step"] == "final" and records[-1]["best"] == ((64, 4), (128, 4))
     assert "| offline | grouped | 8 |" in line and "64x4/128x4" in line
@@ -170,3 +181,30 @@ def test_a_chain_token_count_is_skipped_or_tuned_on_the_grouped_path_against_the
     assert "| offline | grouped | 24 | chain 65.0 / 65.0 | 64x4/128x4 61.5 / 61.5 |" in line
     _, tokens, changed = tuner.proposal([row], {}, {"small": {"grouped": (3, 16)}}, BASE, 0.5)
     assert changed == [row] and tokens == {"small": {"grouped": (3, 16, 24)}}
+
+
+@needs_gluon
+def test_a_second_pass_finds_tiles_that_only_pay_together(monkeypatch):
+    """Coordinate descent (passes): where gate_up 32x6 pays only beside down 128x4 (the stand-in clock's
+    interaction), the first pass settles on 64x4/128x4 and the second, gate_up beside 128x4 again, finds
+    32x6/128x4; a third pass changes nothing and stops; no pair is timed twice. One pass keeps 64x4/128x4."""
+    import jitguard
+
+    layer, timed = _offline_tuning(monkeypatch, 8)
+    bonus = {((32, 6), (128, 4)): -5.0}
+    fake_time_graph = tuner.bfm.time_graph
+
+    def with_interaction(step, n_layers, replays, passes=1):
+        us = fake_time_graph(step, n_layers, replays, passes)
+        return us + bonus.get(_tiles_of(step.plans[0]), 0.0)
+
+    monkeypatch.setattr(tuner.bfm, "time_graph", with_interaction)
+    ups, downs = [(32, 6), (64, 4)], [(64, 3), (128, 4)]
+    with jitguard.offline(compile=False):
+        one, _ = tuner.tune_m(layer, 8, ups, downs, 1, lambda record: None, passes=1)
+        timed.clear()
+        row, _ = tuner.tune_m(layer, 8, ups, downs, 1, lambda record: None, passes=3)
+    assert one.best == ((64, 4), (128, 4))
+    assert row.best == ((32, 6), (128, 4))
+    sweeps = timed[:-3]  # then one round of the three contenders
+    assert len(set(sweeps)) == len(sweeps) == 4  # 2 gate_up + 1 down in pass 1, 1 gate_up in pass 2
