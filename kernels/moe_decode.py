@@ -877,8 +877,10 @@ GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
 # GLUON_BLOCK_M tokens routed to its expert and only the block's lowest such pair's program computes it, so each
 # expert's weights are read once a token block, as on the grouped path, without the route launch's alignment
 # (3.7 us alone at Qwen3-30B-FP8 M = 8 against the pairs path's 1.4). Twenty-first session: built and
-# compiled for sm_90, not yet run on a GPU (off).
+# compiled for sm_90, not yet run on a GPU (off). Past GLUON_BLOCK_M tokens its tiles take GLUON_SHARED_BLOCK_M
+# tokens (so that an expert is read once for up to 16 tokens, not once a block of 8).
 GLUON_PAIRS_SHARE_EXPERTS = False
+GLUON_SHARED_BLOCK_M = 16
 # The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (call 2: the grouped path's 16-row
 # tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4).
 GLUON_BLOCK_M = 8
@@ -1192,8 +1194,11 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
     PDL-linked where supported, on the tiles ``gluon_tiles`` gives the path at M tokens of experts of
     ``expert_bytes``."""
     P, H, I = M * top_k, ws.hidden, ws.intermediate
+    shared_experts = pair_tiles and GLUON_PAIRS_SHARE_EXPERTS
     if pair_tiles:
-        block_m, num_blocks = GLUON_BLOCK_M, P
+        # Shared-expert tiles hold a block of tokens: past GLUON_BLOCK_M tokens, GLUON_SHARED_BLOCK_M of them.
+        block_m = GLUON_SHARED_BLOCK_M if shared_experts and M > GLUON_BLOCK_M else GLUON_BLOCK_M
+        num_blocks = P
     k_pow2 = triton.next_power_of_2(top_k)
     # WAIT_PRIOR by gated: at the start; with the down weights before the wait, gate_up lets down start
     # only after its own wait (down reads the x launch's routing before its wait), and down waits once its
@@ -1226,7 +1231,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
             LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=wait_prior[gated], PAIR_TILES=pair_tiles,
             topk_ids_ptr=ws.topk_ids, num_warps=4,
-            **({"SHARED_EXPERT_TILES": True} if pair_tiles and GLUON_PAIRS_SHARE_EXPERTS else {}),
+            **({"SHARED_EXPERT_TILES": True} if shared_experts else {}),
             **({"launch_pdl": True} if pdl else {}),
         )))
     return launches

@@ -6,8 +6,8 @@
 # 1.4). GPU tests first (maths against the fp32 reference and tl's kernel over graph replays), then the layer
 # beside the shipped choice with the grouped path's tiles and the pairs path's. Prediction: 1-2 us faster than
 # the shipped grouped path at Qwen3 6-8 and DeepSeek 3-8 (the alignment gone, each GEMM program one more
-# dependent load before its first weights), level or slower past 8 tokens (two blocks: an expert read once a
-# block). About 4 minutes. Device, repo root, carry=[".vendor"].
+# dependent load before its first weights); past 8 tokens 16-token tiles (GLUON_SHARED_BLOCK_M) against two
+# blocks of 8 (an expert read once a block). About 4 minutes. Device, repo root, carry=[".vendor"].
 source benchmarks/h200_setup.sh
 R=/tmp/se; rm -rf $R; mkdir -p $R
 timeout 150 python3 -m pytest -q -p no:cacheprovider -p no:jitguard -m gpu tests/kernels/test_moe_decode_gluon.py \
@@ -15,7 +15,8 @@ timeout 150 python3 -m pytest -q -p no:cacheprovider -p no:jitguard -m gpu tests
 echo "pytest: $(tail -1 $R/gpu.log)"; grep -E "^(FAILED|ERROR)" $R/gpu.log | head
 S="+GLUON_PAIRS_SHARE_EXPERTS=True"
 timeout 200 python3 benchmarks/probe_decode_gluon_layer.py $V --cases qwen3-30b-fp8-block --ms 3,6,7,8,12,16 \
-    --gluon-tiles "pairs:32x4/64x3$S,pairs:32x6/64x3$S,pairs:32x6/128x3$S" --out $R/q > $R/q.log 2>&1
+    --gluon-tiles "pairs:32x4/64x3$S,pairs:32x6/64x3$S,pairs:32x6/128x3$S,pairs:32x4/64x3$S+GLUON_SHARED_BLOCK_M=8" \
+    --out $R/q > $R/q.log 2>&1
 timeout 150 python3 benchmarks/probe_decode_gluon_layer.py $V --cases deepseek-v3-tp2-fp8-block --ms 3,6,8 \
     --gluon-tiles "pairs:32x8/64x3$S,pairs:32x8/128x3$S" --out $R/d > $R/d.log 2>&1
 tar czf $OUT/se.tgz -C $R .

@@ -297,6 +297,30 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
 
 
 @needs_gluon
+def test_shared_expert_tiles_hold_16_tokens_past_8(gluon_on, monkeypatch):
+    """GLUON_PAIRS_SHARE_EXPERTS: the pairs path's GEMMs take 8-token tiles up to 8 tokens and
+    GLUON_SHARED_BLOCK_M (16) past them; without it, 8 at every count. The 16-token tiles compile for sm_90 to
+    an e4m3 wgmma 16 tokens wide."""
+    _compile_side()
+
+    def block_rows(M):
+        return dict(_plan(M, 16, 4, 256, 384, path="pairs").launches)["gate_up"].keywords["BLOCK_M"]
+
+    with jitguard.offline(compile=False):
+        assert [block_rows(M) for M in (1, 8, 9, 16)] == [8, 8, 8, 8]
+        monkeypatch.setattr(moe_decode, "GLUON_PAIRS_SHARE_EXPERTS", True)
+        assert [block_rows(M) for M in (1, 8, 9, 16)] == [8, 8, 16, 16]
+    kernel = moe_decode.moe_decode_gemm_gluon_kernel
+    triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
+    with jitguard.offline(compile=True):
+        for _, launch in _plan(13, 16, 4, 256, 384, path="pairs").launches:
+            launch()
+    ptx = _compiled_ptx(kernel)
+    assert len(ptx) == 2
+    assert all(re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n16k32\.f32\.e4m3\.e4m3", p) for p in ptx)
+
+
+@needs_gluon
 @pytest.mark.parametrize("up_n", [32, 128])
 def test_real_sm90_compile_of_shared_expert_tiles(up_n, gluon_on, monkeypatch):
     """GLUON_PAIRS_SHARE_EXPERTS: the pairs path's two GEMMs take SHARED_EXPERT_TILES with PAIR_TILES, compile
@@ -342,11 +366,11 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
     tl's kernel on the same inputs (H = 384, I = 640: a K loop of 3 and 5 steps, I's last group
     written by four 32-column tiles, two of 64 or one of 128); the pairs path's x launch routing in
     programs of its own (shipped) or after each row; "shared-experts": the pairs path's tiles shared by the
-    pairs of a block of 8 tokens routed to one expert (GLUON_PAIRS_SHARE_EXPERTS; 16 experts, top 4: at 8 and
-    13 tokens most experts take several pairs, 13 is two blocks); "shipped-tiles": the shipped tiles with down's stages
-    by token count (GLUON_TILES_AT: gate_up 32 x 7 and down 128 x 6 at 1 token, down's 6 stages at 2 tokens and
-    4 at 5 on the pairs path, gate_up's 64 columns at 4 and 5; on the grouped down's 128 x 4 at 3 and 4 stages
-    at 10-12, gate_up's 4 stages at 7-9 and 8 at 11, both 4 at 17-20)."""
+    pairs of a block of tokens routed to one expert (GLUON_PAIRS_SHARE_EXPERTS; 16 experts, top 4: at 8 and
+    13 tokens most experts take several pairs; at 13, 16-token tiles); "shipped-tiles": the shipped tiles with
+    down's stages by token count (GLUON_TILES_AT: gate_up 32 x 7 and down 128 x 6 at 1 token, down's 6 stages
+    at 2 tokens and 4 at 5 on the pairs path, gate_up's 64 columns at 4 and 5; on the grouped down's 128 x 4 at
+    3 and 4 stages at 10-12, gate_up's 4 stages at 7-9 and 8 at 11, both 4 at 17-20)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
