@@ -1189,7 +1189,8 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
                          stride_xsm: int, stride_a2m: int, tile_arrivals: torch.Tensor, pdl: bool,
                          pair_tiles: bool, expert_bytes: int) -> list[tuple[str, Callable[[], object]]]:
     """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
-    per pair, its expert routed by the x launch) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
+    per pair, its expert routed by the x launch; with GLUON_PAIRS_SHARE_EXPERTS tiles shared by a token
+    block's pairs of one expert) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
     block scales, x and the intermediate as e4m3 with group scales), on the workspace's buffers,
     PDL-linked where supported, on the tiles ``gluon_tiles`` gives the path at M tokens of experts of
     ``expert_bytes``."""

@@ -18,8 +18,9 @@ __all__ = ["from_logits_takes_decode", "fused_moe_from_logits"]
 
 
 # FP8 on the decode path, by H200 measurement (benchmarks/results/moe_layer.md): block scales only, at
-# every M <= 64, where fused_moe_decode runs the grouped path up to 8 tokens (16 on Gluon GEMMs with Qwen3-sized
-# experts) and the chain path above (the unfused chain's GEMMs without its routing, alignment and activation
+# every M <= 64, where fused_moe_decode runs the grouped path up to 8 tokens (and at the counts above that
+# GLUON_FP8_TOKENS lists, on Gluon GEMMs: 9-20 with Qwen3-sized experts, 10, 12, 13 with DeepSeek-sized ones)
+# and the chain path above (the unfused chain's GEMMs without its routing, alignment and activation
 # quantization launches; faster than softmax_topk + fused_moe at DeepSeek-V3-TP2 and Qwen3-30B-like
 # M = 16 / 32 / 64 by 1-4%).
 # Per-tensor / per-channel FP8 decode was not measured faster.
