@@ -873,16 +873,15 @@ GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, 
 # (the first launch alone 26.4 us, DeepSeek-V3-TP2's 117.5: it lasts until they land, about 0.25 TB/s from
 # the router programs' SMs).
 GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
-# The Gluon pairs path with SHARED_EXPERT_TILES (moe_decode_gluon): a pair's tile takes every pair of its block of
-# GLUON_BLOCK_M tokens routed to its expert and only the block's lowest such pair's program computes it, so each
-# expert's weights are read once a token block, as on the grouped path, without the route launch's alignment
-# (3.7 us alone at Qwen3-30B-FP8 M = 8 against the pairs path's 1.4). Twenty-first session: built and
-# compiled for sm_90, not yet run on a GPU (off). Past GLUON_BLOCK_M tokens its tiles take GLUON_SHARED_BLOCK_M
-# tokens (so that an expert is read once for up to 16 tokens, not once a block of 8).
-GLUON_PAIRS_SHARE_EXPERTS = False
-GLUON_SHARED_BLOCK_M = 16
 # The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (call 2: the grouped path's 16-row
-# tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4).
+# tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4). Twenty-second session, call 1,
+# tried and removed: the pairs path's tiles shared by the pairs of a block of 8 (or 16) tokens routed to one
+# expert, the block's lowest such pair's program computing it (the grouped path's weight reads without its
+# route launch's alignment): slower than the shipped choice at every point timed, us per layer, best
+# shared-expert tiles / shipped: Qwen3-30B-FP8 M = 3 34.3 / 33.0, M = 6 61.5 / 60.8, M = 7 67.4 / 65.5, M = 8
+# 71.1 / 69.5, M = 12 96.4 / 88.4, M = 16 115.1 / 106.2 (16-token tiles; 8-token ones 106.8 and 130.7);
+# DeepSeek-V3-TP2 M = 3 127.5 / 126.5, M = 6 244.3 / 243.7, M = 8 323.2 / 322.2. Each GEMM program loads its
+# block's routing before its first weights, and the leader programs carry the block while the others leave.
 GLUON_BLOCK_M = 8
 
 
@@ -1189,17 +1188,13 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
                          stride_xsm: int, stride_a2m: int, tile_arrivals: torch.Tensor, pdl: bool,
                          pair_tiles: bool, expert_bytes: int) -> list[tuple[str, Callable[[], object]]]:
     """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
-    per pair, its expert routed by the x launch; with GLUON_PAIRS_SHARE_EXPERTS tiles shared by a token
-    block's pairs of one expert) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
+    per pair, its expert routed by the x launch) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
     block scales, x and the intermediate as e4m3 with group scales), on the workspace's buffers,
     PDL-linked where supported, on the tiles ``gluon_tiles`` gives the path at M tokens of experts of
     ``expert_bytes``."""
     P, H, I = M * top_k, ws.hidden, ws.intermediate
-    shared_experts = pair_tiles and GLUON_PAIRS_SHARE_EXPERTS
     if pair_tiles:
-        # Shared-expert tiles hold a block of tokens: past GLUON_BLOCK_M tokens, GLUON_SHARED_BLOCK_M of them.
-        block_m = GLUON_SHARED_BLOCK_M if shared_experts and M > GLUON_BLOCK_M else GLUON_BLOCK_M
-        num_blocks = P
+        block_m, num_blocks = GLUON_BLOCK_M, P
     k_pow2 = triton.next_power_of_2(top_k)
     # WAIT_PRIOR by gated: at the start; with the down weights before the wait, gate_up lets down start
     # only after its own wait (down reads the x launch's routing before its wait), and down waits once its
@@ -1232,7 +1227,6 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
             LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=wait_prior[gated], PAIR_TILES=pair_tiles,
             topk_ids_ptr=ws.topk_ids, num_warps=4,
-            **({"SHARED_EXPERT_TILES": True} if shared_experts else {}),
             **({"launch_pdl": True} if pdl else {}),
         )))
     return launches

@@ -113,9 +113,7 @@ if gluon_gemms_supported():
                                      num_pairs, N, stride_cm, stride_scale_m, BLOCK_M: gl.constexpr,
                                      PAIR_TILES: gl.constexpr,
                                      WRITERS_MAX: gl.constexpr, NUM_WARPS: gl.constexpr,
-                                     FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr,
-                                     SHARED_EXPERT_TILES: gl.constexpr, topk_ids_ptr, TOP_K: gl.constexpr,
-                                     K_POW2: gl.constexpr):
+                                     FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr):
         """After this program's columns of ``group`` are stored: the last of the group's writers
         (a counter per token tile and group, reset by it) re-reads the group's rows and writes them
         as e4m3 to ``cq`` with their scale (the absmax of the values as stored) to ``scale``."""
@@ -128,8 +126,7 @@ if gluon_gemms_supported():
         if arrived == writers - 1:
             gl.store(counter, 0)
             layout: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [NUM_WARPS, 1], [1, 0])
-            pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, layout),
-                                SHARED_EXPERT_TILES, topk_ids_ptr, TOP_K, K_POW2)
+            pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, layout))
             pair_mask = pairs < num_pairs
             cols = group * _SCALE_GROUP + gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, layout))
             mask = pair_mask[:, None] & (cols < N)[None, :]
@@ -175,37 +172,12 @@ if gluon_gemms_supported():
         return col
 
     @gluon.jit
-    def _shared_expert_tile(topk_ids_ptr, pair, num_pairs, BLOCK_M: gl.constexpr, TOP_K: gl.constexpr,
-                            K_POW2: gl.constexpr, layout: gl.constexpr):
-        """Pair ``pair``'s tile when pairs share their expert's tile (SHARED_EXPERT_TILES): row r is token
-        ``block * BLOCK_M + r`` of the pair's block of BLOCK_M tokens, its pair the one routed to the same
-        expert (a token routes an expert once; >= num_pairs where it has none). Returns (the pair of each
-        row in ``layout``, the expert, whether ``pair`` leads: the lowest pair of its expert in the block,
-        the only one whose program computes the tile). One load of the block's routing."""
-        gl.static_assert(K_POW2 <= 32, "shared-expert tiles take up to 32 experts a token")
-        ids_layout: gl.constexpr = gl.BlockedLayout([1, 1], [32 // K_POW2, K_POW2], [4, 1], [1, 0])
-        token0 = (pair // TOP_K) // BLOCK_M * BLOCK_M
-        rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, ids_layout))
-        slots = gl.arange(0, K_POW2, layout=gl.SliceLayout(0, ids_layout))
-        pairs2 = (token0 + rows)[:, None] * TOP_K + slots[None, :]
-        valid2 = (pairs2 < num_pairs) & (slots < TOP_K)[None, :]
-        ids2 = gl.load(topk_ids_ptr + pairs2, mask=valid2, other=-1)
-        expert = gl.max(gl.max(gl.where(pairs2 == pair, ids2, -1), 1), 0)
-        row_pairs = gl.min(gl.where(valid2 & (ids2 == expert), pairs2, num_pairs), 1)
-        leads = gl.min(row_pairs, 0) == pair
-        return gl.convert_layout(row_pairs, layout), expert, leads
-
-    @gluon.jit
     def _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M: gl.constexpr, PAIR_TILES: gl.constexpr,
-                    layout: gl.constexpr, SHARED_EXPERT_TILES: gl.constexpr = False, topk_ids_ptr=None,
-                    TOP_K: gl.constexpr = 1, K_POW2: gl.constexpr = 1):
+                    layout: gl.constexpr):
         """The pair of each row of token tile ``pid_m`` (>= num_pairs: padding): from the sorted layout,
-        or with PAIR_TILES pair ``pid_m`` in row 0 alone, or with SHARED_EXPERT_TILES too every pair of its
-        token block routed to its expert (``_shared_expert_tile``)."""
+        or with PAIR_TILES pair ``pid_m`` in row 0 alone."""
         rows = gl.arange(0, BLOCK_M, layout=layout)
-        if SHARED_EXPERT_TILES:
-            pairs, _, _ = _shared_expert_tile(topk_ids_ptr, pid_m, num_pairs, BLOCK_M, TOP_K, K_POW2, layout)
-        elif PAIR_TILES:
+        if PAIR_TILES:
             pairs = gl.where(rows == 0, pid_m, num_pairs)
         else:
             pairs = gl.load(sorted_ids_ptr + pid_m * BLOCK_M + rows)
@@ -227,7 +199,6 @@ if gluon_gemms_supported():
         NUM_STAGES: gl.constexpr, TOP_K: gl.constexpr, K_POW2: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
         FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr, LAUNCH_DEPENDENTS: gl.constexpr,
         WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None,
-        SHARED_EXPERT_TILES: gl.constexpr = False,
     ):
         """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
 
@@ -243,10 +214,7 @@ if gluon_gemms_supported():
         the first K steps' weights are on their way, before anything the launch before wrote is read
         (the routing and layout, written two launches before, may be read first).
         PAIR_TILES (the pairs path): token tile ``pid_m`` is pair ``pid_m`` alone (its other rows padding),
-        its expert ``topk_ids[pid_m]`` (routed by the launch before); no sorted layout is read. With
-        SHARED_EXPERT_TILES the tile takes every pair of pair ``pid_m``'s block of BLOCK_M tokens routed to
-        its expert, one a row, and only the program of the block's lowest such pair computes it (the
-        others arrive and leave): the grouped path's weight reads without its alignment.
+        its expert ``topk_ids[pid_m]`` (routed by the launch before); no sorted layout is read.
         """
         NUM_WARPS: gl.constexpr = 4
         # GATED: the tile's weight rows are OUT_N gate rows then the same OUT_N columns' up rows, one wgmma.
@@ -268,12 +236,7 @@ if gluon_gemms_supported():
         # wrote (routing, layout) before its own wait.
         pdl_enter(LAUNCH_DEPENDENTS, WAIT_PRIOR)
 
-        if SHARED_EXPERT_TILES:
-            _, shared_expert, leads = _shared_expert_tile(topk_ids_ptr, pid_m, num_pairs, BLOCK_M, TOP_K, K_POW2,
-                                                          gl.SliceLayout(1, w_layout))
-            expert = shared_expert.to(gl.int64)
-            tile_in_use = leads & (expert >= 0)
-        elif PAIR_TILES:
+        if PAIR_TILES:
             expert = gl.load(topk_ids_ptr + pid_m).to(gl.int64)
             tile_in_use = expert >= 0
         else:
@@ -287,8 +250,7 @@ if gluon_gemms_supported():
             w_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, w_layout))
             ks_w = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, w_layout))
             w_ptrs = b_ptr + expert * stride_be + w_rows[:, None].to(gl.int64) * stride_bn + ks_w[None, :]
-            pairs_c = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, a_layout),
-                                  SHARED_EXPERT_TILES, topk_ids_ptr, TOP_K, K_POW2)
+            pairs_c = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, a_layout))
             a_valid = (pairs_c < num_pairs)[:, None]
             a_rows_c = _a_rows(pairs_c, num_pairs, A_ROWS_PER_PAIR_DIV)
             ks_a = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, a_layout))
@@ -296,7 +258,7 @@ if gluon_gemms_supported():
             acc_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, acc_layout))
             w_scales = b_scale_ptr + expert * stride_bse + (acc_rows // _SCALE_GROUP) * stride_bsn
             acc_pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES,
-                                    gl.SliceLayout(0, acc_layout), SHARED_EXPERT_TILES, topk_ids_ptr, TOP_K, K_POW2)
+                                    gl.SliceLayout(0, acc_layout))
             a_scales = a_scale_ptr + _a_rows(acc_pairs, num_pairs, A_ROWS_PER_PAIR_DIV) * stride_asm
 
             w_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, W_ROWS, _SCALE_GROUP], smem_layout)
@@ -347,7 +309,7 @@ if gluon_gemms_supported():
                 up = acc_smem.slice(OUT_N, OUT_N).load(epi_layout)
                 cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, epi_layout))
                 pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES,
-                                    gl.SliceLayout(0, epi_layout), SHARED_EXPERT_TILES, topk_ids_ptr, TOP_K, K_POW2)
+                                    gl.SliceLayout(0, epi_layout))
                 pair_mask = pairs < num_pairs
                 c_mask = (cols < N)[:, None] & pair_mask[None, :]
                 c_offs = pairs[None, :].to(gl.int64) * stride_cm + cols[:, None]
@@ -364,8 +326,7 @@ if gluon_gemms_supported():
                     _quantize_group_when_written(c_ptr, cq_ptr, c_scale_ptr, group_arrivals_ptr, sorted_ids_ptr,
                                                  pid_m, (pid_n * OUT_N) // _SCALE_GROUP, num_pairs, N, stride_cm,
                                                  stride_csm, BLOCK_M, PAIR_TILES, _SCALE_GROUP // OUT_N, NUM_WARPS,
-                                                 FP8_MAX_C, MIN_AMAX, SHARED_EXPERT_TILES, topk_ids_ptr, TOP_K,
-                                                 K_POW2)
+                                                 FP8_MAX_C, MIN_AMAX)
             else:
                 cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, acc_layout))
                 pair_mask = acc_pairs < num_pairs

@@ -296,55 +296,6 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
     assert bool(copies_before_wait) == ahead
 
 
-@needs_gluon
-def test_shared_expert_tiles_hold_16_tokens_past_8(gluon_on, monkeypatch):
-    """GLUON_PAIRS_SHARE_EXPERTS: the pairs path's GEMMs take 8-token tiles up to 8 tokens and
-    GLUON_SHARED_BLOCK_M (16) past them; without it, 8 at every count. The 16-token tiles compile for sm_90 to
-    an e4m3 wgmma 16 tokens wide."""
-    _compile_side()
-
-    def block_rows(M):
-        return dict(_plan(M, 16, 4, 256, 384, path="pairs").launches)["gate_up"].keywords["BLOCK_M"]
-
-    with jitguard.offline(compile=False):
-        assert [block_rows(M) for M in (1, 8, 9, 16)] == [8, 8, 8, 8]
-        monkeypatch.setattr(moe_decode, "GLUON_PAIRS_SHARE_EXPERTS", True)
-        assert [block_rows(M) for M in (1, 8, 9, 16)] == [8, 8, 16, 16]
-    kernel = moe_decode.moe_decode_gemm_gluon_kernel
-    triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
-    with jitguard.offline(compile=True):
-        for _, launch in _plan(13, 16, 4, 256, 384, path="pairs").launches:
-            launch()
-    ptx = _compiled_ptx(kernel)
-    assert len(ptx) == 2
-    assert all(re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n16k32\.f32\.e4m3\.e4m3", p) for p in ptx)
-
-
-@needs_gluon
-@pytest.mark.parametrize("up_n", [32, 128])
-def test_real_sm90_compile_of_shared_expert_tiles(up_n, gluon_on, monkeypatch):
-    """GLUON_PAIRS_SHARE_EXPERTS: the pairs path's two GEMMs take SHARED_EXPERT_TILES with PAIR_TILES, compile
-    for sm_90 to other code than without it, still e4m3 wgmma (no f16 conversion), and down keeps its first
-    weight copies before its wait."""
-    _compile_side()
-    _tiles(monkeypatch, up_n, 4, 128, 3)
-    _, plain_ptx = _compile_layer(256, 384, path="pairs")
-    monkeypatch.setattr(moe_decode, "GLUON_PAIRS_SHARE_EXPERTS", True)
-    plan, ptx = _compile_layer(256, 384, path="pairs")
-    assert plan.path == "pairs" and plan.gemms == "gluon" and len(ptx) == 2
-    assert not set(ptx) & set(plain_ptx)
-    for p in ptx:
-        assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k32\.f32\.e4m3\.e4m3", p)
-        assert not re.search(r"cvt\.rn\.f16x2\.e4m3x2", p)
-    if moe_decode.pdl_supported():
-        down = [p for p in ptx if "griddepcontrol.launch_dependents" not in p]
-        assert len(down) == 1
-        assert re.search(r"cp\.async\.c[ag]", down[0][:down[0].index("griddepcontrol.wait")])
-    for name in ("gate_up", "down"):
-        launch = dict(plan.launches)[name]
-        assert launch.keywords["SHARED_EXPERT_TILES"] is True and launch.keywords["PAIR_TILES"] is True
-
-
 # ---- on a GPU -------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
@@ -352,32 +303,26 @@ def test_real_sm90_compile_of_shared_expert_tiles(up_n, gluon_on, monkeypatch):
 @pytest.mark.parametrize("path,M", [("grouped", 1), ("grouped", 3), ("grouped", 8), ("grouped", 13), ("grouped", 17),
                                     ("grouped", 11), ("grouped", 12), ("grouped", 64),
                                     ("pairs", 1), ("pairs", 2), ("pairs", 3), ("pairs", 4), ("pairs", 5),
-                                    ("pairs", 8), ("pairs", 13)])
+                                    ("pairs", 8)])
 @pytest.mark.parametrize("tiles", [(32, 4, 64, 4, True, True), (64, 4, 64, 4, True, True),
                                    (128, 3, 128, 3, True, True), (64, 2, 128, 6, True, True),
                                    (32, 8, 128, 3, True, True), (32, 6, 128, 3, False, True),
-                                   (32, 6, 128, 3, True, False), (32, 4, 64, 3, True, True, True),
-                                   (128, 3, 128, 3, False, True, True), None],
+                                   (32, 6, 128, 3, True, False), None],
                          ids=["32-columns", "64-columns", "128-columns", "mixed", "8-stages", "down-waits-first",
-                              "routed-after-the-row", "shared-experts", "shared-experts-128", "shipped-tiles"])
+                              "routed-after-the-row", "shipped-tiles"])
 def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
     """FP8 block scales on the grouped and pairs paths, GEMMs on Gluon: each of three graph replays with new
     tokens and logits within 4e-2 of the fp32 reference (activations quantized), and within 1e-2 of
     tl's kernel on the same inputs (H = 384, I = 640: a K loop of 3 and 5 steps, I's last group
     written by four 32-column tiles, two of 64 or one of 128); the pairs path's x launch routing in
-    programs of its own (shipped) or after each row; "shared-experts": the pairs path's tiles shared by the
-    pairs of a block of tokens routed to one expert (GLUON_PAIRS_SHARE_EXPERTS; 16 experts, top 4: at 8 and
-    13 tokens most experts take several pairs; at 13, 16-token tiles); "shipped-tiles": the shipped tiles with
-    down's stages by token count (GLUON_TILES_AT: gate_up 32 x 7 and down 128 x 6 at 1 token, down's 6 stages
-    at 2 tokens and 4 at 5 on the pairs path, gate_up's 64 columns at 4 and 5; on the grouped down's 128 x 4 at
-    3 and 4 stages at 10-12, gate_up's 4 stages at 7-9 and 8 at 11, both 4 at 17-20)."""
+    programs of its own (shipped) or after each row; "shipped-tiles": the shipped tiles with down's stages
+    by token count (GLUON_TILES_AT: gate_up 32 x 7 and down 128 x 6 at 1 token, down's 6 stages at 2 tokens and
+    4 at 5 on the pairs path, gate_up's 64 columns at 4 and 5; on the grouped down's 128 x 4 at 3 and 4 stages
+    at 10-12, gate_up's 4 stages at 7-9 and 8 at 11, both 4 at 17-20)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
-    up_n, up_s, down_n, down_s, ahead, routers_apart, *shared = tiles or (None, None, None, None, True, True)
-    if shared and path != "pairs":
-        pytest.skip("shared-expert tiles are the pairs path's")
-    monkeypatch.setattr(moe_decode, "GLUON_PAIRS_SHARE_EXPERTS", bool(shared))
+    up_n, up_s, down_n, down_s, ahead, routers_apart = tiles or (None, None, None, None, True, True)
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
     monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
     gen = torch.Generator().manual_seed(M)
