@@ -54,9 +54,11 @@ def gluon_variants(spec: str) -> list[tuple[str, str, dict]]:
     and pluses inside brackets do not split; ``[label]`` before an item names its column), tiles
     ``default`` (GLUON_TILES') or ``gate_up_out_n x stages / down_out_n x stages`` (e.g. 32x6/128x3),
     ``+wait``: GLUON_DOWN_WEIGHTS_BEFORE_WAIT off, ``+SWITCH=value``: that ``moe_decode`` switch (a Python
-    literal); each the Gluon GEMMs at every M ("always") as (label, path, switches)."""
+    literal); each the Gluon GEMMs at every M ("always") as (label, path, switches). An empty spec adds none."""
     variants = []
     for item in _split_outside_brackets(spec, ","):
+        if not item:  # "" (or a stray comma): no variant, the shipped columns alone
+            continue
         label = None
         if item.startswith("[") and "]" in item:  # "[label]" names the column in place of its switches
             label, item = item[1:].split("]", 1)
