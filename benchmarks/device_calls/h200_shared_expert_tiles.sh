@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue #16, written in the twenty-first session (2026-12-03) for a later device call (not yet run): the pairs
+# Issue #16, written in the twenty-first session (2026-12-03), run as the twenty-second session's call 1 (refuted:
+# slower at every point; the switch it sets was removed in d438307; benchmarks/results/moe_layer.md). The pairs
 # path's Gluon GEMMs on shared-expert tiles (GLUON_PAIRS_SHARE_EXPERTS: the pairs of a block of 8 tokens routed
 # to one expert share a tile, the lowest pair's program computing it), so that the grouped path's weight reads
 # come without its route launch's alignment (3.7 us alone at Qwen3-30B-FP8 M = 8, the pairs path's x launch
