@@ -757,6 +757,12 @@ FIRST_LAUNCH_PDL = True
 # (chain); level at Qwen3 M = 5 (pairs: no router program).
 ROUTE_NUM_WARPS = 4
 ROUTE_WIDE_TILE_WARPS = 8
+# The few-token router's top-k (FEW_TOKENS / FEW_ELEMENTS): tl.topk's bitonic network over its [tokens,
+# experts] tile (False), or TOP_K successive row maxima of the same packed keys (True; the same experts in
+# the same order). Twenty-second session, call 5: with the bitonic network, 16 warps made the launch slower
+# (Qwen3-30B-FP8 M = 8: 4.2 us alone against 3.6 at 8 warps) and a 16-token tile took 7.0 us: the router
+# program's own work, which grows with its tile, is most of the launch. Prepared, not yet timed.
+FEW_ROUTER_TOPK_BY_ARGMAX = False
 # The grouped and chain paths' route launch (not with a tensor scale) with routers apart: each token's
 # routing in a program of its own beside the one that quantizes its row (2 * M programs), the last router
 # to arrive aligning every pair through the ranks the routers took (no few-token router program).
@@ -1069,6 +1075,7 @@ def plan_fused_moe_decode(
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
             **({"ROUTE_TOKENS": True} if routes_tokens else {}),
             **({"ROUTERS_APART": True} if routers_apart else {}),
+            **({"FEW_TOPK_BY_ARGMAX": True} if FEW_ROUTER_TOPK_BY_ARGMAX else {}),
             **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
             num_warps=_route_warps(M, E, quant, pair_tiles, routers_apart),
         )))
