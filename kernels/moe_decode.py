@@ -755,14 +755,12 @@ FIRST_LAUNCH_PDL = True
 # / 4.5); 2 warps slower everywhere (Qwen3 M = 8 7.0). Call 4, the shipped choice with 8 / 4 there: Qwen3 M = 8
 # 70.5 / 71.1 (grouped, Gluon), DeepSeek M = 3 129.4 / 130.4 (grouped, tl), Qwen3-30B bf16 M = 8 118.7 / 119.3
 # (chain); level at Qwen3 M = 5 (pairs: no router program).
+# Twenty-second session, calls 5-6 (moe_layer.md), the route launch alone at Qwen3-30B-FP8 M = 8 / DeepSeek-V3-TP2
+# M = 3, shipped 3.6-3.7 / 3.1 us: 16 warps 4.2 / 3.5; the few-token path to 16 tokens and 2048 logits 7.0 at 12-16
+# tokens (routers apart 3.7); the few-token router's top-k as TOP_K successive row maxima in place of tl.topk's
+# network 3.9 / 3.8 (the layer 0.2-0.7 us slower). Removed after the calls.
 ROUTE_NUM_WARPS = 4
 ROUTE_WIDE_TILE_WARPS = 8
-# The few-token router's top-k (FEW_TOKENS / FEW_ELEMENTS): tl.topk's bitonic network over its [tokens,
-# experts] tile (False), or TOP_K successive row maxima of the same packed keys (True; the same experts in
-# the same order). Twenty-second session, call 5: with the bitonic network, 16 warps made the launch slower
-# (Qwen3-30B-FP8 M = 8: 4.2 us alone against 3.6 at 8 warps) and a 16-token tile took 7.0 us: the router
-# program's own work, which grows with its tile, is most of the launch. Prepared, not yet timed.
-FEW_ROUTER_TOPK_BY_ARGMAX = False
 # The grouped and chain paths' route launch (not with a tensor scale) with routers apart: each token's
 # routing in a program of its own beside the one that quantizes its row (2 * M programs), the last router
 # to arrive aligning every pair through the ranks the routers took (no few-token router program).
@@ -1075,7 +1073,6 @@ def plan_fused_moe_decode(
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
             **({"ROUTE_TOKENS": True} if routes_tokens else {}),
             **({"ROUTERS_APART": True} if routers_apart else {}),
-            **({"FEW_TOPK_BY_ARGMAX": True} if FEW_ROUTER_TOPK_BY_ARGMAX else {}),
             **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
             num_warps=_route_warps(M, E, quant, pair_tiles, routers_apart),
         )))

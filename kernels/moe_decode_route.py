@@ -98,7 +98,6 @@ def moe_decode_route_kernel(
     WAIT_PRIOR: tl.constexpr = False,
     ROUTE_TOKENS: tl.constexpr = False,
     ROUTERS_APART: tl.constexpr = False,
-    FEW_TOPK_BY_ARGMAX: tl.constexpr = False,
 ):
     """Routing of token ``program_id`` and its activation scales; then the alignment of every pair.
 
@@ -120,8 +119,6 @@ def moe_decode_route_kernel(
     arrive aligns every pair (no few-token path).
     WAIT_PRIOR (a PDL launch of its own): waits for the launch before (which wrote x and the logits)
     before anything else, and only then lets the next launch start.
-    FEW_TOPK_BY_ARGMAX: the few-token router's top-k as TOP_K successive row maxima instead of tl.topk's
-    bitonic network (the same experts in the same order).
     """
     if WAIT_PRIOR:
         wait_for_prior_launch()
@@ -187,43 +184,27 @@ def moe_decode_route_kernel(
         # a branch whose condition mixes a false constexpr with a runtime value.
         if FEW_PATH:
             if token == router:
-                # Tiles of 1, 2, 4, 8 or FEW_TOKENS rows: one token pays for one row's top-k, not eight.
+                # Tiles of 1, 2, 4 or FEW_TOKENS rows: one token pays for one row's top-k, not eight.
                 if num_tokens == 1:
                     _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
                                                 expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
                                                 num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
-                                                RENORMALIZE, FILL_BLOCK, 1, FEW_TOPK_BY_ARGMAX)
+                                                RENORMALIZE, FILL_BLOCK, 1)
                 elif num_tokens == 2:
                     _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
                                                 expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
                                                 num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
-                                                RENORMALIZE, FILL_BLOCK, 2, FEW_TOPK_BY_ARGMAX)
+                                                RENORMALIZE, FILL_BLOCK, 2)
                 elif num_tokens <= 4:
                     _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
                                                 expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
                                                 num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
-                                                RENORMALIZE, FILL_BLOCK, 4, FEW_TOPK_BY_ARGMAX)
+                                                RENORMALIZE, FILL_BLOCK, 4)
                 else:
-                    # Past 8 tokens (FEW_TOKENS > 8) a tile of FEW_TOKENS rows; up to 8, one of 8.
-                    if FEW_TOKENS > 8:
-                        if num_tokens > 8:
-                            _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
-                                                        expert_ids_ptr, num_padded_ptr, num_tokens, num_experts,
-                                                        stride_lm, num_pairs, padded_len, num_blocks, block_m, TOP_K,
-                                                        K_POW2, E_POW2, RENORMALIZE, FILL_BLOCK, FEW_TOKENS,
-                                                        FEW_TOPK_BY_ARGMAX)
-                        else:
-                            _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
-                                                        expert_ids_ptr, num_padded_ptr, num_tokens, num_experts,
-                                                        stride_lm, num_pairs, padded_len, num_blocks, block_m, TOP_K,
-                                                        K_POW2, E_POW2, RENORMALIZE, FILL_BLOCK, 8,
-                                                        FEW_TOPK_BY_ARGMAX)
-                    else:
-                        _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
-                                                    expert_ids_ptr, num_padded_ptr, num_tokens, num_experts,
-                                                    stride_lm, num_pairs, padded_len, num_blocks, block_m, TOP_K,
-                                                    K_POW2, E_POW2, RENORMALIZE, FILL_BLOCK, FEW_TOKENS,
-                                                    FEW_TOPK_BY_ARGMAX)
+                    _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sorted_ids_ptr,
+                                                expert_ids_ptr, num_padded_ptr, num_tokens, num_experts, stride_lm,
+                                                num_pairs, padded_len, num_blocks, block_m, TOP_K, K_POW2, E_POW2,
+                                                RENORMALIZE, FILL_BLOCK, FEW_TOKENS)
         if token < num_tokens:
             _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
                             a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
@@ -354,17 +335,16 @@ def _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sort
                                 num_padded_ptr, num_tokens, num_experts, stride_lm, num_pairs, padded_len,
                                 num_blocks, block_m, TOP_K: tl.constexpr, K_POW2: tl.constexpr,
                                 E_POW2: tl.constexpr, RENORMALIZE: tl.constexpr, FILL_BLOCK: tl.constexpr,
-                                FEW_TOKENS: tl.constexpr, BY_ARGMAX: tl.constexpr = False):
+                                FEW_TOKENS: tl.constexpr):
     """Route up to FEW_TOKENS tokens in one top-k over their logits rows, store the routing, and
     write the expert-sorted, tile-padded layout from registers.
 
     A pair's rank is the number of earlier pairs with its expert; its expert's run starts after
     every smaller expert's tiles, and each tile is opened by the pair of rank 0, block_m, ... in it.
-    BY_ARGMAX: the top-k as TOP_K successive row maxima (``moe_routing.softmax_topk_rows``).
     """
     rows = tl.arange(0, FEW_TOKENS)
     ids, weights = softmax_topk_rows(logits_ptr, rows, rows < num_tokens, stride_lm, num_experts, TOP_K, K_POW2,
-                                     E_POW2, RENORMALIZE, BY_ARGMAX)
+                                     E_POW2, RENORMALIZE)
     slots = tl.arange(0, K_POW2)
     pair_2d = rows[:, None] * TOP_K + slots[None, :]
     valid_2d = (rows < num_tokens)[:, None] & (slots < TOP_K)[None, :]

@@ -29,7 +29,6 @@ import triton.language as tl
 __all__ = ["check_router_logits", "softmax_topk", "softmax_topk_reference", "softmax_topk_row"]
 
 _INT32_MIN = tl.constexpr(-2147483648)
-_INT64_MIN = tl.constexpr(-9223372036854775808)
 # Triton >= 3.3 has tl.topk (a bitonic top-k); before it, TOP_K successive argmaxes pick the same
 # experts; tl.topk is the faster of the two on an H200 (benchmarks/results/moe_layer.md, fixed-cost probe).
 _HAS_TOPK = tl.constexpr(hasattr(tl, "topk"))
@@ -75,25 +74,6 @@ def _topk_by_key(key, experts, K_POW2: tl.constexpr, E_POW2: tl.constexpr):
 
 
 @triton.jit
-def _topk_rows_by_argmax(key, experts, TOP_K: tl.constexpr, K_POW2: tl.constexpr, E_POW2: tl.constexpr):
-    """:func:`_topk_by_key`'s result for [R, E_POW2] keys through TOP_K successive maxima along the
-    last axis (each one reduction over a row) instead of a bitonic network: the same packed (key,
-    reversed index), so the same experts in the same order; slots >= TOP_K hold expert 0's key."""
-    packed = (key.to(tl.int64) << 32) | (E_POW2 - 1 - experts).to(tl.int64)
-    slots = tl.arange(0, K_POW2)[None, :]
-    top = tl.zeros((key.shape[0], K_POW2), dtype=tl.int64) + (E_POW2 - 1)
-    for j in tl.static_range(TOP_K):
-        best = tl.max(packed, 1)
-        top = tl.where(slots == j, best[:, None], top)
-        # A taken expert drops below every packed key (the lowest float key is above INT32_MIN).
-        packed = tl.where(packed == best[:, None], _INT64_MIN, packed)
-    ids = (E_POW2 - 1 - (top & 0xFFFFFFFF)).to(tl.int32)
-    top_key = (top >> 32).to(tl.int32)
-    top_x = tl.where(top_key < 0, top_key ^ 0x7FFFFFFF, top_key).to(tl.float32, bitcast=True)
-    return ids, top_x
-
-
-@triton.jit
 def softmax_topk_rows(
     logits_ptr,
     rows,
@@ -104,12 +84,10 @@ def softmax_topk_rows(
     K_POW2: tl.constexpr,
     E_POW2: tl.constexpr,
     RENORMALIZE: tl.constexpr,
-    BY_ARGMAX: tl.constexpr = False,
 ):
     """Several tokens' routing at once (``rows`` [R] of the logits, R a power of two): (ids, weights)
     [R, K_POW2], the same selection and weights as :func:`softmax_topk_row` for each row; rows
-    outside ``row_mask`` and slots >= TOP_K hold 0. Needs ``tl.topk`` (Triton >= 3.3). BY_ARGMAX:
-    TOP_K successive row maxima in place of the bitonic top-k (the same result)."""
+    outside ``row_mask`` and slots >= TOP_K hold 0. Needs ``tl.topk`` (Triton >= 3.3)."""
     experts = tl.arange(0, E_POW2)
     in_range = (experts < num_experts)[None, :] & row_mask[:, None]
     x = tl.load(logits_ptr + rows[:, None].to(tl.int64) * stride_lm + experts[None, :], mask=in_range,
@@ -119,10 +97,7 @@ def softmax_topk_rows(
     row_max = tl.where(row_mask, row_max, 0.0)
     e = tl.where(in_range, tl.exp(x - row_max[:, None]), 0.0)
     inv_sum = 1.0 / tl.maximum(tl.sum(e, 1), 1e-30)
-    if BY_ARGMAX:
-        ids, top_x = _topk_rows_by_argmax(key, experts[None, :], TOP_K, K_POW2, E_POW2)
-    else:
-        ids, top_x = _topk_by_key(key, experts[None, :], K_POW2, E_POW2)
+    ids, top_x = _topk_by_key(key, experts[None, :], K_POW2, E_POW2)
     keep = (tl.arange(0, K_POW2) < TOP_K)[None, :] & row_mask[:, None]
     ids = tl.where(keep, ids, 0)
     weights = tl.where(keep, tl.exp(top_x - row_max[:, None]) * inv_sum[:, None], 0.0)
