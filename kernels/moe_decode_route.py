@@ -133,40 +133,34 @@ def moe_decode_route_kernel(
         cols1 = groups1[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
         row_len = tl.where(token < num_tokens, hidden, 0)  # the routing's own program has no row
         x_row = tl.load(x_ptr + token * stride_xm + cols1, mask=cols1 < row_len, other=0.0).to(tl.float32)
-    if ROUTERS_APART:
-        # Program t quantizes token t's row; program num_tokens + t routes token t. With ROUTE the router also
-        # takes its pairs' ranks and arrives: the last router to arrive aligns every pair, without waiting for
-        # any row (so never with a tensor scale, whose value needs every row's absmax: the host does not ask
-        # for it then).
+    if ROUTERS_APART or (not ROUTE):
+        # Program t quantizes token t's row (and without routers apart, with ROUTE_TOKENS, routes it too). With
+        # ROUTERS_APART program num_tokens + t routes token t; with ROUTE the router also takes its pairs' ranks
+        # and arrives: the last router to arrive aligns every pair, without waiting for any row (so never with a
+        # tensor scale, whose value needs every row's absmax: the host does not ask for it then).
         if token < num_tokens:
             _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
                             a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
                             X_ONE_PASS)
-            if ZERO_PAIR_READY:
-                _zero_pair_ready(pair_ready_ptr, token, TOP_K, K_POW2)
-        else:
-            routed = token - num_tokens
-            ids = _route_token(logits_ptr, topk_ids_ptr, topk_weights_ptr, routed, num_experts, stride_lm, TOP_K,
-                               K_POW2, E_POW2, RENORMALIZE)
-            if ROUTE:
-                slots = tl.arange(0, K_POW2)
-                ranks = tl.atomic_add(counts_ptr + ids, 1, mask=slots < TOP_K, sem="relaxed", scope="gpu")
-                tl.store(ranks_ptr + routed * TOP_K + slots, ranks, mask=slots < TOP_K)
-                _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, sorted_ids_ptr,
-                                       expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr, x_scale_ptr, x_amax_ptr,
-                                       num_pairs, num_experts, padded_len, num_blocks, block_m, E_POW2, P_POW2,
-                                       FILL_BLOCK, True, QUANT, FP8_MAX_C, MIN_AMAX)
-        return
-    if not ROUTE:
-        if token < num_tokens:
-            _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
-                            a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
-                            X_ONE_PASS)
-            if ROUTE_TOKENS:
+            if ROUTE_TOKENS and (not ROUTERS_APART):
                 _route_token(logits_ptr, topk_ids_ptr, topk_weights_ptr, token, num_experts, stride_lm, TOP_K,
                              K_POW2, E_POW2, RENORMALIZE)
             if ZERO_PAIR_READY:
                 _zero_pair_ready(pair_ready_ptr, token, TOP_K, K_POW2)
+        else:
+            # Nested, not one condition: Triton 3.2 compiles no branch mixing a constexpr with a runtime value.
+            if ROUTERS_APART:
+                routed = token - num_tokens
+                ids = _route_token(logits_ptr, topk_ids_ptr, topk_weights_ptr, routed, num_experts, stride_lm, TOP_K,
+                                   K_POW2, E_POW2, RENORMALIZE)
+                if ROUTE:
+                    slots = tl.arange(0, K_POW2)
+                    ranks = tl.atomic_add(counts_ptr + ids, 1, mask=slots < TOP_K, sem="relaxed", scope="gpu")
+                    tl.store(ranks_ptr + routed * TOP_K + slots, ranks, mask=slots < TOP_K)
+                    _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, sorted_ids_ptr,
+                                           expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr, x_scale_ptr,
+                                           x_amax_ptr, num_pairs, num_experts, padded_len, num_blocks, block_m, E_POW2,
+                                           P_POW2, FILL_BLOCK, True, QUANT, FP8_MAX_C, MIN_AMAX)
         return
     # Per-tensor scales need every token's absmax before the scale: they keep the counter path.
     # Parenthesised: Triton 3.2 takes no chained boolean operators.
