@@ -197,7 +197,7 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, gluon_on,
 @needs_gluon
 def test_shipped_choice_compiles_one_gluon_variant_per_gemm_and_path_over_m_1_to_64():
     """Keys only, the shipped GLUON_FP8_GEMMS ("measured"), small experts: over M = 1..64 the Gluon kernel
-    compiles once per GEMM on each path it takes (pairs at 1, 2, 4 and 5 tokens, grouped at 3 and 7-16); M = 1..64 again
+    compiles once per GEMM on each path it takes (pairs at 1, 2, 4 and 5 tokens, grouped at 3 and 7-20); M = 1..64 again
     compiles nothing new, in the Gluon kernel or the x launch (whose routing is on for the pairs path)."""
     _compile_side()
     E, k, H, I = 128, 8, 256, 128
