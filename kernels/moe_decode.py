@@ -243,11 +243,6 @@ FP8_PAIRS_TOKENS: dict[str, tuple[int, ...]] = {"small": (1, 2, 3, 4, 5, 6), "la
 # faster (DeepSeek 325.3 against 333.8, Qwen3 72.3 / 72.4), M = 6 chain faster at DeepSeek (249.8
 # against 253.3), level at Qwen3 and at M = 4.
 FP8_CHAIN_ABOVE_TOKENS = 8
-# The chain path's down GEMM: up to this many K steps of each program's weight tiles loaded first, with PDL
-# before it waits for the launch before (the routing layout it needs was written three launches before;
-# gate_up then lets the launches after it start only after its own wait). 0: off. Twenty-third session:
-# prepared to fill the HBM's idle time between gate_up's last programs and down's first K steps.
-CHAIN_DOWN_EARLY_STEPS = 0
 
 
 # When a GEMM waits for the launch before it (WAIT_PRIOR); a no-op unless launched with PDL.
@@ -1177,17 +1172,16 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
     inter, inter_q = ws.inter[:P], ws.inter_q[:P]
     inter_scale = ws.a2_amax[:P * triton.cdiv(I, 128)].view(P, -1) if fp8 else None
     pair_rows = ws.pair_rows[:P]
-    early = CHAIN_DOWN_EARLY_STEPS
     launches: list[tuple[str, Callable[[], object]]] = [("gate_up", functools.partial(
         launch_moe_gemm, a, w13, inter, routing, cfgs.gate_up, gated=True, a_rows_per_pair_div=top_k, quant=quant,
-        a_scale=x_scale, w_scale=w1s, pdl=pdl, wait_before_dependents=early > 0))]
+        a_scale=x_scale, w_scale=w1s, pdl=pdl))]
     if fp8:
         launches.append(("quantize", functools.partial(launch_quantize_groups, inter, inter_q, inter_scale, 128,
                                                        pdl=pdl)))
     launches.append(("down", functools.partial(
         launch_moe_gemm, inter_q if fp8 else inter, w2, pair_rows, routing, cfgs.down, gated=False,
         a_rows_per_pair_div=1, topk_weights=ws.topk_weights[:P], quant=quant, a_scale=inter_scale, w_scale=w2s,
-        pdl=pdl, early_steps=early)))
+        pdl=pdl)))
     launches.append(("reduce", functools.partial(launch_topk_reduce, pair_rows, ws.topk_ids[:P].view(M, top_k), out,
                                                  E, pdl=pdl)))
     return launches

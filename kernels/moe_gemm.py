@@ -157,36 +157,6 @@ def moe_scale_step(kb, k_last, K_UNROLL: tl.constexpr):
 
 
 @triton.jit
-def moe_weight_step(b_ptrs, b_scale_rows, offs_k, K, kb, k_last, stride_bsk, BLOCK_K: tl.constexpr,
-                    SCALE_BLOCK_K: tl.constexpr, QUANT: tl.constexpr, SWAP_AB: tl.constexpr):
-    """K step ``kb``'s weight tile and (QUANT 3) its per-weight-row block scales (else 0.0), loaded ahead
-    of the step's activations (the grouped GEMM's EARLY_STEPS)."""
-    b = moe_load_b(b_ptrs + kb * BLOCK_K, offs_k < K - kb * BLOCK_K, SWAP_AB)
-    b_s = 0.0
-    if QUANT == 3:
-        b_s = tl.load(b_scale_rows + ((tl.minimum(kb, k_last) * BLOCK_K) // SCALE_BLOCK_K) * stride_bsk)
-    return b, b_s
-
-
-@triton.jit
-def moe_early_dot(acc, a_ptrs, b, b_s, a_scale_rows, pair_mask, offs_k, K, kb, k_last, BLOCK_K: tl.constexpr,
-                  SCALE_BLOCK_K: tl.constexpr, QUANT: tl.constexpr, SWAP_AB: tl.constexpr,
-                  DOT_IN_FP32: tl.constexpr):
-    """acc plus K step ``kb``'s product with its weight tile ``b`` (scales ``b_s``) loaded beforehand
-    (moe_weight_step): the step's activations and their block scales are loaded here."""
-    a = moe_load_a(a_ptrs + kb * BLOCK_K, pair_mask, offs_k < K - kb * BLOCK_K, SWAP_AB)
-    if DOT_IN_FP32:
-        a = a.to(tl.float32)
-        b = b.to(tl.float32)
-    if QUANT == 3:
-        a_s = tl.load(a_scale_rows + (tl.minimum(kb, k_last) * BLOCK_K) // SCALE_BLOCK_K, mask=pair_mask, other=0.0)
-        acc = moe_dot(acc, a, b, a_s, b_s, True, SWAP_AB)
-    else:
-        acc = moe_dot(acc, a, b, 0.0, 0.0, False, SWAP_AB)
-    return acc
-
-
-@triton.jit
 def moe_scale_epilogue(acc, a_s, b_scale_ptr, expert, b_rows, stride_bse, stride_bsn, QUANT: tl.constexpr):
     """[BLOCK_M, BLOCK_N] acc times its per-tensor (QUANT 1: ``a_s`` one value) or per-channel
     (QUANT 2: ``a_s`` per row) scales; block scales (3) were applied per K step."""
@@ -244,8 +214,6 @@ def moe_grouped_gemm_kernel(
     PDL: tl.constexpr = False,
     STAMPS: tl.constexpr = False,
     stamps_ptr=None,
-    EARLY_STEPS: tl.constexpr = 0,
-    WAIT_BEFORE_DEPENDENTS: tl.constexpr = False,
 ):
     """C[pair, n] = sum_k A[pair // DIV, k] * B[expert(pair), n, k] over expert-sorted tiles.
 
@@ -256,19 +224,15 @@ def moe_grouped_gemm_kernel(
     launch start, then waits for the previous launch before reading anything.
     STAMPS (probes): each program stores ``device_clock`` stamps at ``stamps_ptr`` (start, set-up
     done, wait done, K loop done, end; here the wait comes before the set-up); off, the same code.
-    EARLY_STEPS (with PDL, where the routing layout was written before the launch before, as on the
-    decode chain's down): the program reads its tile's routing and loads the weight tiles (and block
-    scales) of its first EARLY_STEPS K steps into registers, and only then waits for the launch before
-    (which wrote A); the K loop runs the steps after them. WAIT_BEFORE_DEPENDENTS: waits first and only
-    then lets the next launch start (so that one may read what the launch before this one wrote).
     """
     stamp(stamps_ptr, tl.program_id(0), 0, STAMPS)
+    # Tried and removed (twenty-third session, benchmarks/results/moe_layer.md): the decode chain's down
+    # loading its first 2 or 3 K steps of weights into registers before this wait. The layer gained
+    # 0.5-0.75 us at the gate_up -> down junction, but down alone streamed 0.9-4.8 us slower (its
+    # registers), so the layer was slower: Qwen3-30B-FP8 M = 64 152.0 -> 153.2 / 156.4 us.
     if PDL:
-        if WAIT_BEFORE_DEPENDENTS:
-            wait_for_prior_launch()
         launch_dependents()
-        if EARLY_STEPS == 0 and not WAIT_BEFORE_DEPENDENTS:
-            wait_for_prior_launch()
+        wait_for_prior_launch()
     stamp(stamps_ptr, tl.program_id(0), 2, STAMPS)
     pid = tl.program_id(0)
     # For GATED the weight tile holds BLOCK_N rows but yields BLOCK_N // 2 output columns.
@@ -306,45 +270,11 @@ def moe_grouped_gemm_kernel(
         a_scale_rows = a_scale_ptr + a_rows * stride_asm
         b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
 
-    k_last = tl.cdiv(K, BLOCK_K) - 1
-    if EARLY_STEPS > 0:
-        # The weights depend on the routing layout only: in flight while the launch before runs. Named
-        # one by one (at most 4), since Triton 3.2 keeps no tuple built across a static loop.
-        tl.static_assert(EARLY_STEPS % K_UNROLL == 0 and EARLY_STEPS <= 4,
-                         "early weight steps: whole loop iterations, at most 4")
-        w_scales = b_scale_rows if QUANT == 3 else b_scale_ptr
-        b0, b0_s = moe_weight_step(b_ptrs, w_scales, offs_k, K, 0, k_last, stride_bsk, BLOCK_K, SCALE_BLOCK_K, QUANT,
-                                   SWAP_AB)
-        if EARLY_STEPS > 1:
-            b1, b1_s = moe_weight_step(b_ptrs, w_scales, offs_k, K, 1, k_last, stride_bsk, BLOCK_K, SCALE_BLOCK_K,
-                                       QUANT, SWAP_AB)
-        if EARLY_STEPS > 2:
-            b2, b2_s = moe_weight_step(b_ptrs, w_scales, offs_k, K, 2, k_last, stride_bsk, BLOCK_K, SCALE_BLOCK_K,
-                                       QUANT, SWAP_AB)
-        if EARLY_STEPS > 3:
-            b3, b3_s = moe_weight_step(b_ptrs, w_scales, offs_k, K, 3, k_last, stride_bsk, BLOCK_K, SCALE_BLOCK_K,
-                                       QUANT, SWAP_AB)
-        if PDL:
-            wait_for_prior_launch()
-        a_scales = a_scale_rows if QUANT == 3 else a_scale_ptr
-        acc = moe_early_dot(acc, a_ptrs, b0, b0_s, a_scales, pair_mask, offs_k, K, 0, k_last, BLOCK_K, SCALE_BLOCK_K,
-                            QUANT, SWAP_AB, DOT_IN_FP32)
-        if EARLY_STEPS > 1:
-            acc = moe_early_dot(acc, a_ptrs, b1, b1_s, a_scales, pair_mask, offs_k, K, 1, k_last, BLOCK_K,
-                                SCALE_BLOCK_K, QUANT, SWAP_AB, DOT_IN_FP32)
-        if EARLY_STEPS > 2:
-            acc = moe_early_dot(acc, a_ptrs, b2, b2_s, a_scales, pair_mask, offs_k, K, 2, k_last, BLOCK_K,
-                                SCALE_BLOCK_K, QUANT, SWAP_AB, DOT_IN_FP32)
-        if EARLY_STEPS > 3:
-            acc = moe_early_dot(acc, a_ptrs, b3, b3_s, a_scales, pair_mask, offs_k, K, 3, k_last, BLOCK_K,
-                                SCALE_BLOCK_K, QUANT, SWAP_AB, DOT_IN_FP32)
-        a_ptrs += EARLY_STEPS * BLOCK_K
-        b_ptrs += EARLY_STEPS * BLOCK_K
-
     stamp(stamps_ptr, pid, 1, STAMPS)
     # K_UNROLL K steps per iteration (block scales: 128-deep steps, each with its own scales):
     # their weight loads are issued together, K_UNROLL * 128 contiguous bytes of each row.
-    for ku in range(EARLY_STEPS // K_UNROLL, tl.cdiv(K, BLOCK_K * K_UNROLL)):
+    k_last = tl.cdiv(K, BLOCK_K) - 1
+    for ku in range(tl.cdiv(K, BLOCK_K * K_UNROLL)):
         for u in tl.static_range(K_UNROLL):
             kb = ku * K_UNROLL + u
             k_mask = offs_k < K - kb * BLOCK_K
@@ -434,20 +364,6 @@ def weight_scale_strides(quant: int, w_scale) -> tuple[int, int, int]:
     return 0, 0, 0
 
 
-# Registers a thread may hold for the weight tiles a program loads before its wait (launch_moe_gemm's
-# early_steps): the thirteenth session's early loads compiled without spills at 384 (136 registers).
-EARLY_WEIGHT_BYTES = 384
-
-
-def early_weight_steps(max_steps: int, K: int, block_k: int, k_unroll: int, block_n: int, num_warps: int,
-                       weight_bytes: int) -> int:
-    """How many K steps of weights a grouped GEMM program loads before its wait: ``max_steps`` at most, no
-    more than K has, within EARLY_WEIGHT_BYTES a thread, whole loop iterations (``k_unroll`` steps each)."""
-    per_thread_step = block_n * block_k * weight_bytes // (32 * num_warps)
-    steps = min(max_steps, triton.cdiv(K, block_k), EARLY_WEIGHT_BYTES // max(per_thread_step, 1))
-    return max(0, steps - steps % k_unroll)
-
-
 def launch_moe_gemm(
     a: torch.Tensor,
     w: torch.Tensor,
@@ -464,8 +380,6 @@ def launch_moe_gemm(
     scale_block: tuple[int, int] = (128, 128),
     pdl: bool = False,
     stamps: torch.Tensor | None = None,
-    early_steps: int = 0,
-    wait_before_dependents: bool = False,
 ) -> None:
     """Launch ``moe_grouped_gemm_kernel`` over ``routing`` (an AlignedRouting) with ``cfg``.
 
@@ -476,10 +390,6 @@ def launch_moe_gemm(
     start while the launch before it runs and waits for it before reading.
     ``stamps`` (probes): an int64 buffer of ``device_clock.N_STAMPS`` slots per program, which
     each program fills with its timestamps (a variant of its own).
-    ``early_steps``: up to that many K steps of weights loaded first (the kernel's EARLY_STEPS; at most
-    EARLY_WEIGHT_BYTES of registers a thread, whole loop iterations); with ``pdl`` before the wait, so
-    the routing must have been written before the launch before, and that launch must let this one
-    start only after its own wait (``wait_before_dependents``).
     """
     if routing.block_size != cfg.block_m:
         raise ValueError(
@@ -501,7 +411,6 @@ def launch_moe_gemm(
         k_unroll = max(1, cfg.block_k // block_k)
     stride_asm = a_scale.stride(0) if quant in (QUANT_BLOCK, QUANT_CHANNEL) else 0
     stride_bse, stride_bsn, stride_bsk = weight_scale_strides(quant, w_scale)
-    early = early_weight_steps(early_steps, K, block_k, k_unroll, cfg.block_n, cfg.num_warps, w.element_size())
     moe_grouped_gemm_kernel[grid](
         a,
         w,
@@ -538,8 +447,6 @@ def launch_moe_gemm(
         K_UNROLL=k_unroll,
         PDL=pdl,
         **({"STAMPS": True, "stamps_ptr": stamps} if stamps is not None else {}),
-        **({"EARLY_STEPS": early} if early else {}),
-        **({"WAIT_BEFORE_DEPENDENTS": True} if pdl and wait_before_dependents else {}),
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
         **({"launch_pdl": True} if pdl else {}),

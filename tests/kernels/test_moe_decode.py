@@ -522,18 +522,14 @@ def test_real_sm90_compile_of_the_per_pair_handoff(monkeypatch):
 
 
 @pytest.mark.interpreter
-@pytest.mark.parametrize("scheme,M,early", [("block", 3, 0), ("block", 12, 0), ("bf16", 9, 0), ("block", 12, 3),
-                                            ("bf16", 9, 2)])
-def test_math_chain_path_equals_softmax_topk_and_fused_moe(scheme, M, early, monkeypatch):
+@pytest.mark.parametrize("scheme,M", [("block", 3), ("block", 12), ("bf16", 9)])
+def test_math_chain_path_equals_softmax_topk_and_fused_moe(scheme, M):
     """The chain path (route launch, fused_moe's GEMMs, quantization and reduce on the workspace)
     gives softmax_topk + fused_moe's output bit for bit on the same tiles, twice on one workspace
     (as graph replays would): a pair in the wrong slot, a scale from the wrong row or a stale
-    buffer fails it. With ``early`` (CHAIN_DOWN_EARLY_STEPS) down's first K steps of weights are
-    loaded ahead of the rest, the same products in the same order."""
-    monkeypatch.setattr(moe_decode, "CHAIN_DOWN_EARLY_STEPS", early)
+    buffer fails it."""
     device = _device()
-    # down's K (I) deep enough for every early step and one after them.
-    E, k, H, I = 8, 2, 256, 128 * (early + 1)
+    E, k, H, I = 8, 2, 256, 128
     gen = torch.Generator().manual_seed(M)
     if scheme == "block":
         x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, device)
@@ -985,40 +981,6 @@ def test_real_sm90_compile_of_the_chain_path():
         assert "griddepcontrol.wait" in compiled.asm["ptx"]
 
 
-def test_real_sm90_chain_down_loads_its_first_weights_before_its_wait(monkeypatch):
-    """CHAIN_DOWN_EARLY_STEPS: the chain's down GEMM issues weight loads before griddepcontrol.wait
-    (and reads the activations only after it) without spilling; gate_up waits before it lets the next
-    launch start, since down reads the routing layout before its own wait."""
-    _compile_side()
-    monkeypatch.setattr(moe_decode, "CHAIN_DOWN_EARLY_STEPS", 2)
-    E, k, H, I, M = 16, 4, 256, 512, 9
-    w13, w2, kw = _zero_weights(E, H, I, "block")
-    tile = TileConfig(16, 128, 128, 1, 4, 3, True)
-    kernel = moe_gemm.moe_grouped_gemm_kernel
-    triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
-    with jitguard.offline(compile=True):
-        fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k, path="chain",
-                         tile_configs=MoeTileConfigs(tile, tile), **kw)
-    gemms = list(_compiled(kernel).values())
-    assert len(gemms) == 2
-    # gate_up's SiLU is the only exp.
-    (up,), (down,) = ([c for c in gemms if ("ex2.approx" in c.asm["ptx"]) == gated] for gated in (True, False))
-    for compiled in gemms:
-        ptx = compiled.asm["ptx"]
-        assert "ld.local" not in ptx and "st.local" not in ptx, "early weight registers spilled"
-        assert_tokens_in_mma_n_slot(ptx, tile.block_m, "e4m3")
-    if not moe_decode.pdl_supported():
-        pytest.skip("this Triton's launcher has no launch_pdl: the early loads compiled, nothing to wait for")
-    assert all(c.metadata.launch_pdl for c in gemms)
-    up_body = up.asm["ptx"][up.asm["ptx"].index(".entry"):]
-    assert up_body.index("griddepcontrol.wait") < up_body.index("griddepcontrol.launch_dependents")
-    body = down.asm["ptx"][down.asm["ptx"].index(".entry"):]
-    wait = body.index("griddepcontrol.wait")
-    # Before the wait: the routing layout's loads and two K steps of 128 x 128 weights (16-byte loads).
-    assert len(re.findall(r"ld\.global[\w.:]*\.v4\.b32", body[:wait])) >= 2 * 128 * 128 // (16 * 128)
-    assert "griddepcontrol.launch_dependents" in body
-
-
 # ---- launch count: three Triton launches, no torch kernels in between ---------------------------------
 
 _NO_KERNEL_OPS = {"empty", "empty_like", "empty_strided", "view", "_unsafe_view", "slice", "select", "alias",
@@ -1191,23 +1153,6 @@ def test_cuda_graph_replays_with_the_route_launch_routers_apart_follow_new_input
     gen = torch.Generator().manual_seed(50 + M)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
     _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, path, gen, kw, 4e-2)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("M,scheme", [(11, "block"), (33, "block"), (9, "bf16")])
-def test_cuda_graph_replays_with_the_chain_down_weights_early_follow_new_inputs(M, scheme, monkeypatch):
-    """CHAIN_DOWN_EARLY_STEPS 3: the chain's down programs load weights before their PDL wait (the routing
-    layout read before it), captured once: every replay with new tokens matches the reference."""
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
-    monkeypatch.setattr(moe_decode, "CHAIN_DOWN_EARLY_STEPS", 3)
-    E, k, H, I = 16, 4, 256, 640
-    gen = torch.Generator().manual_seed(70 + M)
-    if scheme == "block":
-        x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
-    else:
-        (x, logits, w13, w2), kw = _layer(M, E, k, H, I, gen, "cuda"), {}
-    _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, "chain", gen, kw, 4e-2 if kw else 1.5e-2)
 
 
 def test_fp8_block_scales_take_the_pairs_path_where_it_measured_faster_by_expert_size():
