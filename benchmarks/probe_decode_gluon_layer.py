@@ -28,6 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_fused_moe as bfm
 import tune_moe_decode as tmd
+from tune_decode_gluon_tiles import parse_tiles
 
 from jitguard.kernels import moe_decode
 from jitguard.kernels.moe_decode_gluon import GluonTile
@@ -80,7 +81,11 @@ def gluon_variants(spec: str) -> list[tuple[str, str, dict]]:
             continue
         switches: dict = {"GLUON_FP8_GEMMS": "always", "GLUON_DOWN_WEIGHTS_BEFORE_WAIT": not wait}
         if tiles_spec != "default":
-            up, down = (GluonTile(*(int(v) for v in half.split("x"))) for half in tiles_spec.split("/"))
+            halves = tiles_spec.split("/")
+            if len(halves) != 2:
+                raise SystemExit(f"probe_decode_gluon_layer: --gluon-tiles: {tiles_spec!r} is not "
+                                 "GATE_UPxSTAGES/DOWNxSTAGES (e.g. 32x6/128x3)")
+            up, down = (GluonTile(*parse_tiles(half, "--gluon-tiles")[0]) for half in halves)
             # The given tiles at every token count: none from GLUON_TILES_AT.
             switches["GLUON_TILES"] = {"pairs": (up, down), "grouped": (up, down)}
             switches["GLUON_TILES_AT"] = {}
