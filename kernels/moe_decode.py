@@ -615,7 +615,6 @@ class MoeDecodeWorkspace:
     num_padded: torch.Tensor
     counts: torch.Tensor
     starts: torch.Tensor
-    expert_bounds: torch.Tensor
     flags: torch.Tensor
     x_scale: torch.Tensor
     a2_amax: torch.Tensor
@@ -650,8 +649,6 @@ class MoeDecodeWorkspace:
             # per-expert pair counters, zero between calls (RANKS_EARLY)
             counts=torch.zeros(E, **i32),
             starts=torch.empty(E, **i32),
-            # where each expert's rows start in the sorted layout, then its padded length (GLUON_EXPERT_MAJOR_GATE_UP)
-            expert_bounds=torch.zeros(E + 1, **i32),
             # [route arrivals, x absmax (fp32 bits), column-tile arrivals...]
             flags=torch.zeros(2 + n_tiles, **i32),
             x_scale=torch.empty(MAX_DECODE_TOKENS * triton.cdiv(H, scale_group), **f32),
@@ -889,25 +886,18 @@ GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
 # 71.1 / 69.5, M = 12 96.4 / 88.4, M = 16 115.1 / 106.2 (16-token tiles; 8-token ones 106.8 and 130.7);
 # DeepSeek-V3-TP2 M = 3 127.5 / 126.5, M = 6 244.3 / 243.7, M = 8 323.2 / 322.2. Each GEMM program loads its
 # block's routing before its first weights, and the leader programs carry the block while the others leave.
+# Twenty-fourth session, call 1, tried and removed (50e515d): gate_up on a grid of (expert, column tile), each
+# program copying its expert's first NUM_STAGES - 1 weight steps into shared memory before it waits for the route
+# launch (which wrote each expert's bounds), then the expert's token tiles one after another. Slower at every
+# point, us per layer, expert-major / the grouped path on Gluon without it (the shipped chain): Qwen3-30B-FP8
+# M = 8 77.7 / 67.95, 16 111.8 / 104.45, 32 138.0 / 136.35 (135.6), 64 163.55 / 159.7 (152.1). Every program
+# copies before it knows whether its expert was chosen (waste at 8-16 tokens), an expert's second tile re-reads
+# its weights from HBM, and no overlap with the route launch showed (at 64 the layer lost 3.8 us, gate_up alone 3.3).
+# Call 2, only the first wave's programs copying before the wait (the others after it, for an expert with tiles):
+# gate_up alone level with the grouped grid's, the layer still slower, us: Qwen3 M = 7 66.05 / 65.45, 8 71.15 /
+# 69.6, 12 89.0 / 88.2, 16 107.0 / 106.05; DeepSeek-V3-TP2 M = 8 327.9 / 322.8. Copies issued before the wait
+# for the route launch bought nothing.
 GLUON_BLOCK_M = 8
-# The grouped path's Gluon gate_up on a grid of (expert, column tile) instead of (token tile, column tile):
-# each program knows its expert before the route launch ends, so it copies its first NUM_STAGES - 1 K steps
-# of weights while that launch routes and aligns (the HBM idle otherwise: 3.6-4.3 us alone from 8 tokens),
-# then runs the expert's token tiles (the route launch writes each expert's bounds in the sorted layout; its
-# routers apart, as past FEW_TOKENS). Programs of experts no token chose read their first weights for nothing.
-GLUON_EXPERT_MAJOR_GATE_UP = False
-# Which of its programs copy before the wait: "all", or "first_wave" (as many as fit on the GPU at once, by shared
-# memory: the later ones start after the route launch and copy only for an expert with tiles).
-GLUON_EXPERT_MAJOR_PREFETCH = "all"
-
-
-def _first_wave_programs(device: torch.device, tile: GluonTile, block_m: int) -> int:
-    """How many programs of a Gluon gate_up launch on ``tile`` fit on the GPU at once, by shared memory (its ring
-    and epilogue) and 16 warpgroups an SM."""
-    sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 132
-    w_rows = 2 * tile.out_n
-    smem = tile.stages * (w_rows + block_m) * 128 + w_rows * block_m * 4
-    return sms * max(1, min(16, (227 * 1024) // smem))
 
 
 def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: int, intermediate: int,
@@ -1061,12 +1051,10 @@ def plan_fused_moe_decode(
     # Routing in programs of their own beside the rows' (2 * M programs): that x launch's
     # (X_LAUNCH_ROUTERS_APART), or the grouped and chain paths' route launch's, the last router aligning
     # (ROUTE_ALIGN_APART; a tensor scale needs every row before the alignment's arrival: never there).
-    expert_major = gluon and not pair_tiles and GLUON_EXPERT_MAJOR_GATE_UP
     if routes_tokens:
         routers_apart = X_LAUNCH_ROUTERS_APART
     else:
-        # The expert-major gate_up reads each expert's bounds, which only the aligner of routers apart writes.
-        routers_apart = not pair_tiles and (expert_major or _route_routers_apart(M, E, quant))
+        routers_apart = not pair_tiles and _route_routers_apart(M, E, quant)
     if routers_apart:
         x_launch_programs = 2 * M
     else:
@@ -1096,7 +1084,6 @@ def plan_fused_moe_decode(
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
             **({"ROUTE_TOKENS": True} if routes_tokens else {}),
             **({"ROUTERS_APART": True} if routers_apart else {}),
-            **({"WRITE_EXPERT_BOUNDS": True, "expert_bounds_ptr": ws.expert_bounds} if expert_major else {}),
             **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
             num_warps=_route_warps(M, E, quant, pair_tiles, routers_apart),
         )))
@@ -1107,7 +1094,7 @@ def plan_fused_moe_decode(
     inter = ws.inter[:num_pairs]
     if gluon:
         launches += _gluon_gemm_launches(ws, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
-                                         stride_a2m, tile_arrivals, pdl, pair_tiles, expert_bytes, expert_major)
+                                         stride_a2m, tile_arrivals, pdl, pair_tiles, expert_bytes)
         return DecodePlan(out, tuple(launches), path, gemms="gluon")
     rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
     for gemm in (1, 2):
@@ -1214,14 +1201,12 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
 def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Tensor, w1s: torch.Tensor,
                          w2s: torch.Tensor, out: torch.Tensor, block_m: int, num_blocks: int, M: int, top_k: int,
                          stride_xsm: int, stride_a2m: int, tile_arrivals: torch.Tensor, pdl: bool,
-                         pair_tiles: bool, expert_bytes: int,
-                         expert_major: bool = False) -> list[tuple[str, Callable[[], object]]]:
+                         pair_tiles: bool, expert_bytes: int) -> list[tuple[str, Callable[[], object]]]:
     """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
     per pair, its expert routed by the x launch) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
     block scales, x and the intermediate as e4m3 with group scales), on the workspace's buffers,
     PDL-linked where supported, on the tiles ``gluon_tiles`` gives the path at M tokens of experts of
-    ``expert_bytes``; with ``expert_major`` gate_up on a grid of (expert, column tile)
-    (GLUON_EXPERT_MAJOR_GATE_UP)."""
+    ``expert_bytes``."""
     P, H, I = M * top_k, ws.hidden, ws.intermediate
     if pair_tiles:
         block_m, num_blocks = GLUON_BLOCK_M, P
@@ -1246,9 +1231,8 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
         wt, w_scale = (w13, w1s) if gated else (w2, w2s)
         c = ws.inter[:P] if gated else ws.pair_out
         bse, bsn, bsk = weight_scale_strides(QUANT_BLOCK, w_scale)
-        tiles_m = ws.num_experts if gated and expert_major else num_blocks
         launches.append(("gate_up" if gated else "down", functools.partial(
-            moe_decode_gemm_gluon_kernel[(tiles_m * triton.cdiv(n, tile.out_n),)],
+            moe_decode_gemm_gluon_kernel[(num_blocks * triton.cdiv(n, tile.out_n),)],
             a, a_scale, wt, w_scale, c, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded, ws.inter_q,
             ws.a2_amax, ws.group_arrivals, tile_arrivals, out,
             P, M, n, k, a.stride(0), stride_asm, wt.stride(0), wt.stride(1), bse, bsn, bsk, c.stride(0), stride_a2m,
@@ -1258,10 +1242,6 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
             LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=wait_prior[gated], PAIR_TILES=pair_tiles,
             topk_ids_ptr=ws.topk_ids, num_warps=4,
-            **({"EXPERT_MAJOR": True, "expert_bounds_ptr": ws.expert_bounds,
-                "prefetch_programs": (_first_wave_programs(wt.device, tile, block_m)
-                                      if GLUON_EXPERT_MAJOR_PREFETCH == "first_wave" else 1 << 30)}
-               if gated and expert_major else {}),
             **({"launch_pdl": True} if pdl else {}),
         )))
     return launches

@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass
 
 from .moe_gemm import moe_tile_of_program
-from .pdl import launch_dependents, pdl_enter, wait_for_prior_launch
+from .pdl import pdl_enter, wait_for_prior_launch
 
 __all__ = ["GluonTile", "gluon_gemms_supported", "moe_decode_gemm_gluon_kernel"]
 
@@ -188,108 +188,7 @@ if gluon_gemms_supported():
         """A's row of each pair (row 0 for padding: read, never stored)."""
         return gl.where(pairs < num_pairs, pairs // A_ROWS_PER_PAIR_DIV, 0).to(gl.int64)
 
-    @gluon.jit
-    def _copy_first_weights(w_smem, w_ptrs, n_k, NUM_STAGES: gl.constexpr):
-        """cp.async of the first NUM_STAGES - 1 K steps' weight tiles, one group each (written by no launch
-        of the layer: they may be issued before a PDL wait)."""
-        for s in gl.static_range(NUM_STAGES - 1):
-            _copy_to_shared(w_smem.index(s), w_ptrs + s * _SCALE_GROUP, mask=s < n_k)
-            async_copy.commit_group()
-
-    @gluon.jit
-    def _tile_a_copies(a_ptr, sorted_ids_ptr, pid_m, num_pairs, stride_am, A_ROWS_PER_PAIR_DIV: gl.constexpr,
-                       BLOCK_M: gl.constexpr, PAIR_TILES: gl.constexpr, a_layout: gl.constexpr):
-        """Token tile ``pid_m``'s activation pointers in the copy layout, and which of its rows are real pairs."""
-        pairs_c = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, a_layout))
-        a_valid = (pairs_c < num_pairs)[:, None]
-        a_rows_c = _a_rows(pairs_c, num_pairs, A_ROWS_PER_PAIR_DIV)
-        ks_a = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, a_layout))
-        return a_ptr + a_rows_c[:, None] * stride_am + ks_a[None, :], a_valid
-
-    @gluon.jit
-    def _tile_a_scales(a_scale_ptr, sorted_ids_ptr, pid_m, num_pairs, stride_asm, A_ROWS_PER_PAIR_DIV: gl.constexpr,
-                       BLOCK_M: gl.constexpr, PAIR_TILES: gl.constexpr, acc_layout: gl.constexpr):
-        """Token tile ``pid_m``'s pairs in the accumulator's layout and their activation-scale pointers."""
-        acc_pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(0, acc_layout))
-        return acc_pairs, a_scale_ptr + _a_rows(acc_pairs, num_pairs, A_ROWS_PER_PAIR_DIV) * stride_asm
-
-    @gluon.jit
-    def _tile_k_loop_and_epilogue(w_smem, a_smem, w_ptrs, w_scales, a_ptrs, a_valid, acc_pairs, a_scales,
-                                  c_ptr, topk_weights_ptr, sorted_ids_ptr, cq_ptr, c_scale_ptr, group_arrivals_ptr,
-                                  pid_m, pid_n, num_pairs, N, n_k, stride_bsk, stride_cm, stride_csm,
-                                  GATED: gl.constexpr, BLOCK_M: gl.constexpr, OUT_N: gl.constexpr,
-                                  W_ROWS: gl.constexpr, NUM_STAGES: gl.constexpr, FP8_MAX_C: gl.constexpr,
-                                  MIN_AMAX: gl.constexpr, PAIR_TILES: gl.constexpr, WEIGHTS_ISSUED: gl.constexpr,
-                                  NUM_WARPS: gl.constexpr, acc_layout: gl.constexpr, epi_layout: gl.constexpr):
-        """One token tile's K loop and epilogue. WEIGHTS_ISSUED: the first NUM_STAGES - 1 steps' weight
-        tiles are on their way already (``_copy_first_weights``, one group each): their activations follow
-        as one group, and the first wait takes every group."""
-        if WEIGHTS_ISSUED:
-            for s in gl.static_range(NUM_STAGES - 1):
-                _copy_to_shared(a_smem.index(s), a_ptrs + s * _SCALE_GROUP, mask=a_valid & (s < n_k))
-            async_copy.commit_group()
-        else:
-            for s in gl.static_range(NUM_STAGES - 1):
-                _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s, n_k, NUM_STAGES)
-
-        zero = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)  # each product's (unread) start
-        acc = zero
-        # Scales are loaded two steps before the step they scale (their latency hidden behind two steps' copies).
-        a_s0, w_s0 = _load_scales(a_scales, w_scales, 0, stride_bsk)
-        a_s1, w_s1 = _load_scales(a_scales, w_scales, gl.minimum(1, n_k - 1), stride_bsk)
-        async_copy.wait_group(0 if WEIGHTS_ISSUED else NUM_STAGES - 2)
-        _cta_barrier()
-        fence_async_shared()
-        product = _issue_product(w_smem, a_smem, 0, zero, NUM_STAGES)
-        for kb in range(1, n_k):
-            a_s2, w_s2 = _load_scales(a_scales, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk)
-            # Step kb's tiles land while step kb - 1's product is in the MMA; only then is that product
-            # waited for and folded in, and step kb's issued.
-            _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb + NUM_STAGES - 2, n_k, NUM_STAGES)
-            async_copy.wait_group(NUM_STAGES - 2)
-            _cta_barrier()
-            fence_async_shared()
-            acc = _fold_product(acc, product, a_s0, w_s0)
-            a_s0, w_s0 = a_s1, w_s1
-            a_s1, w_s1 = a_s2, w_s2
-            product = _issue_product(w_smem, a_smem, kb, zero, NUM_STAGES)
-        acc = _fold_product(acc, product, a_s0, w_s0)
-        async_copy.wait_group(0)
-
-        if GATED:
-            # Gate and up rows apart through shared memory, into the epilogue's layout.
-            acc_smem = gl.allocate_shared_memory(gl.float32, [W_ROWS, BLOCK_M],
-                                                 gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]), acc)
-            gate = acc_smem.slice(0, OUT_N).load(epi_layout)
-            up = acc_smem.slice(OUT_N, OUT_N).load(epi_layout)
-            cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, epi_layout))
-            pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES,
-                                gl.SliceLayout(0, epi_layout))
-            pair_mask = pairs < num_pairs
-            c_mask = (cols < N)[:, None] & pair_mask[None, :]
-            c_offs = pairs[None, :].to(gl.int64) * stride_cm + cols[:, None]
-            c = (gate / (1.0 + gl.exp(-gate)) * up).to(c_ptr.dtype.element_ty)
-            if OUT_N == _SCALE_GROUP:
-                # Whole groups: each token's scale from the values as stored (rounded), no re-read.
-                v = gl.where(c_mask, c.to(gl.float32), 0.0)
-                scale = gl.maximum(gl.max(gl.abs(v), 0), MIN_AMAX) / FP8_MAX_C
-                q = gl.minimum(gl.maximum(v / scale[None, :], -FP8_MAX_C), FP8_MAX_C).to(gl.float8e4nv)
-                gl.store(cq_ptr + c_offs, q, mask=c_mask)
-                gl.store(c_scale_ptr + pairs * stride_csm + pid_n, scale, mask=pair_mask)
-            else:
-                gl.store(c_ptr + c_offs, c, mask=c_mask)
-                _quantize_group_when_written(c_ptr, cq_ptr, c_scale_ptr, group_arrivals_ptr, sorted_ids_ptr,
-                                             pid_m, (pid_n * OUT_N) // _SCALE_GROUP, num_pairs, N, stride_cm,
-                                             stride_csm, BLOCK_M, PAIR_TILES, _SCALE_GROUP // OUT_N, NUM_WARPS,
-                                             FP8_MAX_C, MIN_AMAX)
-        else:
-            cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, acc_layout))
-            pair_mask = acc_pairs < num_pairs
-            w = gl.load(topk_weights_ptr + acc_pairs, mask=pair_mask, other=0.0).to(gl.float32)
-            gl.store(c_ptr + acc_pairs[None, :].to(gl.int64) * stride_cm + cols[:, None],
-                     (acc * w[None, :]).to(c_ptr.dtype.element_ty), mask=(cols < N)[:, None] & pair_mask[None, :])
-
-    @gluon.jit(do_not_specialize=["num_pairs", "num_tokens", "prefetch_programs"])
+    @gluon.jit(do_not_specialize=["num_pairs", "num_tokens"])
     def moe_decode_gemm_gluon_kernel(
         a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr, topk_weights_ptr, sorted_ids_ptr, expert_ids_ptr,
         num_padded_ptr, cq_ptr, c_scale_ptr, group_arrivals_ptr, arrivals_ptr, out_ptr,
@@ -300,7 +199,6 @@ if gluon_gemms_supported():
         NUM_STAGES: gl.constexpr, TOP_K: gl.constexpr, K_POW2: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
         FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr, LAUNCH_DEPENDENTS: gl.constexpr,
         WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None,
-        EXPERT_MAJOR: gl.constexpr = False, expert_bounds_ptr=None, prefetch_programs=1 << 30,
     ):
         """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
 
@@ -317,11 +215,6 @@ if gluon_gemms_supported():
         (the routing and layout, written two launches before, may be read first).
         PAIR_TILES (the pairs path): token tile ``pid_m`` is pair ``pid_m`` alone (its other rows padding),
         its expert ``topk_ids[pid_m]`` (routed by the launch before); no sorted layout is read.
-        EXPERT_MAJOR (gate_up after the route launch; WAIT_PRIOR is not read): a grid of (expert, column
-        tile); the expert's first NUM_STAGES - 1 K steps of weights are copied before the wait for the route
-        launch, then its token tiles (rows ``expert_bounds[e]`` to ``expert_bounds[e + 1]`` of the sorted
-        layout, written by the route launch) run one after another. Only programs below ``prefetch_programs``
-        (the first wave) copy before the wait; the others copy once they know their expert has tiles.
         """
         NUM_WARPS: gl.constexpr = 4
         # GATED: the tile's weight rows are OUT_N gate rows then the same OUT_N columns' up rows, one wgmma.
@@ -339,83 +232,107 @@ if gluon_gemms_supported():
         epi_layout: gl.constexpr = gl.BlockedLayout([1, 1], [32, 1], [1, NUM_WARPS], [0, 1])
 
         pid_m, pid_n, num_pid_m = moe_tile_of_program(N, OUT_N)
-        if EXPERT_MAJOR:
-            # gate_up on a grid of (expert, column tile): the expert is known before the route launch ends,
-            # so its first weight tiles stream in while it runs; then the expert's token tiles, one after
-            # another (each past the first copies its first weights again).
-            expert = pid_m.to(gl.int64)
+        # WAIT_PRIOR 3 before letting the next launch start: it may read what the launch before this one
+        # wrote (routing, layout) before its own wait.
+        pdl_enter(LAUNCH_DEPENDENTS, WAIT_PRIOR)
+
+        if PAIR_TILES:
+            expert = gl.load(topk_ids_ptr + pid_m).to(gl.int64)
+            tile_in_use = expert >= 0
+        else:
+            num_padded = gl.load(num_padded_ptr)
+            expert = gl.load(expert_ids_ptr + pid_m).to(gl.int64)
+            tile_in_use = (pid_m * BLOCK_M < num_padded) & (expert >= 0)
+        if tile_in_use:
             n_k = K // _SCALE_GROUP
+            # Weight row of each tile row, in the copy layout and in the accumulator's (for the scales):
+            # columns past N wrap (dropped at the store); GATED adds N to the up rows.
             w_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, w_layout))
             ks_w = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, w_layout))
             w_ptrs = b_ptr + expert * stride_be + w_rows[:, None].to(gl.int64) * stride_bn + ks_w[None, :]
+            pairs_c = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, a_layout))
+            a_valid = (pairs_c < num_pairs)[:, None]
+            a_rows_c = _a_rows(pairs_c, num_pairs, A_ROWS_PER_PAIR_DIV)
+            ks_a = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, a_layout))
+            a_ptrs = a_ptr + a_rows_c[:, None] * stride_am + ks_a[None, :]
             acc_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, acc_layout))
             w_scales = b_scale_ptr + expert * stride_bse + (acc_rows // _SCALE_GROUP) * stride_bsn
+            acc_pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES,
+                                    gl.SliceLayout(0, acc_layout))
+            a_scales = a_scale_ptr + _a_rows(acc_pairs, num_pairs, A_ROWS_PER_PAIR_DIV) * stride_asm
+
             w_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, W_ROWS, _SCALE_GROUP], smem_layout)
             a_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, BLOCK_M, _SCALE_GROUP], smem_layout)
-            early = gl.program_id(0) < prefetch_programs
-            if early:
-                _copy_first_weights(w_smem, w_ptrs, n_k, NUM_STAGES)
-            # The layout is the route launch's: wait for it, then let down start (it reads the layout
-            # before its own wait).
-            wait_for_prior_launch()
-            if LAUNCH_DEPENDENTS:
-                launch_dependents()
-            first_row = gl.load(expert_bounds_ptr + pid_m)
-            n_tiles = (gl.load(expert_bounds_ptr + pid_m + 1) - first_row) // BLOCK_M
-            for t in range(n_tiles):
-                if (t > 0) | (not early):
-                    _copy_first_weights(w_smem, w_ptrs, n_k, NUM_STAGES)
-                tile_m = first_row // BLOCK_M + t
-                a_ptrs, a_valid = _tile_a_copies(a_ptr, sorted_ids_ptr, tile_m, num_pairs, stride_am,
-                                                 A_ROWS_PER_PAIR_DIV, BLOCK_M, PAIR_TILES, a_layout)
-                acc_pairs, a_scales = _tile_a_scales(a_scale_ptr, sorted_ids_ptr, tile_m, num_pairs, stride_asm,
-                                                     A_ROWS_PER_PAIR_DIV, BLOCK_M, PAIR_TILES, acc_layout)
-                _tile_k_loop_and_epilogue(w_smem, a_smem, w_ptrs, w_scales, a_ptrs, a_valid, acc_pairs, a_scales,
-                                          c_ptr, topk_weights_ptr, sorted_ids_ptr, cq_ptr, c_scale_ptr,
-                                          group_arrivals_ptr, tile_m, pid_n, num_pairs, N, n_k, stride_bsk,
-                                          stride_cm, stride_csm, GATED, BLOCK_M, OUT_N, W_ROWS, NUM_STAGES,
-                                          FP8_MAX_C, MIN_AMAX, PAIR_TILES, True, NUM_WARPS, acc_layout,
-                                          epi_layout)
-            # An expert no pair chose: its first weights still land before the program ends.
-            async_copy.wait_group(0)
-        else:
-            # WAIT_PRIOR 3 before letting the next launch start: it may read what the launch before this one
-            # wrote (routing, layout) before its own wait.
-            pdl_enter(LAUNCH_DEPENDENTS, WAIT_PRIOR)
-            if PAIR_TILES:
-                expert = gl.load(topk_ids_ptr + pid_m).to(gl.int64)
-                tile_in_use = expert >= 0
+            if WAIT_PRIOR == 2:
+                # The first steps' weights (not written by the launch before) stream in before the wait;
+                # their activations (written by it) after, as one group: the first wait takes every group.
+                for s in gl.static_range(NUM_STAGES - 1):
+                    _copy_to_shared(w_smem.index(s), w_ptrs + s * _SCALE_GROUP, mask=s < n_k)
+                    async_copy.commit_group()
+                wait_for_prior_launch()
+                for s in gl.static_range(NUM_STAGES - 1):
+                    _copy_to_shared(a_smem.index(s), a_ptrs + s * _SCALE_GROUP, mask=a_valid & (s < n_k))
+                async_copy.commit_group()
             else:
-                num_padded = gl.load(num_padded_ptr)
-                expert = gl.load(expert_ids_ptr + pid_m).to(gl.int64)
-                tile_in_use = (pid_m * BLOCK_M < num_padded) & (expert >= 0)
-            if tile_in_use:
-                n_k = K // _SCALE_GROUP
-                # Weight row of each tile row, in the copy layout and in the accumulator's (for the scales):
-                # columns past N wrap (dropped at the store); GATED adds N to the up rows.
-                w_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, w_layout))
-                ks_w = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, w_layout))
-                w_ptrs = b_ptr + expert * stride_be + w_rows[:, None].to(gl.int64) * stride_bn + ks_w[None, :]
-                a_ptrs, a_valid = _tile_a_copies(a_ptr, sorted_ids_ptr, pid_m, num_pairs, stride_am,
-                                                 A_ROWS_PER_PAIR_DIV, BLOCK_M, PAIR_TILES, a_layout)
-                acc_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, acc_layout))
-                w_scales = b_scale_ptr + expert * stride_bse + (acc_rows // _SCALE_GROUP) * stride_bsn
-                acc_pairs, a_scales = _tile_a_scales(a_scale_ptr, sorted_ids_ptr, pid_m, num_pairs, stride_asm,
-                                                     A_ROWS_PER_PAIR_DIV, BLOCK_M, PAIR_TILES, acc_layout)
+                for s in gl.static_range(NUM_STAGES - 1):
+                    _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s, n_k, NUM_STAGES)
 
-                w_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, W_ROWS, _SCALE_GROUP], smem_layout)
-                a_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, BLOCK_M, _SCALE_GROUP], smem_layout)
-                if WAIT_PRIOR == 2:
-                    # The first steps' weights (not written by the launch before) stream in before the wait;
-                    # their activations (written by it) after, as one group: the first wait takes every group.
-                    _copy_first_weights(w_smem, w_ptrs, n_k, NUM_STAGES)
-                    wait_for_prior_launch()
-                _tile_k_loop_and_epilogue(w_smem, a_smem, w_ptrs, w_scales, a_ptrs, a_valid, acc_pairs, a_scales,
-                                          c_ptr, topk_weights_ptr, sorted_ids_ptr, cq_ptr, c_scale_ptr,
-                                          group_arrivals_ptr, pid_m, pid_n, num_pairs, N, n_k, stride_bsk,
-                                          stride_cm, stride_csm, GATED, BLOCK_M, OUT_N, W_ROWS, NUM_STAGES,
-                                          FP8_MAX_C, MIN_AMAX, PAIR_TILES, WAIT_PRIOR == 2, NUM_WARPS, acc_layout,
-                                          epi_layout)
+            zero = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)  # each product's (unread) start
+            acc = zero
+            # Scales are loaded two steps before the step they scale (their latency hidden behind two steps' copies).
+            a_s0, w_s0 = _load_scales(a_scales, w_scales, 0, stride_bsk)
+            a_s1, w_s1 = _load_scales(a_scales, w_scales, gl.minimum(1, n_k - 1), stride_bsk)
+            async_copy.wait_group(0 if WAIT_PRIOR == 2 else NUM_STAGES - 2)
+            _cta_barrier()
+            fence_async_shared()
+            product = _issue_product(w_smem, a_smem, 0, zero, NUM_STAGES)
+            for kb in range(1, n_k):
+                a_s2, w_s2 = _load_scales(a_scales, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk)
+                # Step kb's tiles land while step kb - 1's product is in the MMA; only then is that product
+                # waited for and folded in, and step kb's issued.
+                _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb + NUM_STAGES - 2, n_k, NUM_STAGES)
+                async_copy.wait_group(NUM_STAGES - 2)
+                _cta_barrier()
+                fence_async_shared()
+                acc = _fold_product(acc, product, a_s0, w_s0)
+                a_s0, w_s0 = a_s1, w_s1
+                a_s1, w_s1 = a_s2, w_s2
+                product = _issue_product(w_smem, a_smem, kb, zero, NUM_STAGES)
+            acc = _fold_product(acc, product, a_s0, w_s0)
+            async_copy.wait_group(0)
+
+            if GATED:
+                # Gate and up rows apart through shared memory, into the epilogue's layout.
+                acc_smem = gl.allocate_shared_memory(gl.float32, [W_ROWS, BLOCK_M],
+                                                     gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]), acc)
+                gate = acc_smem.slice(0, OUT_N).load(epi_layout)
+                up = acc_smem.slice(OUT_N, OUT_N).load(epi_layout)
+                cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, epi_layout))
+                pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES,
+                                    gl.SliceLayout(0, epi_layout))
+                pair_mask = pairs < num_pairs
+                c_mask = (cols < N)[:, None] & pair_mask[None, :]
+                c_offs = pairs[None, :].to(gl.int64) * stride_cm + cols[:, None]
+                c = (gate / (1.0 + gl.exp(-gate)) * up).to(c_ptr.dtype.element_ty)
+                if OUT_N == _SCALE_GROUP:
+                    # Whole groups: each token's scale from the values as stored (rounded), no re-read.
+                    v = gl.where(c_mask, c.to(gl.float32), 0.0)
+                    scale = gl.maximum(gl.max(gl.abs(v), 0), MIN_AMAX) / FP8_MAX_C
+                    q = gl.minimum(gl.maximum(v / scale[None, :], -FP8_MAX_C), FP8_MAX_C).to(gl.float8e4nv)
+                    gl.store(cq_ptr + c_offs, q, mask=c_mask)
+                    gl.store(c_scale_ptr + pairs * stride_csm + pid_n, scale, mask=pair_mask)
+                else:
+                    gl.store(c_ptr + c_offs, c, mask=c_mask)
+                    _quantize_group_when_written(c_ptr, cq_ptr, c_scale_ptr, group_arrivals_ptr, sorted_ids_ptr,
+                                                 pid_m, (pid_n * OUT_N) // _SCALE_GROUP, num_pairs, N, stride_cm,
+                                                 stride_csm, BLOCK_M, PAIR_TILES, _SCALE_GROUP // OUT_N, NUM_WARPS,
+                                                 FP8_MAX_C, MIN_AMAX)
+            else:
+                cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, acc_layout))
+                pair_mask = acc_pairs < num_pairs
+                w = gl.load(topk_weights_ptr + acc_pairs, mask=pair_mask, other=0.0).to(gl.float32)
+                gl.store(c_ptr + acc_pairs[None, :].to(gl.int64) * stride_cm + cols[:, None],
+                         (acc * w[None, :]).to(c_ptr.dtype.element_ty), mask=(cols < N)[:, None] & pair_mask[None, :])
 
         if not GATED:
             # Every thread's pair rows precede the release of this program's arrival.

@@ -98,8 +98,6 @@ def moe_decode_route_kernel(
     WAIT_PRIOR: tl.constexpr = False,
     ROUTE_TOKENS: tl.constexpr = False,
     ROUTERS_APART: tl.constexpr = False,
-    WRITE_EXPERT_BOUNDS: tl.constexpr = False,
-    expert_bounds_ptr=None,
 ):
     """Routing of token ``program_id`` and its activation scales; then the alignment of every pair.
 
@@ -119,9 +117,6 @@ def moe_decode_route_kernel(
     ROUTE with ROUTERS_APART (a grid of 2 * num_tokens, not with a tensor scale): program num_tokens + t
     routes token t and takes its pairs' ranks, program t quantizes its row, and the last router to
     arrive aligns every pair (no few-token path).
-    WRITE_EXPERT_BOUNDS (not on the few-token path): the aligner also writes where each expert's rows start
-    in the sorted layout, ``expert_bounds[e]``, and ``expert_bounds[num_experts]`` = the padded length (the
-    Gluon gate_up's expert-major grid reads them).
     WAIT_PRIOR (a PDL launch of its own): waits for the launch before (which wrote x and the logits)
     before anything else, and only then lets the next launch start.
     """
@@ -165,8 +160,7 @@ def moe_decode_route_kernel(
                     _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, sorted_ids_ptr,
                                            expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr, x_scale_ptr,
                                            x_amax_ptr, num_pairs, num_experts, padded_len, num_blocks, block_m, E_POW2,
-                                           P_POW2, FILL_BLOCK, True, QUANT, FP8_MAX_C, MIN_AMAX,
-                                           WRITE_EXPERT_BOUNDS, expert_bounds_ptr)
+                                           P_POW2, FILL_BLOCK, True, QUANT, FP8_MAX_C, MIN_AMAX)
         return
     # Per-tensor scales need every token's absmax before the scale: they keep the counter path.
     # Parenthesised: Triton 3.2 takes no chained boolean operators.
@@ -225,7 +219,7 @@ def moe_decode_route_kernel(
         _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr,
                                num_padded_ptr, counts_ptr, starts_ptr, x_scale_ptr, x_amax_ptr, num_pairs, num_experts,
                                padded_len, num_blocks, block_m, E_POW2, P_POW2, FILL_BLOCK, RANKS_EARLY, QUANT,
-                               FP8_MAX_C, MIN_AMAX, WRITE_EXPERT_BOUNDS, expert_bounds_ptr)
+                               FP8_MAX_C, MIN_AMAX)
 
 
 @triton.jit
@@ -233,8 +227,7 @@ def _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, so
                            num_padded_ptr, counts_ptr, starts_ptr, x_scale_ptr, x_amax_ptr, num_pairs, num_experts,
                            padded_len, num_blocks, block_m, E_POW2: tl.constexpr, P_POW2: tl.constexpr,
                            FILL_BLOCK: tl.constexpr, RANKS_EARLY: tl.constexpr, QUANT: tl.constexpr,
-                           FP8_MAX_C: tl.constexpr, MIN_AMAX: tl.constexpr, WRITE_EXPERT_BOUNDS: tl.constexpr,
-                           expert_bounds_ptr):
+                           FP8_MAX_C: tl.constexpr, MIN_AMAX: tl.constexpr):
     """One arrival of num_tokens (an atomic counter, reset by the last): the last to arrive writes the
     layout (by the ranks the routing programs took, or through the per-expert counters) and, with a
     tensor scale, x's scale from the absmax every token folded in."""
@@ -247,12 +240,10 @@ def _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, so
         _fill_layout(sorted_ids_ptr, expert_ids_ptr, num_pairs, padded_len, num_blocks, FILL_BLOCK)
         if RANKS_EARLY:
             _align_by_ranks(topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr,
-                            starts_ptr, num_pairs, num_experts, block_m, E_POW2, P_POW2, HAS_GATHER,
-                            WRITE_EXPERT_BOUNDS, expert_bounds_ptr)
+                            starts_ptr, num_pairs, num_experts, block_m, E_POW2, P_POW2, HAS_GATHER)
         else:
             _align_by_counters(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr,
-                               starts_ptr, num_pairs, num_experts, block_m, E_POW2, P_POW2, WRITE_EXPERT_BOUNDS,
-                               expert_bounds_ptr)
+                               starts_ptr, num_pairs, num_experts, block_m, E_POW2, P_POW2)
         if QUANT == 1:
             x_amax = tl.load(x_amax_ptr, volatile=True)
             tl.store(x_scale_ptr, tl.maximum(x_amax, MIN_AMAX) / FP8_MAX_C)
@@ -372,16 +363,8 @@ def _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sort
 
 
 @triton.jit
-def _store_expert_bounds(expert_bounds_ptr, starts, padded, experts, e_mask, num_experts):
-    """Where each expert's rows start in the sorted layout, and after the last the padded length."""
-    tl.store(expert_bounds_ptr + experts, starts, mask=e_mask)
-    tl.store(expert_bounds_ptr + num_experts, tl.sum(padded, 0))
-
-
-@triton.jit
 def _align_by_counters(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr,
-                       num_pairs, num_experts, block_m, E_POW2: tl.constexpr, P_POW2: tl.constexpr,
-                       WRITE_EXPERT_BOUNDS: tl.constexpr, expert_bounds_ptr):
+                       num_pairs, num_experts, block_m, E_POW2: tl.constexpr, P_POW2: tl.constexpr):
     """The same layout for any number of pairs, through per-expert counters in memory."""
     experts = tl.arange(0, E_POW2)
     e_mask = experts < num_experts
@@ -398,8 +381,6 @@ def _align_by_counters(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_
     ends = tl.cumsum(padded, 0)
     tl.store(starts_ptr + experts, ends - padded, mask=e_mask)
     tl.store(num_padded_ptr, tl.sum(padded, 0))
-    if WRITE_EXPERT_BOUNDS:
-        _store_expert_bounds(expert_bounds_ptr, ends - padded, padded, experts, e_mask, num_experts)
     tl.debug_barrier()
     pos = tl.load(starts_ptr + expert, mask=valid, other=0, volatile=True) + rank
     tl.store(sorted_ids_ptr + pos, pairs, mask=valid)
@@ -412,7 +393,7 @@ def _align_by_counters(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_
 @triton.jit
 def _align_by_ranks(topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr,
                     num_pairs, num_experts, block_m, E_POW2: tl.constexpr, P_POW2: tl.constexpr,
-                    GATHER: tl.constexpr, WRITE_EXPERT_BOUNDS: tl.constexpr, expert_bounds_ptr):
+                    GATHER: tl.constexpr):
     """The layout from each pair's rank and each expert's count, taken by the token programs; then
     the counters back to zero for the next call."""
     # The layout fills before this precede its stores.
@@ -427,8 +408,6 @@ def _align_by_ranks(topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr, num
     padded = (counts + block_m - 1) // block_m * block_m
     starts = tl.cumsum(padded, 0) - padded
     tl.store(num_padded_ptr, tl.sum(padded, 0))
-    if WRITE_EXPERT_BOUNDS:
-        _store_expert_bounds(expert_bounds_ptr, starts, padded, experts, e_mask, num_experts)
     if GATHER:
         start = _gather(starts, expert, 0)
     else:

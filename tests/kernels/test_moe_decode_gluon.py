@@ -296,31 +296,6 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
     assert bool(copies_before_wait) == ahead
 
 
-@needs_gluon
-@pytest.mark.skipif(not moe_decode.pdl_supported(), reason="this Triton's launcher has no launch_pdl")
-@pytest.mark.parametrize("tiles", [(32, 4, 64, 4), (128, 3, 128, 3)], ids=["32-columns", "128-columns"])
-def test_real_sm90_compile_of_the_expert_major_gate_up(tiles, gluon_on, monkeypatch):
-    """GLUON_EXPERT_MAJOR_GATE_UP: gate_up's grid is (expert, column tile), its first NUM_STAGES - 1 weight
-    copies issued before its wait for the route launch (which writes each expert's bounds), and it lets down
-    start only after that wait; its wgmma stays e4m3."""
-    _compile_side()
-    up_n, up_s, down_n, down_s = tiles
-    _tiles(monkeypatch, up_n, up_s, down_n, down_s)
-    monkeypatch.setattr(moe_decode, "GLUON_EXPERT_MAJOR_GATE_UP", True)
-    plan, ptx = _compile_layer(256, 384)
-    assert plan.gemms == "gluon"
-    gate_up = [p for p in ptx if "griddepcontrol.launch_dependents" in p]
-    assert len(gate_up) == 1 and len(ptx) == 2
-    p = gate_up[0]
-    wait = p.index("griddepcontrol.wait")
-    assert wait < p.index("griddepcontrol.launch_dependents")
-    # Each of the first up_s - 1 K steps' weight tile: 2 * up_n rows of 128 bytes, 16 bytes a cp.async,
-    # 128 threads.
-    assert len(re.findall(r"cp\.async\.c[ag]", p[:wait])) == (up_s - 1) * 2 * up_n * 128 // 16 // 128
-    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k32\.f32\.e4m3\.e4m3", p)
-    assert not re.search(r"cvt\.rn\.f16x2\.e4m3x2", p)
-
-
 # ---- on a GPU -------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
@@ -423,64 +398,3 @@ def test_gluon_pairs_routing_breaks_ties_to_the_lower_expert(routers_apart, monk
     ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True,
                                      quantize_activations=True, **ref_kw)
     assert _rel_err(plan.out, ref) < 4e-2
-
-
-@pytest.mark.gpu
-@needs_gluon
-@pytest.mark.parametrize("M", [1, 3, 8, 13, 33, 64])
-@pytest.mark.parametrize("tiles,block_m,first_wave", [((32, 4, 64, 4), 8, None), ((128, 3, 128, 3), 8, None),
-                                                      ((32, 6, 64, 3), 16, None), ((32, 4, 64, 4), 8, 5)],
-                         ids=["32-columns", "128-columns", "16-row-tiles", "first-wave-of-5"])
-def test_expert_major_gate_up_matches_reference_across_graph_replays(M, tiles, block_m, first_wave, monkeypatch):
-    """GLUON_EXPERT_MAJOR_GATE_UP on the grouped path: each of three graph replays with new tokens and logits
-    within 4e-2 of the fp32 reference and 1e-2 of tl's kernel (16 experts, top 4: at 33 and 64 tokens experts
-    hold several token tiles, run one after another by one program; at 1 token most experts none)."""
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
-    E, k, H, I = 16, 4, 384, 640
-    monkeypatch.setattr(moe_decode, "GLUON_EXPERT_MAJOR_GATE_UP", True)
-    monkeypatch.setattr(moe_decode, "GLUON_BLOCK_M", block_m)
-    if first_wave is not None:  # only the first programs copy before the wait, the others after it
-        monkeypatch.setattr(moe_decode, "GLUON_EXPERT_MAJOR_PREFETCH", "first_wave")
-        monkeypatch.setattr(moe_decode, "_first_wave_programs", lambda *args: first_wave)
-    _tiles(monkeypatch, *tiles)
-    gen = torch.Generator().manual_seed(100 + M)
-    x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
-    ws_tl, ws_gl = MoeDecodeWorkspace.for_layer(w13, w2, k), MoeDecodeWorkspace.for_layer(w13, w2, k)
-    out_tl, out_gl = torch.empty_like(x), torch.empty_like(x)
-
-    def layer(gluon: bool):
-        moe_decode.GLUON_FP8_GEMMS = "always" if gluon else "never"
-        try:
-            plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws_gl if gluon else ws_tl,
-                                         out=out_gl if gluon else out_tl, path="grouped", **kw)
-        finally:
-            moe_decode.GLUON_FP8_GEMMS = "measured"
-        assert plan.gemms == ("gluon" if gluon else "tl")
-        for _, launch in plan.launches:
-            launch()
-
-    layer(True)
-    layer(False)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        layer(True)
-        layer(False)
-    ref_kw = {key: v.cpu() if torch.is_tensor(v) else v for key, v in kw.items()}
-    for _ in range(3):
-        x.copy_(torch.randn(x.shape, generator=gen).to(torch.bfloat16))
-        logits.copy_(torch.randn(logits.shape, generator=gen))
-        out_gl.fill_(float("nan"))
-        out_tl.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
-        ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True,
-                                         quantize_activations=True, **ref_kw)
-        assert _rel_err(out_gl, ref) < 4e-2
-        assert _rel_err(out_gl, out_tl.float().cpu()) < 1e-2
-        bounds = ws_gl.expert_bounds.cpu()
-        ids = ws_gl.routing(M)[1].cpu().reshape(-1)
-        counts = torch.bincount(ids.long(), minlength=E)
-        padded = (counts + block_m - 1) // block_m * block_m
-        assert torch.equal(bounds, torch.cat([torch.zeros(1, dtype=torch.long), padded.cumsum(0)]).to(bounds.dtype))
