@@ -28,7 +28,12 @@ from dataclasses import dataclass
 from .moe_gemm import moe_tile_of_program
 from .pdl import pdl_enter, wait_for_prior_launch
 
-__all__ = ["GluonTile", "gluon_gemms_supported", "moe_decode_gemm_gluon_kernel"]
+__all__ = [
+    "GluonTile",
+    "gluon_gemms_supported",
+    "moe_decode_down_persistent_gluon_kernel",
+    "moe_decode_gemm_gluon_kernel",
+]
 
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
@@ -343,5 +348,210 @@ if gluon_gemms_supported():
                 _sum_topk_rows(c_ptr, out_ptr, pid_n, num_tokens, N, stride_cm, stride_om, TOP_K, K_POW2, OUT_N,
                                TOKEN_CHUNK, NUM_WARPS)
                 gl.store(arrivals_ptr + pid_n, 0)
+
+    # ---- the down GEMM on a persistent grid (GLUON_PERSISTENT_DOWN; an experiment) ----------------------
+
+    @gluon.jit
+    def _item_tile(item, num_pid_n, expert_ids_ptr, topk_ids_ptr, PAIR_TILES: gl.constexpr):
+        """(pid_m, pid_n, expert, in_use) of work item ``item`` (token tile ``item // num_pid_n``, column
+        tile ``item % num_pid_n``, the order of ``moe_tile_of_program``); the expert of an unused tile
+        (below 0) is read as expert 0, never stored."""
+        pid_m = item // num_pid_n
+        pid_n = item - pid_m * num_pid_n
+        if PAIR_TILES:
+            expert = gl.load(topk_ids_ptr + pid_m).to(gl.int64)
+        else:
+            expert = gl.load(expert_ids_ptr + pid_m).to(gl.int64)
+        return pid_m, pid_n, gl.maximum(expert, 0), expert >= 0
+
+    @gluon.jit
+    def _item_copy_pointers(item, num_pid_n, a_ptr, b_ptr, expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr, num_pairs,
+                            N, stride_am, stride_be, stride_bn, BLOCK_M: gl.constexpr, OUT_N: gl.constexpr,
+                            PAIR_TILES: gl.constexpr, w_layout: gl.constexpr, a_layout: gl.constexpr):
+        """Work item ``item``'s first K step's weight and activation pointers for the copies, which of its
+        activation rows are real pairs, and whether its tile is in use."""
+        pid_m, pid_n, expert, in_use = _item_tile(item, num_pid_n, expert_ids_ptr, topk_ids_ptr, PAIR_TILES)
+        w_rows = _tile_weight_rows(pid_n, N, OUT_N, OUT_N, False, gl.SliceLayout(1, w_layout))
+        ks_w = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, w_layout))
+        w_ptrs = b_ptr + expert * stride_be + w_rows[:, None].to(gl.int64) * stride_bn + ks_w[None, :]
+        pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, a_layout))
+        a_valid = ((pairs < num_pairs) & in_use)[:, None]
+        ks_a = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, a_layout))
+        a_ptrs = a_ptr + _a_rows(pairs, num_pairs, 1)[:, None] * stride_am + ks_a[None, :]
+        return w_ptrs, a_ptrs, a_valid, in_use
+
+    @gluon.jit
+    def _flat_step(step, n_k):
+        """(the program's item number, K step within the item) of its ``step``-th K step overall."""
+        j = step // n_k
+        return j, step - j * n_k
+
+    @gluon.jit
+    def _flat_step_scales(step, n_k, pid, programs, num_pid_n, a_scale_ptr, b_scale_ptr, expert_ids_ptr,
+                          sorted_ids_ptr, topk_ids_ptr, num_pairs, N, stride_asm, stride_bse, stride_bsn, stride_bsk,
+                          BLOCK_M: gl.constexpr, OUT_N: gl.constexpr, PAIR_TILES: gl.constexpr,
+                          acc_layout: gl.constexpr):
+        """The block scales of the program's ``step``-th K step (per token row, per weight row), from its item."""
+        j, kb = _flat_step(step, n_k)
+        pid_m, pid_n, expert, _ = _item_tile(pid + j * programs, num_pid_n, expert_ids_ptr, topk_ids_ptr, PAIR_TILES)
+        acc_rows = _tile_weight_rows(pid_n, N, OUT_N, OUT_N, False, gl.SliceLayout(1, acc_layout))
+        w_scales = b_scale_ptr + expert * stride_bse + (acc_rows // _SCALE_GROUP) * stride_bsn
+        acc_pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(0, acc_layout))
+        a_scales = a_scale_ptr + _a_rows(acc_pairs, num_pairs, 1) * stride_asm
+        return _load_scales(a_scales, w_scales, kb, stride_bsk)
+
+    @gluon.jit
+    def _down_item_epilogue(acc, item, num_pid_n, n_tiles_m, c_ptr, out_ptr, topk_weights_ptr, expert_ids_ptr,
+                            sorted_ids_ptr, topk_ids_ptr, arrivals_ptr, num_pairs, num_tokens, N, stride_cm,
+                            stride_om, BLOCK_M: gl.constexpr, OUT_N: gl.constexpr, PAIR_TILES: gl.constexpr,
+                            TOP_K: gl.constexpr, K_POW2: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
+                            NUM_WARPS: gl.constexpr, acc_layout: gl.constexpr):
+        """Down's epilogue for one work item, as the one-item kernel's: fp32 pair rows times their routing
+        weight, then the item's arrival on its column tile; the last of the column tile's ``n_tiles_m``
+        items sums each token's top-k rows into ``out``."""
+        pid_m, pid_n, _, in_use = _item_tile(item, num_pid_n, expert_ids_ptr, topk_ids_ptr, PAIR_TILES)
+        cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, acc_layout))
+        acc_pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(0, acc_layout))
+        pair_mask = (acc_pairs < num_pairs) & in_use
+        w = gl.load(topk_weights_ptr + acc_pairs, mask=pair_mask, other=0.0).to(gl.float32)
+        gl.store(c_ptr + acc_pairs[None, :].to(gl.int64) * stride_cm + cols[:, None],
+                 (acc * w[None, :]).to(c_ptr.dtype.element_ty), mask=(cols < N)[:, None] & pair_mask[None, :])
+        # Every thread's pair rows precede the release of this item's arrival.
+        _cta_barrier()
+        arrived = gl.atomic_add(arrivals_ptr + pid_n, 1, sem="acq_rel", scope="gpu")
+        if arrived == n_tiles_m - 1:
+            _cta_barrier()
+            _sum_topk_rows(c_ptr, out_ptr, pid_n, num_tokens, N, stride_cm, stride_om, TOP_K, K_POW2, OUT_N,
+                           TOKEN_CHUNK, NUM_WARPS)
+            gl.store(arrivals_ptr + pid_n, 0)
+
+    @gluon.jit(do_not_specialize=["num_pairs", "num_tokens"])
+    def moe_decode_down_persistent_gluon_kernel(
+        a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr, topk_weights_ptr, sorted_ids_ptr, expert_ids_ptr,
+        num_padded_ptr, arrivals_ptr, out_ptr, topk_ids_ptr,
+        num_pairs, num_tokens, N, K,
+        stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_bsk, stride_cm, stride_om,
+        BLOCK_M: gl.constexpr, OUT_N: gl.constexpr, NUM_STAGES: gl.constexpr, TOP_K: gl.constexpr,
+        K_POW2: gl.constexpr, TOKEN_CHUNK: gl.constexpr, WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False,
+    ):
+        """``moe_decode_gemm_gluon_kernel``'s down GEMM (GATED off) on a persistent grid: program ``p`` of ``G``
+        runs work items p, p + G, ... (item = token tile x column tile, column tiles fastest) through one ring
+        of shared-memory stages that runs on across its items, so its copies for the next item are in flight
+        while it finishes the last one's product and epilogue. Same maths and epilogue as the one-item kernel.
+        WAIT_PRIOR: as there (2: the first NUM_STAGES - 1 steps' weights copied before the wait)."""
+        NUM_WARPS: gl.constexpr = 4
+        gl.static_assert(OUT_N % 64 == 0, "one warpgroup's wgmma takes weight rows in multiples of 64")
+        w_layout: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
+        A_VEC: gl.constexpr = BLOCK_M * _SCALE_GROUP // (32 * NUM_WARPS)
+        a_layout: gl.constexpr = gl.BlockedLayout([1, A_VEC], [32 * A_VEC // _SCALE_GROUP, _SCALE_GROUP // A_VEC],
+                                                  [NUM_WARPS, 1], [1, 0])
+        smem_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+        acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
+                                                             instr_shape=[16, BLOCK_M, 32])
+        if WAIT_PRIOR != 2:
+            pdl_enter(False, WAIT_PRIOR)
+        pid = gl.program_id(0)
+        programs = gl.num_programs(0)
+        num_pid_n = gl.cdiv(N, OUT_N)
+        if PAIR_TILES:
+            n_tiles_m = num_pairs
+        else:
+            n_tiles_m = gl.load(num_padded_ptr) // BLOCK_M
+        n_items = n_tiles_m * num_pid_n
+        my_items = gl.maximum(gl.cdiv(n_items - pid, programs), 0)
+        n_k = K // _SCALE_GROUP
+        total = my_items * n_k
+        if total > 0:
+            w_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, OUT_N, _SCALE_GROUP], smem_layout)
+            a_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, BLOCK_M, _SCALE_GROUP], smem_layout)
+            # Each copy's pointers are computed afresh for its step's item (no ``if`` moving a cursor on: Triton
+            # 3.6 fails to lower one that yields them); the item's routing reads hit the L1.
+            if WAIT_PRIOR == 2:
+                # The first steps' weights (not written by the launch before) before the wait; their
+                # activations (written by it) after, as one group.
+                for s in gl.static_range(NUM_STAGES - 1):
+                    j, kb = _flat_step(s, n_k)
+                    w_ptrs, a_ptrs, a_valid, w_ok = _item_copy_pointers(
+                        pid + j * programs, num_pid_n, a_ptr, b_ptr, expert_ids_ptr, sorted_ids_ptr,
+                        topk_ids_ptr, num_pairs, N, stride_am, stride_be, stride_bn, BLOCK_M, OUT_N,
+                        PAIR_TILES, w_layout, a_layout)
+                    _copy_to_shared(w_smem.index(s), w_ptrs + kb * _SCALE_GROUP, mask=w_ok & (s < total))
+                    async_copy.commit_group()
+                wait_for_prior_launch()
+                for s in gl.static_range(NUM_STAGES - 1):
+                    j, kb = _flat_step(s, n_k)
+                    w_ptrs, a_ptrs, a_valid, w_ok = _item_copy_pointers(
+                        pid + j * programs, num_pid_n, a_ptr, b_ptr, expert_ids_ptr, sorted_ids_ptr,
+                        topk_ids_ptr, num_pairs, N, stride_am, stride_be, stride_bn, BLOCK_M, OUT_N,
+                        PAIR_TILES, w_layout, a_layout)
+                    _copy_to_shared(a_smem.index(s), a_ptrs + kb * _SCALE_GROUP, mask=a_valid & (s < total))
+                async_copy.commit_group()
+            else:
+                for s in gl.static_range(NUM_STAGES - 1):
+                    j, kb = _flat_step(s, n_k)
+                    w_ptrs, a_ptrs, a_valid, w_ok = _item_copy_pointers(
+                        pid + j * programs, num_pid_n, a_ptr, b_ptr, expert_ids_ptr, sorted_ids_ptr,
+                        topk_ids_ptr, num_pairs, N, stride_am, stride_be, stride_bn, BLOCK_M, OUT_N,
+                        PAIR_TILES, w_layout, a_layout)
+                    _copy_to_shared(w_smem.index(s), w_ptrs + kb * _SCALE_GROUP, mask=w_ok & (s < total))
+                    _copy_to_shared(a_smem.index(s), a_ptrs + kb * _SCALE_GROUP, mask=a_valid & (s < total))
+                    async_copy.commit_group()
+
+            # Each step's block scales are loaded two steps before the product they scale, from pointers
+            # computed afresh for the step's item (no ``if``: Triton 3.6 fails to lower one that yields
+            # tensors loaded in the accumulator's slice layouts).
+            a_s0, w_s0 = _flat_step_scales(0, n_k, pid, programs, num_pid_n, a_scale_ptr, b_scale_ptr,
+                                           expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr, num_pairs, N, stride_asm,
+                                           stride_bse, stride_bsn, stride_bsk, BLOCK_M, OUT_N, PAIR_TILES, acc_layout)
+            a_s1, w_s1 = _flat_step_scales(gl.minimum(1, total - 1), n_k, pid, programs, num_pid_n, a_scale_ptr,
+                                           b_scale_ptr, expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr, num_pairs, N,
+                                           stride_asm, stride_bse, stride_bsn, stride_bsk, BLOCK_M, OUT_N, PAIR_TILES,
+                                           acc_layout)
+
+            zero = gl.zeros([OUT_N, BLOCK_M], gl.float32, layout=acc_layout)
+            acc = zero
+            async_copy.wait_group(0 if WAIT_PRIOR == 2 else NUM_STAGES - 2)
+            _cta_barrier()
+            fence_async_shared()
+            product = _issue_product(w_smem, a_smem, 0, zero, NUM_STAGES)
+            for g in range(1, total):
+                a_s2, w_s2 = _flat_step_scales(gl.minimum(g + 1, total - 1), n_k, pid, programs, num_pid_n,
+                                               a_scale_ptr, b_scale_ptr, expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr,
+                                               num_pairs, N, stride_asm, stride_bse, stride_bsn, stride_bsk, BLOCK_M,
+                                               OUT_N, PAIR_TILES, acc_layout)
+                c = g + NUM_STAGES - 2
+                jc, kbc = _flat_step(c, n_k)
+                w_ptrs, a_ptrs, a_valid, w_ok = _item_copy_pointers(
+                    pid + jc * programs, num_pid_n, a_ptr, b_ptr, expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr,
+                    num_pairs, N, stride_am, stride_be, stride_bn, BLOCK_M, OUT_N, PAIR_TILES, w_layout, a_layout)
+                stage = c % NUM_STAGES
+                _copy_to_shared(w_smem.index(stage), w_ptrs + kbc * _SCALE_GROUP, mask=w_ok & (c < total))
+                _copy_to_shared(a_smem.index(stage), a_ptrs + kbc * _SCALE_GROUP, mask=a_valid & (c < total))
+                async_copy.commit_group()
+                async_copy.wait_group(NUM_STAGES - 2)
+                _cta_barrier()
+                fence_async_shared()
+                acc = _fold_product(acc, product, a_s0, w_s0)
+                a_s0, w_s0 = a_s1, w_s1
+                a_s1, w_s1 = a_s2, w_s2
+                product = _issue_product(w_smem, a_smem, g, zero, NUM_STAGES)
+                jg, kbg = _flat_step(g, n_k)
+                if kbg == 0:
+                    # Step g starts an item: the one before is complete (its product folded above).
+                    _down_item_epilogue(acc, pid + (jg - 1) * programs, num_pid_n, n_tiles_m, c_ptr, out_ptr,
+                                        topk_weights_ptr, expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr, arrivals_ptr,
+                                        num_pairs, num_tokens, N, stride_cm, stride_om, BLOCK_M, OUT_N, PAIR_TILES,
+                                        TOP_K, K_POW2, TOKEN_CHUNK, NUM_WARPS, acc_layout)
+                # (Not inside the ``if``: Triton 3.6 fails to lower one that yields the accumulator after the
+                # epilogue's loads in its slice layouts.)
+                acc = gl.where(kbg == 0, zero, acc)
+            acc = _fold_product(acc, product, a_s0, w_s0)
+            async_copy.wait_group(0)
+            _down_item_epilogue(acc, pid + (my_items - 1) * programs, num_pid_n, n_tiles_m, c_ptr, out_ptr,
+                                topk_weights_ptr, expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr, arrivals_ptr,
+                                num_pairs, num_tokens, N, stride_cm, stride_om, BLOCK_M, OUT_N, PAIR_TILES,
+                                TOP_K, K_POW2, TOKEN_CHUNK, NUM_WARPS, acc_layout)
+
 else:
     moe_decode_gemm_gluon_kernel = None
+    moe_decode_down_persistent_gluon_kernel = None
