@@ -1243,6 +1243,9 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
         c = ws.inter[:P] if gated else ws.pair_out
         bse, bsn, bsk = weight_scale_strides(QUANT_BLOCK, w_scale)
         if not gated and GLUON_PERSISTENT_DOWN:
+            if tile.stages - 1 > k // 128:
+                raise ValueError(f"fused_moe_decode: GLUON_PERSISTENT_DOWN needs the down tile's stages - 1 <= K / 128 "
+                                 f"= {k // 128}, got {tile.stages} stages")
             items = num_blocks * triton.cdiv(n, tile.out_n)
             launches.append(("down", functools.partial(
                 moe_decode_down_persistent_gluon_kernel[(min(items, _num_sms(out.device) * GLUON_PERSISTENT_DOWN),)],

@@ -381,26 +381,6 @@ if gluon_gemms_supported():
         return w_ptrs, a_ptrs, a_valid, in_use
 
     @gluon.jit
-    def _flat_step(step, n_k):
-        """(the program's item number, K step within the item) of its ``step``-th K step overall."""
-        j = step // n_k
-        return j, step - j * n_k
-
-    @gluon.jit
-    def _flat_step_scales(step, n_k, pid, programs, num_pid_n, a_scale_ptr, b_scale_ptr, expert_ids_ptr,
-                          sorted_ids_ptr, topk_ids_ptr, num_pairs, N, stride_asm, stride_bse, stride_bsn, stride_bsk,
-                          BLOCK_M: gl.constexpr, OUT_N: gl.constexpr, PAIR_TILES: gl.constexpr,
-                          acc_layout: gl.constexpr):
-        """The block scales of the program's ``step``-th K step (per token row, per weight row), from its item."""
-        j, kb = _flat_step(step, n_k)
-        pid_m, pid_n, expert, _ = _item_tile(pid + j * programs, num_pid_n, expert_ids_ptr, topk_ids_ptr, PAIR_TILES)
-        acc_rows = _tile_weight_rows(pid_n, N, OUT_N, OUT_N, False, gl.SliceLayout(1, acc_layout))
-        w_scales = b_scale_ptr + expert * stride_bse + (acc_rows // _SCALE_GROUP) * stride_bsn
-        acc_pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(0, acc_layout))
-        a_scales = a_scale_ptr + _a_rows(acc_pairs, num_pairs, 1) * stride_asm
-        return _load_scales(a_scales, w_scales, kb, stride_bsk)
-
-    @gluon.jit
     def _down_item_epilogue(acc, item, num_pid_n, n_tiles_m, c_ptr, out_ptr, topk_weights_ptr, expert_ids_ptr,
                             sorted_ids_ptr, topk_ids_ptr, arrivals_ptr, num_pairs, num_tokens, N, stride_cm,
                             stride_om, BLOCK_M: gl.constexpr, OUT_N: gl.constexpr, PAIR_TILES: gl.constexpr,
@@ -425,6 +405,17 @@ if gluon_gemms_supported():
                            TOKEN_CHUNK, NUM_WARPS)
             gl.store(arrivals_ptr + pid_n, 0)
 
+    @gluon.jit
+    def _item_scale_pointers(item, num_pid_n, a_scale_ptr, b_scale_ptr, expert_ids_ptr, sorted_ids_ptr,
+                             topk_ids_ptr, num_pairs, N, stride_asm, stride_bse, stride_bsn, BLOCK_M: gl.constexpr,
+                             OUT_N: gl.constexpr, PAIR_TILES: gl.constexpr, acc_layout: gl.constexpr):
+        """Work item ``item``'s block-scale pointers at K step 0: per token row, per weight row."""
+        pid_m, pid_n, expert, _ = _item_tile(item, num_pid_n, expert_ids_ptr, topk_ids_ptr, PAIR_TILES)
+        acc_rows = _tile_weight_rows(pid_n, N, OUT_N, OUT_N, False, gl.SliceLayout(1, acc_layout))
+        w_scales = b_scale_ptr + expert * stride_bse + (acc_rows // _SCALE_GROUP) * stride_bsn
+        acc_pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(0, acc_layout))
+        return a_scale_ptr + _a_rows(acc_pairs, num_pairs, 1) * stride_asm, w_scales
+
     @gluon.jit(do_not_specialize=["num_pairs", "num_tokens"])
     def moe_decode_down_persistent_gluon_kernel(
         a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr, topk_weights_ptr, sorted_ids_ptr, expert_ids_ptr,
@@ -436,9 +427,11 @@ if gluon_gemms_supported():
     ):
         """``moe_decode_gemm_gluon_kernel``'s down GEMM (GATED off) on a persistent grid: program ``p`` of ``G``
         runs work items p, p + G, ... (item = token tile x column tile, column tiles fastest) through one ring
-        of shared-memory stages that runs on across its items, so its copies for the next item are in flight
-        while it finishes the last one's product and epilogue. Same maths and epilogue as the one-item kernel.
-        WAIT_PRIOR: as there (2: the first NUM_STAGES - 1 steps' weights copied before the wait)."""
+        of shared-memory stages that runs on across its items: its copies for the next item are in flight
+        while it finishes this one's products and epilogue. Each item's pointers are computed once, an item
+        ahead; the copies run NUM_STAGES - 2 K steps ahead, the block scales one, so NUM_STAGES - 2 must be
+        below K / 128 (the launch checks). Same maths and epilogue as the one-item kernel. WAIT_PRIOR: as
+        there (2: the first NUM_STAGES - 1 steps' weights copied before the wait)."""
         NUM_WARPS: gl.constexpr = 4
         gl.static_assert(OUT_N % 64 == 0, "one warpgroup's wgmma takes weight rows in multiples of 64")
         w_layout: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
@@ -464,49 +457,40 @@ if gluon_gemms_supported():
         if total > 0:
             w_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, OUT_N, _SCALE_GROUP], smem_layout)
             a_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, BLOCK_M, _SCALE_GROUP], smem_layout)
-            # Each copy's pointers are computed afresh for its step's item (no ``if`` moving a cursor on: Triton
-            # 3.6 fails to lower one that yields them); the item's routing reads hit the L1.
+            # This item's and the next one's pointers (past the program's last item: its last item's, never copied).
+            last = pid + (my_items - 1) * programs
+            w_cur, a_cur, av_cur, wk_cur = _item_copy_pointers(
+                pid, num_pid_n, a_ptr, b_ptr, expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr, num_pairs, N, stride_am,
+                stride_be, stride_bn, BLOCK_M, OUT_N, PAIR_TILES, w_layout, a_layout)
+            w_nxt, a_nxt, av_nxt, wk_nxt = _item_copy_pointers(
+                gl.minimum(pid + programs, last), num_pid_n, a_ptr, b_ptr, expert_ids_ptr, sorted_ids_ptr,
+                topk_ids_ptr, num_pairs, N, stride_am, stride_be, stride_bn, BLOCK_M, OUT_N, PAIR_TILES, w_layout,
+                a_layout)
+            sa_cur, sw_cur = _item_scale_pointers(
+                pid, num_pid_n, a_scale_ptr, b_scale_ptr, expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr, num_pairs, N,
+                stride_asm, stride_bse, stride_bsn, BLOCK_M, OUT_N, PAIR_TILES, acc_layout)
+            sa_nxt, sw_nxt = _item_scale_pointers(
+                gl.minimum(pid + programs, last), num_pid_n, a_scale_ptr, b_scale_ptr, expert_ids_ptr, sorted_ids_ptr,
+                topk_ids_ptr, num_pairs, N, stride_asm, stride_bse, stride_bsn, BLOCK_M, OUT_N, PAIR_TILES,
+                acc_layout)
+            # The first item's first NUM_STAGES - 1 steps (the launch checks they are the item's).
             if WAIT_PRIOR == 2:
-                # The first steps' weights (not written by the launch before) before the wait; their
-                # activations (written by it) after, as one group.
                 for s in gl.static_range(NUM_STAGES - 1):
-                    j, kb = _flat_step(s, n_k)
-                    w_ptrs, a_ptrs, a_valid, w_ok = _item_copy_pointers(
-                        pid + j * programs, num_pid_n, a_ptr, b_ptr, expert_ids_ptr, sorted_ids_ptr,
-                        topk_ids_ptr, num_pairs, N, stride_am, stride_be, stride_bn, BLOCK_M, OUT_N,
-                        PAIR_TILES, w_layout, a_layout)
-                    _copy_to_shared(w_smem.index(s), w_ptrs + kb * _SCALE_GROUP, mask=w_ok & (s < total))
+                    _copy_to_shared(w_smem.index(s), w_cur + s * _SCALE_GROUP, mask=wk_cur & (s < total))
                     async_copy.commit_group()
                 wait_for_prior_launch()
                 for s in gl.static_range(NUM_STAGES - 1):
-                    j, kb = _flat_step(s, n_k)
-                    w_ptrs, a_ptrs, a_valid, w_ok = _item_copy_pointers(
-                        pid + j * programs, num_pid_n, a_ptr, b_ptr, expert_ids_ptr, sorted_ids_ptr,
-                        topk_ids_ptr, num_pairs, N, stride_am, stride_be, stride_bn, BLOCK_M, OUT_N,
-                        PAIR_TILES, w_layout, a_layout)
-                    _copy_to_shared(a_smem.index(s), a_ptrs + kb * _SCALE_GROUP, mask=a_valid & (s < total))
+                    _copy_to_shared(a_smem.index(s), a_cur + s * _SCALE_GROUP, mask=av_cur & (s < total))
                 async_copy.commit_group()
             else:
                 for s in gl.static_range(NUM_STAGES - 1):
-                    j, kb = _flat_step(s, n_k)
-                    w_ptrs, a_ptrs, a_valid, w_ok = _item_copy_pointers(
-                        pid + j * programs, num_pid_n, a_ptr, b_ptr, expert_ids_ptr, sorted_ids_ptr,
-                        topk_ids_ptr, num_pairs, N, stride_am, stride_be, stride_bn, BLOCK_M, OUT_N,
-                        PAIR_TILES, w_layout, a_layout)
-                    _copy_to_shared(w_smem.index(s), w_ptrs + kb * _SCALE_GROUP, mask=w_ok & (s < total))
-                    _copy_to_shared(a_smem.index(s), a_ptrs + kb * _SCALE_GROUP, mask=a_valid & (s < total))
+                    _copy_to_shared(w_smem.index(s), w_cur + s * _SCALE_GROUP, mask=wk_cur & (s < total))
+                    _copy_to_shared(a_smem.index(s), a_cur + s * _SCALE_GROUP, mask=av_cur & (s < total))
                     async_copy.commit_group()
-
-            # Each step's block scales are loaded two steps before the product they scale, from pointers
-            # computed afresh for the step's item (no ``if``: Triton 3.6 fails to lower one that yields
-            # tensors loaded in the accumulator's slice layouts).
-            a_s0, w_s0 = _flat_step_scales(0, n_k, pid, programs, num_pid_n, a_scale_ptr, b_scale_ptr,
-                                           expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr, num_pairs, N, stride_asm,
-                                           stride_bse, stride_bsn, stride_bsk, BLOCK_M, OUT_N, PAIR_TILES, acc_layout)
-            a_s1, w_s1 = _flat_step_scales(gl.minimum(1, total - 1), n_k, pid, programs, num_pid_n, a_scale_ptr,
-                                           b_scale_ptr, expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr, num_pairs, N,
-                                           stride_asm, stride_bse, stride_bsn, stride_bsk, BLOCK_M, OUT_N, PAIR_TILES,
-                                           acc_layout)
+            a_s0, w_s0 = _load_scales(sa_cur, sw_cur, 0, stride_bsk)
+            one_next = n_k == 1
+            a_s1, w_s1 = _load_scales(gl.where(one_next, sa_nxt, sa_cur), gl.where(one_next, sw_nxt, sw_cur),
+                                      gl.where(one_next, 0, 1), stride_bsk)
 
             zero = gl.zeros([OUT_N, BLOCK_M], gl.float32, layout=acc_layout)
             acc = zero
@@ -514,43 +498,56 @@ if gluon_gemms_supported():
             _cta_barrier()
             fence_async_shared()
             product = _issue_product(w_smem, a_smem, 0, zero, NUM_STAGES)
-            for g in range(1, total):
-                a_s2, w_s2 = _flat_step_scales(gl.minimum(g + 1, total - 1), n_k, pid, programs, num_pid_n,
-                                               a_scale_ptr, b_scale_ptr, expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr,
-                                               num_pairs, N, stride_asm, stride_bse, stride_bsn, stride_bsk, BLOCK_M,
-                                               OUT_N, PAIR_TILES, acc_layout)
-                c = g + NUM_STAGES - 2
-                jc, kbc = _flat_step(c, n_k)
-                w_ptrs, a_ptrs, a_valid, w_ok = _item_copy_pointers(
-                    pid + jc * programs, num_pid_n, a_ptr, b_ptr, expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr,
-                    num_pairs, N, stride_am, stride_be, stride_bn, BLOCK_M, OUT_N, PAIR_TILES, w_layout, a_layout)
-                stage = c % NUM_STAGES
-                _copy_to_shared(w_smem.index(stage), w_ptrs + kbc * _SCALE_GROUP, mask=w_ok & (c < total))
-                _copy_to_shared(a_smem.index(stage), a_ptrs + kbc * _SCALE_GROUP, mask=a_valid & (c < total))
-                async_copy.commit_group()
-                async_copy.wait_group(NUM_STAGES - 2)
-                _cta_barrier()
-                fence_async_shared()
-                acc = _fold_product(acc, product, a_s0, w_s0)
-                a_s0, w_s0 = a_s1, w_s1
-                a_s1, w_s1 = a_s2, w_s2
-                product = _issue_product(w_smem, a_smem, g, zero, NUM_STAGES)
-                jg, kbg = _flat_step(g, n_k)
-                if kbg == 0:
-                    # Step g starts an item: the one before is complete (its product folded above).
-                    _down_item_epilogue(acc, pid + (jg - 1) * programs, num_pid_n, n_tiles_m, c_ptr, out_ptr,
-                                        topk_weights_ptr, expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr, arrivals_ptr,
-                                        num_pairs, num_tokens, N, stride_cm, stride_om, BLOCK_M, OUT_N, PAIR_TILES,
-                                        TOP_K, K_POW2, TOKEN_CHUNK, NUM_WARPS, acc_layout)
-                # (Not inside the ``if``: Triton 3.6 fails to lower one that yields the accumulator after the
-                # epilogue's loads in its slice layouts.)
-                acc = gl.where(kbg == 0, zero, acc)
+            for j in range(my_items):
+                for kb in range(gl.where(j == 0, 1, 0), n_k):
+                    g = j * n_k + kb
+                    # Step g + 1's scales: this item's, or the next one's first.
+                    scales_next = kb + 1 >= n_k
+                    a_s2, w_s2 = _load_scales(gl.where(scales_next, sa_nxt, sa_cur),
+                                              gl.where(scales_next, sw_nxt, sw_cur),
+                                              gl.where(scales_next, kb + 1 - n_k, kb + 1), stride_bsk)
+                    # Step g + NUM_STAGES - 2's tiles: this item's, or the next one's first steps.
+                    kc = kb + NUM_STAGES - 2
+                    copy_next = kc >= n_k
+                    kc = gl.where(copy_next, kc - n_k, kc)
+                    live = g + NUM_STAGES - 2 < total
+                    stage = (g + NUM_STAGES - 2) % NUM_STAGES
+                    _copy_to_shared(w_smem.index(stage), gl.where(copy_next, w_nxt, w_cur) + kc * _SCALE_GROUP,
+                                    mask=gl.where(copy_next, wk_nxt, wk_cur) & live)
+                    _copy_to_shared(a_smem.index(stage), gl.where(copy_next, a_nxt, a_cur) + kc * _SCALE_GROUP,
+                                    mask=gl.where(copy_next, av_nxt, av_cur) & live)
+                    async_copy.commit_group()
+                    async_copy.wait_group(NUM_STAGES - 2)
+                    _cta_barrier()
+                    fence_async_shared()
+                    acc = _fold_product(acc, product, a_s0, w_s0)
+                    a_s0, w_s0 = a_s1, w_s1
+                    a_s1, w_s1 = a_s2, w_s2
+                    product = _issue_product(w_smem, a_smem, g, zero, NUM_STAGES)
+                    if kb == 0:
+                        # The item before is complete (its last product folded above).
+                        _down_item_epilogue(acc, pid + (j - 1) * programs, num_pid_n, n_tiles_m, c_ptr, out_ptr,
+                                            topk_weights_ptr, expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr,
+                                            arrivals_ptr, num_pairs, num_tokens, N, stride_cm, stride_om, BLOCK_M,
+                                            OUT_N, PAIR_TILES, TOP_K, K_POW2, TOKEN_CHUNK, NUM_WARPS, acc_layout)
+                    # (Not inside the ``if``: Triton 3.6 fails to lower one that yields the accumulator.)
+                    acc = gl.where(kb == 0, zero, acc)
+                # The cursors move on an item: the next one's pointers, and the one after's (loaded once).
+                after = gl.minimum(pid + (j + 2) * programs, last)
+                w_cur, a_cur, av_cur, wk_cur = w_nxt, a_nxt, av_nxt, wk_nxt
+                sa_cur, sw_cur = sa_nxt, sw_nxt
+                w_nxt, a_nxt, av_nxt, wk_nxt = _item_copy_pointers(
+                    after, num_pid_n, a_ptr, b_ptr, expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr, num_pairs, N,
+                    stride_am, stride_be, stride_bn, BLOCK_M, OUT_N, PAIR_TILES, w_layout, a_layout)
+                sa_nxt, sw_nxt = _item_scale_pointers(
+                    after, num_pid_n, a_scale_ptr, b_scale_ptr, expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr,
+                    num_pairs, N, stride_asm, stride_bse, stride_bsn, BLOCK_M, OUT_N, PAIR_TILES, acc_layout)
             acc = _fold_product(acc, product, a_s0, w_s0)
             async_copy.wait_group(0)
-            _down_item_epilogue(acc, pid + (my_items - 1) * programs, num_pid_n, n_tiles_m, c_ptr, out_ptr,
-                                topk_weights_ptr, expert_ids_ptr, sorted_ids_ptr, topk_ids_ptr, arrivals_ptr,
-                                num_pairs, num_tokens, N, stride_cm, stride_om, BLOCK_M, OUT_N, PAIR_TILES,
-                                TOP_K, K_POW2, TOKEN_CHUNK, NUM_WARPS, acc_layout)
+            _down_item_epilogue(acc, last, num_pid_n, n_tiles_m, c_ptr, out_ptr, topk_weights_ptr, expert_ids_ptr,
+                                sorted_ids_ptr, topk_ids_ptr, arrivals_ptr, num_pairs, num_tokens, N, stride_cm,
+                                stride_om, BLOCK_M, OUT_N, PAIR_TILES, TOP_K, K_POW2, TOKEN_CHUNK, NUM_WARPS,
+                                acc_layout)
 
 else:
     moe_decode_gemm_gluon_kernel = None

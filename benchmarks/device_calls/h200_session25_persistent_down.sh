@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #16, twenty-fifth session (2026-12-04), call 1: the Gluon down GEMM on a persistent grid
+# Issue #16, twenty-fifth session (2026-12-04), calls 1-2: the Gluon down GEMM on a persistent grid
 # (moe_decode.GLUON_PERSISTENT_DOWN = programs an SM; moe_decode_down_persistent_gluon_kernel): each program runs
 # work items p, p + G, ... through one ring of shared-memory stages that runs on across its items. Down has 6 K
 # steps a tile at Qwen3-30B (8 at DeepSeek-V3-TP2), so a one-item program's ring fills and drains as often as it

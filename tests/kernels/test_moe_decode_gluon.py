@@ -298,7 +298,7 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
 
 @needs_gluon
 @pytest.mark.parametrize("path", ["grouped", "pairs"])
-@pytest.mark.parametrize("stages", [3, 6])
+@pytest.mark.parametrize("stages", [3, 4])
 def test_real_sm90_compile_of_the_persistent_down(path, stages, gluon_on, monkeypatch):
     """GLUON_PERSISTENT_DOWN: down compiles for sm_90 to e4m3 wgmma (never converted to f16), each step's
     wgmma waited only after the next step's tiles were asked for, its arrival a gpu-scope acq_rel atomic,
@@ -331,6 +331,16 @@ def test_real_sm90_compile_of_the_persistent_down(path, stages, gluon_on, monkey
         for M in range(1, MAX_DECODE_TOKENS + 1):
             fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path=path, **kw)
     assert rec.variants("moe_decode_down_persistent_gluon_kernel") == 1
+
+
+@needs_gluon
+def test_persistent_down_refuses_a_ring_deeper_than_its_k_steps(gluon_on, monkeypatch):
+    """The persistent down's first NUM_STAGES - 1 copies are its first item's K steps: a deeper ring is a
+    one-line error naming the switch, K's steps and the stages."""
+    monkeypatch.setattr(moe_decode, "GLUON_PERSISTENT_DOWN", 2)
+    _tiles(monkeypatch, 32, 4, 64, 5)
+    with pytest.raises(ValueError, match=r"GLUON_PERSISTENT_DOWN .* K / 128 = 3, got 5 stages"):
+        _plan(3, 16, 4, 256, 384)
 
 
 # ---- on a GPU -------------------------------------------------------------------------------------------
