@@ -111,12 +111,7 @@ from .moe_configs import (
     select_decode_tile_configs,
     select_tile_configs,
 )
-from .moe_decode_gluon import (
-    GluonTile,
-    gluon_gemms_supported,
-    moe_decode_down_persistent_gluon_kernel,
-    moe_decode_gemm_gluon_kernel,
-)
+from .moe_decode_gluon import GluonTile, gluon_gemms_supported, moe_decode_gemm_gluon_kernel
 from .moe_decode_route import moe_decode_route_kernel
 from .moe_gemm import (
     QUANT_BLOCK,
@@ -902,13 +897,13 @@ GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
 # gate_up alone level with the grouped grid's, the layer still slower, us: Qwen3 M = 7 66.05 / 65.45, 8 71.15 /
 # 69.6, 12 89.0 / 88.2, 16 107.0 / 106.05; DeepSeek-V3-TP2 M = 8 327.9 / 322.8. Copies issued before the wait
 # for the route launch bought nothing.
+# Twenty-fifth session, calls 1-2, tried and removed (bd9ff95, 83d47af): the Gluon down GEMM on a persistent grid
+# (2-16 programs an SM, each running work items p, p + G, ... through one shared-memory ring that ran on across
+# its items, so a 6-8-step item's ring no longer filled and drained by itself). Slower at every point, down alone,
+# us, one program per item / best persistent (8 an SM, each item's pointers computed once, an item ahead):
+# Qwen3-30B-FP8 M = 8 24.2 / 30.7, M = 16 37.5 / 45.4; DeepSeek-V3-TP2 M = 2 31.8 / 36.7 (4 an SM), M = 8 107.4 /
+# 130.8. The hardware's scheduling of one-item programs keeps more copies in flight than a fixed set of programs.
 GLUON_BLOCK_M = 8
-# The Gluon down GEMM on a persistent grid (``moe_decode_down_persistent_gluon_kernel``): that many programs
-# an SM (0: off, one program per token tile and column tile), each running work items p, p + G, ... through
-# one ring of shared-memory stages that runs on across its items. Down has only K / 128 = 6 (Qwen3-30B) or 8
-# (DeepSeek-V3-TP2) steps a tile, so a one-item program's ring fills and drains as often as it streams; at
-# Qwen3-30B-FP8 8-16 tokens down alone reads 3.3-3.4 TB/s where gate_up (16 steps a tile) reads 3.9.
-GLUON_PERSISTENT_DOWN = 0
 
 
 def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: int, intermediate: int,
@@ -1242,23 +1237,6 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
         wt, w_scale = (w13, w1s) if gated else (w2, w2s)
         c = ws.inter[:P] if gated else ws.pair_out
         bse, bsn, bsk = weight_scale_strides(QUANT_BLOCK, w_scale)
-        if not gated and GLUON_PERSISTENT_DOWN:
-            if tile.stages - 1 > k // 128:
-                raise ValueError(f"fused_moe_decode: GLUON_PERSISTENT_DOWN needs the down tile's stages - 1 <= K / 128 "
-                                 f"= {k // 128}, got {tile.stages} stages")
-            items = num_blocks * triton.cdiv(n, tile.out_n)
-            launches.append(("down", functools.partial(
-                moe_decode_down_persistent_gluon_kernel[(min(items, _num_sms(out.device) * GLUON_PERSISTENT_DOWN),)],
-                a, a_scale, wt, w_scale, c, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded,
-                tile_arrivals, out, ws.topk_ids,
-                P, M, n, k, a.stride(0), stride_asm, wt.stride(0), wt.stride(1), bse, bsn, bsk, c.stride(0),
-                out.stride(0),
-                BLOCK_M=block_m, OUT_N=tile.out_n, NUM_STAGES=tile.stages, TOP_K=top_k, K_POW2=k_pow2,
-                TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), WAIT_PRIOR=wait_prior[gated],
-                PAIR_TILES=pair_tiles, num_warps=4,
-                **({"launch_pdl": True} if pdl else {}),
-            )))
-            continue
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_gluon_kernel[(num_blocks * triton.cdiv(n, tile.out_n),)],
             a, a_scale, wt, w_scale, c, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded, ws.inter_q,
@@ -1273,13 +1251,6 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             **({"launch_pdl": True} if pdl else {}),
         )))
     return launches
-
-
-def _num_sms(device: torch.device) -> int:
-    """The device's SM count (132, an H200's, where there is no CUDA device: offline compiles)."""
-    if device.type == "cuda" and torch.cuda.is_available():
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return 132
 
 
 def _router_takes_few_tokens(num_tokens: int, num_experts: int, quant: int) -> bool:
