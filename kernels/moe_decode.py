@@ -904,6 +904,9 @@ GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
 # Qwen3-30B-FP8 M = 8 24.2 / 30.7, M = 16 37.5 / 45.4; DeepSeek-V3-TP2 M = 2 31.8 / 36.7 (4 an SM), M = 8 107.4 /
 # 130.8. The hardware's scheduling of one-item programs keeps more copies in flight than a fixed set of programs.
 GLUON_BLOCK_M = 8
+# The Gluon down GEMM's top-k sum: False, in its last program of each column tile (an arrival counter per column
+# tile, no launch more); True, in ``moe_gemm``'s top-k reduce launched after it (PDL-linked), as on the chain path.
+GLUON_DOWN_SUM_LAUNCH = False
 
 
 def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: int, intermediate: int,
@@ -1246,10 +1249,14 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             A_ROWS_PER_PAIR_DIV=top_k if gated else 1, GATED=gated, BLOCK_M=block_m, OUT_N=tile.out_n,
             NUM_STAGES=tile.stages, TOP_K=top_k, K_POW2=k_pow2,
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
-            LAUNCH_DEPENDENTS=pdl and gated, WAIT_PRIOR=wait_prior[gated], PAIR_TILES=pair_tiles,
-            topk_ids_ptr=ws.topk_ids, num_warps=4,
+            LAUNCH_DEPENDENTS=pdl and (gated or GLUON_DOWN_SUM_LAUNCH), WAIT_PRIOR=wait_prior[gated],
+            PAIR_TILES=pair_tiles, topk_ids_ptr=ws.topk_ids, num_warps=4,
+            **({"SUM_TOPK": False} if not gated and GLUON_DOWN_SUM_LAUNCH else {}),
             **({"launch_pdl": True} if pdl else {}),
         )))
+    if GLUON_DOWN_SUM_LAUNCH:
+        launches.append(("reduce", functools.partial(launch_topk_reduce, ws.pair_out[:P],
+                                                     ws.topk_ids[:P].view(M, top_k), out, ws.num_experts, pdl=pdl)))
     return launches
 
 

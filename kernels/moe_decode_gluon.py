@@ -199,6 +199,7 @@ if gluon_gemms_supported():
         NUM_STAGES: gl.constexpr, TOP_K: gl.constexpr, K_POW2: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
         FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr, LAUNCH_DEPENDENTS: gl.constexpr,
         WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None,
+        SUM_TOPK: gl.constexpr = True,
     ):
         """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
 
@@ -215,6 +216,7 @@ if gluon_gemms_supported():
         (the routing and layout, written two launches before, may be read first).
         PAIR_TILES (the pairs path): token tile ``pid_m`` is pair ``pid_m`` alone (its other rows padding),
         its expert ``topk_ids[pid_m]`` (routed by the launch before); no sorted layout is read.
+        SUM_TOPK off (down): no arrivals and no top-k sum; a launch after this one sums the pair rows.
         """
         NUM_WARPS: gl.constexpr = 4
         # GATED: the tile's weight rows are OUT_N gate rows then the same OUT_N columns' up rows, one wgmma.
@@ -334,7 +336,7 @@ if gluon_gemms_supported():
                 gl.store(c_ptr + acc_pairs[None, :].to(gl.int64) * stride_cm + cols[:, None],
                          (acc * w[None, :]).to(c_ptr.dtype.element_ty), mask=(cols < N)[:, None] & pair_mask[None, :])
 
-        if not GATED:
+        if (not GATED) and SUM_TOPK:
             # Every thread's pair rows precede the release of this program's arrival.
             _cta_barrier()
             arrived = gl.atomic_add(arrivals_ptr + pid_n, 1, sem="acq_rel", scope="gpu")

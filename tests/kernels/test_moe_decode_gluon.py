@@ -296,6 +296,23 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
     assert bool(copies_before_wait) == ahead
 
 
+@needs_gluon
+@pytest.mark.parametrize("path", ["grouped", "pairs"])
+def test_real_sm90_compile_with_the_top_k_sum_in_a_launch_of_its_own(path, gluon_on, monkeypatch):
+    """GLUON_DOWN_SUM_LAUNCH: the plan ends with down then the top-k reduce; down has no arrival counter
+    (no atomics) and, PDL-linked, lets the reduce start as gate_up lets down start."""
+    _compile_side()
+    monkeypatch.setattr(moe_decode, "GLUON_DOWN_SUM_LAUNCH", True)
+    plan, ptx = _compile_layer(256, 384, path=path)
+    assert [name for name, _ in plan.launches][-3:] == ["gate_up", "down", "reduce"]
+    assert len(ptx) == 2
+    down = [p for p in ptx if "m64n8k32" in p and not re.search(r"ex2\.approx", p)]
+    assert len(down) == 1, "expected one down variant (no silu)"
+    assert not re.search(r"atom\.global", down[0])
+    if moe_decode.pdl_supported():
+        assert all(p.count("griddepcontrol.launch_dependents") == 1 for p in ptx)
+
+
 # ---- on a GPU -------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
@@ -307,9 +324,11 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
 @pytest.mark.parametrize("tiles", [(32, 4, 64, 4, True, True), (64, 4, 64, 4, True, True),
                                    (128, 3, 128, 3, True, True), (64, 2, 128, 6, True, True),
                                    (32, 8, 128, 3, True, True), (32, 6, 128, 3, False, True),
-                                   (32, 6, 128, 3, True, False), None],
+                                   (32, 6, 128, 3, True, False), None, (32, 6, 64, 3, True, True, True),
+                                   (32, 6, 128, 3, False, True, True)],
                          ids=["32-columns", "64-columns", "128-columns", "mixed", "8-stages", "down-waits-first",
-                              "routed-after-the-row", "shipped-tiles"])
+                              "routed-after-the-row", "shipped-tiles", "down-sum-launch",
+                              "down-sum-launch-waits-first"])
 def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
     """FP8 block scales on the grouped and pairs paths, GEMMs on Gluon: each of three graph replays with new
     tokens and logits within 4e-2 of the fp32 reference (activations quantized), and within 1e-2 of
@@ -318,11 +337,14 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
     programs of its own (shipped) or after each row; "shipped-tiles": the shipped tiles with down's stages
     by token count (GLUON_TILES_AT: gate_up 32 x 7 and down 128 x 6 at 1 token, down's 6 stages at 2 tokens and
     4 at 5 on the pairs path, gate_up's 64 columns at 4 and 5; on the grouped down's 128 x 4 at 3 and 4 stages
-    at 10-12, gate_up's 4 stages at 7-9 and 8 at 11, both 4 at 17-20)."""
+    at 10-12, gate_up's 4 stages at 7-9 and 8 at 11, both 4 at 17-20); "down-sum-launch": the top-k sum in a launch
+    after down (GLUON_DOWN_SUM_LAUNCH), down's weights before its wait or not."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
-    up_n, up_s, down_n, down_s, ahead, routers_apart = tiles or (None, None, None, None, True, True)
+    up_n, up_s, down_n, down_s, ahead, routers_apart, sum_launch = (
+        (*tiles, False)[:7] if tiles else (None, None, None, None, True, True, False))
+    monkeypatch.setattr(moe_decode, "GLUON_DOWN_SUM_LAUNCH", sum_launch)
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
     monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
     gen = torch.Generator().manual_seed(M)
