@@ -3,8 +3,9 @@
 ``fused_moe_decode(x, router_logits, w13, w2, top_k, ..., path="auto")`` runs the whole layer,
 routing included, on one of three paths (``path="auto"`` picks by :func:`choose_decode_path`):
 
-- ``"grouped"``, **three launches** (``DECODE_LAUNCHES``), described below (``"auto"``: FP8 up to
-  ``FP8_CHAIN_ABOVE_TOKENS`` tokens with block scales, at every M with per-tensor / channel scales);
+- ``"grouped"``, **three launches** (``DECODE_LAUNCHES``; four on the Gluon GEMMs, below), described below
+  (``"auto"``: FP8 up to ``FP8_CHAIN_ABOVE_TOKENS`` tokens with block scales, and wherever its GEMMs run in
+  Gluon, at every M with per-tensor / channel scales);
 - ``"pairs"``, **two launches** (``PAIRS_LAUNCHES``) for bf16/fp16, three for FP8 block scales: the
   two GEMMs of the grouped path with one token tile per (token, expert) pair and no routing
   launch: every GEMM program routes its own token (``softmax_topk_row``, the logits row is 0.5
@@ -76,9 +77,10 @@ where that measured faster (``GLUON_FP8_GEMMS``, ``GLUON_FP8_TOKENS``; ``DecodeP
 ran), on tiles chosen by token count where other tiles measured faster (``gluon_tiles``: ``GLUON_TILES``,
 ``GLUON_TILES_AT``; each tile one more compiled variant of the Gluon kernel, never one per M;
 ``benchmarks/tune_decode_gluon_tiles.py`` sweeps them); ``moe_decode_gemm_kernel`` everywhere else and on
-older Tritons. On the pairs path the Gluon GEMMs
-do not route: the x launch routes each token, in a program of its own beside the one that quantizes the
-token's row (``X_LAUNCH_ROUTERS_APART``), and the GEMMs read each pair's expert from ``topk_ids``.
+older Tritons. There down writes the fp32 pair rows and ``moe_gemm``'s top-k reduce, launched after it, sums
+them (``GLUON_DOWN_SUM_LAUNCH``: one launch more, measured faster than down's own last-arrival sum). On the pairs
+path the Gluon GEMMs do not route: the x launch routes each token, in a program of its own beside the one that
+quantizes the token's row (``X_LAUNCH_ROUTERS_APART``), and the GEMMs read each pair's expert from ``topk_ids``.
 
 FP8 W8A8 takes the scale layouts of :func:`jitguard.kernels.fused_moe.fused_moe` (per tensor,
 per channel, block 128x128), with dynamic activation scales only, on the grouped path. Which of
@@ -808,8 +810,13 @@ GLUON_FP8_MODES = ("measured", "always", "never")
 # (--against-chain): Qwen3 M = 17 119.35 / 119.85, 18 114.5 / 114.9, 20 120.0 / 120.3 (the chain ahead from
 # 21: 121.4 / 121.35, and by 3.6-4.5% at 48-64), DeepSeek M = 10 354.15 / 360.65, 12 431.4 / 437.2, 13 450.9 /
 # 452.55 (the chain ahead at 9, 11, 14-16, 24, 32).
+# Twenty-fifth session, call 4, with the top-k sum launched apart (GLUON_DOWN_SUM_LAUNCH), the grouped path on
+# Gluon (GLUON_TILES' / down 128 x 4) against the chain, us per layer: Qwen3-30B-like M = 24 121.05 / 119.9
+# against 123.3, 32 132.4 / 131.7 against 135.6, 48 147.45 / 147.25 against 149.4, 64 150.1 / 150.3 against
+# 152.1; DeepSeek-V3-TP2 still slower (M = 16 482.8 / 481.9 against 479.95, 32 819.75 against 805.5, 64 1107.5
+# against 1091.4).
 GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
-    "small": {"pairs": (1, 2, 4, 5), "grouped": (3, *range(7, 21))},
+    "small": {"pairs": (1, 2, 4, 5), "grouped": (3, *range(7, MAX_DECODE_TOKENS + 1))},
     "large": {"pairs": (1, 2), "grouped": (3, 5, 6, 8, 10, 12, 13)},
 }
 # The Gluon pairs path's x launch (which routes each token, ROUTE_TOKENS): True gives the routing programs
@@ -852,13 +859,16 @@ GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
 # 42.95 (43.0), M = 5 64x3/128x4 51.95 / 52.7 (53.5); grouped M = 3 down 128x4 33.5 / 34.85 (35.2), M = 11
 # gate_up 32x8 91.3 / 92.45 (86.5), M = 17-20 32x4/64x4 (GLUON_FP8_TOKENS); DeepSeek grouped 8, 10, 12, 13.
 # A joint sweep (every gate_up beside every down, call 8) found nothing 0.5% faster at Qwen3 M = 8, 16 or
-# DeepSeek M = 2.
+# DeepSeek M = 2. Twenty-fifth session, call 4 (the sum launched apart): Qwen3 grouped 32x6/128x4 at M = 24 and 32
+# (119.9 / 121.05, 131.7 / 132.4 against GLUON_TILES'), taken for 21-40; level at 48 and 64 (147.25 / 147.45,
+# 150.3 / 150.1), which keep GLUON_TILES'. The tiles up to 20 were tuned with the sum fused, not tuned again.
 GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]]] = {
     "small": {
         "pairs": {1: ((32, 7), (128, 6)), 2: ((32, 6), (128, 6)), 4: ((64, 3), (128, 3)), 5: ((64, 3), (128, 4))},
         "grouped": {3: ((32, 6), (128, 4)), 7: ((32, 4), (64, 3)), 8: ((32, 4), (64, 3)), 9: ((32, 4), (64, 3)),
                     10: ((32, 6), (64, 4)), 11: ((32, 8), (64, 4)), 12: ((32, 6), (64, 4)),
-                    **dict.fromkeys(range(17, 21), ((32, 4), (64, 4)))},
+                    **dict.fromkeys(range(17, 21), ((32, 4), (64, 4))),
+                    **dict.fromkeys(range(21, 41), ((32, 6), (128, 4)))},
     },
     "large": {"pairs": {1: ((32, 8), (128, 3)), 2: ((64, 4), (128, 3))},
               "grouped": {3: ((32, 8), (64, 3)), 5: ((32, 8), (64, 3)), 6: ((32, 8), (64, 3)), 8: ((32, 8), (64, 3)),
@@ -904,9 +914,14 @@ GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
 # Qwen3-30B-FP8 M = 8 24.2 / 30.7, M = 16 37.5 / 45.4; DeepSeek-V3-TP2 M = 2 31.8 / 36.7 (4 an SM), M = 8 107.4 /
 # 130.8. The hardware's scheduling of one-item programs keeps more copies in flight than a fixed set of programs.
 GLUON_BLOCK_M = 8
-# The Gluon down GEMM's top-k sum: False, in its last program of each column tile (an arrival counter per column
-# tile, no launch more); True, in ``moe_gemm``'s top-k reduce launched after it (PDL-linked), as on the chain path.
-GLUON_DOWN_SUM_LAUNCH = False
+# The Gluon down GEMM's top-k sum: True, in ``moe_gemm``'s top-k reduce launched after it (PDL-linked, as on the
+# chain path: one launch more); False, in down's last program of each column tile (an arrival counter per column
+# tile). H200, 2026-12-04, twenty-fifth session, call 3 (benchmarks/results/moe_layer.md), us per layer, launched
+# apart / fused: Qwen3-30B-FP8 M = 4 40.55 / 40.45, 7 63.4 / 64.25, 8 67.5 / 68.3, 12 85.2 / 87.0, 16 102.15 /
+# 104.6, 20 114.1 / 117.65; DeepSeek-V3-TP2 M = 2 89.4 / 90.2, 3 122.85 / 124.2, 8 313.6 / 314.5, 12 419.1 /
+# 421.3. Down alone at Qwen3 M = 16: 31.7 + 1.3 for the reduce against 37.4: the fused sum's last programs, one
+# per column tile summing every token's rows after the tile's last arrival, were the slow end of down's launch.
+GLUON_DOWN_SUM_LAUNCH = True
 
 
 def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: int, intermediate: int,

@@ -89,17 +89,18 @@ def test_plan_takes_gluon_only_on_the_grouped_and_pairs_fp8_block_paths_with_128
 def test_measured_gluon_token_counts_by_expert_size_and_path():
     """GLUON_FP8_GEMMS "measured" (the default): Gluon where the seventeenth session timed it faster, the
     pairs path at 1-2 tokens for both expert sizes and 4-5 for small experts (4 since the twenty-first session,
-    with 64-column gate_up tiles), the grouped path at 3 and 7-20 tokens for small experts (7 and 9-16 since the
-    nineteenth session, 17-20 since the twenty-first) and 3, 5, 6, 8, 10, 12 and 13 for large ones (3 and 5 since
-    the twentieth, the rest since the twenty-first, with their own tiles); tl's kernels elsewhere (the pairs
-    path's per-pair handoff at 6 tokens and the chain path past these counts were faster)."""
+    with 64-column gate_up tiles), the grouped path at 3 and 7-64 tokens for small experts (7 and 9-16 since the
+    nineteenth session, 17-20 since the twenty-first, 21-64 since the twenty-fifth, with the top-k sum launched
+    apart) and 3, 5, 6, 8, 10, 12 and 13 for large ones (3 and 5 since the twentieth, the rest since the
+    twenty-first, with their own tiles); tl's kernels elsewhere (the pairs path's per-pair handoff at 6 tokens and
+    the chain path past these counts were faster)."""
     assert moe_decode.GLUON_FP8_GEMMS == "measured"
     small = expert_weight_bytes(2048, 768, 1)
     large = expert_weight_bytes(7168, 1024, 1)
     taken = {(size, path, M) for size, eb in (("small", small), ("large", large)) for path in ("pairs", "grouped")
              for M in range(1, 65) if moe_decode.takes_gluon_gemms(M, path, True, 2048, 768, eb)}
     assert taken == {*(("small", "pairs", M) for M in (1, 2, 4, 5)), ("small", "grouped", 3),
-                     *(("small", "grouped", M) for M in range(7, 21)),
+                     *(("small", "grouped", M) for M in range(7, 65)),
                      ("large", "pairs", 1), ("large", "pairs", 2),
                      *(("large", "grouped", M) for M in (3, 5, 6, 8, 10, 12, 13))}
     assert not moe_decode.takes_gluon_gemms(1, "pairs", False, 2048, 768, small)  # bf16 / no block scales
@@ -110,19 +111,19 @@ def test_measured_gluon_token_counts_by_expert_size_and_path():
 @needs_gluon
 def test_auto_path_takes_the_grouped_path_where_only_its_gemms_run_in_gluon(monkeypatch):
     """Given H and I, choose_decode_path sends FP8 block scales to the grouped path at the token counts
-    where its GEMMs run in Gluon and the pairs path's would not (Qwen3-30B-like M = 3 and 9-20 past the
+    where its GEMMs run in Gluon and the pairs path's would not (Qwen3-30B-like M = 3 and 9-64 past the
     chain's FP8_CHAIN_ABOVE_TOKENS, DeepSeek-V3-TP2-like M = 6, 10, 12, 13); with tl's GEMMs everywhere ("never") or
     without H and I, the pairs path and the chain as before; "always" takes no chain token count."""
     small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
-    qwen3 = [moe_decode.choose_decode_path(M, 128, 8, True, True, small, 2048, 768) for M in range(1, 22)]
-    assert qwen3 == ["pairs", "pairs", "grouped", "pairs", "pairs", "pairs"] + ["grouped"] * 14 + ["chain"]
+    qwen3 = [moe_decode.choose_decode_path(M, 128, 8, True, True, small, 2048, 768) for M in range(1, 65)]
+    assert qwen3 == ["pairs", "pairs", "grouped", "pairs", "pairs", "pairs"] + ["grouped"] * 58
     deepseek = [moe_decode.choose_decode_path(M, 256, 8, True, True, large, 7168, 1024) for M in range(1, 15)]
     assert deepseek == ["pairs", "pairs", "grouped", "pairs", "grouped", "grouped", "grouped", "grouped", "chain",
                         "grouped", "chain", "grouped", "grouped", "chain"]
     assert moe_decode.choose_decode_path(3, 128, 8, True, True, small) == "pairs"
     assert moe_decode.choose_decode_path(9, 128, 8, True, True, small) == "chain"
     monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
-    assert moe_decode.choose_decode_path(21, 128, 8, True, True, small, 2048, 768) == "chain"
+    assert moe_decode.choose_decode_path(21, 128, 8, True, True, small, 2048, 768) == "grouped"
     assert moe_decode.choose_decode_path(11, 256, 8, True, True, large, 7168, 1024) == "chain"
     monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "never")
     assert moe_decode.choose_decode_path(3, 128, 8, True, True, small, 2048, 768) == "pairs"
@@ -247,15 +248,24 @@ def _compile_layer(H: int, I: int, path: str = "grouped"):
     return plan, _compiled_ptx(kernel)
 
 
+def _is_gate_up(ptx: str) -> bool:
+    """Whether a Gluon GEMM's PTX is gate_up's: its silu's exponential."""
+    return "ex2.approx" in ptx
+
+
 @needs_gluon
+@pytest.mark.parametrize("sum_launch", [True, False], ids=["sum-launched-apart", "sum-in-down"])
 @pytest.mark.parametrize("tiles", [(32, 4, 64, 4), (64, 4, 64, 4), (128, 3, 128, 3)],
                          ids=["32-columns", "64-columns", "128-columns"])
-def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land(tiles, gluon_on, monkeypatch):
+def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land(tiles, sum_launch, gluon_on,
+                                                                                 monkeypatch):
     """Both GEMMs compile for sm_90 to e4m3 wgmma (never converted to f16); in the K loop each step
     waits for its cp.async tiles before it waits for the previous step's wgmma (the MMA runs while
-    weights stream); PDL-linked; gate_up's group counter and down's arrival counter are gpu-scope
-    acq_rel atomics where gate_up's tiles share a group."""
+    weights stream); PDL-linked (down lets the top-k reduce start where that sum is launched apart,
+    GLUON_DOWN_SUM_LAUNCH); gate_up's group counter where its tiles share a group and, with the sum in
+    down, down's arrival counter are gpu-scope acq_rel atomics."""
     _compile_side()
+    monkeypatch.setattr(moe_decode, "GLUON_DOWN_SUM_LAUNCH", sum_launch)
     up_n, up_s, down_n, down_s = tiles
     _tiles(monkeypatch, up_n, up_s, down_n, down_s)
     plan, ptx = _compile_layer(256, 384)
@@ -268,14 +278,15 @@ def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land
         # tiles, issued after that wgmma: the MMA ran while they landed (tl.dot's scaled step waits at once).
         issued_to_wait = p.split("wgmma.wait_group.sync.aligned", 1)[0].rsplit("wgmma.mma_async", 1)[-1]
         assert "cp.async.wait_group" in issued_to_wait
-    # Arrival counters: down's, and gate_up's when its tiles write part of a group each (a
-    # 128-column tile quantizes its whole group from registers, with no counter).
+    # Arrival counters: down's with the sum in it, and gate_up's when its tiles write part of a group each
+    # (a 128-column tile quantizes its whole group from registers, with no counter).
     counted = [p for p in ptx if re.search(r"atom\.global\.(gpu\.acq_rel|acq_rel\.gpu)\.add\.u32", p)]
-    assert len(counted) == (2 if up_n < 128 else 1)
+    assert len(counted) == (up_n < 128) + (not sum_launch)
     if moe_decode.pdl_supported():
-        # Both wait for the launch before; gate_up lets down start.
+        # Both wait for the launch before; gate_up lets down start, down the reduce where there is one.
         assert all("griddepcontrol.wait" in p for p in ptx)
-        assert sorted(p.count("griddepcontrol.launch_dependents") for p in ptx) == [0, 1]
+        assert {_is_gate_up(p): p.count("griddepcontrol.launch_dependents") for p in ptx} == {True: 1,
+                                                                                              False: int(sum_launch)}
 
 
 @needs_gluon
@@ -288,8 +299,8 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
     _compile_side()
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
     _, ptx = _compile_layer(256, 384, path="pairs")
-    gate_up = [p for p in ptx if "griddepcontrol.launch_dependents" in p]
-    down = [p for p in ptx if "griddepcontrol.launch_dependents" not in p]
+    gate_up = [p for p in ptx if _is_gate_up(p)]
+    down = [p for p in ptx if not _is_gate_up(p)]
     assert len(gate_up) == len(down) == 1
     assert (gate_up[0].index("griddepcontrol.wait") < gate_up[0].index("griddepcontrol.launch_dependents")) == ahead
     copies_before_wait = re.search(r"cp\.async\.c[ag]", down[0][:down[0].index("griddepcontrol.wait")])
@@ -306,7 +317,7 @@ def test_real_sm90_compile_with_the_top_k_sum_in_a_launch_of_its_own(path, gluon
     plan, ptx = _compile_layer(256, 384, path=path)
     assert [name for name, _ in plan.launches][-3:] == ["gate_up", "down", "reduce"]
     assert len(ptx) == 2
-    down = [p for p in ptx if "m64n8k32" in p and not re.search(r"ex2\.approx", p)]
+    down = [p for p in ptx if not _is_gate_up(p)]
     assert len(down) == 1, "expected one down variant (no silu)"
     assert not re.search(r"atom\.global", down[0])
     if moe_decode.pdl_supported():
