@@ -169,6 +169,10 @@ def test_a_chain_token_count_is_skipped_or_tuned_on_the_grouped_path_against_the
     from jitguard.kernels import moe_decode
 
     layer, timed = _offline_tuning(monkeypatch, 24)
+    # A table whose small experts leave the grouped path on Gluon after 20 tokens (the shipped one's before the
+    # twenty-fifth session), so that 24 tokens take the chain.
+    before = {"pairs": (1, 2, 4, 5), "grouped": (3, *range(7, 21))}
+    monkeypatch.setattr(moe_decode, "GLUON_FP8_TOKENS", {**moe_decode.GLUON_FP8_TOKENS, "small": before})
     with jitguard.offline(compile=False):
         assert moe_decode.choose_decode_path(24, E, K, True, True, 3 * H * I, H, I) == "chain"
         assert tuner.tune_m(layer, 24, [(64, 4)], [(128, 4)], 2, lambda record: None) is None
