@@ -135,8 +135,9 @@ def test_tiles_by_token_count_and_expert_size(monkeypatch):
     """gluon_tiles: GLUON_TILES_AT's tiles where it lists the expert size class, path and token count, else
     GLUON_TILES' (small experts: on the pairs path gate_up 32 x 7 with down 128 x 6 at 1 token, down's stages
     at 2 and 5 tokens, gate_up's 64 columns at 4 and 5; on the grouped path down's 128 x 4 at 3, gate_up's 4
-    stages at 7-9, 8 at 11 and down's 4 at 10-12, both 4 at 17-20; large experts: gate_up's on the pairs path at
-    1 and 2, on the grouped at 3, 5, 6, 8, 10, 12, 13)."""
+    stages at 7-9 (with down's 128 x 3 at 8), 8 at 11 and down's 4 at 10-12, both 4 at 17-20, gate_up's 6 stages
+    and down's 128 x 4 at 21-40; large experts: gate_up's on the pairs path at 1 and 2, on the grouped at 3, 5, 6,
+    8, 10, 12, 13)."""
     small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
     up, down = moe_decode.GLUON_TILES["pairs"]
     assert moe_decode.gluon_tiles("pairs", 1, small) == (GluonTile(32, 7), GluonTile(down.out_n, 6))
@@ -154,9 +155,13 @@ def test_tiles_by_token_count_and_expert_size(monkeypatch):
     grouped_up, grouped_down = moe_decode.GLUON_TILES["grouped"]
     assert moe_decode.gluon_tiles("grouped", 3, small) == (grouped_up, GluonTile(128, 4))
     assert [moe_decode.gluon_tiles("grouped", M, small) for M in range(6, 14)] == [
-        (grouped_up, grouped_down), *[(GluonTile(32, 4), grouped_down)] * 3,
+        (grouped_up, grouped_down), (GluonTile(32, 4), grouped_down), (GluonTile(32, 4), GluonTile(128, 3)),
+        (GluonTile(32, 4), grouped_down),
         (grouped_up, GluonTile(grouped_down.out_n, 4)), (GluonTile(32, 8), GluonTile(grouped_down.out_n, 4)),
         (grouped_up, GluonTile(grouped_down.out_n, 4)), (grouped_up, grouped_down)]
+    assert {moe_decode.gluon_tiles("grouped", M, small) for M in range(21, 41)} == {(GluonTile(32, 6),
+                                                                                    GluonTile(128, 4))}
+    assert moe_decode.gluon_tiles("grouped", 41, small) == (grouped_up, grouped_down)
     monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {"large": {"grouped": {6: ((64, 3), (64, 5))}}})
     assert moe_decode.gluon_tiles("pairs", 2, small) == (up, down)
     assert moe_decode.gluon_tiles("grouped", 6, large) == (GluonTile(64, 3), GluonTile(64, 5))
