@@ -5,8 +5,8 @@
 # about 2% of experts hold more than 8 pairs and so two 8-row tiles, each reading the expert's weights (gate_up
 # 96.4 us alone against the chain's tl gate_up on 16-row tiles 94.0). Prediction, written before the call: 16-row
 # tiles take 1-2 us off gate_up and 0.5-1 off down at 64 (the layer 1.5-3 us faster, 150-151.5 against 153); at
-# 16-32 level or slower (mostly-empty 16-row tiles copy twice the activation bytes a stage). GPU tests of 16-row
-# tiles first. Device, repo root, carry=[".vendor"].
+# 16-32 level or slower (mostly-empty 16-row tiles copy twice the activation bytes a stage). Every output is
+# checked against the fp32 reference by the probe. Device, repo root, carry=[".vendor"].
 source benchmarks/h200_setup.sh
 R=/tmp/g25h; rm -rf $R; mkdir -p $R
 E="[block 16]auto:default+GLUON_BLOCK_M=16"
