@@ -915,6 +915,8 @@ GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
 # us, one program per item / best persistent (8 an SM, each item's pointers computed once, an item ahead):
 # Qwen3-30B-FP8 M = 8 24.2 / 30.7, M = 16 37.5 / 45.4; DeepSeek-V3-TP2 M = 2 31.8 / 36.7 (4 an SM), M = 8 107.4 /
 # 130.8. The hardware's scheduling of one-item programs keeps more copies in flight than a fixed set of programs.
+# Call 8: 16-row token tiles at Qwen3-30B-FP8 16-64 tokens (the top-k sum launched apart) slower at every point,
+# us per layer, 16 / 8 rows: M = 16 105.75 / 102.75, 32 135.85 / 132.05, 48 152.05 / 147.6, 64 154.9 / 150.1.
 GLUON_BLOCK_M = 8
 # The Gluon down GEMM's top-k sum: True, in ``moe_gemm``'s top-k reduce launched after it (PDL-linked, as on the
 # chain path: one launch more); False, in down's last program of each column tile (an arrival counter per column
