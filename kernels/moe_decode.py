@@ -926,6 +926,9 @@ GLUON_BLOCK_M = 8
 # 421.3. Down alone at Qwen3 M = 16: 31.7 + 1.3 for the reduce against 37.4: the fused sum's last programs, one
 # per column tile summing every token's rows after the tile's last arrival, were the slow end of down's launch.
 GLUON_DOWN_SUM_LAUNCH = True
+# With the sum launched apart: the Gluon down's pair rows in the activation dtype (the chain's, half the bytes
+# written and read again) instead of fp32.
+GLUON_DOWN_ROWS_IN_ACT_DTYPE = False
 
 
 def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: int, intermediate: int,
@@ -1258,6 +1261,8 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
                                                                                         stride_a2m)
         wt, w_scale = (w13, w1s) if gated else (w2, w2s)
         c = ws.inter[:P] if gated else ws.pair_out
+        if not gated and GLUON_DOWN_SUM_LAUNCH and GLUON_DOWN_ROWS_IN_ACT_DTYPE:
+            c = ws.pair_rows
         bse, bsn, bsk = weight_scale_strides(QUANT_BLOCK, w_scale)
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_gluon_kernel[(num_blocks * triton.cdiv(n, tile.out_n),)],
@@ -1274,8 +1279,9 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             **({"launch_pdl": True} if pdl else {}),
         )))
     if GLUON_DOWN_SUM_LAUNCH:
-        launches.append(("reduce", functools.partial(launch_topk_reduce, ws.pair_out[:P],
-                                                     ws.topk_ids[:P].view(M, top_k), out, ws.num_experts, pdl=pdl)))
+        rows = ws.pair_rows if GLUON_DOWN_ROWS_IN_ACT_DTYPE else ws.pair_out
+        launches.append(("reduce", functools.partial(launch_topk_reduce, rows[:P], ws.topk_ids[:P].view(M, top_k),
+                                                     out, ws.num_experts, pdl=pdl)))
     return launches
 
 

@@ -341,10 +341,10 @@ def test_real_sm90_compile_with_the_top_k_sum_in_a_launch_of_its_own(path, gluon
                                    (128, 3, 128, 3, True, True), (64, 2, 128, 6, True, True),
                                    (32, 8, 128, 3, True, True), (32, 6, 128, 3, False, True),
                                    (32, 6, 128, 3, True, False), None, (32, 6, 64, 3, True, True, True),
-                                   (32, 6, 128, 3, False, True, True)],
+                                   (32, 6, 128, 3, False, True, True), (32, 6, 64, 3, True, True, True, True)],
                          ids=["32-columns", "64-columns", "128-columns", "mixed", "8-stages", "down-waits-first",
                               "routed-after-the-row", "shipped-tiles", "down-sum-launch",
-                              "down-sum-launch-waits-first"])
+                              "down-sum-launch-waits-first", "down-sum-launch-bf16-rows"])
 def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
     """FP8 block scales on the grouped and pairs paths, GEMMs on Gluon: each of three graph replays with new
     tokens and logits within 4e-2 of the fp32 reference (activations quantized), and within 1e-2 of
@@ -354,13 +354,15 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
     by token count (GLUON_TILES_AT: gate_up 32 x 7 and down 128 x 6 at 1 token, down's 6 stages at 2 tokens and
     4 at 5 on the pairs path, gate_up's 64 columns at 4 and 5; on the grouped down's 128 x 4 at 3 and 4 stages
     at 10-12, gate_up's 4 stages at 7-9 and 8 at 11, both 4 at 17-20); "down-sum-launch": the top-k sum in a launch
-    after down (GLUON_DOWN_SUM_LAUNCH), down's weights before its wait or not."""
+    after down (GLUON_DOWN_SUM_LAUNCH), down's weights before its wait or not, its pair rows fp32 or bf16
+    (GLUON_DOWN_ROWS_IN_ACT_DTYPE)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
-    up_n, up_s, down_n, down_s, ahead, routers_apart, sum_launch = (
-        (*tiles, False)[:7] if tiles else (None, None, None, None, True, True, False))
+    up_n, up_s, down_n, down_s, ahead, routers_apart, sum_launch, act_rows = (
+        (*tiles, False, False)[:8] if tiles else (None, None, None, None, True, True, True, False))
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_SUM_LAUNCH", sum_launch)
+    monkeypatch.setattr(moe_decode, "GLUON_DOWN_ROWS_IN_ACT_DTYPE", act_rows)
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
     monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
     gen = torch.Generator().manual_seed(M)
