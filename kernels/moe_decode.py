@@ -77,10 +77,11 @@ where that measured faster (``GLUON_FP8_GEMMS``, ``GLUON_FP8_TOKENS``; ``DecodeP
 ran), on tiles chosen by token count where other tiles measured faster (``gluon_tiles``: ``GLUON_TILES``,
 ``GLUON_TILES_AT``; each tile one more compiled variant of the Gluon kernel, never one per M;
 ``benchmarks/tune_decode_gluon_tiles.py`` sweeps them); ``moe_decode_gemm_kernel`` everywhere else and on
-older Tritons. There down writes the fp32 pair rows and ``moe_gemm``'s top-k reduce, launched after it, sums
-them (``GLUON_DOWN_SUM_LAUNCH``: one launch more, measured faster than down's own last-arrival sum). On the pairs
-path the Gluon GEMMs do not route: the x launch routes each token, in a program of its own beside the one that
-quantizes the token's row (``X_LAUNCH_ROUTERS_APART``), and the GEMMs read each pair's expert from ``topk_ids``.
+older Tritons. There down writes its pair rows in the activation dtype (``GLUON_DOWN_ROWS_IN_ACT_DTYPE``) and
+``moe_gemm``'s top-k reduce, launched after it, sums them in fp32 (``GLUON_DOWN_SUM_LAUNCH``: one launch more,
+measured faster than down's own last-arrival sum). On the pairs path the Gluon GEMMs do not route: the x launch
+routes each token, in a program of its own beside the one that quantizes the token's row
+(``X_LAUNCH_ROUTERS_APART``), and the GEMMs read each pair's expert from ``topk_ids``.
 
 FP8 W8A8 takes the scale layouts of :func:`jitguard.kernels.fused_moe.fused_moe` (per tensor,
 per channel, block 128x128), with dynamic activation scales only, on the grouped path. Which of
@@ -926,9 +927,11 @@ GLUON_BLOCK_M = 8
 # 421.3. Down alone at Qwen3 M = 16: 31.7 + 1.3 for the reduce against 37.4: the fused sum's last programs, one
 # per column tile summing every token's rows after the tile's last arrival, were the slow end of down's launch.
 GLUON_DOWN_SUM_LAUNCH = True
-# With the sum launched apart: the Gluon down's pair rows in the activation dtype (the chain's, half the bytes
-# written and read again) instead of fp32.
-GLUON_DOWN_ROWS_IN_ACT_DTYPE = False
+# With the sum launched apart: the Gluon down's pair rows in the activation dtype (as the chain's: half the bytes
+# written and read again) instead of fp32. Call 9, us per layer, activation dtype / fp32: Qwen3-30B-FP8 M = 1 17.9 /
+# 18.0, 8 67.65 / 68.15, 16 103.4 / 104.2, 32 133.2 / 133.95, 64 151.9 / 153.1; DeepSeek-V3-TP2 M = 2 91.65 /
+# 91.75, 8 319.25 / 326.35, 13 446.35 / 456.1 (its fp32 rounds spread: 321.4 / 331.3, 449.0 / 463.2).
+GLUON_DOWN_ROWS_IN_ACT_DTYPE = True
 
 
 def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: int, intermediate: int,

@@ -207,7 +207,7 @@ if gluon_gemms_supported():
         ``silu(gate) * up`` written as ``c``'s dtype; each completed 128-column group of a token tile
         is written again as e4m3 to ``cq`` with its scale to ``c_scale`` (a program 128 columns wide
         from its registers, without writing ``c``; narrower ones through ``group_arrivals``).
-        Otherwise (down): fp32 pair rows times their routing weight into ``c``, and the last program
+        Otherwise (down): pair rows times their routing weight into ``c`` (in ``c``'s dtype), and the last program
         of each column tile (``arrivals``) writes ``out[t] = sum_j c[t * TOP_K + j]``.
         A: e4m3 rows (pair // A_ROWS_PER_PAIR_DIV) with scales [row, K / 128] at ``a_scale``.
         LAUNCH_DEPENDENTS / WAIT_PRIOR: PDL. WAIT_PRIOR 1: wait for the launch before at the start; 3: at
