@@ -329,6 +329,25 @@ def test_real_sm90_compile_with_the_top_k_sum_in_a_launch_of_its_own(path, gluon
         assert all(p.count("griddepcontrol.launch_dependents") == 1 for p in ptx)
 
 
+@needs_gluon
+@pytest.mark.parametrize("M,path", [(1, "pairs"), (8, "grouped"), (64, "grouped")])
+def test_shipped_gluon_layer_sums_bf16_pair_rows_in_a_launch_after_down(M, path):
+    """The shipped choice (small experts, FP8 block scales) on the Gluon GEMMs ends with down then the top-k
+    reduce (GLUON_DOWN_SUM_LAUNCH), which reads down's pair rows in the activation dtype
+    (GLUON_DOWN_ROWS_IN_ACT_DTYPE): the pairs path at 1 token, the grouped path at 8 and 64."""
+    E, k, H, I = 128, 8, 256, 128
+    w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "block", MAX_DECODE_TOKENS)
+    plan = plan_fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, **kw)
+    assert (plan.path, plan.gemms) == (path, "gluon")
+    names = [name for name, _ in plan.launches]
+    assert names[-3:] == ["gate_up", "down", "reduce"]
+    down, reduce = (launch for name, launch in plan.launches if name in ("down", "reduce"))
+    rows = reduce.args[0]
+    assert rows.dtype == x.dtype == torch.bfloat16 and rows.shape == (M * k, H)
+    assert down.keywords["SUM_TOPK"] is False
+    assert down.args[4].data_ptr() == rows.data_ptr()  # down's c is the reduce's input
+
+
 # ---- on a GPU -------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
