@@ -1253,6 +1253,9 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
     else:
         wait_prior = dict.fromkeys((True, False), _wait_prior(pdl, False, False))
     gate_up_tile, down_tile = gluon_tiles("pairs" if pair_tiles else "grouped", M, expert_bytes)
+    # Down's pair rows: in the activation dtype where the reduce launched after it sums them
+    # (GLUON_DOWN_ROWS_IN_ACT_DTYPE), else fp32.
+    down_rows = ws.pair_rows if GLUON_DOWN_SUM_LAUNCH and GLUON_DOWN_ROWS_IN_ACT_DTYPE else ws.pair_out
     launches: list[tuple[str, Callable[[], object]]] = []
     for gated in (True, False):
         tile = gate_up_tile if gated else down_tile
@@ -1263,9 +1266,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
         a, a_scale, stride_asm = (ws.x_q[:M], ws.x_scale, stride_xsm) if gated else (ws.inter_q[:P], ws.a2_amax,
                                                                                         stride_a2m)
         wt, w_scale = (w13, w1s) if gated else (w2, w2s)
-        c = ws.inter[:P] if gated else ws.pair_out
-        if not gated and GLUON_DOWN_SUM_LAUNCH and GLUON_DOWN_ROWS_IN_ACT_DTYPE:
-            c = ws.pair_rows
+        c = ws.inter[:P] if gated else down_rows
         bse, bsn, bsk = weight_scale_strides(QUANT_BLOCK, w_scale)
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_gluon_kernel[(num_blocks * triton.cdiv(n, tile.out_n),)],
@@ -1282,9 +1283,8 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             **({"launch_pdl": True} if pdl else {}),
         )))
     if GLUON_DOWN_SUM_LAUNCH:
-        rows = ws.pair_rows if GLUON_DOWN_ROWS_IN_ACT_DTYPE else ws.pair_out
-        launches.append(("reduce", functools.partial(launch_topk_reduce, rows[:P], ws.topk_ids[:P].view(M, top_k),
-                                                     out, ws.num_experts, pdl=pdl)))
+        launches.append(("reduce", functools.partial(launch_topk_reduce, down_rows[:P],
+                                                     ws.topk_ids[:P].view(M, top_k), out, ws.num_experts, pdl=pdl)))
     return launches
 
 

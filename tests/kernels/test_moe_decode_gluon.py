@@ -378,8 +378,9 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
+    shipped = (moe_decode.GLUON_DOWN_SUM_LAUNCH, moe_decode.GLUON_DOWN_ROWS_IN_ACT_DTYPE)
     up_n, up_s, down_n, down_s, ahead, routers_apart, sum_launch, act_rows = (
-        (*tiles, False, False)[:8] if tiles else (None, None, None, None, True, True, True, True))
+        (*tiles, False, False)[:8] if tiles else (None, None, None, None, True, True, *shipped))
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_SUM_LAUNCH", sum_launch)
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_ROWS_IN_ACT_DTYPE", act_rows)
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
