@@ -188,11 +188,16 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
     - FP8 per tensor / per channel: ``"grouped"``.
     - With ``hidden`` and ``intermediate`` given, FP8 block scales take ``"grouped"`` wherever its GEMMs
       run in Gluon and the pairs path's would not (``takes_gluon_gemms``; GLUON_FP8_TOKENS), above
-      ``FP8_CHAIN_ABOVE_TOKENS`` too where GLUON_FP8_TOKENS lists the token count.
+      ``FP8_CHAIN_ABOVE_TOKENS`` too where GLUON_FP8_TOKENS lists the token count; bf16/fp16 take it
+      where GLUON_BF16_TOKENS lists the token count for it.
     """
     num_pairs = num_tokens * top_k
     few_pairs = 4 * num_pairs <= num_experts
     if not fp8:
+        if (hidden is not None and intermediate is not None and num_tokens in GLUON_BF16_TOKENS.get("grouped", ())
+                and takes_gluon_gemms(num_tokens, "grouped", False, hidden, intermediate, expert_bytes,
+                                      unquantized=True)):
+            return "grouped"
         return "pairs" if num_tokens == 1 or (few_pairs and num_tokens <= BF16_PAIRS_MAX_TOKENS) else "chain"
     if block_scales and num_tokens > FP8_CHAIN_ABOVE_TOKENS:
         # ... unless the grouped path's GEMMs run in Gluon at this token count (GLUON_FP8_TOKENS lists it).
@@ -796,7 +801,16 @@ _REDUCE_ELEMENTS = 8192
 # Call 4: DeepSeek M = 1 53.3 / 53.9, M = 2 94.7 / 97.3; Qwen3 M = 1 19.6 / 20.0, M = 2 27.9 / 28.8,
 # M = 8 71.2 / 72.8.
 GLUON_FP8_GEMMS = "measured"
-GLUON_FP8_MODES = ("measured", "always", "never")
+GLUON_MODES = ("measured", "always", "never")
+GLUON_FP8_MODES = GLUON_MODES  # the name of earlier releases
+# bf16 / fp16 (no quantization) on the pairs and grouped paths: both GEMMs as the same Gluon kernel with its block
+# scaling off (``BLOCK_SCALED=False``: x and the intermediate as they are, 64 columns of K a stage); on the pairs
+# path an x launch of its own routes each token first (the tl pairs path's gate_up routes in its programs).
+# GLUON_BF16_GEMMS: "measured" (at the token counts of GLUON_BF16_TOKENS, by path), "always" or "never".
+# Tiles: GLUON_BF16_TILES_AT's where it lists the path and token count, else GLUON_TILES'.
+GLUON_BF16_GEMMS = "measured"
+GLUON_BF16_TOKENS: dict[str, tuple[int, ...]] = {}
+GLUON_BF16_TILES_AT: dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]] = {}
 # Nineteenth session, call 3, the grouped path on Gluon against the chain (tl GEMMs, five launches) past
 # 8 tokens, us per layer: Qwen3-30B-like M = 9 73.1 / 75.0, M = 12 89.2 / 89.25, M = 16 106.2 / 106.55, slower
 # from M = 24 (125.55 / 125.0, M = 32 138.6 / 137.7, M = 64 162.15 / 154.3); DeepSeek-V3-TP2 slower at 9-64
@@ -935,23 +949,34 @@ GLUON_DOWN_ROWS_IN_ACT_DTYPE = True
 
 
 def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: int, intermediate: int,
-                      expert_bytes: int | None = None) -> bool:
-    """Whether the decode layer's two GEMMs run as ``moe_decode_gluon``'s kernel (GLUON_FP8_GEMMS): FP8
-    block scales on the pairs or grouped path, H and I multiples of 128, a Triton with Gluon's Hopper
-    wgmma, and with "measured" a token count of GLUON_FP8_TOKENS for the expert size class and path."""
-    if GLUON_FP8_GEMMS not in GLUON_FP8_MODES:
-        raise ValueError(f"moe_decode.GLUON_FP8_GEMMS must be one of {GLUON_FP8_MODES}, got {GLUON_FP8_GEMMS!r}")
-    if (GLUON_FP8_GEMMS == "never" or not block_scales or path not in ("pairs", "grouped")
-            or not (QUANTIZE_INTER and (PAIRS_PREQUANT_X if path == "pairs" else PREQUANT_X))
-            or hidden % 128 or intermediate % 128 or not gluon_gemms_supported()):
+                      expert_bytes: int | None = None, unquantized: bool = False) -> bool:
+    """Whether the decode layer's two GEMMs run as ``moe_decode_gluon``'s kernel, on the pairs or grouped
+    path with H and I multiples of 128 and a Triton with Gluon's Hopper wgmma: FP8 block scales
+    (GLUON_FP8_GEMMS; with "measured" a token count of GLUON_FP8_TOKENS for the expert size class and path),
+    or with ``unquantized`` bf16 / fp16 (GLUON_BF16_GEMMS; "measured": GLUON_BF16_TOKENS by path)."""
+    for name, mode in (("GLUON_FP8_GEMMS", GLUON_FP8_GEMMS), ("GLUON_BF16_GEMMS", GLUON_BF16_GEMMS)):
+        if mode not in GLUON_MODES:
+            raise ValueError(f"moe_decode.{name} must be one of {GLUON_MODES}, got {mode!r}")
+    if path not in ("pairs", "grouped") or hidden % 128 or intermediate % 128 or not gluon_gemms_supported():
+        return False
+    if unquantized:
+        return GLUON_BF16_GEMMS == "always" or (GLUON_BF16_GEMMS == "measured"
+                                                and num_tokens in GLUON_BF16_TOKENS.get(path, ()))
+    if (GLUON_FP8_GEMMS == "never" or not block_scales
+            or not (QUANTIZE_INTER and (PAIRS_PREQUANT_X if path == "pairs" else PREQUANT_X))):
         return False
     return GLUON_FP8_GEMMS == "always" or _gluon_measured_at(num_tokens, path, expert_bytes)
 
 
-def gluon_tiles(path: str, num_tokens: int, expert_bytes: int | None) -> tuple[GluonTile, GluonTile]:
+def gluon_tiles(path: str, num_tokens: int, expert_bytes: int | None,
+                unquantized: bool = False) -> tuple[GluonTile, GluonTile]:
     """The (gate_up, down) Gluon tiles of a path at a token count: GLUON_TILES_AT's where it lists the
-    expert size class, path and token count, else GLUON_TILES'."""
-    listed = GLUON_TILES_AT.get(expert_size_class(expert_bytes), {}).get(path, {}).get(num_tokens)
+    expert size class, path and token count (with ``unquantized``, bf16 / fp16: GLUON_BF16_TILES_AT's by
+    path and token count), else GLUON_TILES'."""
+    if unquantized:
+        listed = GLUON_BF16_TILES_AT.get(path, {}).get(num_tokens)
+    else:
+        listed = GLUON_TILES_AT.get(expert_size_class(expert_bytes), {}).get(path, {}).get(num_tokens)
     if listed is None:
         return GLUON_TILES[path]
     gate_up_tile, down_tile = (GluonTile(*tile) for tile in listed)
@@ -1050,7 +1075,7 @@ def plan_fused_moe_decode(
     cfgs.down.check("fused_moe_decode down tile")
     # Both GEMMs in Gluon (takes_gluon_gemms), on 8-row token tiles (GLUON_BLOCK_M); on the pairs path the
     # x launch also routes each token.
-    gluon = takes_gluon_gemms(M, path, quant == QUANT_BLOCK, H, I, expert_bytes)
+    gluon = takes_gluon_gemms(M, path, quant == QUANT_BLOCK, H, I, expert_bytes, unquantized=quant == QUANT_NONE)
     block_m = GLUON_BLOCK_M if gluon else cfgs.block_m
     if block_m > _MAX_BLOCK_M:
         raise ValueError(f"fused_moe_decode: block_m must be <= {_MAX_BLOCK_M}, got {block_m}")
@@ -1080,25 +1105,27 @@ def plan_fused_moe_decode(
     # down starts on its pair's gate_up columns (counters zeroed by the x launch) instead of the whole launch
     pair_ready = pairs_prequant and takes_pair_handoff(num_pairs) and not gluon
     launches: list[tuple[str, Callable[[], object]]] = []
-    # The Gluon pairs path's x launch routes too (no alignment).
+    # The Gluon pairs path's x launch routes too (no alignment); with bf16 / fp16 that is all it does.
     routes_tokens = gluon and pair_tiles
     # Routing in programs of their own beside the rows' (2 * M programs): that x launch's
-    # (X_LAUNCH_ROUTERS_APART), or the grouped and chain paths' route launch's, the last router aligning
-    # (ROUTE_ALIGN_APART; a tensor scale needs every row before the alignment's arrival: never there).
+    # (X_LAUNCH_ROUTERS_APART; not with no row to quantize), or the grouped and chain paths' route launch's,
+    # the last router aligning (ROUTE_ALIGN_APART; a tensor scale needs every row before the alignment's arrival:
+    # never there).
     if routes_tokens:
-        routers_apart = X_LAUNCH_ROUTERS_APART
+        routers_apart = X_LAUNCH_ROUTERS_APART and quant != QUANT_NONE
     else:
         routers_apart = not pair_tiles and _route_routers_apart(M, E, quant)
     if routers_apart:
         x_launch_programs = 2 * M
     else:
         x_launch_programs = M + 1 if ROUTER_OWN_PROGRAM and not pair_tiles else M
-    if not pair_tiles or pairs_prequant:
+    if not pair_tiles or pairs_prequant or routes_tokens:
         # The pairs path's x quantization is the route kernel with ROUTE off (one program a token).
         # The GEMM after it may start at once (PDL) and reads the router logits before it waits, so
         # this launch lets it start only once the logits are written: in plain stream order, or
         # PDL-launched and waiting for the launch before at its start (FIRST_LAUNCH_PDL).
-        launches.append(("quantize_x" if pair_tiles else "route", functools.partial(
+        x_launch_name = ("quantize_x" if quant != QUANT_NONE else "route_tokens") if pair_tiles else "route"
+        launches.append((x_launch_name, functools.partial(
             moe_decode_route_kernel[(x_launch_programs,)],
             router_logits, x, ws.topk_ids, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded,
             ws.counts, ws.starts, ws.x_scale, x_amax, ws.a2_amax, route_arrivals, ws.x_q,
@@ -1127,7 +1154,7 @@ def plan_fused_moe_decode(
         return DecodePlan(out, tuple(launches), path)
     inter = ws.inter[:num_pairs]
     if gluon:
-        launches += _gluon_gemm_launches(ws, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
+        launches += _gluon_gemm_launches(ws, x, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
                                          stride_a2m, tile_arrivals, pdl, pair_tiles, expert_bytes)
         return DecodePlan(out, tuple(launches), path, gemms="gluon")
     rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
@@ -1232,16 +1259,18 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
     return launches
 
 
-def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Tensor, w1s: torch.Tensor,
-                         w2s: torch.Tensor, out: torch.Tensor, block_m: int, num_blocks: int, M: int, top_k: int,
-                         stride_xsm: int, stride_a2m: int, tile_arrivals: torch.Tensor, pdl: bool,
-                         pair_tiles: bool, expert_bytes: int) -> list[tuple[str, Callable[[], object]]]:
+def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor,
+                         w1s: torch.Tensor | None, w2s: torch.Tensor | None, out: torch.Tensor, block_m: int,
+                         num_blocks: int, M: int, top_k: int, stride_xsm: int, stride_a2m: int,
+                         tile_arrivals: torch.Tensor, pdl: bool, pair_tiles: bool,
+                         expert_bytes: int) -> list[tuple[str, Callable[[], object]]]:
     """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
     per pair, its expert routed by the x launch) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
-    block scales, x and the intermediate as e4m3 with group scales), on the workspace's buffers,
-    PDL-linked where supported, on the tiles ``gluon_tiles`` gives the path at M tokens of experts of
-    ``expert_bytes``."""
+    block scales: x and the intermediate as e4m3 with group scales; with no weight scales, ``w1s`` None,
+    bf16 / fp16: ``x`` and the intermediate as they are), on the workspace's buffers, PDL-linked where
+    supported, on the tiles ``gluon_tiles`` gives the path at M tokens of experts of ``expert_bytes``."""
     P, H, I = M * top_k, ws.hidden, ws.intermediate
+    block_scaled = w1s is not None
     if pair_tiles:
         block_m, num_blocks = GLUON_BLOCK_M, P
     k_pow2 = triton.next_power_of_2(top_k)
@@ -1252,7 +1281,8 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
         wait_prior = {True: _WAIT_BEFORE_DEPENDENTS, False: _WAIT_BEFORE_K_LOOP}
     else:
         wait_prior = dict.fromkeys((True, False), _wait_prior(pdl, False, False))
-    gate_up_tile, down_tile = gluon_tiles("pairs" if pair_tiles else "grouped", M, expert_bytes)
+    gate_up_tile, down_tile = gluon_tiles("pairs" if pair_tiles else "grouped", M, expert_bytes,
+                                          unquantized=not block_scaled)
     # Down's pair rows: in the activation dtype where the reduce launched after it sums them
     # (GLUON_DOWN_ROWS_IN_ACT_DTYPE), else fp32.
     down_rows = ws.pair_rows if GLUON_DOWN_SUM_LAUNCH and GLUON_DOWN_ROWS_IN_ACT_DTYPE else ws.pair_out
@@ -1263,11 +1293,16 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             raise ValueError(f"fused_moe_decode: the Gluon down tile's out_n must be 64 or 128 (its weight rows), "
                              f"got {tile.out_n}")
         n, k = (I, H) if gated else (H, I)
-        a, a_scale, stride_asm = (ws.x_q[:M], ws.x_scale, stride_xsm) if gated else (ws.inter_q[:P], ws.a2_amax,
-                                                                                        stride_a2m)
         wt, w_scale = (w13, w1s) if gated else (w2, w2s)
         c = ws.inter[:P] if gated else down_rows
-        bse, bsn, bsk = weight_scale_strides(QUANT_BLOCK, w_scale)
+        if block_scaled:
+            a, a_scale, stride_asm = (ws.x_q[:M], ws.x_scale, stride_xsm) if gated else (ws.inter_q[:P], ws.a2_amax,
+                                                                                            stride_a2m)
+            bse, bsn, bsk = weight_scale_strides(QUANT_BLOCK, w_scale)
+        else:
+            # No scales: the kernel reads none of the scale pointers or strides.
+            a, a_scale, stride_asm, w_scale = (x if gated else ws.inter[:P]), ws.x_scale, 0, ws.x_scale
+            bse = bsn = bsk = 0
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_gluon_kernel[(num_blocks * triton.cdiv(n, tile.out_n),)],
             a, a_scale, wt, w_scale, c, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded, ws.inter_q,
@@ -1280,6 +1315,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, w13: torch.Tensor, w2: torch.Te
             LAUNCH_DEPENDENTS=pdl and (gated or GLUON_DOWN_SUM_LAUNCH), WAIT_PRIOR=wait_prior[gated],
             PAIR_TILES=pair_tiles, topk_ids_ptr=ws.topk_ids, num_warps=4,
             **({"SUM_TOPK": False} if not gated and GLUON_DOWN_SUM_LAUNCH else {}),
+            **({} if block_scaled else {"BLOCK_SCALED": False}),
             **({"launch_pdl": True} if pdl else {}),
         )))
     if GLUON_DOWN_SUM_LAUNCH:

@@ -1,4 +1,4 @@
-"""The decode MoE layer's FP8 block-scaled GEMMs written in Gluon, each K step's wgmma left in flight.
+"""The decode MoE layer's FP8 block-scaled (and bf16) GEMMs written in Gluon, each K step's wgmma left in flight.
 
 ``moe_decode``'s pairs and grouped paths run their two GEMMs (gate_up with ``silu(gate) * up`` and the
 intermediate's 128-column groups quantized in its epilogue; down with the routing weights and the
@@ -13,8 +13,10 @@ its two scales only once the next step's tiles have landed, so the MMA runs whil
 Scope: what those paths feed their GEMMs with block scales: e4m3 activations with one scale per row
 and 128-column group (x from the layer's first launch, the intermediate from gate_up), e4m3 weights
 with [E, N / 128, K / 128] scales, K a multiple of 128, tokens in the wgmma's N slot (swap-AB, 8-row
-token tiles: the grouped path's sorted layout, or one pair a tile), one warpgroup. Where ``moe_decode``
-takes it: ``moe_decode.GLUON_FP8_GEMMS``. :func:`gluon_gemms_supported` says whether this Triton has
+token tiles: the grouped path's sorted layout, or one pair a tile), one warpgroup. With ``BLOCK_SCALED``
+off the same pipeline takes bf16 or fp16 activations and weights with no scales (x as the layer got it,
+the intermediate as gate_up wrote it; 64 columns a stage). Where ``moe_decode`` takes it:
+``moe_decode.GLUON_FP8_GEMMS`` and ``GLUON_BF16_GEMMS``. :func:`gluon_gemms_supported` says whether this Triton has
 what it needs (Gluon's Hopper wgmma: Triton >= 3.5; never under the interpreter); ``moe_decode``
 keeps its ``tl`` kernel elsewhere.
 """
@@ -76,16 +78,16 @@ if gluon_gemms_supported():
     # cp.async into shared memory: async_copy_global_to_shared up to Triton 3.6, async_load after.
     _copy_to_shared = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
 
-    _SCALE_GROUP = gl.constexpr(128)  # block scales' group along K and N; also each stage's K depth
+    _SCALE_GROUP = gl.constexpr(128)  # block scales' group along K and N; also each stage's K depth in e4m3
 
     @gluon.jit
-    def _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb, n_k, NUM_STAGES: gl.constexpr):
-        """cp.async of K step ``kb``'s weight and activation tiles into stage ``kb % NUM_STAGES`` (the
-        activation rows of padding, ``a_valid`` false, zero-filled unread); past the last step nothing is
-        copied but the group is still committed, so every step waits for the same count."""
+    def _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb, n_k, NUM_STAGES: gl.constexpr, K_STEP: gl.constexpr):
+        """cp.async of K step ``kb``'s weight and activation tiles (K_STEP columns) into stage
+        ``kb % NUM_STAGES`` (the activation rows of padding, ``a_valid`` false, zero-filled unread); past the
+        last step nothing is copied but the group is still committed, so every step waits for the same count."""
         stage = kb % NUM_STAGES
         live = kb < n_k
-        offset = kb * _SCALE_GROUP
+        offset = kb * K_STEP
         _copy_to_shared(w_smem.index(stage), w_ptrs + offset, mask=live)
         _copy_to_shared(a_smem.index(stage), a_ptrs + offset, mask=a_valid & live)
         async_copy.commit_group()
@@ -98,15 +100,25 @@ if gluon_gemms_supported():
                              is_async=True)
 
     @gluon.jit
-    def _load_scales(a_scales, w_scales, kb, stride_bsk):
-        """K step ``kb``'s block scales: one per token (A) and one per weight row."""
-        return gl.load(a_scales + kb), gl.load(w_scales + kb * stride_bsk)
+    def _load_scales(a_scales, w_scales, kb, stride_bsk, BLOCK_SCALED: gl.constexpr):
+        """K step ``kb``'s block scales: one per token (A) and one per weight row (without BLOCK_SCALED
+        none: the pointers, unread)."""
+        if BLOCK_SCALED:
+            a_s = gl.load(a_scales + kb)
+            w_s = gl.load(w_scales + kb * stride_bsk)
+        else:
+            a_s = a_scales
+            w_s = w_scales
+        return a_s, w_s
 
     @gluon.jit
-    def _fold_product(acc, product, a_s, w_s):
-        """Wait for one step's product (in flight) and add it to the accumulator with the step's scales."""
+    def _fold_product(acc, product, a_s, w_s, BLOCK_SCALED: gl.constexpr):
+        """Wait for one step's product (in flight) and add it to the accumulator, with the step's scales
+        where BLOCK_SCALED."""
         done = warpgroup_mma_wait(num_outstanding=0, deps=(product,))
-        return acc + done * w_s[:, None] * a_s[None, :]
+        if BLOCK_SCALED:
+            done = done * w_s[:, None] * a_s[None, :]
+        return acc + done
 
     @gluon.jit
     def _quantize_group_when_written(c_ptr, cq_ptr, scale_ptr, arrivals_ptr, sorted_ids_ptr, pid_m, group,
@@ -199,7 +211,7 @@ if gluon_gemms_supported():
         NUM_STAGES: gl.constexpr, TOP_K: gl.constexpr, K_POW2: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
         FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr, LAUNCH_DEPENDENTS: gl.constexpr,
         WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None,
-        SUM_TOPK: gl.constexpr = True,
+        SUM_TOPK: gl.constexpr = True, BLOCK_SCALED: gl.constexpr = True,
     ):
         """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
 
@@ -217,19 +229,26 @@ if gluon_gemms_supported():
         PAIR_TILES (the pairs path): token tile ``pid_m`` is pair ``pid_m`` alone (its other rows padding),
         its expert ``topk_ids[pid_m]`` (routed by the launch before); no sorted layout is read.
         SUM_TOPK off (down): no arrivals and no top-k sum; a launch after this one sums the pair rows.
+        BLOCK_SCALED off: A and the weights in bf16 or fp16, no scales (``a_scale`` and ``b_scale`` unread),
+        gate_up writes ``silu(gate) * up`` to ``c`` only (no ``cq``); each stage is still 128 bytes of K.
         """
         NUM_WARPS: gl.constexpr = 4
+        # Each stage and wgmma step: 128 bytes of each row's K (128 e4m3 columns: one scale group; 64 bf16).
+        ELEM_BITS: gl.constexpr = b_ptr.dtype.element_ty.primitive_bitwidth
+        K_STEP: gl.constexpr = 1024 // ELEM_BITS
+        gl.static_assert((not BLOCK_SCALED) or (K_STEP == _SCALE_GROUP), "block scales take e4m3 operands")
         # GATED: the tile's weight rows are OUT_N gate rows then the same OUT_N columns' up rows, one wgmma.
         W_ROWS: gl.constexpr = 2 * OUT_N if GATED else OUT_N
         gl.static_assert(W_ROWS % 64 == 0, "one warpgroup's wgmma takes weight rows in multiples of 64")
-        # Weight tiles: 16 bytes a thread, 8 threads a 128-byte row; activation tiles: BLOCK_M rows of 128.
-        w_layout: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
-        A_VEC: gl.constexpr = BLOCK_M * _SCALE_GROUP // (32 * NUM_WARPS)
-        a_layout: gl.constexpr = gl.BlockedLayout([1, A_VEC], [32 * A_VEC // _SCALE_GROUP, _SCALE_GROUP // A_VEC],
+        # Weight tiles: 16 bytes a thread, 8 threads a 128-byte row; activation tiles: BLOCK_M rows of K_STEP.
+        w_layout: gl.constexpr = gl.BlockedLayout([1, 128 // ELEM_BITS], [4, 8], [NUM_WARPS, 1], [1, 0])
+        A_VEC: gl.constexpr = BLOCK_M * K_STEP // (32 * NUM_WARPS)
+        a_layout: gl.constexpr = gl.BlockedLayout([1, A_VEC], [32 * A_VEC // K_STEP, K_STEP // A_VEC],
                                                   [NUM_WARPS, 1], [1, 0])
-        smem_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+        smem_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=ELEM_BITS, rank=2)
+        # wgmma's K: 32 bytes (32 e4m3, 16 bf16).
         acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
-                                                             instr_shape=[16, BLOCK_M, 32])
+                                                             instr_shape=[16, BLOCK_M, 256 // ELEM_BITS])
         # The epilogue's layout: a warp along 32 consecutive output columns of one token (contiguous stores).
         epi_layout: gl.constexpr = gl.BlockedLayout([1, 1], [32, 1], [1, NUM_WARPS], [0, 1])
 
@@ -246,61 +265,67 @@ if gluon_gemms_supported():
             expert = gl.load(expert_ids_ptr + pid_m).to(gl.int64)
             tile_in_use = (pid_m * BLOCK_M < num_padded) & (expert >= 0)
         if tile_in_use:
-            n_k = K // _SCALE_GROUP
+            n_k = K // K_STEP
             # Weight row of each tile row, in the copy layout and in the accumulator's (for the scales):
             # columns past N wrap (dropped at the store); GATED adds N to the up rows.
             w_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, w_layout))
-            ks_w = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, w_layout))
+            ks_w = gl.arange(0, K_STEP, layout=gl.SliceLayout(0, w_layout))
             w_ptrs = b_ptr + expert * stride_be + w_rows[:, None].to(gl.int64) * stride_bn + ks_w[None, :]
             pairs_c = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, a_layout))
             a_valid = (pairs_c < num_pairs)[:, None]
             a_rows_c = _a_rows(pairs_c, num_pairs, A_ROWS_PER_PAIR_DIV)
-            ks_a = gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, a_layout))
+            ks_a = gl.arange(0, K_STEP, layout=gl.SliceLayout(0, a_layout))
             a_ptrs = a_ptr + a_rows_c[:, None] * stride_am + ks_a[None, :]
-            acc_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, acc_layout))
-            w_scales = b_scale_ptr + expert * stride_bse + (acc_rows // _SCALE_GROUP) * stride_bsn
+            # Each accumulator row's weight scales and each column's (pair's) A scales; unscaled, the bare
+            # pointers (unread).
+            w_scales = b_scale_ptr
+            if BLOCK_SCALED:
+                acc_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, acc_layout))
+                w_scales = b_scale_ptr + expert * stride_bse + (acc_rows // _SCALE_GROUP) * stride_bsn
             acc_pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES,
                                     gl.SliceLayout(0, acc_layout))
-            a_scales = a_scale_ptr + _a_rows(acc_pairs, num_pairs, A_ROWS_PER_PAIR_DIV) * stride_asm
+            a_scales = a_scale_ptr
+            if BLOCK_SCALED:
+                a_scales = a_scale_ptr + _a_rows(acc_pairs, num_pairs, A_ROWS_PER_PAIR_DIV) * stride_asm
 
-            w_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, W_ROWS, _SCALE_GROUP], smem_layout)
-            a_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_STAGES, BLOCK_M, _SCALE_GROUP], smem_layout)
+            w_smem = gl.allocate_shared_memory(b_ptr.dtype.element_ty, [NUM_STAGES, W_ROWS, K_STEP], smem_layout)
+            a_smem = gl.allocate_shared_memory(a_ptr.dtype.element_ty, [NUM_STAGES, BLOCK_M, K_STEP], smem_layout)
             if WAIT_PRIOR == 2:
                 # The first steps' weights (not written by the launch before) stream in before the wait;
                 # their activations (written by it) after, as one group: the first wait takes every group.
                 for s in gl.static_range(NUM_STAGES - 1):
-                    _copy_to_shared(w_smem.index(s), w_ptrs + s * _SCALE_GROUP, mask=s < n_k)
+                    _copy_to_shared(w_smem.index(s), w_ptrs + s * K_STEP, mask=s < n_k)
                     async_copy.commit_group()
                 wait_for_prior_launch()
                 for s in gl.static_range(NUM_STAGES - 1):
-                    _copy_to_shared(a_smem.index(s), a_ptrs + s * _SCALE_GROUP, mask=a_valid & (s < n_k))
+                    _copy_to_shared(a_smem.index(s), a_ptrs + s * K_STEP, mask=a_valid & (s < n_k))
                 async_copy.commit_group()
             else:
                 for s in gl.static_range(NUM_STAGES - 1):
-                    _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s, n_k, NUM_STAGES)
+                    _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s, n_k, NUM_STAGES, K_STEP)
 
             zero = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)  # each product's (unread) start
             acc = zero
             # Scales are loaded two steps before the step they scale (their latency hidden behind two steps' copies).
-            a_s0, w_s0 = _load_scales(a_scales, w_scales, 0, stride_bsk)
-            a_s1, w_s1 = _load_scales(a_scales, w_scales, gl.minimum(1, n_k - 1), stride_bsk)
+            a_s0, w_s0 = _load_scales(a_scales, w_scales, 0, stride_bsk, BLOCK_SCALED)
+            a_s1, w_s1 = _load_scales(a_scales, w_scales, gl.minimum(1, n_k - 1), stride_bsk, BLOCK_SCALED)
             async_copy.wait_group(0 if WAIT_PRIOR == 2 else NUM_STAGES - 2)
             _cta_barrier()
             fence_async_shared()
             product = _issue_product(w_smem, a_smem, 0, zero, NUM_STAGES)
             for kb in range(1, n_k):
-                a_s2, w_s2 = _load_scales(a_scales, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk)
+                a_s2, w_s2 = _load_scales(a_scales, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk, BLOCK_SCALED)
                 # Step kb's tiles land while step kb - 1's product is in the MMA; only then is that product
                 # waited for and folded in, and step kb's issued.
-                _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb + NUM_STAGES - 2, n_k, NUM_STAGES)
+                _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb + NUM_STAGES - 2, n_k, NUM_STAGES, K_STEP)
                 async_copy.wait_group(NUM_STAGES - 2)
                 _cta_barrier()
                 fence_async_shared()
-                acc = _fold_product(acc, product, a_s0, w_s0)
+                acc = _fold_product(acc, product, a_s0, w_s0, BLOCK_SCALED)
                 a_s0, w_s0 = a_s1, w_s1
                 a_s1, w_s1 = a_s2, w_s2
                 product = _issue_product(w_smem, a_smem, kb, zero, NUM_STAGES)
-            acc = _fold_product(acc, product, a_s0, w_s0)
+            acc = _fold_product(acc, product, a_s0, w_s0, BLOCK_SCALED)
             async_copy.wait_group(0)
 
             if GATED:
@@ -316,7 +341,9 @@ if gluon_gemms_supported():
                 c_mask = (cols < N)[:, None] & pair_mask[None, :]
                 c_offs = pairs[None, :].to(gl.int64) * stride_cm + cols[:, None]
                 c = (gate / (1.0 + gl.exp(-gate)) * up).to(c_ptr.dtype.element_ty)
-                if OUT_N == _SCALE_GROUP:
+                if not BLOCK_SCALED:
+                    gl.store(c_ptr + c_offs, c, mask=c_mask)
+                elif OUT_N == _SCALE_GROUP:
                     # Whole groups: each token's scale from the values as stored (rounded), no re-read.
                     v = gl.where(c_mask, c.to(gl.float32), 0.0)
                     scale = gl.maximum(gl.max(gl.abs(v), 0), MIN_AMAX) / FP8_MAX_C

@@ -172,6 +172,124 @@ def test_unknown_gluon_mode_is_one_line_error(monkeypatch):
     monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", True)
     with pytest.raises(ValueError, match=r"GLUON_FP8_GEMMS must be one of \('measured', 'always', 'never'\), got True"):
         moe_decode.takes_gluon_gemms(1, "pairs", True, 2048, 768)
+    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "measured")
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "yes")
+    with pytest.raises(ValueError,
+                       match=r"GLUON_BF16_GEMMS must be one of \('measured', 'always', 'never'\), got 'yes'"):
+        moe_decode.takes_gluon_gemms(1, "pairs", False, 2048, 768, unquantized=True)
+
+
+# ---- bf16 / fp16 on the Gluon GEMMs (GLUON_BF16_GEMMS) ------------------------------------------------
+
+def _bf16_plan(M, E, k, H, I, path="pairs", ws=None):
+    w13, w2, _ = _zero_weights(E, H, I, "bf16")
+    x = torch.randn(M, H).to(torch.bfloat16)
+    return plan_fused_moe_decode(x, torch.randn(M, E), w13, w2, k, path=path, workspace=ws), x
+
+
+@needs_gluon
+def test_bf16_takes_gluon_only_where_listed_or_asked(monkeypatch):
+    """GLUON_BF16_GEMMS "measured": the token counts GLUON_BF16_TOKENS lists by path (and "auto" takes the
+    grouped path where it lists that path's); "always": the pairs and grouped paths with H, I multiples of 128;
+    "never": nowhere. FP8's switch does not decide bf16, nor bf16's FP8."""
+    assert moe_decode.GLUON_BF16_GEMMS == "measured"
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_TOKENS", {"pairs": (1,), "grouped": (5,)})
+    taken = {(path, M) for path in ("pairs", "grouped", "chain") for M in range(1, 65)
+             if moe_decode.takes_gluon_gemms(M, path, False, 2048, 768, unquantized=True)}
+    assert taken == {("pairs", 1), ("grouped", 5)}
+    assert moe_decode.choose_decode_path(5, 128, 8, False, False, None, 2048, 768) == "grouped"
+    assert moe_decode.choose_decode_path(5, 128, 8, False, False) == "chain"  # H and I unknown
+    assert moe_decode.choose_decode_path(6, 128, 8, False, False, None, 2048, 768) == "chain"
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
+    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "never")
+    assert moe_decode.takes_gluon_gemms(7, "grouped", False, 2048, 768, unquantized=True)
+    assert not moe_decode.takes_gluon_gemms(7, "chain", False, 2048, 768, unquantized=True)
+    assert not moe_decode.takes_gluon_gemms(1, "pairs", False, 2048, 320, unquantized=True)
+    assert not moe_decode.takes_gluon_gemms(1, "pairs", True, 2048, 768)  # FP8 "never"
+    plan, _ = _bf16_plan(1, 16, 4, 256, 384)
+    assert plan.gemms == "gluon"
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "never")
+    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
+    assert _bf16_plan(1, 16, 4, 256, 384)[0].gemms == "tl"
+
+
+@needs_gluon
+def test_bf16_gluon_tiles_by_path_and_token_count(monkeypatch):
+    """gluon_tiles for bf16 / fp16: GLUON_BF16_TILES_AT's by path and token count, else GLUON_TILES' (never the
+    FP8 table's, whatever the expert size)."""
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_TILES_AT", {"pairs": {1: ((64, 4), (128, 5))}})
+    assert moe_decode.gluon_tiles("pairs", 1, None, unquantized=True) == (GluonTile(64, 4), GluonTile(128, 5))
+    assert moe_decode.gluon_tiles("pairs", 2, None, unquantized=True) == moe_decode.GLUON_TILES["pairs"]
+    assert moe_decode.gluon_tiles("grouped", 8, None, unquantized=True) == moe_decode.GLUON_TILES["grouped"]
+    assert moe_decode.gluon_tiles("pairs", 1, None) != (GluonTile(64, 4), GluonTile(128, 5))
+
+
+@needs_gluon
+@pytest.mark.parametrize("path", ["pairs", "grouped"])
+def test_bf16_gluon_plan_routes_first_and_reads_x_and_the_intermediate_unquantized(path, monkeypatch):
+    """bf16 on the Gluon GEMMs: on the pairs path an x launch that only routes ("route_tokens": no row
+    quantized, each token's routing in its own program), on the grouped path the route launch; then gate_up
+    reading x itself and writing the bf16 intermediate that down reads, both with BLOCK_SCALED off, down's
+    pair rows summed by the reduce launched after it."""
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
+    M, k = 3, 4
+    plan, x = _bf16_plan(M, 16, k, 256, 384, path=path)
+    assert plan.gemms == "gluon"
+    names = [name for name, _ in plan.launches]
+    assert names == ["route_tokens" if path == "pairs" else "route", "gate_up", "down", "reduce"]
+    first, gate_up, down = (launch for _, launch in plan.launches[:3])
+    if path == "pairs":
+        assert first.keywords["ROUTE"] is False and first.keywords["ROUTE_TOKENS"] is True
+        assert "ROUTERS_APART" not in first.keywords and first.keywords["WRITE_XQ"] is False
+    assert gate_up.keywords["BLOCK_SCALED"] is False and down.keywords["BLOCK_SCALED"] is False
+    assert gate_up.args[0].data_ptr() == x.data_ptr()  # x as the caller gave it
+    assert down.args[0].data_ptr() == gate_up.args[4].data_ptr()  # down's A is gate_up's C
+    assert down.args[0].dtype == torch.bfloat16
+
+
+@needs_gluon
+@pytest.mark.parametrize("path", ["pairs", "grouped"])
+def test_real_sm90_compile_of_the_bf16_gemms_leaves_each_wgmma_in_flight(path, monkeypatch):
+    """bf16 on the Gluon kernel compiles for sm_90 to bf16 wgmma (k16) with no e4m3 anywhere and no arrival
+    counter (gate_up quantizes nothing, down's sum is launched apart), each step's wgmma waited only after the
+    next step's cp.async tiles; one variant per GEMM."""
+    _compile_side()
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
+    kernel = moe_decode.moe_decode_gemm_gluon_kernel
+    triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
+    with jitguard.offline(compile=True):
+        plan, _ = _bf16_plan(3, 16, 4, 256, 384, path=path)
+        for _, launch in plan.launches:
+            launch()
+    ptx = _compiled_ptx(kernel)
+    assert len(ptx) == 2
+    assert sorted(_is_gate_up(p) for p in ptx) == [False, True]
+    for p in ptx:
+        assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n8k16\.f32\.bf16\.bf16", p)
+        assert "e4m3" not in p
+        assert not re.search(r"atom\.global", p)
+        issued_to_wait = p.split("wgmma.wait_group.sync.aligned", 1)[0].rsplit("wgmma.mma_async", 1)[-1]
+        assert "cp.async.wait_group" in issued_to_wait
+
+
+@needs_gluon
+@pytest.mark.parametrize("path", ["pairs", "grouped"])
+def test_one_bf16_gluon_variant_per_gemm_for_m_1_to_64(path, monkeypatch):
+    """Keys only: bf16 on either path's Gluon GEMMs over M = 1..64 compiles the Gluon kernel once for gate_up
+    and once for down, tl's decode GEMM never."""
+    _compile_side()
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_TILES_AT", {})
+    for kernel in (moe_decode.moe_decode_gemm_gluon_kernel, moe_decode.moe_decode_route_kernel):
+        triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
+    E, k, H, I = 16, 4, 256, 384
+    w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "bf16", MAX_DECODE_TOKENS)
+    with jitguard.offline(compile=False), jitguard.watch() as rec:
+        for M in range(1, MAX_DECODE_TOKENS + 1):
+            fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path=path, **kw)
+    assert rec.variants("moe_decode_gemm_gluon_kernel") == 2
+    assert rec.variants("moe_decode_gemm_kernel") == 0
+    assert rec.variants("moe_decode_route_kernel") == (1 if path == "pairs" else 2)
 
 
 @needs_gluon
@@ -458,3 +576,63 @@ def test_gluon_pairs_routing_breaks_ties_to_the_lower_expert(routers_apart, monk
     ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True,
                                      quantize_activations=True, **ref_kw)
     assert _rel_err(plan.out, ref) < 4e-2
+
+
+@pytest.mark.gpu
+@needs_gluon
+@pytest.mark.parametrize("path,M", [("pairs", 1), ("pairs", 2), ("pairs", 3), ("pairs", 5), ("grouped", 1),
+                                    ("grouped", 3), ("grouped", 8), ("grouped", 13), ("grouped", 64)])
+@pytest.mark.parametrize("tiles", [None, (32, 7, 128, 6, True), (64, 4, 64, 4, True), (128, 3, 128, 3, True),
+                                   (32, 6, 128, 3, False)],
+                         ids=["default-tiles", "32x7-128x6", "64-columns", "128-columns", "down-waits-first"])
+def test_bf16_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
+    """bf16 on the Gluon GEMMs (BLOCK_SCALED off): each of three graph replays with new tokens and logits within
+    2e-2 of the fp32 reference and within 1e-2 of tl's kernel on the same inputs (H = 384, I = 640: K loops of 6
+    and 10 steps of 64 columns, I's last 128 columns in tiles of 32, 64 or 128), and the routing left in the
+    workspace softmax_topk_reference's; down's weights copied before its wait or not."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    E, k, H, I = 16, 4, 384, 640
+    if tiles is not None:
+        _tiles(monkeypatch, *tiles[:4])
+        monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", tiles[4])
+    gen = torch.Generator().manual_seed(100 + M)
+    x = torch.randn(M, H, generator=gen).to(torch.bfloat16).cuda()
+    logits = torch.randn(M, E, generator=gen).cuda()
+    w13 = (torch.randn(E, 2 * I, H, generator=gen) / H**0.5).to(torch.bfloat16).cuda()
+    w2 = (torch.randn(E, H, I, generator=gen) / I**0.5).to(torch.bfloat16).cuda()
+    ws_tl, ws_gl = MoeDecodeWorkspace.for_layer(w13, w2, k), MoeDecodeWorkspace.for_layer(w13, w2, k)
+    out_tl, out_gl = torch.empty_like(x), torch.empty_like(x)
+
+    def layer(gluon: bool):
+        moe_decode.GLUON_BF16_GEMMS = "always" if gluon else "never"
+        try:
+            plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws_gl if gluon else ws_tl,
+                                         out=out_gl if gluon else out_tl, path=path)
+        finally:
+            moe_decode.GLUON_BF16_GEMMS = "measured"
+        assert plan.gemms == ("gluon" if gluon else "tl")
+        for _, launch in plan.launches:
+            launch()
+
+    layer(True)
+    layer(False)  # compiled outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        layer(True)
+        layer(False)
+    for _ in range(3):
+        x.copy_(torch.randn(x.shape, generator=gen).to(torch.bfloat16))
+        logits.copy_(torch.randn(logits.shape, generator=gen))
+        out_gl.fill_(float("nan"))
+        out_tl.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True)
+        assert _rel_err(out_gl, ref) < 2e-2
+        assert _rel_err(out_gl, out_tl.float().cpu()) < 1e-2
+        ref_w, ref_ids = softmax_topk_reference(logits.cpu(), k, True)
+        got_w, got_ids = ws_gl.routing(M)
+        assert torch.equal(got_ids.cpu(), ref_ids)
+        torch.testing.assert_close(got_w.cpu(), ref_w, rtol=1e-5, atol=1e-6)
