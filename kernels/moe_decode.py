@@ -808,13 +808,13 @@ GLUON_FP8_MODES = GLUON_MODES  # the name of earlier releases
 # path an x launch of its own routes each token first (the tl pairs path's gate_up routes in its programs).
 # GLUON_BF16_GEMMS: "measured" (at the token counts of GLUON_BF16_TOKENS, by path), "always" or "never".
 # Tiles: GLUON_BF16_TILES_AT's where it lists the path and token count, else GLUON_TILES'.
+# Twenty-sixth session, call 2, tried and removed: the pairs path's Gluon GEMM programs routing their pair
+# themselves (each thread ranking one expert against the whole logits row), so no x launch runs first: slower,
+# us per layer, Qwen3-30B-bf16 M = 1 29.1 / 24.9 with the x launch (gate_up alone 16.4 against 14.2 + 1.4 for the
+# x launch), M = 2 43.9 / 41.4, M = 3 64.7 (the grouped path on Gluon 56.1).
 GLUON_BF16_GEMMS = "measured"
 GLUON_BF16_TOKENS: dict[str, tuple[int, ...]] = {}
 GLUON_BF16_TILES_AT: dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]] = {}
-# bf16 / fp16 on the Gluon pairs path: True, each GEMM program routes its pair's token itself (the kernel's
-# ROUTE_SELF: gate_up is the layer's first launch, down routes before its wait) instead of an x launch routing
-# first (which has no row to quantize there).
-GLUON_BF16_PAIRS_ROUTE_SELF = False
 # Nineteenth session, call 3, the grouped path on Gluon against the chain (tl GEMMs, five launches) past
 # 8 tokens, us per layer: Qwen3-30B-like M = 9 73.1 / 75.0, M = 12 89.2 / 89.25, M = 16 106.2 / 106.55, slower
 # from M = 24 (125.55 / 125.0, M = 32 138.6 / 137.7, M = 64 162.15 / 154.3); DeepSeek-V3-TP2 slower at 9-64
@@ -1111,8 +1111,6 @@ def plan_fused_moe_decode(
     launches: list[tuple[str, Callable[[], object]]] = []
     # The Gluon pairs path's x launch routes too (no alignment); with bf16 / fp16 that is all it does.
     routes_tokens = gluon and pair_tiles
-    # ... unless its GEMMs route themselves (bf16 / fp16, GLUON_BF16_PAIRS_ROUTE_SELF): no x launch then.
-    route_self = routes_tokens and quant == QUANT_NONE and GLUON_BF16_PAIRS_ROUTE_SELF
     # Routing in programs of their own beside the rows' (2 * M programs): that x launch's
     # (X_LAUNCH_ROUTERS_APART; not with no row to quantize), or the grouped and chain paths' route launch's,
     # the last router aligning (ROUTE_ALIGN_APART; a tensor scale needs every row before the alignment's arrival:
@@ -1125,7 +1123,7 @@ def plan_fused_moe_decode(
         x_launch_programs = 2 * M
     else:
         x_launch_programs = M + 1 if ROUTER_OWN_PROGRAM and not pair_tiles else M
-    if not pair_tiles or pairs_prequant or (routes_tokens and not route_self):
+    if not pair_tiles or pairs_prequant or routes_tokens:
         # The pairs path's x quantization is the route kernel with ROUTE off (one program a token).
         # The GEMM after it may start at once (PDL) and reads the router logits before it waits, so
         # this launch lets it start only once the logits are written: in plain stream order, or
@@ -1161,8 +1159,7 @@ def plan_fused_moe_decode(
     inter = ws.inter[:num_pairs]
     if gluon:
         launches += _gluon_gemm_launches(ws, x, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
-                                         stride_a2m, tile_arrivals, pdl, pair_tiles, expert_bytes,
-                                         (router_logits, bool(renormalize)) if route_self else None)
+                                         stride_a2m, tile_arrivals, pdl, pair_tiles, expert_bytes)
         return DecodePlan(out, tuple(launches), path, gemms="gluon")
     rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
     for gemm in (1, 2):
@@ -1269,22 +1266,15 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
 def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor,
                          w1s: torch.Tensor | None, w2s: torch.Tensor | None, out: torch.Tensor, block_m: int,
                          num_blocks: int, M: int, top_k: int, stride_xsm: int, stride_a2m: int,
-                         tile_arrivals: torch.Tensor, pdl: bool, pair_tiles: bool, expert_bytes: int,
-                         route_self: tuple[torch.Tensor, bool] | None = None) -> list[tuple[str, Callable[[], object]]]:
+                         tile_arrivals: torch.Tensor, pdl: bool, pair_tiles: bool,
+                         expert_bytes: int) -> list[tuple[str, Callable[[], object]]]:
     """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
-    per pair, its expert routed by the x launch, or with ``route_self`` = (router logits, renormalize) by
-    each GEMM program itself, gate_up then the layer's first launch) as ``moe_decode_gemm_gluon_kernel``
-    launches (FP8 block scales: x and the intermediate as e4m3 with group scales; with no weight scales,
-    ``w1s`` None, bf16 / fp16: ``x`` and the intermediate as they are), on the workspace's buffers, PDL-linked
-    where supported, on the tiles ``gluon_tiles`` gives the path at M tokens of experts of ``expert_bytes``."""
+    per pair, its expert routed by the x launch) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
+    block scales: x and the intermediate as e4m3 with group scales; with no weight scales, ``w1s`` None,
+    bf16 / fp16: ``x`` and the intermediate as they are), on the workspace's buffers, PDL-linked where
+    supported, on the tiles ``gluon_tiles`` gives the path at M tokens of experts of ``expert_bytes``."""
     P, H, I = M * top_k, ws.hidden, ws.intermediate
     block_scaled = w1s is not None
-    route_kw: dict = {}
-    if route_self is not None:
-        logits, renormalize = route_self
-        route_kw = {"ROUTE_SELF": True, "logits_ptr": logits, "stride_lm": logits.stride(0),
-                    "num_experts": ws.num_experts, "E_POW2": triton.next_power_of_2(ws.num_experts),
-                    "RENORMALIZE": renormalize}
     if pair_tiles:
         block_m, num_blocks = GLUON_BLOCK_M, P
     k_pow2 = triton.next_power_of_2(top_k)
@@ -1295,10 +1285,6 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
         wait_prior = {True: _WAIT_BEFORE_DEPENDENTS, False: _WAIT_BEFORE_K_LOOP}
     else:
         wait_prior = dict.fromkeys((True, False), _wait_prior(pdl, False, False))
-    if route_self is not None and pdl:
-        # gate_up starts the layer: it waits for the launch that wrote the logits and x before it lets down start
-        # (down reads the logits first).
-        wait_prior[True] = _WAIT_BEFORE_DEPENDENTS
     gate_up_tile, down_tile = gluon_tiles("pairs" if pair_tiles else "grouped", M, expert_bytes,
                                           unquantized=not block_scaled)
     # Down's pair rows: in the activation dtype where the reduce launched after it sums them
@@ -1334,8 +1320,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
             PAIR_TILES=pair_tiles, topk_ids_ptr=ws.topk_ids, num_warps=4,
             **({"SUM_TOPK": False} if not gated and GLUON_DOWN_SUM_LAUNCH else {}),
             **({} if block_scaled else {"BLOCK_SCALED": False}),
-            **route_kw,
-            **({"launch_pdl": True} if pdl and (FIRST_LAUNCH_PDL or not gated or route_self is None) else {}),
+            **({"launch_pdl": True} if pdl else {}),
         )))
     if GLUON_DOWN_SUM_LAUNCH:
         launches.append(("reduce", functools.partial(launch_topk_reduce, down_rows[:P],

@@ -200,31 +200,6 @@ if gluon_gemms_supported():
         """A's row of each pair (row 0 for padding: read, never stored)."""
         return gl.where(pairs < num_pairs, pairs // A_ROWS_PER_PAIR_DIV, 0).to(gl.int64)
 
-    @gluon.jit
-    def _route_own_pair(logits_row_ptr, slot, num_experts, TOP_K: gl.constexpr, E_POW2: gl.constexpr,
-                        RENORMALIZE: gl.constexpr, NUM_WARPS: gl.constexpr):
-        """(expert, weight) of routing slot ``slot`` of one token, from its logits row: softmax, the TOP_K
-        largest in order (equal logits: the lower expert first, as ``moe_routing.softmax_topk_reference``),
-        renormalized over them with RENORMALIZE. Each thread holds the whole row and ranks one expert against
-        it (no dependent reductions: one pass of compares, then one sum over the threads a value)."""
-        grid_layout: gl.constexpr = gl.BlockedLayout([1, E_POW2], [32, 1], [NUM_WARPS, 1], [1, 0])
-        mine = gl.arange(0, E_POW2, layout=gl.SliceLayout(1, grid_layout))  # the expert each thread ranks
-        every = gl.arange(0, E_POW2, layout=gl.SliceLayout(0, grid_layout))  # every expert, in each thread
-        x_mine = gl.load(logits_row_ptr + mine, mask=mine < num_experts, other=float("-inf")).to(gl.float32)
-        x_every = gl.load(logits_row_ptr + every, mask=every < num_experts, other=float("-inf")).to(gl.float32)
-        ahead = (x_every[None, :] > x_mine[:, None]) | ((x_every[None, :] == x_mine[:, None])
-                                                       & (every[None, :] < mine[:, None]))
-        rank = gl.sum(ahead.to(gl.int32), 1)
-        row_max = gl.max(x_every, 0)
-        p_mine = gl.exp(x_mine - row_max) / gl.sum(gl.exp(x_every - row_max), 0)
-        real = mine < num_experts
-        chosen = (rank == slot) & real
-        expert = gl.sum(gl.where(chosen, mine, 0), 0)
-        weight = gl.sum(gl.where(chosen, p_mine, 0.0), 0)
-        if RENORMALIZE:
-            weight = weight / gl.sum(gl.where((rank < TOP_K) & real, p_mine, 0.0), 0)
-        return expert, weight
-
     @gluon.jit(do_not_specialize=["num_pairs", "num_tokens"])
     def moe_decode_gemm_gluon_kernel(
         a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr, topk_weights_ptr, sorted_ids_ptr, expert_ids_ptr,
@@ -237,8 +212,6 @@ if gluon_gemms_supported():
         FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr, LAUNCH_DEPENDENTS: gl.constexpr,
         WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None,
         SUM_TOPK: gl.constexpr = True, BLOCK_SCALED: gl.constexpr = True,
-        ROUTE_SELF: gl.constexpr = False, logits_ptr=None, stride_lm=0, num_experts=0, E_POW2: gl.constexpr = 1,
-        RENORMALIZE: gl.constexpr = False,
     ):
         """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
 
@@ -258,9 +231,6 @@ if gluon_gemms_supported():
         SUM_TOPK off (down): no arrivals and no top-k sum; a launch after this one sums the pair rows.
         BLOCK_SCALED off: A and the weights in bf16 or fp16, no scales (``a_scale`` and ``b_scale`` unread),
         gate_up writes ``silu(gate) * up`` to ``c`` only (no ``cq``); each stage is still 128 bytes of K.
-        ROUTE_SELF (PAIR_TILES): each program routes its pair's token from ``logits`` itself (no launch
-        routes before it; ``_route_own_pair``) and gate_up's first column tile records the routing in
-        ``topk_ids`` / ``topk_weights``; down routes before its wait (the logits were written before gate_up's).
         """
         NUM_WARPS: gl.constexpr = 4
         # Each stage and wgmma step: 128 bytes of each row's K (128 e4m3 columns: one scale group; 64 bf16).
@@ -288,16 +258,7 @@ if gluon_gemms_supported():
         pdl_enter(LAUNCH_DEPENDENTS, WAIT_PRIOR)
 
         if PAIR_TILES:
-            if ROUTE_SELF:
-                expert_id, pair_weight = _route_own_pair(logits_ptr + (pid_m // TOP_K).to(gl.int64) * stride_lm,
-                                                         pid_m % TOP_K, num_experts, TOP_K, E_POW2, RENORMALIZE,
-                                                         NUM_WARPS)
-                if GATED & (pid_n == 0):
-                    gl.store(topk_ids_ptr + pid_m, expert_id)
-                    gl.store(topk_weights_ptr + pid_m, pair_weight)
-                expert = expert_id.to(gl.int64)
-            else:
-                expert = gl.load(topk_ids_ptr + pid_m).to(gl.int64)
+            expert = gl.load(topk_ids_ptr + pid_m).to(gl.int64)
             tile_in_use = expert >= 0
         else:
             num_padded = gl.load(num_padded_ptr)
@@ -398,10 +359,7 @@ if gluon_gemms_supported():
             else:
                 cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, acc_layout))
                 pair_mask = acc_pairs < num_pairs
-                if ROUTE_SELF:
-                    w = gl.where(pair_mask, pair_weight, 0.0)
-                else:
-                    w = gl.load(topk_weights_ptr + acc_pairs, mask=pair_mask, other=0.0).to(gl.float32)
+                w = gl.load(topk_weights_ptr + acc_pairs, mask=pair_mask, other=0.0).to(gl.float32)
                 gl.store(c_ptr + acc_pairs[None, :].to(gl.int64) * stride_cm + cols[:, None],
                          (acc * w[None, :]).to(c_ptr.dtype.element_ty), mask=(cols < N)[:, None] & pair_mask[None, :])
 

@@ -248,69 +248,37 @@ def test_bf16_gluon_plan_routes_first_and_reads_x_and_the_intermediate_unquantiz
 
 
 @needs_gluon
-def test_bf16_gluon_pairs_gemms_that_route_themselves_start_the_layer(monkeypatch):
-    """GLUON_BF16_PAIRS_ROUTE_SELF: no x launch; gate_up (ROUTE_SELF, reading the logits) starts the layer, down
-    routes itself too, the reduce follows; FP8 keeps its x launch (it quantizes x there)."""
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_PAIRS_ROUTE_SELF", True)
-    plan, _ = _bf16_plan(2, 16, 4, 256, 384)
-    assert [name for name, _ in plan.launches] == ["gate_up", "down", "reduce"]
-    for _, launch in plan.launches[:2]:
-        assert launch.keywords["ROUTE_SELF"] is True and launch.keywords["E_POW2"] == 16
-        assert launch.keywords["logits_ptr"].shape == (2, 16)
-    if moe_decode.pdl_supported():
-        assert plan.launches[0][1].keywords["WAIT_PRIOR"] == 3  # waits for the logits before down may start
-    assert _plan(2, 16, 4, 256, 384, path="pairs").launches[0][0] == "quantize_x"
-    assert _bf16_plan(2, 16, 4, 256, 384, path="grouped")[0].launches[0][0] == "route"
-
-
-@needs_gluon
-@pytest.mark.parametrize("route_self", [False, True], ids=["routed-first", "route-self"])
 @pytest.mark.parametrize("path", ["pairs", "grouped"])
-def test_real_sm90_compile_of_the_bf16_gemms_leaves_each_wgmma_in_flight(path, route_self, monkeypatch):
+def test_real_sm90_compile_of_the_bf16_gemms_leaves_each_wgmma_in_flight(path, monkeypatch):
     """bf16 on the Gluon kernel compiles for sm_90 to bf16 wgmma (k16) with no e4m3 anywhere and no arrival
     counter (gate_up quantizes nothing, down's sum is launched apart), each step's wgmma waited only after the
     next step's cp.async tiles; one variant per GEMM."""
     _compile_side()
-    if route_self and path == "grouped":
-        pytest.skip("the grouped path's route launch routes (GLUON_BF16_PAIRS_ROUTE_SELF is the pairs path's)")
     monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_PAIRS_ROUTE_SELF", route_self)
     kernel = moe_decode.moe_decode_gemm_gluon_kernel
     triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
-    ptx_of = {}  # each GEMM launch's new variant
     with jitguard.offline(compile=True):
         plan, _ = _bf16_plan(3, 16, 4, 256, 384, path=path)
-        for name, launch in plan.launches:
-            before = set(_compiled_ptx(kernel))
+        for _, launch in plan.launches:
             launch()
-            if name in ("gate_up", "down"):
-                (ptx_of[name],) = set(_compiled_ptx(kernel)) - before
-    assert len(_compiled_ptx(kernel)) == 2
-    for name, p in ptx_of.items():
+    ptx = _compiled_ptx(kernel)
+    assert len(ptx) == 2
+    assert sorted(_is_gate_up(p) for p in ptx) == [False, True]
+    for p in ptx:
         assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n8k16\.f32\.bf16\.bf16", p)
         assert "e4m3" not in p
         assert not re.search(r"atom\.global", p)
         issued_to_wait = p.split("wgmma.wait_group.sync.aligned", 1)[0].rsplit("wgmma.mma_async", 1)[-1]
         assert "cp.async.wait_group" in issued_to_wait
-        if route_self and moe_decode.pdl_supported():
-            # Routed before any wait: down's first weight copies too (gate_up waits first for the logits).
-            wait_at = p.index("griddepcontrol.wait")
-            assert bool(re.search(r"cp\.async\.c[ag]", p[:wait_at])) == (name == "down")
 
 
 @needs_gluon
-@pytest.mark.parametrize("route_self", [False, True], ids=["routed-first", "route-self"])
 @pytest.mark.parametrize("path", ["pairs", "grouped"])
-def test_one_bf16_gluon_variant_per_gemm_for_m_1_to_64(path, route_self, monkeypatch):
+def test_one_bf16_gluon_variant_per_gemm_for_m_1_to_64(path, monkeypatch):
     """Keys only: bf16 on either path's Gluon GEMMs over M = 1..64 compiles the Gluon kernel once for gate_up
     and once for down, tl's decode GEMM never."""
     _compile_side()
-    if route_self and path == "grouped":
-        pytest.skip("the grouped path's route launch routes (GLUON_BF16_PAIRS_ROUTE_SELF is the pairs path's)")
     monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_PAIRS_ROUTE_SELF", route_self)
     monkeypatch.setattr(moe_decode, "GLUON_BF16_TILES_AT", {})
     for kernel in (moe_decode.moe_decode_gemm_gluon_kernel, moe_decode.moe_decode_route_kernel):
         triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
@@ -321,7 +289,7 @@ def test_one_bf16_gluon_variant_per_gemm_for_m_1_to_64(path, route_self, monkeyp
             fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path=path, **kw)
     assert rec.variants("moe_decode_gemm_gluon_kernel") == 2
     assert rec.variants("moe_decode_gemm_kernel") == 0
-    assert rec.variants("moe_decode_route_kernel") == (0 if route_self else 1 if path == "pairs" else 2)
+    assert rec.variants("moe_decode_route_kernel") == (1 if path == "pairs" else 2)
 
 
 @needs_gluon
@@ -617,19 +585,13 @@ def test_gluon_pairs_routing_breaks_ties_to_the_lower_expert(routers_apart, monk
 @pytest.mark.parametrize("tiles", [None, (32, 7, 128, 6, True), (64, 4, 64, 4, True), (128, 3, 128, 3, True),
                                    (32, 6, 128, 3, False)],
                          ids=["default-tiles", "32x7-128x6", "64-columns", "128-columns", "down-waits-first"])
-@pytest.mark.parametrize("route_self", [False, True], ids=["routed-first", "route-self"])
-def test_bf16_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, route_self,
-                                                                               monkeypatch):
+def test_bf16_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
     """bf16 on the Gluon GEMMs (BLOCK_SCALED off): each of three graph replays with new tokens and logits within
     2e-2 of the fp32 reference and within 1e-2 of tl's kernel on the same inputs (H = 384, I = 640: K loops of 6
     and 10 steps of 64 columns, I's last 128 columns in tiles of 32, 64 or 128), and the routing left in the
-    workspace softmax_topk_reference's; down's weights copied before its wait or not; on the pairs path routed by
-    an x launch first or by each GEMM program itself (GLUON_BF16_PAIRS_ROUTE_SELF)."""
+    workspace softmax_topk_reference's; down's weights copied before its wait or not."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    if route_self and path == "grouped":
-        pytest.skip("the grouped path's route launch routes (GLUON_BF16_PAIRS_ROUTE_SELF is the pairs path's)")
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_PAIRS_ROUTE_SELF", route_self)
     E, k, H, I = 16, 4, 384, 640
     if tiles is not None:
         _tiles(monkeypatch, *tiles[:4])
@@ -674,34 +636,3 @@ def test_bf16_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(p
         got_w, got_ids = ws_gl.routing(M)
         assert torch.equal(got_ids.cpu(), ref_ids)
         torch.testing.assert_close(got_w.cpu(), ref_w, rtol=1e-5, atol=1e-6)
-
-
-@pytest.mark.gpu
-@needs_gluon
-@pytest.mark.parametrize("E", [16, 128, 256])
-def test_bf16_gluon_pairs_gemms_route_ties_to_the_lower_expert(E, monkeypatch):
-    """GLUON_BF16_PAIRS_ROUTE_SELF with logits on a coarse grid (ties at the k-th place, all-equal rows): the
-    routing each GEMM program takes itself is softmax_topk_reference's, lower index first (gate_up's record of it
-    in the workspace, and the output against the reference computed with it), at 16, 128 and 256 experts."""
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_PAIRS_ROUTE_SELF", True)
-    k, H, I, M = 8, 256, 384, 5
-    gen = torch.Generator().manual_seed(E)
-    x = torch.randn(M, H, generator=gen).to(torch.bfloat16).cuda()
-    logits = _tied_logits(M, E, gen).cuda()
-    w13 = (torch.randn(E, 2 * I, H, generator=gen) / H**0.5).to(torch.bfloat16).cuda()
-    w2 = (torch.randn(E, H, I, generator=gen) / I**0.5).to(torch.bfloat16).cuda()
-    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
-    plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, path="pairs")
-    assert plan.gemms == "gluon" and plan.launches[0][0] == "gate_up"
-    for _, launch in plan.launches:
-        launch()
-    torch.cuda.synchronize()
-    ref_w, ref_ids = softmax_topk_reference(logits.cpu(), k, True)
-    got_w, got_ids = ws.routing(M)
-    assert torch.equal(got_ids.cpu(), ref_ids)
-    torch.testing.assert_close(got_w.cpu(), ref_w, rtol=1e-5, atol=1e-6)
-    ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True)
-    assert _rel_err(plan.out, ref) < 2e-2
