@@ -194,7 +194,8 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
     num_pairs = num_tokens * top_k
     few_pairs = 4 * num_pairs <= num_experts
     if not fp8:
-        if (hidden is not None and intermediate is not None and num_tokens in GLUON_BF16_TOKENS.get("grouped", ())
+        if (hidden is not None and intermediate is not None
+                and _bf16_gluon_listed(num_tokens, "grouped", hidden, intermediate)
                 and takes_gluon_gemms(num_tokens, "grouped", False, hidden, intermediate, expert_bytes,
                                       unquantized=True)):
             return "grouped"
@@ -806,14 +807,15 @@ GLUON_FP8_MODES = GLUON_MODES  # the name of earlier releases
 # bf16 / fp16 (no quantization) on the pairs and grouped paths: both GEMMs as the same Gluon kernel with its block
 # scaling off (``BLOCK_SCALED=False``: x and the intermediate as they are, 64 columns of K a stage); on the pairs
 # path an x launch of its own routes each token first (the tl pairs path's gate_up routes in its programs).
-# GLUON_BF16_GEMMS: "measured" (at the token counts of GLUON_BF16_TOKENS, by path), "always" or "never".
+# GLUON_BF16_GEMMS: "measured" (at the token counts of GLUON_BF16_TOKENS, by the size class of the expert's
+# weight count, moe_configs.expert_size_class of its bytes in e4m3, and path), "always" or "never".
 # Tiles: GLUON_BF16_TILES_AT's where it lists the path and token count, else GLUON_TILES'.
 # Twenty-sixth session, call 2, tried and removed: the pairs path's Gluon GEMM programs routing their pair
 # themselves (each thread ranking one expert against the whole logits row), so no x launch runs first: slower,
 # us per layer, Qwen3-30B-bf16 M = 1 29.1 / 24.9 with the x launch (gate_up alone 16.4 against 14.2 + 1.4 for the
 # x launch), M = 2 43.9 / 41.4, M = 3 64.7 (the grouped path on Gluon 56.1).
 GLUON_BF16_GEMMS = "measured"
-GLUON_BF16_TOKENS: dict[str, tuple[int, ...]] = {}
+GLUON_BF16_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {}
 GLUON_BF16_TILES_AT: dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]] = {}
 # Nineteenth session, call 3, the grouped path on Gluon against the chain (tl GEMMs, five launches) past
 # 8 tokens, us per layer: Qwen3-30B-like M = 9 73.1 / 75.0, M = 12 89.2 / 89.25, M = 16 106.2 / 106.55, slower
@@ -965,7 +967,7 @@ def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: in
         return False
     if unquantized:
         return GLUON_BF16_GEMMS == "always" or (GLUON_BF16_GEMMS == "measured"
-                                                and num_tokens in GLUON_BF16_TOKENS.get(path, ()))
+                                                and _bf16_gluon_listed(num_tokens, path, hidden, intermediate))
     if (GLUON_FP8_GEMMS == "never" or not block_scales
             or not (QUANTIZE_INTER and (PAIRS_PREQUANT_X if path == "pairs" else PREQUANT_X))):
         return False
@@ -985,6 +987,13 @@ def gluon_tiles(path: str, num_tokens: int, expert_bytes: int | None,
         return GLUON_TILES[path]
     gate_up_tile, down_tile = (GluonTile(*tile) for tile in listed)
     return gate_up_tile, down_tile
+
+
+def _bf16_gluon_listed(num_tokens: int, path: str, hidden: int, intermediate: int) -> bool:
+    """Whether GLUON_BF16_TOKENS lists this token count for the path and the size class of the expert's weight
+    count (its bytes in e4m3: the FP8 tables' classes by shape)."""
+    size = expert_size_class(expert_weight_bytes(hidden, intermediate, 1))
+    return num_tokens in GLUON_BF16_TOKENS.get(size, {}).get(path, ())
 
 
 def _gluon_measured_at(num_tokens: int, path: str, expert_bytes: int | None) -> bool:

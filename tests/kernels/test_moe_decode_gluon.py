@@ -189,14 +189,17 @@ def _bf16_plan(M, E, k, H, I, path="pairs", ws=None):
 
 @needs_gluon
 def test_bf16_takes_gluon_only_where_listed_or_asked(monkeypatch):
-    """GLUON_BF16_GEMMS "measured": the token counts GLUON_BF16_TOKENS lists by path (and "auto" takes the
-    grouped path where it lists that path's); "always": the pairs and grouped paths with H, I multiples of 128;
-    "never": nowhere. FP8's switch does not decide bf16, nor bf16's FP8."""
+    """GLUON_BF16_GEMMS "measured": the token counts GLUON_BF16_TOKENS lists by the size class of the expert's
+    weight count and path (and "auto" takes the grouped path where it lists that path's); "always": the pairs
+    and grouped paths with H, I multiples of 128; "never": nowhere. FP8's switch does not decide bf16, nor
+    bf16's FP8."""
     assert moe_decode.GLUON_BF16_GEMMS == "measured"
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_TOKENS", {"pairs": (1,), "grouped": (5,)})
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_TOKENS", {"small": {"pairs": (1,), "grouped": (5,)}})
     taken = {(path, M) for path in ("pairs", "grouped", "chain") for M in range(1, 65)
              if moe_decode.takes_gluon_gemms(M, path, False, 2048, 768, unquantized=True)}
     assert taken == {("pairs", 1), ("grouped", 5)}
+    # Mixtral-sized experts (4096 x 14336) are of the large class: none listed.
+    assert not moe_decode.takes_gluon_gemms(1, "pairs", False, 4096, 14336, unquantized=True)
     assert moe_decode.choose_decode_path(5, 128, 8, False, False, None, 2048, 768) == "grouped"
     assert moe_decode.choose_decode_path(5, 128, 8, False, False) == "chain"  # H and I unknown
     assert moe_decode.choose_decode_path(6, 128, 8, False, False, None, 2048, 768) == "chain"
