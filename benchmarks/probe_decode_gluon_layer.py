@@ -5,7 +5,8 @@ flight while the next step's weights land (the sixteenth session's bare stream m
 than ``tl.dot``'s per-step wait); ``moe_decode.GLUON_FP8_GEMMS`` says where ("measured": at the token
 counts of ``GLUON_FP8_TOKENS``). This probe times, side by side in one run on bench_moe_layer's inputs
 and timer: the shipped layer (``path="auto"``), the same with tl's GEMMs everywhere
-(``GLUON_FP8_GEMMS="never"``), the pairs or grouped path on Gluon at every M with the tiles of
+(``GLUON_FP8_GEMMS="never"`` and, bf16 being on Gluon too since the twenty-sixth session,
+``GLUON_BF16_GEMMS="never"``), the pairs or grouped path on Gluon at every M with the tiles of
 ``--gluon-tiles``, and with ``--vllm-file`` vLLM's two GEMMs alone (the issue's bar). Every output is
 checked against the fp32 reference (activations quantized as the kernels do); then each launch alone.
 
@@ -129,7 +130,8 @@ def main() -> None:
     p.add_argument("--gluon-tiles", default="pairs:default,grouped:default",
                    help="comma-separated path:tiles[+wait][+SWITCH=value] (see gluon_variants)")
     args = p.parse_args()
-    variants = [("shipped", "auto", {}), ("auto, tl GEMMs", "auto", {"GLUON_FP8_GEMMS": "never"})]
+    variants = [("shipped", "auto", {}),
+                ("auto, tl GEMMs", "auto", {"GLUON_FP8_GEMMS": "never", "GLUON_BF16_GEMMS": "never"})]
     variants += gluon_variants(args.gluon_tiles)
     vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
     labels = [label for label, *_ in variants]

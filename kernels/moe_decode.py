@@ -81,7 +81,11 @@ older Tritons. There down writes its pair rows in the activation dtype (``GLUON_
 ``moe_gemm``'s top-k reduce, launched after it, sums them in fp32 (``GLUON_DOWN_SUM_LAUNCH``: one launch more,
 measured faster than down's own last-arrival sum). On the pairs path the Gluon GEMMs do not route: the x launch
 routes each token, in a program of its own beside the one that quantizes the token's row
-(``X_LAUNCH_ROUTERS_APART``), and the GEMMs read each pair's expert from ``topk_ids``.
+(``X_LAUNCH_ROUTERS_APART``), and the GEMMs read each pair's expert from ``topk_ids``. bf16/fp16 take the
+same kernel with no scales (``GLUON_BF16_GEMMS``, ``GLUON_BF16_TOKENS``, ``GLUON_BF16_TILES_AT``; x and the
+intermediate read as they are, the pairs path's x launch only routing) where that measured faster: for
+Qwen3-30B-sized experts the pairs path at 2 tokens and the grouped path at 3-7, which ``"auto"`` then takes
+in place of the chain.
 
 FP8 W8A8 takes the scale layouts of :func:`jitguard.kernels.fused_moe.fused_moe` (per tensor,
 per channel, block 128x128), with dynamic activation scales only, on the grouped path. Which of
@@ -815,8 +819,18 @@ GLUON_FP8_MODES = GLUON_MODES  # the name of earlier releases
 # us per layer, Qwen3-30B-bf16 M = 1 29.1 / 24.9 with the x launch (gate_up alone 16.4 against 14.2 + 1.4 for the
 # x launch), M = 2 43.9 / 41.4, M = 3 64.7 (the grouped path on Gluon 56.1).
 GLUON_BF16_GEMMS = "measured"
-GLUON_BF16_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {}
-GLUON_BF16_TILES_AT: dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]] = {}
+# H200, 2026-12-04, twenty-sixth session (benchmarks/results/moe_layer.md), us per layer, Qwen3-30B-bf16, Gluon /
+# the tl path shipped before (vLLM's GEMMs alone): call 3, M = 2 pairs 32x7/128x6 40.4 / 43.15 (42.7; 41.6 / 43.9
+# in call 1); grouped against the chain, M = 3 32x6/128x4 54.45 / 59.65 (56.2), 4 32x4/128x4 73.1 / 75.2 (73.8),
+# 5 32x6/128x4 90.05 / 91.2 (95.6), 6 100.85 / 104.75 (104.0), 7 107.0 / 110.3 (110.8); slower at M = 8 (best 118.2
+# / 117.0) and at M = 1 level (call 1 32x7/128x6 25.05 / 25.05: the Gluon pairs path's four launches against
+# tl's two, though its down took 7.5 us alone against 10.8). Mixtral-sized experts (8 x 4096 x 14336) ran 17-26%
+# slower at M = 1 (call 1: 64 or 128 down programs of 224 K steps each): the large class lists none.
+GLUON_BF16_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {"small": {"pairs": (2,), "grouped": (3, 4, 5, 6, 7)}}
+GLUON_BF16_TILES_AT: dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]] = {
+    "pairs": {2: ((32, 7), (128, 6))},
+    "grouped": {3: ((32, 6), (128, 4)), 4: ((32, 4), (128, 4)), **dict.fromkeys(range(5, 8), ((32, 6), (128, 4)))},
+}
 # Nineteenth session, call 3, the grouped path on Gluon against the chain (tl GEMMs, five launches) past
 # 8 tokens, us per layer: Qwen3-30B-like M = 9 73.1 / 75.0, M = 12 89.2 / 89.25, M = 16 106.2 / 106.55, slower
 # from M = 24 (125.55 / 125.0, M = 32 138.6 / 137.7, M = 64 162.15 / 154.3); DeepSeek-V3-TP2 slower at 9-64

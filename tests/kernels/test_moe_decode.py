@@ -49,10 +49,11 @@ FP8 = torch.float8_e4m3fn
 
 @pytest.fixture(autouse=True)
 def _tl_gemms(monkeypatch):
-    """These tests are about tl's decode GEMM (moe_decode_gemm_kernel) and the paths around it: the FP8
-    GEMMs in Gluon, which GLUON_FP8_GEMMS "measured" takes at some token counts, have tests of their own
-    (test_moe_decode_gluon.py, the shipped choice included)."""
+    """These tests are about tl's decode GEMM (moe_decode_gemm_kernel) and the paths around it: the GEMMs in
+    Gluon, which GLUON_FP8_GEMMS and GLUON_BF16_GEMMS "measured" take at some token counts, have tests of their
+    own (test_moe_decode_gluon.py, the shipped choice included)."""
     monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "never")
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "never")
 
 
 def _device() -> str:

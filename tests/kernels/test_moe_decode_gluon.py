@@ -217,6 +217,26 @@ def test_bf16_takes_gluon_only_where_listed_or_asked(monkeypatch):
 
 
 @needs_gluon
+def test_measured_bf16_gluon_token_counts_and_the_paths_auto_takes():
+    """The shipped bf16 table (twenty-sixth session): Qwen3-30B-sized experts on the Gluon GEMMs at 2 tokens
+    (pairs) and 3-7 (grouped), which "auto" takes in place of the chain there; one token stays on tl's pairs
+    path (level, two launches against four), 8-64 on the chain; Mixtral-sized experts (large class) as before."""
+    taken = {(path, M) for path in ("pairs", "grouped") for M in range(1, 65)
+             if moe_decode.takes_gluon_gemms(M, path, False, 2048, 768, unquantized=True)}
+    assert taken == {("pairs", 2), *(("grouped", M) for M in range(3, 8))}
+    qwen3 = [moe_decode.choose_decode_path(M, 128, 8, False, False, None, 2048, 768) for M in range(1, 65)]
+    assert qwen3 == ["pairs", "pairs"] + ["grouped"] * 5 + ["chain"] * 57
+    mixtral = [moe_decode.choose_decode_path(M, 8, 2, False, False, None, 4096, 14336) for M in range(1, 9)]
+    assert mixtral == ["pairs"] + ["chain"] * 7
+    assert not any(moe_decode.takes_gluon_gemms(M, path, False, 4096, 14336, unquantized=True)
+                   for path in ("pairs", "grouped") for M in range(1, 65))
+    assert moe_decode.gluon_tiles("pairs", 2, None, unquantized=True) == (GluonTile(32, 7), GluonTile(128, 6))
+    assert moe_decode.gluon_tiles("grouped", 4, None, unquantized=True) == (GluonTile(32, 4), GluonTile(128, 4))
+    assert {moe_decode.gluon_tiles("grouped", M, None, unquantized=True) for M in (3, 5, 6, 7)} == {
+        (GluonTile(32, 6), GluonTile(128, 4))}
+
+
+@needs_gluon
 def test_bf16_gluon_tiles_by_path_and_token_count(monkeypatch):
     """gluon_tiles for bf16 / fp16: GLUON_BF16_TILES_AT's by path and token count, else GLUON_TILES' (never the
     FP8 table's, whatever the expert size)."""
@@ -587,7 +607,7 @@ def test_gluon_pairs_routing_breaks_ties_to_the_lower_expert(routers_apart, monk
                                     ("grouped", 3), ("grouped", 8), ("grouped", 13), ("grouped", 64)])
 @pytest.mark.parametrize("tiles", [None, (32, 7, 128, 6, True), (64, 4, 64, 4, True), (128, 3, 128, 3, True),
                                    (32, 6, 128, 3, False)],
-                         ids=["default-tiles", "32x7-128x6", "64-columns", "128-columns", "down-waits-first"])
+                         ids=["shipped-tiles", "32x7-128x6", "64-columns", "128-columns", "down-waits-first"])
 def test_bf16_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
     """bf16 on the Gluon GEMMs (BLOCK_SCALED off): each of three graph replays with new tokens and logits within
     2e-2 of the fp32 reference and within 1e-2 of tl's kernel on the same inputs (H = 384, I = 640: K loops of 6
