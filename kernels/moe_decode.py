@@ -899,6 +899,10 @@ GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
 # 150.3 / 150.1), which keep GLUON_TILES'. Call 6, the tuner with the sum launched apart at Qwen3 8, 16, 32, 64:
 # M = 8 down 128 x 3 (32x4/128x3 66.8 / 66.7 / 66.7 against 32x4/64x3 67.6 / 67.5 / 67.6); within 0.4% elsewhere.
 # The other tiles up to 20 were tuned with the sum fused and not tuned again.
+# Twenty-sixth session, call 6: 128-column gate_up tiles (which quantize the intermediate's groups from registers,
+# with no last writer; the tuner's candidates stop at 64) at Qwen3-30B-FP8 16-64, us per layer against the shipped
+# choice: 128x3/64x3 104.0 / 103.5 (16), 136.55 / 133.05 (32), 152.15 / 151.9 (64), gate_up alone the same as the
+# 32-column tiles' (65.3 and 96.4 us, the chain's tl gate_up 63.9 and 94.0); 128x2 slower (111.85 at 16).
 GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]]] = {
     "small": {
         "pairs": {1: ((32, 7), (128, 6)), 2: ((32, 6), (128, 6)), 4: ((64, 3), (128, 3)), 5: ((64, 3), (128, 4))},
@@ -923,6 +927,11 @@ GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, 
 # one SM issuing 12K prefetches); as bulk prefetches of whole row ranges, 24 us more for a quarter of the rows
 # (the first launch alone 26.4 us, DeepSeek-V3-TP2's 117.5: it lasts until they land, about 0.25 TB/s from
 # the router programs' SMs).
+# Twenty-sixth session, call 5: also faster at 16-64 tokens, us per layer, weights before the wait / down waiting
+# first: Qwen3-30B-FP8 M = 16 103.5 / 105.35, 32 133.2 / 135.5, 64 151.85 / 153.65; Qwen3-30B-bf16 M = 3 56.05 /
+# 57.9, 6 103.5 / 105.8; DeepSeek-V3-TP2 M = 8 319.2 (its second round 323.8) / 320.05. (Down's programs started
+# in gate_up's last wave were a suspect for the layer taking 1.1-1.3 us more than its launches timed alone there:
+# not so.)
 GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
 # The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (call 2: the grouped path's 16-row
 # tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4). Twenty-second session, call 1,
