@@ -15,7 +15,7 @@ Modules, each importing only those before it: ``pdl`` (programmatic dependent la
 ``device_clock`` (``%globaltimer`` stamps, which the GEMMs store for probes when asked),
 ``moe_configs`` (tile table), ``moe_quant``, ``moe_align``, ``moe_gemm`` (the grouped GEMM kernel
 and its launch), ``moe_routing``, ``moe_inputs`` (input checks of both MoE paths), ``moe_chain``,
-``moe_decode_route`` (the decode layer's routing launch), ``moe_decode_gluon`` (its FP8 block-scaled
+``moe_decode_route`` (the decode layer's routing launch), ``moe_decode_gluon`` (its FP8 block-scaled and bf16
 GEMMs in Gluon, Triton >= 3.5), ``moe_decode``, ``moe_dispatch``;
 ``inv_rope`` stands alone. Each kernel's plain-torch reference, ``<entry point>_reference``, lives
 in the module of its kernel.
