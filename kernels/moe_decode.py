@@ -1409,7 +1409,7 @@ class DecodePlan:
     launches: tuple[tuple[str, Callable[[], object]], ...]
     path: str
     # Which kernel runs the two GEMMs: "tl" (moe_decode_gemm_kernel, or moe_gemm's on the chain path) or
-    # "gluon" (moe_decode_gluon's, GLUON_FP8_GEMMS).
+    # "gluon" (moe_decode_gluon's, GLUON_FP8_GEMMS or GLUON_BF16_GEMMS).
     gemms: str = "tl"
 
 

@@ -659,3 +659,31 @@ def test_bf16_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(p
         got_w, got_ids = ws_gl.routing(M)
         assert torch.equal(got_ids.cpu(), ref_ids)
         torch.testing.assert_close(got_w.cpu(), ref_w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.gpu
+@needs_gluon
+def test_shipped_bf16_choice_through_fused_moe_from_logits_matches_reference():
+    """The shipped bf16 choice end to end (GLUON_BF16_GEMMS "measured", small-class experts: 128 experts, top 8,
+    H = 256, I = 128): fused_moe_from_logits at M = 1..9 takes tl's pairs path at 1, the Gluon pairs path at 2,
+    the grouped path on Gluon at 3-7 and the chain from 8, and every output is within 2e-2 of the fp32 reference."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from jitguard.kernels.moe_dispatch import fused_moe_from_logits
+
+    E, k, H, I = 128, 8, 256, 128
+    gen = torch.Generator().manual_seed(26)
+    w13 = (torch.randn(E, 2 * I, H, generator=gen) / H**0.5).to(torch.bfloat16).cuda()
+    w2 = (torch.randn(E, H, I, generator=gen) / I**0.5).to(torch.bfloat16).cuda()
+    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    want = {1: ("pairs", "tl"), 2: ("pairs", "gluon"), **dict.fromkeys(range(3, 8), ("grouped", "gluon")),
+            8: ("chain", "tl"), 9: ("chain", "tl")}
+    for M, (path, gemms) in want.items():
+        x = torch.randn(M, H, generator=gen).to(torch.bfloat16).cuda()
+        logits = torch.randn(M, E, generator=gen).cuda()
+        plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws)
+        assert (plan.path, plan.gemms) == (path, gemms), M
+        out = fused_moe_from_logits(x, logits, w13, w2, k, renormalize=True, workspace=ws)
+        torch.cuda.synchronize()
+        ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True)
+        assert _rel_err(out, ref) < 2e-2, M
