@@ -1111,17 +1111,25 @@ def _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, path, gen, fp
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out, path=path, **fp8_kw)
+    for ref in _replays_with_new_inputs(graph, x, logits, (out,), w13, w2, k, gen, fp8_kw):
+        assert _rel_err(out, ref) < tol
+
+
+def _replays_with_new_inputs(graph, x, logits, outs, w13, w2, k, gen, fp8_kw):
+    """Three replays of ``graph``, each after new tokens and logits are copied into its captured inputs and its
+    outputs ``outs`` are NaN-filled: yields each replay's fp32 reference (renormalized routing; activations
+    quantized as the kernels do for FP8)."""
     ref_kw = {key: v.cpu() if torch.is_tensor(v) else v for key, v in fp8_kw.items()}
     if fp8_kw:
         ref_kw["quantize_activations"] = True
     for _ in range(3):
         x.copy_(torch.randn(x.shape, generator=gen).to(torch.bfloat16))
         logits.copy_(torch.randn(logits.shape, generator=gen))
-        out.fill_(float("nan"))
+        for out in outs:
+            out.fill_(float("nan"))
         graph.replay()
         torch.cuda.synchronize()
-        ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True, **ref_kw)
-        assert _rel_err(out, ref) < tol
+        yield fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True, **ref_kw)
 
 
 @pytest.mark.gpu

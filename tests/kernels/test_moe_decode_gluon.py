@@ -32,6 +32,7 @@ from tests.kernels.test_moe_decode import (
     _fp8_block_layer,
     _offline_layer,
     _rel_err,
+    _replays_with_new_inputs,
     _tied_logits,
     _zero_weights,
 )
@@ -296,42 +297,26 @@ def test_real_sm90_compile_of_the_bf16_gemms_leaves_each_wgmma_in_flight(path, m
 
 
 @needs_gluon
-@pytest.mark.parametrize("path", ["pairs", "grouped"])
-def test_one_bf16_gluon_variant_per_gemm_for_m_1_to_64(path, monkeypatch):
-    """Keys only: bf16 on either path's Gluon GEMMs over M = 1..64 compiles the Gluon kernel once for gate_up
-    and once for down, tl's decode GEMM never."""
-    _compile_side()
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_TILES_AT", {})
-    for kernel in (moe_decode.moe_decode_gemm_gluon_kernel, moe_decode.moe_decode_route_kernel):
-        triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
-    E, k, H, I = 16, 4, 256, 384
-    w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "bf16", MAX_DECODE_TOKENS)
-    with jitguard.offline(compile=False), jitguard.watch() as rec:
-        for M in range(1, MAX_DECODE_TOKENS + 1):
-            fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path=path, **kw)
-    assert rec.variants("moe_decode_gemm_gluon_kernel") == 2
-    assert rec.variants("moe_decode_gemm_kernel") == 0
-    assert rec.variants("moe_decode_route_kernel") == (1 if path == "pairs" else 2)
-
-
-@needs_gluon
-@pytest.mark.parametrize("path,routers_apart", [("grouped", True), ("pairs", True), ("pairs", False)],
-                         ids=["grouped", "pairs", "pairs-routed-after-the-row"])
-def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, gluon_on, monkeypatch):
+@pytest.mark.parametrize("path,routers_apart,scheme", [("grouped", True, "block"), ("pairs", True, "block"),
+                                                       ("pairs", False, "block"), ("grouped", True, "bf16"),
+                                                       ("pairs", True, "bf16")],
+                         ids=["grouped", "pairs", "pairs-routed-after-the-row", "grouped-bf16", "pairs-bf16"])
+def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, scheme, gluon_on, monkeypatch):
     """Keys only: over M = 1..64 on either path the Gluon kernel compiles once for gate_up and once for
     down (every token-count integer is in do_not_specialize), tl's decode GEMM never, and the first
-    launch once on the pairs path, its routing in programs of their own or not (X_LAUNCH_ROUTERS_APART);
-    twice on the grouped path: its few-token router up to FEW_TOKENS tokens, routers apart past it
-    (ROUTE_ALIGN_APART "counter"). One tile at every M (no other down stages by token count: the shipped
-    table's are the next test's)."""
+    launch once on the pairs path, its routing in programs of their own or not (X_LAUNCH_ROUTERS_APART;
+    with bf16 it only routes); twice on the grouped path: its few-token router up to FEW_TOKENS tokens,
+    routers apart past it (ROUTE_ALIGN_APART "counter"). FP8 block scales and bf16 (GLUON_BF16_GEMMS). One
+    tile at every M (no other down stages by token count: the shipped table's are the next test's)."""
     _compile_side()
     monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
     monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {})
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_TILES_AT", {})
     for kernel in (moe_decode.moe_decode_gemm_gluon_kernel, moe_decode.moe_decode_route_kernel):
         triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))  # earlier tests' keys
     E, k, H, I = 16, 4, 256, 384
-    w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "block", MAX_DECODE_TOKENS)
+    w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, scheme, MAX_DECODE_TOKENS)
     with jitguard.offline(compile=False), jitguard.watch() as rec:
         for M in range(1, MAX_DECODE_TOKENS + 1):
             fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path=path, **kw)
@@ -491,6 +476,43 @@ def test_shipped_gluon_layer_sums_bf16_pair_rows_in_a_launch_after_down(M, path)
 
 # ---- on a GPU -------------------------------------------------------------------------------------------
 
+def _replay_gluon_beside_tl(switch: str, x, logits, w13, w2, k: int, path: str, gen: torch.Generator, ref_tol: float,
+                            **fp8_kw) -> None:
+    """The layer on the Gluon GEMMs (``switch`` "always") and on tl's ("never") captured in one CUDA graph, then
+    three replays with new tokens and logits: each time the Gluon output within ``ref_tol`` of the fp32 reference
+    (activations quantized as the kernels do where ``fp8_kw`` asks for FP8), within 1e-2 of tl's on the same
+    inputs, and the routing the call left in the workspace softmax_topk_reference's."""
+    M = x.shape[0]
+    ws_tl, ws_gl = MoeDecodeWorkspace.for_layer(w13, w2, k), MoeDecodeWorkspace.for_layer(w13, w2, k)
+    out_tl, out_gl = torch.empty_like(x), torch.empty_like(x)
+
+    def layer(gluon: bool):
+        setattr(moe_decode, switch, "always" if gluon else "never")
+        try:
+            plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws_gl if gluon else ws_tl,
+                                         out=out_gl if gluon else out_tl, path=path, **fp8_kw)
+        finally:
+            setattr(moe_decode, switch, "measured")
+        assert plan.gemms == ("gluon" if gluon else "tl")
+        for _, launch in plan.launches:
+            launch()
+
+    layer(True)
+    layer(False)  # compiled outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        layer(True)
+        layer(False)
+    for ref in _replays_with_new_inputs(graph, x, logits, (out_gl, out_tl), w13, w2, k, gen, fp8_kw):
+        assert _rel_err(out_gl, ref) < ref_tol
+        assert _rel_err(out_gl, out_tl.float().cpu()) < 1e-2
+        ref_w, ref_ids = softmax_topk_reference(logits.cpu(), k, True)
+        got_w, got_ids = ws_gl.routing(M)
+        assert torch.equal(got_ids.cpu(), ref_ids)
+        torch.testing.assert_close(got_w.cpu(), ref_w, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.gpu
 @needs_gluon
 @pytest.mark.parametrize("path,M", [("grouped", 1), ("grouped", 3), ("grouped", 8), ("grouped", 13), ("grouped", 17),
@@ -526,48 +548,11 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_ROWS_IN_ACT_DTYPE", act_rows)
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
     monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
-    gen = torch.Generator().manual_seed(M)
-    x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
-    ws_tl, ws_gl = MoeDecodeWorkspace.for_layer(w13, w2, k), MoeDecodeWorkspace.for_layer(w13, w2, k)
-    out_tl, out_gl = torch.empty_like(x), torch.empty_like(x)
     if tiles is not None:
         _tiles(monkeypatch, up_n, up_s, down_n, down_s)
-
-    def layer(gluon: bool):
-        moe_decode.GLUON_FP8_GEMMS = "always" if gluon else "never"
-        try:
-            plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws_gl if gluon else ws_tl,
-                                         out=out_gl if gluon else out_tl, path=path, **kw)
-        finally:
-            moe_decode.GLUON_FP8_GEMMS = "measured"
-        assert plan.gemms == ("gluon" if gluon else "tl")
-        for _, launch in plan.launches:
-            launch()
-
-    layer(True)
-    layer(False)  # compiled outside the capture
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        layer(True)
-        layer(False)
-    ref_kw = {key: v.cpu() if torch.is_tensor(v) else v for key, v in kw.items()}
-    for _ in range(3):
-        x.copy_(torch.randn(x.shape, generator=gen).to(torch.bfloat16))
-        logits.copy_(torch.randn(logits.shape, generator=gen))
-        out_gl.fill_(float("nan"))
-        out_tl.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
-        ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True,
-                                         quantize_activations=True, **ref_kw)
-        assert _rel_err(out_gl, ref) < 4e-2
-        assert _rel_err(out_gl, out_tl.float().cpu()) < 1e-2
-        # The routing the call left in the workspace (the x launch's).
-        ref_w, ref_ids = softmax_topk_reference(logits.cpu(), k, True)
-        got_w, got_ids = ws_gl.routing(M)
-        assert torch.equal(got_ids.cpu(), ref_ids)
-        torch.testing.assert_close(got_w.cpu(), ref_w, rtol=1e-5, atol=1e-6)
+    gen = torch.Generator().manual_seed(M)
+    x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
+    _replay_gluon_beside_tl("GLUON_FP8_GEMMS", x, logits, w13, w2, k, path, gen, 4e-2, **kw)
 
 
 @pytest.mark.gpu
@@ -624,41 +609,7 @@ def test_bf16_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(p
     logits = torch.randn(M, E, generator=gen).cuda()
     w13 = (torch.randn(E, 2 * I, H, generator=gen) / H**0.5).to(torch.bfloat16).cuda()
     w2 = (torch.randn(E, H, I, generator=gen) / I**0.5).to(torch.bfloat16).cuda()
-    ws_tl, ws_gl = MoeDecodeWorkspace.for_layer(w13, w2, k), MoeDecodeWorkspace.for_layer(w13, w2, k)
-    out_tl, out_gl = torch.empty_like(x), torch.empty_like(x)
-
-    def layer(gluon: bool):
-        moe_decode.GLUON_BF16_GEMMS = "always" if gluon else "never"
-        try:
-            plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws_gl if gluon else ws_tl,
-                                         out=out_gl if gluon else out_tl, path=path)
-        finally:
-            moe_decode.GLUON_BF16_GEMMS = "measured"
-        assert plan.gemms == ("gluon" if gluon else "tl")
-        for _, launch in plan.launches:
-            launch()
-
-    layer(True)
-    layer(False)  # compiled outside the capture
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        layer(True)
-        layer(False)
-    for _ in range(3):
-        x.copy_(torch.randn(x.shape, generator=gen).to(torch.bfloat16))
-        logits.copy_(torch.randn(logits.shape, generator=gen))
-        out_gl.fill_(float("nan"))
-        out_tl.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
-        ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True)
-        assert _rel_err(out_gl, ref) < 2e-2
-        assert _rel_err(out_gl, out_tl.float().cpu()) < 1e-2
-        ref_w, ref_ids = softmax_topk_reference(logits.cpu(), k, True)
-        got_w, got_ids = ws_gl.routing(M)
-        assert torch.equal(got_ids.cpu(), ref_ids)
-        torch.testing.assert_close(got_w.cpu(), ref_w, rtol=1e-5, atol=1e-6)
+    _replay_gluon_beside_tl("GLUON_BF16_GEMMS", x, logits, w13, w2, k, path, gen, 2e-2)
 
 
 @pytest.mark.gpu
