@@ -182,9 +182,10 @@ def test_unknown_gluon_mode_is_one_line_error(monkeypatch):
 
 # ---- bf16 / fp16 on the Gluon GEMMs (GLUON_BF16_GEMMS) ------------------------------------------------
 
-def _bf16_plan(M, E, k, H, I, path="pairs", ws=None):
-    w13, w2, _ = _zero_weights(E, H, I, "bf16")
-    x = torch.randn(M, H).to(torch.bfloat16)
+def _bf16_plan(M, E, k, H, I, path="pairs", ws=None, dtype=torch.bfloat16):
+    """A bf16 (or ``dtype``) layer of zero CPU weights planned: (plan, x)."""
+    w13, w2 = (w.to(dtype) for w in _zero_weights(E, H, I, "bf16")[:2])
+    x = torch.randn(M, H).to(dtype)
     return plan_fused_moe_decode(x, torch.randn(M, E), w13, w2, k, path=path, workspace=ws), x
 
 
@@ -272,24 +273,26 @@ def test_bf16_gluon_plan_routes_first_and_reads_x_and_the_intermediate_unquantiz
 
 
 @needs_gluon
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
 @pytest.mark.parametrize("path", ["pairs", "grouped"])
-def test_real_sm90_compile_of_the_bf16_gemms_leaves_each_wgmma_in_flight(path, monkeypatch):
-    """bf16 on the Gluon kernel compiles for sm_90 to bf16 wgmma (k16) with no e4m3 anywhere and no arrival
-    counter (gate_up quantizes nothing, down's sum is launched apart), each step's wgmma waited only after the
-    next step's cp.async tiles; one variant per GEMM."""
+def test_real_sm90_compile_of_the_bf16_gemms_leaves_each_wgmma_in_flight(path, dtype, monkeypatch):
+    """bf16 (and fp16) on the Gluon kernel compiles for sm_90 to wgmma of that type (k16) with no e4m3 anywhere
+    and no arrival counter (gate_up quantizes nothing, down's sum is launched apart), each step's wgmma waited
+    only after the next step's cp.async tiles; one variant per GEMM."""
     _compile_side()
     monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
     kernel = moe_decode.moe_decode_gemm_gluon_kernel
     triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
     with jitguard.offline(compile=True):
-        plan, _ = _bf16_plan(3, 16, 4, 256, 384, path=path)
+        plan, _ = _bf16_plan(3, 16, 4, 256, 384, path=path, dtype=dtype)
         for _, launch in plan.launches:
             launch()
     ptx = _compiled_ptx(kernel)
     assert len(ptx) == 2
     assert sorted(_is_gate_up(p) for p in ptx) == [False, True]
     for p in ptx:
-        assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n8k16\.f32\.bf16\.bf16", p)
+        kind = "bf16" if dtype == torch.bfloat16 else "f16"
+        assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n8k16\.f32\.{kind}\.{kind}", p)
         assert "e4m3" not in p
         assert not re.search(r"atom\.global", p)
         issued_to_wait = p.split("wgmma.wait_group.sync.aligned", 1)[0].rsplit("wgmma.mma_async", 1)[-1]
@@ -614,23 +617,25 @@ def test_bf16_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(p
 
 @pytest.mark.gpu
 @needs_gluon
-def test_shipped_bf16_choice_through_fused_moe_from_logits_matches_reference():
-    """The shipped bf16 choice end to end (GLUON_BF16_GEMMS "measured", small-class experts: 128 experts, top 8,
-    H = 256, I = 128): fused_moe_from_logits at M = 1..9 takes tl's pairs path at 1, the Gluon pairs path at 2,
-    the grouped path on Gluon at 3-7 and the chain from 8, and every output is within 2e-2 of the fp32 reference."""
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_shipped_bf16_choice_through_fused_moe_from_logits_matches_reference(dtype):
+    """The shipped bf16 / fp16 choice end to end (GLUON_BF16_GEMMS "measured", small-class experts: 128 experts,
+    top 8, H = 256, I = 128): fused_moe_from_logits at M = 1..9 takes tl's pairs path at 1, the Gluon pairs path at
+    2, the grouped path on Gluon at 3-7 and the chain from 8, and every output is within 2e-2 of the fp32
+    reference."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     from jitguard.kernels.moe_dispatch import fused_moe_from_logits
 
     E, k, H, I = 128, 8, 256, 128
     gen = torch.Generator().manual_seed(26)
-    w13 = (torch.randn(E, 2 * I, H, generator=gen) / H**0.5).to(torch.bfloat16).cuda()
-    w2 = (torch.randn(E, H, I, generator=gen) / I**0.5).to(torch.bfloat16).cuda()
-    ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
+    w13 = (torch.randn(E, 2 * I, H, generator=gen) / H**0.5).to(dtype).cuda()
+    w2 = (torch.randn(E, H, I, generator=gen) / I**0.5).to(dtype).cuda()
+    ws = MoeDecodeWorkspace.for_layer(w13, w2, k, dtype)
     want = {1: ("pairs", "tl"), 2: ("pairs", "gluon"), **dict.fromkeys(range(3, 8), ("grouped", "gluon")),
             8: ("chain", "tl"), 9: ("chain", "tl")}
     for M, (path, gemms) in want.items():
-        x = torch.randn(M, H, generator=gen).to(torch.bfloat16).cuda()
+        x = torch.randn(M, H, generator=gen).to(dtype).cuda()
         logits = torch.randn(M, E, generator=gen).cuda()
         plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws)
         assert (plan.path, plan.gemms) == (path, gemms), M
