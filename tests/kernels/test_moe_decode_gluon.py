@@ -1,4 +1,5 @@
-"""The decode layer's FP8 block-scaled GEMMs in Gluon (``moe_decode_gluon``; ``moe_decode.GLUON_FP8_GEMMS``).
+"""The decode layer's GEMMs in Gluon (``moe_decode_gluon``): FP8 block-scaled (``moe_decode.GLUON_FP8_GEMMS``) and
+bf16 / fp16 (``GLUON_BF16_GEMMS``).
 
 Offline (jitguard's fake sm_90 driver, real compiles): where the plan takes the Gluon kernel, one
 variant per GEMM for every M, and what the PTX does (each step's wgmma waited only after the next
