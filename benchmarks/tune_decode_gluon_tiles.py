@@ -3,8 +3,9 @@
 The twentieth session found the Gluon GEMMs' best tile changing with the token count (DeepSeek-V3-TP2 M = 1 with
 gate_up 32x8 1.7 us faster, Qwen3-30B-FP8 M = 2 with down 6 stages 1.3 us; benchmarks/results/moe_layer.md) and
 wrote them into ``moe_decode.GLUON_TILES_AT`` by hand. This sweeps them. For each case and M, on the path the
-shipped choice takes (FP8 block scales; the chain path has no Gluon GEMMs and is skipped, or with
-``--against-chain`` stands as the shipped choice of the grouped path on Gluon), the whole layer
+shipped choice takes (FP8 block scales, or bf16 on the same kernel since the twenty-sixth session; the chain path
+has no Gluon GEMMs and is skipped, or with ``--against-chain`` stands as the shipped choice of the grouped path on
+Gluon), the whole layer
 (CUDA graphs over rotated layer copies, L2 defeated; never a launch alone, which misleads here: gate_up 32x8
 alone was 9 us slower at DeepSeek M = 1 where the layer was 1.7 us faster):
 
@@ -17,7 +18,8 @@ alone was 9 us slower at DeepSeek M = 1 where the layer was 1.7 us faster):
    GLUON_TILES' tiles alone, side by side over ``--rounds`` rounds (every other one in reverse order).
 
 It prints a row per M as it goes (and appends every timing to ``OUT/tune_decode_gluon_tiles.jsonl``, so a run
-cut short keeps what it measured), then the GLUON_TILES_AT and GLUON_FP8_TOKENS entries this run supports:
+cut short keeps what it measured), then the GLUON_TILES_AT and GLUON_FP8_TOKENS entries this run supports (for
+bf16 cases GLUON_BF16_TILES_AT, keyed by path alone, and GLUON_BF16_TOKENS):
 those M where the fastest pair beat the shipped choice in every round by more than ``--min-gain`` percent. A
 proposal to confirm with ``probe_decode_gluon_layer.py`` and copy by hand, never written into the code.
 
@@ -86,26 +88,30 @@ class TunedRow:
     shipped_us: tuple[float, ...]
     best: tuple[tuple[int, int], tuple[int, int]]
     best_us: tuple[float, ...]
+    bf16: bool = False  # a bf16 case: its proposal goes to GLUON_BF16_TILES_AT / GLUON_BF16_TOKENS
 
     def gain_percent(self) -> float:
         """The smallest gain of the fastest pair over the shipped choice in any round (negative: slower)."""
         return min(100.0 * (s - b) / s for s, b in zip(self.shipped_us, self.best_us))
 
 
-def proposal(rows: list[TunedRow], tiles_at: dict, tokens: dict, base_tiles: dict, min_gain: float
-             ) -> tuple[dict, dict, list[TunedRow]]:
+def proposal(rows: list[TunedRow], tiles_at: dict, tokens: dict, base_tiles: dict, min_gain: float,
+             tiles_by_size: bool = True) -> tuple[dict, dict, list[TunedRow]]:
     """(GLUON_TILES_AT, GLUON_FP8_TOKENS, the rows that changed them): copies of ``tiles_at`` / ``tokens`` with
     the fastest pair entered for every row that beat its shipped choice by more than ``min_gain`` percent in
     every round (a pair equal to ``base_tiles[path]``, GLUON_TILES', needs no GLUON_TILES_AT entry and drops
-    one), and the row's M added to GLUON_FP8_TOKENS where the shipped choice ran tl's GEMMs."""
-    new_at = {size: {path: dict(by_m) for path, by_m in paths.items()} for size, paths in tiles_at.items()}
+    one), and the row's M added to GLUON_FP8_TOKENS where the shipped choice ran tl's GEMMs. With
+    ``tiles_by_size`` off, ``tiles_at`` is keyed by path alone (bf16's GLUON_BF16_TILES_AT; its tokens, as FP8's,
+    by size class and path)."""
+    sized_at = tiles_at if tiles_by_size else {None: tiles_at}
+    new_at = {size: {path: dict(by_m) for path, by_m in paths.items()} for size, paths in sized_at.items()}
     new_tokens = {size: {path: tuple(ms) for path, ms in paths.items()} for size, paths in tokens.items()}
     changed = []
     for row in rows:
         if row.gain_percent() <= min_gain:
             continue
         changed.append(row)
-        by_m = new_at.setdefault(row.size_class, {}).setdefault(row.path, {})
+        by_m = new_at.setdefault(row.size_class if tiles_by_size else None, {}).setdefault(row.path, {})
         if row.best == tuple(base_tiles[row.path]):
             by_m.pop(row.M, None)
         else:
@@ -118,7 +124,7 @@ def proposal(rows: list[TunedRow], tiles_at: dict, tokens: dict, base_tiles: dic
             del paths[path]
         for path in paths:
             paths[path] = dict(sorted(paths[path].items()))
-    return new_at, new_tokens, changed
+    return (new_at if tiles_by_size else new_at[None]), new_tokens, changed
 
 
 def _tile_pair(tiles) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -131,7 +137,9 @@ def tune_m(layer, M: int, gate_ups, downs, rounds: int, log, against_chain: bool
     None where the shipped choice takes a path without Gluon GEMMs (unless ``against_chain``: the chain path
     then stands as the shipped choice of the grouped path on Gluon) or no candidate compiled."""
     case = layer.name
+    # The size class of the expert's weight count (its bytes in e4m3), as both tables take it.
     expert_bytes = expert_weight_bytes(layer.H, layer.I, 1)
+    bf16 = getattr(layer, "scheme", "block") is None
     x, logits = tmd.inputs(layer, M)
     ref = tmd.reference(layer, x, logits)
     out = torch.empty_like(x)
@@ -142,12 +150,13 @@ def tune_m(layer, M: int, gate_ups, downs, rounds: int, log, against_chain: bool
     if path not in GLUON_PATHS:
         print(f"# {case} M = {M}: the shipped choice takes the {path} path (no Gluon GEMMs): skipped", flush=True)
         return None
-    shipped_pair = _tile_pair(moe_decode.gluon_tiles(path, M, expert_bytes))
+    shipped_pair = _tile_pair(moe_decode.gluon_tiles(path, M, expert_bytes, unquantized=bf16))
+    on_gluon = ({"GLUON_BF16_GEMMS": "always", "GLUON_BF16_TILES_AT": {}} if bf16
+                else {"GLUON_FP8_GEMMS": "always", "GLUON_TILES_AT": {}})
 
     def plans_for(pair):
         up, down = (GluonTile(*t) for t in pair)
-        with tmd.switched({"GLUON_FP8_GEMMS": "always", "GLUON_TILES_AT": {},
-                           "GLUON_TILES": {**moe_decode.GLUON_TILES, path: (up, down)}}):
+        with tmd.switched({**on_gluon, "GLUON_TILES": {**moe_decode.GLUON_TILES, path: (up, down)}}):
             return layer.plans(x, logits, out, path, None)
 
     measured: dict = {}  # each pair timed once in a tune_m call: a later sweep reuses its time
@@ -187,7 +196,7 @@ def tune_m(layer, M: int, gate_ups, downs, rounds: int, log, against_chain: bool
     times = tmd.time_alternating(layer, contenders, rounds)
     err = tmd.run_error(layer, contenders["best"], out, ref)
     row = TunedRow(case, expert_size_class(expert_bytes), path, M, shipped[0].gemms, tuple(times["shipped"]),
-                   best, tuple(times["best"]))
+                   best, tuple(times["best"]), bf16)
     log({"case": case, "M": M, "path": path, "step": "final", "shipped_gemms": row.shipped_gemms,
          "shipped_tiles": shipped_pair, "best": best, "base": base, "us": times, "err": err})
     shipped_label = (f"{fmt(shipped_pair[0])}/{fmt(shipped_pair[1])}" if row.shipped_gemms == "gluon"
@@ -217,11 +226,11 @@ def main() -> None:
     if args.passes < 1:
         raise SystemExit(f"tune_decode_gluon_tiles: --passes must be at least 1, got {args.passes}")
     ms = parse_ms(args.ms)
-    block_cases = [name for name, case in bfm.CASES.items() if case[5] == "block"]
+    gluon_cases = [name for name, case in bfm.CASES.items() if case[5] in ("block", None)]
     for case in args.cases.split(","):
-        if case not in block_cases:
-            raise SystemExit(f"tune_decode_gluon_tiles: --cases: {case!r} is not an FP8 block-scaled case of "
-                             f"bench_fused_moe.CASES ({', '.join(block_cases)})")
+        if case not in gluon_cases:
+            raise SystemExit(f"tune_decode_gluon_tiles: --cases: {case!r} is not an FP8 block-scaled or bf16 case of "
+                             f"bench_fused_moe.CASES ({', '.join(gluon_cases)})")
     deadline = time.time() + 60 * args.minutes
     log = bfm.jsonl_log(args.out, "tune_decode_gluon_tiles.jsonl")
     l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
@@ -242,12 +251,22 @@ def main() -> None:
                 print(tuned[1], flush=True)
         del layer
         torch.cuda.empty_cache()
-    tiles_at, tokens, changed = proposal(rows, moe_decode.GLUON_TILES_AT, moe_decode.GLUON_FP8_TOKENS,
-                                         {path: _tile_pair(moe_decode.GLUON_TILES[path]) for path in GLUON_PATHS},
-                                         args.min_gain)
+    base = {path: _tile_pair(moe_decode.GLUON_TILES[path]) for path in GLUON_PATHS}
+    fp8_rows, bf16_rows = [r for r in rows if not r.bf16], [r for r in rows if r.bf16]
+    tables, changed = [], []
+    if fp8_rows or not bf16_rows:
+        tiles_at, tokens, fp8_changed = proposal(fp8_rows, moe_decode.GLUON_TILES_AT, moe_decode.GLUON_FP8_TOKENS,
+                                                 base, args.min_gain)
+        tables += [f"GLUON_TILES_AT = {tiles_at!r}", f"GLUON_FP8_TOKENS = {tokens!r}"]
+        changed += fp8_changed
+    if bf16_rows:
+        tiles_at, tokens, bf16_changed = proposal(bf16_rows, moe_decode.GLUON_BF16_TILES_AT,
+                                                  moe_decode.GLUON_BF16_TOKENS, base, args.min_gain,
+                                                  tiles_by_size=False)
+        tables += [f"GLUON_BF16_TILES_AT = {tiles_at!r}", f"GLUON_BF16_TOKENS = {tokens!r}"]
+        changed += bf16_changed
     summary = [f"# {len(changed)} of {len(rows)} token counts beat the shipped choice by more than {args.min_gain}% "
-               f"in every round: {', '.join(f'{r.case} M = {r.M}' for r in changed) or 'none'}",
-               f"GLUON_TILES_AT = {tiles_at!r}", f"GLUON_FP8_TOKENS = {tokens!r}"]
+               f"in every round: {', '.join(f'{r.case} M = {r.M}' for r in changed) or 'none'}", *tables]
     print("\n".join(summary), flush=True)
     (Path(args.out) / "tune_decode_gluon_tiles.md").write_text("\n".join(lines + [""] + summary) + "\n")
 

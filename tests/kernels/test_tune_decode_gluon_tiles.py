@@ -11,8 +11,8 @@ tuner = load_benchmark_script("tune_decode_gluon_tiles.py")
 BASE = {"pairs": ((32, 6), (128, 3)), "grouped": ((32, 6), (64, 3))}
 
 
-def _row(M, shipped, best_us, best=((32, 8), (128, 3)), path="pairs", gemms="gluon", size="large"):
-    return tuner.TunedRow("case", size, path, M, gemms, tuple(shipped), best, tuple(best_us))
+def _row(M, shipped, best_us, best=((32, 8), (128, 3)), path="pairs", gemms="gluon", size="large", bf16=False):
+    return tuner.TunedRow("case", size, path, M, gemms, tuple(shipped), best, tuple(best_us), bf16)
 
 
 def test_arguments_parse_or_fail_in_one_line_naming_the_option():
@@ -70,6 +70,30 @@ def test_the_shipped_tables_are_what_the_proposal_starts_from():
                           for size, paths in moe_decode.GLUON_FP8_TOKENS.items()}
 
 
+def test_a_bf16_proposal_keys_its_tiles_by_path_alone():
+    """bf16 rows (tiles_by_size off): GLUON_BF16_TILES_AT takes the winner by path and M, GLUON_BF16_TOKENS the
+    token count by size class and path where tl's GEMMs (the chain) were shipped; the inputs are left alone."""
+    tiles_at = {"pairs": {2: ((32, 7), (128, 6))}}
+    tokens = {"small": {"pairs": (2,), "grouped": (3,)}}
+    rows = [_row(8, (117.0, 117.1), (114.0, 114.2), best=((32, 4), (64, 4)), path="grouped", gemms="tl",
+                 size="small", bf16=True),
+            _row(2, (40.5, 40.5), (40.4, 40.5), path="pairs", size="small", bf16=True)]  # under 0.5%: not
+    new_at, new_tokens, changed = tuner.proposal(rows, tiles_at, tokens, BASE, 0.5, tiles_by_size=False)
+    assert [r.M for r in changed] == [8]
+    assert new_at == {"pairs": {2: ((32, 7), (128, 6))}, "grouped": {8: ((32, 4), (64, 4))}}
+    assert new_tokens == {"small": {"pairs": (2,), "grouped": (3, 8)}}
+    assert tiles_at == {"pairs": {2: ((32, 7), (128, 6))}} and tokens["small"]["grouped"] == (3,)
+
+
+def test_the_shipped_bf16_tables_are_what_its_proposal_starts_from():
+    from jitguard.kernels import moe_decode
+
+    new_at, new_tokens, changed = tuner.proposal([], moe_decode.GLUON_BF16_TILES_AT, moe_decode.GLUON_BF16_TOKENS,
+                                                 BASE, 0.5, tiles_by_size=False)
+    assert changed == [] and new_at == moe_decode.GLUON_BF16_TILES_AT
+    assert new_tokens == moe_decode.GLUON_BF16_TOKENS
+
+
 needs_gluon = pytest.mark.skipif(
     not __import__("jitguard.kernels.moe_decode_gluon", fromlist=["x"]).gluon_gemms_supported(),
     reason="this Triton has no Gluon Hopper wgmma (Triton >= 3.5), or is interpreted")
@@ -83,15 +107,15 @@ def _tiles_of(plan):
                  if name in ("gate_up", "down") and "OUT_N" in launch.keywords)  # tl's chain GEMMs: none
 
 
-def _offline_tuning(monkeypatch, max_tokens: int):
+def _offline_tuning(monkeypatch, max_tokens: int, scheme: str = "block"):
     """A layer the tuner drives through the real planner (CPU tensors, for jitguard.offline keys only), timed
     by a stand-in clock that reads each plan's Gluon tiles (COST; a plan without them, the chain, costs 65):
-    (the layer, the tile pairs timed in order)."""
+    (the layer, the tile pairs timed in order). ``scheme`` "block" (FP8 block scales) or "bf16"."""
     from jitguard.kernels import moe_decode
     from tests.kernels.test_moe_decode import _offline_layer
 
     bfm, tmd = tuner.bfm, tuner.tmd
-    w13, w2, kw, x, logits, ws = _offline_layer(E, K, H, I, "block", max_tokens)
+    w13, w2, kw, x, logits, ws = _offline_layer(E, K, H, I, scheme, max_tokens)
 
     class Step:
         def __init__(self, plans):
@@ -106,6 +130,7 @@ def _offline_tuning(monkeypatch, max_tokens: int):
 
         def __init__(self):
             self.H, self.I = H, I
+            self.scheme = None if scheme == "bf16" else scheme  # as bench_fused_moe.CASES name them
 
         def plans(self, x, logits, out, path, tiles):
             return [moe_decode.plan_fused_moe_decode(x, logits, w13, w2, K, renormalize=True, workspace=ws, out=out,
@@ -218,3 +243,25 @@ def test_a_second_pass_finds_tiles_that_only_pay_together(monkeypatch):
     assert row.best == ((32, 6), (128, 4))
     sweeps = timed[:-3]  # then one round of the three contenders
     assert len(set(sweeps)) == len(sweeps) == 4  # 2 gate_up + 1 down in pass 1, 1 gate_up in pass 2
+
+
+@needs_gluon
+def test_a_bf16_chain_token_count_is_tuned_on_the_grouped_path_against_the_chain(monkeypatch):
+    """bf16 (the scheme None of bench_fused_moe.CASES): at 8 tokens the shipped choice is the chain; with
+    against_chain the candidates run on the grouped path's Gluon GEMMs (GLUON_BF16_GEMMS "always" while timed: the
+    stand-in clock sees their tiles, where the measured table would give the chain's 65) and the row is a bf16 one,
+    its proposal for GLUON_BF16_TILES_AT and GLUON_BF16_TOKENS."""
+    import jitguard
+    from jitguard.kernels import moe_decode
+
+    layer, timed = _offline_tuning(monkeypatch, 8, "bf16")
+    with jitguard.offline(compile=False):
+        assert moe_decode.choose_decode_path(8, E, K, False, False, None, H, I) == "chain"
+        row, _ = tuner.tune_m(layer, 8, [(32, 6), (64, 4)], [(128, 4)], 2, lambda record: None,
+                              against_chain=True)
+    assert row.bf16 and row.path == "grouped" and row.shipped_gemms == "tl"
+    assert row.best == ((64, 4), (128, 4)) and row.best_us == (61.5, 61.5) and row.shipped_us == (65.0, 65.0)
+    assert timed[:2] == [((32, 6), (64, 3)), ((64, 4), (64, 3))]  # GLUON_TILES' down first
+    new_at, tokens, _ = tuner.proposal([row], moe_decode.GLUON_BF16_TILES_AT, moe_decode.GLUON_BF16_TOKENS, BASE,
+                                       0.5, tiles_by_size=False)
+    assert new_at["grouped"][8] == ((64, 4), (128, 4)) and 8 in tokens["small"]["grouped"]
