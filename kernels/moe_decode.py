@@ -1015,13 +1015,15 @@ def gluon_tiles(path: str, num_tokens: int, expert_bytes: int | None,
 def _bf16_gluon_listed(num_tokens: int, path: str, hidden: int, intermediate: int) -> bool:
     """Whether GLUON_BF16_TOKENS lists this token count for the path and the size class of the expert's weight
     count (its bytes in e4m3: the FP8 tables' classes by shape)."""
-    size = expert_size_class(expert_weight_bytes(hidden, intermediate, 1))
-    return num_tokens in GLUON_BF16_TOKENS.get(size, {}).get(path, ())
+    return _gluon_measured_at(num_tokens, path, expert_weight_bytes(hidden, intermediate, 1), GLUON_BF16_TOKENS)
 
 
-def _gluon_measured_at(num_tokens: int, path: str, expert_bytes: int | None) -> bool:
-    """Whether GLUON_FP8_TOKENS lists this token count for the expert size class and path."""
-    return num_tokens in GLUON_FP8_TOKENS.get(expert_size_class(expert_bytes), {}).get(path, ())
+def _gluon_measured_at(num_tokens: int, path: str, expert_bytes: int | None,
+                       tokens: dict[str, dict[str, tuple[int, ...]]] | None = None) -> bool:
+    """Whether ``tokens`` (GLUON_FP8_TOKENS unless given) lists this token count for the expert size class and
+    path."""
+    table = GLUON_FP8_TOKENS if tokens is None else tokens
+    return num_tokens in table.get(expert_size_class(expert_bytes), {}).get(path, ())
 
 
 def plan_fused_moe_decode(
