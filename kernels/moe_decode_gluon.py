@@ -27,6 +27,7 @@ import functools
 import os
 from dataclasses import dataclass
 
+from .device_clock import stamp
 from .moe_gemm import moe_tile_of_program
 from .pdl import pdl_enter, wait_for_prior_launch
 
@@ -211,7 +212,8 @@ if gluon_gemms_supported():
         NUM_STAGES: gl.constexpr, TOP_K: gl.constexpr, K_POW2: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
         FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr, LAUNCH_DEPENDENTS: gl.constexpr,
         WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None,
-        SUM_TOPK: gl.constexpr = True, BLOCK_SCALED: gl.constexpr = True,
+        SUM_TOPK: gl.constexpr = True, BLOCK_SCALED: gl.constexpr = True, STAMPS: gl.constexpr = False,
+        stamps_ptr=None,
     ):
         """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
 
@@ -231,6 +233,9 @@ if gluon_gemms_supported():
         SUM_TOPK off (down): no arrivals and no top-k sum; a launch after this one sums the pair rows.
         BLOCK_SCALED off: A and the weights in bf16 or fp16, no scales (``a_scale`` and ``b_scale`` unread),
         gate_up writes ``silu(gate) * up`` to ``c`` only (no ``cq``); each stage is still 128 bytes of K.
+        STAMPS (probes): each program stores ``device_clock`` stamps at ``stamps_ptr`` (start, set-up done,
+        wait for the prior launch done, K loop done, end; a program with no tile in use only the first and
+        last); off, the kernel is the same code.
         """
         NUM_WARPS: gl.constexpr = 4
         # Each stage and wgmma step: 128 bytes of each row's K (128 e4m3 columns: one scale group; 64 bf16).
@@ -252,6 +257,8 @@ if gluon_gemms_supported():
         # The epilogue's layout: a warp along 32 consecutive output columns of one token (contiguous stores).
         epi_layout: gl.constexpr = gl.BlockedLayout([1, 1], [32, 1], [1, NUM_WARPS], [0, 1])
 
+        pid = gl.program_id(0)
+        stamp(stamps_ptr, pid, 0, STAMPS)
         pid_m, pid_n, num_pid_m = moe_tile_of_program(N, OUT_N)
         # WAIT_PRIOR 3 before letting the next launch start: it may read what the launch before this one
         # wrote (routing, layout) before its own wait.
@@ -290,6 +297,7 @@ if gluon_gemms_supported():
 
             w_smem = gl.allocate_shared_memory(b_ptr.dtype.element_ty, [NUM_STAGES, W_ROWS, K_STEP], smem_layout)
             a_smem = gl.allocate_shared_memory(a_ptr.dtype.element_ty, [NUM_STAGES, BLOCK_M, K_STEP], smem_layout)
+            stamp(stamps_ptr, pid, 1, STAMPS)
             if WAIT_PRIOR == 2:
                 # The first steps' weights (not written by the launch before) stream in before the wait;
                 # their activations (written by it) after, as one group: the first wait takes every group.
@@ -297,10 +305,12 @@ if gluon_gemms_supported():
                     _copy_to_shared(w_smem.index(s), w_ptrs + s * K_STEP, mask=s < n_k)
                     async_copy.commit_group()
                 wait_for_prior_launch()
+                stamp(stamps_ptr, pid, 2, STAMPS)
                 for s in gl.static_range(NUM_STAGES - 1):
                     _copy_to_shared(a_smem.index(s), a_ptrs + s * K_STEP, mask=a_valid & (s < n_k))
                 async_copy.commit_group()
             else:
+                stamp(stamps_ptr, pid, 2, STAMPS)
                 for s in gl.static_range(NUM_STAGES - 1):
                     _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s, n_k, NUM_STAGES, K_STEP)
 
@@ -327,6 +337,7 @@ if gluon_gemms_supported():
                 product = _issue_product(w_smem, a_smem, kb, zero, NUM_STAGES)
             acc = _fold_product(acc, product, a_s0, w_s0, BLOCK_SCALED)
             async_copy.wait_group(0)
+            stamp(stamps_ptr, pid, 3, STAMPS)
 
             if GATED:
                 # Gate and up rows apart through shared memory, into the epilogue's layout.
@@ -372,5 +383,6 @@ if gluon_gemms_supported():
                 _sum_topk_rows(c_ptr, out_ptr, pid_n, num_tokens, N, stride_cm, stride_om, TOP_K, K_POW2, OUT_N,
                                TOKEN_CHUNK, NUM_WARPS)
                 gl.store(arrivals_ptr + pid_n, 0)
+        stamp(stamps_ptr, pid, 4, STAMPS)
 else:
     moe_decode_gemm_gluon_kernel = None

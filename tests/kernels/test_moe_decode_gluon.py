@@ -444,6 +444,27 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
 
 @needs_gluon
 @pytest.mark.parametrize("path", ["grouped", "pairs"])
+def test_real_sm90_compile_with_stamps_reads_the_global_timer_five_times_and_without_none(path, gluon_on):
+    """The timeline probe's stamps (STAMPS, device_clock) on both Gluon GEMMs: each reads %globaltimer at its
+    five points (start, set-up, wait, K loop, end); without them the PTX is the plan's as shipped."""
+    _compile_side()
+    kernel = moe_decode.moe_decode_gemm_gluon_kernel
+    buf = torch.zeros(1 << 12, dtype=torch.int64)
+    plan, plain = _compile_layer(256, 384, path=path)
+    assert plan.gemms == "gluon" and len(plain) == 2
+    triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
+    with jitguard.offline(compile=True):
+        for name, launch in plan.launches:
+            if name in ("gate_up", "down"):
+                launch.func(*launch.args, **{**launch.keywords, "STAMPS": True, "stamps_ptr": buf})
+    stamped = _compiled_ptx(kernel)
+    assert len(stamped) == 2
+    assert all("%globaltimer" not in p for p in plain)
+    assert [p.count("%globaltimer") for p in stamped] == [5, 5]
+
+
+@needs_gluon
+@pytest.mark.parametrize("path", ["grouped", "pairs"])
 def test_real_sm90_compile_with_the_top_k_sum_in_a_launch_of_its_own(path, gluon_on, monkeypatch):
     """GLUON_DOWN_SUM_LAUNCH: the plan ends with down then the top-k reduce; down has no arrival counter
     (no atomics) and, PDL-linked, lets the reduce start as gate_up lets down start."""
