@@ -94,6 +94,28 @@ if gluon_gemms_supported():
         async_copy.commit_group()
 
     @gluon.jit
+    def _copy_scales(ws_smem, as_smem, ws_ptrs, as_ptrs, kb, n_k, stride_bsk, NUM_STAGES: gl.constexpr,
+                     WEIGHT: gl.constexpr, ACT: gl.constexpr):
+        """SCALES_IN_RING: cp.async of K step ``kb``'s weight scales (WEIGHT: one per weight row) and A scales
+        (ACT: one per token row) into stage ``kb % NUM_STAGES`` of their rings, in the group of the step's
+        tiles (committed by the caller); past the last step nothing."""
+        stage = kb % NUM_STAGES
+        live = kb < n_k
+        if WEIGHT:
+            _copy_to_shared(ws_smem.index(stage), ws_ptrs + kb * stride_bsk, mask=live)
+        if ACT:
+            _copy_to_shared(as_smem.index(stage), as_ptrs + kb, mask=live)
+
+    @gluon.jit
+    def _ring_scales(ws_smem, as_smem, kb, NUM_STAGES: gl.constexpr, acc_layout: gl.constexpr):
+        """SCALES_IN_RING: K step ``kb``'s scales from their rings (landed and visible: after the wait for
+        the step's group and a CTA barrier), in the accumulator's row (weights) and column (A) layouts."""
+        stage = kb % NUM_STAGES
+        w_s = ws_smem.index(stage).load(gl.SliceLayout(1, acc_layout))
+        a_s = as_smem.index(stage).load(gl.SliceLayout(0, acc_layout))
+        return a_s, w_s
+
+    @gluon.jit
     def _issue_product(w_smem, a_smem, kb, zero, NUM_STAGES: gl.constexpr):
         """Step ``kb``'s wgmma, issued asynchronously into a fresh product."""
         stage = kb % NUM_STAGES
@@ -212,8 +234,8 @@ if gluon_gemms_supported():
         NUM_STAGES: gl.constexpr, TOP_K: gl.constexpr, K_POW2: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
         FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr, LAUNCH_DEPENDENTS: gl.constexpr,
         WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None,
-        SUM_TOPK: gl.constexpr = True, BLOCK_SCALED: gl.constexpr = True, STAMPS: gl.constexpr = False,
-        stamps_ptr=None,
+        SUM_TOPK: gl.constexpr = True, BLOCK_SCALED: gl.constexpr = True, SCALES_IN_RING: gl.constexpr = False,
+        STAMPS: gl.constexpr = False, stamps_ptr=None,
     ):
         """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
 
@@ -233,6 +255,9 @@ if gluon_gemms_supported():
         SUM_TOPK off (down): no arrivals and no top-k sum; a launch after this one sums the pair rows.
         BLOCK_SCALED off: A and the weights in bf16 or fp16, no scales (``a_scale`` and ``b_scale`` unread),
         gate_up writes ``silu(gate) * up`` to ``c`` only (no ``cq``); each stage is still 128 bytes of K.
+        SCALES_IN_RING (with BLOCK_SCALED): each K step's block scales ride the cp.async ring with its tiles
+        (the weight rows' before a PDL wait with the weights, A's after it with A) and are read from shared
+        memory after the step's wait, instead of global loads issued two steps ahead of their use.
         STAMPS (probes): each program stores ``device_clock`` stamps at ``stamps_ptr`` (start, set-up done,
         wait for the prior launch done, K loop done, end; a program with no tile in use only the first and
         last); off, the kernel is the same code.
@@ -297,43 +322,86 @@ if gluon_gemms_supported():
 
             w_smem = gl.allocate_shared_memory(b_ptr.dtype.element_ty, [NUM_STAGES, W_ROWS, K_STEP], smem_layout)
             a_smem = gl.allocate_shared_memory(a_ptr.dtype.element_ty, [NUM_STAGES, BLOCK_M, K_STEP], smem_layout)
+            RING: gl.constexpr = BLOCK_SCALED and SCALES_IN_RING
+            ws_smem = w_smem
+            as_smem = a_smem
+            ws_ptrs = w_scales
+            as_ptrs = a_scales
+            if RING:
+                # The scale rings: one fp32 a weight row (and a token row) a stage, copied by threads
+                # along the rows.
+                scale_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[0])
+                row_layout: gl.constexpr = gl.BlockedLayout([1], [32], [NUM_WARPS], [0])
+                # (A swizzled shared layout takes power-of-two shapes: the ring has 2, 4 or 8 slots, NUM_STAGES used.)
+                RING_SLOTS: gl.constexpr = 2 if NUM_STAGES <= 2 else (4 if NUM_STAGES <= 4 else 8)
+                ws_smem = gl.allocate_shared_memory(b_scale_ptr.dtype.element_ty, [RING_SLOTS, W_ROWS], scale_layout)
+                as_smem = gl.allocate_shared_memory(a_scale_ptr.dtype.element_ty, [RING_SLOTS, BLOCK_M],
+                                                    scale_layout)
+                ring_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, row_layout)
+                ws_ptrs = b_scale_ptr + expert * stride_bse + (ring_rows // _SCALE_GROUP) * stride_bsn
+                ring_pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, row_layout)
+                as_ptrs = a_scale_ptr + _a_rows(ring_pairs, num_pairs, A_ROWS_PER_PAIR_DIV) * stride_asm
             stamp(stamps_ptr, pid, 1, STAMPS)
             if WAIT_PRIOR == 2:
                 # The first steps' weights (not written by the launch before) stream in before the wait;
                 # their activations (written by it) after, as one group: the first wait takes every group.
                 for s in gl.static_range(NUM_STAGES - 1):
                     _copy_to_shared(w_smem.index(s), w_ptrs + s * K_STEP, mask=s < n_k)
+                    if RING:
+                        _copy_scales(ws_smem, as_smem, ws_ptrs, as_ptrs, s, n_k, stride_bsk, NUM_STAGES, True, False)
                     async_copy.commit_group()
                 wait_for_prior_launch()
                 stamp(stamps_ptr, pid, 2, STAMPS)
                 for s in gl.static_range(NUM_STAGES - 1):
                     _copy_to_shared(a_smem.index(s), a_ptrs + s * K_STEP, mask=a_valid & (s < n_k))
+                    if RING:
+                        _copy_scales(ws_smem, as_smem, ws_ptrs, as_ptrs, s, n_k, stride_bsk, NUM_STAGES, False, True)
                 async_copy.commit_group()
             else:
                 stamp(stamps_ptr, pid, 2, STAMPS)
                 for s in gl.static_range(NUM_STAGES - 1):
+                    if RING:
+                        _copy_scales(ws_smem, as_smem, ws_ptrs, as_ptrs, s, n_k, stride_bsk, NUM_STAGES, True, True)
                     _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s, n_k, NUM_STAGES, K_STEP)
 
             zero = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)  # each product's (unread) start
             acc = zero
-            # Scales are loaded two steps before the step they scale (their latency hidden behind two steps' copies).
-            a_s0, w_s0 = _load_scales(a_scales, w_scales, 0, stride_bsk, BLOCK_SCALED)
-            a_s1, w_s1 = _load_scales(a_scales, w_scales, gl.minimum(1, n_k - 1), stride_bsk, BLOCK_SCALED)
-            async_copy.wait_group(0 if WAIT_PRIOR == 2 else NUM_STAGES - 2)
-            _cta_barrier()
-            fence_async_shared()
+            if RING:
+                async_copy.wait_group(0 if WAIT_PRIOR == 2 else NUM_STAGES - 2)
+                _cta_barrier()
+                fence_async_shared()
+                a_s0, w_s0 = _ring_scales(ws_smem, as_smem, 0, NUM_STAGES, acc_layout)
+                a_s1, w_s1 = a_s0, w_s0
+            else:
+                # Scales are loaded two steps before the step they scale (their latency hidden behind two steps'
+                # copies).
+                a_s0, w_s0 = _load_scales(a_scales, w_scales, 0, stride_bsk, BLOCK_SCALED)
+                a_s1, w_s1 = _load_scales(a_scales, w_scales, gl.minimum(1, n_k - 1), stride_bsk, BLOCK_SCALED)
+                async_copy.wait_group(0 if WAIT_PRIOR == 2 else NUM_STAGES - 2)
+                _cta_barrier()
+                fence_async_shared()
             product = _issue_product(w_smem, a_smem, 0, zero, NUM_STAGES)
             for kb in range(1, n_k):
-                a_s2, w_s2 = _load_scales(a_scales, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk, BLOCK_SCALED)
+                if RING:
+                    _copy_scales(ws_smem, as_smem, ws_ptrs, as_ptrs, kb + NUM_STAGES - 2, n_k, stride_bsk,
+                                 NUM_STAGES, True, True)
+                else:
+                    a_s2, w_s2 = _load_scales(a_scales, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk,
+                                              BLOCK_SCALED)
                 # Step kb's tiles land while step kb - 1's product is in the MMA; only then is that product
                 # waited for and folded in, and step kb's issued.
                 _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb + NUM_STAGES - 2, n_k, NUM_STAGES, K_STEP)
                 async_copy.wait_group(NUM_STAGES - 2)
                 _cta_barrier()
                 fence_async_shared()
+                if RING:
+                    # Step kb's scales, landed with its tiles; their stage is copied into again two steps on,
+                    # after the next barrier, so every warp has read them by then.
+                    a_s1, w_s1 = _ring_scales(ws_smem, as_smem, kb, NUM_STAGES, acc_layout)
                 acc = _fold_product(acc, product, a_s0, w_s0, BLOCK_SCALED)
                 a_s0, w_s0 = a_s1, w_s1
-                a_s1, w_s1 = a_s2, w_s2
+                if not RING:
+                    a_s1, w_s1 = a_s2, w_s2
                 product = _issue_product(w_smem, a_smem, kb, zero, NUM_STAGES)
             acc = _fold_product(acc, product, a_s0, w_s0, BLOCK_SCALED)
             async_copy.wait_group(0)

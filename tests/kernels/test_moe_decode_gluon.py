@@ -444,6 +444,30 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
 
 @needs_gluon
 @pytest.mark.parametrize("path", ["grouped", "pairs"])
+def test_real_sm90_compile_with_scales_in_ring_copies_them_with_their_tiles(path, gluon_on, monkeypatch):
+    """GLUON_SCALES_IN_RING: both GEMMs copy each step's block scales into shared memory as 4-byte cp.async in
+    the groups of their tiles, so fewer global loads remain (the K loop's scale loads gone); the wgmma stays
+    e4m3 and in flight until the next tiles land; off (shipped), no 4-byte copies."""
+    _compile_side()
+    four_byte_copy = re.compile(r"cp\.async\.ca\.shared\.global\s*\[[^\]]*\],\s*\[[^\]]*\],\s*0x4")
+    ptx = {}
+    for ring in (False, True):
+        monkeypatch.setattr(moe_decode, "GLUON_SCALES_IN_RING", ring)
+        _, compiled = _compile_layer(256, 384, path=path)
+        ptx[ring] = {_is_gate_up(p): p for p in compiled}
+        assert len(ptx[ring]) == 2
+    for gated in (True, False):
+        plain, ring = ptx[False][gated], ptx[True][gated]
+        assert not four_byte_copy.search(plain)
+        assert len(four_byte_copy.findall(ring)) >= 2  # weight scales and A scales
+        assert len(re.findall(r"ld\.global", ring)) < len(re.findall(r"ld\.global", plain))
+        assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k32\.f32\.e4m3\.e4m3", ring)
+        issued_to_wait = ring.split("wgmma.wait_group.sync.aligned", 1)[0].rsplit("wgmma.mma_async", 1)[-1]
+        assert "cp.async.wait_group" in issued_to_wait
+
+
+@needs_gluon
+@pytest.mark.parametrize("path", ["grouped", "pairs"])
 def test_real_sm90_compile_with_stamps_reads_the_global_timer_five_times_and_without_none(path, gluon_on):
     """The timeline probe's stamps (STAMPS, device_clock) on both Gluon GEMMs: each reads %globaltimer at its
     five points (start, set-up, wait, K loop, end); without them the PTX is the plan's as shipped."""
@@ -578,6 +602,30 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
     gen = torch.Generator().manual_seed(M)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
     _replay_gluon_beside_tl("GLUON_FP8_GEMMS", x, logits, w13, w2, k, path, gen, 4e-2, **kw)
+
+
+@pytest.mark.gpu
+@needs_gluon
+@pytest.mark.parametrize("path,M", [("pairs", 1), ("pairs", 2), ("pairs", 5), ("grouped", 3), ("grouped", 8),
+                                    ("grouped", 17), ("grouped", 64)])
+@pytest.mark.parametrize("tiles", [(32, 7, 128, 6, True), (32, 6, 64, 3, True), (64, 2, 128, 8, True),
+                                   (128, 3, 128, 7, True), (32, 5, 64, 4, False)],
+                         ids=["7-and-6-stages", "6-and-3-stages", "2-and-8-stages", "128-columns-7-stages",
+                              "down-waits-first"])
+def test_gluon_scales_in_ring_match_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
+    """GLUON_SCALES_IN_RING: the block scales copied with their tiles into rings of 2, 4 or 8 slots (stage counts
+    that are and are not powers of two), the weight scales before down's wait or after it: each of three graph
+    replays within 4e-2 of the fp32 reference and 1e-2 of tl's kernel (H = 384, I = 640: K loops of 3 and 5 steps,
+    fewer than some rings' stages), with the top-k sum launched apart as shipped."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    up_n, up_s, down_n, down_s, ahead = tiles
+    monkeypatch.setattr(moe_decode, "GLUON_SCALES_IN_RING", True)
+    monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
+    _tiles(monkeypatch, up_n, up_s, down_n, down_s)
+    gen = torch.Generator().manual_seed(100 + M)
+    x, logits, w13, w2, kw = _fp8_block_layer(M, 16, 4, 384, 640, gen, "cuda")
+    _replay_gluon_beside_tl("GLUON_FP8_GEMMS", x, logits, w13, w2, 4, path, gen, 4e-2, **kw)
 
 
 @pytest.mark.gpu
