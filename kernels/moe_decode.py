@@ -975,13 +975,12 @@ GLUON_DOWN_SUM_LAUNCH = True
 # 18.0, 8 67.65 / 68.15, 16 103.4 / 104.2, 32 133.2 / 133.95, 64 151.9 / 153.1; DeepSeek-V3-TP2 M = 2 91.65 /
 # 91.75, 8 319.25 / 326.35, 13 446.35 / 456.1 (its fp32 rounds spread: 321.4 / 331.3, 449.0 / 463.2).
 GLUON_DOWN_ROWS_IN_ACT_DTYPE = True
-# FP8 block scales on the Gluon GEMMs: True copies each K step's weight and A scales into rings of shared memory
-# with the step's tiles (``SCALES_IN_RING``: the weights' before down's PDL wait with its first weights), where
-# False loads them from global memory two steps before the step they scale. Twenty-seventh session, call 1 (the
-# Gluon timeline, benchmarks/results/moe_layer.md): at Qwen3-30B-FP8 M = 1 down's K loop took 1.8-3.0 us after its
-# wait with its first five of six weight steps already in shared memory, a chain of scale loads two short steps
-# ahead of their use.
-GLUON_SCALES_IN_RING = False
+# FP8 block scales on the Gluon GEMMs: True lets gate_up write the bf16 intermediate only (no group counter, no last
+# writer re-reading a group to quantize it) and down quantize each K step's bf16 A tile in shared memory
+# (``INTER_QUANTIZED_BY_DOWN``; the same scales and e4m3 values). Twenty-seventh session, call 1 (the Gluon
+# timeline, benchmarks/results/moe_layer.md): gate_up's last program ended 1.6 us (Qwen3-30B-FP8 M = 1) and 3.0 us
+# (M = 2) after the last K loop, and down waits for that last end.
+GLUON_INTER_QUANTIZED_BY_DOWN = False
 
 
 def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: int, intermediate: int,
@@ -1343,6 +1342,8 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
         if block_scaled:
             a, a_scale, stride_asm = (ws.x_q[:M], ws.x_scale, stride_xsm) if gated else (ws.inter_q[:P], ws.a2_amax,
                                                                                             stride_a2m)
+            if not gated and GLUON_INTER_QUANTIZED_BY_DOWN:
+                a = ws.inter[:P]  # bf16, quantized step by step in down (its scales unread)
             bse, bsn, bsk = weight_scale_strides(QUANT_BLOCK, w_scale)
         else:
             # No scales: the kernel reads none of the scale pointers or strides.
@@ -1361,7 +1362,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
             PAIR_TILES=pair_tiles, topk_ids_ptr=ws.topk_ids, num_warps=4,
             **({"SUM_TOPK": False} if not gated and GLUON_DOWN_SUM_LAUNCH else {}),
             **({} if block_scaled else {"BLOCK_SCALED": False}),
-            **({"SCALES_IN_RING": True} if block_scaled and GLUON_SCALES_IN_RING else {}),
+            **({"INTER_QUANTIZED_BY_DOWN": True} if block_scaled and GLUON_INTER_QUANTIZED_BY_DOWN else {}),
             **({"launch_pdl": True} if pdl else {}),
         )))
     if GLUON_DOWN_SUM_LAUNCH:

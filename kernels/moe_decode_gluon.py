@@ -94,45 +94,37 @@ if gluon_gemms_supported():
         async_copy.commit_group()
 
     @gluon.jit
-    def _copy_scales(ws_smem, as_smem, ws_ptrs, as_ptrs, kb, n_k, stride_bsk, NUM_STAGES: gl.constexpr,
-                     WEIGHT: gl.constexpr, ACT: gl.constexpr):
-        """SCALES_IN_RING: cp.async of K step ``kb``'s weight scales (WEIGHT: one per weight row) and A scales
-        (ACT: one per token row) into stage ``kb % NUM_STAGES`` of their rings, in the group of the step's
-        tiles (committed by the caller); past the last step nothing."""
-        stage = kb % NUM_STAGES
-        live = kb < n_k
-        if WEIGHT:
-            _copy_to_shared(ws_smem.index(stage), ws_ptrs + kb * stride_bsk, mask=live)
-        if ACT:
-            _copy_to_shared(as_smem.index(stage), as_ptrs + kb, mask=live)
+    def _issue_product(w_smem, a_smem, kb, zero, NUM_STAGES: gl.constexpr, A_SLOTS: gl.constexpr):
+        """Step ``kb``'s wgmma, issued asynchronously into a fresh product (its A tile in slot ``kb % A_SLOTS``)."""
+        return warpgroup_mma(w_smem.index(kb % NUM_STAGES), a_smem.index(kb % A_SLOTS).permute((1, 0)), zero,
+                             use_acc=False, is_async=True)
 
     @gluon.jit
-    def _ring_scales(ws_smem, as_smem, kb, NUM_STAGES: gl.constexpr, acc_layout: gl.constexpr):
-        """SCALES_IN_RING: K step ``kb``'s scales from their rings (landed and visible: after the wait for
-        the step's group and a CTA barrier), in the accumulator's row (weights) and column (A) layouts."""
-        stage = kb % NUM_STAGES
-        w_s = ws_smem.index(stage).load(gl.SliceLayout(1, acc_layout))
-        a_s = as_smem.index(stage).load(gl.SliceLayout(0, acc_layout))
-        return a_s, w_s
-
-    @gluon.jit
-    def _issue_product(w_smem, a_smem, kb, zero, NUM_STAGES: gl.constexpr):
-        """Step ``kb``'s wgmma, issued asynchronously into a fresh product."""
-        stage = kb % NUM_STAGES
-        return warpgroup_mma(w_smem.index(stage), a_smem.index(stage).permute((1, 0)), zero, use_acc=False,
-                             is_async=True)
-
-    @gluon.jit
-    def _load_scales(a_scales, w_scales, kb, stride_bsk, BLOCK_SCALED: gl.constexpr):
+    def _load_scales(a_scales, w_scales, kb, stride_bsk, BLOCK_SCALED: gl.constexpr, LOAD_A: gl.constexpr = True):
         """K step ``kb``'s block scales: one per token (A) and one per weight row (without BLOCK_SCALED
-        none: the pointers, unread)."""
+        none: the pointers, unread; without LOAD_A, A's as given: ``a_scales``)."""
         if BLOCK_SCALED:
-            a_s = gl.load(a_scales + kb)
+            if LOAD_A:
+                a_s = gl.load(a_scales + kb)
+            else:
+                a_s = a_scales
             w_s = gl.load(w_scales + kb * stride_bsk)
         else:
             a_s = a_scales
             w_s = w_scales
         return a_s, w_s
+
+    @gluon.jit
+    def _quantize_a_step(a_smem, aq_smem, kb, NUM_STAGES: gl.constexpr, a_layout: gl.constexpr,
+                         scale_layout: gl.constexpr, FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr):
+        """INTER_QUANTIZED_BY_DOWN: K step ``kb``'s bf16 A tile (one 128-column group of each row, landed in
+        ``a_smem``) written as e4m3 to slot ``kb % 2`` of ``aq_smem`` with each row's scale (the absmax of the
+        group over FP8_MAX_C, as gate_up's last writer computes it), returned in ``scale_layout``."""
+        v = a_smem.index(kb % NUM_STAGES).load(a_layout).to(gl.float32)
+        scale = gl.maximum(gl.max(gl.abs(v), 1), MIN_AMAX) / FP8_MAX_C
+        q = gl.minimum(gl.maximum(v / scale[:, None], -FP8_MAX_C), FP8_MAX_C).to(gl.float8e4nv)
+        aq_smem.index(kb % 2).store(q)
+        return gl.convert_layout(scale, scale_layout)
 
     @gluon.jit
     def _fold_product(acc, product, a_s, w_s, BLOCK_SCALED: gl.constexpr):
@@ -234,8 +226,8 @@ if gluon_gemms_supported():
         NUM_STAGES: gl.constexpr, TOP_K: gl.constexpr, K_POW2: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
         FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr, LAUNCH_DEPENDENTS: gl.constexpr,
         WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None,
-        SUM_TOPK: gl.constexpr = True, BLOCK_SCALED: gl.constexpr = True, SCALES_IN_RING: gl.constexpr = False,
-        STAMPS: gl.constexpr = False, stamps_ptr=None,
+        SUM_TOPK: gl.constexpr = True, BLOCK_SCALED: gl.constexpr = True,
+        INTER_QUANTIZED_BY_DOWN: gl.constexpr = False, STAMPS: gl.constexpr = False, stamps_ptr=None,
     ):
         """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
 
@@ -255,9 +247,10 @@ if gluon_gemms_supported():
         SUM_TOPK off (down): no arrivals and no top-k sum; a launch after this one sums the pair rows.
         BLOCK_SCALED off: A and the weights in bf16 or fp16, no scales (``a_scale`` and ``b_scale`` unread),
         gate_up writes ``silu(gate) * up`` to ``c`` only (no ``cq``); each stage is still 128 bytes of K.
-        SCALES_IN_RING (with BLOCK_SCALED): each K step's block scales ride the cp.async ring with its tiles
-        (the weight rows' before a PDL wait with the weights, A's after it with A) and are read from shared
-        memory after the step's wait, instead of global loads issued two steps ahead of their use.
+        INTER_QUANTIZED_BY_DOWN (with BLOCK_SCALED): gate_up writes ``silu(gate) * up`` to ``c`` only (no group
+        counter, no last writer); down takes that bf16 intermediate as A and quantizes each K step's tile (one
+        128-column group a row) in shared memory before its wgmma, with the scales gate_up's last writer would
+        have written.
         STAMPS (probes): each program stores ``device_clock`` stamps at ``stamps_ptr`` (start, set-up done,
         wait for the prior launch done, K loop done, end; a program with no tile in use only the first and
         last); off, the kernel is the same code.
@@ -321,88 +314,72 @@ if gluon_gemms_supported():
                 a_scales = a_scale_ptr + _a_rows(acc_pairs, num_pairs, A_ROWS_PER_PAIR_DIV) * stride_asm
 
             w_smem = gl.allocate_shared_memory(b_ptr.dtype.element_ty, [NUM_STAGES, W_ROWS, K_STEP], smem_layout)
-            a_smem = gl.allocate_shared_memory(a_ptr.dtype.element_ty, [NUM_STAGES, BLOCK_M, K_STEP], smem_layout)
-            RING: gl.constexpr = BLOCK_SCALED and SCALES_IN_RING
-            ws_smem = w_smem
-            as_smem = a_smem
-            ws_ptrs = w_scales
-            as_ptrs = a_scales
-            if RING:
-                # The scale rings: one fp32 a weight row (and a token row) a stage, copied by threads
-                # along the rows.
-                scale_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[0])
-                row_layout: gl.constexpr = gl.BlockedLayout([1], [32], [NUM_WARPS], [0])
-                # (A swizzled shared layout takes power-of-two shapes: the ring has 2, 4 or 8 slots, NUM_STAGES used.)
-                RING_SLOTS: gl.constexpr = 2 if NUM_STAGES <= 2 else (4 if NUM_STAGES <= 4 else 8)
-                ws_smem = gl.allocate_shared_memory(b_scale_ptr.dtype.element_ty, [RING_SLOTS, W_ROWS], scale_layout)
-                as_smem = gl.allocate_shared_memory(a_scale_ptr.dtype.element_ty, [RING_SLOTS, BLOCK_M],
-                                                    scale_layout)
-                ring_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, row_layout)
-                ws_ptrs = b_scale_ptr + expert * stride_bse + (ring_rows // _SCALE_GROUP) * stride_bsn
-                ring_pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, row_layout)
-                as_ptrs = a_scale_ptr + _a_rows(ring_pairs, num_pairs, A_ROWS_PER_PAIR_DIV) * stride_asm
+            # A_RAW (down with INTER_QUANTIZED_BY_DOWN): A's ring holds the bf16 intermediate as copied (a power-of-two
+            # number of slots, NUM_STAGES used), each step quantized into one of two e4m3 slots for its wgmma.
+            A_RAW: gl.constexpr = BLOCK_SCALED and INTER_QUANTIZED_BY_DOWN and not GATED
+            A_SLOTS: gl.constexpr = 2 if A_RAW else NUM_STAGES
+            if A_RAW:
+                RAW_SLOTS: gl.constexpr = 2 if NUM_STAGES <= 2 else (4 if NUM_STAGES <= 4 else 8)
+                a_smem = gl.allocate_shared_memory(a_ptr.dtype.element_ty, [RAW_SLOTS, BLOCK_M, K_STEP],
+                                                   gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
+                aq_smem = gl.allocate_shared_memory(gl.float8e4nv, [2, BLOCK_M, K_STEP], smem_layout)
+                a_ones = gl.full([BLOCK_M], 1.0, gl.float32, layout=gl.SliceLayout(0, acc_layout))
+            else:
+                a_smem = gl.allocate_shared_memory(a_ptr.dtype.element_ty, [NUM_STAGES, BLOCK_M, K_STEP],
+                                                   smem_layout)
+                aq_smem = a_smem
+                a_ones = a_scales
             stamp(stamps_ptr, pid, 1, STAMPS)
             if WAIT_PRIOR == 2:
                 # The first steps' weights (not written by the launch before) stream in before the wait;
                 # their activations (written by it) after, as one group: the first wait takes every group.
                 for s in gl.static_range(NUM_STAGES - 1):
                     _copy_to_shared(w_smem.index(s), w_ptrs + s * K_STEP, mask=s < n_k)
-                    if RING:
-                        _copy_scales(ws_smem, as_smem, ws_ptrs, as_ptrs, s, n_k, stride_bsk, NUM_STAGES, True, False)
                     async_copy.commit_group()
                 wait_for_prior_launch()
                 stamp(stamps_ptr, pid, 2, STAMPS)
                 for s in gl.static_range(NUM_STAGES - 1):
                     _copy_to_shared(a_smem.index(s), a_ptrs + s * K_STEP, mask=a_valid & (s < n_k))
-                    if RING:
-                        _copy_scales(ws_smem, as_smem, ws_ptrs, as_ptrs, s, n_k, stride_bsk, NUM_STAGES, False, True)
                 async_copy.commit_group()
             else:
                 stamp(stamps_ptr, pid, 2, STAMPS)
                 for s in gl.static_range(NUM_STAGES - 1):
-                    if RING:
-                        _copy_scales(ws_smem, as_smem, ws_ptrs, as_ptrs, s, n_k, stride_bsk, NUM_STAGES, True, True)
                     _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s, n_k, NUM_STAGES, K_STEP)
 
             zero = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)  # each product's (unread) start
             acc = zero
-            if RING:
-                async_copy.wait_group(0 if WAIT_PRIOR == 2 else NUM_STAGES - 2)
-                _cta_barrier()
+            # Scales are loaded two steps before the step they scale (their latency hidden behind two steps' copies);
+            # with A_RAW A's come from each step's quantization instead (a_ones stands in until then).
+            a_s0, w_s0 = _load_scales(a_ones, w_scales, 0, stride_bsk, BLOCK_SCALED, not A_RAW)
+            a_s1, w_s1 = _load_scales(a_ones, w_scales, gl.minimum(1, n_k - 1), stride_bsk, BLOCK_SCALED, not A_RAW)
+            async_copy.wait_group(0 if WAIT_PRIOR == 2 else NUM_STAGES - 2)
+            _cta_barrier()
+            fence_async_shared()
+            if A_RAW:
+                a_s0 = _quantize_a_step(a_smem, aq_smem, 0, NUM_STAGES, a_layout, gl.SliceLayout(0, acc_layout),
+                                        FP8_MAX_C, MIN_AMAX)
                 fence_async_shared()
-                a_s0, w_s0 = _ring_scales(ws_smem, as_smem, 0, NUM_STAGES, acc_layout)
-                a_s1, w_s1 = a_s0, w_s0
-            else:
-                # Scales are loaded two steps before the step they scale (their latency hidden behind two steps'
-                # copies).
-                a_s0, w_s0 = _load_scales(a_scales, w_scales, 0, stride_bsk, BLOCK_SCALED)
-                a_s1, w_s1 = _load_scales(a_scales, w_scales, gl.minimum(1, n_k - 1), stride_bsk, BLOCK_SCALED)
-                async_copy.wait_group(0 if WAIT_PRIOR == 2 else NUM_STAGES - 2)
                 _cta_barrier()
-                fence_async_shared()
-            product = _issue_product(w_smem, a_smem, 0, zero, NUM_STAGES)
+            product = _issue_product(w_smem, aq_smem, 0, zero, NUM_STAGES, A_SLOTS)
             for kb in range(1, n_k):
-                if RING:
-                    _copy_scales(ws_smem, as_smem, ws_ptrs, as_ptrs, kb + NUM_STAGES - 2, n_k, stride_bsk,
-                                 NUM_STAGES, True, True)
-                else:
-                    a_s2, w_s2 = _load_scales(a_scales, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk,
-                                              BLOCK_SCALED)
+                a_s2, w_s2 = _load_scales(a_ones, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk, BLOCK_SCALED,
+                                          not A_RAW)
                 # Step kb's tiles land while step kb - 1's product is in the MMA; only then is that product
                 # waited for and folded in, and step kb's issued.
                 _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb + NUM_STAGES - 2, n_k, NUM_STAGES, K_STEP)
                 async_copy.wait_group(NUM_STAGES - 2)
                 _cta_barrier()
                 fence_async_shared()
-                if RING:
-                    # Step kb's scales, landed with its tiles; their stage is copied into again two steps on,
-                    # after the next barrier, so every warp has read them by then.
-                    a_s1, w_s1 = _ring_scales(ws_smem, as_smem, kb, NUM_STAGES, acc_layout)
+                if A_RAW:
+                    # Step kb's A quantized into the e4m3 slot that step kb - 2's finished product read.
+                    a_s1 = _quantize_a_step(a_smem, aq_smem, kb, NUM_STAGES, a_layout, gl.SliceLayout(0, acc_layout),
+                                            FP8_MAX_C, MIN_AMAX)
+                    fence_async_shared()
+                    _cta_barrier()
                 acc = _fold_product(acc, product, a_s0, w_s0, BLOCK_SCALED)
                 a_s0, w_s0 = a_s1, w_s1
-                if not RING:
-                    a_s1, w_s1 = a_s2, w_s2
-                product = _issue_product(w_smem, a_smem, kb, zero, NUM_STAGES)
+                a_s1, w_s1 = a_s2, w_s2
+                product = _issue_product(w_smem, aq_smem, kb, zero, NUM_STAGES, A_SLOTS)
             acc = _fold_product(acc, product, a_s0, w_s0, BLOCK_SCALED)
             async_copy.wait_group(0)
             stamp(stamps_ptr, pid, 3, STAMPS)
@@ -420,7 +397,7 @@ if gluon_gemms_supported():
                 c_mask = (cols < N)[:, None] & pair_mask[None, :]
                 c_offs = pairs[None, :].to(gl.int64) * stride_cm + cols[:, None]
                 c = (gate / (1.0 + gl.exp(-gate)) * up).to(c_ptr.dtype.element_ty)
-                if not BLOCK_SCALED:
+                if (not BLOCK_SCALED) or INTER_QUANTIZED_BY_DOWN:
                     gl.store(c_ptr + c_offs, c, mask=c_mask)
                 elif OUT_N == _SCALE_GROUP:
                     # Whole groups: each token's scale from the values as stored (rounded), no re-read.

@@ -444,25 +444,26 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
 
 @needs_gluon
 @pytest.mark.parametrize("path", ["grouped", "pairs"])
-def test_real_sm90_compile_with_scales_in_ring_copies_them_with_their_tiles(path, gluon_on, monkeypatch):
-    """GLUON_SCALES_IN_RING: both GEMMs copy each step's block scales into shared memory as 4-byte cp.async in
-    the groups of their tiles, so fewer global loads remain (the K loop's scale loads gone); the wgmma stays
-    e4m3 and in flight until the next tiles land; off (shipped), no 4-byte copies."""
+def test_real_sm90_compile_with_the_intermediate_quantized_by_down(path, gluon_on, monkeypatch):
+    """GLUON_INTER_QUANTIZED_BY_DOWN: gate_up's sm_90 code has no group counter (no atomics) and converts nothing to
+    e4m3 (it writes bf16); down converts its A to e4m3 and multiplies e4m3 on wgmma, its product still in flight
+    until the next tiles land; off (shipped), gate_up quantizes and down converts nothing."""
     _compile_side()
-    four_byte_copy = re.compile(r"cp\.async\.ca\.shared\.global\s*\[[^\]]*\],\s*\[[^\]]*\],\s*0x4")
     ptx = {}
-    for ring in (False, True):
-        monkeypatch.setattr(moe_decode, "GLUON_SCALES_IN_RING", ring)
+    for by_down in (False, True):
+        monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", by_down)
         _, compiled = _compile_layer(256, 384, path=path)
-        ptx[ring] = {_is_gate_up(p): p for p in compiled}
-        assert len(ptx[ring]) == 2
-    for gated in (True, False):
-        plain, ring = ptx[False][gated], ptx[True][gated]
-        assert not four_byte_copy.search(plain)
-        assert len(four_byte_copy.findall(ring)) >= 2  # weight scales and A scales
-        assert len(re.findall(r"ld\.global", ring)) < len(re.findall(r"ld\.global", plain))
-        assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k32\.f32\.e4m3\.e4m3", ring)
-        issued_to_wait = ring.split("wgmma.wait_group.sync.aligned", 1)[0].rsplit("wgmma.mma_async", 1)[-1]
+        ptx[by_down] = {_is_gate_up(p): p for p in compiled}
+        assert len(ptx[by_down]) == 2
+    to_e4m3 = re.compile(r"cvt\.rn\.satfinite\.e4m3x2")
+    assert re.search(r"atom\.global", ptx[False][True]) and to_e4m3.search(ptx[False][True])
+    assert not to_e4m3.search(ptx[False][False])
+    gate_up, down = ptx[True][True], ptx[True][False]
+    assert not re.search(r"atom\.global", gate_up) and not to_e4m3.search(gate_up)
+    assert to_e4m3.search(down)
+    for p in (gate_up, down):
+        assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k32\.f32\.e4m3\.e4m3", p)
+        issued_to_wait = p.split("wgmma.wait_group.sync.aligned", 1)[0].rsplit("wgmma.mma_async", 1)[-1]
         assert "cp.async.wait_group" in issued_to_wait
 
 
@@ -608,24 +609,36 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
 @needs_gluon
 @pytest.mark.parametrize("path,M", [("pairs", 1), ("pairs", 2), ("pairs", 5), ("grouped", 3), ("grouped", 8),
                                     ("grouped", 17), ("grouped", 64)])
-@pytest.mark.parametrize("tiles", [(32, 7, 128, 6, True), (32, 6, 64, 3, True), (64, 2, 128, 8, True),
-                                   (128, 3, 128, 7, True), (32, 5, 64, 4, False)],
-                         ids=["7-and-6-stages", "6-and-3-stages", "2-and-8-stages", "128-columns-7-stages",
+@pytest.mark.parametrize("tiles", [None, (32, 6, 64, 3, True), (64, 2, 128, 8, True), (128, 3, 128, 7, True),
+                                   (32, 5, 64, 4, False)],
+                         ids=["shipped-tiles", "6-and-3-stages", "2-and-8-stages", "128-columns-7-stages",
                               "down-waits-first"])
-def test_gluon_scales_in_ring_match_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
-    """GLUON_SCALES_IN_RING: the block scales copied with their tiles into rings of 2, 4 or 8 slots (stage counts
-    that are and are not powers of two), the weight scales before down's wait or after it: each of three graph
-    replays within 4e-2 of the fp32 reference and 1e-2 of tl's kernel (H = 384, I = 640: K loops of 3 and 5 steps,
-    fewer than some rings' stages), with the top-k sum launched apart as shipped."""
+def test_gluon_inter_quantized_by_down_equals_shipped_layer_across_graph_replays(path, M, tiles, monkeypatch):
+    """GLUON_INTER_QUANTIZED_BY_DOWN: gate_up writes the bf16 intermediate only and down quantizes each step's tile
+    in shared memory (rings of 2, 4 or 8 raw slots for 2-8 stages, K loops of 3 and 5 steps, down's weights before
+    its wait or not): each of three graph replays within 4e-2 of the fp32 reference and 1e-2 of tl's kernel, and
+    bit for bit the layer with gate_up's last writers quantizing (the same scales and e4m3 values, the same MMA)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    up_n, up_s, down_n, down_s, ahead = tiles
-    monkeypatch.setattr(moe_decode, "GLUON_SCALES_IN_RING", True)
-    monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
-    _tiles(monkeypatch, up_n, up_s, down_n, down_s)
+    if tiles is not None:
+        up_n, up_s, down_n, down_s, ahead = tiles
+        monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
+        _tiles(monkeypatch, up_n, up_s, down_n, down_s)
     gen = torch.Generator().manual_seed(100 + M)
-    x, logits, w13, w2, kw = _fp8_block_layer(M, 16, 4, 384, 640, gen, "cuda")
-    _replay_gluon_beside_tl("GLUON_FP8_GEMMS", x, logits, w13, w2, 4, path, gen, 4e-2, **kw)
+    E, k, H, I = 16, 4, 384, 640
+    x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
+    monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", True)
+    _replay_gluon_beside_tl("GLUON_FP8_GEMMS", x, logits, w13, w2, k, path, gen, 4e-2, **kw)
+    outs = {}
+    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
+    for by_down in (False, True):
+        monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", by_down)
+        plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, path=path, **kw)
+        for _, launch in plan.launches:
+            launch()
+        torch.cuda.synchronize()
+        outs[by_down] = plan.out.clone()
+    assert torch.equal(outs[True], outs[False])
 
 
 @pytest.mark.gpu
