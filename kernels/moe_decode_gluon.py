@@ -82,15 +82,18 @@ if gluon_gemms_supported():
     _SCALE_GROUP = gl.constexpr(128)  # block scales' group along K and N; also each stage's K depth in e4m3
 
     @gluon.jit
-    def _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb, n_k, NUM_STAGES: gl.constexpr, K_STEP: gl.constexpr):
+    def _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb, n_k, NUM_STAGES: gl.constexpr, K_STEP: gl.constexpr,
+                   COPY_A: gl.constexpr = True):
         """cp.async of K step ``kb``'s weight and activation tiles (K_STEP columns) into stage
-        ``kb % NUM_STAGES`` (the activation rows of padding, ``a_valid`` false, zero-filled unread); past the
-        last step nothing is copied but the group is still committed, so every step waits for the same count."""
+        ``kb % NUM_STAGES`` (the activation rows of padding, ``a_valid`` false, zero-filled unread; without
+        COPY_A the weights only); past the last step nothing is copied but the group is still committed, so
+        every step waits for the same count."""
         stage = kb % NUM_STAGES
         live = kb < n_k
         offset = kb * K_STEP
         _copy_to_shared(w_smem.index(stage), w_ptrs + offset, mask=live)
-        _copy_to_shared(a_smem.index(stage), a_ptrs + offset, mask=a_valid & live)
+        if COPY_A:
+            _copy_to_shared(a_smem.index(stage), a_ptrs + offset, mask=a_valid & live)
         async_copy.commit_group()
 
     @gluon.jit
@@ -115,12 +118,18 @@ if gluon_gemms_supported():
         return a_s, w_s
 
     @gluon.jit
-    def _quantize_a_step(a_smem, aq_smem, kb, NUM_STAGES: gl.constexpr, a_layout: gl.constexpr,
-                         scale_layout: gl.constexpr, FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr):
-        """INTER_QUANTIZED_BY_DOWN: K step ``kb``'s bf16 A tile (one 128-column group of each row, landed in
-        ``a_smem``) written as e4m3 to slot ``kb % 2`` of ``aq_smem`` with each row's scale (the absmax of the
-        group over FP8_MAX_C, as gate_up's last writer computes it), returned in ``scale_layout``."""
-        v = a_smem.index(kb % NUM_STAGES).load(a_layout).to(gl.float32)
+    def _load_a_step(a_ptrs, a_valid, kb, n_k, K_STEP: gl.constexpr):
+        """INTER_QUANTIZED_BY_DOWN: K step ``kb``'s bf16 A tile loaded into registers (padding rows and steps
+        past the last zero)."""
+        return gl.load(a_ptrs + kb * K_STEP, mask=a_valid & (kb < n_k), other=0.0)
+
+    @gluon.jit
+    def _quantize_a_step(a_tile, aq_smem, kb, scale_layout: gl.constexpr, FP8_MAX_C: gl.constexpr,
+                         MIN_AMAX: gl.constexpr):
+        """INTER_QUANTIZED_BY_DOWN: K step ``kb``'s bf16 A tile (one 128-column group of each row, in registers)
+        written as e4m3 to slot ``kb % 2`` of ``aq_smem`` with each row's scale (the absmax of the group over
+        FP8_MAX_C, as gate_up's last writer computes it), returned in ``scale_layout``."""
+        v = a_tile.to(gl.float32)
         scale = gl.maximum(gl.max(gl.abs(v), 1), MIN_AMAX) / FP8_MAX_C
         q = gl.minimum(gl.maximum(v / scale[:, None], -FP8_MAX_C), FP8_MAX_C).to(gl.float8e4nv)
         aq_smem.index(kb % 2).store(q)
@@ -314,15 +323,14 @@ if gluon_gemms_supported():
                 a_scales = a_scale_ptr + _a_rows(acc_pairs, num_pairs, A_ROWS_PER_PAIR_DIV) * stride_asm
 
             w_smem = gl.allocate_shared_memory(b_ptr.dtype.element_ty, [NUM_STAGES, W_ROWS, K_STEP], smem_layout)
-            # A_RAW (down with INTER_QUANTIZED_BY_DOWN): A's ring holds the bf16 intermediate as copied (a power-of-two
-            # number of slots, NUM_STAGES used), each step quantized into one of two e4m3 slots for its wgmma.
+            # A_RAW (down with INTER_QUANTIZED_BY_DOWN): A, the bf16 intermediate (in the L2, just written by gate_up),
+            # is loaded into registers two steps ahead and each step quantized into one of two e4m3 slots for its
+            # wgmma (no A ring).
             A_RAW: gl.constexpr = BLOCK_SCALED and INTER_QUANTIZED_BY_DOWN and not GATED
             A_SLOTS: gl.constexpr = 2 if A_RAW else NUM_STAGES
             if A_RAW:
-                RAW_SLOTS: gl.constexpr = 2 if NUM_STAGES <= 2 else (4 if NUM_STAGES <= 4 else 8)
-                a_smem = gl.allocate_shared_memory(a_ptr.dtype.element_ty, [RAW_SLOTS, BLOCK_M, K_STEP],
-                                                   gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
                 aq_smem = gl.allocate_shared_memory(gl.float8e4nv, [2, BLOCK_M, K_STEP], smem_layout)
+                a_smem = aq_smem  # (unused: no A ring)
                 a_ones = gl.full([BLOCK_M], 1.0, gl.float32, layout=gl.SliceLayout(0, acc_layout))
             else:
                 a_smem = gl.allocate_shared_memory(a_ptr.dtype.element_ty, [NUM_STAGES, BLOCK_M, K_STEP],
@@ -338,13 +346,22 @@ if gluon_gemms_supported():
                     async_copy.commit_group()
                 wait_for_prior_launch()
                 stamp(stamps_ptr, pid, 2, STAMPS)
-                for s in gl.static_range(NUM_STAGES - 1):
-                    _copy_to_shared(a_smem.index(s), a_ptrs + s * K_STEP, mask=a_valid & (s < n_k))
-                async_copy.commit_group()
+                if not A_RAW:
+                    for s in gl.static_range(NUM_STAGES - 1):
+                        _copy_to_shared(a_smem.index(s), a_ptrs + s * K_STEP, mask=a_valid & (s < n_k))
+                    async_copy.commit_group()
             else:
                 stamp(stamps_ptr, pid, 2, STAMPS)
                 for s in gl.static_range(NUM_STAGES - 1):
-                    _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s, n_k, NUM_STAGES, K_STEP)
+                    _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, s, n_k, NUM_STAGES, K_STEP, not A_RAW)
+            if A_RAW:
+                a_r0 = _load_a_step(a_ptrs, a_valid, 0, n_k, K_STEP)
+                a_r1 = _load_a_step(a_ptrs, a_valid, 1, n_k, K_STEP)
+                a_r2 = _load_a_step(a_ptrs, a_valid, 2, n_k, K_STEP)
+            else:
+                a_r0 = a_valid
+                a_r1 = a_valid
+                a_r2 = a_valid
 
             zero = gl.zeros([W_ROWS, BLOCK_M], gl.float32, layout=acc_layout)  # each product's (unread) start
             acc = zero
@@ -356,8 +373,7 @@ if gluon_gemms_supported():
             _cta_barrier()
             fence_async_shared()
             if A_RAW:
-                a_s0 = _quantize_a_step(a_smem, aq_smem, 0, NUM_STAGES, a_layout, gl.SliceLayout(0, acc_layout),
-                                        FP8_MAX_C, MIN_AMAX)
+                a_s0 = _quantize_a_step(a_r0, aq_smem, 0, gl.SliceLayout(0, acc_layout), FP8_MAX_C, MIN_AMAX)
                 fence_async_shared()
                 _cta_barrier()
             product = _issue_product(w_smem, aq_smem, 0, zero, NUM_STAGES, A_SLOTS)
@@ -366,14 +382,18 @@ if gluon_gemms_supported():
                                           not A_RAW)
                 # Step kb's tiles land while step kb - 1's product is in the MMA; only then is that product
                 # waited for and folded in, and step kb's issued.
-                _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb + NUM_STAGES - 2, n_k, NUM_STAGES, K_STEP)
+                if A_RAW:
+                    a_r3 = _load_a_step(a_ptrs, a_valid, kb + 2, n_k, K_STEP)
+                _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb + NUM_STAGES - 2, n_k, NUM_STAGES, K_STEP,
+                           not A_RAW)
                 async_copy.wait_group(NUM_STAGES - 2)
                 _cta_barrier()
                 fence_async_shared()
                 if A_RAW:
                     # Step kb's A quantized into the e4m3 slot that step kb - 2's finished product read.
-                    a_s1 = _quantize_a_step(a_smem, aq_smem, kb, NUM_STAGES, a_layout, gl.SliceLayout(0, acc_layout),
-                                            FP8_MAX_C, MIN_AMAX)
+                    a_s1 = _quantize_a_step(a_r1, aq_smem, kb, gl.SliceLayout(0, acc_layout), FP8_MAX_C, MIN_AMAX)
+                    a_r1 = a_r2
+                    a_r2 = a_r3
                     fence_async_shared()
                     _cta_barrier()
                 acc = _fold_product(acc, product, a_s0, w_s0, BLOCK_SCALED)
