@@ -389,18 +389,21 @@ def _is_gate_up(ptx: str) -> bool:
 
 
 @needs_gluon
+@pytest.mark.parametrize("by_down", [True, False], ids=["inter-quantized-by-down", "inter-quantized-by-gate-up"])
 @pytest.mark.parametrize("sum_launch", [True, False], ids=["sum-launched-apart", "sum-in-down"])
 @pytest.mark.parametrize("tiles", [(32, 4, 64, 4), (64, 4, 64, 4), (128, 3, 128, 3)],
                          ids=["32-columns", "64-columns", "128-columns"])
-def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land(tiles, sum_launch, gluon_on,
+def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land(tiles, sum_launch, by_down, gluon_on,
                                                                                  monkeypatch):
     """Both GEMMs compile for sm_90 to e4m3 wgmma (never converted to f16); in the K loop each step
     waits for its cp.async tiles before it waits for the previous step's wgmma (the MMA runs while
     weights stream); PDL-linked (down lets the top-k reduce start where that sum is launched apart,
-    GLUON_DOWN_SUM_LAUNCH); gate_up's group counter where its tiles share a group and, with the sum in
+    GLUON_DOWN_SUM_LAUNCH); gate_up's group counter where its tiles share a group (the intermediate quantized by
+    gate_up, not down) and, with the sum in
     down, down's arrival counter are gpu-scope acq_rel atomics."""
     _compile_side()
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_SUM_LAUNCH", sum_launch)
+    monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", by_down)
     up_n, up_s, down_n, down_s = tiles
     _tiles(monkeypatch, up_n, up_s, down_n, down_s)
     plan, ptx = _compile_layer(256, 384)
@@ -414,9 +417,9 @@ def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land
         issued_to_wait = p.split("wgmma.wait_group.sync.aligned", 1)[0].rsplit("wgmma.mma_async", 1)[-1]
         assert "cp.async.wait_group" in issued_to_wait
     # Arrival counters: down's with the sum in it, and gate_up's when its tiles write part of a group each
-    # (a 128-column tile quantizes its whole group from registers, with no counter).
+    # (a 128-column tile quantizes its whole group from registers, with no counter; none where down quantizes).
     counted = [p for p in ptx if re.search(r"atom\.global\.(gpu\.acq_rel|acq_rel\.gpu)\.add\.u32", p)]
-    assert len(counted) == (up_n < 128) + (not sum_launch)
+    assert len(counted) == (up_n < 128 and not by_down) + (not sum_launch)
     if moe_decode.pdl_supported():
         # Both wait for the launch before; gate_up lets down start, down the reduce where there is one.
         assert all("griddepcontrol.wait" in p for p in ptx)
