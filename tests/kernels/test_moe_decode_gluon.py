@@ -399,8 +399,7 @@ def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land
     waits for its cp.async tiles before it waits for the previous step's wgmma (the MMA runs while
     weights stream); PDL-linked (down lets the top-k reduce start where that sum is launched apart,
     GLUON_DOWN_SUM_LAUNCH); gate_up's group counter where its tiles share a group (the intermediate quantized by
-    gate_up, not down) and, with the sum in
-    down, down's arrival counter are gpu-scope acq_rel atomics."""
+    gate_up, not down) and, with the sum in down, down's arrival counter are gpu-scope acq_rel atomics."""
     _compile_side()
     monkeypatch.setattr(moe_decode, "GLUON_DOWN_SUM_LAUNCH", sum_launch)
     monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", by_down)
