@@ -976,22 +976,21 @@ GLUON_DOWN_SUM_LAUNCH = True
 # 91.75, 8 319.25 / 326.35, 13 446.35 / 456.1 (its fp32 rounds spread: 321.4 / 331.3, 449.0 / 463.2).
 GLUON_DOWN_ROWS_IN_ACT_DTYPE = True
 # FP8 block scales on the Gluon GEMMs: True lets gate_up write the bf16 intermediate only (no group counter, no last
-# writer re-reading a group to quantize it) and down quantize each K step's bf16 A tile in shared memory
-# (``INTER_QUANTIZED_BY_DOWN``; the same scales and e4m3 values). Twenty-seventh session, call 1 (the Gluon
-# timeline, benchmarks/results/moe_layer.md): gate_up's last program ended 1.6 us (Qwen3-30B-FP8 M = 1) and 3.0 us
-# (M = 2) after the last K loop, and down waits for that last end. Call 3 (down's bf16 A through a shared-memory ring
-# of 2-8 slots): faster at Qwen3-30B-FP8 M = 1 (17.5 against 17.9 us) and 32, slower at 2-8 and DeepSeek-V3-TP2 1-2
-# (Qwen3 M = 2 28.4 / 25.3: down's larger shared memory kept its programs from starting beside gate_up's). Call 4, A
-# loaded into registers two steps ahead (down's shared memory below the previous one's), us per layer, by down /
-# the previous layer (vLLM's GEMMs alone): Qwen3-30B-FP8 M = 1 17.7 / 17.8 (17.8), 2 24.95 / 24.9 (26.2), 4 39.9 /
-# 40.15 (42.2), 8 65.35 / 66.3 (67.0), 16 99.9 / 101.55 (99.9), 32 129.4 / 130.7 (130.5), 64 146.3 / 148.95
-# (146.8); DeepSeek-V3-TP2 M = 1 49.1 / 49.2 (54.7), 2 89.5 / 89.4 (90.4), 8 309.55 / 311.4 (323.8). Outputs bit
-# for bit the previous layer's (the same scales and e4m3 values). Call 2, tried and removed: every K step's block
-# scales copied into shared-memory rings with its tiles (``SCALES_IN_RING``) in place of global loads two steps ahead:
-# slower at every point but Qwen3 M = 4 (level), us per layer, rings / shipped: Qwen3 M = 1 18.2 / 17.9, 2 26.25 /
-# 25.3, 16 106.6 / 103.45, 64 155.85 / 151.9; DeepSeek M = 2 93.1 / 91.75 (gate_up alone 68.5 against 65.3 at Qwen3
-# M = 16); down's K loop after its wait at Qwen3 M = 1 took as long (1.6-3.1 us), so the scale loads were not what
-# held it.
+# writer re-reading a group to quantize it) and down quantize each K step's bf16 A tile in registers into an e4m3
+# shared-memory slot for its wgmma (``INTER_QUANTIZED_BY_DOWN``; the same scales and e4m3 values). Twenty-seventh
+# session, call 1 (the Gluon timeline, benchmarks/results/moe_layer.md): gate_up's last program ended 1.6 us
+# (Qwen3-30B-FP8 M = 1) and 3.0 us (M = 2) after the last K loop, and down waits for that last end. Call 3 (down's bf16
+# A through a shared-memory ring of 2-8 slots): faster at Qwen3-30B-FP8 M = 1 (17.5 against 17.9 us) and 32, slower at
+# 2-8 and DeepSeek-V3-TP2 1-2 (Qwen3 M = 2 28.4 / 25.3: down's larger shared memory kept its programs from starting
+# beside gate_up's). Call 4, A loaded into registers two steps ahead (down's shared memory below the previous one's), us
+# per layer, by down / the previous layer (vLLM's GEMMs alone): Qwen3-30B-FP8 M = 1 17.7 / 17.8 (17.8), 2 24.95 / 24.9
+# (26.2), 4 39.9 / 40.15 (42.2), 8 65.35 / 66.3 (67.0), 16 99.9 / 101.55 (99.9), 32 129.4 / 130.7 (130.5), 64 146.3 /
+# 148.95 (146.8); DeepSeek-V3-TP2 M = 1 49.1 / 49.2 (54.7), 2 89.5 / 89.4 (90.4), 8 309.55 / 311.4 (323.8). Outputs bit
+# for bit the previous layer's (the same scales and e4m3 values). Call 2, tried and removed: every K step's block scales
+# copied into shared-memory rings with its tiles (``SCALES_IN_RING``) in place of global loads two steps ahead: slower
+# at every point but Qwen3 M = 4 (level), us per layer, rings / shipped: Qwen3 M = 1 18.2 / 17.9, 2 26.25 / 25.3, 16
+# 106.6 / 103.45, 64 155.85 / 151.9; DeepSeek M = 2 93.1 / 91.75 (gate_up alone 68.5 against 65.3 at Qwen3 M = 16);
+# down's K loop after its wait at Qwen3 M = 1 took as long (1.6-3.1 us), so the scale loads were not what held it.
 GLUON_INTER_QUANTIZED_BY_DOWN = True
 
 

@@ -125,14 +125,20 @@ if gluon_gemms_supported():
         return gl.load(a_ptrs + kb * K_STEP, mask=a_valid & (kb < n_k), other=0.0)
 
     @gluon.jit
+    def _e4m3_with_scales(v, AXIS: gl.constexpr, FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr):
+        """fp32 ``v`` as e4m3, with one scale for each slice along ``AXIS`` (its absmax, at least MIN_AMAX,
+        over FP8_MAX_C): how every FP8 intermediate here is quantized, whichever launch does it."""
+        scale = gl.maximum(gl.max(gl.abs(v), AXIS), MIN_AMAX) / FP8_MAX_C
+        q = gl.minimum(gl.maximum(v / gl.expand_dims(scale, AXIS), -FP8_MAX_C), FP8_MAX_C).to(gl.float8e4nv)
+        return q, scale
+
+    @gluon.jit
     def _quantize_a_step(a_tile, aq_smem, kb, scale_layout: gl.constexpr, FP8_MAX_C: gl.constexpr,
                          MIN_AMAX: gl.constexpr):
-        """INTER_QUANTIZED_BY_DOWN: K step ``kb``'s bf16 A tile (one 128-column group of each row, in registers)
-        written as e4m3 to slot ``kb % 2`` of ``aq_smem`` with each row's scale (the absmax of the group over
-        FP8_MAX_C, as gate_up's last writer computes it), returned in ``scale_layout``."""
-        v = a_tile.to(gl.float32)
-        scale = gl.maximum(gl.max(gl.abs(v), 1), MIN_AMAX) / FP8_MAX_C
-        q = gl.minimum(gl.maximum(v / scale[:, None], -FP8_MAX_C), FP8_MAX_C).to(gl.float8e4nv)
+        """INTER_QUANTIZED_BY_DOWN: K step ``kb``'s bf16 A tile (one 128-column group of each row) quantized
+        in registers and written as e4m3 to slot ``kb % 2`` of ``aq_smem`` for the step's wgmma; each row's
+        scale (the one gate_up's last writer would compute) is returned in ``scale_layout``."""
+        q, scale = _e4m3_with_scales(a_tile.to(gl.float32), 1, FP8_MAX_C, MIN_AMAX)
         aq_smem.index(kb % 2).store(q)
         return gl.convert_layout(scale, scale_layout)
 
@@ -169,8 +175,7 @@ if gluon_gemms_supported():
             mask = pair_mask[:, None] & (cols < N)[None, :]
             offs = pairs[:, None].to(gl.int64) * stride_cm + cols[None, :]
             v = gl.load(c_ptr + offs, mask=mask, other=0.0, volatile=True).to(gl.float32)
-            scale = gl.maximum(gl.max(gl.abs(v), 1), MIN_AMAX) / FP8_MAX_C
-            q = gl.minimum(gl.maximum(v / scale[:, None], -FP8_MAX_C), FP8_MAX_C).to(gl.float8e4nv)
+            q, scale = _e4m3_with_scales(v, 1, FP8_MAX_C, MIN_AMAX)
             gl.store(cq_ptr + offs, q, mask=mask)
             gl.store(scale_ptr + pairs * stride_scale_m + group, scale, mask=pair_mask)
 
@@ -259,8 +264,8 @@ if gluon_gemms_supported():
         gate_up writes ``silu(gate) * up`` to ``c`` only (no ``cq``); each stage is still 128 bytes of K.
         INTER_QUANTIZED_BY_DOWN (with BLOCK_SCALED): gate_up writes ``silu(gate) * up`` to ``c`` only (no group
         counter, no last writer); down takes that bf16 intermediate as A and quantizes each K step's tile (one
-        128-column group a row) in shared memory before its wgmma, with the scales gate_up's last writer would
-        have written.
+        128-column group a row) in registers, writing the e4m3 tile to shared memory for its wgmma, with the scales
+        gate_up's last writer would have written.
         STAMPS (probes): each program stores ``device_clock`` stamps at ``stamps_ptr`` (start, set-up done,
         wait for the prior launch done, K loop done, end; a program with no tile in use only the first and
         last); off, the kernel is the same code.
@@ -423,8 +428,7 @@ if gluon_gemms_supported():
                 elif OUT_N == _SCALE_GROUP:
                     # Whole groups: each token's scale from the values as stored (rounded), no re-read.
                     v = gl.where(c_mask, c.to(gl.float32), 0.0)
-                    scale = gl.maximum(gl.max(gl.abs(v), 0), MIN_AMAX) / FP8_MAX_C
-                    q = gl.minimum(gl.maximum(v / scale[None, :], -FP8_MAX_C), FP8_MAX_C).to(gl.float8e4nv)
+                    q, scale = _e4m3_with_scales(v, 0, FP8_MAX_C, MIN_AMAX)
                     gl.store(cq_ptr + c_offs, q, mask=c_mask)
                     gl.store(c_scale_ptr + pairs * stride_csm + pid_n, scale, mask=pair_mask)
                 else:

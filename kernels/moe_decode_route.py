@@ -275,7 +275,9 @@ def _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_
                     WRITE_XQ: tl.constexpr, X_ONE_PASS: tl.constexpr):
     """Token ``token``'s activation scales (and e4m3 row), and zeroed absmax slots of its pairs for
     gate_up's intermediate: QUANT 1 folds the row's absmax into ``x_amax``, 2 one scale per row,
-    3 one per 128-column group (``x_row`` holds the row already when X_ONE_PASS)."""
+    3 one per 128-column group (``x_row`` holds the row already when X_ONE_PASS). Only the tl gate_up
+    folds atomic maxima into those slots; the Gluon GEMMs store whole scales (or down quantizes), so for
+    them the zeroing is spare work (a few stores a token, left untimed)."""
     slots = tl.arange(0, K_POW2)
     if QUANT == 1:
         # Tensor scale: every token folds its absmax in; the last program turns it into the scale.

@@ -449,7 +449,7 @@ def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, mo
 def test_real_sm90_compile_with_the_intermediate_quantized_by_down(path, gluon_on, monkeypatch):
     """GLUON_INTER_QUANTIZED_BY_DOWN: gate_up's sm_90 code has no group counter (no atomics) and converts nothing to
     e4m3 (it writes bf16); down converts its A to e4m3 and multiplies e4m3 on wgmma, its product still in flight
-    until the next tiles land; off (shipped), gate_up quantizes and down converts nothing."""
+    until the next tiles land; off, gate_up quantizes and down converts nothing."""
     _compile_side()
     ptx = {}
     for by_down in (False, True):
@@ -617,7 +617,7 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
                               "down-waits-first"])
 def test_gluon_inter_quantized_by_down_equals_shipped_layer_across_graph_replays(path, M, tiles, monkeypatch):
     """GLUON_INTER_QUANTIZED_BY_DOWN: gate_up writes the bf16 intermediate only and down quantizes each step's tile
-    in shared memory (rings of 2, 4 or 8 raw slots for 2-8 stages, K loops of 3 and 5 steps, down's weights before
+    in registers, two steps ahead of its wgmma (2-8 weight stages, K loops of 3 and 5 steps, down's weights before
     its wait or not): each of three graph replays within 4e-2 of the fp32 reference and 1e-2 of tl's kernel, and
     bit for bit the layer with gate_up's last writers quantizing (the same scales and e4m3 values, the same MMA)."""
     if not torch.cuda.is_available():
