@@ -315,6 +315,15 @@ def active_device() -> tuple[Any, int]:
     return active.get_active_torch_device(), active.get_current_device()
 
 
+def ptxas_path(arch: int = 90) -> str:
+    """The ptxas this Triton runs for ``arch`` (the one shipped in the wheel unless TRITON_PTXAS_PATH says
+    otherwise): `get_ptxas(arch).path` on 3.5+, `_path_to_binary("ptxas")` before."""
+    from triton.backends.nvidia import compiler as nvidia_compiler
+    if hasattr(nvidia_compiler, "get_ptxas"):
+        return str(nvidia_compiler.get_ptxas(arch).path)
+    return str(nvidia_compiler._path_to_binary("ptxas")[0])
+
+
 def load_binary_result(module: Any, function: Any, n_regs: int, n_spills: int, n_max_threads: int) -> tuple:
     """What `driver.utils.load_binary` returns: 4 values before 3.4, 5 from 3.4."""
     if VERSION >= (3, 4):

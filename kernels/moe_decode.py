@@ -992,6 +992,15 @@ GLUON_DOWN_ROWS_IN_ACT_DTYPE = True
 # 106.6 / 103.45, 64 155.85 / 151.9; DeepSeek M = 2 93.1 / 91.75 (gate_up alone 68.5 against 65.3 at Qwen3 M = 16);
 # down's K loop after its wait at Qwen3 M = 1 took as long (1.6-3.1 us), so the scale loads were not what held it.
 GLUON_INTER_QUANTIZED_BY_DOWN = True
+# bf16 / fp16 on the Gluon GEMMs: True accumulates in the MMA (each step's wgmma onto the accumulator in flight, the
+# step before waited for once the next is issued: ``ACCUMULATE_IN_MMA``) instead of the FP8 path's products, each
+# waited for and added in before the next step's wgmma is issued. Twenty-eighth session, written with no device lent:
+# untimed. Why it might pay: after its wait the Gluon bf16 down at Qwen3-30B M = 1 streamed its last 7 of 12 K steps
+# at about 2 TB/s (twenty-seventh session, call 1), each step a wgmma, its wait, a fold and the next issue in a chain.
+# The same with FP8 block scales (two products in flight, each folded with its scales) compiles to code whose every
+# wgmma ptxas serializes (C7514 / C7515, Triton 3.6 and 3.9): tests/kernels/test_moe_decode_gluon.py checks that the
+# shipped kernels are not serialized.
+GLUON_BF16_ACCUMULATE_IN_MMA = False
 
 
 def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: int, intermediate: int,
@@ -1374,6 +1383,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
             **({"SUM_TOPK": False} if not gated and GLUON_DOWN_SUM_LAUNCH else {}),
             **({} if block_scaled else {"BLOCK_SCALED": False}),
             **({"INTER_QUANTIZED_BY_DOWN": True} if block_scaled and GLUON_INTER_QUANTIZED_BY_DOWN else {}),
+            **({"ACCUMULATE_IN_MMA": True} if not block_scaled and GLUON_BF16_ACCUMULATE_IN_MMA else {}),
             **({"launch_pdl": True} if pdl else {}),
         )))
     if GLUON_DOWN_SUM_LAUNCH:

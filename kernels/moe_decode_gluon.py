@@ -16,7 +16,8 @@ and 128-column group (x from the layer's first launch, the intermediate from gat
 with [E, N / 128, K / 128] scales, K a multiple of 128, tokens in the wgmma's N slot (swap-AB, 8-row
 token tiles: the grouped path's sorted layout, or one pair a tile), one warpgroup. With ``BLOCK_SCALED``
 off the same pipeline takes bf16 or fp16 activations and weights with no scales (x as the layer got it,
-the intermediate as gate_up wrote it; 64 columns a stage). Where ``moe_decode`` takes it:
+the intermediate as gate_up wrote it; 64 columns a stage; with ``moe_decode.GLUON_BF16_ACCUMULATE_IN_MMA``, off and
+untimed, each step's wgmma adds onto the accumulator in flight instead). Where ``moe_decode`` takes it:
 ``moe_decode.GLUON_FP8_GEMMS`` and ``GLUON_BF16_GEMMS``. :func:`gluon_gemms_supported` says whether this Triton has
 what it needs (Gluon's Hopper wgmma: Triton >= 3.5; never under the interpreter); ``moe_decode``
 keeps its ``tl`` kernel elsewhere.
@@ -87,8 +88,8 @@ if gluon_gemms_supported():
                    COPY_A: gl.constexpr = True):
         """cp.async of K step ``kb``'s weight and activation tiles (K_STEP columns) into stage
         ``kb % NUM_STAGES`` (the activation rows of padding, ``a_valid`` false, zero-filled unread; without
-        COPY_A the weights only); past the last step nothing is copied but the group is still committed, so
-        every step waits for the same count."""
+        COPY_A the weights only); past the last step nothing is read (the stage zero-filled) but the group is still
+        committed, so every step waits for the same count."""
         stage = kb % NUM_STAGES
         live = kb < n_k
         offset = kb * K_STEP
@@ -98,10 +99,12 @@ if gluon_gemms_supported():
         async_copy.commit_group()
 
     @gluon.jit
-    def _issue_product(w_smem, a_smem, kb, zero, NUM_STAGES: gl.constexpr, A_SLOTS: gl.constexpr):
-        """Step ``kb``'s wgmma, issued asynchronously into a fresh product (its A tile in slot ``kb % A_SLOTS``)."""
+    def _issue_product(w_smem, a_smem, kb, zero, NUM_STAGES: gl.constexpr, A_SLOTS: gl.constexpr,
+                       ONTO: gl.constexpr = False):
+        """Step ``kb``'s wgmma, issued asynchronously into a fresh product (its A tile in slot ``kb % A_SLOTS``); ONTO:
+        added to ``zero``'s values instead (the accumulator in flight)."""
         return warpgroup_mma(w_smem.index(kb % NUM_STAGES), a_smem.index(kb % A_SLOTS).permute((1, 0)), zero,
-                             use_acc=False, is_async=True)
+                             use_acc=ONTO, is_async=True)
 
     @gluon.jit
     def _load_scales(a_scales, w_scales, kb, stride_bsk, BLOCK_SCALED: gl.constexpr, LOAD_A: gl.constexpr = True):
@@ -133,13 +136,13 @@ if gluon_gemms_supported():
         return q, scale
 
     @gluon.jit
-    def _quantize_a_step(a_tile, aq_smem, kb, scale_layout: gl.constexpr, FP8_MAX_C: gl.constexpr,
-                         MIN_AMAX: gl.constexpr):
+    def _quantize_a_step(a_tile, aq_smem, kb, A_SLOTS: gl.constexpr, scale_layout: gl.constexpr,
+                         FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr):
         """INTER_QUANTIZED_BY_DOWN: K step ``kb``'s bf16 A tile (one 128-column group of each row) quantized
-        in registers and written as e4m3 to slot ``kb % 2`` of ``aq_smem`` for the step's wgmma; each row's
-        scale (the one gate_up's last writer would compute) is returned in ``scale_layout``."""
+        in registers and written as e4m3 to slot ``kb % A_SLOTS`` of ``aq_smem`` for the step's wgmma; each
+        row's scale (the one gate_up's last writer would compute) is returned in ``scale_layout``."""
         q, scale = _e4m3_with_scales(a_tile.to(gl.float32), 1, FP8_MAX_C, MIN_AMAX)
-        aq_smem.index(kb % 2).store(q)
+        aq_smem.index(kb % A_SLOTS).store(q)
         return gl.convert_layout(scale, scale_layout)
 
     @gluon.jit
@@ -150,6 +153,23 @@ if gluon_gemms_supported():
         if BLOCK_SCALED:
             done = done * w_s[:, None] * a_s[None, :]
         return acc + done
+
+    @gluon.jit
+    def _land_step(w_smem, a_smem, aq_smem, w_ptrs, a_ptrs, a_valid, a_raw, a_s, kb, n_k,
+                   NUM_STAGES: gl.constexpr, K_STEP: gl.constexpr, A_RAW: gl.constexpr, A_SLOTS: gl.constexpr,
+                   scale_layout: gl.constexpr, FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr):
+        """K step ``kb`` made ready for its wgmma: the copy NUM_STAGES - 2 steps on issued, then step ``kb``'s
+        tiles waited for and made visible to the MMA; with A_RAW its A tile (``a_raw``, in registers) quantized
+        into its e4m3 slot. Returns step ``kb``'s A scales (``a_s`` as given without A_RAW)."""
+        _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb + NUM_STAGES - 2, n_k, NUM_STAGES, K_STEP, not A_RAW)
+        async_copy.wait_group(NUM_STAGES - 2)
+        _cta_barrier()
+        fence_async_shared()
+        if A_RAW:
+            a_s = _quantize_a_step(a_raw, aq_smem, kb, A_SLOTS, scale_layout, FP8_MAX_C, MIN_AMAX)
+            fence_async_shared()
+            _cta_barrier()
+        return a_s
 
     @gluon.jit
     def _quantize_group_when_written(c_ptr, cq_ptr, scale_ptr, arrivals_ptr, sorted_ids_ptr, pid_m, group,
@@ -243,6 +263,7 @@ if gluon_gemms_supported():
         WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None,
         SUM_TOPK: gl.constexpr = True, BLOCK_SCALED: gl.constexpr = True,
         INTER_QUANTIZED_BY_DOWN: gl.constexpr = False, STAMPS: gl.constexpr = False, stamps_ptr=None,
+        ACCUMULATE_IN_MMA: gl.constexpr = False,
     ):
         """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
 
@@ -266,6 +287,11 @@ if gluon_gemms_supported():
         counter, no last writer); down takes that bf16 intermediate as A and quantizes each K step's tile (one
         128-column group a row) in registers, writing the e4m3 tile to shared memory for its wgmma, with the scales
         gate_up's last writer would have written.
+        ACCUMULATE_IN_MMA (without BLOCK_SCALED): each step's wgmma adds onto the accumulator in flight and the step
+        before it is waited for only then (wgmma.wait_group 1), with no products and no folds. With block scales each
+        step's product must be scaled before it is added, and leaving two products in flight makes ptxas serialize
+        every wgmma (C7514 / C7515: the registers of the next product are written while one is in flight), so block
+        scales keep one product in flight.
         STAMPS (probes): each program stores ``device_clock`` stamps at ``stamps_ptr`` (start, set-up done,
         wait for the prior launch done, K loop done, end; a program with no tile in use only the first and
         last); off, the kernel is the same code.
@@ -278,6 +304,7 @@ if gluon_gemms_supported():
         # GATED: the tile's weight rows are OUT_N gate rows then the same OUT_N columns' up rows, one wgmma.
         W_ROWS: gl.constexpr = 2 * OUT_N if GATED else OUT_N
         gl.static_assert(W_ROWS % 64 == 0, "one warpgroup's wgmma takes weight rows in multiples of 64")
+        gl.static_assert(not (ACCUMULATE_IN_MMA and BLOCK_SCALED), "block scales need each step's product apart")
         # Weight tiles: 16 bytes a thread, 8 threads a 128-byte row; activation tiles: BLOCK_M rows of K_STEP.
         w_layout: gl.constexpr = gl.BlockedLayout([1, 128 // ELEM_BITS], [4, 8], [NUM_WARPS, 1], [1, 0])
         A_VEC: gl.constexpr = BLOCK_M * K_STEP // (32 * NUM_WARPS)
@@ -335,12 +362,11 @@ if gluon_gemms_supported():
             A_RAW: gl.constexpr = BLOCK_SCALED and INTER_QUANTIZED_BY_DOWN and not GATED
             A_SLOTS: gl.constexpr = 2 if A_RAW else NUM_STAGES
             if A_RAW:
-                aq_smem = gl.allocate_shared_memory(gl.float8e4nv, [2, BLOCK_M, K_STEP], smem_layout)
+                aq_smem = gl.allocate_shared_memory(gl.float8e4nv, [A_SLOTS, BLOCK_M, K_STEP], smem_layout)
                 a_smem = aq_smem  # (unused: no A ring)
                 a_ones = gl.full([BLOCK_M], 1.0, gl.float32, layout=gl.SliceLayout(0, acc_layout))
             else:
-                a_smem = gl.allocate_shared_memory(a_ptr.dtype.element_ty, [NUM_STAGES, BLOCK_M, K_STEP],
-                                                   smem_layout)
+                a_smem = gl.allocate_shared_memory(a_ptr.dtype.element_ty, [NUM_STAGES, BLOCK_M, K_STEP], smem_layout)
                 aq_smem = a_smem
                 a_ones = a_scales
             stamp(stamps_ptr, pid, 1, STAMPS)
@@ -379,34 +405,41 @@ if gluon_gemms_supported():
             _cta_barrier()
             fence_async_shared()
             if A_RAW:
-                a_s0 = _quantize_a_step(a_r0, aq_smem, 0, gl.SliceLayout(0, acc_layout), FP8_MAX_C, MIN_AMAX)
+                a_s0 = _quantize_a_step(a_r0, aq_smem, 0, A_SLOTS, gl.SliceLayout(0, acc_layout), FP8_MAX_C, MIN_AMAX)
                 fence_async_shared()
                 _cta_barrier()
             product = _issue_product(w_smem, aq_smem, 0, zero, NUM_STAGES, A_SLOTS)
-            for kb in range(1, n_k):
-                a_s2, w_s2 = _load_scales(a_ones, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk, BLOCK_SCALED,
-                                          not A_RAW)
-                # Step kb's tiles land while step kb - 1's product is in the MMA; only then is that product
-                # waited for and folded in, and step kb's issued.
-                if A_RAW:
-                    a_r3 = _load_a_step(a_ptrs, a_valid, kb + 2, n_k, K_STEP)
-                _copy_step(w_smem, a_smem, w_ptrs, a_ptrs, a_valid, kb + NUM_STAGES - 2, n_k, NUM_STAGES, K_STEP,
-                           not A_RAW)
-                async_copy.wait_group(NUM_STAGES - 2)
-                _cta_barrier()
-                fence_async_shared()
-                if A_RAW:
-                    # Step kb's A quantized into the e4m3 slot that step kb - 2's finished product read.
-                    a_s1 = _quantize_a_step(a_r1, aq_smem, kb, gl.SliceLayout(0, acc_layout), FP8_MAX_C, MIN_AMAX)
-                    a_r1 = a_r2
-                    a_r2 = a_r3
-                    fence_async_shared()
-                    _cta_barrier()
+            if ACCUMULATE_IN_MMA:
+                # Unscaled: each step's wgmma adds onto the accumulator in flight; the step before it is waited for
+                # (its stage free for the next copy) once it is issued, so the MMA never idles for a fold.
+                # (A wait that returns at once: the accumulator as a tensor, still the MMA's.)
+                acc = warpgroup_mma_wait(num_outstanding=1, deps=(product,))
+                for kb in range(1, n_k):
+                    _land_step(w_smem, a_smem, aq_smem, w_ptrs, a_ptrs, a_valid, a_valid, a_ones, kb, n_k, NUM_STAGES,
+                               K_STEP, A_RAW, A_SLOTS, gl.SliceLayout(0, acc_layout), FP8_MAX_C, MIN_AMAX)
+                    acc = _issue_product(w_smem, aq_smem, kb, acc, NUM_STAGES, A_SLOTS, True)
+                    acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+            else:
+                for kb in range(1, n_k):
+                    a_s2, w_s2 = _load_scales(a_ones, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk, BLOCK_SCALED,
+                                              not A_RAW)
+                    # Step kb's tiles land while step kb - 1's product is in the MMA; only then is that product
+                    # waited for and folded in, and step kb's issued. With A_RAW, step kb's A is quantized into the
+                    # e4m3 slot that step kb - 2's finished product read.
+                    if A_RAW:
+                        a_r3 = _load_a_step(a_ptrs, a_valid, kb + 2, n_k, K_STEP)
+                    a_s1 = _land_step(w_smem, a_smem, aq_smem, w_ptrs, a_ptrs, a_valid, a_r1, a_s1, kb, n_k,
+                                      NUM_STAGES, K_STEP, A_RAW, A_SLOTS, gl.SliceLayout(0, acc_layout), FP8_MAX_C,
+                                      MIN_AMAX)
+                    if A_RAW:
+                        a_r1 = a_r2
+                        a_r2 = a_r3
+                    acc = _fold_product(acc, product, a_s0, w_s0, BLOCK_SCALED)
+                    a_s0, w_s0 = a_s1, w_s1
+                    a_s1, w_s1 = a_s2, w_s2
+                    product = _issue_product(w_smem, aq_smem, kb, zero, NUM_STAGES, A_SLOTS)
                 acc = _fold_product(acc, product, a_s0, w_s0, BLOCK_SCALED)
-                a_s0, w_s0 = a_s1, w_s1
-                a_s1, w_s1 = a_s2, w_s2
-                product = _issue_product(w_smem, aq_smem, kb, zero, NUM_STAGES, A_SLOTS)
-            acc = _fold_product(acc, product, a_s0, w_s0, BLOCK_SCALED)
             async_copy.wait_group(0)
             stamp(stamps_ptr, pid, 3, STAMPS)
 

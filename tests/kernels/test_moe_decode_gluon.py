@@ -11,6 +11,8 @@ where this Triton has no Gluon (3.2-3.4) or under the interpreter.
 from __future__ import annotations
 
 import re
+import subprocess
+import tempfile
 
 import pytest
 import torch
@@ -298,6 +300,78 @@ def test_real_sm90_compile_of_the_bf16_gemms_leaves_each_wgmma_in_flight(path, d
         assert not re.search(r"atom\.global", p)
         issued_to_wait = p.split("wgmma.wait_group.sync.aligned", 1)[0].rsplit("wgmma.mma_async", 1)[-1]
         assert "cp.async.wait_group" in issued_to_wait
+
+
+@needs_gluon
+@pytest.mark.parametrize("path", ["pairs", "grouped"])
+def test_real_sm90_compile_of_the_bf16_gemms_accumulating_in_the_mma_waits_one_step_behind(path, monkeypatch):
+    """GLUON_BF16_ACCUMULATE_IN_MMA: in both bf16 GEMMs' K loop each step's wgmma adds onto the accumulator in flight
+    and only the step before it is waited for (wgmma.wait_group 1), one full wait after the loop; off (shipped),
+    every wait is a full one (each step's product folded in before the next is issued). Neither serialized."""
+    _compile_side()
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
+    kernel = moe_decode.moe_decode_gemm_gluon_kernel
+    waits = {}
+    for in_mma in (False, True):
+        monkeypatch.setattr(moe_decode, "GLUON_BF16_ACCUMULATE_IN_MMA", in_mma)
+        triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
+        with jitguard.offline(compile=True):
+            plan, _ = _bf16_plan(3, 16, 4, 256, 384, path=path)
+            for _, launch in plan.launches:
+                launch()
+        ptx = _compiled_ptx(kernel)
+        assert len(ptx) == 2
+        waits[in_mma] = [sorted(re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+)", p)) for p in ptx]
+        for p in ptx:
+            assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n8k16\.f32\.bf16\.bf16", p)
+            assert _ptxas_serialization(p) == []
+    assert waits[False] == [["0", "0"], ["0", "0"]]
+    assert waits[True] == [["0", "1", "1"], ["0", "1", "1"]]
+
+
+def _ptxas_serialization(ptx: str) -> list[str]:
+    """The lines of this Triton's ptxas log (-v, sm_90a) saying it serialized the PTX's wgmma; fails if ptxas
+    fails or its log is not the verbose one (no register count)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
+        f.write(ptx)
+        f.flush()
+        run = subprocess.run([triton_compat.ptxas_path(90), "-v", "--gpu-name=sm_90a", f.name, "-o", "/dev/null"],
+                             capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert re.search(r"Used \d+ registers", run.stderr), run.stderr[-2000:]
+    return [line for line in run.stderr.splitlines() if "wgmma.mma_async instructions are serialized" in line]
+
+
+@needs_gluon
+@pytest.mark.parametrize("scheme,switch", [("block", True), ("block", False), ("bf16", False), ("bf16", True)],
+                         ids=["fp8-quantized-by-down", "fp8-quantized-by-gate-up", "bf16", "bf16-in-the-mma"])
+@pytest.mark.parametrize("tiles", [(32, 4, 64, 4), (64, 6, 128, 8), (128, 3, 128, 3)],
+                         ids=["32-columns", "64-columns", "128-columns"])
+@pytest.mark.parametrize("path", ["pairs", "grouped"])
+def test_real_sm90_compile_leaves_no_wgmma_serialized_by_ptxas(path, tiles, scheme, switch, monkeypatch):
+    """Both Gluon GEMMs as this Triton's ptxas assembles them for sm_90a: no wgmma serialized (C7514 / C7515, which
+    ptxas does where registers of a wgmma in flight are read or written: the twenty-eighth session's form with two
+    FP8 products in flight was, at every tile), in each setting the layer can take."""
+    _compile_side()
+    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_TILES_AT", {})
+    monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", switch)
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_ACCUMULATE_IN_MMA", switch)
+    _tiles(monkeypatch, *tiles)
+    kernel = moe_decode.moe_decode_gemm_gluon_kernel
+    triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
+    with jitguard.offline(compile=True):
+        if scheme == "bf16":
+            plan, _ = _bf16_plan(3, 16, 4, 256, 384, path=path)
+        else:
+            plan = _plan(3, 16, 4, 256, 384, path=path)
+        for _, launch in plan.launches:
+            launch()
+    ptx = _compiled_ptx(kernel)
+    assert plan.gemms == "gluon" and len(ptx) == 2
+    for p in ptx:
+        assert _ptxas_serialization(p) == []
 
 
 @needs_gluon
@@ -674,6 +748,15 @@ def test_gluon_pairs_routing_breaks_ties_to_the_lower_expert(routers_apart, monk
     assert _rel_err(plan.out, ref) < 4e-2
 
 
+def _bf16_layer_on_gpu(M: int, E: int, H: int, I: int, gen: torch.Generator):
+    """A bf16 layer's CUDA inputs: (x, logits, w13, w2), the weights scaled to keep the output near unit size."""
+    x = torch.randn(M, H, generator=gen).to(torch.bfloat16).cuda()
+    logits = torch.randn(M, E, generator=gen).cuda()
+    w13 = (torch.randn(E, 2 * I, H, generator=gen) / H**0.5).to(torch.bfloat16).cuda()
+    w2 = (torch.randn(E, H, I, generator=gen) / I**0.5).to(torch.bfloat16).cuda()
+    return x, logits, w13, w2
+
+
 @pytest.mark.gpu
 @needs_gluon
 @pytest.mark.parametrize("path,M", [("pairs", 1), ("pairs", 2), ("pairs", 3), ("pairs", 5), ("grouped", 1),
@@ -693,11 +776,29 @@ def test_bf16_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(p
         _tiles(monkeypatch, *tiles[:4])
         monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", tiles[4])
     gen = torch.Generator().manual_seed(100 + M)
-    x = torch.randn(M, H, generator=gen).to(torch.bfloat16).cuda()
-    logits = torch.randn(M, E, generator=gen).cuda()
-    w13 = (torch.randn(E, 2 * I, H, generator=gen) / H**0.5).to(torch.bfloat16).cuda()
-    w2 = (torch.randn(E, H, I, generator=gen) / I**0.5).to(torch.bfloat16).cuda()
-    _replay_gluon_beside_tl("GLUON_BF16_GEMMS", x, logits, w13, w2, k, path, gen, 2e-2)
+    _replay_gluon_beside_tl("GLUON_BF16_GEMMS", *_bf16_layer_on_gpu(M, E, H, I, gen), k, path, gen, 2e-2)
+
+
+@pytest.mark.gpu
+@needs_gluon
+@pytest.mark.parametrize("path,M", [("pairs", 1), ("pairs", 5), ("grouped", 3), ("grouped", 13), ("grouped", 64)])
+@pytest.mark.parametrize("tiles", [None, (32, 7, 128, 6, True), (128, 3, 128, 3, True), (32, 6, 128, 3, False)],
+                         ids=["shipped-tiles", "32x7-128x6", "128-columns", "down-waits-first"])
+def test_bf16_gluon_layer_accumulating_in_the_mma_matches_reference_and_tl_across_graph_replays(path, M, tiles,
+                                                                                              monkeypatch):
+    """GLUON_BF16_ACCUMULATE_IN_MMA: the bf16 Gluon layer with each step's wgmma adding onto the accumulator in flight
+    (no products, no folds), three graph replays with new inputs each within 2e-2 of the fp32 reference and 1e-2 of
+    tl's kernel (K loops of 6 and 10 steps, 2-7 stages: each copy lands in the stage whose wgmma was waited for)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    E, k, H, I = 16, 4, 384, 640
+    if tiles is not None:
+        _tiles(monkeypatch, *tiles[:4])
+        monkeypatch.setattr(moe_decode, "GLUON_BF16_TILES_AT", {})
+        monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", tiles[4])
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_ACCUMULATE_IN_MMA", True)
+    gen = torch.Generator().manual_seed(200 + M)
+    _replay_gluon_beside_tl("GLUON_BF16_GEMMS", *_bf16_layer_on_gpu(M, E, H, I, gen), k, path, gen, 2e-2)
 
 
 @pytest.mark.gpu
