@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import tempfile
 
 import pytest
 import triton
+
+from jitguard import triton_compat
 
 TRITON_VERSION = tuple(int(part) for part in triton.__version__.split(".")[:2])
 # Checked: Triton 3.6 compiles an 8-token swapped tile to mma.sync m16n8 (FP8 on f16, each e4m3
@@ -25,3 +29,17 @@ def assert_tokens_in_mma_n_slot(ptx: str, block_m: int, operand: str) -> None:
         return
     assert want in wgmma and "mma.sync" not in ptx, (
         f"expected wgmma m64n{block_m} {operand} and no mma.sync, found wgmma {sorted(wgmma)} mma {sorted(mma)}")
+
+
+def ptxas_serialization_notes(ptx: str) -> list[str]:
+    """The lines of this Triton's ptxas log (-v, sm_90a) saying it serialized the PTX's wgmma (C7514, C7515 and
+    the like: registers of a wgmma in flight read or written, and more); fails if ptxas fails or its log is not
+    the verbose one (no register count)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
+        f.write(ptx)
+        f.flush()
+        run = subprocess.run([triton_compat.ptxas_path(90), "-v", "--gpu-name=sm_90a", f.name, "-o", "/dev/null"],
+                             capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert re.search(r"Used \d+ registers", run.stderr), run.stderr[-2000:]
+    return [line for line in run.stderr.splitlines() if "wgmma.mma_async instructions are serialized" in line]

@@ -16,7 +16,7 @@ from jitguard import triton_compat
 from jitguard.kernels import moe_gemm
 from jitguard.kernels.moe_chain import fused_moe
 from jitguard.kernels.moe_configs import MIN_TOKEN_TILE, MoeTileConfigs, TileConfig, select_tile_configs
-from tests.kernels.mma_checks import FP8_N8_CONVERTED, assert_tokens_in_mma_n_slot
+from tests.kernels.mma_checks import FP8_N8_CONVERTED, assert_tokens_in_mma_n_slot, ptxas_serialization_notes
 
 FP8 = torch.float8_e4m3fn
 
@@ -187,6 +187,8 @@ def test_real_sm90_compile_of_each_path(path):
             assert_tokens_in_mma_n_slot(ptx, tile.block_m, "e4m3" if fp8 else "bf16")
     if fp8:
         assert not any(re.search(r"cvt\.rn\.f16x2\.e4m3x2", ptx) for ptx in ptxs), "FP8 operands converted to f16"
+    # ptxas keeps each wgmma pipelined (none serialized: C7514 / C7515 and the like).
+    assert [ptxas_serialization_notes(ptx) for ptx in ptxs] == [[], []]
 
 
 # ---- the tuning script's table writer -------------------------------------------------------------

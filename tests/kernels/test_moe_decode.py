@@ -42,7 +42,7 @@ from jitguard.kernels.moe_decode import (
 from jitguard.kernels.moe_dispatch import from_logits_takes_decode, fused_moe_from_logits
 from jitguard.kernels.moe_routing import softmax_topk, softmax_topk_reference
 from tests.kernel_maths_device import INTERPRETED, maths_device
-from tests.kernels.mma_checks import FP8_N8_CONVERTED, assert_tokens_in_mma_n_slot
+from tests.kernels.mma_checks import FP8_N8_CONVERTED, assert_tokens_in_mma_n_slot, ptxas_serialization_notes
 
 FP8 = torch.float8_e4m3fn
 
@@ -851,6 +851,8 @@ def test_real_sm90_compile_of_each_path(path):
             assert_tokens_in_mma_n_slot(ptx, tile.block_m, "e4m3" if fp8 else "bf16")
     if fp8 and tile.swap_ab:
         assert not any(re.search(r"cvt\.rn\.f16x2\.e4m3x2", ptx) for ptx in gemm_ptx), "FP8 operands converted to f16"
+    # ptxas keeps each wgmma pipelined (none serialized: C7514 / C7515 and the like).
+    assert [ptxas_serialization_notes(ptx) for ptx in gemm_ptx] == [[], []]
     if moe_decode.pdl_supported():
         # Programmatic dependent launch: both GEMMs PDL-launched and waiting; the route kernel lets gate_up start.
         assert all(c.metadata.launch_pdl for c in new["moe_decode_gemm_kernel"])

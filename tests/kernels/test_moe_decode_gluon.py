@@ -11,8 +11,6 @@ where this Triton has no Gluon (3.2-3.4) or under the interpreter.
 from __future__ import annotations
 
 import re
-import subprocess
-import tempfile
 
 import pytest
 import torch
@@ -30,6 +28,7 @@ from jitguard.kernels.moe_decode import (
 )
 from jitguard.kernels.moe_decode_gluon import GluonTile, gluon_gemms_supported
 from jitguard.kernels.moe_routing import softmax_topk_reference
+from tests.kernels.mma_checks import ptxas_serialization_notes
 from tests.kernels.test_moe_decode import (
     _compile_side,
     _fp8_block_layer,
@@ -324,22 +323,9 @@ def test_real_sm90_compile_of_the_bf16_gemms_accumulating_in_the_mma_waits_one_s
         waits[in_mma] = [sorted(re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+)", p)) for p in ptx]
         for p in ptx:
             assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n8k16\.f32\.bf16\.bf16", p)
-            assert _ptxas_serialization(p) == []
+            assert ptxas_serialization_notes(p) == []
     assert waits[False] == [["0", "0"], ["0", "0"]]
     assert waits[True] == [["0", "1", "1"], ["0", "1", "1"]]
-
-
-def _ptxas_serialization(ptx: str) -> list[str]:
-    """The lines of this Triton's ptxas log (-v, sm_90a) saying it serialized the PTX's wgmma; fails if ptxas
-    fails or its log is not the verbose one (no register count)."""
-    with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
-        f.write(ptx)
-        f.flush()
-        run = subprocess.run([triton_compat.ptxas_path(90), "-v", "--gpu-name=sm_90a", f.name, "-o", "/dev/null"],
-                             capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert re.search(r"Used \d+ registers", run.stderr), run.stderr[-2000:]
-    return [line for line in run.stderr.splitlines() if "wgmma.mma_async instructions are serialized" in line]
 
 
 @needs_gluon
@@ -371,7 +357,7 @@ def test_real_sm90_compile_leaves_no_wgmma_serialized_by_ptxas(path, tiles, sche
     ptx = _compiled_ptx(kernel)
     assert plan.gemms == "gluon" and len(ptx) == 2
     for p in ptx:
-        assert _ptxas_serialization(p) == []
+        assert ptxas_serialization_notes(p) == []
 
 
 @needs_gluon
