@@ -5,8 +5,9 @@
 # alone, 64 ahead, 1-8 and 32 ahead; DeepSeek-V3-TP2 1, 2, 8 as call 4). Device, repo root, carry=[".vendor"].
 source benchmarks/h200_setup.sh
 R=/tmp/g27e; rm -rf $R; mkdir -p $R
+# (Twenty-eighth session: the bf16 in-the-MMA replay cases left to h200_session28_bf16_in_mma.sh; 257 GPU cases here.)
 timeout 330 python3 -m pytest -q -m gpu tests/kernels/test_moe_decode_gluon.py tests/kernels/test_moe_decode.py \
-    -p no:cacheprovider > $R/tests.log 2>&1
+    -k "not accumulating" -p no:cacheprovider > $R/tests.log 2>&1
 tail -3 $R/tests.log
 G="[previous]auto:default+GLUON_INTER_QUANTIZED_BY_DOWN=False"
 timeout 150 python3 benchmarks/probe_decode_gluon_layer.py $V --cases qwen3-30b-fp8-block --ms 1,2,4,8,16,32,64 \
