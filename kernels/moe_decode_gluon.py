@@ -99,11 +99,11 @@ if gluon_gemms_supported():
         async_copy.commit_group()
 
     @gluon.jit
-    def _issue_product(w_smem, a_smem, kb, zero, NUM_STAGES: gl.constexpr, A_SLOTS: gl.constexpr,
+    def _issue_product(w_smem, a_smem, kb, acc_in, NUM_STAGES: gl.constexpr, A_SLOTS: gl.constexpr,
                        ONTO: gl.constexpr = False):
-        """Step ``kb``'s wgmma, issued asynchronously into a fresh product (its A tile in slot ``kb % A_SLOTS``); ONTO:
-        added to ``zero``'s values instead (the accumulator in flight)."""
-        return warpgroup_mma(w_smem.index(kb % NUM_STAGES), a_smem.index(kb % A_SLOTS).permute((1, 0)), zero,
+        """Step ``kb``'s wgmma, issued asynchronously (its A tile in slot ``kb % A_SLOTS``) into a fresh product in
+        the registers of ``acc_in`` (its values unread); ONTO: added to ``acc_in`` (the accumulator in flight)."""
+        return warpgroup_mma(w_smem.index(kb % NUM_STAGES), a_smem.index(kb % A_SLOTS).permute((1, 0)), acc_in,
                              use_acc=ONTO, is_async=True)
 
     @gluon.jit
