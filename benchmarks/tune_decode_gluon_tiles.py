@@ -95,14 +95,15 @@ class TunedRow:
         return min(100.0 * (s - b) / s for s, b in zip(self.shipped_us, self.best_us))
 
 
-def proposal(rows: list[TunedRow], tiles_at: dict, tokens: dict, base_tiles: dict, min_gain: float,
+def proposal(rows: list[TunedRow], tiles_at: dict, tokens: dict, base_tiles: dict | None, min_gain: float,
              tiles_by_size: bool = True) -> tuple[dict, dict, list[TunedRow]]:
     """(GLUON_TILES_AT, GLUON_FP8_TOKENS, the rows that changed them): copies of ``tiles_at`` / ``tokens`` with
     the fastest pair entered for every row that beat its shipped choice by more than ``min_gain`` percent in
     every round (a pair equal to ``base_tiles[path]``, GLUON_TILES', needs no GLUON_TILES_AT entry and drops
-    one), and the row's M added to GLUON_FP8_TOKENS where the shipped choice ran tl's GEMMs. With
-    ``tiles_by_size`` off, ``tiles_at`` is keyed by path alone (bf16's GLUON_BF16_TILES_AT; its tokens, as FP8's,
-    by size class and path)."""
+    one; ``base_tiles`` None, for one GPU's GLUON_TILES_ON_GPU entry, which falls back to GLUON_TILES_AT's tile
+    rather than GLUON_TILES': every such pair entered), and the row's M added to GLUON_FP8_TOKENS where the
+    shipped choice ran tl's GEMMs. With ``tiles_by_size`` off, ``tiles_at`` is keyed by path alone (bf16's
+    GLUON_BF16_TILES_AT; its tokens, as FP8's, by size class and path)."""
     sized_at = tiles_at if tiles_by_size else {None: tiles_at}
     new_at = {size: {path: dict(by_m) for path, by_m in paths.items()} for size, paths in sized_at.items()}
     new_tokens = {size: {path: tuple(ms) for path, ms in paths.items()} for size, paths in tokens.items()}
@@ -112,7 +113,7 @@ def proposal(rows: list[TunedRow], tiles_at: dict, tokens: dict, base_tiles: dic
             continue
         changed.append(row)
         by_m = new_at.setdefault(row.size_class if tiles_by_size else None, {}).setdefault(row.path, {})
-        if row.best == tuple(base_tiles[row.path]):
+        if base_tiles is not None and row.best == tuple(base_tiles[row.path]):
             by_m.pop(row.M, None)
         else:
             by_m[row.M] = row.best
@@ -150,9 +151,10 @@ def tune_m(layer, M: int, gate_ups, downs, rounds: int, log, against_chain: bool
     if path not in GLUON_PATHS:
         print(f"# {case} M = {M}: the shipped choice takes the {path} path (no Gluon GEMMs): skipped", flush=True)
         return None
-    shipped_pair = _tile_pair(moe_decode.gluon_tiles(path, M, expert_bytes, unquantized=bf16))
+    shipped_pair = _tile_pair(moe_decode.gluon_tiles(path, M, expert_bytes, unquantized=bf16,
+                                                     gpu_name=moe_decode.gpu_name(x.device)))
     on_gluon = ({"GLUON_BF16_GEMMS": "always", "GLUON_BF16_TILES_AT": {}} if bf16
-                else {"GLUON_FP8_GEMMS": "always", "GLUON_TILES_AT": {}})
+                else {"GLUON_FP8_GEMMS": "always", "GLUON_TILES_AT": {}, "GLUON_TILES_ON_GPU": {}})
 
     def plans_for(pair):
         up, down = (GluonTile(*t) for t in pair)
@@ -255,9 +257,17 @@ def main() -> None:
     fp8_rows, bf16_rows = [r for r in rows if not r.bf16], [r for r in rows if r.bf16]
     tables, changed = [], []
     if fp8_rows or not bf16_rows:
-        tiles_at, tokens, fp8_changed = proposal(fp8_rows, moe_decode.GLUON_TILES_AT, moe_decode.GLUON_FP8_TOKENS,
-                                                 base, args.min_gain)
-        tables += [f"GLUON_TILES_AT = {tiles_at!r}", f"GLUON_FP8_TOKENS = {tokens!r}"]
+        gpu = torch.cuda.get_device_name()
+        if gpu == moe_decode.GLUON_TABLES_GPU:
+            tiles_at, tokens, fp8_changed = proposal(fp8_rows, moe_decode.GLUON_TILES_AT,
+                                                     moe_decode.GLUON_FP8_TOKENS, base, args.min_gain)
+            tables += [f"GLUON_TILES_AT = {tiles_at!r}"]
+        else:
+            # Another GPU: its own entry of GLUON_TILES_ON_GPU (GLUON_FP8_TOKENS stays the H200's: shown, not kept).
+            tiles_at, tokens, fp8_changed = proposal(fp8_rows, moe_decode.GLUON_TILES_ON_GPU.get(gpu, {}),
+                                                     moe_decode.GLUON_FP8_TOKENS, None, args.min_gain)
+            tables += [f"GLUON_TILES_ON_GPU[{gpu!r}] = {tiles_at!r}"]
+        tables += [f"GLUON_FP8_TOKENS = {tokens!r}"]
         changed += fp8_changed
     if bf16_rows:
         tiles_at, tokens, bf16_changed = proposal(bf16_rows, moe_decode.GLUON_BF16_TILES_AT,

@@ -75,7 +75,8 @@ With FP8 block scales the pairs and grouped paths run their two GEMMs as ``moe_d
 (Gluon, Triton >= 3.5: each K step's wgmma stays in flight across the block scaling) at the token counts
 where that measured faster (``GLUON_FP8_GEMMS``, ``GLUON_FP8_TOKENS``; ``DecodePlan.gemms`` says which
 ran), on tiles chosen by token count where other tiles measured faster (``gluon_tiles``: ``GLUON_TILES``,
-``GLUON_TILES_AT``; each tile one more compiled variant of the Gluon kernel, never one per M;
+``GLUON_TILES_AT``, tuned on an H200, and ``GLUON_TILES_ON_GPU``, tuned on other GPUs and taken on them first;
+each tile one more compiled variant of the Gluon kernel, never one per M;
 ``benchmarks/tune_decode_gluon_tiles.py`` sweeps them); ``moe_decode_gemm_kernel`` everywhere else and on
 older Tritons. There down writes its pair rows in the activation dtype (``GLUON_DOWN_ROWS_IN_ACT_DTYPE``) and
 ``moe_gemm``'s top-k reduce, launched after it, sums them in fp32 (``GLUON_DOWN_SUM_LAUNCH``: one launch more,
@@ -915,6 +916,26 @@ GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, 
               "grouped": {3: ((32, 8), (64, 3)), 5: ((32, 8), (64, 3)), 6: ((32, 8), (64, 3)), 8: ((32, 8), (64, 3)),
                           10: ((32, 6), (128, 4)), 12: ((32, 8), (64, 4)), 13: ((32, 8), (64, 4))}},
 }
+# The GPU every table above (and GLUON_FP8_TOKENS, GLUON_BF16_*) was tuned on, by its torch.cuda.get_device_name.
+GLUON_TABLES_GPU = "NVIDIA H200"
+# GLUON_TILES_ON_GPU holds FP8 tiles tuned on another GPU, by the name
+# torch.cuda.get_device_name gives it, in GLUON_TILES_AT's form, taken before GLUON_TILES_AT where it lists the
+# expert size class, path and token count. Twenty-ninth session, on an H100 80GB HBM3 (the tuner, calls 3-4, whole
+# layer, three rounds side by side, us per layer, fastest pair / the H200's tiles, every round faster by more than
+# 0.5%): Qwen3-30B-FP8 pairs M = 1 32x8/128x6 20.9 / 21.7 (vLLM's GEMMs alone 21.0 in call 1); grouped M = 7
+# 82.4 / 85.2, 8 89.6 / 90.7, 9 94.95 / 96.3, 10 105.3 / 106.2, 11 118.6 / 120.3, 12 114.4 / 115.2, 13 129.7 /
+# 131.9, 17 158.0 / 161.1, 18 150.0 / 153.8, 20 158.3 / 161.4, 48 205.2 / 207.0, 64 208.2 / 210.3. DeepSeek-V3-TP2
+# (M = 1-13): within 0.4% everywhere, nothing listed.
+GLUON_TILES_ON_GPU: dict[str, dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]]]] = {
+    "NVIDIA H100 80GB HBM3": {
+        "small": {
+            "pairs": {1: ((32, 8), (128, 6))},
+            "grouped": {7: ((32, 6), (128, 4)), 8: ((32, 8), (64, 3)), 9: ((32, 6), (64, 3)),
+                        **dict.fromkeys((10, 11, 12, 18), ((32, 6), (128, 4))),
+                        **dict.fromkeys((13, 17, 20, 48), ((32, 8), (128, 4))), 64: ((32, 8), (64, 3))},
+        },
+    },
+}
 # With PDL: the Gluon down GEMM's programs copy their first K steps of weights before they wait for
 # gate_up (which then waits for the launch before it before letting down start). Call 3: faster or level
 # at every point timed on both paths (DeepSeek M = 1 pairs 52.4 against 53.6, M = 2 92.4 against 93.6;
@@ -1023,15 +1044,19 @@ def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: in
     return GLUON_FP8_GEMMS == "always" or _gluon_measured_at(num_tokens, path, expert_bytes)
 
 
-def gluon_tiles(path: str, num_tokens: int, expert_bytes: int | None,
-                unquantized: bool = False) -> tuple[GluonTile, GluonTile]:
-    """The (gate_up, down) Gluon tiles of a path at a token count: GLUON_TILES_AT's where it lists the
-    expert size class, path and token count (with ``unquantized``, bf16 / fp16: GLUON_BF16_TILES_AT's by
-    path and token count), else GLUON_TILES'."""
+def gluon_tiles(path: str, num_tokens: int, expert_bytes: int | None, unquantized: bool = False,
+                gpu_name: str | None = None) -> tuple[GluonTile, GluonTile]:
+    """The (gate_up, down) Gluon tiles of a path at a token count on the GPU named ``gpu_name`` (as
+    ``torch.cuda.get_device_name`` gives it; None: no GPU's own table): GLUON_TILES_ON_GPU's for that GPU where
+    it lists the expert size class, path and token count, else GLUON_TILES_AT's where it lists them (with
+    ``unquantized``, bf16 / fp16: GLUON_BF16_TILES_AT's by path and token count), else GLUON_TILES'."""
     if unquantized:
         listed = GLUON_BF16_TILES_AT.get(path, {}).get(num_tokens)
     else:
-        listed = GLUON_TILES_AT.get(expert_size_class(expert_bytes), {}).get(path, {}).get(num_tokens)
+        size_class = expert_size_class(expert_bytes)
+        listed = GLUON_TILES_ON_GPU.get(gpu_name or "", {}).get(size_class, {}).get(path, {}).get(num_tokens)
+        if listed is None:
+            listed = GLUON_TILES_AT.get(size_class, {}).get(path, {}).get(num_tokens)
     if listed is None:
         return GLUON_TILES[path]
     gate_up_tile, down_tile = (GluonTile(*tile) for tile in listed)
@@ -1050,6 +1075,19 @@ def _gluon_measured_at(num_tokens: int, path: str, expert_bytes: int | None,
     path."""
     table = GLUON_FP8_TOKENS if tokens is None else tokens
     return num_tokens in table.get(expert_size_class(expert_bytes), {}).get(path, ())
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_device_name(index: int) -> str:
+    return torch.cuda.get_device_name(index)
+
+
+def gpu_name(device: torch.device) -> str | None:
+    """The name ``torch.cuda.get_device_name`` gives a CUDA device (asked once per device), the key of
+    GLUON_TILES_ON_GPU; None for any other device."""
+    if device.type != "cuda":
+        return None
+    return _cuda_device_name(torch.cuda.current_device() if device.index is None else device.index)
 
 
 def plan_fused_moe_decode(
@@ -1346,7 +1384,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
     else:
         wait_prior = dict.fromkeys((True, False), _wait_prior(pdl, False, False))
     gate_up_tile, down_tile = gluon_tiles("pairs" if pair_tiles else "grouped", M, expert_bytes,
-                                          unquantized=not block_scaled)
+                                          unquantized=not block_scaled, gpu_name=gpu_name(x.device))
     # Down's pair rows: in the activation dtype where the reduce launched after it sums them
     # (GLUON_DOWN_ROWS_IN_ACT_DTYPE), else fp32.
     down_rows = ws.pair_rows if GLUON_DOWN_SUM_LAUNCH and GLUON_DOWN_ROWS_IN_ACT_DTYPE else ws.pair_out
