@@ -171,6 +171,31 @@ def test_tiles_by_token_count_and_expert_size(monkeypatch):
     assert moe_decode.gluon_tiles("grouped", 6, None) == (GluonTile(64, 3), GluonTile(64, 5))  # unknown: large
 
 
+def test_tiles_tuned_on_another_gpu_are_taken_there_first(monkeypatch):
+    """GLUON_TILES_ON_GPU: on the GPU it names (torch.cuda.get_device_name's name), its tiles where it lists the
+    expert size class, path and token count, GLUON_TILES_AT's elsewhere; on any other GPU, and with no GPU name,
+    GLUON_TILES_AT's; bf16 keeps GLUON_BF16_TILES_AT's. The shipped H100 entry: Qwen3-30B-sized experts, gate_up
+    32 x 8 on the pairs path at 1 token, down 128 x 4 on the grouped path at 10-13, 17, 18, 20 and 48."""
+    small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
+    h100, h200 = "NVIDIA H100 80GB HBM3", moe_decode.GLUON_TABLES_GPU
+    assert moe_decode.gluon_tiles("pairs", 1, small, gpu_name=h100) == (GluonTile(32, 8), GluonTile(128, 6))
+    assert moe_decode.gluon_tiles("pairs", 1, small, gpu_name=h200) == (GluonTile(32, 7), GluonTile(128, 6))
+    assert moe_decode.gluon_tiles("pairs", 1, small) == moe_decode.gluon_tiles("pairs", 1, small, gpu_name=h200)
+    assert {moe_decode.gluon_tiles("grouped", M, small, gpu_name=h100)[1] for M in (10, 11, 12, 13, 17, 18, 20, 48)} \
+        == {GluonTile(128, 4)}
+    for M in (2, 4, 5, 16, 32):  # not listed for the H100: the H200's
+        for path in ("pairs", "grouped"):
+            assert moe_decode.gluon_tiles(path, M, small, gpu_name=h100) == moe_decode.gluon_tiles(path, M, small)
+    for M in range(1, 14):  # DeepSeek-sized experts: nothing listed for the H100
+        assert moe_decode.gluon_tiles("grouped", M, large, gpu_name=h100) == moe_decode.gluon_tiles("grouped", M, large)
+    assert (moe_decode.gluon_tiles("pairs", 2, small, unquantized=True, gpu_name=h100)
+            == moe_decode.gluon_tiles("pairs", 2, small, unquantized=True))
+    monkeypatch.setattr(moe_decode, "GLUON_TILES_ON_GPU", {"Some GPU": {"large": {"grouped": {6: ((64, 4), (64, 5))}}}})
+    assert moe_decode.gluon_tiles("grouped", 6, large, gpu_name="Some GPU") == (GluonTile(64, 4), GluonTile(64, 5))
+    assert moe_decode.gluon_tiles("grouped", 6, large, gpu_name=h100) == moe_decode.gluon_tiles("grouped", 6, large)
+    assert moe_decode.gpu_name(torch.device("cpu")) is None
+
+
 def test_unknown_gluon_mode_is_one_line_error(monkeypatch):
     monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", True)
     with pytest.raises(ValueError, match=r"GLUON_FP8_GEMMS must be one of \('measured', 'always', 'never'\), got True"):
@@ -391,11 +416,14 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, scheme, g
 
 
 @needs_gluon
-def test_shipped_choice_compiles_one_gluon_variant_per_gemm_and_path_over_m_1_to_64():
-    """Keys only, the shipped GLUON_FP8_GEMMS ("measured"), small experts: over M = 1..64 the Gluon kernel
-    compiles once per GEMM on each path it takes (pairs at 1, 2, 4 and 5 tokens, grouped at 3 and 7-20); M = 1..64 again
-    compiles nothing new, in the Gluon kernel or the x launch (whose routing is on for the pairs path)."""
+@pytest.mark.parametrize("gpu", [None, *moe_decode.GLUON_TILES_ON_GPU])
+def test_shipped_choice_compiles_one_gluon_variant_per_gemm_and_path_over_m_1_to_64(gpu, monkeypatch):
+    """Keys only, the shipped GLUON_FP8_GEMMS ("measured"), small experts, the H200's tiles (``gpu`` None) or those
+    GLUON_TILES_ON_GPU gives a GPU: over M = 1..64 the Gluon kernel compiles once per distinct tile of a GEMM on each
+    path it takes (pairs at 1, 2, 4 and 5 tokens, grouped at 3 and 7-64); M = 1..64 again compiles nothing new, in the
+    Gluon kernel or the x launch (whose routing is on for the pairs path)."""
     _compile_side()
+    monkeypatch.setattr(moe_decode, "gpu_name", lambda device: gpu)
     E, k, H, I = 128, 8, 256, 128
     w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "block", MAX_DECODE_TOKENS)
     eb = expert_weight_bytes(H, I, 1)
@@ -416,7 +444,7 @@ def test_shipped_choice_compiles_one_gluon_variant_per_gemm_and_path_over_m_1_to
                                                                "moe_decode_route_kernel")}
     # One variant per distinct tile: gate_up's and down's on each path, and the other tiles where
     # GLUON_TILES_AT lists a token count of that path.
-    tiles = {(path, gated, moe_decode.gluon_tiles(path, M, eb)[0 if gated else 1])
+    tiles = {(path, gated, moe_decode.gluon_tiles(path, M, eb, gpu_name=gpu)[0 if gated else 1])
              for M in range(1, MAX_DECODE_TOKENS + 1)
              for path in (moe_decode.choose_decode_path(M, E, k, True, True, eb, H, I),)
              if moe_decode.takes_gluon_gemms(M, path, True, H, I, eb) for gated in (True, False)}

@@ -60,6 +60,14 @@ def test_a_winner_equal_to_the_base_tiles_drops_its_entry():
     assert len(changed) == 1 and new_at == {"small": {}}
 
 
+def test_a_gpu_entry_keeps_a_winner_equal_to_the_base_tiles():
+    """base_tiles None (one GPU's GLUON_TILES_ON_GPU entry, which falls back to GLUON_TILES_AT's tile, not
+    GLUON_TILES'): every winner is entered, the base pair too."""
+    rows = [_row(8, (70.0, 70.0), (68.0, 68.1), best=BASE["grouped"], path="grouped", size="small")]
+    new_at, _, changed = tuner.proposal(rows, {}, {}, None, 0.5)
+    assert len(changed) == 1 and new_at == {"small": {"grouped": {8: BASE["grouped"]}}}
+
+
 def test_the_shipped_tables_are_what_the_proposal_starts_from():
     """The tuner reads moe_decode's own tables: their shape is the one proposal() copies."""
     from jitguard.kernels import moe_decode
