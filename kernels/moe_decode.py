@@ -1077,7 +1077,7 @@ def _gluon_measured_at(num_tokens: int, path: str, expert_bytes: int | None,
     return num_tokens in table.get(expert_size_class(expert_bytes), {}).get(path, ())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cuda_device_name(index: int) -> str:
     return torch.cuda.get_device_name(index)
 
