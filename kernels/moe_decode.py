@@ -1017,7 +1017,8 @@ GLUON_INTER_QUANTIZED_BY_DOWN = True
 # step before waited for once the next is issued: ``ACCUMULATE_IN_MMA``) instead of the FP8 path's products, each
 # waited for and added in before the next step's wgmma is issued. Twenty-eighth session, written with no device lent;
 # twenty-ninth, call 2, on an H100: level, us per layer, in the MMA / products, Qwen3-30B-bf16 Gluon pairs M = 1 33.7 /
-# 33.8, 2 57.5 / 57.5, 3 85.8 / 85.95, 4 107.35 / 107.35, 5 133.05 / 133.25 (the GPU replay tests pass). Why it might pay: after its wait the Gluon bf16 down at Qwen3-30B M = 1 streamed its last 7 of 12 K steps
+# 33.8, 2 57.5 / 57.5, 3 85.8 / 85.95, 4 107.35 / 107.35, 5 133.05 / 133.25 (the GPU replay tests pass).
+# Why it might pay: after its wait the Gluon bf16 down at Qwen3-30B M = 1 streamed its last 7 of 12 K steps
 # at about 2 TB/s (twenty-seventh session, call 1), each step a wgmma, its wait, a fold and the next issue in a chain.
 # The same with FP8 block scales (two products in flight, each folded with its scales) compiles to code whose every
 # wgmma ptxas serializes (C7514 / C7515, Triton 3.6 and 3.9): tests/kernels/test_moe_decode_gluon.py checks that the
