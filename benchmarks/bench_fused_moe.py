@@ -6,7 +6,10 @@ each GEMM's time (CUDA graph, L2 defeated by rotating layer copies whose active 
 bandwidths measured in the same run. Side by side: ours with the table's tiles, ours with swap-AB
 off (same tiles), vLLM's ``fused_moe_kernel`` (loaded at run time from a file the user supplies,
 with its H200-tuned configs, fed the same routing and the same quantized activations), and plain
-torch (bf16 only).
+torch (bf16 only). ``JITGUARD_BENCH_VLLM_CONFIG_GPU=this`` (for every benchmark that times vLLM's kernel) reads
+instead the config file vLLM itself would read on this GPU (its name as torch gives it, spaces as underscores),
+else vLLM's default config, as vLLM does: on an H100 vLLM 0.33.0 ships no file for some shapes that have an
+H200 one.
 
     python benchmarks/bench_fused_moe.py --vllm-file .vendor/vllm_fused_moe.py \
         --vllm-configs .vendor/configs --out results.json
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import statistics
 import sys
 import time
@@ -107,10 +111,17 @@ def load_vllm_kernel(path: str):
     return module
 
 
+def vllm_config_gpu() -> str:
+    """The GPU whose vLLM config files the benchmarks read: NVIDIA_H200 unless JITGUARD_BENCH_VLLM_CONFIG_GPU says
+    another name, or ``this`` (this GPU's name with spaces as underscores, as vLLM names its files)."""
+    chosen = os.environ.get("JITGUARD_BENCH_VLLM_CONFIG_GPU", "NVIDIA_H200")
+    return torch.cuda.get_device_name().replace(" ", "_") if chosen == "this" else chosen
+
+
 def vllm_config(configs_dir: str | None, E: int, I: int, scheme: str | None, M: int, vllm) -> tuple[dict, str]:
     dtype = None if scheme is None else "fp8_w8a8"
     block = [128, 128] if scheme == "block" else None
-    name = f"E={E},N={I},device_name=NVIDIA_H200"
+    name = f"E={E},N={I},device_name={vllm_config_gpu()}"
     if dtype:
         name += f",dtype={dtype}"
     if block:

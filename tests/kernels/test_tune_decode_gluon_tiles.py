@@ -273,3 +273,24 @@ def test_a_bf16_chain_token_count_is_tuned_on_the_grouped_path_against_the_chain
     new_at, tokens, _ = tuner.proposal([row], moe_decode.GLUON_BF16_TILES_AT, moe_decode.GLUON_BF16_TOKENS, BASE,
                                        0.5, tiles_by_size=False)
     assert new_at["grouped"][8] == ((64, 4), (128, 4)) and 8 in tokens["small"]["grouped"]
+
+
+def test_vllm_config_reads_the_h200_file_or_this_gpus_as_vllm_does(tmp_path, monkeypatch):
+    """bench_fused_moe.vllm_config: the H200's file by default; with JITGUARD_BENCH_VLLM_CONFIG_GPU=this, the file
+    named for this GPU, and where there is none vLLM's default config (as vLLM itself would run), the nearest M's row
+    of a file."""
+    import json
+    import types
+
+    bench = load_benchmark_script("bench_fused_moe.py")
+    name = "E=128,N=768,device_name={},dtype=fp8_w8a8,block_shape=[128,128].json"
+    h200_rows = {"1": {"BLOCK_SIZE_N": 64}, "16": {"BLOCK_SIZE_N": 128}}
+    (tmp_path / name.format("NVIDIA_H200")).write_text(json.dumps(h200_rows))
+    vllm = types.SimpleNamespace(get_default_config=lambda *args: {"BLOCK_SIZE_N": 32})
+    monkeypatch.setattr(bench.torch.cuda, "get_device_name", lambda *args: "NVIDIA H100 80GB HBM3")
+    monkeypatch.delenv("JITGUARD_BENCH_VLLM_CONFIG_GPU", raising=False)
+    assert bench.vllm_config(str(tmp_path), 128, 768, "block", 12, vllm) == ({"BLOCK_SIZE_N": 128}, "tuned")
+    monkeypatch.setenv("JITGUARD_BENCH_VLLM_CONFIG_GPU", "this")
+    assert bench.vllm_config(str(tmp_path), 128, 768, "block", 12, vllm) == ({"BLOCK_SIZE_N": 32}, "default")
+    (tmp_path / name.format("NVIDIA_H100_80GB_HBM3")).write_text(json.dumps({"8": {"BLOCK_SIZE_N": 256}}))
+    assert bench.vllm_config(str(tmp_path), 128, 768, "block", 12, vllm) == ({"BLOCK_SIZE_N": 256}, "tuned")
