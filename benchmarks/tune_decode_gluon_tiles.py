@@ -257,7 +257,7 @@ def main() -> None:
     fp8_rows, bf16_rows = [r for r in rows if not r.bf16], [r for r in rows if r.bf16]
     tables, changed = [], []
     if fp8_rows or not bf16_rows:
-        gpu = torch.cuda.get_device_name()
+        gpu = moe_decode.gpu_name(torch.device("cuda", torch.cuda.current_device()))
         if gpu == moe_decode.GLUON_TABLES_GPU:
             tiles_at, tokens, fp8_changed = proposal(fp8_rows, moe_decode.GLUON_TILES_AT,
                                                      moe_decode.GLUON_FP8_TOKENS, base, args.min_gain)

@@ -10,13 +10,4 @@ echo "GPU: $GPU"
 if [[ "$GPU" == *H100* ]]; then
     exec bash benchmarks/device_calls/h100_session29_gpu_tiles.sh
 fi
-source benchmarks/h200_setup.sh
-R=/tmp/g29h; rm -rf $R; mkdir -p $R
-G="[previous]auto:default+GLUON_INTER_QUANTIZED_BY_DOWN=False"
-timeout 170 python3 benchmarks/probe_decode_gluon_layer.py $V --cases qwen3-30b-fp8-block --ms 1,2,4,8,16,32,64 \
-    --gluon-tiles "$G" --out $R/q > $R/q.log 2>&1
-timeout 90 python3 benchmarks/probe_decode_gluon_layer.py $V --cases deepseek-v3-tp2-fp8-block --ms 1,2,8 \
-    --gluon-tiles "$G" --out $R/d > $R/d.log 2>&1
-tar czf $OUT/g29h.tgz -C $R .
-grep -h -i -B2 -A12 "error\|Traceback" $R/q.log $R/d.log | head -30
-for f in q d; do grep -h "^|" $R/$f.log | cut -d"|" -f2-5,9-; done
+GPU_TESTS=0 exec bash benchmarks/device_calls/h200_session27_shipped.sh
