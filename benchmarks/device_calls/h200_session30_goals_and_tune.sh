@@ -6,13 +6,12 @@
 # (h200_session28_tune.sh's candidates, fewer minutes). Prediction, written before the call: the goal table repeats
 # call 4's ratios (Qwen3 ahead at 1-8, 32, 64, level at 16; DeepSeek ahead at 1, 2, 8); the tuner finds nothing beyond
 # 1% at 16 (on the H100 a deeper down was slower there). Device, repo root, carry=[".vendor"].
-# On an H100 it runs h100_session29_gpu_tiles.sh instead (the H100 tiles against the H200's, not yet confirmed).
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-echo "GPU: $GPU"
-if [[ "$GPU" == *H100* ]]; then
-    exec bash benchmarks/device_calls/h100_session29_gpu_tiles.sh
+# The first part is h100_or_h200_session29.sh, which picks by GPU: on an H100 it runs h100_session29_gpu_tiles.sh
+# instead (the H100 tiles against the H200's), and the tuner is left out.
+bash benchmarks/device_calls/h100_or_h200_session29.sh
+if nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -q H100; then
+    exit 0
 fi
-GPU_TESTS=0 bash benchmarks/device_calls/h200_session27_shipped.sh
 source benchmarks/h200_setup.sh
 R=/tmp/g30t; rm -rf $R; mkdir -p $R
 timeout 280 python3 benchmarks/tune_decode_gluon_tiles.py --cases qwen3-30b-fp8-block --ms 16,64 \
