@@ -196,6 +196,27 @@ def alone_passes(n_layers: int) -> int:
     return max(1, -(-MIN_LAUNCHES_ALONE // n_layers))
 
 
+def time_launches_alone(plans, n_layers: int, replays: int) -> list[float]:
+    """Each launch of a decode layer's plan alone (``plans[layer]``: a ``DecodePlan`` per layer copy), us per
+    layer-call, in launch order. Every launch but the last runs once first, so each finds what a call's earlier
+    launches leave (with ``moe_decode.GLUON_TILES_FROM_COUNTS`` the GEMMs read the route launch's per-expert counts,
+    which the last launch zeroes); the first launch is timed last (replayed alone it leaves its counters off zero)
+    and the whole layer runs once more after it, leaving the workspace as a call does."""
+    launches = [plan.launches for plan in plans[:n_layers]]
+    for layer_launches in launches:
+        for _, launch in layer_launches[:-1]:
+            launch()
+    count = len(launches[0])
+    times = {}
+    for stage in [*range(1, count), 0]:
+        times[stage] = time_graph(lambda layer, stage=stage: launches[layer][stage][1](), n_layers, replays,
+                                  alone_passes(n_layers))
+    for layer_launches in launches:
+        for _, launch in layer_launches:
+            launch()
+    return [times[stage] for stage in range(count)]
+
+
 def time_graph(step, n_layers: int, replays: int, passes: int = 1) -> float:
     """Median microseconds per layer-call of ``step(layer)`` captured ``passes`` x n_layers times in one graph."""
     for layer in range(n_layers):

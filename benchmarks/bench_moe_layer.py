@@ -251,16 +251,14 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
             res["vllm"] = bfm.time_graph(vstep, n_layers, replays)
             res["vllm_gemms"] = bfm.time_graph(vgemms, n_layers, replays)
         res["decode_again"] = bfm.time_graph(decode, n_layers, replays)
-        # Where the decode time goes: each of its launches alone (the workspace holds the
-        # earlier stages' results from the runs above).
+        # Where the decode time goes: each of its launches alone.
         for path in paths:
             plans = [moe_decode.plan_fused_moe_decode(
                 x, logits, layers[i][0], layers[i][1], k, renormalize=RENORMALIZE, workspace=ws, out=dec_out,
                 path=path, **fp8_kwargs(scheme, layers[i][2], layers[i][3])) for i in range(n_layers)]
-            for stage, (stage_name, _) in enumerate(plans[0].launches):
-                res[f"stage_{path}_{stage_name}"] = bfm.time_graph(
-                    lambda layer, st=stage, plans=plans: plans[layer].launches[st][1](), n_layers, replays,
-                    bfm.alone_passes(n_layers))
+            alone = bfm.time_launches_alone(plans, n_layers, replays)
+            for (stage_name, _), us in zip(plans[0].launches, alone, strict=True):
+                res[f"stage_{path}_{stage_name}"] = us
         row["launches"] = {"decode": count_launches(lambda: decode(0)), "unfused": count_launches(lambda: unfused(0)),
                            **{path: count_launches(lambda fn=fn: fn(0)) for path, fn in forced.items()}}
         if vllm is not None:

@@ -64,8 +64,7 @@ def probe_case(case, ms, vllm, configs_dir, bw, l2_bytes) -> list[str]:
                     launch()
 
             t = bfm.time_graph(whole, n_layers, REPLAYS)
-            stages = [bfm.time_graph(lambda layer, st=st, plans=plans: plans[layer].launches[st][1](), n_layers,
-                                     REPLAYS) for st in range(len(plans[0].launches))]
+            stages = bfm.time_launches_alone(plans, n_layers, REPLAYS)
             cells.append(f"{t:.1f} ({t / floor_us:.2f}x) {'/'.join(f'{s:.1f}' for s in stages)} err {err:.1e}")
         moe_decode.PREQUANT_X = True
 

@@ -147,12 +147,9 @@ class Layer:
         return step
 
     def time_plans(self, plans) -> tuple[float, list[float]]:
-        """(whole layer, each launch alone) in us; the whole layer runs first so every stage's inputs exist."""
+        """(whole layer, each launch alone: ``bfm.time_launches_alone``) in us."""
         t = bfm.time_graph(self.plans_step(plans), self.n_layers, REPLAYS)
-        stages = [bfm.time_graph(lambda layer, st=st: plans[layer].launches[st][1](), self.n_layers, REPLAYS,
-                                 bfm.alone_passes(self.n_layers))
-                  for st in range(len(plans[0].launches))]
-        return t, stages
+        return t, bfm.time_launches_alone(plans, self.n_layers, REPLAYS)
 
 
 def probe_parser(doc: str, cases: str, ms: str, vllm: bool = False) -> argparse.ArgumentParser:
@@ -333,12 +330,7 @@ def tiles_part(layer: Layer, ms, path: str, bw_read, log, deadline: float) -> li
                     try:
                         plans = layer.plans(x, logits, out, path, tiles)
                         names = [n for n, _ in plans[0].launches]
-                        # Earlier stages run once so this stage's inputs exist for these tiles.
-                        for _, launch in plans[0].launches:
-                            launch()
-                        st = names.index(stage)
-                        us = bfm.time_graph(lambda i, st=st, plans=plans: plans[i].launches[st][1](),
-                                            layer.n_layers, REPLAYS, bfm.alone_passes(layer.n_layers))
+                        us = bfm.time_launches_alone(plans, layer.n_layers, REPLAYS)[names.index(stage)]
                     except Exception as exc:  # a tile this Triton cannot compile: skipped, named
                         print(f"# {layer.name} M={M} {stage} {tile}: {type(exc).__name__}: {exc}"[:300], flush=True)
                         continue

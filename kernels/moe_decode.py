@@ -640,6 +640,7 @@ class MoeDecodeWorkspace:
     pair_rows: torch.Tensor
     pair_ranks: torch.Tensor
     pair_ready: torch.Tensor
+    expert_pairs: torch.Tensor
 
     @staticmethod
     def for_layer(w13: torch.Tensor, w2: torch.Tensor, top_k: int, act_dtype: torch.dtype = torch.bfloat16,
@@ -683,6 +684,8 @@ class MoeDecodeWorkspace:
             pair_ranks=torch.empty(P, **i32),
             # the pairs path's per-pair handoff: gate_up programs done per pair (zeroed by the x launch)
             pair_ready=torch.zeros(P, **i32),
+            # GLUON_TILES_FROM_COUNTS: each expert's pairs in rank order, [E, M] for M tokens
+            expert_pairs=torch.empty(E * MAX_DECODE_TOKENS, **i32),
         )
 
     def routing(self, num_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -1025,6 +1028,14 @@ GLUON_INTER_QUANTIZED_BY_DOWN = True
 # wgmma ptxas serializes (C7514 / C7515, Triton 3.6 and 3.9): tests/kernels/test_moe_decode_gluon.py checks that the
 # shipped kernels are not serialized.
 GLUON_BF16_ACCUMULATE_IN_MMA = False
+# The grouped path on the Gluon GEMMs (with the top-k sum launched apart): True lets the route launch align nothing.
+# Its routers (a program a token) take their pairs' ranks from the per-expert counters and store each pair at its rank
+# in ``expert_pairs`` ([E, M]), with no arrival and no last router writing the sorted layout; each Gluon GEMM program
+# finds its token tile from the counts (a scan over E in registers, ``TILES_FROM_COUNTS``) and the top-k sum launch
+# zeroes the counters once down has completed. The same pairs in the same tiles as the aligned layout, so the same
+# output bit for bit. Why it might pay: at 8-64 tokens the route launch takes 3.5-4.0 us alone against 1.4-2.0 for
+# the pairs path's x launch, which routes but does not align (benchmarks/results/moe_layer.md, thirty-first section).
+GLUON_TILES_FROM_COUNTS = False
 
 
 def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: int, intermediate: int,
@@ -1216,10 +1227,13 @@ def plan_fused_moe_decode(
     # (X_LAUNCH_ROUTERS_APART; not with no row to quantize), or the grouped and chain paths' route launch's,
     # the last router aligning (ROUTE_ALIGN_APART; a tensor scale needs every row before the alignment's arrival:
     # never there).
+    # The Gluon GEMMs' token tiles from the route launch's counts (GLUON_TILES_FROM_COUNTS): routers apart, nothing
+    # aligned.
+    tiles_from_counts = gluon and not pair_tiles and takes_tiles_from_counts(quant)
     if routes_tokens:
         routers_apart = X_LAUNCH_ROUTERS_APART and quant != QUANT_NONE
     else:
-        routers_apart = not pair_tiles and _route_routers_apart(M, E, quant)
+        routers_apart = tiles_from_counts or (not pair_tiles and _route_routers_apart(M, E, quant))
     if routers_apart:
         x_launch_programs = 2 * M
     else:
@@ -1250,6 +1264,7 @@ def plan_fused_moe_decode(
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
             **({"ROUTE_TOKENS": True} if routes_tokens else {}),
             **({"ROUTERS_APART": True} if routers_apart else {}),
+            **({"EXPERT_PAIRS": True, "expert_pairs_ptr": ws.expert_pairs} if tiles_from_counts else {}),
             **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
             num_warps=_route_warps(M, E, quant, pair_tiles, routers_apart),
         )))
@@ -1260,7 +1275,7 @@ def plan_fused_moe_decode(
     inter = ws.inter[:num_pairs]
     if gluon:
         launches += _gluon_gemm_launches(ws, x, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
-                                         stride_a2m, tile_arrivals, pdl, pair_tiles, expert_bytes)
+                                         stride_a2m, tile_arrivals, pdl, pair_tiles, expert_bytes, tiles_from_counts)
         return DecodePlan(out, tuple(launches), path, gemms="gluon")
     rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
     for gemm in (1, 2):
@@ -1368,12 +1383,14 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
                          w1s: torch.Tensor | None, w2s: torch.Tensor | None, out: torch.Tensor, block_m: int,
                          num_blocks: int, M: int, top_k: int, stride_xsm: int, stride_a2m: int,
                          tile_arrivals: torch.Tensor, pdl: bool, pair_tiles: bool,
-                         expert_bytes: int) -> list[tuple[str, Callable[[], object]]]:
+                         expert_bytes: int, tiles_from_counts: bool = False) -> list[tuple[str, Callable[[], object]]]:
     """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
     per pair, its expert routed by the x launch) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
     block scales: x and the intermediate as e4m3 with group scales; with no weight scales, ``w1s`` None,
     bf16 / fp16: ``x`` and the intermediate as they are), on the workspace's buffers, PDL-linked where
-    supported, on the tiles ``gluon_tiles`` gives the path at M tokens of experts of ``expert_bytes``."""
+    supported, on the tiles ``gluon_tiles`` gives the path at M tokens of experts of ``expert_bytes``; with
+    ``tiles_from_counts`` each program finds its token tile from the route launch's counts (GLUON_TILES_FROM_COUNTS)
+    and the top-k sum launch zeroes them."""
     P, H, I = M * top_k, ws.hidden, ws.intermediate
     block_scaled = w1s is not None
     if pair_tiles:
@@ -1425,12 +1442,26 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
             **({} if block_scaled else {"BLOCK_SCALED": False}),
             **({"INTER_QUANTIZED_BY_DOWN": True} if block_scaled and GLUON_INTER_QUANTIZED_BY_DOWN else {}),
             **({"ACCUMULATE_IN_MMA": True} if not block_scaled and GLUON_BF16_ACCUMULATE_IN_MMA else {}),
+            **({"TILES_FROM_COUNTS": True, "counts_ptr": ws.counts, "expert_pairs_ptr": ws.expert_pairs,
+                "num_experts": ws.num_experts, "E_POW2": triton.next_power_of_2(ws.num_experts)}
+               if tiles_from_counts else {}),
             **({"launch_pdl": True} if pdl else {}),
         )))
     if GLUON_DOWN_SUM_LAUNCH:
         launches.append(("reduce", functools.partial(launch_topk_reduce, down_rows[:P],
-                                                     ws.topk_ids[:P].view(M, top_k), out, ws.num_experts, pdl=pdl)))
+                                                     ws.topk_ids[:P].view(M, top_k), out, ws.num_experts, pdl=pdl,
+                                                     zero_counts=ws.counts if tiles_from_counts else None)))
     return launches
+
+
+def takes_tiles_from_counts(quant: int) -> bool:
+    """Whether the grouped path's Gluon GEMMs find their token tiles from the route launch's counts
+    (GLUON_TILES_FROM_COUNTS): only with the top-k sum launched apart (that launch zeroes the counts) and, with
+    block scales, the intermediate quantized by down (gate_up's last writers read the sorted layout); never with a
+    tensor scale (its routers are not apart)."""
+    if quant == QUANT_TENSOR or not (GLUON_TILES_FROM_COUNTS and GLUON_DOWN_SUM_LAUNCH):
+        return False
+    return quant != QUANT_BLOCK or GLUON_INTER_QUANTIZED_BY_DOWN
 
 
 def _router_takes_few_tokens(num_tokens: int, num_experts: int, quant: int) -> bool:

@@ -235,15 +235,44 @@ if gluon_gemms_supported():
 
     @gluon.jit
     def _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M: gl.constexpr, PAIR_TILES: gl.constexpr,
-                    layout: gl.constexpr):
+                    layout: gl.constexpr, TILES_FROM_COUNTS: gl.constexpr = False, tile_pairs_ptr=None, rows_left=0):
         """The pair of each row of token tile ``pid_m`` (>= num_pairs: padding): from the sorted layout,
-        or with PAIR_TILES pair ``pid_m`` in row 0 alone."""
+        with PAIR_TILES pair ``pid_m`` in row 0 alone, or with TILES_FROM_COUNTS the ``rows_left`` (at most
+        BLOCK_M) pairs at ``tile_pairs_ptr`` (``_tile_of_counts``)."""
         rows = gl.arange(0, BLOCK_M, layout=layout)
         if PAIR_TILES:
             pairs = gl.where(rows == 0, pid_m, num_pairs)
+        elif TILES_FROM_COUNTS:
+            pairs = gl.load(tile_pairs_ptr + rows, mask=rows < rows_left, other=num_pairs)
         else:
             pairs = gl.load(sorted_ids_ptr + pid_m * BLOCK_M + rows)
         return pairs
+
+    @gluon.jit
+    def _add(a, b):
+        return a + b
+
+    @gluon.jit
+    def _tile_of_counts(counts_ptr, expert_pairs_ptr, pid_m, num_experts, num_tokens, BLOCK_M: gl.constexpr,
+                        E_POW2: gl.constexpr, NUM_WARPS: gl.constexpr):
+        """TILES_FROM_COUNTS: token tile ``pid_m`` of the expert-sorted layout (each expert's pairs in tiles of
+        BLOCK_M, experts in order), found from the route launch's per-expert pair counts instead of a layout it
+        aligned: (expert, or -1 past the last tile; a pointer to the tile's first pair in ``expert_pairs``,
+        [E, num_tokens] in rank order; how many of its rows hold pairs). Every warp holds all the counts, so the
+        scan and sums stay within a warp."""
+        layout: gl.constexpr = gl.BlockedLayout([(E_POW2 + 31) // 32], [32], [NUM_WARPS], [0])
+        experts = gl.arange(0, E_POW2, layout=layout)
+        # A count past num_tokens (counters not zero at a launch's start: one replayed alone) is cut to it.
+        counts = gl.minimum(gl.load(counts_ptr + experts, mask=experts < num_experts, other=0), num_tokens)
+        tiles = (counts + BLOCK_M - 1) // BLOCK_M
+        # (associative_scan, not cumsum: Gluon has no cumsum before Triton 3.7.)
+        before = gl.associative_scan(tiles, 0, _add) <= pid_m  # experts whose tiles all come before this one
+        expert = gl.sum(before.to(gl.int32), 0)
+        first_rank = (pid_m - gl.sum(gl.where(before, tiles, 0), 0)) * BLOCK_M
+        count = gl.sum(gl.where(experts == expert, counts, 0), 0)
+        in_use = expert < num_experts
+        pairs_at = expert_pairs_ptr + gl.where(in_use, expert * num_tokens + first_rank, 0)
+        return gl.where(in_use, expert, -1), pairs_at, gl.where(in_use, count - first_rank, 0)
 
     @gluon.jit
     def _a_rows(pairs, num_pairs, A_ROWS_PER_PAIR_DIV: gl.constexpr):
@@ -263,7 +292,8 @@ if gluon_gemms_supported():
         WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None,
         SUM_TOPK: gl.constexpr = True, BLOCK_SCALED: gl.constexpr = True,
         INTER_QUANTIZED_BY_DOWN: gl.constexpr = False, STAMPS: gl.constexpr = False, stamps_ptr=None,
-        ACCUMULATE_IN_MMA: gl.constexpr = False,
+        ACCUMULATE_IN_MMA: gl.constexpr = False, TILES_FROM_COUNTS: gl.constexpr = False, counts_ptr=None,
+        expert_pairs_ptr=None, num_experts=0, E_POW2: gl.constexpr = 1,
     ):
         """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
 
@@ -292,6 +322,10 @@ if gluon_gemms_supported():
         step's product must be scaled before it is added, and leaving two products in flight makes ptxas serialize
         every wgmma (C7514 / C7515: the registers of the next product are written while one is in flight), so block
         scales keep one product in flight.
+        TILES_FROM_COUNTS (not with PAIR_TILES; gate_up not quantizing the intermediate): no sorted layout; each
+        program finds its token tile from the route launch's per-expert pair counts (``counts``, num_experts of
+        them, E_POW2 their power of two) and each expert's pairs in rank order (``expert_pairs``), as the layout
+        the route launch would have aligned would place them (``_tile_of_counts``).
         STAMPS (probes): each program stores ``device_clock`` stamps at ``stamps_ptr`` (start, set-up done,
         wait for the prior launch done, K loop done, end; a program with no tile in use only the first and
         last); off, the kernel is the same code.
@@ -324,8 +358,18 @@ if gluon_gemms_supported():
         # wrote (routing, layout) before its own wait.
         pdl_enter(LAUNCH_DEPENDENTS, WAIT_PRIOR)
 
+        gl.static_assert(not (TILES_FROM_COUNTS and PAIR_TILES), "the pairs path's tiles are its pairs")
+        gl.static_assert(not (TILES_FROM_COUNTS and GATED and BLOCK_SCALED and not INTER_QUANTIZED_BY_DOWN),
+                         "gate_up's last writers find their group's pairs in the sorted layout")
+        tile_pairs_ptr = sorted_ids_ptr
+        rows_left = BLOCK_M
         if PAIR_TILES:
             expert = gl.load(topk_ids_ptr + pid_m).to(gl.int64)
+            tile_in_use = expert >= 0
+        elif TILES_FROM_COUNTS:
+            expert32, tile_pairs_ptr, rows_left = _tile_of_counts(counts_ptr, expert_pairs_ptr, pid_m, num_experts,
+                                                                  num_tokens, BLOCK_M, E_POW2, NUM_WARPS)
+            expert = expert32.to(gl.int64)
             tile_in_use = expert >= 0
         else:
             num_padded = gl.load(num_padded_ptr)
@@ -338,7 +382,8 @@ if gluon_gemms_supported():
             w_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, w_layout))
             ks_w = gl.arange(0, K_STEP, layout=gl.SliceLayout(0, w_layout))
             w_ptrs = b_ptr + expert * stride_be + w_rows[:, None].to(gl.int64) * stride_bn + ks_w[None, :]
-            pairs_c = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, a_layout))
+            pairs_c = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, a_layout),
+                                  TILES_FROM_COUNTS, tile_pairs_ptr, rows_left)
             a_valid = (pairs_c < num_pairs)[:, None]
             a_rows_c = _a_rows(pairs_c, num_pairs, A_ROWS_PER_PAIR_DIV)
             ks_a = gl.arange(0, K_STEP, layout=gl.SliceLayout(0, a_layout))
@@ -350,7 +395,7 @@ if gluon_gemms_supported():
                 acc_rows = _tile_weight_rows(pid_n, N, OUT_N, W_ROWS, GATED, gl.SliceLayout(1, acc_layout))
                 w_scales = b_scale_ptr + expert * stride_bse + (acc_rows // _SCALE_GROUP) * stride_bsn
             acc_pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES,
-                                    gl.SliceLayout(0, acc_layout))
+                                    gl.SliceLayout(0, acc_layout), TILES_FROM_COUNTS, tile_pairs_ptr, rows_left)
             a_scales = a_scale_ptr
             if BLOCK_SCALED:
                 a_scales = a_scale_ptr + _a_rows(acc_pairs, num_pairs, A_ROWS_PER_PAIR_DIV) * stride_asm
@@ -451,7 +496,7 @@ if gluon_gemms_supported():
                 up = acc_smem.slice(OUT_N, OUT_N).load(epi_layout)
                 cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, epi_layout))
                 pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES,
-                                    gl.SliceLayout(0, epi_layout))
+                                    gl.SliceLayout(0, epi_layout), TILES_FROM_COUNTS, tile_pairs_ptr, rows_left)
                 pair_mask = pairs < num_pairs
                 c_mask = (cols < N)[:, None] & pair_mask[None, :]
                 c_offs = pairs[None, :].to(gl.int64) * stride_cm + cols[:, None]

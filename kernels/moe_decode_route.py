@@ -98,6 +98,8 @@ def moe_decode_route_kernel(
     WAIT_PRIOR: tl.constexpr = False,
     ROUTE_TOKENS: tl.constexpr = False,
     ROUTERS_APART: tl.constexpr = False,
+    EXPERT_PAIRS: tl.constexpr = False,
+    expert_pairs_ptr=None,
 ):
     """Routing of token ``program_id`` and its activation scales; then the alignment of every pair.
 
@@ -116,7 +118,11 @@ def moe_decode_route_kernel(
     2 * num_tokens) program num_tokens + t routes token t while program t quantizes its row.
     ROUTE with ROUTERS_APART (a grid of 2 * num_tokens, not with a tensor scale): program num_tokens + t
     routes token t and takes its pairs' ranks, program t quantizes its row, and the last router to
-    arrive aligns every pair (no few-token path).
+    arrive aligns every pair (no few-token path). With EXPERT_PAIRS no router waits for the others and
+    nothing is aligned: each stores its pairs at their ranks in ``expert_pairs`` ([E, num_tokens]: each
+    expert's pairs in rank order) and the counters keep each expert's count for the Gluon GEMMs, which
+    find their token tile from them (``moe_decode_gluon``'s TILES_FROM_COUNTS); the layer's last launch
+    zeroes the counters after down has read them.
     WAIT_PRIOR (a PDL launch of its own): waits for the launch before (which wrote x and the logits)
     before anything else, and only then lets the next launch start.
     """
@@ -156,11 +162,17 @@ def moe_decode_route_kernel(
                 if ROUTE:
                     slots = tl.arange(0, K_POW2)
                     ranks = tl.atomic_add(counts_ptr + ids, 1, mask=slots < TOP_K, sem="relaxed", scope="gpu")
-                    tl.store(ranks_ptr + routed * TOP_K + slots, ranks, mask=slots < TOP_K)
-                    _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, sorted_ids_ptr,
-                                           expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr, x_scale_ptr,
-                                           x_amax_ptr, num_pairs, num_experts, padded_len, num_blocks, block_m, E_POW2,
-                                           P_POW2, FILL_BLOCK, True, QUANT, FP8_MAX_C, MIN_AMAX)
+                    if EXPERT_PAIRS:
+                        # A rank is below num_tokens (a token takes an expert once) unless the counters were
+                        # not zero at the start (a launch replayed alone): never stored out of the buffer.
+                        tl.store(expert_pairs_ptr + ids * num_tokens + ranks, routed * TOP_K + slots,
+                                 mask=(slots < TOP_K) & (ranks < num_tokens))
+                    else:
+                        tl.store(ranks_ptr + routed * TOP_K + slots, ranks, mask=slots < TOP_K)
+                        _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, sorted_ids_ptr,
+                                               expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr, x_scale_ptr,
+                                               x_amax_ptr, num_pairs, num_experts, padded_len, num_blocks, block_m,
+                                               E_POW2, P_POW2, FILL_BLOCK, True, QUANT, FP8_MAX_C, MIN_AMAX)
         return
     # Per-tensor scales need every token's absmax before the scale: they keep the counter path.
     # Parenthesised: Triton 3.2 takes no chained boolean operators.

@@ -330,13 +330,22 @@ def moe_topk_reduce_kernel(
     TOP_K: tl.constexpr,
     BLOCK_H: tl.constexpr,
     PDL: tl.constexpr = False,
+    ZERO_COUNTS: tl.constexpr = False,
+    counts_ptr=None,
 ):
     """out[t, :] = sum over j of pair_out[t * TOP_K + j, :], skipping dropped experts (fp32 sum).
 
-    PDL: waits for the previous (PDL-linked) launch first, as the GEMM does."""
+    PDL: waits for the previous (PDL-linked) launch first, as the GEMM does. ZERO_COUNTS: program (0, 0)
+    also zeroes the num_experts per-expert pair counters at ``counts`` once the launch before has
+    completed (the decode layer's Gluon GEMMs read them: ``moe_decode.GLUON_TILES_FROM_COUNTS``)."""
     if PDL:
         launch_dependents()
         wait_for_prior_launch()
+    if ZERO_COUNTS:
+        if (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
+            for e0 in range(0, num_experts, BLOCK_H):
+                experts = e0 + tl.arange(0, BLOCK_H)
+                tl.store(counts_ptr + experts, tl.zeros((BLOCK_H,), dtype=tl.int32), mask=experts < num_experts)
     token = tl.program_id(0).to(tl.int64)
     offs = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     h_mask = offs < H
@@ -457,8 +466,9 @@ _REDUCE_BLOCK_H = 1024
 
 
 def launch_topk_reduce(pair_out: torch.Tensor, topk_ids: torch.Tensor, out: torch.Tensor, num_experts: int,
-                       pdl: bool = False) -> None:
-    """out[t] = sum_j pair_out[t * top_k + j] over the used experts of token t (``pdl`` as in launch_moe_gemm).
+                       pdl: bool = False, zero_counts: torch.Tensor | None = None) -> None:
+    """out[t] = sum_j pair_out[t * top_k + j] over the used experts of token t (``pdl`` as in launch_moe_gemm);
+    with ``zero_counts`` ([num_experts] int32) those counters zeroed too, after the launch before.
 
     Both need contiguous columns; their rows may be strided."""
     topk_ids = topk_ids.contiguous()  # read as [tokens * top_k]
@@ -470,5 +480,6 @@ def launch_topk_reduce(pair_out: torch.Tensor, topk_ids: torch.Tensor, out: torc
     moe_topk_reduce_kernel[grid](
         pair_out, topk_ids, out, num_tokens, H, num_experts, pair_out.stride(0), out.stride(0), TOP_K=top_k,
         BLOCK_H=_REDUCE_BLOCK_H, PDL=pdl,
+        **({"ZERO_COUNTS": True, "counts_ptr": zero_counts} if zero_counts is not None else {}),
         **({"launch_pdl": True} if pdl else {}),
     )

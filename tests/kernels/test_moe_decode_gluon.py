@@ -386,19 +386,24 @@ def test_real_sm90_compile_leaves_no_wgmma_serialized_by_ptxas(path, tiles, sche
 
 
 @needs_gluon
-@pytest.mark.parametrize("path,routers_apart,scheme", [("grouped", True, "block"), ("pairs", True, "block"),
-                                                       ("pairs", False, "block"), ("grouped", True, "bf16"),
-                                                       ("pairs", True, "bf16")],
-                         ids=["grouped", "pairs", "pairs-routed-after-the-row", "grouped-bf16", "pairs-bf16"])
-def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, scheme, gluon_on, monkeypatch):
+@pytest.mark.parametrize("path,routers_apart,scheme,from_counts", [
+    ("grouped", True, "block", False), ("pairs", True, "block", False), ("pairs", False, "block", False),
+    ("grouped", True, "bf16", False), ("pairs", True, "bf16", False), ("grouped", True, "block", True),
+    ("grouped", True, "bf16", True)],
+    ids=["grouped", "pairs", "pairs-routed-after-the-row", "grouped-bf16", "pairs-bf16", "grouped-tiles-from-counts",
+         "grouped-bf16-tiles-from-counts"])
+def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, scheme, from_counts, gluon_on, monkeypatch):
     """Keys only: over M = 1..64 on either path the Gluon kernel compiles once for gate_up and once for
     down (every token-count integer is in do_not_specialize), tl's decode GEMM never, and the first
     launch once on the pairs path, its routing in programs of their own or not (X_LAUNCH_ROUTERS_APART;
     with bf16 it only routes); twice on the grouped path: its few-token router up to FEW_TOKENS tokens,
-    routers apart past it (ROUTE_ALIGN_APART "counter"). FP8 block scales and bf16 (GLUON_BF16_GEMMS). One
-    tile at every M (no other down stages by token count: the shipped table's are the next test's)."""
+    routers apart past it (ROUTE_ALIGN_APART "counter"), or once with the GEMMs' token tiles from the route
+    launch's counts (GLUON_TILES_FROM_COUNTS: routers apart at every M, nothing aligned). FP8 block scales and
+    bf16 (GLUON_BF16_GEMMS). One tile at every M (no other down stages by token count: the shipped table's are
+    the next test's)."""
     _compile_side()
     monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
+    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS", from_counts)
     monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {})
     monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
     monkeypatch.setattr(moe_decode, "GLUON_BF16_TILES_AT", {})
@@ -412,7 +417,57 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, scheme, g
     # Both paths take 8-row token tiles (GLUON_BLOCK_M), whatever the tile table's block_m.
     assert rec.variants("moe_decode_gemm_gluon_kernel") == 2
     assert rec.variants("moe_decode_gemm_kernel") == 0
-    assert rec.variants("moe_decode_route_kernel") == (1 if path == "pairs" else 2)
+    assert rec.variants("moe_decode_route_kernel") == (1 if path == "pairs" or from_counts else 2)
+
+
+def _keywords(launch) -> dict:
+    """The keyword arguments a plan's launch (a functools.partial) will pass."""
+    return launch.keywords
+
+
+@needs_gluon
+@pytest.mark.parametrize("scheme", ["block", "bf16"])
+def test_tiles_from_counts_route_launch_aligns_nothing_and_the_sum_launch_zeroes_the_counts(scheme, gluon_on,
+                                                                                           monkeypatch):
+    """GLUON_TILES_FROM_COUNTS on the grouped path's Gluon GEMMs: the route launch's routers apart (2 M programs)
+    store each expert's pairs in rank order (EXPERT_PAIRS into the workspace's expert_pairs), both GEMMs read the
+    workspace's per-expert counts (TILES_FROM_COUNTS, E_POW2 the expert count's power of two) and the top-k sum
+    launch zeroes those counts; off (shipped), or on the pairs path, or with the sum in down's last programs (no
+    launch after down to zero them), or with gate_up's last writers quantizing the intermediate (they read the sorted
+    layout), none of it."""
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
+    E, k, H, I = 20, 4, 256, 384
+    w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, scheme, MAX_DECODE_TOKENS)
+
+    def plan(M, path="grouped"):
+        p = plan_fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path=path, **kw)
+        assert p.gemms == "gluon"
+        return dict(p.launches)
+
+    def takes_counts(launches) -> bool:
+        route = _keywords(launches.get("route", launches.get("quantize_x", launches.get("route_tokens"))))
+        gemms = [_keywords(launches[name]) for name in ("gate_up", "down")]
+        zeroes = launches["reduce"].keywords.get("zero_counts") if "reduce" in launches else None
+        used = [route.get("EXPERT_PAIRS", False), *(g.get("TILES_FROM_COUNTS", False) for g in gemms),
+                zeroes is not None]
+        assert len(set(used)) == 1, used  # all of it or none
+        if used[0]:
+            assert route["ROUTERS_APART"] and route["expert_pairs_ptr"] is ws.expert_pairs
+            assert all(g["counts_ptr"] is ws.counts and g["expert_pairs_ptr"] is ws.expert_pairs
+                       and g["num_experts"] == E and g["E_POW2"] == 32 for g in gemms)
+            assert zeroes is ws.counts
+        return used[0]
+
+    assert not any(takes_counts(plan(M)) for M in (3, 16))
+    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS", True)
+    assert all(takes_counts(plan(M)) for M in (1, 3, 8, 16, 64))
+    assert not takes_counts(plan(3, "pairs"))
+    if scheme == "block":
+        monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", False)
+        assert not takes_counts(plan(8))
+        monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", True)
+    monkeypatch.setattr(moe_decode, "GLUON_DOWN_SUM_LAUNCH", False)
+    assert not takes_counts(plan(8))
 
 
 @needs_gluon
@@ -474,6 +529,47 @@ def _compile_layer(H: int, I: int, path: str = "grouped"):
 def _is_gate_up(ptx: str) -> bool:
     """Whether a Gluon GEMM's PTX is gate_up's: its silu's exponential."""
     return "ex2.approx" in ptx
+
+
+@needs_gluon
+@pytest.mark.parametrize("scheme", ["block", "bf16"])
+def test_real_sm90_compile_of_tiles_from_counts_scans_within_warps_and_keeps_each_wgmma_in_flight(scheme, gluon_on,
+                                                                                               monkeypatch):
+    """GLUON_TILES_FROM_COUNTS: both GEMMs still compile for sm_90 to wgmma left in flight while the next tiles
+    land; each program's search of the counts for its tile (a scan and three sums over E) runs in warp shuffles
+    with no CTA barrier or shared memory beyond the aligned layout's kernel; the route launch takes the pairs'
+    ranks with relaxed atomics and has no arrival (no acq_rel atomic, no last router)."""
+    _compile_side()
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
+    _tiles(monkeypatch, 32, 4, 64, 4)
+    E, k, H, I = 20, 4, 256, 384
+    w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, scheme, MAX_DECODE_TOKENS)
+    kernels = (moe_decode.moe_decode_gemm_gluon_kernel, moe_decode.moe_decode_route_kernel)
+    ptx = {}
+    for from_counts in (False, True):
+        monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS", from_counts)
+        for kernel in kernels:
+            triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
+        with jitguard.offline(compile=True):
+            plan = plan_fused_moe_decode(x[:9], logits[:9], w13, w2, k, workspace=ws, path="grouped", **kw)
+            for _, launch in plan.launches:
+                launch()
+        gemms = _compiled_ptx(kernels[0])
+        assert len(gemms) == 2
+        (route,) = _compiled_ptx(kernels[1])
+        ptx[from_counts] = {"gate_up": next(p for p in gemms if _is_gate_up(p)),
+                            "down": next(p for p in gemms if not _is_gate_up(p)), "route": route}
+    for name in ("gate_up", "down"):
+        on, off = ptx[True][name], ptx[False][name]
+        assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k\d+\.f32", on)
+        issued_to_wait = on.split("wgmma.wait_group.sync.aligned", 1)[0].rsplit("wgmma.mma_async", 1)[-1]
+        assert "cp.async.wait_group" in issued_to_wait
+        assert on.count("shfl.sync") > off.count("shfl.sync")
+        for op in ("bar.sync", "st.shared", "ld.shared"):
+            assert on.count(op) == off.count(op), (name, op)
+    assert re.search(r"atom\.global\.(gpu\.relaxed|relaxed\.gpu)\.add", ptx[True]["route"])
+    assert not re.search(r"acq_rel", ptx[True]["route"])
+    assert re.search(r"acq_rel", ptx[False]["route"])  # the aligned layout's last router arrives
 
 
 @needs_gluon
@@ -843,3 +939,53 @@ def test_shipped_bf16_choice_through_fused_moe_from_logits_matches_reference(dty
         torch.cuda.synchronize()
         ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True)
         assert _rel_err(out, ref) < 2e-2, M
+
+
+@pytest.mark.gpu
+@needs_gluon
+@pytest.mark.parametrize("scheme", ["block", "bf16"])
+@pytest.mark.parametrize("M", [1, 3, 8, 13, 17, 64])
+def test_gluon_tiles_from_counts_equal_the_aligned_layer_bit_for_bit_across_graph_replays(scheme, M, monkeypatch):
+    """GLUON_TILES_FROM_COUNTS (the route launch aligning nothing, each Gluon GEMM program finding its token tile from
+    the per-expert counts): the grouped layer with it and without it captured in one CUDA graph, then three replays
+    with new tokens and logits: the outputs equal bit for bit (the same pairs in the same tiles, each row computed
+    the same), within 4e-2 (FP8 block scales) or 2e-2 (bf16) of the fp32 reference, the routing the reference's,
+    and the counters zero after every replay (the sum launch zeroes them for the next call). 16 experts, top 4:
+    at 64 tokens an expert holds about 16 pairs, two or three token tiles."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
+    E, k, H, I = 16, 4, 384, 640
+    gen = torch.Generator().manual_seed(300 + M)
+    if scheme == "block":
+        x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
+        tol = 4e-2
+    else:
+        x, logits, w13, w2 = _bf16_layer_on_gpu(M, E, H, I, gen)
+        kw, tol = {}, 2e-2
+    workspaces = {on: MoeDecodeWorkspace.for_layer(w13, w2, k) for on in (False, True)}
+    outs = {on: torch.empty_like(x) for on in (False, True)}
+
+    def layer(on: bool):
+        monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS", on)
+        plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=workspaces[on], out=outs[on],
+                                     path="grouped", **kw)
+        assert plan.gemms == "gluon"
+        assert ("EXPERT_PAIRS" in plan.launches[0][1].keywords) == on
+        for _, launch in plan.launches:
+            launch()
+
+    for on in (False, True):
+        layer(on)  # compiled outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        layer(False)
+        layer(True)
+    for ref in _replays_with_new_inputs(graph, x, logits, tuple(outs.values()), w13, w2, k, gen, kw):
+        assert torch.equal(outs[True], outs[False])
+        assert _rel_err(outs[True], ref) < tol
+        _, ref_ids = softmax_topk_reference(logits.cpu(), k, True)
+        assert torch.equal(workspaces[True].routing(M)[1].cpu(), ref_ids)
+        assert not workspaces[True].counts.any()
