@@ -198,13 +198,18 @@ def alone_passes(n_layers: int) -> int:
 
 def time_launches_alone(plans, n_layers: int, replays: int) -> list[float]:
     """Each launch of a decode layer's plan alone (``plans[layer]``: a ``DecodePlan`` per layer copy), us per
-    layer-call, in launch order. Every launch but the last runs once first, so each finds what a call's earlier
-    launches leave (with ``moe_decode.GLUON_TILES_FROM_COUNTS`` the GEMMs read the route launch's per-expert counts,
-    which the last launch zeroes); the first launch is timed last (replayed alone it leaves its counters off zero)
-    and the whole layer runs once more after it, leaving the workspace as a call does."""
+    layer-call, in launch order. Every launch but the last runs once first, once per workspace (layer copies sharing
+    one share their inputs), so each finds what a call's earlier launches leave (with
+    ``moe_decode.GLUON_TILES_FROM_COUNTS`` the GEMMs read the route launch's per-expert counts, which the last launch
+    zeroes; a second route launch would add to them); the first launch is timed last (replayed alone it leaves its
+    counters off zero) and the whole layer runs once more after it, leaving the workspace as a call does."""
     launches = [plan.launches for plan in plans[:n_layers]]
-    for layer_launches in launches:
-        for _, launch in layer_launches[:-1]:
+    prepared = set()
+    for plan in plans[:n_layers]:
+        if id(plan.workspace) in prepared:
+            continue
+        prepared.add(id(plan.workspace))
+        for _, launch in plan.launches[:-1]:
             launch()
     count = len(launches[0])
     times = {}

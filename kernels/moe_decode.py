@@ -1033,9 +1033,13 @@ GLUON_BF16_ACCUMULATE_IN_MMA = False
 # in ``expert_pairs`` ([E, M]), with no arrival and no last router writing the sorted layout; each Gluon GEMM program
 # finds its token tile from the counts (a scan over E in registers, ``TILES_FROM_COUNTS``) and the top-k sum launch
 # zeroes the counters once down has completed. The same pairs in the same tiles as the aligned layout, so the same
-# output bit for bit. Why it might pay: at 8-64 tokens the route launch takes 3.5-4.0 us alone against 1.4-2.0 for
-# the pairs path's x launch, which routes but does not align (benchmarks/results/moe_layer.md, thirty-first section).
-GLUON_TILES_FROM_COUNTS = False
+# output bit for bit. At 8-64 tokens the route launch took 3.5-4.0 us alone against 1.4-2.0 for the pairs path's x
+# launch, which routes but does not align. Thirty-first session, call 3, on an H100 80GB HBM3
+# (benchmarks/results/moe_layer.md), us per layer, from counts / aligned (vLLM's GEMMs alone): the route launch alone
+# 1.8-2.0 against 3.0-4.0; Qwen3-30B-FP8 M = 8 87.65 / 89.05 (88.3), 12 113.05 / 114.35 (113.8), 16 139.1 / 140.1
+# (140.4), 32 182.35 / 183.8 (184.7), 64 206.9 / 208.3 (208.4); DeepSeek-V3-TP2 M = 3 175.5 / 175.95, 8 462.75 / 463.25,
+# 12 623.5 / 623.75. GPU tests: bit for bit the aligned layer over graph replays, FP8 and bf16, M = 1-64.
+GLUON_TILES_FROM_COUNTS = True
 
 
 def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: int, intermediate: int,
@@ -1271,12 +1275,12 @@ def plan_fused_moe_decode(
     if path == "chain":
         launches += _chain_launches(ws, ws.x_q[:M] if prequant else x, w13, w2, w1s, w2s, out, cfgs, quant, M, top_k,
                                     padded_len, pdl)
-        return DecodePlan(out, tuple(launches), path)
+        return DecodePlan(out, tuple(launches), path, workspace=ws)
     inter = ws.inter[:num_pairs]
     if gluon:
         launches += _gluon_gemm_launches(ws, x, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
                                          stride_a2m, tile_arrivals, pdl, pair_tiles, expert_bytes, tiles_from_counts)
-        return DecodePlan(out, tuple(launches), path, gemms="gluon")
+        return DecodePlan(out, tuple(launches), path, gemms="gluon", workspace=ws)
     rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
     for gemm in (1, 2):
         cfg = cfgs.gate_up if gemm == 1 else cfgs.down
@@ -1346,7 +1350,7 @@ def plan_fused_moe_decode(
             **({"ROTATE_K": True} if rotate_k else {}),
             **({"launch_pdl": True} if pdl and (FIRST_LAUNCH_PDL or not first_launch) else {}),
         )))
-    return DecodePlan(out, tuple(launches), path)
+    return DecodePlan(out, tuple(launches), path, workspace=ws)
 
 
 def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, w1s, w2s,
@@ -1506,8 +1510,8 @@ def _wait_prior(pdl: bool, first_launch: bool, pair_tiles: bool, waits_on_pair_c
 
 @dataclass(frozen=True)
 class DecodePlan:
-    """The output buffer of one decode-layer call, its launches in order by stage name, its path, and
-    which kernel runs its GEMMs."""
+    """The output buffer of one decode-layer call, its launches in order by stage name, its path,
+    which kernel runs its GEMMs, and the workspace its launches use."""
 
     out: torch.Tensor
     launches: tuple[tuple[str, Callable[[], object]], ...]
@@ -1515,6 +1519,7 @@ class DecodePlan:
     # Which kernel runs the two GEMMs: "tl" (moe_decode_gemm_kernel, or moe_gemm's on the chain path) or
     # "gluon" (moe_decode_gluon's, GLUON_FP8_GEMMS or GLUON_BF16_GEMMS).
     gemms: str = "tl"
+    workspace: MoeDecodeWorkspace | None = None
 
 
 def fused_moe_decode(

@@ -432,7 +432,7 @@ def test_tiles_from_counts_route_launch_aligns_nothing_and_the_sum_launch_zeroes
     """GLUON_TILES_FROM_COUNTS on the grouped path's Gluon GEMMs: the route launch's routers apart (2 M programs)
     store each expert's pairs in rank order (EXPERT_PAIRS into the workspace's expert_pairs), both GEMMs read the
     workspace's per-expert counts (TILES_FROM_COUNTS, E_POW2 the expert count's power of two) and the top-k sum
-    launch zeroes those counts; off (shipped), or on the pairs path, or with the sum in down's last programs (no
+    launch zeroes those counts; off, or on the pairs path, or with the sum in down's last programs (no
     launch after down to zero them), or with gate_up's last writers quantizing the intermediate (they read the sorted
     layout), none of it."""
     monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
@@ -458,6 +458,7 @@ def test_tiles_from_counts_route_launch_aligns_nothing_and_the_sum_launch_zeroes
             assert zeroes is ws.counts
         return used[0]
 
+    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS", False)
     assert not any(takes_counts(plan(M)) for M in (3, 16))
     monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS", True)
     assert all(takes_counts(plan(M)) for M in (1, 3, 8, 16, 64))
