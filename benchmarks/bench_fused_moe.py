@@ -196,13 +196,14 @@ def alone_passes(n_layers: int) -> int:
     return max(1, -(-MIN_LAUNCHES_ALONE // n_layers))
 
 
-def time_launches_alone(plans, n_layers: int, replays: int) -> list[float]:
-    """Each launch of a decode layer's plan alone (``plans[layer]``: a ``DecodePlan`` per layer copy), us per
-    layer-call, in launch order. Every launch but the last runs once first, once per workspace (layer copies sharing
-    one share their inputs), so each finds what a call's earlier launches leave (with
-    ``moe_decode.GLUON_TILES_FROM_COUNTS`` the GEMMs read the route launch's per-expert counts, which the last launch
-    zeroes; a second route launch would add to them); the first launch is timed last (replayed alone it leaves its
-    counters off zero) and the whole layer runs once more after it, leaving the workspace as a call does."""
+def time_launches_alone(plans, n_layers: int, replays: int, stages=None) -> list[float]:
+    """Each launch of a decode layer's plan alone (``plans[layer]``: a ``DecodePlan`` per layer copy), us per layer-
+    call, in launch order (only the launch indices in ``stages`` where given, in its order). Every launch but the
+    last runs once first, once per workspace (layer copies sharing one share their inputs), so each finds what a
+    call's earlier launches leave (with ``moe_decode.GLUON_TILES_FROM_COUNTS`` the GEMMs read the route launch's
+    per-expert counts, which the last launch zeroes; a second route launch would add to them); the first launch is
+    timed last (replayed alone it leaves its counters off zero) and the whole layer runs once more after it, leaving
+    the workspace as a call does."""
     launches = [plan.launches for plan in plans[:n_layers]]
     prepared = set()
     for plan in plans[:n_layers]:
@@ -212,14 +213,15 @@ def time_launches_alone(plans, n_layers: int, replays: int) -> list[float]:
         for _, launch in plan.launches[:-1]:
             launch()
     count = len(launches[0])
+    wanted = list(range(count)) if stages is None else list(stages)
     times = {}
-    for stage in [*range(1, count), 0]:
+    for stage in [s for s in [*range(1, count), 0] if s in wanted]:
         times[stage] = time_graph(lambda layer, stage=stage: launches[layer][stage][1](), n_layers, replays,
                                   alone_passes(n_layers))
     for layer_launches in launches:
         for _, launch in layer_launches:
             launch()
-    return [times[stage] for stage in range(count)]
+    return [times[stage] for stage in wanted]
 
 
 def time_graph(step, n_layers: int, replays: int, passes: int = 1) -> float:

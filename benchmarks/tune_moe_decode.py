@@ -330,7 +330,7 @@ def tiles_part(layer: Layer, ms, path: str, bw_read, log, deadline: float) -> li
                     try:
                         plans = layer.plans(x, logits, out, path, tiles)
                         names = [n for n, _ in plans[0].launches]
-                        us = bfm.time_launches_alone(plans, layer.n_layers, REPLAYS)[names.index(stage)]
+                        (us,) = bfm.time_launches_alone(plans, layer.n_layers, REPLAYS, [names.index(stage)])
                     except Exception as exc:  # a tile this Triton cannot compile: skipped, named
                         print(f"# {layer.name} M={M} {stage} {tile}: {type(exc).__name__}: {exc}"[:300], flush=True)
                         continue

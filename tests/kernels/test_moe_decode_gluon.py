@@ -30,6 +30,7 @@ from jitguard.kernels.moe_decode_gluon import GluonTile, gluon_gemms_supported
 from jitguard.kernels.moe_routing import softmax_topk_reference
 from tests.kernels.mma_checks import ptxas_serialization_notes
 from tests.kernels.test_moe_decode import (
+    _captured_graph,
     _compile_side,
     _fp8_block_layer,
     _offline_layer,
@@ -734,13 +735,7 @@ def _replay_gluon_beside_tl(switch: str, x, logits, w13, w2, k: int, path: str, 
         for _, launch in plan.launches:
             launch()
 
-    layer(True)
-    layer(False)  # compiled outside the capture
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        layer(True)
-        layer(False)
+    graph = _captured_graph(lambda: (layer(True), layer(False)))
     for ref in _replays_with_new_inputs(graph, x, logits, (out_gl, out_tl), w13, w2, k, gen, fp8_kw):
         assert _rel_err(out_gl, ref) < ref_tol
         assert _rel_err(out_gl, out_tl.float().cpu()) < 1e-2
@@ -977,13 +972,7 @@ def test_gluon_tiles_from_counts_equal_the_aligned_layer_bit_for_bit_across_grap
         for _, launch in plan.launches:
             launch()
 
-    for on in (False, True):
-        layer(on)  # compiled outside the capture
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        layer(False)
-        layer(True)
+    graph = _captured_graph(lambda: (layer(False), layer(True)))
     for ref in _replays_with_new_inputs(graph, x, logits, tuple(outs.values()), w13, w2, k, gen, kw):
         assert torch.equal(outs[True], outs[False])
         assert _rel_err(outs[True], ref) < tol
