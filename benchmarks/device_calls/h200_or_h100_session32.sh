@@ -24,7 +24,7 @@ if [[ "$GPU" == *H200* ]]; then
         --skip-sweep --out $R/rope > $R/bench_inv_rope.log 2>&1
     tar czf $OUT/g32.tgz -C $R .
     grep -h -i -B2 -A12 "error\|Traceback" $R/*.log | head -30
-    for f in q d; do grep -h "^|" $R/$f.log | cut -d'|' -f1-5,8-9; done
+    for f in q d; do grep -h "^|" $R/$f.log | cut -d'|' -f1-7,10; done
     grep -v "^#" $R/moe_layer.md 2>/dev/null | grep "^|" | cut -d'|' -f1-6,13
     tail -14 $R/bench_inv_rope.log | cut -c1-200
     exit 0
@@ -35,4 +35,4 @@ timeout 170 python3 benchmarks/probe_decode_gluon_layer.py $V --cases qwen3-30b-
     --gluon-tiles "$G" --out $R/b > $R/b.log 2>&1
 tar czf $OUT/g32.tgz -C $R .
 grep -h -i -B2 -A12 "error\|Traceback" $R/q.log $R/b.log | head -30
-for f in q b; do grep -h "^|" $R/$f.log | cut -d'|' -f1-5,9-10; done
+for f in q b; do grep -h "^|" $R/$f.log | cut -d'|' -f1-7,10; done
