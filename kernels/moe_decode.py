@@ -1040,6 +1040,11 @@ GLUON_BF16_ACCUMULATE_IN_MMA = False
 # (140.4), 32 182.35 / 183.8 (184.7), 64 206.9 / 208.3 (208.4); DeepSeek-V3-TP2 M = 3 175.5 / 175.95, 8 462.75 / 463.25,
 # 12 623.5 / 623.75. GPU tests: bit for bit the aligned layer over graph replays, FP8 and bf16, M = 1-64.
 GLUON_TILES_FROM_COUNTS = True
+# The fewest tokens at which the grouped path's Gluon GEMMs take their tiles from counts; below it the route launch
+# aligns (its one router program, ALIGN_IN_REGISTERS, is cheapest at few tokens). Thirty-first session, call 4, on an
+# H100: at 3 tokens the aligned layer was 0.25-0.35 us faster (Qwen3-30B-FP8 42.55 against 42.9 us, bf16 78.6
+# against 78.85; the route launch alone 2.0 against 1.8, down 12.2 against 12.7), at 5-48 tokens 0.8-1.8 us slower.
+GLUON_TILES_FROM_COUNTS_MIN_TOKENS = 1
 
 
 def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: int, intermediate: int,
@@ -1233,7 +1238,7 @@ def plan_fused_moe_decode(
     # never there).
     # The Gluon GEMMs' token tiles from the route launch's counts (GLUON_TILES_FROM_COUNTS): routers apart, nothing
     # aligned.
-    tiles_from_counts = gluon and not pair_tiles and takes_tiles_from_counts(quant)
+    tiles_from_counts = gluon and not pair_tiles and takes_tiles_from_counts(quant, M)
     if routes_tokens:
         routers_apart = X_LAUNCH_ROUTERS_APART and quant != QUANT_NONE
     else:
@@ -1458,12 +1463,14 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
     return launches
 
 
-def takes_tiles_from_counts(quant: int) -> bool:
+def takes_tiles_from_counts(quant: int, num_tokens: int) -> bool:
     """Whether the grouped path's Gluon GEMMs find their token tiles from the route launch's counts
-    (GLUON_TILES_FROM_COUNTS): only with the top-k sum launched apart (that launch zeroes the counts) and, with
-    block scales, the intermediate quantized by down (gate_up's last writers read the sorted layout); never with a
-    tensor scale (its routers are not apart)."""
+    (GLUON_TILES_FROM_COUNTS) for ``num_tokens`` tokens: from GLUON_TILES_FROM_COUNTS_MIN_TOKENS, only with the
+    top-k sum launched apart (that launch zeroes the counts) and, with block scales, the intermediate quantized by
+    down (gate_up's last writers read the sorted layout); never with a tensor scale (its routers are not apart)."""
     if quant == QUANT_TENSOR or not (GLUON_TILES_FROM_COUNTS and GLUON_DOWN_SUM_LAUNCH):
+        return False
+    if num_tokens < GLUON_TILES_FROM_COUNTS_MIN_TOKENS:
         return False
     return quant != QUANT_BLOCK or GLUON_INTER_QUANTIZED_BY_DOWN
 

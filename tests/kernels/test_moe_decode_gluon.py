@@ -433,9 +433,9 @@ def test_tiles_from_counts_route_launch_aligns_nothing_and_the_sum_launch_zeroes
     """GLUON_TILES_FROM_COUNTS on the grouped path's Gluon GEMMs: the route launch's routers apart (2 M programs)
     store each expert's pairs in rank order (EXPERT_PAIRS into the workspace's expert_pairs), both GEMMs read the
     workspace's per-expert counts (TILES_FROM_COUNTS, E_POW2 the expert count's power of two) and the top-k sum
-    launch zeroes those counts; off, or on the pairs path, or with the sum in down's last programs (no
-    launch after down to zero them), or with gate_up's last writers quantizing the intermediate (they read the sorted
-    layout), none of it."""
+    launch zeroes those counts, from GLUON_TILES_FROM_COUNTS_MIN_TOKENS tokens; off, or on the pairs path, or with
+    the sum in down's last programs (no launch after down to zero them), or with gate_up's last writers quantizing
+    the intermediate (they read the sorted layout), none of it."""
     monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
     E, k, H, I = 20, 4, 256, 384
     w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, scheme, MAX_DECODE_TOKENS)
@@ -464,6 +464,9 @@ def test_tiles_from_counts_route_launch_aligns_nothing_and_the_sum_launch_zeroes
     monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS", True)
     assert all(takes_counts(plan(M)) for M in (1, 3, 8, 16, 64))
     assert not takes_counts(plan(3, "pairs"))
+    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS_MIN_TOKENS", 4)
+    assert [takes_counts(plan(M)) for M in (1, 3, 4, 5, 64)] == [False, False, True, True, True]
+    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS_MIN_TOKENS", 1)
     if scheme == "block":
         monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", False)
         assert not takes_counts(plan(8))
