@@ -1040,11 +1040,16 @@ GLUON_BF16_ACCUMULATE_IN_MMA = False
 # (140.4), 32 182.35 / 183.8 (184.7), 64 206.9 / 208.3 (208.4); DeepSeek-V3-TP2 M = 3 175.5 / 175.95, 8 462.75 / 463.25,
 # 12 623.5 / 623.75. GPU tests: bit for bit the aligned layer over graph replays, FP8 and bf16, M = 1-64.
 GLUON_TILES_FROM_COUNTS = True
-# The fewest tokens at which the grouped path's Gluon GEMMs take their tiles from counts; below it the route launch
-# aligns (its one router program, ALIGN_IN_REGISTERS, is cheapest at few tokens). Thirty-first session, call 4, on an
-# H100: at 3 tokens the aligned layer was 0.25-0.35 us faster (Qwen3-30B-FP8 42.55 against 42.9 us, bf16 78.6
-# against 78.85; the route launch alone 2.0 against 1.8, down 12.2 against 12.7), at 5-48 tokens 0.8-1.8 us slower.
-GLUON_TILES_FROM_COUNTS_MIN_TOKENS = 1
+# The fewest tokens at which the grouped path's Gluon GEMMs take their tiles from counts, by the size class of the
+# expert's weight count (moe_configs.expert_size_class of its bytes in e4m3, as GLUON_BF16_TOKENS); below it the route
+# launch aligns (its one router program, ALIGN_IN_REGISTERS, is cheapest at few tokens). On an H100 80GB HBM3
+# (benchmarks/results/moe_layer.md), us per layer, from counts / aligned: at 3 tokens the aligned layer was faster
+# for small experts in every call, thirty-first session call 4 Qwen3-30B-FP8 42.9 / 42.55, bf16 78.85 / 78.6,
+# thirty-third session call 1 Qwen3-30B-FP8 42.8 / 42.4, bf16 78.8 / 78.6; from 4 tokens counts were level or faster
+# (thirty-third call 1: bf16 M = 4 105.1 / 105.25, Qwen3-30B-FP8 5 68.8 / 68.8, 10 104.0 / 105.4, 11 117.3 / 118.8;
+# bf16 5 126.7 / 128.25, 6 145.05 / 146.85, 7 154.45 / 156.3). DeepSeek-V3-TP2's experts (large) were faster from
+# counts at 3 tokens too (thirty-first call 3: 175.5 / 175.95). Untimed on an H200.
+GLUON_TILES_FROM_COUNTS_MIN_TOKENS: dict[str, int] = {"small": 4, "large": 1}
 
 
 def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: int, intermediate: int,
@@ -1238,7 +1243,7 @@ def plan_fused_moe_decode(
     # never there).
     # The Gluon GEMMs' token tiles from the route launch's counts (GLUON_TILES_FROM_COUNTS): routers apart, nothing
     # aligned.
-    tiles_from_counts = gluon and not pair_tiles and takes_tiles_from_counts(quant, M)
+    tiles_from_counts = gluon and not pair_tiles and takes_tiles_from_counts(quant, M, H, I)
     if routes_tokens:
         routers_apart = X_LAUNCH_ROUTERS_APART and quant != QUANT_NONE
     else:
@@ -1463,14 +1468,16 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
     return launches
 
 
-def takes_tiles_from_counts(quant: int, num_tokens: int) -> bool:
+def takes_tiles_from_counts(quant: int, num_tokens: int, hidden: int, intermediate: int) -> bool:
     """Whether the grouped path's Gluon GEMMs find their token tiles from the route launch's counts
-    (GLUON_TILES_FROM_COUNTS) for ``num_tokens`` tokens: from GLUON_TILES_FROM_COUNTS_MIN_TOKENS, only with the
+    (GLUON_TILES_FROM_COUNTS) for ``num_tokens`` tokens and experts of [2 * intermediate, hidden] and [hidden,
+    intermediate]: from GLUON_TILES_FROM_COUNTS_MIN_TOKENS for the experts' size class, only with the
     top-k sum launched apart (that launch zeroes the counts) and, with block scales, the intermediate quantized by
     down (gate_up's last writers read the sorted layout); never with a tensor scale (its routers are not apart)."""
     if quant == QUANT_TENSOR or not (GLUON_TILES_FROM_COUNTS and GLUON_DOWN_SUM_LAUNCH):
         return False
-    if num_tokens < GLUON_TILES_FROM_COUNTS_MIN_TOKENS:
+    size_class = expert_size_class(expert_weight_bytes(hidden, intermediate, 1))
+    if num_tokens < GLUON_TILES_FROM_COUNTS_MIN_TOKENS[size_class]:
         return False
     return quant != QUANT_BLOCK or GLUON_INTER_QUANTIZED_BY_DOWN
 

@@ -18,7 +18,7 @@ import torch
 import jitguard
 from jitguard import triton_compat
 from jitguard.kernels import moe_decode
-from jitguard.kernels.moe_configs import expert_weight_bytes
+from jitguard.kernels.moe_configs import expert_size_class, expert_weight_bytes
 from jitguard.kernels.moe_decode import (
     MAX_DECODE_TOKENS,
     MoeDecodeWorkspace,
@@ -399,12 +399,13 @@ def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, scheme, f
     launch once on the pairs path, its routing in programs of their own or not (X_LAUNCH_ROUTERS_APART;
     with bf16 it only routes); twice on the grouped path: its few-token router up to FEW_TOKENS tokens,
     routers apart past it (ROUTE_ALIGN_APART "counter"), or once with the GEMMs' token tiles from the route
-    launch's counts (GLUON_TILES_FROM_COUNTS: routers apart at every M, nothing aligned). FP8 block scales and
-    bf16 (GLUON_BF16_GEMMS). One tile at every M (no other down stages by token count: the shipped table's are
-    the next test's)."""
+    launch's counts (GLUON_TILES_FROM_COUNTS from one token: routers apart at every M, nothing aligned). FP8 block
+    scales and bf16 (GLUON_BF16_GEMMS). One tile at every M (no other down stages by token count: the shipped
+    table's are the next test's)."""
     _compile_side()
     monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
     monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS", from_counts)
+    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS_MIN_TOKENS", {"small": 1, "large": 1})
     monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {})
     monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
     monkeypatch.setattr(moe_decode, "GLUON_BF16_TILES_AT", {})
@@ -462,11 +463,13 @@ def test_tiles_from_counts_route_launch_aligns_nothing_and_the_sum_launch_zeroes
     monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS", False)
     assert not any(takes_counts(plan(M)) for M in (3, 16))
     monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS", True)
+    # These experts are small (expert_size_class): from counts from the small class's threshold.
+    assert expert_size_class(expert_weight_bytes(H, I, 1)) == "small"
+    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS_MIN_TOKENS", {"small": 4, "large": 1})
+    assert [takes_counts(plan(M)) for M in (1, 3, 4, 5, 8, 16, 64)] == [False, False, True, True, True, True, True]
+    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS_MIN_TOKENS", {"small": 1, "large": 4})
     assert all(takes_counts(plan(M)) for M in (1, 3, 8, 16, 64))
     assert not takes_counts(plan(3, "pairs"))
-    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS_MIN_TOKENS", 4)
-    assert [takes_counts(plan(M)) for M in (1, 3, 4, 5, 64)] == [False, False, True, True, True]
-    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS_MIN_TOKENS", 1)
     if scheme == "block":
         monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", False)
         assert not takes_counts(plan(8))
@@ -503,8 +506,10 @@ def test_shipped_choice_compiles_one_gluon_variant_per_gemm_and_path_over_m_1_to
                 first = {name: rec.variants(name) for name in ("moe_decode_gemm_gluon_kernel",
                                                                "moe_decode_route_kernel")}
     # One variant per distinct tile: gate_up's and down's on each path, and the other tiles where
-    # GLUON_TILES_AT lists a token count of that path.
-    tiles = {(path, gated, moe_decode.gluon_tiles(path, M, eb, gpu_name=gpu)[0 if gated else 1])
+    # GLUON_TILES_AT lists a token count of that path; on the grouped path, one each with tiles from counts and
+    # aligned (below GLUON_TILES_FROM_COUNTS_MIN_TOKENS).
+    tiles = {(path, gated, moe_decode.gluon_tiles(path, M, eb, gpu_name=gpu)[0 if gated else 1],
+              path == "grouped" and moe_decode.takes_tiles_from_counts(moe_decode.QUANT_BLOCK, M, H, I))
              for M in range(1, MAX_DECODE_TOKENS + 1)
              for path in (moe_decode.choose_decode_path(M, E, k, True, True, eb, H, I),)
              if moe_decode.takes_gluon_gemms(M, path, True, H, I, eb) for gated in (True, False)}
