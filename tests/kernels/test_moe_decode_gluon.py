@@ -950,16 +950,17 @@ def test_shipped_bf16_choice_through_fused_moe_from_logits_matches_reference(dty
 @pytest.mark.parametrize("scheme", ["block", "bf16"])
 @pytest.mark.parametrize("M", [1, 3, 8, 13, 17, 64])
 def test_gluon_tiles_from_counts_equal_the_aligned_layer_bit_for_bit_across_graph_replays(scheme, M, monkeypatch):
-    """GLUON_TILES_FROM_COUNTS (the route launch aligning nothing, each Gluon GEMM program finding its token tile from
-    the per-expert counts): the grouped layer with it and without it captured in one CUDA graph, then three replays
-    with new tokens and logits: the outputs equal bit for bit (the same pairs in the same tiles, each row computed
-    the same), within 4e-2 (FP8 block scales) or 2e-2 (bf16) of the fp32 reference, the routing the reference's,
-    and the counters zero after every replay (the sum launch zeroes them for the next call). 16 experts, top 4:
-    at 64 tokens an expert holds about 16 pairs, two or three token tiles."""
+    """GLUON_TILES_FROM_COUNTS from one token (the route launch aligning nothing, each Gluon GEMM program finding its
+    token tile from the per-expert counts): the grouped layer with it and without it captured in one CUDA graph,
+    then three replays with new tokens and logits: the outputs equal bit for bit (the same pairs in the same tiles,
+    each row computed the same), within 4e-2 (FP8 block scales) or 2e-2 (bf16) of the fp32 reference, the routing
+    the reference's, and the counters zero after every replay (the sum launch zeroes them for the next call). 16
+    experts, top 4: at 64 tokens an expert holds about 16 pairs, two or three token tiles."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
     monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
+    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS_MIN_TOKENS", {"small": 1, "large": 1})
     E, k, H, I = 16, 4, 384, 640
     gen = torch.Generator().manual_seed(300 + M)
     if scheme == "block":
