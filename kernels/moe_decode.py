@@ -1045,10 +1045,11 @@ GLUON_TILES_FROM_COUNTS = True
 # launch aligns (its one router program, ALIGN_IN_REGISTERS, is cheapest at few tokens). On an H100 80GB HBM3
 # (benchmarks/results/moe_layer.md), us per layer, from counts / aligned: at 3 tokens the aligned layer was faster
 # for small experts in every call, thirty-first session call 4 Qwen3-30B-FP8 42.9 / 42.55, bf16 78.85 / 78.6,
-# thirty-third session call 1 Qwen3-30B-FP8 42.8 / 42.4, bf16 78.8 / 78.6; from 4 tokens counts were level or faster
-# (thirty-third call 1: bf16 M = 4 105.1 / 105.25, Qwen3-30B-FP8 5 68.8 / 68.8, 10 104.0 / 105.4, 11 117.3 / 118.8;
-# bf16 5 126.7 / 128.25, 6 145.05 / 146.85, 7 154.45 / 156.3). DeepSeek-V3-TP2's experts (large) were faster from
-# counts at 3 tokens too (thirty-first call 3: 175.5 / 175.95). Untimed on an H200.
+# thirty-third session call 1 Qwen3-30B-FP8 42.8 / 42.4, bf16 78.8 / 78.6, call 2 41.45 / 41.15, 74.95 / 74.55 (its
+# down alone 12.2 / 11.8 at FP8); from 4 tokens counts were level or faster (thirty-third call 1: bf16 M = 4 105.1 /
+# 105.25, Qwen3-30B-FP8 10 104.0 / 105.4, 11 117.3 / 118.8; bf16 5 126.7 / 128.25, 6 145.05 / 146.85, 7 154.45 /
+# 156.3). DeepSeek-V3-TP2's experts (large) were faster from counts at 3 tokens too (thirty-first call 3: 175.5 /
+# 175.95; thirty-third call 2: 167.9 / 168.7, 5 271.35 / 272.9, 6 328.7 / 330.1). Untimed on an H200.
 GLUON_TILES_FROM_COUNTS_MIN_TOKENS: dict[str, int] = {"small": 4, "large": 1}
 
 
