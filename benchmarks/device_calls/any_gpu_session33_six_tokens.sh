@@ -14,4 +14,4 @@ G="grouped:32x6/128x4,grouped:32x8/64x3,grouped:32x6/64x3,pairs:32x8/128x6,pairs
 timeout 200 python3 benchmarks/probe_decode_gluon_layer.py $V --cases qwen3-30b-fp8-block --ms 6,5,7 \
     --gluon-tiles "$G" --out $OUT/six > $OUT/six.log 2>&1
 grep -h -i -B2 -A12 "error\|Traceback" $OUT/six.log | head -30
-grep -h "^|" $OUT/six.log | cut -d'|' -f1-10,17
+grep -h "^|" $OUT/six.log | cut -d'|' -f1-10,18
