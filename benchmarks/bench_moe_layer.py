@@ -163,7 +163,8 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
         out = moe_decode.fused_moe_decode(x, logits, w13, w2, k, renormalize=RENORMALIZE, workspace=ws, **fkw)
         row["err_decode"] = rel(out, ref)
         row["auto_path"] = moe_decode.choose_decode_path(M, E, k, fp8, scheme == "block",
-                                                         moe_configs.expert_weight_bytes(H, I, wbytes))
+                                                         moe_configs.expert_weight_bytes(H, I, wbytes), H, I,
+                                                         moe_decode.gpu_name(x.device))
         paths = ["pairs", "grouped"] if scheme in (None, "block") else ["grouped"]
         row["routing_equal"] = True
         for path in paths:

@@ -75,7 +75,8 @@ With FP8 block scales the pairs and grouped paths run their two GEMMs as ``moe_d
 (Gluon, Triton >= 3.5: each K step's wgmma stays in flight across the block scaling) at the token counts
 where that measured faster (``GLUON_FP8_GEMMS``, ``GLUON_FP8_TOKENS``; ``DecodePlan.gemms`` says which
 ran), on tiles chosen by token count where other tiles measured faster (``gluon_tiles``: ``GLUON_TILES``,
-``GLUON_TILES_AT``, tuned on an H200, and ``GLUON_TILES_ON_GPU``, tuned on other GPUs and taken on them first;
+``GLUON_TILES_AT``, tuned on an H200, and ``GLUON_TILES_ON_GPU``, tuned on other GPUs and taken on them first,
+as ``GLUON_FP8_TOKENS_ON_GPU`` is for the token counts;
 each tile one more compiled variant of the Gluon kernel, never one per M;
 ``benchmarks/tune_decode_gluon_tiles.py`` sweeps them); ``moe_decode_gemm_kernel`` everywhere else and on
 older Tritons. There down writes its pair rows in the activation dtype (``GLUON_DOWN_ROWS_IN_ACT_DTYPE``) and
@@ -177,7 +178,7 @@ _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool, block_scales: bool = False,
                        expert_bytes: int | None = None, hidden: int | None = None,
-                       intermediate: int | None = None) -> str:
+                       intermediate: int | None = None, gpu_name: str | None = None) -> str:
     """The path ``fused_moe_decode(path="auto")`` takes, by H200 measurement
     (benchmarks/results/moe_layer.md, seventh session):
 
@@ -194,7 +195,8 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
     - With ``hidden`` and ``intermediate`` given, FP8 block scales take ``"grouped"`` wherever its GEMMs
       run in Gluon and the pairs path's would not (``takes_gluon_gemms``; GLUON_FP8_TOKENS), above
       ``FP8_CHAIN_ABOVE_TOKENS`` too where GLUON_FP8_TOKENS lists the token count; bf16/fp16 take it
-      where GLUON_BF16_TOKENS lists the token count for it.
+      where GLUON_BF16_TOKENS lists the token count for it. ``gpu_name`` (as ``torch.cuda.get_device_name``
+      gives it) takes GLUON_FP8_TOKENS_ON_GPU's token counts for that GPU where it lists the expert size class.
     """
     num_pairs = num_tokens * top_k
     few_pairs = 4 * num_pairs <= num_experts
@@ -208,9 +210,9 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
     if block_scales and num_tokens > FP8_CHAIN_ABOVE_TOKENS:
         # ... unless the grouped path's GEMMs run in Gluon at this token count (GLUON_FP8_TOKENS lists it).
         gluon_grouped = (hidden is not None and intermediate is not None
-                         and _gluon_measured_at(num_tokens, "grouped", expert_bytes)
+                         and _gluon_measured_at(num_tokens, "grouped", expert_bytes, gpu_name=gpu_name)
                          and takes_gluon_gemms(num_tokens, "grouped", block_scales, hidden, intermediate,
-                                               expert_bytes))
+                                               expert_bytes, gpu_name=gpu_name))
         return "grouped" if gluon_grouped else "chain"
     pairs_tokens = FP8_PAIRS_TOKENS.get(expert_size_class(expert_bytes), ())
     # With the per-pair handoff the pairs path was measured faster up to 3/8 pairs per expert.
@@ -218,8 +220,10 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
         few_pairs = 8 * num_pairs <= 3 * num_experts
     pairs = block_scales and QUANTIZE_INTER and num_tokens in pairs_tokens and few_pairs
     if pairs and hidden is not None and intermediate is not None:
-        pairs = (takes_gluon_gemms(num_tokens, "pairs", block_scales, hidden, intermediate, expert_bytes)
-                 or not takes_gluon_gemms(num_tokens, "grouped", block_scales, hidden, intermediate, expert_bytes))
+        pairs = (takes_gluon_gemms(num_tokens, "pairs", block_scales, hidden, intermediate, expert_bytes,
+                                   gpu_name=gpu_name)
+                 or not takes_gluon_gemms(num_tokens, "grouped", block_scales, hidden, intermediate, expert_bytes,
+                                          gpu_name=gpu_name))
     return "pairs" if pairs else "grouped"
 
 
@@ -935,10 +939,20 @@ GLUON_TILES_ON_GPU: dict[str, dict[str, dict[str, dict[int, tuple[tuple[int, int
         "small": {
             "pairs": {1: ((32, 8), (128, 6))},
             "grouped": {7: ((32, 6), (128, 4)), 8: ((32, 8), (64, 3)), 9: ((32, 6), (64, 3)),
-                        **dict.fromkeys((10, 11, 12, 18), ((32, 6), (128, 4))),
+                        **dict.fromkeys((5, 6, 10, 11, 12, 18), ((32, 6), (128, 4))),
                         **dict.fromkeys((13, 17, 20, 48), ((32, 8), (128, 4))), 64: ((32, 8), (64, 3))},
         },
     },
+}
+# GLUON_FP8_TOKENS_ON_GPU holds FP8 token counts measured on another GPU, by the name torch.cuda.get_device_name
+# gives it, in GLUON_FP8_TOKENS' form, taken in place of GLUON_FP8_TOKENS for an expert size class it lists.
+# Thirty-third session, calls 4 and 5, on an H100 80GB HBM3 (benchmarks/results/moe_layer.md), us per layer, the
+# grouped path on Gluon 32x6/128x4 (from counts) / the H200's choice (vLLM's GEMMs alone): Qwen3-30B-FP8 M = 6
+# 76.95 / 80.8 on tl's pairs path (79.6), call 5 77.0 / 81.05 (79.5); M = 5 67.5 / 68.7 on Gluon's pairs path
+# (71.1), call 5 67.5 / 68.75; at 4 slower (57.75 / 56.3 on Gluon's pairs path); at 7 level with the shipped
+# grouped choice (83.15 / 83.15). 32x8/128x4 and 32x6/64x3 were 0.65-3.7 us slower than 32x6/128x4 at 5 and 6.
+GLUON_FP8_TOKENS_ON_GPU: dict[str, dict[str, dict[str, tuple[int, ...]]]] = {
+    "NVIDIA H100 80GB HBM3": {"small": {"pairs": (1, 2, 4), "grouped": (3, *range(5, MAX_DECODE_TOKENS + 1))}},
 }
 # With PDL: the Gluon down GEMM's programs copy their first K steps of weights before they wait for
 # gate_up (which then waits for the launch before it before letting down start). Call 3: faster or level
@@ -1054,11 +1068,12 @@ GLUON_TILES_FROM_COUNTS_MIN_TOKENS: dict[str, int] = {"small": 4, "large": 1}
 
 
 def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: int, intermediate: int,
-                      expert_bytes: int | None = None, unquantized: bool = False) -> bool:
+                      expert_bytes: int | None = None, unquantized: bool = False, gpu_name: str | None = None) -> bool:
     """Whether the decode layer's two GEMMs run as ``moe_decode_gluon``'s kernel, on the pairs or grouped
     path with H and I multiples of 128 and a Triton with Gluon's Hopper wgmma: FP8 block scales
-    (GLUON_FP8_GEMMS; with "measured" a token count of GLUON_FP8_TOKENS for the expert size class and path),
-    or with ``unquantized`` bf16 / fp16 (GLUON_BF16_GEMMS; "measured": GLUON_BF16_TOKENS by path)."""
+    (GLUON_FP8_GEMMS; with "measured" a token count of GLUON_FP8_TOKENS for the expert size class and path, or
+    of GLUON_FP8_TOKENS_ON_GPU's for the GPU named ``gpu_name`` where it lists the size class), or with
+    ``unquantized`` bf16 / fp16 (GLUON_BF16_GEMMS; "measured": GLUON_BF16_TOKENS by path)."""
     for name, mode in (("GLUON_FP8_GEMMS", GLUON_FP8_GEMMS), ("GLUON_BF16_GEMMS", GLUON_BF16_GEMMS)):
         if mode not in GLUON_MODES:
             raise ValueError(f"moe_decode.{name} must be one of {GLUON_MODES}, got {mode!r}")
@@ -1070,7 +1085,7 @@ def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: in
     if (GLUON_FP8_GEMMS == "never" or not block_scales
             or not (QUANTIZE_INTER and (PAIRS_PREQUANT_X if path == "pairs" else PREQUANT_X))):
         return False
-    return GLUON_FP8_GEMMS == "always" or _gluon_measured_at(num_tokens, path, expert_bytes)
+    return GLUON_FP8_GEMMS == "always" or _gluon_measured_at(num_tokens, path, expert_bytes, gpu_name=gpu_name)
 
 
 def gluon_tiles(path: str, num_tokens: int, expert_bytes: int | None, unquantized: bool = False,
@@ -1099,11 +1114,17 @@ def _bf16_gluon_listed(num_tokens: int, path: str, hidden: int, intermediate: in
 
 
 def _gluon_measured_at(num_tokens: int, path: str, expert_bytes: int | None,
-                       tokens: dict[str, dict[str, tuple[int, ...]]] | None = None) -> bool:
-    """Whether ``tokens`` (GLUON_FP8_TOKENS unless given) lists this token count for the expert size class and
-    path."""
-    table = GLUON_FP8_TOKENS if tokens is None else tokens
-    return num_tokens in table.get(expert_size_class(expert_bytes), {}).get(path, ())
+                       tokens: dict[str, dict[str, tuple[int, ...]]] | None = None,
+                       gpu_name: str | None = None) -> bool:
+    """Whether ``tokens`` lists this token count for the expert size class and path; unless given, the FP8
+    tables: GLUON_FP8_TOKENS_ON_GPU's for the GPU named ``gpu_name`` where it lists the size class, else
+    GLUON_FP8_TOKENS'."""
+    size_class = expert_size_class(expert_bytes)
+    if tokens is None:
+        tokens = GLUON_FP8_TOKENS_ON_GPU.get(gpu_name or "", {})
+        if size_class not in tokens:
+            tokens = GLUON_FP8_TOKENS
+    return num_tokens in tokens.get(size_class, {}).get(path, ())
 
 
 @functools.cache
@@ -1186,8 +1207,9 @@ def plan_fused_moe_decode(
     if path not in DECODE_PATHS:
         raise ValueError(f"fused_moe_decode: path must be one of {DECODE_PATHS}, got {path!r}")
     expert_bytes = expert_weight_bytes(H, I, w13.element_size())
+    gpu = gpu_name(x.device)
     if path == "auto":
-        path = choose_decode_path(M, E, top_k, shape.fp8, quant == QUANT_BLOCK, expert_bytes, H, I)
+        path = choose_decode_path(M, E, top_k, shape.fp8, quant == QUANT_BLOCK, expert_bytes, H, I, gpu)
     # FP8 on the pairs path: block scales, with the intermediate quantized by gate_up or, when x has a
     # launch of its own (which zeroes the intermediate's absmax slots), by the down GEMM as it loads it.
     if path in ("pairs", "chain") and shape.fp8 and not (
@@ -1206,7 +1228,8 @@ def plan_fused_moe_decode(
     cfgs.down.check("fused_moe_decode down tile")
     # Both GEMMs in Gluon (takes_gluon_gemms), on 8-row token tiles (GLUON_BLOCK_M); on the pairs path the
     # x launch also routes each token.
-    gluon = takes_gluon_gemms(M, path, quant == QUANT_BLOCK, H, I, expert_bytes, unquantized=quant == QUANT_NONE)
+    gluon = takes_gluon_gemms(M, path, quant == QUANT_BLOCK, H, I, expert_bytes, unquantized=quant == QUANT_NONE,
+                              gpu_name=gpu)
     block_m = GLUON_BLOCK_M if gluon else cfgs.block_m
     if block_m > _MAX_BLOCK_M:
         raise ValueError(f"fused_moe_decode: block_m must be <= {_MAX_BLOCK_M}, got {block_m}")

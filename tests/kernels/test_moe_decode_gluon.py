@@ -107,6 +107,16 @@ def test_measured_gluon_token_counts_by_expert_size_and_path():
                      *(("small", "grouped", M) for M in range(7, 65)),
                      ("large", "pairs", 1), ("large", "pairs", 2),
                      *(("large", "grouped", M) for M in (3, 5, 6, 8, 10, 12, 13))}
+    # GLUON_FP8_TOKENS_ON_GPU: on an H100 small experts take the grouped path's Gluon GEMMs at 5 and 6 tokens
+    # too, the pairs path's at 1, 2 and 4; large ones the H200's counts; another GPU, or none, the H200's.
+    h100 = "NVIDIA H100 80GB HBM3"
+    taken_h100 = {(size, path, M) for size, eb in (("small", small), ("large", large))
+                  for path in ("pairs", "grouped") for M in range(1, 65)
+                  if moe_decode.takes_gluon_gemms(M, path, True, 2048, 768, eb, gpu_name=h100)}
+    assert taken_h100 == (taken - {("small", "pairs", 5)}) | {("small", "grouped", 5), ("small", "grouped", 6)}
+    assert {(size, path, M) for size, eb in (("small", small), ("large", large)) for path in ("pairs", "grouped")
+            for M in range(1, 65)
+            if moe_decode.takes_gluon_gemms(M, path, True, 2048, 768, eb, gpu_name="Some GPU")} == taken
     assert not moe_decode.takes_gluon_gemms(1, "pairs", False, 2048, 768, small)  # bf16 / no block scales
     assert not moe_decode.takes_gluon_gemms(1, "chain", True, 2048, 768, small)
     assert not moe_decode.takes_gluon_gemms(1, "pairs", True, 2048, 320, small)  # I not a multiple of 128
@@ -121,9 +131,15 @@ def test_auto_path_takes_the_grouped_path_where_only_its_gemms_run_in_gluon(monk
     small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
     qwen3 = [moe_decode.choose_decode_path(M, 128, 8, True, True, small, 2048, 768) for M in range(1, 65)]
     assert qwen3 == ["pairs", "pairs", "grouped", "pairs", "pairs", "pairs"] + ["grouped"] * 58
+    # On an H100 (GLUON_FP8_TOKENS_ON_GPU) the grouped path at 5 and 6 tokens, where its Gluon GEMMs measured faster.
+    qwen3_h100 = [moe_decode.choose_decode_path(M, 128, 8, True, True, small, 2048, 768, "NVIDIA H100 80GB HBM3")
+                  for M in range(1, 65)]
+    assert qwen3_h100 == ["pairs", "pairs", "grouped", "pairs"] + ["grouped"] * 60
     deepseek = [moe_decode.choose_decode_path(M, 256, 8, True, True, large, 7168, 1024) for M in range(1, 15)]
     assert deepseek == ["pairs", "pairs", "grouped", "pairs", "grouped", "grouped", "grouped", "grouped", "chain",
                         "grouped", "chain", "grouped", "grouped", "chain"]
+    assert [moe_decode.choose_decode_path(M, 256, 8, True, True, large, 7168, 1024, "NVIDIA H100 80GB HBM3")
+            for M in range(1, 15)] == deepseek
     assert moe_decode.choose_decode_path(3, 128, 8, True, True, small) == "pairs"
     assert moe_decode.choose_decode_path(9, 128, 8, True, True, small) == "chain"
     monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
@@ -176,15 +192,15 @@ def test_tiles_tuned_on_another_gpu_are_taken_there_first(monkeypatch):
     """GLUON_TILES_ON_GPU: on the GPU it names (torch.cuda.get_device_name's name), its tiles where it lists the
     expert size class, path and token count, GLUON_TILES_AT's elsewhere; on any other GPU, and with no GPU name,
     GLUON_TILES_AT's; bf16 keeps GLUON_BF16_TILES_AT's. The shipped H100 entry: Qwen3-30B-sized experts, gate_up
-    32 x 8 on the pairs path at 1 token, down 128 x 4 on the grouped path at 10-13, 17, 18, 20 and 48."""
+    32 x 8 on the pairs path at 1 token, down 128 x 4 on the grouped path at 5, 6, 10-13, 17, 18, 20 and 48."""
     small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
     h100, h200 = "NVIDIA H100 80GB HBM3", moe_decode.GLUON_TABLES_GPU
     assert moe_decode.gluon_tiles("pairs", 1, small, gpu_name=h100) == (GluonTile(32, 8), GluonTile(128, 6))
     assert moe_decode.gluon_tiles("pairs", 1, small, gpu_name=h200) == (GluonTile(32, 7), GluonTile(128, 6))
     assert moe_decode.gluon_tiles("pairs", 1, small) == moe_decode.gluon_tiles("pairs", 1, small, gpu_name=h200)
-    assert {moe_decode.gluon_tiles("grouped", M, small, gpu_name=h100)[1] for M in (10, 11, 12, 13, 17, 18, 20, 48)} \
-        == {GluonTile(128, 4)}
-    for M in (2, 4, 5, 16, 32):  # not listed for the H100: the H200's
+    assert {moe_decode.gluon_tiles("grouped", M, small, gpu_name=h100)[1]
+            for M in (5, 6, 10, 11, 12, 13, 17, 18, 20, 48)} == {GluonTile(128, 4)}
+    for M in (2, 4, 16, 32):  # not listed for the H100: the H200's
         for path in ("pairs", "grouped"):
             assert moe_decode.gluon_tiles(path, M, small, gpu_name=h100) == moe_decode.gluon_tiles(path, M, small)
     for M in range(1, 14):  # DeepSeek-sized experts: nothing listed for the H100
@@ -492,8 +508,8 @@ def test_shipped_choice_compiles_one_gluon_variant_per_gemm_and_path_over_m_1_to
     eb = expert_weight_bytes(H, I, 1)
     gluon_paths = set()
     for M in range(1, MAX_DECODE_TOKENS + 1):
-        path = moe_decode.choose_decode_path(M, E, k, True, True, eb)
-        if moe_decode.takes_gluon_gemms(M, path, True, H, I, eb):
+        path = moe_decode.choose_decode_path(M, E, k, True, True, eb, H, I, gpu)
+        if moe_decode.takes_gluon_gemms(M, path, True, H, I, eb, gpu_name=gpu):
             gluon_paths.add(path)
     assert gluon_paths == {"pairs", "grouped"}
     with jitguard.offline(compile=False), jitguard.watch() as rec:
@@ -511,8 +527,8 @@ def test_shipped_choice_compiles_one_gluon_variant_per_gemm_and_path_over_m_1_to
     tiles = {(path, gated, moe_decode.gluon_tiles(path, M, eb, gpu_name=gpu)[0 if gated else 1],
               path == "grouped" and moe_decode.takes_tiles_from_counts(moe_decode.QUANT_BLOCK, M, H, I))
              for M in range(1, MAX_DECODE_TOKENS + 1)
-             for path in (moe_decode.choose_decode_path(M, E, k, True, True, eb, H, I),)
-             if moe_decode.takes_gluon_gemms(M, path, True, H, I, eb) for gated in (True, False)}
+             for path in (moe_decode.choose_decode_path(M, E, k, True, True, eb, H, I, gpu),)
+             if moe_decode.takes_gluon_gemms(M, path, True, H, I, eb, gpu_name=gpu) for gated in (True, False)}
     assert len(tiles) > 2 * len(gluon_paths)  # the shipped table lists other down stages
     assert first["moe_decode_gemm_gluon_kernel"] == len(tiles)
     assert rec.variants("moe_decode_gemm_gluon_kernel") == first["moe_decode_gemm_gluon_kernel"]
