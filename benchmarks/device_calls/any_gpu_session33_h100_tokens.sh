@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue #16, thirty-third session (2026-12-06), call 6, whichever GPU comes: the shipped tree with
+# Issue #16, written in the thirty-third session (2026-12-06) for the next call, whichever GPU comes (the
+# thirty-third session had no device time left for it): the shipped tree with
 # GLUON_FP8_TOKENS_ON_GPU (on an H100, small experts on the grouped path's Gluon GEMMs at 5 and 6 tokens, tiles
 # 32x6/128x4), against the H200's token counts on the same GPU (the table emptied), Qwen3-30B-FP8 at 4-7; errors
 # against the fp32 reference in the last column. Prediction on an H100: shipped 77.0 at 6 and 67.5 at 5 (calls 4-5),
