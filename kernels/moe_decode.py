@@ -1313,7 +1313,8 @@ def plan_fused_moe_decode(
     inter = ws.inter[:num_pairs]
     if gluon:
         launches += _gluon_gemm_launches(ws, x, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
-                                         stride_a2m, tile_arrivals, pdl, pair_tiles, expert_bytes, tiles_from_counts)
+                                         stride_a2m, tile_arrivals, pdl, pair_tiles, expert_bytes, gpu,
+                                         tiles_from_counts)
         return DecodePlan(out, tuple(launches), path, gemms="gluon", workspace=ws)
     rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
     for gemm in (1, 2):
@@ -1421,12 +1422,14 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
                          w1s: torch.Tensor | None, w2s: torch.Tensor | None, out: torch.Tensor, block_m: int,
                          num_blocks: int, M: int, top_k: int, stride_xsm: int, stride_a2m: int,
                          tile_arrivals: torch.Tensor, pdl: bool, pair_tiles: bool,
-                         expert_bytes: int, tiles_from_counts: bool = False) -> list[tuple[str, Callable[[], object]]]:
+                         expert_bytes: int, gpu: str | None,
+                         tiles_from_counts: bool = False) -> list[tuple[str, Callable[[], object]]]:
     """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
     per pair, its expert routed by the x launch) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
     block scales: x and the intermediate as e4m3 with group scales; with no weight scales, ``w1s`` None,
     bf16 / fp16: ``x`` and the intermediate as they are), on the workspace's buffers, PDL-linked where
-    supported, on the tiles ``gluon_tiles`` gives the path at M tokens of experts of ``expert_bytes``; with
+    supported, on the tiles ``gluon_tiles`` gives the path at M tokens of experts of ``expert_bytes`` on the GPU
+    named ``gpu`` (``gpu_name`` of x's device, looked up once by the plan); with
     ``tiles_from_counts`` each program finds its token tile from the route launch's counts (GLUON_TILES_FROM_COUNTS)
     and the top-k sum launch zeroes them."""
     P, H, I = M * top_k, ws.hidden, ws.intermediate
@@ -1442,7 +1445,7 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
     else:
         wait_prior = dict.fromkeys((True, False), _wait_prior(pdl, False, False))
     gate_up_tile, down_tile = gluon_tiles("pairs" if pair_tiles else "grouped", M, expert_bytes,
-                                          unquantized=not block_scaled, gpu_name=gpu_name(x.device))
+                                          unquantized=not block_scaled, gpu_name=gpu)
     # Down's pair rows: in the activation dtype where the reduce launched after it sums them
     # (GLUON_DOWN_ROWS_IN_ACT_DTYPE), else fp32.
     down_rows = ws.pair_rows if GLUON_DOWN_SUM_LAUNCH and GLUON_DOWN_ROWS_IN_ACT_DTYPE else ws.pair_out
