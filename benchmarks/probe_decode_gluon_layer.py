@@ -110,17 +110,10 @@ def probe(layer: tmd.Layer, M: int, log, variants, vllm, configs_dir) -> str:
             plans.pop(label, None)
             failed[label] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:120]}"
             print(f"probe_decode_gluon_layer: {layer.name} M = {M}: {label}: {failed[label]}", flush=True)
-    times = tmd.time_alternating(layer, plans, ROUNDS)
-    stages = {label: layer.time_plans(plans[label])[1] for label in plans}
-    vg = vg1 = vg2 = float("nan")
-    if vllm is not None:
-        vg, vg1, vg2 = tmd.vllm_gemms_us(layer, M, x, logits, vllm, configs_dir)
+    times, stages, (vg, vg1, vg2) = tmd.time_beside_vllm(layer, M, x, logits, plans, vllm, configs_dir, ROUNDS)
     log({"case": layer.name, "M": M, "us": times, "err": errs, "stages": stages, "vllm_gemms_us": [vg, vg1, vg2],
          "paths": {label: plans[label][0].path for label in plans}, "failed": failed})
-    mean = {label: sum(t) / len(t) for label, t in times.items()}
-    cells = [" / ".join(f"{t:.1f}" for t in times[label]) + (f" ({mean[label] / vg:.3f})" if vllm else "")
-             if label in plans else "failed" for label, *_ in variants]
-    cells += [" + ".join(f"{t:.1f}" for t in stages[label]) if label in plans else "failed" for label, *_ in variants]
+    cells = tmd.variant_cells([label for label, *_ in variants], times, stages, vg if vllm else None, "failed")
     return (f"| {layer.name} | {M} | " + " | ".join(cells) + f" | {vg:.1f} ({vg1:.1f} + {vg2:.1f}) | "
             + " ".join(f"{errs[label]:.1e}" if label in plans else "-" for label, *_ in variants) + " |")
 

@@ -33,6 +33,8 @@ import tune_moe_decode as tmd
 from jitguard.kernels import moe_decode
 
 ROUNDS = 2
+# The table's columns; "mixed, by down" only where tl's gate_up stores the bf16 rows.
+LABELS = ["shipped", "gluon", "gluon, previous", "tl", "mixed, previous", "mixed, by down"]
 
 
 def _mixed(tl_plan, gluon_plan):
@@ -76,32 +78,23 @@ def probe(layer, M, log, vllm, configs_dir) -> str:
     if _tl_writes_bf16_rows(built["tl"][0]):
         plans["mixed, by down"] = [_mixed(t, g) for t, g in zip(built["tl"], built["gluon"])]
     errs = {label: tmd.run_error(layer, plans[label], out, ref) for label in plans}
-    times = tmd.time_alternating(layer, plans, ROUNDS)
-    stages = {label: layer.time_plans(plans[label])[1] for label in plans}
-    vg = vg1 = vg2 = float("nan")
-    if vllm is not None:
-        vg, vg1, vg2 = tmd.vllm_gemms_us(layer, M, x, logits, vllm, configs_dir)
+    times, stages, (vg, vg1, vg2) = tmd.time_beside_vllm(layer, M, x, logits, plans, vllm, configs_dir, ROUNDS)
     log({"case": layer.name, "M": M, "us": times, "err": errs, "stages": stages, "vllm_gemms_us": [vg, vg1, vg2],
          "shipped_path": shipped[0].path, "shipped_gemms": shipped[0].gemms})
-    mean = {label: sum(t) / len(t) for label, t in times.items()}
-    labels = ["shipped", "gluon", "gluon, previous", "tl", "mixed, previous", "mixed, by down"]
-    cells = [" / ".join(f"{t:.1f}" for t in times[label]) + (f" ({mean[label] / vg:.3f})" if vllm else "")
-             if label in plans else "-" for label in labels]
-    cells += [" + ".join(f"{t:.1f}" for t in stages[label]) if label in plans else "-" for label in labels]
+    cells = tmd.variant_cells(LABELS, times, stages, vg if vllm else None, "-")
     return (f"| {layer.name} | {M} | {shipped[0].path}, {shipped[0].gemms} | " + " | ".join(cells)
             + f" | {vg:.1f} ({vg1:.1f} + {vg2:.1f}) | "
-            + " ".join(f"{errs[label]:.1e}" if label in plans else "-" for label in labels) + " |")
+            + " ".join(f"{errs[label]:.1e}" if label in plans else "-" for label in LABELS) + " |")
 
 
 def main() -> None:
     p = tmd.probe_parser(__doc__, "deepseek-v3-tp2-fp8-block", "1,2,4", vllm=True)
     args = p.parse_args()
     vllm = bfm.load_vllm_kernel(args.vllm_file) if args.vllm_file else None
-    labels = ["shipped", "gluon", "gluon, previous", "tl", "mixed, previous", "mixed, by down"]
     header = tmd.probe_header("us per layer, round 1 / round 2 (round 2 in reverse order; in brackets: the mean over "
                               "vLLM's two GEMMs alone); then each launch alone in order; err against the fp32 "
                               "reference; every variant but shipped on the pairs path",
-                              ["shipped path, GEMMs", *labels, *(f"{label}, launches alone" for label in labels),
+                              ["shipped path, GEMMs", *LABELS, *(f"{label}, launches alone" for label in LABELS),
                                "vLLM GEMMs (gate_up + down)", "err"])
     tmd.probe_each_case_and_m(args, "probe_decode_mixed_gemms", header,
                               lambda layer, M, log: probe(layer, M, log, vllm, args.vllm_configs))

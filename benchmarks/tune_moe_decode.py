@@ -223,6 +223,29 @@ def time_alternating(layer: Layer, plans: dict, rounds: int = 2) -> dict[str, li
     return times
 
 
+def time_beside_vllm(layer: Layer, M: int, x, logits, plans: dict, vllm, configs_dir,
+                     rounds: int = 2) -> tuple[dict[str, list[float]], dict[str, list[float]], tuple[float, ...]]:
+    """The probes' timing of ``plans`` (label -> one plan per layer copy): each whole layer
+    (``time_alternating``), each launch alone, and with ``vllm`` (its kernel module) vLLM's two GEMMs alone
+    (``vllm_gemms_us``; NaN without it)."""
+    times = time_alternating(layer, plans, rounds)
+    stages = {label: layer.time_plans(plans[label])[1] for label in plans}
+    vllm_us = (float("nan"),) * 3 if vllm is None else vllm_gemms_us(layer, M, x, logits, vllm, configs_dir)
+    return times, stages, vllm_us
+
+
+def variant_cells(labels: list[str], times: dict, stages: dict, vllm_us: float | None, missing: str) -> list[str]:
+    """Table cells for ``labels``: each whole layer's rounds (with the mean's ratio to ``vllm_us`` where
+    given), then each one's launches alone; ``missing`` for a label that has no timing."""
+    def layer_cell(label: str) -> str:
+        rounds = " / ".join(f"{t:.1f}" for t in times[label])
+        ratio = "" if vllm_us is None else f" ({sum(times[label]) / len(times[label]) / vllm_us:.3f})"
+        return rounds + ratio
+    cells = [layer_cell(label) if label in times else missing for label in labels]
+    return cells + [" + ".join(f"{t:.1f}" for t in stages[label]) if label in stages else missing
+                    for label in labels]
+
+
 def layer_for(layers: dict, name: str, l2_bytes: int) -> Layer:
     """The case's Layer from ``layers``, built on first use (its rotated weight copies are large)."""
     if name not in layers:
