@@ -860,7 +860,7 @@ GLUON_BF16_TILES_AT: dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]
 # against 1091.4).
 GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
     "small": {"pairs": (1, 2, 4, 5), "grouped": (3, *range(7, MAX_DECODE_TOKENS + 1))},
-    "large": {"pairs": (1, 2), "grouped": (3, 5, 6, 8, 10, 12, 13)},
+    "large": {"pairs": (1, 2), "grouped": (3, 5, 6, 7, 8, 10, 12, 13)},
 }
 # The Gluon pairs path's x launch (which routes each token, ROUTE_TOKENS): True gives the routing programs
 # of their own, so a token's routing and its row's quantization run side by side (2 * M programs) instead
@@ -913,14 +913,15 @@ GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
 # 32-column tiles' (65.3 and 96.4 us, the chain's tl gate_up 63.9 and 94.0); 128x2 slower (111.85 at 16).
 GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]]] = {
     "small": {
-        "pairs": {1: ((32, 7), (128, 6)), 2: ((32, 6), (128, 6)), 4: ((64, 3), (128, 3)), 5: ((64, 3), (128, 4))},
-        "grouped": {3: ((32, 6), (128, 4)), 7: ((32, 4), (64, 3)), 8: ((32, 4), (128, 3)), 9: ((32, 4), (64, 3)),
-                    10: ((32, 6), (64, 4)), 11: ((32, 8), (64, 4)), 12: ((32, 6), (64, 4)),
+        "pairs": {1: ((32, 6), (128, 4)), 2: ((32, 6), (128, 4)), 4: ((64, 3), (128, 3)), 5: ((64, 6), (128, 4))},
+        "grouped": {3: ((32, 6), (128, 4)), 7: ((32, 8), (128, 4)), 8: ((32, 4), (128, 3)), 9: ((32, 4), (64, 3)),
+                    10: ((32, 6), (64, 4)), 11: ((32, 8), (64, 4)), 12: ((32, 6), (64, 3)),
                     **dict.fromkeys(range(17, 21), ((32, 4), (64, 4))),
                     **dict.fromkeys(range(21, 41), ((32, 6), (128, 4)))},
     },
     "large": {"pairs": {1: ((32, 8), (128, 3)), 2: ((64, 4), (128, 3))},
-              "grouped": {3: ((32, 8), (64, 3)), 5: ((32, 8), (64, 3)), 6: ((32, 8), (64, 3)), 8: ((32, 8), (64, 3)),
+              "grouped": {3: ((32, 8), (128, 3)), 5: ((32, 8), (64, 3)), 6: ((32, 8), (64, 3)), 7: ((32, 8), (128, 4)),
+                          8: ((32, 8), (64, 3)),
                           10: ((32, 6), (128, 4)), 12: ((32, 8), (64, 4)), 13: ((32, 8), (64, 4))}},
 }
 # The GPU every table above (and GLUON_FP8_TOKENS, GLUON_BF16_*) was tuned on, by its torch.cuda.get_device_name.
