@@ -921,8 +921,8 @@ GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, 
     },
     "large": {"pairs": {1: ((32, 8), (128, 3)), 2: ((64, 4), (128, 3))},
               "grouped": {3: ((32, 8), (128, 3)), 5: ((32, 8), (64, 3)), 6: ((32, 8), (64, 3)), 7: ((32, 8), (128, 4)),
-                          8: ((32, 8), (64, 3)),
-                          10: ((32, 6), (128, 4)), 12: ((32, 8), (64, 4)), 13: ((32, 8), (64, 4))}},
+                          8: ((32, 8), (64, 3)), 10: ((32, 6), (128, 4)), 12: ((32, 8), (64, 4)),
+                          13: ((32, 8), (64, 4))}},
 }
 # The GPU every table above (and GLUON_FP8_TOKENS, GLUON_BF16_*) was tuned on, by its torch.cuda.get_device_name.
 GLUON_TABLES_GPU = "NVIDIA H200"

@@ -95,9 +95,9 @@ def test_measured_gluon_token_counts_by_expert_size_and_path():
     pairs path at 1-2 tokens for both expert sizes and 4-5 for small experts (4 since the twenty-first session,
     with 64-column gate_up tiles), the grouped path at 3 and 7-64 tokens for small experts (7 and 9-16 since the
     nineteenth session, 17-20 since the twenty-first, 21-64 since the twenty-fifth, with the top-k sum launched
-    apart) and 3, 5, 6, 8, 10, 12 and 13 for large ones (3 and 5 since the twentieth, the rest since the
-    twenty-first, with their own tiles); tl's kernels elsewhere (the pairs path's per-pair handoff at 6 tokens and
-    the chain path past these counts were faster)."""
+    apart) and 3, 5-8, 10, 12 and 13 for large ones (3 and 5 since the twentieth, 7 since the thirty-fifth, the rest
+    since the twenty-first, with their own tiles); tl's kernels elsewhere (the pairs path's per-pair handoff at 6
+    tokens and the chain path past these counts were faster)."""
     assert moe_decode.GLUON_FP8_GEMMS == "measured"
     small = expert_weight_bytes(2048, 768, 1)
     large = expert_weight_bytes(7168, 1024, 1)
@@ -106,7 +106,7 @@ def test_measured_gluon_token_counts_by_expert_size_and_path():
     assert taken == {*(("small", "pairs", M) for M in (1, 2, 4, 5)), ("small", "grouped", 3),
                      *(("small", "grouped", M) for M in range(7, 65)),
                      ("large", "pairs", 1), ("large", "pairs", 2),
-                     *(("large", "grouped", M) for M in (3, 5, 6, 8, 10, 12, 13))}
+                     *(("large", "grouped", M) for M in (3, 5, 6, 7, 8, 10, 12, 13))}
     # GLUON_FP8_TOKENS_ON_GPU: on an H100 small experts take the grouped path's Gluon GEMMs at 5 and 6 tokens
     # too, the pairs path's at 1, 2 and 4; large ones the H200's counts; another GPU, or none, the H200's.
     h100 = "NVIDIA H100 80GB HBM3"
@@ -153,32 +153,33 @@ def test_auto_path_takes_the_grouped_path_where_only_its_gemms_run_in_gluon(monk
 
 def test_tiles_by_token_count_and_expert_size(monkeypatch):
     """gluon_tiles: GLUON_TILES_AT's tiles where it lists the expert size class, path and token count, else
-    GLUON_TILES' (small experts: on the pairs path gate_up 32 x 7 with down 128 x 6 at 1 token, down's stages
-    at 2 and 5 tokens, gate_up's 64 columns at 4 and 5; on the grouped path down's 128 x 4 at 3, gate_up's 4
-    stages at 7-9 (with down's 128 x 3 at 8), 8 at 11 and down's 4 at 10-12, both 4 at 17-20, gate_up's 6 stages
-    and down's 128 x 4 at 21-40; large experts: gate_up's on the pairs path at 1 and 2, on the grouped at 3, 5, 6,
-    8, 10, 12, 13)."""
+    GLUON_TILES' (small experts: on the pairs path down 128 x 4 at 1 and 2 tokens, gate_up's 64 columns at 4 and 5
+    (6 stages at 5, with down's 4); on the grouped path down's 128 x 4 at 3, gate_up 32 x 8 with down 128 x 4 at 7,
+    gate_up's 4 stages at 8-9 (with down's 128 x 3 at 8), 8 at 11 and down's 4 at 10-11, both 4 at 17-20, gate_up's
+    6 stages and down's 128 x 4 at 21-40; large experts: gate_up's on the pairs path at 1 and 2, on the grouped at 3,
+    5-8, 10, 12, 13, with down's 128 x 3 at 3 and 128 x 4 at 7)."""
     small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
     up, down = moe_decode.GLUON_TILES["pairs"]
-    assert moe_decode.gluon_tiles("pairs", 1, small) == (GluonTile(32, 7), GluonTile(down.out_n, 6))
-    assert moe_decode.gluon_tiles("pairs", 2, small) == (up, GluonTile(down.out_n, 6))
+    assert moe_decode.gluon_tiles("pairs", 1, small) == (up, GluonTile(down.out_n, 4))
+    assert moe_decode.gluon_tiles("pairs", 2, small) == (up, GluonTile(down.out_n, 4))
     assert moe_decode.gluon_tiles("pairs", 4, small) == (GluonTile(64, 3), down)
-    assert moe_decode.gluon_tiles("pairs", 5, small) == (GluonTile(64, 3), GluonTile(down.out_n, 4))
+    assert moe_decode.gluon_tiles("pairs", 5, small) == (GluonTile(64, 6), GluonTile(down.out_n, 4))
     assert moe_decode.gluon_tiles("pairs", 6, small) == (up, down)
     assert moe_decode.gluon_tiles("pairs", 1, large) == (GluonTile(32, 8), down)
     assert moe_decode.gluon_tiles("pairs", 2, large) == (GluonTile(64, 4), down)
     assert moe_decode.gluon_tiles("pairs", 5, large) == (up, down)
     assert [moe_decode.gluon_tiles("grouped", M, large)[0] for M in range(2, 10)] == [
         moe_decode.GLUON_TILES["grouped"][0], GluonTile(32, 8), moe_decode.GLUON_TILES["grouped"][0],
-        GluonTile(32, 8), GluonTile(32, 8), moe_decode.GLUON_TILES["grouped"][0], GluonTile(32, 8),
-        moe_decode.GLUON_TILES["grouped"][0]]
+        GluonTile(32, 8), GluonTile(32, 8), GluonTile(32, 8), GluonTile(32, 8), moe_decode.GLUON_TILES["grouped"][0]]
+    assert moe_decode.gluon_tiles("grouped", 3, large)[1] == GluonTile(128, 3)
+    assert moe_decode.gluon_tiles("grouped", 7, large)[1] == GluonTile(128, 4)
     grouped_up, grouped_down = moe_decode.GLUON_TILES["grouped"]
     assert moe_decode.gluon_tiles("grouped", 3, small) == (grouped_up, GluonTile(128, 4))
     assert [moe_decode.gluon_tiles("grouped", M, small) for M in range(6, 14)] == [
-        (grouped_up, grouped_down), (GluonTile(32, 4), grouped_down), (GluonTile(32, 4), GluonTile(128, 3)),
+        (grouped_up, grouped_down), (GluonTile(32, 8), GluonTile(128, 4)), (GluonTile(32, 4), GluonTile(128, 3)),
         (GluonTile(32, 4), grouped_down),
         (grouped_up, GluonTile(grouped_down.out_n, 4)), (GluonTile(32, 8), GluonTile(grouped_down.out_n, 4)),
-        (grouped_up, GluonTile(grouped_down.out_n, 4)), (grouped_up, grouped_down)]
+        (grouped_up, grouped_down), (grouped_up, grouped_down)]
     assert {moe_decode.gluon_tiles("grouped", M, small) for M in range(21, 41)} == {(GluonTile(32, 6),
                                                                                     GluonTile(128, 4))}
     assert moe_decode.gluon_tiles("grouped", 41, small) == (grouped_up, grouped_down)
@@ -192,14 +193,16 @@ def test_tiles_tuned_on_another_gpu_are_taken_there_first(monkeypatch):
     """GLUON_TILES_ON_GPU: on the GPU it names (torch.cuda.get_device_name's name), its tiles where it lists the
     expert size class, path and token count, GLUON_TILES_AT's elsewhere; on any other GPU, and with no GPU name,
     GLUON_TILES_AT's; bf16 keeps GLUON_BF16_TILES_AT's. The shipped H100 entry: Qwen3-30B-sized experts, gate_up
-    32 x 8 on the pairs path at 1 token, down 128 x 4 on the grouped path at 5, 6, 10-13, 17, 18, 20 and 48."""
+    32 x 8 on the pairs path at 1 token, down 128 x 4 on the grouped path at 5, 6, 10-13, 17-20 and 48 (128 x 3 at
+    14)."""
     small, large = expert_weight_bytes(2048, 768, 1), expert_weight_bytes(7168, 1024, 1)
     h100, h200 = "NVIDIA H100 80GB HBM3", moe_decode.GLUON_TABLES_GPU
     assert moe_decode.gluon_tiles("pairs", 1, small, gpu_name=h100) == (GluonTile(32, 8), GluonTile(128, 6))
-    assert moe_decode.gluon_tiles("pairs", 1, small, gpu_name=h200) == (GluonTile(32, 7), GluonTile(128, 6))
+    assert moe_decode.gluon_tiles("pairs", 1, small, gpu_name=h200) == (GluonTile(32, 6), GluonTile(128, 4))
     assert moe_decode.gluon_tiles("pairs", 1, small) == moe_decode.gluon_tiles("pairs", 1, small, gpu_name=h200)
     assert {moe_decode.gluon_tiles("grouped", M, small, gpu_name=h100)[1]
-            for M in (5, 6, 10, 11, 12, 13, 17, 18, 20, 48)} == {GluonTile(128, 4)}
+            for M in (5, 6, 10, 11, 12, 13, 17, 18, 19, 20, 48)} == {GluonTile(128, 4)}
+    assert moe_decode.gluon_tiles("grouped", 14, small, gpu_name=h100) == (GluonTile(32, 8), GluonTile(128, 3))
     for M in (2, 4, 16, 32):  # not listed for the H100: the H200's
         for path in ("pairs", "grouped"):
             assert moe_decode.gluon_tiles(path, M, small, gpu_name=h100) == moe_decode.gluon_tiles(path, M, small)
