@@ -857,7 +857,8 @@ GLUON_BF16_TILES_AT: dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]
 # Gluon (GLUON_TILES' / down 128 x 4) against the chain, us per layer: Qwen3-30B-like M = 24 121.05 / 119.9
 # against 123.3, 32 132.4 / 131.7 against 135.6, 48 147.45 / 147.25 against 149.4, 64 150.1 / 150.3 against
 # 152.1; DeepSeek-V3-TP2 still slower (M = 16 482.8 / 481.9 against 479.95, 32 819.75 against 805.5, 64 1107.5
-# against 1091.4).
+# against 1091.4). Thirty-fifth session, call 4: DeepSeek-V3-TP2 M = 7 on the grouped Gluon GEMMs 32x8/128x4 291.4
+# against tl's 296.0 (GLUON_TILES_AT's comment).
 GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
     "small": {"pairs": (1, 2, 4, 5), "grouped": (3, *range(7, MAX_DECODE_TOKENS + 1))},
     "large": {"pairs": (1, 2), "grouped": (3, 5, 6, 7, 8, 10, 12, 13)},
@@ -911,6 +912,14 @@ GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
 # with no last writer; the tuner's candidates stop at 64) at Qwen3-30B-FP8 16-64, us per layer against the shipped
 # choice: 128x3/64x3 104.0 / 103.5 (16), 136.55 / 133.05 (32), 152.15 / 151.9 (64), gate_up alone the same as the
 # 32-column tiles' (65.3 and 96.4 us, the chain's tl gate_up 63.9 and 94.0); 128x2 slower (111.85 at 16).
+# Thirty-fifth session, calls 3-4, the tuner on the tree of the day (down quantizing the intermediate, tiles from
+# counts; three rounds side by side, us per layer, the new pair / the previous): Qwen3-30B-FP8 pairs M = 1 32x6/128x4
+# 17.3 / 18.2 (the probe beside the shipped layer: 17.05 / 18.05, vLLM's GEMMs alone 18.0), M = 2 32x6/128x4 24.85
+# / 25.3, M = 5 64x6/128x4 50.4 / 50.8; grouped M = 7 32x8/128x4 60.8 / 62.3, M = 12 32x6/64x3 81.6 / 83.15;
+# DeepSeek-V3-TP2 grouped M = 3 32x8/128x3 125.55 / 126.9, M = 7 32x8/128x4 291.4 / 296.0 on tl's GEMMs (so 7 joins
+# GLUON_FP8_TOKENS); within 0.5% at Qwen3 3, 4, 8, 16 and DeepSeek 2, 5, 8, 12. Call 5, on an H100 (these tables
+# are every GPU's where GLUON_TILES_ON_GPU lists nothing), new / previous: DeepSeek M = 7 418.75 / 420.5, M = 3
+# 174.85 / 175.35, Qwen3 M = 2 32.05 / 32.2.
 GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]]] = {
     "small": {
         "pairs": {1: ((32, 6), (128, 4)), 2: ((32, 6), (128, 4)), 4: ((64, 3), (128, 3)), 5: ((64, 6), (128, 4))},
@@ -935,6 +944,9 @@ GLUON_TABLES_GPU = "NVIDIA H200"
 # 131.9, 17 158.0 / 161.1, 18 150.0 / 153.8, 20 158.3 / 161.4, 48 205.2 / 207.0, 64 208.2 / 210.3. DeepSeek-V3-TP2
 # (M = 1-13): within 0.4% everywhere, nothing listed. Thirtieth session, call 1, confirmed side by side with the
 # H200's tiles on an H100 (the probe, two rounds): faster at all 13 token counts by 0.7-3.1%, M = 1 21.1 / 21.6.
+# Thirty-fifth session, call 5 (the tuner on an H100, three rounds): grouped M = 19 32x8/128x4 158.3 / 161.6 (the
+# H200's 32x4/64x4), M = 14 32x8/128x3 133.2 / 134.0; within 0.3% at 1, 6, 9-11, 13, 15, 17, 18, 20, 24 and
+# DeepSeek-V3-TP2 1, 6, 10, 13.
 GLUON_TILES_ON_GPU: dict[str, dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]]]] = {
     "NVIDIA H100 80GB HBM3": {
         "small": {
