@@ -956,6 +956,7 @@ GLUON_TILES_ON_GPU: dict[str, dict[str, dict[str, dict[int, tuple[tuple[int, int
                         **dict.fromkeys((13, 17, 19, 20, 48), ((32, 8), (128, 4))), 14: ((32, 8), (128, 3)),
                         64: ((32, 8), (64, 3))},
         },
+        "large": {"pairs": {2: ((64, 6), (128, 3))}},
     },
 }
 # GLUON_FP8_TOKENS_ON_GPU holds FP8 token counts measured on another GPU, by the name torch.cuda.get_device_name
