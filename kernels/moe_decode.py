@@ -946,7 +946,8 @@ GLUON_TABLES_GPU = "NVIDIA H200"
 # H200's tiles on an H100 (the probe, two rounds): faster at all 13 token counts by 0.7-3.1%, M = 1 21.1 / 21.6.
 # Thirty-fifth session, call 5 (the tuner on an H100, three rounds): grouped M = 19 32x8/128x4 158.3 / 161.6 (the
 # H200's 32x4/64x4), M = 14 32x8/128x3 133.2 / 134.0; within 0.3% at 1, 6, 9-11, 13, 15, 17, 18, 20, 24 and
-# DeepSeek-V3-TP2 1, 6, 10, 13.
+# DeepSeek-V3-TP2 1, 6, 10, 13; DeepSeek-V3-TP2 pairs M = 2 gate_up 64 x 6 128.95 / 129.65 (call 6), call 7 129.05
+# / 129.95 beside vLLM's GEMMs alone 129.4 (gate_up alone 82.7 against 92.1 us).
 GLUON_TILES_ON_GPU: dict[str, dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]]]] = {
     "NVIDIA H100 80GB HBM3": {
         "small": {
@@ -966,8 +967,11 @@ GLUON_TILES_ON_GPU: dict[str, dict[str, dict[str, dict[int, tuple[tuple[int, int
 # 76.95 / 80.8 on tl's pairs path (79.6), call 5 77.0 / 81.05 (79.5); M = 5 67.5 / 68.7 on Gluon's pairs path
 # (71.1), call 5 67.5 / 68.75; at 4 slower (57.75 / 56.3 on Gluon's pairs path); at 7 level with the shipped
 # grouped choice (83.15 / 83.15). 32x8/128x4 and 32x6/64x3 were 0.65-3.7 us slower than 32x6/128x4 at 5 and 6.
+# DeepSeek-V3-TP2 ("large") at 8 tokens on tl's grouped GEMMs in three calls (thirty-fourth session, calls 2 and 4;
+# thirty-fifth, call 8), us per layer, tl / Gluon 32x8/64x3: 461.85 / 462.95, 461.75 / 463.0, 461.4 / 462.9.
 GLUON_FP8_TOKENS_ON_GPU: dict[str, dict[str, dict[str, tuple[int, ...]]]] = {
-    "NVIDIA H100 80GB HBM3": {"small": {"pairs": (1, 2, 4), "grouped": (3, *range(5, MAX_DECODE_TOKENS + 1))}},
+    "NVIDIA H100 80GB HBM3": {"small": {"pairs": (1, 2, 4), "grouped": (3, *range(5, MAX_DECODE_TOKENS + 1))},
+                              "large": {"pairs": (1, 2), "grouped": (3, 5, 6, 7, 10, 12, 13)}},
 }
 # With PDL: the Gluon down GEMM's programs copy their first K steps of weights before they wait for
 # gate_up (which then waits for the launch before it before letting down start). Call 3: faster or level

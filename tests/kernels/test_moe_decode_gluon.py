@@ -108,12 +108,14 @@ def test_measured_gluon_token_counts_by_expert_size_and_path():
                      ("large", "pairs", 1), ("large", "pairs", 2),
                      *(("large", "grouped", M) for M in (3, 5, 6, 7, 8, 10, 12, 13))}
     # GLUON_FP8_TOKENS_ON_GPU: on an H100 small experts take the grouped path's Gluon GEMMs at 5 and 6 tokens
-    # too, the pairs path's at 1, 2 and 4; large ones the H200's counts; another GPU, or none, the H200's.
+    # too, the pairs path's at 1, 2 and 4; large ones the H200's counts but 8 (tl's grouped GEMMs there); another
+    # GPU, or none, the H200's.
     h100 = "NVIDIA H100 80GB HBM3"
     taken_h100 = {(size, path, M) for size, eb in (("small", small), ("large", large))
                   for path in ("pairs", "grouped") for M in range(1, 65)
                   if moe_decode.takes_gluon_gemms(M, path, True, 2048, 768, eb, gpu_name=h100)}
-    assert taken_h100 == (taken - {("small", "pairs", 5)}) | {("small", "grouped", 5), ("small", "grouped", 6)}
+    assert taken_h100 == ((taken - {("small", "pairs", 5), ("large", "grouped", 8)})
+                          | {("small", "grouped", 5), ("small", "grouped", 6)})
     assert {(size, path, M) for size, eb in (("small", small), ("large", large)) for path in ("pairs", "grouped")
             for M in range(1, 65)
             if moe_decode.takes_gluon_gemms(M, path, True, 2048, 768, eb, gpu_name="Some GPU")} == taken
@@ -206,8 +208,11 @@ def test_tiles_tuned_on_another_gpu_are_taken_there_first(monkeypatch):
     for M in (2, 4, 16, 32):  # not listed for the H100: the H200's
         for path in ("pairs", "grouped"):
             assert moe_decode.gluon_tiles(path, M, small, gpu_name=h100) == moe_decode.gluon_tiles(path, M, small)
-    for M in range(1, 14):  # DeepSeek-sized experts: nothing listed for the H100
+    for M in range(1, 14):  # DeepSeek-sized experts: on the H100 its own gate_up at 2 tokens on the pairs path only
         assert moe_decode.gluon_tiles("grouped", M, large, gpu_name=h100) == moe_decode.gluon_tiles("grouped", M, large)
+        if M != 2:
+            assert moe_decode.gluon_tiles("pairs", M, large, gpu_name=h100) == moe_decode.gluon_tiles("pairs", M, large)
+    assert moe_decode.gluon_tiles("pairs", 2, large, gpu_name=h100) == (GluonTile(64, 6), GluonTile(128, 3))
     assert (moe_decode.gluon_tiles("pairs", 2, small, unquantized=True, gpu_name=h100)
             == moe_decode.gluon_tiles("pairs", 2, small, unquantized=True))
     monkeypatch.setattr(moe_decode, "GLUON_TILES_ON_GPU", {"Some GPU": {"large": {"grouped": {6: ((64, 4), (64, 5))}}}})
