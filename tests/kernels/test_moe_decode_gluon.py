@@ -212,7 +212,7 @@ def test_tiles_tuned_on_another_gpu_are_taken_there_first(monkeypatch):
         assert moe_decode.gluon_tiles("grouped", M, large, gpu_name=h100) == moe_decode.gluon_tiles("grouped", M, large)
         if M != 2:
             assert moe_decode.gluon_tiles("pairs", M, large, gpu_name=h100) == moe_decode.gluon_tiles("pairs", M, large)
-    assert moe_decode.gluon_tiles("pairs", 2, large, gpu_name=h100) == (GluonTile(64, 6), GluonTile(128, 3))
+    assert moe_decode.gluon_tiles("pairs", 2, large, gpu_name=h100) == (GluonTile(64, 8), GluonTile(128, 3))
     assert (moe_decode.gluon_tiles("pairs", 2, small, unquantized=True, gpu_name=h100)
             == moe_decode.gluon_tiles("pairs", 2, small, unquantized=True))
     monkeypatch.setattr(moe_decode, "GLUON_TILES_ON_GPU", {"Some GPU": {"large": {"grouped": {6: ((64, 4), (64, 5))}}}})
