@@ -20,7 +20,11 @@ def test_forced_tiles_run_at_every_token_count_on_every_gpu(monkeypatch):
     assert (label, path) == ("pairs, gluon 64x8/128x3", "pairs")
     assert switches["GLUON_FP8_GEMMS"] == "always"
     large = expert_weight_bytes(7168, 1024, 1)
-    assert moe_decode.gluon_tiles("pairs", 2, large, gpu_name=H100) != (GluonTile(64, 8), GluonTile(128, 3))
+    # A GPU's own entry and an H200 one at points the forced tiles must still take.
+    monkeypatch.setattr(moe_decode, "GLUON_TILES_ON_GPU", {H100: {"large": {"pairs": {2: ((32, 4), (64, 3))}}}})
+    monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {"large": {"pairs": {5: ((32, 6), (64, 4))}}})
+    assert moe_decode.gluon_tiles("pairs", 2, large, gpu_name=H100) == (GluonTile(32, 4), GluonTile(64, 3))
+    assert moe_decode.gluon_tiles("pairs", 5, large, gpu_name=H100) == (GluonTile(32, 6), GluonTile(64, 4))
     for name, value in switches.items():
         monkeypatch.setattr(moe_decode, name, value)
     for gpu in (H100, moe_decode.GLUON_TABLES_GPU, None):
