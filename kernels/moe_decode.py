@@ -970,10 +970,11 @@ GLUON_TILES_ON_GPU: dict[str, dict[str, dict[str, dict[int, tuple[tuple[int, int
 # grouped choice (83.15 / 83.15). 32x8/128x4 and 32x6/64x3 were 0.65-3.7 us slower than 32x6/128x4 at 5 and 6.
 # DeepSeek-V3-TP2 ("large") at 8 tokens on tl's grouped GEMMs in three calls (thirty-fourth session, calls 2 and 4;
 # thirty-fifth, call 8), us per layer, tl / Gluon 32x8/64x3: 461.85 / 462.95, 461.75 / 463.0, 461.4 / 462.9; with this
-# entry in (call 9): 461.6 / 463.25 (vLLM's GEMMs alone 458.0). Its other counts are GLUON_FP8_TOKENS' "large" ones.
+# entry in (call 9): 461.6 / 463.25 (vLLM's GEMMs alone 458.0). The H200's "large" counts but 8.
 GLUON_FP8_TOKENS_ON_GPU: dict[str, dict[str, dict[str, tuple[int, ...]]]] = {
     "NVIDIA H100 80GB HBM3": {"small": {"pairs": (1, 2, 4), "grouped": (3, *range(5, MAX_DECODE_TOKENS + 1))},
-                              "large": {"pairs": (1, 2), "grouped": (3, 5, 6, 7, 10, 12, 13)}},
+                              "large": {"pairs": GLUON_FP8_TOKENS["large"]["pairs"],
+                                        "grouped": tuple(M for M in GLUON_FP8_TOKENS["large"]["grouped"] if M != 8)}},
 }
 # With PDL: the Gluon down GEMM's programs copy their first K steps of weights before they wait for
 # gate_up (which then waits for the launch before it before letting down start). Call 3: faster or level
