@@ -87,11 +87,9 @@ def gluon_variants(spec: str) -> list[tuple[str, str, dict]]:
                 raise SystemExit(f"probe_decode_gluon_layer: --gluon-tiles: {tiles_spec!r} is not "
                                  "GATE_UPxSTAGES/DOWNxSTAGES (e.g. 32x6/128x3)")
             up, down = (GluonTile(*parse_tiles(half, "--gluon-tiles")[0]) for half in halves)
-            # The given tiles at every token count: none from GLUON_TILES_AT, nor from GLUON_TILES_ON_GPU (before the
-            # thirty-fifth session, call 8, a GPU's own entries still took the points they list).
-            switches["GLUON_TILES"] = {"pairs": (up, down), "grouped": (up, down)}
-            switches["GLUON_TILES_AT"] = {}
-            switches["GLUON_TILES_ON_GPU"] = {}
+            # The given tiles at every token count on every GPU (before the thirty-fifth session, call 8, a GPU's own
+            # GLUON_TILES_ON_GPU entries still took the points they list here).
+            switches.update(tmd.fp8_gluon_tiles_everywhere({"pairs": (up, down), "grouped": (up, down)}))
         switches.update(set_values)
         variants.append((f"{path}, gluon {tiles_spec}" + (", down waits first" if wait else "") + set_label, path,
                          switches))

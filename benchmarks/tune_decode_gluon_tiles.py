@@ -154,12 +154,11 @@ def tune_m(layer, M: int, gate_ups, downs, rounds: int, log, against_chain: bool
         return None
     shipped_pair = _tile_pair(moe_decode.gluon_tiles(path, M, expert_bytes, unquantized=bf16,
                                                      gpu_name=moe_decode.gpu_name(x.device)))
-    on_gluon = ({"GLUON_BF16_GEMMS": "always", "GLUON_BF16_TILES_AT": {}} if bf16
-                else {"GLUON_FP8_GEMMS": "always", "GLUON_TILES_AT": {}, "GLUON_TILES_ON_GPU": {}})
-
     def plans_for(pair):
-        up, down = (GluonTile(*t) for t in pair)
-        with tmd.switched({**on_gluon, "GLUON_TILES": {**moe_decode.GLUON_TILES, path: (up, down)}}):
+        tiles = {**moe_decode.GLUON_TILES, path: tuple(GluonTile(*t) for t in pair)}
+        on_gluon = ({"GLUON_BF16_GEMMS": "always", "GLUON_BF16_TILES_AT": {}, "GLUON_TILES": tiles} if bf16
+                    else tmd.fp8_gluon_tiles_everywhere(tiles))
+        with tmd.switched(on_gluon):
             return layer.plans(x, logits, out, path, None)
 
     measured: dict = {}  # each pair timed once in a tune_m call: a later sweep reuses its time

@@ -189,6 +189,13 @@ def probe_each_case_and_m(args, name: str, header: list[str], row) -> None:
     (out_dir / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
+def fp8_gluon_tiles_everywhere(tiles: dict) -> dict:
+    """``moe_decode`` switches that run the FP8 GEMMs in Gluon on ``tiles`` (GLUON_TILES' form, by path) at every
+    token count on every GPU: neither the per-count table (GLUON_TILES_AT) nor a GPU's own (GLUON_TILES_ON_GPU)
+    takes a point back. For ``switched``; the probes and the tuner force tiles through it alone."""
+    return {"GLUON_FP8_GEMMS": "always", "GLUON_TILES": tiles, "GLUON_TILES_AT": {}, "GLUON_TILES_ON_GPU": {}}
+
+
 @contextlib.contextmanager
 def switched(values: dict):
     """``moe_decode``'s module switches set to ``values`` inside the block, restored after. They count
