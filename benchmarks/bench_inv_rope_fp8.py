@@ -451,13 +451,21 @@ KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768)
 # positions a tile further ahead (1-4% slower at every T >= 16, also with two-row tiles or 16
 # programs per SM), and two-warp two-row tiles (33-43% slower at T >= 1024);
 # two tiles' loads in flight a program (5-8% slower at T >= 512). Kept: no clamp before the fp8 cast
-# (1.0-2.5% faster at T >= 256), now the default; "clamped" is the kernel before it. Level, removed:
+# (1.0-2.5% faster at T >= 256), now the default (`clamp_fp8=True` is the kernel before it). Level, removed:
 # one absmax reduction over the rope pairs when they lie in one quantization group (level: within
 # 0.4% at every T >= 256); the eleventh session's grid lowered so every program runs the same number
 # of tiles (level or up to 1.5% slower, T = 4096 29.76 against 29.56) and each program taking a run of
 # adjacent tiles instead of every grid-th one (a token's heads, whose cos/sin row would then come from
 # the SM's L1: 3-30% slower from T = 4096, T = 16384 121.3 against 106.7).
-KNOB_VARIANTS: list[tuple[str, dict]] = [("default", {}), ("clamped", {"clamp_fp8": True})]
+# Thirty-sixth session: fewer instructions a row (sm_90, Triton 3.6: 255 in the tile loop by default, 239 with
+# either knob, 226 with both): the power-of-two inverse scale from its exponent, no division; the rope
+# columns left out of the row's load, so its absmax needs no select.
+KNOB_VARIANTS: list[tuple[str, dict]] = [
+    ("default", {}),
+    ("pow2_inverse_bits", {"pow2_inverse_bits": True}),
+    ("rope_masked_load", {"rope_masked_load": True}),
+    ("both", {"pow2_inverse_bits": True, "rope_masked_load": True}),
+]
 # Besides the variants and vLLM's kernel: a torch copy moving the same bytes (half read, half
 # written) over as many buffer sets, the ceiling at this size rather than at 1 GiB.
 COPY_SAME_BYTES = "copy_same_bytes"

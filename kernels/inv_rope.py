@@ -124,6 +124,8 @@ def inv_rope_fp8_kernel(
     PREFETCH: tl.constexpr,
     STORE_CACHE: tl.constexpr,
     CLAMP_FP8: tl.constexpr = False,
+    POW2_INVERSE_BITS: tl.constexpr = False,
+    ROPE_MASKED_LOAD: tl.constexpr = False,
 ):
     """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles.
 
@@ -132,6 +134,9 @@ def inv_rope_fp8_kernel(
     values are within fp8's range up to rounding (|x| <= amax, times 448 / amax), which the cast
     rounds to +-448, and it saturates by itself (``cvt.rn.satfinite``); an fp32 output, the
     interpreter's check of the maths, is clamped either way, as the reference is.
+    POW2_INVERSE_BITS: with power-of-two scales, the inverse scale built from the exponent (exact, as
+    ``div_rn`` is) instead of a division. ROPE_MASKED_LOAD: the row's rope columns not loaded into
+    ``x`` (zeros there), so its absmax needs no select; the rope pairs come from their own loads.
     """
     D_TILE: tl.constexpr = CHUNKS_P2 * GROUP
     ROPE_END: tl.constexpr = ROPE_START + 2 * HALF_ROPE
@@ -175,9 +180,10 @@ def inv_rope_fp8_kernel(
     chunk_b = col_b // GROUP
     chunk_ids = tl.arange(0, CHUNKS_P2)
 
+    x_cols = keep_cols if ROPE_MASKED_LOAD else col_ok
     if PREFETCH:
         x_next, a_next, b_next, pos_next = _load_tile(
-            o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
+            o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, cols, x_cols, col_a, col_b,
             pair_ok, NUM_HEADS, ROWS,
         )
     for tile in range(pid, n_tiles, num_programs):
@@ -191,12 +197,12 @@ def inv_rope_fp8_kernel(
             # each program keeps a tile of reads in flight while it computes.
             x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
             x_next, a_next, b_next, pos_next = _load_tile(
-                o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, cols, col_ok,
+                o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, cols, x_cols,
                 col_a, col_b, pair_ok, NUM_HEADS, ROWS,
             )
         else:
             x_raw, a_raw, b_raw, pos = _load_tile(
-                o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b,
+                o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, x_cols, col_a, col_b,
                 pair_ok, NUM_HEADS, ROWS,
             )
         x = x_raw.to(tl.float32)
@@ -213,7 +219,10 @@ def inv_rope_fp8_kernel(
         keep_mask = row_ok[:, None] & keep_cols[None, :]
         out_rows = out_ptr + out_base
         if QUANTIZE:
-            kept_abs = tl.where(keep_cols[None, :], tl.abs(x), 0.0)
+            if ROPE_MASKED_LOAD:
+                kept_abs = tl.abs(x)
+            else:
+                kept_abs = tl.where(keep_cols[None, :], tl.abs(x), 0.0)
             amax = tl.max(tl.reshape(kept_abs, (ROWS, CHUNKS_P2, GROUP)), axis=2)
             for c in tl.static_range(ROPE_START // GROUP, (ROPE_END - 1) // GROUP + 1):
                 rope_amax = tl.maximum(
@@ -227,7 +236,11 @@ def inv_rope_fp8_kernel(
                 bits = scale.to(tl.int32, bitcast=True)
                 exponent = ((bits >> 23) & 0xFF) + ((bits & 0x7FFFFF) != 0).to(tl.int32)
                 scale = (exponent << 23).to(tl.float32, bitcast=True)
-            inverse = tl.math.div_rn(tl.full(scale.shape, 1.0, tl.float32), scale)
+            if POW2_SCALES and POW2_INVERSE_BITS:
+                # 1 / 2^(e - 127) = 2^(127 - e): exponent field 254 - e (0, i.e. 0.0, for an infinite scale).
+                inverse = ((254 - tl.minimum(exponent, 254)) << 23).to(tl.float32, bitcast=True)
+            else:
+                inverse = tl.math.div_rn(tl.full(scale.shape, 1.0, tl.float32), scale)
 
             inverse_cols = tl.reshape(
                 tl.broadcast_to(inverse[:, :, None], (ROWS, CHUNKS_P2, GROUP)), (ROWS, D_TILE)
@@ -487,6 +500,8 @@ def launch_inv_rope_fp8(
     prefetch: bool = _PREFETCH,
     store_cache: str | None = None,
     clamp_fp8: bool = _CLAMP_FP8,
+    pow2_inverse_bits: bool = False,
+    rope_masked_load: bool = False,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
@@ -523,6 +538,8 @@ def launch_inv_rope_fp8(
         PREFETCH=prefetch,
         STORE_CACHE=_STORE_CACHE if store_cache is None else store_cache,
         CLAMP_FP8=clamp_fp8,
+        POW2_INVERSE_BITS=pow2_inverse_bits,
+        ROPE_MASKED_LOAD=rope_masked_load,
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.
         enable_fp_fusion=False,
