@@ -7,7 +7,11 @@
 # 2. probe_inv_rope_ctas.py: is the ~3.5 us a launch beyond the copy at T = 4096 the start of 4224 one-warp
 #    programs? Prediction: if it is, the empty grid of 4224 one-warp programs takes >= 2 us and the multi-warp
 #    streams beat the one-warp stream at T = 4096 by >= 1 us; if not, the empty grids are < 1 us apart and the
-#    streams level within 1%.
+#    streams level within 1%. Then the inverse-RoPE kernel a warp a row (rows_per_warp_kernel) at 1, 2, 4, 8 warps
+#    beside the shipped kernel. Prediction: its one-warp form (222 instructions a row against the shipped 255, the
+#    knobs' maths) 1-3% faster at T >= 8192; its multi-warp forms (355 instructions and 10 CTA barriers a tile
+#    in the loop: Triton's layouts for the pair loads and MN-major scale stores are not a warp a row) slower
+#    unless the start of programs is the cost.
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "GPU: $GPU"
 if [[ "$GPU" == *H200* ]]; then
@@ -16,7 +20,7 @@ else
     source benchmarks/h200_setup.sh
 fi
 R=/tmp/c36; rm -rf $R; mkdir -p $R
-timeout 300 python3 benchmarks/probe_inv_rope_ctas.py --out $R > $R/ctas.log 2>&1
+timeout 420 python3 benchmarks/probe_inv_rope_ctas.py --out $R > $R/ctas.log 2>&1
 tar czf $OUT/c36.tgz -C $R .
 grep -h -i -B2 -A12 "error\|Traceback" $R/ctas.log | head -30
 sed -n '/^NVIDIA/,$p' $R/ctas.log
