@@ -70,11 +70,11 @@ def _load_rows(o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head
     row_ptr = o_ptr + token * o_stride_token + (rows % 16) * o_stride_head
     col = tl.arange(0, 2)[:, None, None] * 256 + tl.arange(0, 256)[None, None, :]
     x = tl.load(row_ptr[None, :, None] + col, mask=ok[None, :, None] & (col < 448), other=0.0)
-    col_a = 448 + 2 * tl.arange(0, 32)[None, :]
-    a = tl.load(row_ptr[:, None] + col_a, mask=ok[:, None], other=0.0)
-    b = tl.load(row_ptr[:, None] + col_a + 1, mask=ok[:, None], other=0.0)
+    # The rope pairs as one [ROWS, 32, 2] tile (4 bytes a pair), so their layout keeps a warp a row.
+    pair_cols = 448 + 2 * tl.arange(0, 32)[None, :, None] + tl.arange(0, 2)[None, None, :]
+    pairs = tl.load(row_ptr[:, None, None] + pair_cols, mask=ok[:, None, None], other=0.0)
     pos = tl.load(positions_ptr + token, mask=ok, other=0).to(tl.int64)
-    return x, a, b, pos
+    return x, pairs, pos
 
 
 @triton.jit(do_not_specialize=["num_tokens"], do_not_specialize_on_alignment=["positions_ptr"])
@@ -107,23 +107,20 @@ def rows_per_warp_kernel(
     col = half * 256 + tl.arange(0, 256)[None, None, :]
     keep = col < 448
     pair = tl.arange(0, 32)[None, :]
-    col_a = 448 + 2 * pair
+    pair_cols = 448 + 2 * pair[:, :, None] + tl.arange(0, 2)[None, None, :]
     last_chunk = (half == 1) & (group == 1)
-    x_next, a_next, b_next, pos_next = _load_rows(
-        o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, ROWS
-    )
+    x_next, pairs_next, pos_next = _load_rows(o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, ROWS)
     for tile in range(pid, n_tiles, num_programs):
         rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
         ok = rows < n_rows
         token = rows // 16
         head = rows % 16
-        x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
-        x_next, a_next, b_next, pos_next = _load_rows(
+        x_raw, pairs_raw, pos = x_next, pairs_next, pos_next
+        x_next, pairs_next, pos_next = _load_rows(
             o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, ROWS
         )
         x = x_raw.to(tl.float32)
-        a = a_raw.to(tl.float32)
-        b = b_raw.to(tl.float32)
+        a, b = tl.split(pairs_raw.to(tl.float32))
         cache_row = cos_sin_ptr + pos[:, None] * cache_stride_pos
         cos = tl.load(cache_row + pair, mask=ok[:, None], other=1.0)
         sin = tl.load(cache_row + 32 + pair, mask=ok[:, None], other=0.0)
@@ -146,18 +143,8 @@ def rows_per_warp_kernel(
             cache_modifier=".cs",
         )
         inverse_rope = tl.sum(tl.sum(tl.where(last_chunk, inverse, 0.0), axis=2), axis=0)[:, None]
-        tl.store(
-            out_row[:, None] + col_a,
-            (new_a * inverse_rope).to(out_ptr.dtype.element_ty),
-            mask=ok[:, None],
-            cache_modifier=".cs",
-        )
-        tl.store(
-            out_row[:, None] + col_a + 1,
-            (new_b * inverse_rope).to(out_ptr.dtype.element_ty),
-            mask=ok[:, None],
-            cache_modifier=".cs",
-        )
+        q_pairs = tl.join(new_a * inverse_rope, new_b * inverse_rope).to(out_ptr.dtype.element_ty)
+        tl.store(out_row[:, None, None] + pair_cols, q_pairs, mask=ok[:, None, None], cache_modifier=".cs")
         chunk = half * 2 + group
         tl.store(
             scale_ptr + (head[None, :, None] * 4 + chunk) * padded_tokens + token[None, :, None],
