@@ -457,14 +457,14 @@ KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768)
 # of tiles (level or up to 1.5% slower, T = 4096 29.76 against 29.56) and each program taking a run of
 # adjacent tiles instead of every grid-th one (a token's heads, whose cos/sin row would then come from
 # the SM's L1: 3-30% slower from T = 4096, T = 16384 121.3 against 106.7).
-# Thirty-sixth session: fewer instructions a row (sm_90, Triton 3.6: 255 in the tile loop by default, 239 with
-# either knob, 226 with both): the power-of-two inverse scale from its exponent, no division; the rope
-# columns left out of the row's load, so its absmax needs no select.
+# Thirty-sixth session: fewer instructions a row, now the default (sm_90, Triton 3.6: 255 in the tile loop before,
+# 214 now): the power-of-two inverse scale from its exponent, no division; the rope columns left out of the
+# row's load, so its absmax needs no select; a rope chunk's absmax in one reduction. "previous": all three off.
+_PREVIOUS = {"pow2_inverse_bits": False, "rope_masked_load": False, "rope_one_reduction": False}
 KNOB_VARIANTS: list[tuple[str, dict]] = [
     ("default", {}),
-    ("pow2_inverse_bits", {"pow2_inverse_bits": True}),
-    ("rope_masked_load", {"rope_masked_load": True}),
-    ("both", {"pow2_inverse_bits": True, "rope_masked_load": True}),
+    ("previous", _PREVIOUS),
+    ("two_reductions", {"rope_one_reduction": False}),
 ]
 # Besides the variants and vLLM's kernel: a torch copy moving the same bytes (half read, half
 # written) over as many buffer sets, the ceiling at this size rather than at 1 GiB.

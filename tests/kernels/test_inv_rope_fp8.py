@@ -456,6 +456,8 @@ def test_real_compile_for_sm90_gives_one_variant(sweep_inputs, tmp_path, monkeyp
     # The fp8 cast saturates by itself, so no clamp precedes it (min.xorsign.abs is tl.clamp).
     assert "cvt.rn.satfinite.e4m3x2.f32" in ptx[0], "the fp8 cast does not saturate"
     assert "min.xorsign.abs.f32" not in ptx[0], "a clamp precedes the saturating fp8 cast"
+    # Power-of-two scales: the inverse comes from the exponent, no division (div_rn is div.rn.f32, or rcp).
+    assert "div.rn.f32" not in ptx[0] and "rcp." not in ptx[0], "the inverse scale is divided, not built"
 
 
 if __name__ == "__main__":
