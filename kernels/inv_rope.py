@@ -60,8 +60,8 @@ _CLAMP_FP8 = False
 # Fewer instructions a row (thirty-sixth session; sm_90, Triton 3.6: the tile loop 255 -> 214 instructions):
 # the power-of-two inverse scale from its exponent instead of a division, the rope columns left out of the
 # row's load (its absmax then needs no select), a rope chunk's absmax in one reduction over both halves of its
-# pairs. Each gives the same bytes. H100, side by side (inv_rope_fp8.md, thirty-sixth session), the first two:
-# level at T <= 4096, 1.3% faster at 8192-16384.
+# pairs. Each gives the same bytes. H100, side by side with the kernel before (inv_rope_fp8.md, thirty-sixth
+# session): level at T <= 4096, 1.6-1.7% faster at 8192-16384; not yet measured on an H200.
 _POW2_INVERSE_BITS = True
 _ROPE_MASKED_LOAD = True
 _ROPE_ONE_REDUCTION = True

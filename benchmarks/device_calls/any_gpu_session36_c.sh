@@ -13,7 +13,7 @@ echo "GPU: $GPU"
 source benchmarks/h200_setup.sh
 R=/tmp/r36c; rm -rf $R; mkdir -p $R
 if [[ "$GPU" != *H200* ]]; then
-    # (Added after call 6, which ran 1. on an H100: there, the full table of the shipped kernel instead.)
+    # (Added after call 5, which ran 1. on an H100: there, the full table of the shipped kernel instead.)
     timeout 300 python3 benchmarks/bench_inv_rope_fp8.py --upstream .vendor/fused_inv_rope_fp8_quant.py --skip-sweep \
         --out $R > $R/table.log 2>&1
     tar czf $OUT/r36d.tgz -C $R .
