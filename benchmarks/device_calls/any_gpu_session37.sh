@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Issue #16, written in the thirty-sixth session (2026-12-06) for the next session's first call. Device, repo root,
+# carry=[".vendor"]. Everything here waits for an H200 (the thirty-sixth session got only H100s, where all of it ran);
+# on an H100 it exits at once.
+# 1. Inverse RoPE, the thirty-sixth session's instruction cuts (255 -> 214 a row) against the kernel before
+#    (bench_inv_rope_fp8.py --knobs-only: default / previous / two_reductions), then its GPU tests.
+#    Prediction: default 2-5% faster than previous at T >= 4096 on the H200 (T = 4096 from ~29.5 to 28.0-28.9 us,
+#    84-87% of copy), level below 256 (the H100: level at 4096, 1.6-1.7% at 8192-16384).
+# 2. The thirty-fifth session's H200 tables beside the previous ones (any_gpu_session35_tables.sh's two probes).
+#    Prediction: every changed point faster by 0.4-1 us (Qwen3-30B-FP8 at one token by about 1 us), DeepSeek-V3-TP2
+#    at 7 tokens by 3-5 us.
+# 3. probe_inv_rope_ctas.py: one-warp against multi-warp streams of the same row bytes. Prediction (from the H100,
+#    where one-warp streams came within 1.8% of a copy at T = 4096): within 3% on the H200 too.
+# Then, in a second call: any_gpu_session36_tests.sh (the decode MoE GPU tests, 269 passed on an H100 in the
+# thirty-sixth session) on the H200's own entries.
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+echo "GPU: $GPU"
+if [[ "$GPU" != *H200* ]]; then
+    exit 0
+fi
+source benchmarks/h200_setup.sh
+R=/tmp/r37; rm -rf $R; mkdir -p $R
+timeout 300 python3 benchmarks/bench_inv_rope_fp8.py --upstream .vendor/fused_inv_rope_fp8_quant.py --knobs-only \
+    --out $R > $R/knobs.log 2>&1
+timeout 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/kernels/test_inv_rope_fp8.py > $R/rope_tests.log 2>&1
+P="python3 benchmarks/probe_decode_gluon_layer.py $V"
+PREV=$(grep -o "PREV=\"\[previous tables\][^\"]*\"" benchmarks/device_calls/any_gpu_session35_tables.sh | head -1 \
+    | sed 's/^PREV="//; s/"$//')
+timeout 150 $P --cases qwen3-30b-fp8-block --ms 1,2,5,7,12 --gluon-tiles "$PREV" --out $R/q > $R/q.log 2>&1
+timeout 120 $P --cases deepseek-v3-tp2-fp8-block --ms 3,7 --gluon-tiles "$PREV" --out $R/d > $R/d.log 2>&1
+timeout 200 python3 benchmarks/probe_inv_rope_ctas.py --out $R > $R/ctas.log 2>&1
+tar czf $OUT/r37.tgz -C $R .
+grep -h -i -B2 -A12 "error\|Traceback" $R/*.log | head -30
+tail -1 $R/rope_tests.log
+sed -n '/^knob sweep:/,$p' $R/knobs.log | head -8
+for f in q d; do grep -h "^|" $R/$f.log | grep -v "^|---\|^| case | M |" | awk -F'|' '{print $2"|"$3"|"$4"|"$6"|"$(NF-2)}'; done
+sed -n '/streams of the same row bytes/,/inverse RoPE, vLLM/p' $R/ctas.log | grep "stream_1w_32sm \|stream_4w_16sm \|copy"
