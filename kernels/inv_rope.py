@@ -61,7 +61,10 @@ _CLAMP_FP8 = False
 # the power-of-two inverse scale from its exponent instead of a division, the rope columns left out of the
 # row's load (its absmax then needs no select), a rope chunk's absmax in one reduction over both halves of its
 # pairs. Each gives the same bytes. H100, side by side with the kernel before (inv_rope_fp8.md, thirty-sixth
-# session): level at T <= 4096, 1.6-1.7% faster at 8192-16384; not yet measured on an H200.
+# session): level at T <= 4096, 1.6-1.7% faster at 8192-16384; not yet measured on an H200. Tried offline and
+# dropped (more instructions, never timed): the row's absmax and scaling on its bf16 values (217: the abs
+# costs an HFMA2 a pair and the fp8 cast still needs fp32), the row carried as int32 words of two bf16 so
+# the prefetched tile needs no PRMT to unpack (248: the joined words take another layout, and shuffles).
 _POW2_INVERSE_BITS = True
 _ROPE_MASKED_LOAD = True
 _ROPE_ONE_REDUCTION = True
