@@ -64,7 +64,8 @@ _CLAMP_FP8 = False
 # session): level at T <= 4096, 1.6-1.7% faster at 8192-16384; not yet measured on an H200. Tried offline and
 # dropped (more instructions, never timed): the row's absmax and scaling on its bf16 values (217: the abs
 # costs an HFMA2 a pair and the fp8 cast still needs fp32), the row carried as int32 words of two bf16 so
-# the prefetched tile needs no PRMT to unpack (248: the joined words take another layout, and shuffles).
+# the prefetched tile needs no PRMT to unpack (248: the joined words take another layout, and shuffles), row
+# indices in int32 (211: the addresses stay 64-bit).
 _POW2_INVERSE_BITS = True
 _ROPE_MASKED_LOAD = True
 _ROPE_ONE_REDUCTION = True
