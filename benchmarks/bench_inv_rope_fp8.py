@@ -465,6 +465,10 @@ KNOB_VARIANTS: list[tuple[str, dict]] = [
     ("default", {}),
     ("previous", _PREVIOUS),
     ("two_reductions", {"rope_one_reduction": False}),
+    # The next tile's loads not issued ahead: 184 instructions against 214 (the prefetched bf16 row is carried
+    # as one register an element and unpacked, 16 PRMT and more); the second session measured no prefetch 3-4%
+    # slower at T = 1024-8192 on an H200 when the loop had ~255.
+    ("no_prefetch", {"prefetch": False}),
 ]
 # Besides the variants and vLLM's kernel: a torch copy moving the same bytes (half read, half
 # written) over as many buffer sets, the ceiling at this size rather than at 1 GiB.

@@ -3,9 +3,10 @@
 # carry=[".vendor"]. Everything here waits for an H200 (the thirty-sixth session got only H100s, where all of it ran);
 # on an H100 it exits at once.
 # 1. Inverse RoPE, the thirty-sixth session's instruction cuts (255 -> 214 a row) against the kernel before
-#    (bench_inv_rope_fp8.py --knobs-only: default / previous / two_reductions), then its GPU tests.
+#    (bench_inv_rope_fp8.py --knobs-only: default / previous / two_reductions / no_prefetch), then its GPU tests.
 #    Prediction: default 2-5% faster than previous at T >= 4096 on the H200 (T = 4096 from ~29.5 to 28.0-28.9 us,
-#    84-87% of copy), level below 256 (the H100: level at 4096, 1.6-1.7% at 8192-16384).
+#    84-87% of copy), level below 256 (the H100: level at 4096, 1.6-1.7% at 8192-16384); no_prefetch (184
+#    instructions a row against 214) within 2% of default either way (the second session: 3-4% slower at 255).
 # 2. The thirty-fifth session's H200 tables beside the previous ones (any_gpu_session35_tables.sh's two probes).
 #    Prediction: every changed point faster by 0.4-1 us (Qwen3-30B-FP8 at one token by about 1 us), DeepSeek-V3-TP2
 #    at 7 tokens by 3-5 us.
