@@ -33,6 +33,6 @@ timeout 200 python3 benchmarks/probe_inv_rope_ctas.py --out $R > $R/ctas.log 2>&
 tar czf $OUT/r37.tgz -C $R .
 grep -h -i -B2 -A12 "error\|Traceback" $R/*.log | head -30
 tail -1 $R/rope_tests.log
-sed -n '/^knob sweep:/,$p' $R/knobs.log | head -8
+sed -n '/^knob sweep:/,$p' $R/knobs.log | head -10
 for f in q d; do grep -h "^|" $R/$f.log | grep -v "^|---\|^| case | M |" | awk -F'|' '{print $2"|"$3"|"$4"|"$6"|"$(NF-2)}'; done
 sed -n '/streams of the same row bytes/,/inverse RoPE, vLLM/p' $R/ctas.log | grep "stream_1w_32sm \|stream_4w_16sm \|copy"
