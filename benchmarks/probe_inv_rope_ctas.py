@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_inv_rope_fp8 import L2_DEFEAT_BYTES, graph_time_us, import_kernels, upstream_layout_inputs
+from bench_inv_rope_fp8 import graph_time_us, import_kernels, l2_defeat_sets, upstream_layout_inputs
 
 HEADS, HEAD_DIM = 16, 512
 TOKENS = (1024, 4096, 8192, 16384)
@@ -167,7 +166,7 @@ def measure(tokens: int, sms: int) -> dict:
     """One T: every call's two rounds (us) and the stream kernels' output checks."""
     n_rows = tokens * HEADS
     nbytes = n_rows * HEAD_DIM * 3
-    sets = max(1, min(8, math.ceil(L2_DEFEAT_BYTES / nbytes)))
+    sets = l2_defeat_sets(nbytes)
     xs = [torch.randn(n_rows, HEAD_DIM, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
     ys = [torch.empty(n_rows, HEAD_DIM, device="cuda", dtype=torch.float8_e4m3fn) for _ in range(sets)]
     same_src = [torch.empty(nbytes // 2, device="cuda", dtype=torch.uint8) for _ in range(sets)]

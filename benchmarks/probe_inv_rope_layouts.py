@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 from pathlib import Path
@@ -52,7 +51,7 @@ def main() -> None:
     results = []
     for tokens in (int(t) for t in args.tokens.split(",")):
         nbytes = bench.minimal_bytes(tokens)
-        sets = max(1, min(16, math.ceil(bench.L2_DEFEAT_BYTES / nbytes))) if nbytes > 2**20 else 1
+        sets = bench.l2_defeat_sets(nbytes)
         inner = max(sets, 16 if tokens < 4096 else 4)
         input_sets = [bench.make_inputs(tokens, seed=s) for s in range(sets)]
         rounds: dict[str, list[float]] = {name: [] for name in VARIANTS}
