@@ -240,14 +240,12 @@ def inv_rope_fp8_kernel(
                 kept_abs = tl.where(keep_cols[None, :], tl.abs(x), 0.0)
             amax = tl.max(tl.reshape(kept_abs, (ROWS, CHUNKS_P2, GROUP)), axis=2)
             for c in tl.static_range(ROPE_START // GROUP, (ROPE_END - 1) // GROUP + 1):
+                abs_a = tl.where((chunk_a == c)[None, :], tl.abs(new_a), 0.0)
+                abs_b = tl.where((chunk_b == c)[None, :], tl.abs(new_b), 0.0)
                 if ROPE_ONE_REDUCTION:
-                    rope_amax = tl.max(tl.maximum(tl.where((chunk_a == c)[None, :], tl.abs(new_a), 0.0),
-                                                  tl.where((chunk_b == c)[None, :], tl.abs(new_b), 0.0)), axis=1)
+                    rope_amax = tl.max(tl.maximum(abs_a, abs_b), axis=1)
                 else:
-                    rope_amax = tl.maximum(
-                        tl.max(tl.where((chunk_a == c)[None, :], tl.abs(new_a), 0.0), axis=1),
-                        tl.max(tl.where((chunk_b == c)[None, :], tl.abs(new_b), 0.0), axis=1),
-                    )
+                    rope_amax = tl.maximum(tl.max(abs_a, axis=1), tl.max(abs_b, axis=1))
                 amax = tl.where((chunk_ids == c)[None, :], tl.maximum(amax, rope_amax[:, None]), amax)
             scale = tl.maximum(amax, EPS) * (1.0 / FP8_MAX_VALUE)
             if POW2_SCALES:
