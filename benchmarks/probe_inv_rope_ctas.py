@@ -40,8 +40,9 @@ def stream_rows_kernel(x_ptr, y_ptr, n_rows, ROWS: tl.constexpr, WIDTH: tl.const
     n_tiles = tl.cdiv(n_rows, ROWS)
     cols = tl.arange(0, WIDTH)
     rows0 = tl.arange(0, ROWS).to(tl.int64)
-    rows = rows0 + pid * ROWS
-    nxt = tl.load(x_ptr + rows[:, None] * WIDTH + cols[None, :], mask=(rows < n_rows)[:, None], other=0.0)
+    if PREFETCH:
+        rows = rows0 + pid * ROWS
+        nxt = tl.load(x_ptr + rows[:, None] * WIDTH + cols[None, :], mask=(rows < n_rows)[:, None], other=0.0)
     for tile in range(pid, n_tiles, n_programs):
         rows = rows0 + tile * ROWS
         ok = (rows < n_rows)[:, None]
@@ -162,6 +163,15 @@ SHAPES = [
 ]
 
 
+def time_rounds(calls: dict, sets: int, inner: int) -> dict[str, list[float]]:
+    """Each call timed in two rounds (us a call), the rounds one after the other in the same order."""
+    us: dict[str, list[float]] = {}
+    for _ in range(2):
+        for name, make in calls.items():
+            us.setdefault(name, []).append(graph_time_us(make, sets, inner))
+    return us
+
+
 def measure(tokens: int, sms: int) -> dict:
     """One T: every call's two rounds (us) and the stream kernels' output checks."""
     n_rows = tokens * HEADS
@@ -192,12 +202,7 @@ def measure(tokens: int, sms: int) -> dict:
             ys[0].view(torch.uint8).fill_(0xFF)
             make(0)()
             checks[name] = bool(torch.equal(ys[0].view(torch.uint8), ref))
-    row: dict = dict(tokens=tokens, bytes=nbytes, checks=checks, us={})
-    inner = max(sets, 4)
-    for _ in range(2):
-        for name, make in calls.items():
-            row["us"].setdefault(name, []).append(graph_time_us(make, sets, inner))
-    return row
+    return dict(tokens=tokens, bytes=nbytes, checks=checks, us=time_rounds(calls, sets, max(sets, 4)))
 
 
 # Warps a program of rows_per_warp_kernel (a row each); programs an SM: 32 warps an SM as shipped, and 48.
@@ -240,12 +245,13 @@ def measure_rows_per_warp(irf, tokens: int, sms: int) -> dict:
             out.view(torch.uint8).fill_(0xFF)
         make(0)()
         checks[name] = all(torch.equal(x.view(torch.uint8), y.view(torch.uint8)) for x, y in zip(buffers[0], expected))
-    row: dict = dict(tokens=tokens, bytes=nbytes, checks=checks, us={})
-    inner = max(sets, 16 if tokens < 4096 else 4)
-    for _ in range(2):
-        for name, make in calls.items():
-            row["us"].setdefault(name, []).append(graph_time_us(make, sets, inner))
-    return row
+    return dict(
+        tokens=tokens, bytes=nbytes, checks=checks, us=time_rounds(calls, sets, max(sets, 16 if tokens < 4096 else 4))
+    )
+
+
+def print_progress(row: dict) -> None:
+    print(f"T={row['tokens']}: " + ", ".join(f"{n} {sum(v) / 2:.2f}" for n, v in row["us"].items()), flush=True)
 
 
 def print_table(title: str, rows: list[dict]) -> None:
@@ -269,17 +275,15 @@ def main() -> None:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     results = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__, rows=[])
     for tokens in TOKENS:
-        row = measure(tokens, sms)
-        results["rows"].append(row)
-        print(f"T={tokens}: " + ", ".join(f"{n} {sum(v) / 2:.2f}" for n, v in row["us"].items()), flush=True)
+        results["rows"].append(measure(tokens, sms))
+        print_progress(results["rows"][-1])
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "probe_inv_rope_ctas.json").write_text(json.dumps(results, indent=1))
     irf = import_kernels()
     results["inv_rope"] = []
     for tokens in (1, 16, 256, *TOKENS):
-        row = measure_rows_per_warp(irf, tokens, sms)
-        results["inv_rope"].append(row)
-        print(f"T={tokens}: " + ", ".join(f"{n} {sum(v) / 2:.2f}" for n, v in row["us"].items()), flush=True)
+        results["inv_rope"].append(measure_rows_per_warp(irf, tokens, sms))
+        print_progress(results["inv_rope"][-1])
         (Path(args.out) / "probe_inv_rope_ctas.json").write_text(json.dumps(results, indent=1))
     head = f"{results['gpu']} torch {results['torch']} triton {results['triton']}"
     print_table(f"{head}: streams of the same row bytes", results["rows"])
