@@ -478,6 +478,12 @@ KNOB_VARIANTS: list[tuple[str, dict]] = [
     # as one register an element and unpacked, 16 PRMT and more); the second session measured no prefetch 3-4%
     # slower at T = 1024-8192 on an H200 when the loop had ~255.
     ("no_prefetch", {"prefetch": False}),
+    # Thirty-seventh session: a tile is one head's run of 4 (8) consecutive tokens, unrolled a row at a time, its
+    # MN-major scales stored once per run (4 columns x 4 (8) contiguous words) instead of 4 scattered words a row;
+    # at every T here (token_run_min_tokens 0). sm_90, Triton 3.6: 187 (170) instructions a row against 213, 60
+    # (93) registers against 51.
+    ("token_run_4", {"scale_token_run": 4}),
+    ("token_run_8", {"scale_token_run": 8}),
 ]
 # Besides the variants and vLLM's kernel: a torch copy moving the same bytes (half read, half
 # written) over as many buffer sets, the ceiling at this size rather than at 1 GiB.

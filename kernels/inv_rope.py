@@ -78,15 +78,17 @@ _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offlin
 
 
 @triton.jit
-def _load_tile(
-    o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b, pair_ok,
-    NUM_HEADS: tl.constexpr, ROWS: tl.constexpr,
-):
-    """Raw loads of one tile: the rows, their rope pairs (re-read, L1 hits) and positions."""
+def _tile_rows(tile, n_rows, NUM_HEADS: tl.constexpr, ROWS: tl.constexpr):
+    """A tile's rows as (token, head, in range), each [ROWS] int64."""
     rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
-    row_ok = rows < n_rows
-    token = rows // NUM_HEADS
-    head = rows % NUM_HEADS
+    return rows // NUM_HEADS, rows % NUM_HEADS, rows < n_rows
+
+
+@triton.jit
+def _load_rows(
+    o_ptr, positions_ptr, token, head, row_ok, o_stride_token, o_stride_head, cols, col_ok, col_a, col_b, pair_ok,
+):
+    """Raw loads of one tile's rows: the rows, their rope pairs (re-read, L1 hits) and positions."""
     row_ptr = o_ptr + (token * o_stride_token + head * o_stride_head)[:, None]
     pair_mask = row_ok[:, None] & pair_ok[None, :]
     x = tl.load(row_ptr + cols[None, :], mask=row_ok[:, None] & col_ok[None, :], other=0.0)
@@ -102,6 +104,228 @@ def _scaled(values, inverse, CLAMP: tl.constexpr, FP8_MAX_VALUE: tl.constexpr):
     if CLAMP:
         return tl.clamp(values * inverse, -FP8_MAX_VALUE, FP8_MAX_VALUE)
     return values * inverse
+
+
+@triton.jit
+def _row_outputs(
+    x_raw, a_raw, b_raw, pos, token, head, row_ok, cos_sin_ptr, cache_stride_pos, out_ptr, group_stride,
+    cols, keep_cols, pair, pair_ok, col_a, col_b, chunk_a, chunk_b, chunk_ids,
+    NUM_HEADS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, ROPE_START: tl.constexpr,
+    HALF_ROPE: tl.constexpr, HALF_ROPE_P2: tl.constexpr, GROUP: tl.constexpr, CHUNKS: tl.constexpr,
+    CHUNKS_P2: tl.constexpr,
+    QUANTIZE: tl.constexpr, POW2_SCALES: tl.constexpr, PACKED_SCALES: tl.constexpr, FP8_MAX_VALUE: tl.constexpr,
+    EPS: tl.constexpr, ROWS: tl.constexpr, STORE_CACHE: tl.constexpr, CLAMP_FP8: tl.constexpr,
+    POW2_INVERSE_BITS: tl.constexpr, ROPE_MASKED_LOAD: tl.constexpr, ROPE_ONE_REDUCTION: tl.constexpr,
+):
+    """One tile's rows rotated, quantized and stored; returns their scale entries, [ROWS, CHUNKS_P2] fp32 (or
+    [ROWS, CHUNKS_P2 // 4] int32 words of four UE8M0 bytes when packed; zeros when not quantizing)."""
+    D_TILE: tl.constexpr = CHUNKS_P2 * GROUP
+    ROPE_END: tl.constexpr = ROPE_START + 2 * HALF_ROPE
+    ROW_WIDTH: tl.constexpr = HEADS_PER_GROUP * HEAD_DIM
+    out_base = (head // HEADS_PER_GROUP) * group_stride + token * ROW_WIDTH + (head % HEADS_PER_GROUP) * HEAD_DIM
+    x = x_raw.to(tl.float32)
+    a = a_raw.to(tl.float32)
+    b = b_raw.to(tl.float32)
+    pair_mask = row_ok[:, None] & pair_ok[None, :]
+    cache_row = cos_sin_ptr + pos * cache_stride_pos
+    cos = tl.load(cache_row[:, None] + pair[None, :], mask=pair_mask, other=1.0).to(tl.float32)
+    sin = tl.load(cache_row[:, None] + HALF_ROPE + pair[None, :], mask=pair_mask, other=0.0).to(tl.float32)
+    # Inverse rotation (by -theta).
+    new_a = a * cos + b * sin
+    new_b = b * cos - a * sin
+
+    keep_mask = row_ok[:, None] & keep_cols[None, :]
+    out_rows = out_ptr + out_base
+    if QUANTIZE:
+        if ROPE_MASKED_LOAD:
+            kept_abs = tl.abs(x)
+        else:
+            kept_abs = tl.where(keep_cols[None, :], tl.abs(x), 0.0)
+        amax = tl.max(tl.reshape(kept_abs, (ROWS, CHUNKS_P2, GROUP)), axis=2)
+        for c in tl.static_range(ROPE_START // GROUP, (ROPE_END - 1) // GROUP + 1):
+            abs_a = tl.where((chunk_a == c)[None, :], tl.abs(new_a), 0.0)
+            abs_b = tl.where((chunk_b == c)[None, :], tl.abs(new_b), 0.0)
+            if ROPE_ONE_REDUCTION:
+                rope_amax = tl.max(tl.maximum(abs_a, abs_b), axis=1)
+            else:
+                rope_amax = tl.maximum(tl.max(abs_a, axis=1), tl.max(abs_b, axis=1))
+            amax = tl.where((chunk_ids == c)[None, :], tl.maximum(amax, rope_amax[:, None]), amax)
+        scale = tl.maximum(amax, EPS) * (1.0 / FP8_MAX_VALUE)
+        if POW2_SCALES:
+            # Exact round-up to a power of two (log2/exp2 are approximate on the GPU).
+            bits = scale.to(tl.int32, bitcast=True)
+            exponent = ((bits >> 23) & 0xFF) + ((bits & 0x7FFFFF) != 0).to(tl.int32)
+            scale = (exponent << 23).to(tl.float32, bitcast=True)
+        if POW2_SCALES and POW2_INVERSE_BITS:
+            # 1 / 2^(e - 127) = 2^(127 - e): exponent field 254 - e (0, i.e. 0.0, for an infinite scale).
+            inverse = ((254 - tl.minimum(exponent, 254)) << 23).to(tl.float32, bitcast=True)
+        else:
+            inverse = tl.math.div_rn(tl.full(scale.shape, 1.0, tl.float32), scale)
+
+        inverse_cols = tl.reshape(
+            tl.broadcast_to(inverse[:, :, None], (ROWS, CHUNKS_P2, GROUP)), (ROWS, D_TILE)
+        )
+        CLAMP: tl.constexpr = CLAMP_FP8 or out_ptr.dtype.element_ty != tl.float8e4nv
+        q = _scaled(x, inverse_cols, CLAMP, FP8_MAX_VALUE)
+        tl.store(out_rows[:, None] + cols[None, :], q.to(out_ptr.dtype.element_ty), mask=keep_mask,
+                 cache_modifier=STORE_CACHE)
+
+        inverse_a = tl.zeros((ROWS, HALF_ROPE_P2), dtype=tl.float32)
+        inverse_b = tl.zeros((ROWS, HALF_ROPE_P2), dtype=tl.float32)
+        for c in tl.static_range(ROPE_START // GROUP, (ROPE_END - 1) // GROUP + 1):
+            inverse_c = tl.sum(tl.where((chunk_ids == c)[None, :], inverse, 0.0), axis=1)
+            inverse_a = tl.where((chunk_a == c)[None, :], inverse_c[:, None], inverse_a)
+            inverse_b = tl.where((chunk_b == c)[None, :], inverse_c[:, None], inverse_b)
+        q_a = _scaled(new_a, inverse_a, CLAMP, FP8_MAX_VALUE)
+        q_b = _scaled(new_b, inverse_b, CLAMP, FP8_MAX_VALUE)
+        tl.store(out_rows[:, None] + col_a[None, :], q_a.to(out_ptr.dtype.element_ty), mask=pair_mask,
+                 cache_modifier=STORE_CACHE)
+        tl.store(out_rows[:, None] + col_b[None, :], q_b.to(out_ptr.dtype.element_ty), mask=pair_mask,
+                 cache_modifier=STORE_CACHE)
+
+        if PACKED_SCALES:
+            exponents = (scale.to(tl.int32, bitcast=True) >> 23) & 0xFF
+            shifts = (tl.arange(0, 4) * 8)[None, None, :]
+            words = tl.sum(tl.reshape(exponents, (ROWS, CHUNKS_P2 // 4, 4)) << shifts, axis=2)
+            scale_values = words
+        else:
+            scale_values = scale
+    else:
+        tl.store(out_rows[:, None] + cols[None, :], x.to(out_ptr.dtype.element_ty), mask=keep_mask)
+        tl.store(out_rows[:, None] + col_a[None, :], new_a.to(out_ptr.dtype.element_ty), mask=pair_mask)
+        tl.store(out_rows[:, None] + col_b[None, :], new_b.to(out_ptr.dtype.element_ty), mask=pair_mask)
+        scale_values = tl.zeros((ROWS, CHUNKS_P2), dtype=tl.float32)
+    return scale_values
+
+
+@triton.jit
+def _one_row_tiles(
+    o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head, cache_stride_pos,
+    padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b, chunk_a, chunk_b, chunk_ids,
+    NUM_HEADS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, ROPE_START: tl.constexpr,
+    HALF_ROPE: tl.constexpr, HALF_ROPE_P2: tl.constexpr, GROUP: tl.constexpr, CHUNKS: tl.constexpr,
+    CHUNKS_P2: tl.constexpr,
+    QUANTIZE: tl.constexpr, POW2_SCALES: tl.constexpr, PACKED_SCALES: tl.constexpr, FP8_MAX_VALUE: tl.constexpr,
+    EPS: tl.constexpr, ROWS: tl.constexpr, STORE_CACHE: tl.constexpr, CLAMP_FP8: tl.constexpr,
+    POW2_INVERSE_BITS: tl.constexpr, ROPE_MASKED_LOAD: tl.constexpr, ROPE_ONE_REDUCTION: tl.constexpr,
+    PREFETCH: tl.constexpr, SCALE_MN_MAJOR: tl.constexpr,
+):
+    """The tile loop: ROWS rows a tile, every grid-th tile, each tile's scales stored with it."""
+    SCALES_PER_ROW: tl.constexpr = CHUNKS // 4 if PACKED_SCALES else CHUNKS
+    pid = tl.program_id(0)
+    num_programs = tl.num_programs(0)
+    n_rows = n_tokens * NUM_HEADS
+    n_tiles = (n_rows + ROWS - 1) // ROWS
+    if PREFETCH:
+        token, head, row_ok = _tile_rows(pid, n_rows, NUM_HEADS, ROWS)
+        x_next, a_next, b_next, pos_next = _load_rows(
+            o_ptr, positions_ptr, token, head, row_ok, o_stride_token, o_stride_head, cols, x_cols, col_a, col_b,
+            pair_ok,
+        )
+    for tile in range(pid, n_tiles, num_programs):
+        if PREFETCH:
+            # This tile's loads were issued one iteration ago; issue the next tile's now, so
+            # each program keeps a tile of reads in flight while it computes.
+            x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
+            next_token, next_head, next_ok = _tile_rows(tile + num_programs, n_rows, NUM_HEADS, ROWS)
+            x_next, a_next, b_next, pos_next = _load_rows(
+                o_ptr, positions_ptr, next_token, next_head, next_ok, o_stride_token, o_stride_head, cols, x_cols,
+                col_a, col_b, pair_ok,
+            )
+        token, head, row_ok = _tile_rows(tile, n_rows, NUM_HEADS, ROWS)
+        if not PREFETCH:
+            x_raw, a_raw, b_raw, pos = _load_rows(
+                o_ptr, positions_ptr, token, head, row_ok, o_stride_token, o_stride_head, cols, x_cols, col_a,
+                col_b, pair_ok,
+            )
+        scale_values = _row_outputs(
+            x_raw, a_raw, b_raw, pos, token, head, row_ok, cos_sin_ptr, cache_stride_pos, out_ptr, group_stride,
+            cols, keep_cols, pair, pair_ok, col_a, col_b, chunk_a, chunk_b, chunk_ids,
+            NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
+            QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
+            POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
+        )
+        if QUANTIZE:
+            # Scale column of (head, chunk) is head * SCALES_PER_ROW + chunk for every grouping.
+            word_ids = tl.arange(0, CHUNKS_P2 // 4 if PACKED_SCALES else CHUNKS_P2)
+            scale_col = head[:, None] * SCALES_PER_ROW + word_ids[None, :]
+            scale_mask = row_ok[:, None] & (word_ids < SCALES_PER_ROW)[None, :]
+            if SCALE_MN_MAJOR:
+                scale_addr = scale_col * padded_tokens + token[:, None]
+            else:
+                scale_addr = token[:, None] * (NUM_HEADS * SCALES_PER_ROW) + scale_col
+            tl.store(scale_ptr + scale_addr, scale_values, mask=scale_mask)
+
+
+@triton.jit
+def _token_run_tiles(
+    o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head, cache_stride_pos,
+    padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b, chunk_a, chunk_b, chunk_ids,
+    NUM_HEADS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, ROPE_START: tl.constexpr,
+    HALF_ROPE: tl.constexpr, HALF_ROPE_P2: tl.constexpr, GROUP: tl.constexpr, CHUNKS: tl.constexpr,
+    CHUNKS_P2: tl.constexpr,
+    QUANTIZE: tl.constexpr, POW2_SCALES: tl.constexpr, PACKED_SCALES: tl.constexpr, FP8_MAX_VALUE: tl.constexpr,
+    EPS: tl.constexpr, ROWS: tl.constexpr, STORE_CACHE: tl.constexpr, CLAMP_FP8: tl.constexpr,
+    POW2_INVERSE_BITS: tl.constexpr, ROPE_MASKED_LOAD: tl.constexpr, ROPE_ONE_REDUCTION: tl.constexpr,
+    PREFETCH: tl.constexpr, RUN: tl.constexpr,
+):
+    """The tile loop with MN-major scales: a tile is one head's run of RUN consecutive tokens, taken a row at a
+    time (unrolled: the same loads and registers as one-row tiles); the run's scales are kept and stored after its
+    last row, so each scale column gets one store of RUN contiguous words instead of one word a row."""
+    SCALES_PER_ROW: tl.constexpr = CHUNKS // 4 if PACKED_SCALES else CHUNKS
+    SCALE_WORDS_P2: tl.constexpr = CHUNKS_P2 // 4 if PACKED_SCALES else CHUNKS_P2
+    pid = tl.program_id(0)
+    num_programs = tl.num_programs(0)
+    n_run_tiles = (n_tokens + RUN - 1) // RUN * NUM_HEADS
+    word_ids = tl.arange(0, SCALE_WORDS_P2)
+    run_ids = tl.arange(0, RUN)
+    one_row = tl.zeros((ROWS,), dtype=tl.int64)
+    if PREFETCH:
+        token = one_row + pid // NUM_HEADS * RUN
+        x_next, a_next, b_next, pos_next = _load_rows(
+            o_ptr, positions_ptr, token, one_row + pid % NUM_HEADS, token < n_tokens, o_stride_token, o_stride_head,
+            cols, x_cols, col_a, col_b, pair_ok,
+        )
+    for tile in range(pid, n_run_tiles, num_programs):
+        first_token = tile // NUM_HEADS * RUN
+        head = one_row + tile % NUM_HEADS
+        next_tile = tile + num_programs
+        next_first_token = one_row + next_tile // NUM_HEADS * RUN
+        next_head = one_row + next_tile % NUM_HEADS
+        run_scales = tl.zeros((SCALE_WORDS_P2, RUN), dtype=tl.int32 if PACKED_SCALES else tl.float32)
+        for step in tl.static_range(RUN):
+            token = one_row + (first_token + step)
+            row_ok = token < n_tokens
+            if PREFETCH:
+                x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
+                if step + 1 < RUN:
+                    x_next, a_next, b_next, pos_next = _load_rows(
+                        o_ptr, positions_ptr, token + 1, head, token + 1 < n_tokens, o_stride_token, o_stride_head,
+                        cols, x_cols, col_a, col_b, pair_ok,
+                    )
+                else:
+                    x_next, a_next, b_next, pos_next = _load_rows(
+                        o_ptr, positions_ptr, next_first_token, next_head, next_first_token < n_tokens,
+                        o_stride_token, o_stride_head, cols, x_cols, col_a, col_b, pair_ok,
+                    )
+            else:
+                x_raw, a_raw, b_raw, pos = _load_rows(
+                    o_ptr, positions_ptr, token, head, row_ok, o_stride_token, o_stride_head, cols, x_cols, col_a,
+                    col_b, pair_ok,
+                )
+            scale_values = _row_outputs(
+                x_raw, a_raw, b_raw, pos, token, head, row_ok, cos_sin_ptr, cache_stride_pos, out_ptr, group_stride,
+                cols, keep_cols, pair, pair_ok, col_a, col_b, chunk_a, chunk_b, chunk_ids,
+                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
+                QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
+                POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
+            )
+            row_scales = tl.reshape(scale_values, (SCALE_WORDS_P2,))
+            run_scales = tl.where((run_ids == step)[None, :], row_scales[:, None], run_scales)
+        run_tokens = first_token + run_ids
+        scale_addr = (head * SCALES_PER_ROW + word_ids)[:, None] * padded_tokens + run_tokens[None, :]
+        scale_mask = (word_ids < SCALES_PER_ROW)[:, None] & (run_tokens < n_tokens)[None, :]
+        tl.store(scale_ptr + scale_addr, run_scales, mask=scale_mask)
 
 
 @triton.jit(do_not_specialize=["num_tokens"], do_not_specialize_on_alignment=["positions_ptr"])
@@ -139,6 +363,8 @@ def inv_rope_fp8_kernel(
     POW2_INVERSE_BITS: tl.constexpr = False,
     ROPE_MASKED_LOAD: tl.constexpr = False,
     ROPE_ONE_REDUCTION: tl.constexpr = False,
+    SCALE_TOKEN_RUN: tl.constexpr = 1,
+    TOKEN_RUN_MIN_TOKENS: tl.constexpr = 0,
 ):
     """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles.
 
@@ -158,10 +384,7 @@ def inv_rope_fp8_kernel(
     ROW_WIDTH: tl.constexpr = HEADS_PER_GROUP * HEAD_DIM
     SCALES_PER_ROW: tl.constexpr = CHUNKS // 4 if PACKED_SCALES else CHUNKS
     pid = tl.program_id(0)
-    num_programs = tl.num_programs(0)
     n_tokens = tl.cast(num_tokens, tl.int64)  # a constexpr under default specialization
-    n_rows = n_tokens * NUM_HEADS
-    n_tiles = (n_rows + ROWS - 1) // ROWS
     # Derived here, not passed: both vary with T and would flip Triton's int classes.
     padded_tokens = (n_tokens + 3) // 4 * 4
     group_stride = n_tokens * ROW_WIDTH
@@ -196,112 +419,37 @@ def inv_rope_fp8_kernel(
     chunk_ids = tl.arange(0, CHUNKS_P2)
 
     x_cols = keep_cols if ROPE_MASKED_LOAD else col_ok
-    if PREFETCH:
-        x_next, a_next, b_next, pos_next = _load_tile(
-            o_ptr, positions_ptr, pid, n_rows, o_stride_token, o_stride_head, cols, x_cols, col_a, col_b,
-            pair_ok, NUM_HEADS, ROWS,
+    if SCALE_TOKEN_RUN > 1 and QUANTIZE and SCALE_MN_MAJOR:
+        if n_tokens >= TOKEN_RUN_MIN_TOKENS:
+            _token_run_tiles(
+                o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
+                cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
+                chunk_a, chunk_b, chunk_ids,
+                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
+                QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
+                POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
+                PREFETCH, SCALE_TOKEN_RUN,
+            )
+        else:
+            _one_row_tiles(
+                o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
+                cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
+                chunk_a, chunk_b, chunk_ids,
+                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
+                QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
+                POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
+                PREFETCH, SCALE_MN_MAJOR,
+            )
+    else:
+        _one_row_tiles(
+            o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
+            cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
+            chunk_a, chunk_b, chunk_ids,
+            NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
+            QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
+            POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
+            PREFETCH, SCALE_MN_MAJOR,
         )
-    for tile in range(pid, n_tiles, num_programs):
-        rows = tl.arange(0, ROWS).to(tl.int64) + tile * ROWS
-        row_ok = rows < n_rows
-        token = rows // NUM_HEADS
-        head = rows % NUM_HEADS
-        out_base = (head // HEADS_PER_GROUP) * group_stride + token * ROW_WIDTH + (head % HEADS_PER_GROUP) * HEAD_DIM
-        if PREFETCH:
-            # This tile's loads were issued one iteration ago; issue the next tile's now, so
-            # each program keeps a tile of reads in flight while it computes.
-            x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
-            x_next, a_next, b_next, pos_next = _load_tile(
-                o_ptr, positions_ptr, tile + num_programs, n_rows, o_stride_token, o_stride_head, cols, x_cols,
-                col_a, col_b, pair_ok, NUM_HEADS, ROWS,
-            )
-        else:
-            x_raw, a_raw, b_raw, pos = _load_tile(
-                o_ptr, positions_ptr, tile, n_rows, o_stride_token, o_stride_head, cols, x_cols, col_a, col_b,
-                pair_ok, NUM_HEADS, ROWS,
-            )
-        x = x_raw.to(tl.float32)
-        a = a_raw.to(tl.float32)
-        b = b_raw.to(tl.float32)
-        pair_mask = row_ok[:, None] & pair_ok[None, :]
-        cache_row = cos_sin_ptr + pos * cache_stride_pos
-        cos = tl.load(cache_row[:, None] + pair[None, :], mask=pair_mask, other=1.0).to(tl.float32)
-        sin = tl.load(cache_row[:, None] + HALF_ROPE + pair[None, :], mask=pair_mask, other=0.0).to(tl.float32)
-        # Inverse rotation (by -theta).
-        new_a = a * cos + b * sin
-        new_b = b * cos - a * sin
-
-        keep_mask = row_ok[:, None] & keep_cols[None, :]
-        out_rows = out_ptr + out_base
-        if QUANTIZE:
-            if ROPE_MASKED_LOAD:
-                kept_abs = tl.abs(x)
-            else:
-                kept_abs = tl.where(keep_cols[None, :], tl.abs(x), 0.0)
-            amax = tl.max(tl.reshape(kept_abs, (ROWS, CHUNKS_P2, GROUP)), axis=2)
-            for c in tl.static_range(ROPE_START // GROUP, (ROPE_END - 1) // GROUP + 1):
-                abs_a = tl.where((chunk_a == c)[None, :], tl.abs(new_a), 0.0)
-                abs_b = tl.where((chunk_b == c)[None, :], tl.abs(new_b), 0.0)
-                if ROPE_ONE_REDUCTION:
-                    rope_amax = tl.max(tl.maximum(abs_a, abs_b), axis=1)
-                else:
-                    rope_amax = tl.maximum(tl.max(abs_a, axis=1), tl.max(abs_b, axis=1))
-                amax = tl.where((chunk_ids == c)[None, :], tl.maximum(amax, rope_amax[:, None]), amax)
-            scale = tl.maximum(amax, EPS) * (1.0 / FP8_MAX_VALUE)
-            if POW2_SCALES:
-                # Exact round-up to a power of two (log2/exp2 are approximate on the GPU).
-                bits = scale.to(tl.int32, bitcast=True)
-                exponent = ((bits >> 23) & 0xFF) + ((bits & 0x7FFFFF) != 0).to(tl.int32)
-                scale = (exponent << 23).to(tl.float32, bitcast=True)
-            if POW2_SCALES and POW2_INVERSE_BITS:
-                # 1 / 2^(e - 127) = 2^(127 - e): exponent field 254 - e (0, i.e. 0.0, for an infinite scale).
-                inverse = ((254 - tl.minimum(exponent, 254)) << 23).to(tl.float32, bitcast=True)
-            else:
-                inverse = tl.math.div_rn(tl.full(scale.shape, 1.0, tl.float32), scale)
-
-            inverse_cols = tl.reshape(
-                tl.broadcast_to(inverse[:, :, None], (ROWS, CHUNKS_P2, GROUP)), (ROWS, D_TILE)
-            )
-            CLAMP: tl.constexpr = CLAMP_FP8 or out_ptr.dtype.element_ty != tl.float8e4nv
-            q = _scaled(x, inverse_cols, CLAMP, FP8_MAX_VALUE)
-            tl.store(out_rows[:, None] + cols[None, :], q.to(out_ptr.dtype.element_ty), mask=keep_mask,
-                     cache_modifier=STORE_CACHE)
-
-            inverse_a = tl.zeros((ROWS, HALF_ROPE_P2), dtype=tl.float32)
-            inverse_b = tl.zeros((ROWS, HALF_ROPE_P2), dtype=tl.float32)
-            for c in tl.static_range(ROPE_START // GROUP, (ROPE_END - 1) // GROUP + 1):
-                inverse_c = tl.sum(tl.where((chunk_ids == c)[None, :], inverse, 0.0), axis=1)
-                inverse_a = tl.where((chunk_a == c)[None, :], inverse_c[:, None], inverse_a)
-                inverse_b = tl.where((chunk_b == c)[None, :], inverse_c[:, None], inverse_b)
-            q_a = _scaled(new_a, inverse_a, CLAMP, FP8_MAX_VALUE)
-            q_b = _scaled(new_b, inverse_b, CLAMP, FP8_MAX_VALUE)
-            tl.store(out_rows[:, None] + col_a[None, :], q_a.to(out_ptr.dtype.element_ty), mask=pair_mask,
-                     cache_modifier=STORE_CACHE)
-            tl.store(out_rows[:, None] + col_b[None, :], q_b.to(out_ptr.dtype.element_ty), mask=pair_mask,
-                     cache_modifier=STORE_CACHE)
-
-            # Scale column of (head, chunk) is head * SCALES_PER_ROW + chunk for every grouping.
-            if PACKED_SCALES:
-                exponents = (scale.to(tl.int32, bitcast=True) >> 23) & 0xFF
-                shifts = (tl.arange(0, 4) * 8)[None, None, :]
-                words = tl.sum(tl.reshape(exponents, (ROWS, CHUNKS_P2 // 4, 4)) << shifts, axis=2)
-                word_ids = tl.arange(0, CHUNKS_P2 // 4)
-                scale_col = head[:, None] * SCALES_PER_ROW + word_ids[None, :]
-                scale_mask = row_ok[:, None] & (word_ids < SCALES_PER_ROW)[None, :]
-                scale_values = words
-            else:
-                scale_col = head[:, None] * SCALES_PER_ROW + chunk_ids[None, :]
-                scale_mask = row_ok[:, None] & (chunk_ids < CHUNKS)[None, :]
-                scale_values = scale
-            if SCALE_MN_MAJOR:
-                scale_addr = scale_col * padded_tokens + token[:, None]
-            else:
-                scale_addr = token[:, None] * (NUM_HEADS * SCALES_PER_ROW) + scale_col
-            tl.store(scale_ptr + scale_addr, scale_values, mask=scale_mask)
-        else:
-            tl.store(out_rows[:, None] + cols[None, :], x.to(out_ptr.dtype.element_ty), mask=keep_mask)
-            tl.store(out_rows[:, None] + col_a[None, :], new_a.to(out_ptr.dtype.element_ty), mask=pair_mask)
-            tl.store(out_rows[:, None] + col_b[None, :], new_b.to(out_ptr.dtype.element_ty), mask=pair_mask)
 
 
 @dataclass(frozen=True)
@@ -520,6 +668,8 @@ def launch_inv_rope_fp8(
     pow2_inverse_bits: bool = _POW2_INVERSE_BITS,
     rope_masked_load: bool = _ROPE_MASKED_LOAD,
     rope_one_reduction: bool = _ROPE_ONE_REDUCTION,
+    scale_token_run: int = 1,
+    token_run_min_tokens: int = 0,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
@@ -529,7 +679,9 @@ def launch_inv_rope_fp8(
     ``rows_per_tile``, ``num_warps``, ``programs_per_sm``, ``prefetch``, ``store_cache`` (the
     output rows' store cache modifier, ``_STORE_CACHE`` unless given; "" the plain store), ``clamp_fp8`` (a
     clamp before the fp8 cast too), ``pow2_inverse_bits``, ``rope_masked_load`` and ``rope_one_reduction``
-    (the kernel's constexprs of those names) are tuning knobs for benchmarks.
+    (the kernel's constexprs of those names) are tuning knobs for benchmarks. ``scale_token_run`` (a power of
+    two) makes a tile one head's run of that many consecutive tokens, from ``token_run_min_tokens`` tokens on,
+    with MN-major scales (one-row tiles only).
     """
     num_tokens = o.shape[0]
     if num_tokens == 0:
@@ -539,6 +691,12 @@ def launch_inv_rope_fp8(
     rows = rows_per_tile or max(1, _ELEMENTS_PER_TILE // tile_width)
     num_warps = num_warps or min(4, max(1, rows * tile_width // 1024))
     n_tiles = triton.cdiv(num_tokens * layout.num_heads, rows)
+    if scale_token_run > 1:
+        if rows != 1 or scale_token_run & (scale_token_run - 1):
+            _fail("scale_token_run", f"needs one-row tiles and a power of two, got {scale_token_run} "
+                  f"with {rows} rows a tile")
+        if layout.quantize and layout.scale_layout == "mn_major" and num_tokens >= token_run_min_tokens:
+            n_tiles = triton.cdiv(num_tokens, scale_token_run) * layout.num_heads
     grid = (inv_rope_grid(n_tiles, _sm_count(o.device), programs_per_sm),)
     # With one token the token stride is never used; normalise it so a view's odd stride
     # cannot become a new specialization.
@@ -560,6 +718,8 @@ def launch_inv_rope_fp8(
         POW2_INVERSE_BITS=pow2_inverse_bits,
         ROPE_MASKED_LOAD=rope_masked_load,
         ROPE_ONE_REDUCTION=rope_one_reduction,
+        SCALE_TOKEN_RUN=scale_token_run,
+        TOKEN_RUN_MIN_TOKENS=token_run_min_tokens,
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.
         enable_fp_fusion=False,
