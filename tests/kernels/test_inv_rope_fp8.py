@@ -89,6 +89,14 @@ CASES = [
          positions_dtype="int32", o_padding=64),
 ]
 
+# MN-major cases, also run with token-run tiles (a head's run of tokens a tile, its scales stored once a run):
+# runs at every T, and runs of 8 switched on from 3 tokens (T = 1 and 2 take the one-row loop of the same variant).
+TOKEN_RUN_CASES = [case for case in CASES if case.quantize and case.scale_layout == "mn_major"]
+TOKEN_RUN_KNOBS = {
+    "token_run_4": dict(rows_per_tile=1, scale_token_run=4),
+    "token_run_8_from_3": dict(rows_per_tile=1, scale_token_run=8, token_run_min_tokens=3),
+}
+
 
 def _layout(case: Case, inputs: dict) -> irf.InvRopeFp8Layout:
     return irf.plan_inv_rope_fp8(
@@ -109,9 +117,10 @@ def _logical(case: Case, layout: irf.InvRopeFp8Layout, out: torch.Tensor, scales
 
 
 def run_kernel(
-    case: Case, inputs: dict, device: str, fp8: bool, rows_per_tile: int | None = None
+    case: Case, inputs: dict, device: str, fp8: bool, rows_per_tile: int | None = None, **knobs
 ) -> dict[str, torch.Tensor]:
-    """Run the kernel once into poisoned buffers; pre-cast fp32 values, or fp8 when ``fp8``."""
+    """Run the kernel once into poisoned buffers; pre-cast fp32 values, or fp8 when ``fp8``. ``knobs`` go to
+    ``launch_inv_rope_fp8``."""
     inputs = {k: v.to(device) for k, v in inputs.items()}
     tokens = inputs["o"].shape[0]
     layout = _layout(case, inputs)
@@ -120,7 +129,7 @@ def run_kernel(
         out = torch.full(out.shape, float("nan"), dtype=torch.float32, device=device)
     if scales.numel():
         scales.fill_(-7)
-    irf.launch_inv_rope_fp8(layout, **inputs, out=out, scales=scales, rows_per_tile=rows_per_tile)
+    irf.launch_inv_rope_fp8(layout, **inputs, out=out, scales=scales, rows_per_tile=rows_per_tile, **knobs)
     values, scale_values = _logical(case, layout, out, scales, tokens)
     result = {"values": values.cpu(), "scale_buffer": scales.cpu()}
     if scale_values is not None:
@@ -133,8 +142,12 @@ def _interpreter_child(request_path: str, result_path: str) -> None:
     requests = torch.load(request_path)
     results = {}
     for key, (case_fields, inputs) in requests.items():
+        case = Case(**case_fields)
         # 8 rows per tile (the GPU default is 1): fewer interpreted programs, and partial tiles.
-        results[key] = run_kernel(Case(**case_fields), inputs, "cpu", fp8=False, rows_per_tile=8)
+        results[key] = run_kernel(case, inputs, "cpu", fp8=False, rows_per_tile=8)
+        if case in TOKEN_RUN_CASES:
+            for name, knobs in TOKEN_RUN_KNOBS.items():
+                results[(*key, name)] = run_kernel(case, inputs, "cpu", fp8=False, **knobs)
     torch.save(results, result_path)
 
 
@@ -228,6 +241,23 @@ def test_kernel_matches_reference(case: Case, backend: str, request: pytest.Fixt
         else:
             got = run_kernel(case, inputs, "cuda", fp8=False)
             fp8_got = run_kernel(case, inputs, "cuda", fp8=True)
+        check_against_reference(case, inputs, got, fp8_got, "cpu" if backend == "interpreter" else "cuda")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("knobs", list(TOKEN_RUN_KNOBS))
+@pytest.mark.parametrize("case", TOKEN_RUN_CASES, ids=lambda c: c.name)
+def test_token_run_tiles_match_reference(case: Case, knobs: str, backend: str, request: pytest.FixtureRequest) -> None:
+    """Token-run tiles: the same rotation, scales, MN-major padding and fp8 values as the reference."""
+    token_counts = INTERPRETER_TOKEN_COUNTS if backend == "interpreter" else GPU_TOKEN_COUNTS
+    for tokens in token_counts:
+        inputs = case.inputs(tokens, _seed(case, tokens))
+        if backend == "interpreter":
+            got = request.getfixturevalue("interpreter_results")[(case.name, tokens, knobs)]
+            fp8_got = None
+        else:
+            got = run_kernel(case, inputs, "cuda", fp8=False, **TOKEN_RUN_KNOBS[knobs])
+            fp8_got = run_kernel(case, inputs, "cuda", fp8=True, **TOKEN_RUN_KNOBS[knobs])
         check_against_reference(case, inputs, got, fp8_got, "cpu" if backend == "interpreter" else "cuda")
 
 
@@ -409,6 +439,22 @@ def test_every_layout_compiles_one_variant_across_token_classes(sweep_inputs, op
 
     variants, events = _variants_over(SAMPLE_TOKEN_COUNTS, call)
     assert variants == 1, [event.causes for event in events]
+
+
+def test_token_run_tiles_compile_one_variant_on_both_sides_of_their_threshold(sweep_inputs) -> None:
+    """Runs switched on from 64 tokens: below and above take two loops of one compiled variant."""
+    o, positions, cache = sweep_inputs["o"], sweep_inputs["positions"], sweep_inputs["cos_sin_cache"]
+    layout = irf.plan_inv_rope_fp8(o[:1], positions[:1], cache, scale_format="pow2", scale_layout="mn_major",
+                                   n_groups=4)
+
+    def call(tokens: int) -> None:
+        out, scales = irf.allocate_inv_rope_fp8_outputs(layout, tokens, o.device)
+        irf.launch_inv_rope_fp8(layout, o[:tokens], positions[:tokens], cache, out, scales, scale_token_run=4,
+                                token_run_min_tokens=64)
+
+    variants, events = _variants_over(SAMPLE_TOKEN_COUNTS, call)
+    assert variants == 1, [event.causes for event in events]
+    assert min(SAMPLE_TOKEN_COUNTS) < 64 < max(SAMPLE_TOKEN_COUNTS)
 
 
 def test_default_specialization_copy_recompiles_where_ours_does_not(sweep_inputs) -> None:
