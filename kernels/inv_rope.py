@@ -378,6 +378,9 @@ def inv_rope_fp8_kernel(
     ``x`` (zeros there), so its absmax needs no select; the rope pairs come from their own loads.
     ROPE_ONE_REDUCTION: a rope chunk's absmax over both halves of its pairs in one reduction (max is
     exact: the same values).
+    SCALE_TOKEN_RUN: with MN-major scales and more than one, from TOKEN_RUN_MIN_TOKENS tokens a tile is one
+    head's run of that many consecutive tokens (``_token_run_tiles``), below it the one-row loop: a runtime
+    branch in the one compiled variant.
     """
     D_TILE: tl.constexpr = CHUNKS_P2 * GROUP
     ROPE_END: tl.constexpr = ROPE_START + 2 * HALF_ROPE
