@@ -449,7 +449,7 @@ def sweep_configs(irf: Any, copy_gbs: float) -> list[dict]:
     return rows
 
 
-KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768)
+KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768, 65536)
 # (label, launch_inv_rope_fp8 knobs) against the default launch, which with vLLM's kernel beside it
 # answers "never slower than vLLM at T < 1024". Tried and removed (benchmarks/results/inv_rope_fp8.md,
 # 2026-12-01): the tile loop software-pipelined by the compiler (tl.range num_stages 2-4, 7-53%
