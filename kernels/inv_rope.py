@@ -49,6 +49,7 @@ POSITION_DTYPES = (torch.int64, torch.int32)
 _ELEMENTS_PER_TILE = 512
 _PROGRAMS_PER_SM = 32
 _PREFETCH = True
+_PREFETCH_MAX_TILES = 0
 # The output rows are stored streaming (st.global.cs, evict first from L2: nothing here reads them
 # again). H200, two calls side by side (inv_rope_fp8.md, eighth session): T = 256 12-14% faster,
 # within 1% of the plain store at every other T measured.
@@ -365,6 +366,7 @@ def inv_rope_fp8_kernel(
     ROPE_ONE_REDUCTION: tl.constexpr = False,
     SCALE_TOKEN_RUN: tl.constexpr = 1,
     TOKEN_RUN_MIN_TOKENS: tl.constexpr = 0,
+    PREFETCH_MAX_TILES: tl.constexpr = 0,
 ):
     """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles.
 
@@ -380,7 +382,8 @@ def inv_rope_fp8_kernel(
     exact: the same values).
     SCALE_TOKEN_RUN: with MN-major scales and more than one, from TOKEN_RUN_MIN_TOKENS tokens a tile is one
     head's run of that many consecutive tokens (``_token_run_tiles``), below it the one-row loop: a runtime
-    branch in the one compiled variant.
+    branch in the one compiled variant. PREFETCH_MAX_TILES: with PREFETCH and more than 0, the next tile's
+    loads are issued ahead only while programs have at most that many tiles each (a runtime branch too).
     """
     D_TILE: tl.constexpr = CHUNKS_P2 * GROUP
     ROPE_END: tl.constexpr = ROPE_START + 2 * HALF_ROPE
@@ -422,9 +425,15 @@ def inv_rope_fp8_kernel(
     chunk_ids = tl.arange(0, CHUNKS_P2)
 
     x_cols = keep_cols if ROPE_MASKED_LOAD else col_ok
+    # Runtime choices inside the one compiled variant (each a branch on the token count, never a new key).
+    use_runs = False
     if SCALE_TOKEN_RUN > 1 and QUANTIZE and SCALE_MN_MAJOR:
-        if n_tokens >= TOKEN_RUN_MIN_TOKENS:
-            _token_run_tiles(
+        use_runs = n_tokens >= TOKEN_RUN_MIN_TOKENS
+    prefetch_now = PREFETCH
+    if PREFETCH and PREFETCH_MAX_TILES > 0:
+        prefetch_now = (n_tokens * NUM_HEADS + ROWS - 1) // ROWS <= PREFETCH_MAX_TILES * tl.num_programs(0)
+    if use_runs:
+        _token_run_tiles(
                 o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
                 cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
                 chunk_a, chunk_b, chunk_ids,
@@ -432,6 +441,17 @@ def inv_rope_fp8_kernel(
                 QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
                 POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
                 PREFETCH, SCALE_TOKEN_RUN,
+        )
+    else:
+        if prefetch_now:
+            _one_row_tiles(
+                o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
+                cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
+                chunk_a, chunk_b, chunk_ids,
+                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
+                QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
+                POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
+                True, SCALE_MN_MAJOR,
             )
         else:
             _one_row_tiles(
@@ -441,18 +461,8 @@ def inv_rope_fp8_kernel(
                 NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
                 QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
                 POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
-                PREFETCH, SCALE_MN_MAJOR,
+                False, SCALE_MN_MAJOR,
             )
-    else:
-        _one_row_tiles(
-            o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
-            cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
-            chunk_a, chunk_b, chunk_ids,
-            NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
-            QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
-            POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
-            PREFETCH, SCALE_MN_MAJOR,
-        )
 
 
 @dataclass(frozen=True)
@@ -673,6 +683,7 @@ def launch_inv_rope_fp8(
     rope_one_reduction: bool = _ROPE_ONE_REDUCTION,
     scale_token_run: int = 1,
     token_run_min_tokens: int = 0,
+    prefetch_max_tiles: int = _PREFETCH_MAX_TILES,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
 
@@ -684,7 +695,8 @@ def launch_inv_rope_fp8(
     clamp before the fp8 cast too), ``pow2_inverse_bits``, ``rope_masked_load`` and ``rope_one_reduction``
     (the kernel's constexprs of those names) are tuning knobs for benchmarks. ``scale_token_run`` (a power of
     two) makes a tile one head's run of that many consecutive tokens, from ``token_run_min_tokens`` tokens on,
-    with MN-major scales (one-row tiles only).
+    with MN-major scales (one-row tiles only). ``prefetch_max_tiles`` (0: no limit) stops the prefetch where
+    programs have more tiles each than that.
     """
     num_tokens = o.shape[0]
     if num_tokens == 0:
@@ -723,6 +735,7 @@ def launch_inv_rope_fp8(
         ROPE_ONE_REDUCTION=rope_one_reduction,
         SCALE_TOKEN_RUN=scale_token_run,
         TOKEN_RUN_MIN_TOKENS=token_run_min_tokens,
+        PREFETCH_MAX_TILES=prefetch_max_tiles,
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.
         enable_fp_fusion=False,
