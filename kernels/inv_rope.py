@@ -200,7 +200,7 @@ def _row_outputs(
 
 
 @triton.jit
-def _one_row_tiles(
+def _one_row_loop(
     o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head, cache_stride_pos,
     padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b, chunk_a, chunk_b, chunk_ids,
     NUM_HEADS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, ROPE_START: tl.constexpr,
@@ -256,6 +256,53 @@ def _one_row_tiles(
             else:
                 scale_addr = token[:, None] * (NUM_HEADS * SCALES_PER_ROW) + scale_col
             tl.store(scale_ptr + scale_addr, scale_values, mask=scale_mask)
+
+
+@triton.jit
+def _one_row_tiles(
+    o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head, cache_stride_pos,
+    padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b, chunk_a, chunk_b, chunk_ids,
+    NUM_HEADS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, ROPE_START: tl.constexpr,
+    HALF_ROPE: tl.constexpr, HALF_ROPE_P2: tl.constexpr, GROUP: tl.constexpr, CHUNKS: tl.constexpr,
+    CHUNKS_P2: tl.constexpr,
+    QUANTIZE: tl.constexpr, POW2_SCALES: tl.constexpr, PACKED_SCALES: tl.constexpr, FP8_MAX_VALUE: tl.constexpr,
+    EPS: tl.constexpr, ROWS: tl.constexpr, STORE_CACHE: tl.constexpr, CLAMP_FP8: tl.constexpr,
+    POW2_INVERSE_BITS: tl.constexpr, ROPE_MASKED_LOAD: tl.constexpr, ROPE_ONE_REDUCTION: tl.constexpr,
+    PREFETCH: tl.constexpr, SCALE_MN_MAJOR: tl.constexpr, PREFETCH_MAX_TILES: tl.constexpr,
+):
+    """``_one_row_loop`` with PREFETCH, or, with PREFETCH_MAX_TILES > 0, prefetching only while programs have at
+    most that many tiles each: both loops compiled, the choice a runtime branch on the token count."""
+    if PREFETCH and PREFETCH_MAX_TILES > 0:
+        if (n_tokens * NUM_HEADS + ROWS - 1) // ROWS <= PREFETCH_MAX_TILES * tl.num_programs(0):
+            _one_row_loop(
+                o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
+                cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
+                chunk_a, chunk_b, chunk_ids,
+                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
+                QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
+                POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
+                True, SCALE_MN_MAJOR,
+            )
+        else:
+            _one_row_loop(
+                o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
+                cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
+                chunk_a, chunk_b, chunk_ids,
+                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
+                QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
+                POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
+                False, SCALE_MN_MAJOR,
+            )
+    else:
+        _one_row_loop(
+            o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
+            cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
+            chunk_a, chunk_b, chunk_ids,
+            NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
+            QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
+            POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
+            PREFETCH, SCALE_MN_MAJOR,
+        )
 
 
 @triton.jit
@@ -425,15 +472,10 @@ def inv_rope_fp8_kernel(
     chunk_ids = tl.arange(0, CHUNKS_P2)
 
     x_cols = keep_cols if ROPE_MASKED_LOAD else col_ok
-    # Runtime choices inside the one compiled variant (each a branch on the token count, never a new key).
-    use_runs = False
-    if SCALE_TOKEN_RUN > 1 and QUANTIZE and SCALE_MN_MAJOR:
-        use_runs = n_tokens >= TOKEN_RUN_MIN_TOKENS
-    prefetch_now = PREFETCH
-    if PREFETCH and PREFETCH_MAX_TILES > 0:
-        prefetch_now = (n_tokens * NUM_HEADS + ROWS - 1) // ROWS <= PREFETCH_MAX_TILES * tl.num_programs(0)
-    if use_runs:
-        _token_run_tiles(
+    if (SCALE_TOKEN_RUN > 1 and QUANTIZE) and SCALE_MN_MAJOR:
+        # Token runs from TOKEN_RUN_MIN_TOKENS tokens, one-row tiles below: a runtime branch in the one variant.
+        if n_tokens >= TOKEN_RUN_MIN_TOKENS:
+            _token_run_tiles(
                 o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
                 cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
                 chunk_a, chunk_b, chunk_ids,
@@ -441,17 +483,6 @@ def inv_rope_fp8_kernel(
                 QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
                 POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
                 PREFETCH, SCALE_TOKEN_RUN,
-        )
-    else:
-        if prefetch_now:
-            _one_row_tiles(
-                o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
-                cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
-                chunk_a, chunk_b, chunk_ids,
-                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
-                QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
-                POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
-                True, SCALE_MN_MAJOR,
             )
         else:
             _one_row_tiles(
@@ -461,8 +492,18 @@ def inv_rope_fp8_kernel(
                 NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
                 QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
                 POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
-                False, SCALE_MN_MAJOR,
+                PREFETCH, SCALE_MN_MAJOR, PREFETCH_MAX_TILES,
             )
+    else:
+        _one_row_tiles(
+            o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
+            cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
+            chunk_a, chunk_b, chunk_ids,
+            NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
+            QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
+            POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
+            PREFETCH, SCALE_MN_MAJOR, PREFETCH_MAX_TILES,
+        )
 
 
 @dataclass(frozen=True)
