@@ -89,12 +89,15 @@ CASES = [
          positions_dtype="int32", o_padding=64),
 ]
 
-# MN-major cases, also run with token-run tiles (a head's run of tokens a tile, its scales stored once a run):
-# runs at every T, and runs of 8 switched on from 3 tokens (T = 1 and 2 take the one-row loop of the same variant).
-TOKEN_RUN_CASES = [case for case in CASES if case.quantize and case.scale_layout == "mn_major"]
-TOKEN_RUN_KNOBS = {
+# MN-major cases, also run with the launch knobs that switch loops: token-run tiles (a head's run of tokens a
+# tile, its scales stored once a run) at every T, and runs of 8 switched on from 3 tokens (T = 1 and 2 take the
+# one-row loop of the same variant); the prefetch only while programs have at most one tile each, on a grid of one
+# program an SM (on the CPU 66 programs: at 6 tokens of 16 heads, 96 tiles, the loop without prefetch).
+KNOB_CASES = [case for case in CASES if case.quantize and case.scale_layout == "mn_major"]
+LAUNCH_KNOBS = {
     "token_run_4": dict(rows_per_tile=1, scale_token_run=4),
     "token_run_8_from_3": dict(rows_per_tile=1, scale_token_run=8, token_run_min_tokens=3),
+    "prefetch_max_1": dict(rows_per_tile=1, prefetch_max_tiles=1, programs_per_sm=1),
 }
 
 
@@ -145,8 +148,8 @@ def _interpreter_child(request_path: str, result_path: str) -> None:
         case = Case(**case_fields)
         # 8 rows per tile (the GPU default is 1): fewer interpreted programs, and partial tiles.
         results[key] = run_kernel(case, inputs, "cpu", fp8=False, rows_per_tile=8)
-        if case in TOKEN_RUN_CASES:
-            for name, knobs in TOKEN_RUN_KNOBS.items():
+        if case in KNOB_CASES:
+            for name, knobs in LAUNCH_KNOBS.items():
                 results[(*key, name)] = run_kernel(case, inputs, "cpu", fp8=False, **knobs)
     torch.save(results, result_path)
 
@@ -245,10 +248,11 @@ def test_kernel_matches_reference(case: Case, backend: str, request: pytest.Fixt
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("knobs", list(TOKEN_RUN_KNOBS))
-@pytest.mark.parametrize("case", TOKEN_RUN_CASES, ids=lambda c: c.name)
-def test_token_run_tiles_match_reference(case: Case, knobs: str, backend: str, request: pytest.FixtureRequest) -> None:
-    """Token-run tiles: the same rotation, scales, MN-major padding and fp8 values as the reference."""
+@pytest.mark.parametrize("knobs", list(LAUNCH_KNOBS))
+@pytest.mark.parametrize("case", KNOB_CASES, ids=lambda c: c.name)
+def test_launch_knobs_match_reference(case: Case, knobs: str, backend: str, request: pytest.FixtureRequest) -> None:
+    """The loops other launch knobs switch to: the same rotation, scales, MN-major padding and fp8 values as the
+    reference."""
     token_counts = INTERPRETER_TOKEN_COUNTS if backend == "interpreter" else GPU_TOKEN_COUNTS
     for tokens in token_counts:
         inputs = case.inputs(tokens, _seed(case, tokens))
@@ -256,8 +260,8 @@ def test_token_run_tiles_match_reference(case: Case, knobs: str, backend: str, r
             got = request.getfixturevalue("interpreter_results")[(case.name, tokens, knobs)]
             fp8_got = None
         else:
-            got = run_kernel(case, inputs, "cuda", fp8=False, **TOKEN_RUN_KNOBS[knobs])
-            fp8_got = run_kernel(case, inputs, "cuda", fp8=True, **TOKEN_RUN_KNOBS[knobs])
+            got = run_kernel(case, inputs, "cuda", fp8=False, **LAUNCH_KNOBS[knobs])
+            fp8_got = run_kernel(case, inputs, "cuda", fp8=True, **LAUNCH_KNOBS[knobs])
         check_against_reference(case, inputs, got, fp8_got, "cpu" if backend == "interpreter" else "cuda")
 
 
@@ -441,20 +445,28 @@ def test_every_layout_compiles_one_variant_across_token_classes(sweep_inputs, op
     assert variants == 1, [event.causes for event in events]
 
 
-def test_token_run_tiles_compile_one_variant_on_both_sides_of_their_threshold(sweep_inputs) -> None:
-    """Runs switched on from 64 tokens: below and above take two loops of one compiled variant."""
+@pytest.mark.parametrize(
+    "knobs, switch_tokens",
+    [
+        (dict(scale_token_run=4, token_run_min_tokens=64), 64),
+        # 16 tiles a program on the CPU's 132 x 32 programs: 67584 rows, 4224 tokens of 16 heads.
+        (dict(prefetch_max_tiles=16), 4224),
+    ],
+    ids=["token_runs_from_64", "prefetch_max_16"],
+)
+def test_loop_switches_compile_one_variant_on_both_sides(sweep_inputs, knobs, switch_tokens) -> None:
+    """Knobs whose loop is chosen by the token count: below and above take two loops of one compiled variant."""
     o, positions, cache = sweep_inputs["o"], sweep_inputs["positions"], sweep_inputs["cos_sin_cache"]
     layout = irf.plan_inv_rope_fp8(o[:1], positions[:1], cache, scale_format="pow2", scale_layout="mn_major",
                                    n_groups=4)
 
     def call(tokens: int) -> None:
         out, scales = irf.allocate_inv_rope_fp8_outputs(layout, tokens, o.device)
-        irf.launch_inv_rope_fp8(layout, o[:tokens], positions[:tokens], cache, out, scales, scale_token_run=4,
-                                token_run_min_tokens=64)
+        irf.launch_inv_rope_fp8(layout, o[:tokens], positions[:tokens], cache, out, scales, **knobs)
 
     variants, events = _variants_over(SAMPLE_TOKEN_COUNTS, call)
     assert variants == 1, [event.causes for event in events]
-    assert min(SAMPLE_TOKEN_COUNTS) < 64 < max(SAMPLE_TOKEN_COUNTS)
+    assert min(SAMPLE_TOKEN_COUNTS) < switch_tokens < max(SAMPLE_TOKEN_COUNTS)
 
 
 def test_default_specialization_copy_recompiles_where_ours_does_not(sweep_inputs) -> None:
