@@ -200,18 +200,45 @@ def _row_outputs(
 
 
 @triton.jit
+def _row_columns(
+    HEAD_DIM: tl.constexpr, ROPE_START: tl.constexpr, HALF_ROPE: tl.constexpr, HALF_ROPE_P2: tl.constexpr,
+    NEOX: tl.constexpr, GROUP: tl.constexpr, CHUNKS_P2: tl.constexpr, ROPE_MASKED_LOAD: tl.constexpr,
+):
+    """A row's column indices and masks: (cols, x_cols (the columns ``x`` is loaded from), keep_cols (outside the
+    rope slice), pair, pair_ok, col_a, col_b (each rope pair's two columns), chunk_a, chunk_b, chunk_ids)."""
+    D_TILE: tl.constexpr = CHUNKS_P2 * GROUP
+    ROPE_END: tl.constexpr = ROPE_START + 2 * HALF_ROPE
+    cols = tl.arange(0, D_TILE)
+    col_ok = cols < HEAD_DIM
+    keep_cols = col_ok & ((cols < ROPE_START) | (cols >= ROPE_END))
+    pair = tl.arange(0, HALF_ROPE_P2)
+    pair_ok = pair < HALF_ROPE
+    if NEOX:
+        col_a = ROPE_START + pair
+        col_b = ROPE_START + HALF_ROPE + pair
+    else:
+        col_a = ROPE_START + 2 * pair
+        col_b = ROPE_START + 2 * pair + 1
+    x_cols = keep_cols if ROPE_MASKED_LOAD else col_ok
+    return cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b, col_a // GROUP, col_b // GROUP, tl.arange(0, CHUNKS_P2)
+
+
+@triton.jit
 def _one_row_loop(
     o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head, cache_stride_pos,
-    padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b, chunk_a, chunk_b, chunk_ids,
+    padded_tokens, group_stride,
     NUM_HEADS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, ROPE_START: tl.constexpr,
-    HALF_ROPE: tl.constexpr, HALF_ROPE_P2: tl.constexpr, GROUP: tl.constexpr, CHUNKS: tl.constexpr,
-    CHUNKS_P2: tl.constexpr,
+    HALF_ROPE: tl.constexpr, HALF_ROPE_P2: tl.constexpr, NEOX: tl.constexpr, GROUP: tl.constexpr,
+    CHUNKS: tl.constexpr, CHUNKS_P2: tl.constexpr,
     QUANTIZE: tl.constexpr, POW2_SCALES: tl.constexpr, PACKED_SCALES: tl.constexpr, FP8_MAX_VALUE: tl.constexpr,
     EPS: tl.constexpr, ROWS: tl.constexpr, STORE_CACHE: tl.constexpr, CLAMP_FP8: tl.constexpr,
     POW2_INVERSE_BITS: tl.constexpr, ROPE_MASKED_LOAD: tl.constexpr, ROPE_ONE_REDUCTION: tl.constexpr,
     PREFETCH: tl.constexpr, SCALE_MN_MAJOR: tl.constexpr,
 ):
     """The tile loop: ROWS rows a tile, every grid-th tile, each tile's scales stored with it."""
+    cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b, chunk_a, chunk_b, chunk_ids = _row_columns(
+        HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, NEOX, GROUP, CHUNKS_P2, ROPE_MASKED_LOAD,
+    )
     SCALES_PER_ROW: tl.constexpr = CHUNKS // 4 if PACKED_SCALES else CHUNKS
     pid = tl.program_id(0)
     num_programs = tl.num_programs(0)
@@ -261,10 +288,10 @@ def _one_row_loop(
 @triton.jit
 def _one_row_tiles(
     o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head, cache_stride_pos,
-    padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b, chunk_a, chunk_b, chunk_ids,
+    padded_tokens, group_stride,
     NUM_HEADS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, ROPE_START: tl.constexpr,
-    HALF_ROPE: tl.constexpr, HALF_ROPE_P2: tl.constexpr, GROUP: tl.constexpr, CHUNKS: tl.constexpr,
-    CHUNKS_P2: tl.constexpr,
+    HALF_ROPE: tl.constexpr, HALF_ROPE_P2: tl.constexpr, NEOX: tl.constexpr, GROUP: tl.constexpr,
+    CHUNKS: tl.constexpr, CHUNKS_P2: tl.constexpr,
     QUANTIZE: tl.constexpr, POW2_SCALES: tl.constexpr, PACKED_SCALES: tl.constexpr, FP8_MAX_VALUE: tl.constexpr,
     EPS: tl.constexpr, ROWS: tl.constexpr, STORE_CACHE: tl.constexpr, CLAMP_FP8: tl.constexpr,
     POW2_INVERSE_BITS: tl.constexpr, ROPE_MASKED_LOAD: tl.constexpr, ROPE_ONE_REDUCTION: tl.constexpr,
@@ -276,9 +303,9 @@ def _one_row_tiles(
         if (n_tokens * NUM_HEADS + ROWS - 1) // ROWS <= PREFETCH_MAX_TILES * tl.num_programs(0):
             _one_row_loop(
                 o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
-                cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
-                chunk_a, chunk_b, chunk_ids,
-                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
+                cache_stride_pos, padded_tokens, group_stride,
+                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, NEOX, GROUP, CHUNKS,
+                CHUNKS_P2,
                 QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
                 POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
                 True, SCALE_MN_MAJOR,
@@ -286,9 +313,9 @@ def _one_row_tiles(
         else:
             _one_row_loop(
                 o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
-                cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
-                chunk_a, chunk_b, chunk_ids,
-                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
+                cache_stride_pos, padded_tokens, group_stride,
+                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, NEOX, GROUP, CHUNKS,
+                CHUNKS_P2,
                 QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
                 POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
                 False, SCALE_MN_MAJOR,
@@ -296,9 +323,9 @@ def _one_row_tiles(
     else:
         _one_row_loop(
             o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
-            cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
-            chunk_a, chunk_b, chunk_ids,
-            NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
+            cache_stride_pos, padded_tokens, group_stride,
+            NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, NEOX, GROUP, CHUNKS,
+            CHUNKS_P2,
             QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
             POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
             PREFETCH, SCALE_MN_MAJOR,
@@ -308,10 +335,10 @@ def _one_row_tiles(
 @triton.jit
 def _token_run_tiles(
     o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head, cache_stride_pos,
-    padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b, chunk_a, chunk_b, chunk_ids,
+    padded_tokens, group_stride,
     NUM_HEADS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, ROPE_START: tl.constexpr,
-    HALF_ROPE: tl.constexpr, HALF_ROPE_P2: tl.constexpr, GROUP: tl.constexpr, CHUNKS: tl.constexpr,
-    CHUNKS_P2: tl.constexpr,
+    HALF_ROPE: tl.constexpr, HALF_ROPE_P2: tl.constexpr, NEOX: tl.constexpr, GROUP: tl.constexpr,
+    CHUNKS: tl.constexpr, CHUNKS_P2: tl.constexpr,
     QUANTIZE: tl.constexpr, POW2_SCALES: tl.constexpr, PACKED_SCALES: tl.constexpr, FP8_MAX_VALUE: tl.constexpr,
     EPS: tl.constexpr, ROWS: tl.constexpr, STORE_CACHE: tl.constexpr, CLAMP_FP8: tl.constexpr,
     POW2_INVERSE_BITS: tl.constexpr, ROPE_MASKED_LOAD: tl.constexpr, ROPE_ONE_REDUCTION: tl.constexpr,
@@ -320,6 +347,9 @@ def _token_run_tiles(
     """The tile loop with MN-major scales: a tile is one head's run of RUN consecutive tokens, taken a row at a
     time (unrolled: the same loads and registers as one-row tiles); the run's scales are kept and stored after its
     last row, so each scale column gets one store of RUN contiguous words instead of one word a row."""
+    cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b, chunk_a, chunk_b, chunk_ids = _row_columns(
+        HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, NEOX, GROUP, CHUNKS_P2, ROPE_MASKED_LOAD,
+    )
     SCALES_PER_ROW: tl.constexpr = CHUNKS // 4 if PACKED_SCALES else CHUNKS
     SCALE_WORDS_P2: tl.constexpr = CHUNKS_P2 // 4 if PACKED_SCALES else CHUNKS_P2
     pid = tl.program_id(0)
@@ -432,8 +462,6 @@ def inv_rope_fp8_kernel(
     branch in the one compiled variant. PREFETCH_MAX_TILES: with PREFETCH and more than 0, the next tile's
     loads are issued ahead only while programs have at most that many tiles each (a runtime branch too).
     """
-    D_TILE: tl.constexpr = CHUNKS_P2 * GROUP
-    ROPE_END: tl.constexpr = ROPE_START + 2 * HALF_ROPE
     ROW_WIDTH: tl.constexpr = HEADS_PER_GROUP * HEAD_DIM
     SCALES_PER_ROW: tl.constexpr = CHUNKS // 4 if PACKED_SCALES else CHUNKS
     pid = tl.program_id(0)
@@ -456,30 +484,14 @@ def inv_rope_fp8_kernel(
             for pad_t in range(n_tokens, padded_tokens):
                 tl.store(scale_ptr + pad_cols.to(tl.int64) * padded_tokens + pad_t, zeros, mask=pad_mask)
 
-    cols = tl.arange(0, D_TILE)
-    col_ok = cols < HEAD_DIM
-    keep_cols = col_ok & ((cols < ROPE_START) | (cols >= ROPE_END))
-    pair = tl.arange(0, HALF_ROPE_P2)
-    pair_ok = pair < HALF_ROPE
-    if NEOX:
-        col_a = ROPE_START + pair
-        col_b = ROPE_START + HALF_ROPE + pair
-    else:
-        col_a = ROPE_START + 2 * pair
-        col_b = ROPE_START + 2 * pair + 1
-    chunk_a = col_a // GROUP
-    chunk_b = col_b // GROUP
-    chunk_ids = tl.arange(0, CHUNKS_P2)
-
-    x_cols = keep_cols if ROPE_MASKED_LOAD else col_ok
     if (SCALE_TOKEN_RUN > 1 and QUANTIZE) and SCALE_MN_MAJOR:
         # Token runs from TOKEN_RUN_MIN_TOKENS tokens, one-row tiles below: a runtime branch in the one variant.
         if n_tokens >= TOKEN_RUN_MIN_TOKENS:
             _token_run_tiles(
                 o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
-                cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
-                chunk_a, chunk_b, chunk_ids,
-                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
+                cache_stride_pos, padded_tokens, group_stride,
+                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, NEOX, GROUP, CHUNKS,
+                CHUNKS_P2,
                 QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
                 POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
                 PREFETCH, SCALE_TOKEN_RUN,
@@ -487,9 +499,9 @@ def inv_rope_fp8_kernel(
         else:
             _one_row_tiles(
                 o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
-                cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
-                chunk_a, chunk_b, chunk_ids,
-                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
+                cache_stride_pos, padded_tokens, group_stride,
+                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, NEOX, GROUP, CHUNKS,
+                CHUNKS_P2,
                 QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
                 POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
                 PREFETCH, SCALE_MN_MAJOR, PREFETCH_MAX_TILES,
@@ -497,9 +509,9 @@ def inv_rope_fp8_kernel(
     else:
         _one_row_tiles(
             o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
-            cache_stride_pos, padded_tokens, group_stride, cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b,
-            chunk_a, chunk_b, chunk_ids,
-            NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
+            cache_stride_pos, padded_tokens, group_stride,
+            NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, NEOX, GROUP, CHUNKS,
+            CHUNKS_P2,
             QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
             POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
             PREFETCH, SCALE_MN_MAJOR, PREFETCH_MAX_TILES,
