@@ -360,6 +360,18 @@ def test_bad_input_raises_one_line_error_naming_the_argument(change, options, er
     assert message.startswith("inv_rope_fp8: ") and words in message and "\n" not in message
 
 
+@pytest.mark.parametrize("knobs", [dict(scale_token_run=3), dict(scale_token_run=4, rows_per_tile=2)],
+                         ids=["not_a_power_of_two", "several_rows_a_tile"])
+def test_token_run_knob_rejects_what_its_loop_cannot_take(knobs) -> None:
+    inputs = _good_inputs()
+    layout = irf.plan_inv_rope_fp8(**inputs, scale_format="pow2", scale_layout="mn_major")
+    out, scales = irf.allocate_inv_rope_fp8_outputs(layout, inputs["o"].shape[0], inputs["o"].device)
+    with pytest.raises(ValueError) as info:
+        irf.launch_inv_rope_fp8(layout, **inputs, out=out, scales=scales, **knobs)
+    message = str(info.value)
+    assert message.startswith("inv_rope_fp8: scale_token_run: ") and "\n" not in message
+
+
 def test_upstream_compatible_entry_point_checks_head_counts() -> None:
     with pytest.raises(ValueError, match="o: has 2 heads, expected n_groups \\* heads_per_group = 4"):
         irf.fused_inv_rope_fp8_quant(**_good_inputs(), n_groups=2, heads_per_group=2)
