@@ -475,19 +475,20 @@ KNOB_VARIANTS: list[tuple[str, dict]] = [
     ("previous", _PREVIOUS),
     # The next tile's loads not issued ahead: 184 instructions against 213 (the prefetched bf16 row is carried
     # as one register an element and unpacked, 16 PRMT and more); the second session measured no prefetch 3-4%
-    # slower at T = 1024-8192 on an H200 when the loop had ~255; the thirty-seventh, on an H100 with 213, 3-4%
-    # faster at T >= 8192, 1% slower at 4096, 2-5% slower at 256 and 1024-2048.
+    # slower at T = 1024-8192 on an H200 when the loop had ~255; the thirty-seventh, on two H100s with 213, 2.2-4.5%
+    # faster at T >= 8192, 0.7-1.5% slower at 4096, 2-5% slower at 256 and 1024-2048.
     ("no_prefetch", {"prefetch": False}),
     # Both in one variant: prefetch while programs have at most 8 / 16 / 24 tiles each (T = 4096 with 16 heads:
-    # 15.5 a program on 132 SMs, 8192: 31).
+    # 15.5 a program on 132 SMs, 8192: 31). Two H100s: no prefetch's gain at 8192-16384 only, level with default at
+    # 32768-65536 (the same loop built beside the prefetching one; not understood).
     ("prefetch_max_8", {"prefetch_max_tiles": 8}),
     ("prefetch_max_16", {"prefetch_max_tiles": 16}),
     ("prefetch_max_24", {"prefetch_max_tiles": 24}),
     # Thirty-seventh session: a tile is one head's run of 4 consecutive tokens, unrolled a row at a time, its
     # MN-major scales stored once per run (4 columns x 4 contiguous words) instead of 4 scattered words a row; at
-    # every T here. sm_90, Triton 3.6: 187 instructions a row against 213, 60 registers against 51. On an H100:
-    # level at T = 4096-8192, 1.5% slower at 16384-32768, 6-60% slower at T <= 1024 (rows in sequence); runs of
-    # 8 (93 registers) slower at every T, runs of 2 slower or level.
+    # every T here. sm_90, Triton 3.6: 187 instructions a row against 213, 60 registers against 51. On two H100s:
+    # level to 1.5% faster at T = 4096-8192, up to 1.5% slower at 16384-32768, 6-60% slower at T <= 1024 (rows in
+    # sequence); runs of 8 (93 registers) slower at every T, runs of 2 slower or level.
     ("token_run_4", {"scale_token_run": 4}),
 ]
 # Besides the variants and vLLM's kernel: a torch copy moving the same bytes (half read, half

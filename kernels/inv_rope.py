@@ -49,10 +49,11 @@ POSITION_DTYPES = (torch.int64, torch.int32)
 _ELEMENTS_PER_TILE = 512
 _PROGRAMS_PER_SM = 32
 _PREFETCH = True
-# Prefetch only while programs have at most this many tiles each (0: always). H100, thirty-seventh session
-# (inv_rope_fp8.md): no prefetch (184 instructions a row against 213) 2.4-4.3% faster at T = 8192-65536 and 0.7-5%
-# slower at T = 256 and 1024-4096; the switch (both loops in the one variant) is off until measured on an H200, where
-# the second session had no prefetch 3-4% slower at 1024-8192 with the 255-instruction loop.
+# Prefetch only while programs have at most this many tiles each (0: always). Two H100s, thirty-seventh session
+# (inv_rope_fp8.md): no prefetch (184 instructions a row against 213) 2.2-4.5% faster at T = 8192-65536 and 0.7-5%
+# slower at T = 256 and 1024-4096; the switch (both loops in the one variant) got that gain only at 8192-16384 and
+# ran as slow as the prefetching loop at 32768-65536 (not understood). Off: not measured on an H200, where the second
+# session had no prefetch 3-4% slower at 1024-8192 with the 255-instruction loop.
 _PREFETCH_MAX_TILES = 0
 # The output rows are stored streaming (st.global.cs, evict first from L2: nothing here reads them
 # again). H200, two calls side by side (inv_rope_fp8.md, eighth session): T = 256 12-14% faster,
@@ -76,8 +77,9 @@ _ROPE_MASKED_LOAD = True
 _ROPE_ONE_REDUCTION = True
 _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offline backend).
 # Token runs a row at a time (launch_inv_rope_fp8(scale_token_run=), `_token_run_tiles`): the same runs without
-# the extra registers, the scales kept until the run's last row. H100, thirty-seventh session: level at T = 4096-8192,
-# 1.5% slower at 16384-32768, 6-60% slower at T <= 1024; off, kept for one H200 measurement (remove if it refutes).
+# the extra registers, the scales kept until the run's last row. Two H100s, thirty-seventh session: level to 1.5%
+# faster at T = 4096-8192, up to 1.5% slower at 16384-32768, 6-60% slower at T <= 1024; off, kept for one H200
+# measurement (remove if it refutes).
 # Refuted, removed: with MN-major scales, tiles of one head's run of 2-8 consecutive tokens (so each scale
 # column is one store of contiguous words; _MN_MAJOR_TOKEN_RUN, launch_inv_rope_fp8(token_run=)). H200,
 # 2026-12-03, twentieth session (benchmarks/results/inv_rope_fp8.md), vLLM's layout, one row a tile against
