@@ -505,14 +505,14 @@ KNOB_VARIANTS: list[tuple[str, dict]] = [
 COPY_SAME_BYTES = "copy_same_bytes"
 
 
-def knob_sweep(irf: Any, copy_gbs: float, upstream: Any) -> list[dict]:
+def knob_sweep(irf: Any, copy_gbs: float, upstream: Any, token_counts: tuple[int, ...] = KNOB_TOKENS) -> list[dict]:
     """Each KNOB_VARIANTS launch, vLLM's kernel and the copy, in two rounds per T (the second in
     reverse order); each
     variant's fp8 bytes and scales compared bit for bit with the default launch's."""
     import torch
 
     rows = []
-    for tokens in KNOB_TOKENS:
+    for tokens in token_counts:
         nbytes, sets, inputs, layout, expected, buffers = upstream_layout_inputs(irf, tokens)
         inner = max(sets, 16 if tokens < 4096 else 4)
         makers: dict[str, Callable[[int], Callable[[], Any]]] = {}
@@ -555,13 +555,14 @@ def print_knob_sweep(results: dict) -> None:
     if not rows:
         return
     names = list(dict.fromkeys(r["variant"] for r in rows))
+    token_counts = list(dict.fromkeys(r["tokens"] for r in rows))
     print("\nknob sweep: us (% of copy) [rounds], mean of two alternating rounds; 'same' = fp8 bytes and "
           "scales equal to the default launch's")
-    print("| variant | " + " | ".join(f"T={t}" for t in KNOB_TOKENS) + " | same |")
-    print("|---|" + "---|" * (len(KNOB_TOKENS) + 1))
+    print("| variant | " + " | ".join(f"T={t}" for t in token_counts) + " | same |")
+    print("|---|" + "---|" * (len(token_counts) + 1))
     for name in names:
         cells = []
-        for tokens in KNOB_TOKENS:
+        for tokens in token_counts:
             r = next((r for r in rows if r["variant"] == name and r["tokens"] == tokens), None)
             cells.append("-" if r is None else
                          f"{r['us']:.2f} ({r['pct_copy']:.1f}%) [{'/'.join(f'{u:.2f}' for u in r['rounds_us'])}]")
@@ -589,8 +590,26 @@ def main() -> None:
     parser.add_argument("--sweep-only", action="store_true", help="only the copy ceiling and the config sweep")
     parser.add_argument("--knobs-only", action="store_true",
                         help="only the copy ceiling and the knob sweep (KNOB_VARIANTS against vLLM's kernel)")
+    parser.add_argument("--knob-variants", help="comma-separated KNOB_VARIANTS names for --knobs-only (default: all)")
+    parser.add_argument("--knob-tokens", help="comma-separated token counts for --knobs-only (default: KNOB_TOKENS)")
     parser.add_argument("--story-child", choices=STORY_MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.knob_variants:
+        known = dict(KNOB_VARIANTS)
+        unknown = [name for name in args.knob_variants.split(",") if name not in known]
+        if unknown:
+            raise SystemExit(f"bench_inv_rope_fp8: --knob-variants: unknown {', '.join(unknown)} "
+                             f"(known: {', '.join(known)})")
+        KNOB_VARIANTS[:] = [(name, known[name]) for name in args.knob_variants.split(",")]
+    if args.knob_tokens:
+        try:
+            knob_tokens = tuple(int(t) for t in args.knob_tokens.split(","))
+        except ValueError:
+            raise SystemExit(f"bench_inv_rope_fp8: --knob-tokens: not a list of integers: {args.knob_tokens}") from None
+        if min(knob_tokens) < 1:
+            raise SystemExit(f"bench_inv_rope_fp8: --knob-tokens: token counts must be >= 1: {args.knob_tokens}")
+    else:
+        knob_tokens = KNOB_TOKENS
     for option, path in (("--upstream", args.upstream), ("--previous", args.previous)):
         if path and not os.path.isfile(path):
             raise SystemExit(f"bench_inv_rope_fp8: {option}: no such file: {path}")
@@ -621,7 +640,7 @@ def main() -> None:
     results["copy_gbs"] = copy_gbs = copy_bandwidth_gbs()
     save()
     if args.knobs_only:
-        results["knobs"] = knob_sweep(irf, copy_gbs, upstream)
+        results["knobs"] = knob_sweep(irf, copy_gbs, upstream, knob_tokens)
         save()
         print(f"\n{env['date']} {env['gpu']} torch {env['torch']} triton {env['triton']}; copy {copy_gbs:.0f} GB/s")
         print_knob_sweep(results)
