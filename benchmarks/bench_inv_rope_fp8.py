@@ -488,8 +488,9 @@ KNOB_VARIANTS: list[tuple[str, dict]] = [
     # faster at T >= 8192, 0.7-1.5% slower at 4096, 2-5% slower at 256 and 1024-2048.
     ("no_prefetch", {"prefetch": False}),
     # Both in one variant: prefetch while programs have at most 8 / 16 / 24 tiles each (T = 4096 with 16 heads:
-    # 15.5 a program on 132 SMs, 8192: 31). Two H100s: no prefetch's gain at 8192-16384 only, level with default at
-    # 32768-65536 (the same loop built beside the prefetching one; not understood).
+    # 15.5 a program on 132 SMs, 8192: 31). Two H100s, both loops inlined: no prefetch's gain at 8192-16384 only,
+    # level with default at 32768-65536. Since the thirty-eighth session the loops are called apart (not inlined),
+    # each compiled as if alone (offline); not yet timed.
     ("prefetch_max_8", {"prefetch_max_tiles": 8}),
     ("prefetch_max_16", {"prefetch_max_tiles": 16}),
     ("prefetch_max_24", {"prefetch_max_tiles": 24}),

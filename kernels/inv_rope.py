@@ -51,8 +51,9 @@ _PROGRAMS_PER_SM = 32
 _PREFETCH = True
 # Prefetch only while programs have at most this many tiles each (0: always). Two H100s, thirty-seventh session
 # (inv_rope_fp8.md): no prefetch (184 instructions a row against 213) 2.2-4.5% faster at T = 8192-65536 and 0.7-5%
-# slower at T = 256 and 1024-4096; the switch (both loops in the one variant) got that gain only at 8192-16384 and
-# ran as slow as the prefetching loop at 32768-65536 (not understood). Off: not measured on an H200, where the second
+# slower at T = 256 and 1024-4096; the switch (both loops inlined in the one variant) got that gain only at
+# 8192-16384 and ran as slow as the prefetching loop at 32768-65536. The loops are now called apart (not inlined:
+# `_one_row_loop_apart`), each compiled as if alone; not yet timed. Off: not measured on an H200, where the second
 # session had no prefetch 3-4% slower at 1024-8192 with the 255-instruction loop.
 _PREFETCH_MAX_TILES = 0
 # The output rows are stored streaming (st.global.cs, evict first from L2: nothing here reads them
@@ -294,6 +295,15 @@ def _one_row_loop(
             tl.store(scale_ptr + scale_addr, scale_values, mask=scale_mask)
 
 
+# The same loop as a function of its own (not inlined), for the prefetch switch: inlined, both loops compiled
+# into one body took each other's registers and address arithmetic (sm_90, Triton 3.6: the no-prefetch loop 195
+# instructions on the uniform datapath against 184 built alone) and ran 4-5% slower than the lone build at
+# T >= 32768 on two H100s (thirty-seventh session). Apart, each loop compiles as alone, give or take a few
+# instructions (Triton 3.6: 182 and 217 against 184 and 213; 3.9: 189 and 220 against 191 and 220), for one call a
+# program. Not yet timed.
+_one_row_loop_apart = triton.jit(noinline=True)(_one_row_loop.fn)
+
+
 @triton.jit
 def _one_row_tiles(
     o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head, cache_stride_pos,
@@ -307,10 +317,11 @@ def _one_row_tiles(
     PREFETCH: tl.constexpr, SCALE_MN_MAJOR: tl.constexpr, PREFETCH_MAX_TILES: tl.constexpr,
 ):
     """``_one_row_loop`` with PREFETCH, or, with PREFETCH_MAX_TILES > 0, prefetching only while programs have at
-    most that many tiles each: both loops compiled, the choice a runtime branch on the token count."""
+    most that many tiles each: both loops compiled as functions apart (``_one_row_loop_apart``), the choice a
+    runtime branch on the token count."""
     if PREFETCH and PREFETCH_MAX_TILES > 0:
         if (n_tokens * NUM_HEADS + ROWS - 1) // ROWS <= PREFETCH_MAX_TILES * tl.num_programs(0):
-            _one_row_loop(
+            _one_row_loop_apart(
                 o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
                 cache_stride_pos, padded_tokens, group_stride,
                 NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, NEOX, GROUP, CHUNKS,
@@ -320,7 +331,7 @@ def _one_row_tiles(
                 True, SCALE_MN_MAJOR,
             )
         else:
-            _one_row_loop(
+            _one_row_loop_apart(
                 o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
                 cache_stride_pos, padded_tokens, group_stride,
                 NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, NEOX, GROUP, CHUNKS,

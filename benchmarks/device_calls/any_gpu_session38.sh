@@ -4,7 +4,9 @@
 # 1. The inverse-RoPE knob sweep (default, previous, no_prefetch, prefetch_max_16, token_run_4; vLLM's kernel now
 #    writes into the same per-set buffers as ours, 433ea49). Predictions on an H200 (any_gpu_session37.sh's): default
 #    (213 instructions a row) 1.5-4% faster than previous (255) at T >= 4096; no_prefetch faster at T >= 8192 and
-#    slower at 4096 as on the H100s; prefetch_max_16 the best of both at 8192-16384 only; T = 4096 short of 88% of
+#    slower at 4096 as on the H100s; prefetch_max_16 (now its two loops called apart, each compiled as alone) within
+#    0.5% of no_prefetch at every T >= 8192 (65536 included, where the inlined build was as slow as default) and
+#    within 1% of default at 4096 (its prefetching loop 217 instructions against 213); T = 4096 short of 88% of
 #    copy unless token_run_4 gains there. vLLM's kernel slower than before at T <= 1024 (per-set buffers).
 # 2. The read-floor probe (any_gpu_session38_read_floor.sh says what it predicts).
 # 3. The inverse-RoPE GPU tests.
