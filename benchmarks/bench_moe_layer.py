@@ -131,25 +131,42 @@ def vllm_gemms_step(vllm, vcfg, layers, x, ref_w, ref_ids, k, E, I, scheme, inte
     return step
 
 
-def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
-    name, E, k, H, I, scheme = case
-    fp8 = scheme is not None
-    wbytes = 1 if fp8 else 2
+def gemm_bytes(H: int, I: int, scheme: str | None) -> tuple[int, int]:
+    """One expert's bytes read by gate_up and by down: weights (fp8 with a scheme, else bf16) and their scales."""
+    wbytes = 1 if scheme is not None else 2
     scale_bytes13 = scale_bytes2 = 0
     if scheme == "block":
         scale_bytes13 = 4 * triton.cdiv(2 * I, 128) * triton.cdiv(H, 128)
         scale_bytes2 = 4 * triton.cdiv(H, 128) * triton.cdiv(I, 128)
     elif scheme == "channel":
         scale_bytes13, scale_bytes2 = 4 * 2 * I, 4 * H
-    expert_bytes = 3 * H * I * wbytes + scale_bytes13 + scale_bytes2
+    return 2 * I * H * wbytes + scale_bytes13, H * I * wbytes + scale_bytes2
+
+
+def floor_bytes(e_act: int, expert_bytes: int, M: int, H: int, E: int) -> int:
+    """The layer's byte floor: the active experts' weights and scales, x in and the output (bf16), the logits."""
+    return e_act * expert_bytes + 2 * M * H * 2 + M * E * 4
+
+
+def layer_inputs(M: int, H: int, E: int) -> tuple[torch.Tensor, torch.Tensor, torch.Generator]:
+    """The bench's x and router logits at M (seeded by M), and the generator for the case's further draws."""
+    g = torch.Generator(device="cuda").manual_seed(M)
+    x = torch.randn(M, H, device="cuda", dtype=torch.bfloat16, generator=g)
+    logits = torch.randn(M, E, device="cuda", dtype=torch.float32, generator=g)
+    return x, logits, g
+
+
+def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
+    name, E, k, H, I, scheme = case
+    fp8 = scheme is not None
+    wbytes = 1 if fp8 else 2
+    expert_bytes = sum(gemm_bytes(H, I, scheme))
     n_layers = max(1, -(-4 * l2_bytes // (k * expert_bytes)))
     layers = [bfm.make_layer(E, H, I, scheme, 1234 + i) for i in range(n_layers)]
     ws = moe_decode.MoeDecodeWorkspace.for_layer(layers[0][0], layers[0][1], k, torch.bfloat16)
     rows = []
     for M in ms:
-        g = torch.Generator(device="cuda").manual_seed(M)
-        x = torch.randn(M, H, device="cuda", dtype=torch.bfloat16, generator=g)
-        logits = torch.randn(M, E, device="cuda", dtype=torch.float32, generator=g)
+        x, logits, g = layer_inputs(M, H, E)
         w13, w2, s13, s2 = layers[0]
         fkw = fp8_kwargs(scheme, s13, s2)
         row = {"case": name, "M": M, "n_layers": n_layers}
@@ -265,9 +282,9 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
         if vllm is not None:
             row["launches"]["vllm"] = count_launches(lambda: vstep(0))
 
-        floor_bytes = e_act * expert_bytes + 2 * M * H * 2 + M * E * 4
-        row["floor_MB"] = floor_bytes / 1e6
-        row["floor_us"] = floor_bytes / bw[1] / 1e3
+        layer_floor_bytes = floor_bytes(e_act, expert_bytes, M, H, E)
+        row["floor_MB"] = layer_floor_bytes / 1e6
+        row["floor_us"] = layer_floor_bytes / bw[1] / 1e3
         for key, us in res.items():
             row[f"{key}_us"] = us
             row[f"{key}_x_floor"] = us / row["floor_us"]

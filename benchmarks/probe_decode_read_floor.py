@@ -33,6 +33,7 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_fused_moe as bfm
+import bench_moe_layer as bml
 
 from jitguard.kernels import moe_routing
 from jitguard.kernels.pdl import pdl_enter, pdl_supported
@@ -60,18 +61,11 @@ def _read_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, ITERS: tl.constexpr, LA
 def point_bytes(case: str, M: int) -> dict:
     """The bench's inputs at M: active experts, each GEMM's weight and scale bytes, the floor's bytes."""
     _name, E, k, H, I, scheme = bfm.CASES[case]
-    wbytes = 1 if scheme is not None else 2
-    scales13 = 4 * triton.cdiv(2 * I, 128) * triton.cdiv(H, 128) if scheme == "block" else 0
-    scales2 = 4 * triton.cdiv(H, 128) * triton.cdiv(I, 128) if scheme == "block" else 0
-    g = torch.Generator(device="cuda").manual_seed(M)  # as bench_moe_layer.run_case draws x, then the logits
-    torch.randn(M, H, device="cuda", dtype=torch.bfloat16, generator=g)
-    logits = torch.randn(M, E, device="cuda", dtype=torch.float32, generator=g)
-    ids = moe_routing.softmax_topk_reference(logits, k, True)[1]
-    e_act = int(torch.unique(ids).numel())
-    gate_up = e_act * (2 * I * H * wbytes + scales13)
-    down = e_act * (H * I * wbytes + scales2)
-    return dict(case=case, M=M, E_act=e_act, gate_up_bytes=gate_up, down_bytes=down,
-                floor_bytes=gate_up + down + 2 * M * H * 2 + M * E * 4)
+    _x, logits, _g = bml.layer_inputs(M, H, E)
+    e_act = int(torch.unique(moe_routing.softmax_topk_reference(logits, k, bml.RENORMALIZE)[1]).numel())
+    gate_up, down = bml.gemm_bytes(H, I, scheme)
+    return dict(case=case, M=M, E_act=e_act, gate_up_bytes=e_act * gate_up, down_bytes=e_act * down,
+                floor_bytes=bml.floor_bytes(e_act, gate_up + down, M, H, E))
 
 
 def measure_point(row: dict, l2: int, partial: torch.Tensor, replays: int) -> dict:
