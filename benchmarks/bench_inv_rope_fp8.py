@@ -506,8 +506,9 @@ KNOB_VARIANTS: list[tuple[str, dict]] = [
 COPY_SAME_BYTES = "copy_same_bytes"
 
 
-def knob_sweep(irf: Any, copy_gbs: float, upstream: Any, token_counts: tuple[int, ...] = KNOB_TOKENS) -> list[dict]:
-    """Each KNOB_VARIANTS launch, vLLM's kernel and the copy, in two rounds per T (the second in
+def knob_sweep(irf: Any, copy_gbs: float, upstream: Any, variants: list[tuple[str, dict]] = KNOB_VARIANTS,
+               token_counts: tuple[int, ...] = KNOB_TOKENS) -> list[dict]:
+    """Each of ``variants`` (KNOB_VARIANTS) launched, vLLM's kernel and the copy, in two rounds per T (the second in
     reverse order); each
     variant's fp8 bytes and scales compared bit for bit with the default launch's."""
     import torch
@@ -518,7 +519,7 @@ def knob_sweep(irf: Any, copy_gbs: float, upstream: Any, token_counts: tuple[int
         inner = max(sets, 16 if tokens < 4096 else 4)
         makers: dict[str, Callable[[int], Callable[[], Any]]] = {}
         same: dict[str, bool] = {}
-        for name, knobs in KNOB_VARIANTS:
+        for name, knobs in variants:
             def make(k: int, knobs=knobs) -> Callable[[], Any]:
                 return lambda: irf.launch_inv_rope_fp8(layout, **inputs[k], out=buffers[k][0], scales=buffers[k][1],
                                                        **knobs)
@@ -595,13 +596,14 @@ def main() -> None:
     parser.add_argument("--knob-tokens", help="comma-separated token counts for --knobs-only (default: KNOB_TOKENS)")
     parser.add_argument("--story-child", choices=STORY_MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    knob_variants = KNOB_VARIANTS
     if args.knob_variants:
-        known = dict(KNOB_VARIANTS)
-        unknown = [name for name in args.knob_variants.split(",") if name not in known]
+        known, asked = dict(KNOB_VARIANTS), args.knob_variants.split(",")
+        unknown = [name for name in asked if name not in known]
         if unknown:
             raise SystemExit(f"bench_inv_rope_fp8: --knob-variants: unknown {', '.join(unknown)} "
                              f"(known: {', '.join(known)})")
-        KNOB_VARIANTS[:] = [(name, known[name]) for name in args.knob_variants.split(",")]
+        knob_variants = [(name, known[name]) for name in asked]
     if args.knob_tokens:
         try:
             knob_tokens = tuple(int(t) for t in args.knob_tokens.split(","))
@@ -641,7 +643,7 @@ def main() -> None:
     results["copy_gbs"] = copy_gbs = copy_bandwidth_gbs()
     save()
     if args.knobs_only:
-        results["knobs"] = knob_sweep(irf, copy_gbs, upstream, knob_tokens)
+        results["knobs"] = knob_sweep(irf, copy_gbs, upstream, knob_variants, knob_tokens)
         save()
         print(f"\n{env['date']} {env['gpu']} torch {env['torch']} triton {env['triton']}; copy {copy_gbs:.0f} GB/s")
         print_knob_sweep(results)
