@@ -69,10 +69,13 @@ _CLAMP_FP8 = False
 # row's load (its absmax then needs no select), a rope chunk's absmax in one reduction over both halves of its
 # pairs. Each gives the same bytes. H100, side by side with the kernel before (inv_rope_fp8.md, thirty-sixth
 # session): level at T <= 4096, 1.6-1.7% faster at 8192-16384; not yet measured on an H200. Tried offline and
-# dropped (more instructions, never timed): the row's absmax and scaling on its bf16 values (217: the abs
-# costs an HFMA2 a pair and the fp8 cast still needs fp32), the row carried as int32 words of two bf16 so
-# the prefetched tile needs no PRMT to unpack (248: the joined words take another layout, and shuffles), row
-# indices in int32 (211: the addresses stay 64-bit).
+# dropped, never timed: with more instructions, the row's absmax and scaling on its bf16 values (217: the abs
+# costs an HFMA2 a pair and the fp8 cast still needs fp32), the row carried as int32 words of two bf16 so the
+# prefetched tile needs no PRMT to unpack (248: the joined words take another layout, and shuffles), row indices
+# in int32 (211: the addresses stay 64-bit); with 3% fewer, not worth inline assembly, a word-aligned input and
+# a second path for the interpreter and fp16 inputs, the row loaded as int32 words of two bf16, unpacked by a
+# shift and a mask and stored through `cvt.rn.satfinite.e4m3x2` (thirty-ninth session; Triton 3.6: 206 with the
+# prefetch, 177 without, against 213 and 184; 3.9: 212 and 183 against 220 and 191).
 _POW2_INVERSE_BITS = True
 _ROPE_MASKED_LOAD = True
 _ROPE_ONE_REDUCTION = True
