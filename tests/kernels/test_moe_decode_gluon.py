@@ -50,10 +50,28 @@ def gluon_on(monkeypatch):
 
 
 def _tiles(monkeypatch, up_n: int, up_s: int, down_n: int, down_s: int) -> None:
-    """Both paths' Gluon tiles set to these (gate_up out_n x stages, down out_n x stages) at every token count."""
+    """Both paths' Gluon tiles set to these (gate_up out_n x stages, down out_n x stages) at every token count, on
+    every GPU (GLUON_TILES_ON_GPU emptied too: its entries would otherwise win on the GPUs it names)."""
     tiles = (GluonTile(up_n, up_s), GluonTile(down_n, down_s))
     monkeypatch.setattr(moe_decode, "GLUON_TILES", {"pairs": tiles, "grouped": tiles})
     monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {})
+    monkeypatch.setattr(moe_decode, "GLUON_TILES_ON_GPU", {})
+
+
+def _shipped_fp8_tile_entries() -> list[tuple[str, str, tuple[tuple[int, int], tuple[int, int]], int]]:
+    """(expert size class, path, (gate_up, down) tiles, M): each distinct tile pair that GLUON_TILES_AT or any GPU's
+    GLUON_TILES_ON_GPU lists for a size class and path, at the fewest and the most tokens it is listed at."""
+    tables = [moe_decode.GLUON_TILES_AT, *moe_decode.GLUON_TILES_ON_GPU.values()]
+    listed: dict[tuple, set[int]] = {}
+    for table in tables:
+        for size_class, paths in table.items():
+            for path, by_tokens in paths.items():
+                for M, tiles in by_tokens.items():
+                    listed.setdefault((size_class, path, tiles), set()).add(M)
+    return [(*key, M) for key, tokens in sorted(listed.items()) for M in sorted({min(tokens), max(tokens)})]
+
+
+SHIPPED_FP8_TILE_ENTRIES = _shipped_fp8_tile_entries()
 
 
 def _plan(M, E, k, H, I, path="grouped", ws=None):
@@ -817,6 +835,41 @@ def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, 
     gen = torch.Generator().manual_seed(M)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
     _replay_gluon_beside_tl("GLUON_FP8_GEMMS", x, logits, w13, w2, k, path, gen, 4e-2, **kw)
+
+
+def test_shipped_fp8_tile_entries_cover_every_table_and_size_class():
+    """The GPU test below runs every tile pair the FP8 tables ship, of the H200's tables and every other GPU's, on
+    whatever Hopper GPU runs it (a tile's maths does not depend on the GPU that chose it)."""
+    entries = {(size_class, path, tiles) for size_class, path, tiles, _M in SHIPPED_FP8_TILE_ENTRIES}
+    for table in (moe_decode.GLUON_TILES_AT, *moe_decode.GLUON_TILES_ON_GPU.values()):
+        for size_class, paths in table.items():
+            for path, by_tokens in paths.items():
+                for M, tiles in by_tokens.items():
+                    assert (size_class, path, tiles) in entries, (size_class, path, M)
+    assert {size_class for size_class, *_ in SHIPPED_FP8_TILE_ENTRIES} == {"small", "large"}
+    for H, I, size_class in ((384, 640, "small"), (2048, 1536, "large")):
+        assert expert_size_class(expert_weight_bytes(H, I, 1)) == size_class
+
+
+@pytest.mark.gpu
+@needs_gluon
+@pytest.mark.parametrize("size_class,path,tiles,M", SHIPPED_FP8_TILE_ENTRIES,
+                         ids=[f"{c}-{p}-{t[0][0]}x{t[0][1]}-{t[1][0]}x{t[1][1]}-M{M}"
+                              for c, p, t, M in SHIPPED_FP8_TILE_ENTRIES])
+def test_every_shipped_fp8_gluon_tile_matches_reference_across_graph_replays(size_class, path, tiles, M, monkeypatch):
+    """Each tile pair of every GPU's FP8 tables (``SHIPPED_FP8_TILE_ENTRIES``), forced on this GPU at the fewest and
+    most tokens it is listed at, with experts of its size class (small: H = 384, I = 640; large: H = 2048, I = 1536,
+    so the large class's switches apply, tiles from counts from one token among them): three graph replays with new
+    inputs, each within 4e-2 of the fp32 reference and 1e-2 of tl's kernel. Until the thirty-ninth session the
+    shipped-tile tests ran the tables of the GPU at hand only, and the large class's never at its size."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    H, I = (384, 640) if size_class == "small" else (2048, 1536)
+    (up_n, up_s), (down_n, down_s) = tiles
+    _tiles(monkeypatch, up_n, up_s, down_n, down_s)
+    gen = torch.Generator().manual_seed(500 + M)
+    x, logits, w13, w2, kw = _fp8_block_layer(M, 16, 4, H, I, gen, "cuda")
+    _replay_gluon_beside_tl("GLUON_FP8_GEMMS", x, logits, w13, w2, 4, path, gen, 4e-2, **kw)
 
 
 @pytest.mark.gpu
