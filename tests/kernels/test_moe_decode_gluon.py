@@ -50,12 +50,14 @@ def gluon_on(monkeypatch):
 
 
 def _tiles(monkeypatch, up_n: int, up_s: int, down_n: int, down_s: int) -> None:
-    """Both paths' Gluon tiles set to these (gate_up out_n x stages, down out_n x stages) at every token count, on
-    every GPU (GLUON_TILES_ON_GPU emptied too: its entries would otherwise win on the GPUs it names)."""
+    """Both paths' Gluon tiles set to these (gate_up out_n x stages, down out_n x stages) at every token count, for
+    FP8 and bf16, on every GPU: every table that would win over GLUON_TILES at a listed point emptied
+    (GLUON_TILES_AT, GLUON_TILES_ON_GPU on the GPUs it names, GLUON_BF16_TILES_AT for bf16)."""
     tiles = (GluonTile(up_n, up_s), GluonTile(down_n, down_s))
     monkeypatch.setattr(moe_decode, "GLUON_TILES", {"pairs": tiles, "grouped": tiles})
     monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {})
     monkeypatch.setattr(moe_decode, "GLUON_TILES_ON_GPU", {})
+    monkeypatch.setattr(moe_decode, "GLUON_BF16_TILES_AT", {})
 
 
 def _shipped_fp8_tile_entries() -> list[tuple[str, str, tuple[tuple[int, int], tuple[int, int]], int]]:
@@ -409,7 +411,6 @@ def test_real_sm90_compile_leaves_no_wgmma_serialized_by_ptxas(path, tiles, sche
     _compile_side()
     monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
     monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_TILES_AT", {})
     monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", switch)
     monkeypatch.setattr(moe_decode, "GLUON_BF16_ACCUMULATE_IN_MMA", switch)
     _tiles(monkeypatch, *tiles)
@@ -985,7 +986,6 @@ def test_bf16_gluon_layer_accumulating_in_the_mma_matches_reference_and_tl_acros
     E, k, H, I = 16, 4, 384, 640
     if tiles is not None:
         _tiles(monkeypatch, *tiles[:4])
-        monkeypatch.setattr(moe_decode, "GLUON_BF16_TILES_AT", {})
         monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", tiles[4])
     monkeypatch.setattr(moe_decode, "GLUON_BF16_ACCUMULATE_IN_MMA", True)
     gen = torch.Generator().manual_seed(200 + M)
