@@ -60,20 +60,28 @@ def _tiles(monkeypatch, up_n: int, up_s: int, down_n: int, down_s: int) -> None:
     monkeypatch.setattr(moe_decode, "GLUON_BF16_TILES_AT", {})
 
 
-def _shipped_fp8_tile_entries() -> list[tuple[str, str, tuple[tuple[int, int], tuple[int, int]], int]]:
-    """(expert size class, path, (gate_up, down) tiles, M): each distinct tile pair that GLUON_TILES_AT or any GPU's
-    GLUON_TILES_ON_GPU lists for a size class and path, at the fewest and the most tokens it is listed at."""
-    tables = [moe_decode.GLUON_TILES_AT, *moe_decode.GLUON_TILES_ON_GPU.values()]
-    listed: dict[tuple, set[int]] = {}
-    for table in tables:
+def _listed_fp8_tiles():
+    """Every (expert size class, path, M, (gate_up, down) tiles) that GLUON_TILES_AT (the H200's) or any GPU's
+    GLUON_TILES_ON_GPU lists."""
+    for table in (moe_decode.GLUON_TILES_AT, *moe_decode.GLUON_TILES_ON_GPU.values()):
         for size_class, paths in table.items():
             for path, by_tokens in paths.items():
                 for M, tiles in by_tokens.items():
-                    listed.setdefault((size_class, path, tiles), set()).add(M)
+                    yield size_class, path, M, tiles
+
+
+def _shipped_fp8_tile_entries() -> list[tuple[str, str, tuple[tuple[int, int], tuple[int, int]], int]]:
+    """(expert size class, path, (gate_up, down) tiles, M): each distinct listed tile pair of a size class and path,
+    at the fewest and the most tokens it is listed at."""
+    listed: dict[tuple, set[int]] = {}
+    for size_class, path, M, tiles in _listed_fp8_tiles():
+        listed.setdefault((size_class, path, tiles), set()).add(M)
     return [(*key, M) for key, tokens in sorted(listed.items()) for M in sorted({min(tokens), max(tokens)})]
 
 
 SHIPPED_FP8_TILE_ENTRIES = _shipped_fp8_tile_entries()
+# (H, I) of the experts each size class's tile entries run on: 737 KB and 9.4 MB an expert in e4m3.
+TILE_TEST_SHAPES = {"small": (384, 640), "large": (2048, 1536)}
 
 
 def _plan(M, E, k, H, I, path="grouped", ws=None):
@@ -842,13 +850,10 @@ def test_shipped_fp8_tile_entries_cover_every_table_and_size_class():
     """The GPU test below runs every tile pair the FP8 tables ship, of the H200's tables and every other GPU's, on
     whatever Hopper GPU runs it (a tile's maths does not depend on the GPU that chose it)."""
     entries = {(size_class, path, tiles) for size_class, path, tiles, _M in SHIPPED_FP8_TILE_ENTRIES}
-    for table in (moe_decode.GLUON_TILES_AT, *moe_decode.GLUON_TILES_ON_GPU.values()):
-        for size_class, paths in table.items():
-            for path, by_tokens in paths.items():
-                for M, tiles in by_tokens.items():
-                    assert (size_class, path, tiles) in entries, (size_class, path, M)
-    assert {size_class for size_class, *_ in SHIPPED_FP8_TILE_ENTRIES} == {"small", "large"}
-    for H, I, size_class in ((384, 640, "small"), (2048, 1536, "large")):
+    for size_class, path, M, tiles in _listed_fp8_tiles():
+        assert (size_class, path, tiles) in entries, (size_class, path, M)
+    assert {size_class for size_class, *_ in SHIPPED_FP8_TILE_ENTRIES} == set(TILE_TEST_SHAPES) == {"small", "large"}
+    for size_class, (H, I) in TILE_TEST_SHAPES.items():
         assert expert_size_class(expert_weight_bytes(H, I, 1)) == size_class
 
 
@@ -865,7 +870,7 @@ def test_every_shipped_fp8_gluon_tile_matches_reference_across_graph_replays(siz
     shipped-tile tests ran the tables of the GPU at hand only, and the large class's never at its size."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    H, I = (384, 640) if size_class == "small" else (2048, 1536)
+    H, I = TILE_TEST_SHAPES[size_class]
     (up_n, up_s), (down_n, down_s) = tiles
     _tiles(monkeypatch, up_n, up_s, down_n, down_s)
     gen = torch.Generator().manual_seed(500 + M)
