@@ -168,7 +168,7 @@ def fix_command(
             verb = "" if writing else "would add "
             added = "; ".join(f"autotune -> jitguard.autotune, bucket += {', '.join(names)}" if option == "bucket"
                               else f"{option} += {', '.join(names)}" for option, names in change.added.items())
-            click.echo(f"{path}:{change.line}: {change.qualname or change.kernel}: {verb}{added}")
+            click.echo(f"{path}:{change.line}: {change.label}: {verb}{added}")
     for line in run.warnings:
         _echo_err(f"warning: {line}")
     for path, reason in unwritable.items():

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
@@ -37,8 +38,10 @@ from jitguard.codemod.kernels import DEMOTION_OPTIONS, DemotionList, TritonKerne
 from jitguard.codemod.sequence_edits import NO_SPACE, append_args, append_elements
 from jitguard.codemod.source_text import UTF8_ENCODINGS, declared_encoding
 
-#: (kernel name, `def` line) -> [(parameter, option)], the plan for one file.
-FilePlan = Mapping[tuple[str, int], Sequence[tuple[str, str]]]
+#: (kernel name, `def` line) -> [(parameter, option)], the plan for one file: for every kernel made from that
+#: function; with a third item, the line of its jit decorator or call (`TritonKernel.binding_line`), for that one.
+PlanKey = tuple[str, int] | tuple[str, int, int]
+FilePlan = Mapping[PlanKey, Sequence[tuple[str, str]]]
 
 
 class FixError(Exception):
@@ -54,6 +57,18 @@ class KernelChange:
     added: dict[str, list[str]]  # option -> parameter names added
     already: list[str] = field(default_factory=list)  # parameters that were demoted already
     qualname: str = ""  # `Class.kernel` for kernels defined inside a class or function
+    # For a function bound by several jit calls: the names this one is bound to, and its jit call's line.
+    bound_as: tuple[str, ...] = ()
+    binding_line: int | None = None
+
+    @property
+    def label(self) -> str:
+        """How output names the kernel: its qualname, and for one of several bindings, which one."""
+        name = self.qualname or self.kernel
+        if self.binding_line is None:
+            return name
+        bound = f"`{'`, `'.join(self.bound_as)}`" if self.bound_as else "the jit call"
+        return f"{name} (as {bound}, line {self.binding_line})"
 
 
 @dataclass
@@ -203,12 +218,26 @@ def _line_offsets(source: bytes) -> list[int]:
     return offsets
 
 
-def plan_for_kernel(kernel: TritonKernel, requests: Sequence[tuple[str, str]]) -> tuple[KernelChange, list[str]]:
-    """Decide which names to add to which option of one kernel; return the change and errors."""
+def _kernel_where(kernel: TritonKernel, several_bindings: bool = False) -> str:
+    """`kernel `k` (line 5)` in messages; for one of several jit calls on one function, which call."""
+    if not several_bindings:
+        return f"kernel `{kernel.name}` (line {kernel.line})"
+    bound = f", bound as `{'`, `'.join(kernel.bound_as)}`" if kernel.bound_as else ""
+    return f"kernel `{kernel.name}` (line {kernel.line}{bound}, jit call at line {kernel.binding_line})"
+
+
+def plan_for_kernel(
+    kernel: TritonKernel, requests: Sequence[tuple[str, str]], several_bindings: bool = False
+) -> tuple[KernelChange, list[str]]:
+    """Decide which names to add to which option of one kernel; return the change and errors.
+    `several_bindings`: its function is made a kernel by more than one jit call (messages say which)."""
     change = KernelChange(kernel.name, kernel.line, {}, qualname=kernel.qualname)
+    if several_bindings:
+        change.bound_as, change.binding_line = kernel.bound_as, kernel.binding_line
     errors: list[str] = []
-    where = f"kernel `{kernel.name}` (line {kernel.line})"
+    where = _kernel_where(kernel, several_bindings)
     listed = {option: kernel.demoted(option) for option in DEMOTION_OPTIONS}
+    by_hand: dict[str, list[str]] = {}  # option -> names its computed list lacks (one message each)
     for param_name, option in requests:
         if option not in DEMOTION_OPTIONS:
             errors.append(f"{where}: unknown option `{option}`")
@@ -231,11 +260,13 @@ def plan_for_kernel(kernel: TritonKernel, requests: Sequence[tuple[str, str]]) -
             continue
         existing = kernel.demotions.get(option)
         if existing is not None and not existing.literal:
-            errors.append(f"{where}: {where_to_add(existing, param_name, kernel)}")
+            by_hand.setdefault(option, []).append(param_name)
             continue
         added = change.added.setdefault(option, [])
         if param_name not in added:
             added.append(param_name)
+    for option, names in by_hand.items():
+        errors.append(f"{where}: {where_to_add(kernel.demotions[option], names, kernel)}")
     # do_not_specialize covers the alignment demotion: a name asked both ways is written once, there.
     full = set(change.added.get("do_not_specialize", []))
     aligned = change.added.get("do_not_specialize_on_alignment")
@@ -246,16 +277,27 @@ def plan_for_kernel(kernel: TritonKernel, requests: Sequence[tuple[str, str]]) -
     return change, errors
 
 
-def where_to_add(listed: DemotionList, param_name: str, kernel: TritonKernel) -> str:
-    """Where a name goes in a computed demotion list: the branches lacking it, or the line computing it."""
-    index = next((i for i, p in enumerate(kernel.params) if p.name == param_name), None)
-    missing = listed.branches_without(param_name, index) if listed.branches else []
+def where_to_add(listed: DemotionList, param_names: Sequence[str], kernel: TritonKernel) -> str:
+    """Where names go in a computed demotion list: the branches lacking each, or the line computing it."""
     source = f" ({listed.computed_at})" if listed.computed_at else ""
-    if missing:
-        return (f"{listed.option} is not a literal list{source}; add `{param_name}` by hand where it is "
-                f"missing: {', '.join(missing)}")
-    return f"{listed.option} is not a literal list, computed at {listed.computed_at or f'line {listed.line}'}: " \
-           f"add `{param_name}` there by hand"
+    lacking: dict[tuple[str, ...], list[str]] = {}  # the branches a name is missing from -> those names
+    for name in param_names:
+        index = next((i for i, p in enumerate(kernel.params) if p.name == name), None)
+        missing = listed.branches_without(name, index) if listed.branches else []
+        # Branches only when some list it and some do not: a list with one value (a module constant) has one
+        # unlabelled branch, and a name no branch lists goes where the list is computed.
+        key = tuple(missing) if 0 < len(missing) < len(listed.branches) else ()
+        lacking.setdefault(key, []).append(name)
+    parts = []
+    for branches, names in lacking.items():
+        quoted = ", ".join(f"`{name}`" for name in names)
+        verb = "it is" if len(names) == 1 else "they are"
+        parts.append(f"add {quoted} by hand where {verb} missing: {', '.join(branches)}" if branches
+                     else f"add {quoted} there by hand")
+    if all(lacking):
+        return f"{listed.option} is not a literal list{source}; " + "; ".join(parts)
+    computed = listed.computed_at or f"line {listed.line}"
+    return f"{listed.option} is not a literal list, computed at {computed}: " + "; ".join(parts)
 
 
 def _decoded(source: bytes) -> tuple[str, str]:
@@ -289,22 +331,35 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
         kernels = find_kernels(work, ast.parse(text))
     elif kernels is None:
         kernels = find_kernels(source)
-    by_key = {(kernel.name, kernel.line): kernel for kernel in kernels}
-    changes: list[KernelChange] = []
+    # A function bound by several jit calls is one kernel per call, all under its (name, def line).
+    by_function: dict[tuple[str, int], list[TritonKernel]] = defaultdict(list)
+    for kernel in kernels:
+        by_function[(kernel.name, kernel.line)].append(kernel)
+    # Each kernel's requests, in plan order: (name, line) asks for every binding, (name, line, jit line) for one.
+    requested: dict[int, tuple[TritonKernel, list[tuple[str, str]]]] = {}
     errors: list[str] = []
-    # (span, kernel, what to add): a demotion edit of the jit call, or a bucket edit of the autotune call
-    edits: list[tuple[tuple[int, int, int, int], TritonKernel, dict[str, list[str]] | dict[str, str]]] = []
-    for key, requests in sorted(plan.items(), key=lambda item: item[0][1]):
-        kernel = by_key.get(key)
-        if kernel is None:
+    for key, requests in sorted(plan.items(), key=lambda item: item[0][1:]):
+        bindings = by_function.get((key[0], key[1]), [])
+        chosen = [kernel for kernel in bindings if len(key) == 2 or kernel.binding_line == key[2]]
+        if not chosen:
             errors.append(f"kernel `{key[0]}` not found at line {key[1]}")
             continue
+        for kernel in chosen:
+            _, asked = requested.setdefault(id(kernel), (kernel, []))
+            asked += [request for request in requests if request not in asked]
+    changes: list[KernelChange] = []
+    # (span, kernel, its change, what to add): a demotion edit of the jit call, or a bucket edit of the autotune call
+    edits: list[
+        tuple[tuple[int, int, int, int], TritonKernel, KernelChange, dict[str, list[str]] | dict[str, str]]
+    ] = []
+    for kernel, requests in requested.values():
+        several_bindings = len(by_function[(kernel.name, kernel.line)]) > 1
         demotions = [request for request in requests if not is_bucket_option(request[1])]
-        change, kernel_errors = plan_for_kernel(kernel, demotions)
+        change, kernel_errors = plan_for_kernel(kernel, demotions, several_bindings)
         errors.extend(kernel_errors)
         changes.append(change)
         if change.added:
-            edits.append((kernel.decorator_span, kernel, dict(change.added)))
+            edits.append((kernel.decorator_span, kernel, change, dict(change.added)))
         buckets = [request for request in requests if is_bucket_option(request[1])]
         if buckets:
             bucket, already, bucket_errors = plan_buckets(kernel, buckets)
@@ -312,7 +367,7 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
             change.already += [name for name in already if name not in change.already]
             if bucket and kernel.autotune_span is not None:
                 change.added["bucket"] = [f"{name}: {strategy}" for name, strategy in bucket.items()]
-                edits.append((kernel.autotune_span, kernel, bucket))
+                edits.append((kernel.autotune_span, kernel, change, bucket))
     if not any(change.added for change in changes):
         return FixOutcome(source, changes, errors)
     # Per-file facts, computed once: line offsets here, the quote style on first need.
@@ -322,13 +377,12 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
     replacements: list[tuple[int, int, bytes]] = []
     migrated_at: int | None = None  # the first autotune call rewritten (`import jitguard` goes above it)
     # Edit from the top; spans never overlap (a kernel's autotune call and jit call are apart).
-    for span, kernel, added in sorted(edits, key=lambda item: item[0]):
+    for span, kernel, change, added in sorted(edits, key=lambda item: item[0]):
         line, col, end_line, end_col = span
         start, end = offsets[line - 1] + col, offsets[end_line - 1] + end_col
         decorator = work[start:end].decode("utf-8")
         newline = _newline_of(work[offsets[line - 1] : offsets[line]])
         is_bucket = span == kernel.autotune_span and span != kernel.decorator_span
-        change = next(c for c in changes if c.kernel == kernel.name and c.line == kernel.line)
         is_jitguard = False
         try:
             expression = cst.parse_expression(decorator, cst.PartialParserConfig(default_newline=newline))
@@ -348,17 +402,17 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
             if work is not source:
                 new_text.encode(encoding)  # a name the file's encoding cannot spell is refused here
         except (FixError, MigrationError) as exc:
-            errors.append(f"kernel `{kernel.name}` (line {kernel.line}): {exc}; edit it by hand")
+            errors.append(f"{_kernel_where(kernel, change.binding_line is not None)}: {exc}; edit it by hand")
             _drop(change, is_bucket)
             continue
         except cst.ParserSyntaxError as exc:
-            errors.append(f"kernel `{kernel.name}` (line {kernel.line}): cannot read the decorator "
+            errors.append(f"{_kernel_where(kernel, change.binding_line is not None)}: cannot read the decorator "
                           f"({exc.message}); edit it by hand")
             _drop(change, is_bucket)
             continue
         except UnicodeEncodeError:
             names = ", ".join(added)
-            errors.append(f"kernel `{kernel.name}` (line {kernel.line}): `{names}` cannot be written in "
+            errors.append(f"{_kernel_where(kernel, change.binding_line is not None)}: `{names}` cannot be written in "
                           f"the file's encoding ({encoding}); edit it by hand")
             _drop(change, is_bucket)
             continue

@@ -20,7 +20,7 @@ from typing import Any
 from jitguard.codemod.demotions import Demotion
 from jitguard.codemod.file_writes import WriteReport, write_files
 from jitguard.codemod.files import Progress, SourceError, map_files, read_source
-from jitguard.codemod.fix import FixOutcome, KernelChange, fix_source
+from jitguard.codemod.fix import FixOutcome, KernelChange, PlanKey, fix_source
 from jitguard.codemod.kernels import TritonKernel, find_kernels, might_contain_kernels, parse_source
 from jitguard.codemod.scan import scan_kernel, source_lines
 from jitguard.codemod.source_text import declared_encoding
@@ -38,6 +38,8 @@ class KernelSite:
     end_line: int
     # The kernel found there (syntax trees dropped): its `bound_as` names are names of the site too.
     kernel: TritonKernel | None = field(default=None, compare=False, repr=False)
+    # The line of its jit decorator or call: a function bound by several jit calls is a site per call.
+    binding_line: int = 0
 
 
 @dataclass
@@ -92,7 +94,8 @@ def survey_file(task: tuple[Path, bytes | None]) -> FileSurvey:
     for kernel in find_kernels(source, tree):
         light = _without_syntax_trees(kernel)
         survey.kernels.append(
-            KernelSite(path, kernel.name, kernel.qualname, kernel.line, kernel.first_line, kernel.end_line, light)
+            KernelSite(path, kernel.name, kernel.qualname, kernel.line, kernel.first_line, kernel.end_line, light,
+                       kernel.binding_line)
         )
         survey.found.append(light)
         # JG104/JG105 judge an existing list, so only listed kernels are scanned (the scan is the costly part).
@@ -244,7 +247,7 @@ def fix_paths(
         run.warnings.extend(survey.warnings)
         sites.extend(survey.kernels)
         digests[survey.path] = survey.digest
-    plans: dict[Path, dict[tuple[str, int], list[tuple[str, str]]]] = defaultdict(lambda: defaultdict(list))
+    plans: dict[Path, dict[PlanKey, list[tuple[str, str]]]] = defaultdict(lambda: defaultdict(list))
     index = KernelSites(sites)
     # Sets beside the lists keep the "once each" checks constant-time when many requests miss.
     errors_seen, warnings_seen = set(run.errors), set(run.warnings)
@@ -257,16 +260,18 @@ def fix_paths(
                 errors_seen.add(line)
                 run.errors.append(line)
             continue
-        if len(chosen) > 1 and demotion.origin in ("--param", "--bucket"):
-            names = ", ".join(f"{site.path}:{site.line}" for site in chosen)
-            line = (f"{demotion.origin} {demotion.kernel}:{demotion.param} matches {len(chosen)} kernels ({names}); "
+        # Several jit calls on one function are one kernel each, and a name that is the function's asks for all.
+        functions = list(dict.fromkeys((site.path, site.line) for site in chosen))
+        if len(functions) > 1 and demotion.origin in ("--param", "--bucket"):
+            names = ", ".join(f"{path}:{line}" for path, line in functions)
+            line = (f"{demotion.origin} {demotion.kernel}:{demotion.param} matches {len(functions)} kernels ({names}); "
                     "name one as Class.kernel or pass its file alone")
             if line not in warnings_seen:
                 warnings_seen.add(line)
                 run.warnings.append(line)
         for site in chosen:
             request = (demotion.param, demotion.option)
-            planned = plans[site.path][(site.name, site.line)]
+            planned = plans[site.path][(site.name, site.line, site.binding_line)]
             if request not in planned:
                 planned.append(request)
     for path in sorted(plans):

@@ -166,6 +166,12 @@ class TritonKernel:
                 names.add(entry)
         return names
 
+    @property
+    def binding_line(self) -> int:
+        """The line of the jit decorator or call that makes this kernel: one function bound by several jit calls
+        (`a = triton.jit(f)`, `b = triton.jit(do_not_specialize=[...])(f)`) is several kernels, one per call."""
+        return self.decorator_span[0]
+
     def matches(self, spec: str) -> bool:
         """True when `spec` (from `--param K:P` or a report) names this kernel."""
         return spec in (self.name, self.qualname) or spec in self.bound_as or self.qualname.endswith("." + spec)
@@ -398,12 +404,18 @@ def _branches(value: ast.expr, names: TritonNames, label: str, depth: int = 0) -
         orelse = _branches(value.orelse, names, _join(label, negated), depth + 1)
         return None if body is None or orelse is None else body + orelse
     if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
-        left = _branches(value.left, names, label, depth + 1)
-        right = _branches(value.right, names, label, depth + 1)
-        if left is None or right is None or len(left) * len(right) > 16:
-            return None
-        return [DemotionBranch(_join(a.label, b.label) if a.label != b.label else a.label, a.entries + b.entries)
-                for a in left for b in right]
+        return _concatenated(_branches(value.left, names, label, depth + 1),
+                             _branches(value.right, names, label, depth + 1))
+    if isinstance(value, (ast.List, ast.Tuple)):
+        # A list with starred parts (`["n", *(() if C else ("m",))]`): its items joined, branch by branch.
+        joined: list[DemotionBranch] | None = [DemotionBranch(label, ())]
+        for element in value.elts:
+            if isinstance(element, ast.Starred):
+                part = _branches(element.value, names, label, depth + 1)
+            else:
+                part = _branches(ast.List(elts=[element], ctx=ast.Load()), names, label, depth + 1)
+            joined = _concatenated(joined, part)
+        return joined
     if isinstance(value, ast.Name) and value.id in names.constants:
         found: list[DemotionBranch] = []
         assigned = names.constants[value.id]
@@ -434,6 +446,16 @@ def _branches(value: ast.expr, names: TritonNames, label: str, depth: int = 0) -
                 return None
         return found or None
     return None
+
+
+def _concatenated(
+    left: list[DemotionBranch] | None, right: list[DemotionBranch] | None
+) -> list[DemotionBranch] | None:
+    """Every value of `left + right` (None when either is unknown or there are more than 16)."""
+    if left is None or right is None or len(left) * len(right) > 16:
+        return None
+    return [DemotionBranch(_join(a.label, b.label) if a.label != b.label else a.label, a.entries + b.entries)
+            for a in left for b in right]
 
 
 def _join(outer: str, inner: str) -> str:
@@ -634,6 +656,8 @@ def find_kernels(source: bytes, tree: ast.Module | None = None) -> list[TritonKe
                     break
         elif walk_calls and isinstance(node, (ast.Assign, ast.Expr, ast.AnnAssign)) and node.value is not None:
             calls.append((node, node.value))
+    # A function that is already a kernel by decorator is not made one again; a plain function may be bound by
+    # several jit calls (each a kernel of its own at run time, with its own options), and each is listed.
     decorated = {kernel.node for kernel in kernels}
     for statement, value in calls:
         wrappers, inner = _wrapped_calls(value)
@@ -646,7 +670,6 @@ def find_kernels(source: bytes, tree: ast.Module | None = None) -> list[TritonKe
         node, scope = functions[function]
         if node in decorated:
             continue
-        decorated.add(node)
         targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
         bound = tuple(target.id for target in targets if isinstance(target, ast.Name) and target.id != function)
         kernels.append(_kernel(node, jit_expression, call_options, kind, scope, names, wrappers, bound))

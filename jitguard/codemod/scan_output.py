@@ -30,7 +30,8 @@ class ScanResult:
 
 def _subject(finding: Finding) -> str:
     kernel = finding.qualname or finding.kernel
-    return f"{kernel}.{finding.param}" if finding.param else kernel
+    subject = f"{kernel}.{finding.param}" if finding.param else kernel
+    return f"{subject} ({finding.binding})" if finding.binding else subject
 
 
 def text_line(finding: Finding, color: bool = False) -> str:

@@ -9,6 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from jitguard.codemod.commands import fix_command, scan_command
+from jitguard.codemod.kernels import find_kernels
+from jitguard.codemod.scan import scan_source
 
 BODY = "    pid = tl.program_id(0)\n    tl.store(x_ptr + pid, 0.0, mask=pid < n)\n"
 
@@ -49,10 +51,16 @@ COMPUTED_CASES = [
      "is not a literal list (line 4 (`['n'] if HOPPER else []`)); add `n` by hand where it is missing: not HOPPER"),
     ("@triton.jit(do_not_specialize=_dns())", "n",
      "do_not_specialize is not a literal list, computed at line 4 (`_dns()`): add `n` there by hand"),
+    # A module constant is one list with no condition: the line that sets it, not an empty list of branches.
+    ("DNS = ['x_ptr']\n@triton.jit(do_not_specialize=DNS)", "n",
+     "do_not_specialize is not a literal list, computed at line 4 (`DNS = ...`): add `n` there by hand\n"),
+    # A starred part makes it computed; the names written out are listed whichever branch is taken.
+    ("@triton.jit(do_not_specialize=['x_ptr', *(() if HOPPER else ('n',))])", "n",
+     "add `n` by hand where it is missing: HOPPER"),
 ]
 
 
-@pytest.mark.parametrize("decorator, param, said", COMPUTED_CASES, ids=["branch", "call"])
+@pytest.mark.parametrize("decorator, param, said", COMPUTED_CASES, ids=["branch", "call", "constant", "starred"])
 def test_computed_list_says_where_to_add_the_name(tmp_path: Path, decorator: str, param: str, said: str) -> None:
     source = HEAD + decorator + "\ndef k(x_ptr, n):\n" + BODY
     target = tmp_path / "ops.py"
@@ -118,3 +126,56 @@ def test_name_asked_both_ways_is_demoted_once(tmp_path: Path, order: list[str]) 
     result = CliRunner().invoke(fix_command, [arg for param in order for arg in ("--param", param)] + [str(target)])
     assert result.exit_code == 0, result.output
     assert target.read_text() == KERNEL.replace("@triton.jit", '@triton.jit(do_not_specialize=["n"])')
+
+
+def test_names_one_computed_list_lacks_are_one_error(tmp_path: Path) -> None:
+    source = HEAD + "DNS = ['x_ptr']\n@triton.jit(do_not_specialize=DNS)\ndef k(x_ptr, n, m):\n" + BODY
+    target = tmp_path / "ops.py"
+    target.write_text(source)
+    result = CliRunner().invoke(fix_command, ["--param", "k:n", "--param", "k:m", str(target)])
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].endswith("computed at line 4 (`DNS = ...`): add `n`, `m` there by hand")
+
+
+def test_starred_list_names_are_demoted_in_every_branch() -> None:
+    source = (HEAD + "@triton.jit(do_not_specialize=['n', *(() if HOPPER else ('x_ptr',))])\ndef k(x_ptr, n):\n"
+              + BODY).encode()
+    (kernel,) = find_kernels(source)
+    assert kernel.demoted("do_not_specialize") == {"n"}
+    assert [finding for finding in scan_source(source, "ops.py")[0] if finding.param == "n"] == []
+
+
+# One function made a kernel by two jit calls: two kernels at run time, each with its own options.
+TWO_BINDINGS = ("import triton\nimport triton.language as tl\n\ndef _k(x_ptr, n):\n" + BODY
+                + "\nplain = triton.jit(do_not_specialize=['x_ptr'])(_k)\nwide = triton.jit(_k)\n")
+
+
+def test_every_jit_call_on_one_function_is_a_kernel() -> None:
+    kernels = find_kernels(TWO_BINDINGS.encode())
+    assert [(kernel.name, kernel.bound_as, kernel.binding_line) for kernel in kernels] == [
+        ("_k", ("plain",), 8), ("_k", ("wide",), 9)]
+    findings = [finding for finding in scan_source(TWO_BINDINGS.encode(), "ops.py")[0] if finding.param == "n"]
+    assert [finding.binding for finding in findings] == ["as `plain`, line 8", "as `wide`, line 9"]
+
+
+@pytest.mark.parametrize(
+    "param, plain, wide, said",
+    [("_k:n", "['x_ptr', 'n']", "_k, do_not_specialize=['n']", ["_k (as `plain`, line 8)", "_k (as `wide`, line 9)"]),
+     ("wide:n", "['x_ptr']", "_k, do_not_specialize=['n']", ["_k (as `wide`, line 9)"]),
+     ("plain:n", "['x_ptr', 'n']", "_k", ["_k (as `plain`, line 8)"])],
+    ids=["function-name", "one-binding", "other-binding"],
+)
+def test_fix_edits_the_jit_calls_a_name_means(
+    tmp_path: Path, param: str, plain: str, wide: str, said: list[str]
+) -> None:
+    target = tmp_path / "ops.py"
+    target.write_text(TWO_BINDINGS)
+    result = CliRunner().invoke(fix_command, ["--param", param, str(target)])
+    assert result.exit_code == 0, result.output
+    assert target.read_text().endswith(
+        f"plain = triton.jit(do_not_specialize={plain})(_k)\nwide = triton.jit({wide})\n")
+    assert [line.split(": ")[1] for line in result.stdout.splitlines() if line.startswith(str(target))] == said
+    assert "matches" not in result.stderr  # bindings of one function are not an ambiguous name
+    again = CliRunner().invoke(fix_command, ["--check", "--param", param, str(target)])
+    assert again.exit_code == 0, again.output
