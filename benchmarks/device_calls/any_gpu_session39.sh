@@ -11,16 +11,16 @@ GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "GPU: $GPU"
 source benchmarks/h200_setup.sh
 R=/tmp/s39; rm -rf $R; mkdir -p $R
-timeout 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/kernels/test_moe_decode_gluon.py \
+timeout 140 python3 -m pytest -q -p no:cacheprovider -m gpu tests/kernels/test_moe_decode_gluon.py \
     -k every_shipped_fp8_gluon_tile > $R/tile_tests.log 2>&1
 tar czf $OUT/s39.tgz -C $R .
-timeout 130 python3 benchmarks/probe_decode_read_floor.py --out $R > $R/read_floor.log 2>&1
+timeout 150 python3 benchmarks/probe_decode_read_floor.py --out $R > $R/read_floor.log 2>&1
 tar czf $OUT/s39.tgz -C $R .
-timeout 140 python3 benchmarks/bench_inv_rope_fp8.py --upstream .vendor/fused_inv_rope_fp8_quant.py --knobs-only \
+timeout 160 python3 benchmarks/bench_inv_rope_fp8.py --upstream .vendor/fused_inv_rope_fp8_quant.py --knobs-only \
     --knob-variants default,previous,no_prefetch,prefetch_max_16,token_run_4 \
     --knob-tokens 1,16,256,1024,4096,8192,16384,32768,65536 --out $R > $R/knobs.log 2>&1
 tar czf $OUT/s39.tgz -C $R .
-timeout 50 python3 -m pytest -q -p no:cacheprovider -m gpu tests/kernels/test_inv_rope_fp8.py > $R/rope_tests.log 2>&1
+timeout 60 python3 -m pytest -q -p no:cacheprovider -m gpu tests/kernels/test_inv_rope_fp8.py > $R/rope_tests.log 2>&1
 tar czf $OUT/s39.tgz -C $R .
 grep -h -i -B2 -A12 "error\|Traceback" $R/read_floor.log $R/knobs.log | head -30
 grep -h "FAILED\|passed\|failed" $R/tile_tests.log | tail -8
