@@ -134,7 +134,9 @@ TOKEN_WORDS = frozenset(
 # Words that make such a name an id, an index, a flag or a per-item constant, not a count.
 NOT_A_COUNT_WORDS = frozenset(
     {"id", "ids", "idx", "indices", "index", "mask", "offs", "loc", "locs", "map", "mapping", "table", "data",
-     "factor", "quant", "per", "has", "is", "use", "ptr", "ptrs", "scale", "stride"}
+     "factor", "quant", "per", "has", "is", "use", "ptr", "ptrs", "scale", "stride",
+     # a count the caller has already bucketed (`total_tokens_bucket`: rounded to a power of two) takes few values
+     "bucket", "buckets", "bucketed"}
 )
 # Whole names that count tokens in GEMM/elementwise conventions.
 TOKEN_NAMES = frozenset({"M", "EM", "T", "n_elements", "numel", "n_elem", "num_elements", "n_rows", "num_rows"})
@@ -146,7 +148,9 @@ MODEL_WORDS = frozenset(
      "splits", "partition", "partitions", "layer", "layers", "classes", "bins", "bits", "stages", "warps", "k",
      "d", "h", "w", "c", "g", "e", "v", "q", "out", "in", "inp", "nheads", "headdim", "size", "stride", "strides",
      "ld", "lda", "ldb", "ldc", "eps", "step", "steps", "max", "min", "cap", "capacity", "padding", "pad", "align",
-     "alignment", "num", "n"}
+     "alignment", "num", "n",
+     # Mamba's head and state dimensions (`hdim`, `dstate`)
+     "hdim", "dstate"}
 )
 FLOAT_ANNOTATIONS = ("float", "float16", "float32", "float64", "bfloat16", "fp32", "fp16")
 SUPPRESSION = re.compile(r"#\s*jitguard:\s*ignore(?:\[([A-Za-z0-9_,\s]+)\])?")
@@ -280,6 +284,7 @@ def _mentions(expression: ast.AST, params: set[str]) -> set[str]:
 def _parameter_uses(nodes: list[ast.AST], params: set[str]) -> _Uses:
     uses = _Uses({}, {}, set())
     index_names: set[str] | None = None  # computed on the first ordering comparison
+    assigned: dict[str, list[ast.expr]] = {}  # local -> the values assigned to it (`row = base_ptr + i * n`)
 
     def mark(expression: ast.AST, use: str, bound: ast.AST | None = None) -> None:
         for name in _mentions(expression, params):
@@ -319,6 +324,18 @@ def _parameter_uses(nodes: list[ast.AST], params: set[str]) -> _Uses:
                     mark(node.right, "a position's divisor", node)
         elif isinstance(node, ast.Attribute) and node.attr == "dtype" and isinstance(node.value, ast.Name):
             uses.pointers.add(node.value.id)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            assigned.setdefault(node.targets[0].id, []).append(node.value)
+    # A load through a local (`row = req_to_token + i * n; tl.load(row + offs)`) makes what the local was built
+    # from a pointer too: the leftmost term of its sums, a few steps back.
+    found = set(uses.pointers)
+    for _ in range(4):
+        bases = {base.id for name in found for value in assigned.get(name, ())
+                 if isinstance(base := _leftmost(value), ast.Name)} - uses.pointers
+        if not bases:
+            break
+        uses.pointers |= bases
+        found = bases
     return uses
 
 

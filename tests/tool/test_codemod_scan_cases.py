@@ -210,6 +210,30 @@ CASES = [
         def k(x_ptr, num_tokens):
             pass
      """, {("JG101", "num_tokens")}),
+    # Mamba's head and state dimensions bound masks but are fixed per model (vllm's, sglang's selective scan)
+    ("mamba-dimensions", """
+        @triton.jit
+        def k(x_ptr, hdim, dstate, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, 0.0, mask=(offs < hdim) & (offs < dstate))
+     """, {("JG102", "hdim"), ("JG102", "dstate")}),
+    # A count its caller rounds to a power of two (sglang's DSV4 decode) takes few values: no JG101 / JG109
+    ("bucketed-count", """
+        @triton.autotune(configs=[triton.Config({"BLOCK": 64})], key=["total_tokens_bucket"])
+        @triton.jit
+        def k(x_ptr, total_tokens_bucket, BLOCK: tl.constexpr):
+            pass
+     """, set()),
+    # sglang's cache_locs kernels: a pointer named like a count, loaded through locals built from it
+    ("pointer-loaded-through-locals", """
+        @triton.jit
+        def k(req_to_token, out, num_tokens, pool_len: tl.constexpr, BLOCK: tl.constexpr):
+            pid = tl.program_id(0)
+            row = req_to_token + pid * pool_len
+            ptrs = row + 4
+            offs = tl.arange(0, BLOCK)
+            tl.store(out + offs, tl.load(ptrs + offs, mask=offs < num_tokens), mask=offs < num_tokens)
+     """, {("JG101", "num_tokens")}),
 ]
 
 
