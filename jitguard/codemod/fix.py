@@ -39,7 +39,7 @@ from jitguard.codemod.sequence_edits import NO_SPACE, append_args, append_elemen
 from jitguard.codemod.source_text import UTF8_ENCODINGS, declared_encoding
 
 #: (kernel name, `def` line) -> [(parameter, option)], the plan for one file: for every kernel made from that
-#: function; with a third item, the line of its jit decorator or call (`TritonKernel.binding_line`), for that one.
+#: function; with a third item, the line of its jit decorator or call (`TritonKernel.decorator_line`), for that one.
 PlanKey = tuple[str, int] | tuple[str, int, int]
 FilePlan = Mapping[PlanKey, Sequence[tuple[str, str]]]
 
@@ -57,18 +57,13 @@ class KernelChange:
     added: dict[str, list[str]]  # option -> parameter names added
     already: list[str] = field(default_factory=list)  # parameters that were demoted already
     qualname: str = ""  # `Class.kernel` for kernels defined inside a class or function
-    # For a function bound by several jit calls: the names this one is bound to, and its jit call's line.
-    bound_as: tuple[str, ...] = ()
-    binding_line: int | None = None
+    binding: str = ""  # for a function bound by several jit calls, which one (`TritonKernel.binding_label`)
 
     @property
     def label(self) -> str:
         """How output names the kernel: its qualname, and for one of several bindings, which one."""
         name = self.qualname or self.kernel
-        if self.binding_line is None:
-            return name
-        bound = f"`{'`, `'.join(self.bound_as)}`" if self.bound_as else "the jit call"
-        return f"{name} (as {bound}, line {self.binding_line})"
+        return f"{name} ({self.binding})" if self.binding else name
 
 
 @dataclass
@@ -218,24 +213,19 @@ def _line_offsets(source: bytes) -> list[int]:
     return offsets
 
 
-def _kernel_where(kernel: TritonKernel, several_bindings: bool = False) -> str:
+def _kernel_where(kernel: TritonKernel) -> str:
     """`kernel `k` (line 5)` in messages; for one of several jit calls on one function, which call."""
-    if not several_bindings:
+    if not kernel.several_bindings:
         return f"kernel `{kernel.name}` (line {kernel.line})"
     bound = f", bound as `{'`, `'.join(kernel.bound_as)}`" if kernel.bound_as else ""
-    return f"kernel `{kernel.name}` (line {kernel.line}{bound}, jit call at line {kernel.binding_line})"
+    return f"kernel `{kernel.name}` (line {kernel.line}{bound}, jit call at line {kernel.decorator_line})"
 
 
-def plan_for_kernel(
-    kernel: TritonKernel, requests: Sequence[tuple[str, str]], several_bindings: bool = False
-) -> tuple[KernelChange, list[str]]:
-    """Decide which names to add to which option of one kernel; return the change and errors.
-    `several_bindings`: its function is made a kernel by more than one jit call (messages say which)."""
-    change = KernelChange(kernel.name, kernel.line, {}, qualname=kernel.qualname)
-    if several_bindings:
-        change.bound_as, change.binding_line = kernel.bound_as, kernel.binding_line
+def plan_for_kernel(kernel: TritonKernel, requests: Sequence[tuple[str, str]]) -> tuple[KernelChange, list[str]]:
+    """Decide which names to add to which option of one kernel; return the change and errors."""
+    change = KernelChange(kernel.name, kernel.line, {}, qualname=kernel.qualname, binding=kernel.binding_label)
     errors: list[str] = []
-    where = _kernel_where(kernel, several_bindings)
+    where = _kernel_where(kernel)
     listed = {option: kernel.demoted(option) for option in DEMOTION_OPTIONS}
     by_hand: dict[str, list[str]] = {}  # option -> names its computed list lacks (one message each)
     for param_name, option in requests:
@@ -340,7 +330,7 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
     errors: list[str] = []
     for key, requests in sorted(plan.items(), key=lambda item: item[0][1:]):
         bindings = by_function.get((key[0], key[1]), [])
-        chosen = [kernel for kernel in bindings if len(key) == 2 or kernel.binding_line == key[2]]
+        chosen = [kernel for kernel in bindings if len(key) == 2 or kernel.decorator_line == key[2]]
         if not chosen:
             errors.append(f"kernel `{key[0]}` not found at line {key[1]}")
             continue
@@ -353,9 +343,8 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
         tuple[tuple[int, int, int, int], TritonKernel, KernelChange, dict[str, list[str]] | dict[str, str]]
     ] = []
     for kernel, requests in requested.values():
-        several_bindings = len(by_function[(kernel.name, kernel.line)]) > 1
         demotions = [request for request in requests if not is_bucket_option(request[1])]
-        change, kernel_errors = plan_for_kernel(kernel, demotions, several_bindings)
+        change, kernel_errors = plan_for_kernel(kernel, demotions)
         errors.extend(kernel_errors)
         changes.append(change)
         if change.added:
@@ -402,17 +391,17 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
             if work is not source:
                 new_text.encode(encoding)  # a name the file's encoding cannot spell is refused here
         except (FixError, MigrationError) as exc:
-            errors.append(f"{_kernel_where(kernel, change.binding_line is not None)}: {exc}; edit it by hand")
+            errors.append(f"{_kernel_where(kernel)}: {exc}; edit it by hand")
             _drop(change, is_bucket)
             continue
         except cst.ParserSyntaxError as exc:
-            errors.append(f"{_kernel_where(kernel, change.binding_line is not None)}: cannot read the decorator "
+            errors.append(f"{_kernel_where(kernel)}: cannot read the decorator "
                           f"({exc.message}); edit it by hand")
             _drop(change, is_bucket)
             continue
         except UnicodeEncodeError:
             names = ", ".join(added)
-            errors.append(f"{_kernel_where(kernel, change.binding_line is not None)}: `{names}` cannot be written in "
+            errors.append(f"{_kernel_where(kernel)}: `{names}` cannot be written in "
                           f"the file's encoding ({encoding}); edit it by hand")
             _drop(change, is_bucket)
             continue

@@ -39,7 +39,7 @@ class KernelSite:
     # The kernel found there (syntax trees dropped): its `bound_as` names are names of the site too.
     kernel: TritonKernel | None = field(default=None, compare=False, repr=False)
     # The line of its jit decorator or call: a function bound by several jit calls is a site per call.
-    binding_line: int = 0
+    decorator_line: int = 0
 
 
 @dataclass
@@ -95,7 +95,7 @@ def survey_file(task: tuple[Path, bytes | None]) -> FileSurvey:
         light = _without_syntax_trees(kernel)
         survey.kernels.append(
             KernelSite(path, kernel.name, kernel.qualname, kernel.line, kernel.first_line, kernel.end_line, light,
-                       kernel.binding_line)
+                       kernel.decorator_line)
         )
         survey.found.append(light)
         # JG104/JG105 judge an existing list, so only listed kernels are scanned (the scan is the costly part).
@@ -271,7 +271,7 @@ def fix_paths(
                 run.warnings.append(line)
         for site in chosen:
             request = (demotion.param, demotion.option)
-            planned = plans[site.path][(site.name, site.line, site.binding_line)]
+            planned = plans[site.path][(site.name, site.line, site.decorator_line)]
             if request not in planned:
                 planned.append(request)
     for path in sorted(plans):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -130,6 +131,9 @@ class TritonKernel:
     form: str = "decorator"  # "decorator" | "call" (`triton.jit(fn)`) | "alias" (`@my_jit` bound to a call)
     bound_as: tuple[str, ...] = ()
     decorator_line: int = 0  # the line of the jit decorator (or of the jit call)
+    # Its function is made a kernel by more than one jit call (`a = triton.jit(f)`, `b = triton.jit(...)(f)`):
+    # one kernel per call at run time, told apart by `binding_label`.
+    several_bindings: bool = False
     autotune_keys: list[AutotuneKey] = field(default_factory=list)
     heuristics: list[Heuristic] = field(default_factory=list)
     # (line, col, end_line, end_col) of the `autotune(...)` call wrapping the kernel (what `fix --bucket` edits)
@@ -167,10 +171,12 @@ class TritonKernel:
         return names
 
     @property
-    def binding_line(self) -> int:
-        """The line of the jit decorator or call that makes this kernel: one function bound by several jit calls
-        (`a = triton.jit(f)`, `b = triton.jit(do_not_specialize=[...])(f)`) is several kernels, one per call."""
-        return self.decorator_span[0]
+    def binding_label(self) -> str:
+        """Which jit call made this kernel, for a function bound by several (`as `wide`, line 12`); else ""."""
+        if not self.several_bindings:
+            return ""
+        bound = f"`{'`, `'.join(self.bound_as)}`" if self.bound_as else "the jit call"
+        return f"as {bound}, line {self.decorator_line}"
 
     def matches(self, spec: str) -> bool:
         """True when `spec` (from `--param K:P` or a report) names this kernel."""
@@ -674,4 +680,7 @@ def find_kernels(source: bytes, tree: ast.Module | None = None) -> list[TritonKe
         bound = tuple(target.id for target in targets if isinstance(target, ast.Name) and target.id != function)
         kernels.append(_kernel(node, jit_expression, call_options, kind, scope, names, wrappers, bound))
     kernels.sort(key=lambda kernel: kernel.line)
+    jit_calls = Counter((kernel.name, kernel.line) for kernel in kernels)
+    for kernel in kernels:
+        kernel.several_bindings = jit_calls[(kernel.name, kernel.line)] > 1
     return kernels

@@ -35,7 +35,6 @@ from __future__ import annotations
 import ast
 import difflib
 import re
-from collections import Counter
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -490,21 +489,16 @@ def scan_kernel(
     lines: list[str] | None = None,
     device_helper: bool = False,
     enabled: Collection[str] | None = None,
-    several_bindings: bool = False,
 ) -> list[Finding]:
     """Apply every rule (or those in `enabled`) to one kernel found by `find_kernels`.
 
     A `device_helper` (a jit function other kernels call) is inlined into its callers and never
-    specialized on its own, so only the rules about its decorator lists apply. `several_bindings`: its
-    function is made a kernel by more than one jit call, so each finding says which (`Finding.binding`).
+    specialized on its own, so only the rules about its decorator lists apply. For one of several jit calls on
+    one function, each finding says which (`Finding.binding`).
     """
     lines = lines or []
     found: list[Finding] = []
     kernel_lines = {kernel.line, kernel.first_line, kernel.decorator_line}
-    binding = ""
-    if several_bindings:
-        bound = f"`{'`, `'.join(kernel.bound_as)}`" if kernel.bound_as else "the jit call"
-        binding = f"as {bound}, line {kernel.binding_line}"
 
     def add(rule_id: str, line: int, param: str | None, message: str) -> None:
         if enabled is not None and rule_id not in enabled:
@@ -514,7 +508,7 @@ def scan_kernel(
         rule = RULES[rule_id]
         found.append(
             Finding(rule.id, file, line, kernel.name, param, message, rule.advice, rule.severity, rule.name,
-                    kernel.qualname, _column(lines, line, param), binding=binding)
+                    kernel.qualname, _column(lines, line, param), binding=kernel.binding_label)
         )
 
     names = {param.name for param in kernel.params}
@@ -636,12 +630,10 @@ def _scan_with_calls(source: bytes, file: str, enabled: Collection[str] | None,
     kernels = find_kernels(source, tree)
     lines = source_lines(source)
     helpers = called_names(kernels)
-    functions = Counter((kernel.name, kernel.line) for kernel in kernels)
     findings = [
         finding
         for kernel in kernels
-        for finding in scan_kernel(kernel, file, lines, kernel.name in helpers, enabled,
-                                   functions[(kernel.name, kernel.line)] > 1)
+        for finding in scan_kernel(kernel, file, lines, kernel.name in helpers, enabled)
     ]
     return findings, len(kernels), helper_calls(tree, (kernel.nodes() for kernel in kernels), path)
 

@@ -153,7 +153,7 @@ TWO_BINDINGS = ("import triton\nimport triton.language as tl\n\ndef _k(x_ptr, n)
 
 def test_every_jit_call_on_one_function_is_a_kernel() -> None:
     kernels = find_kernels(TWO_BINDINGS.encode())
-    assert [(kernel.name, kernel.bound_as, kernel.binding_line) for kernel in kernels] == [
+    assert [(kernel.name, kernel.bound_as, kernel.decorator_line) for kernel in kernels] == [
         ("_k", ("plain",), 8), ("_k", ("wide",), 9)]
     findings = [finding for finding in scan_source(TWO_BINDINGS.encode(), "ops.py")[0] if finding.param == "n"]
     assert [finding.binding for finding in findings] == ["as `plain`, line 8", "as `wide`, line 9"]
