@@ -25,15 +25,22 @@ from jitguard.events import CompileEvent
 
 @dataclass(frozen=True)
 class KernelId:
-    """A kernel as the user wrote it: name, source file and the first line of its definition."""
+    """A kernel as the user wrote it: name, source file and the first line of its definition, and the
+    module-level name it is called by when that is not its function's (`CompileEvent.binding`)."""
 
     name: str
     file: str
     line: int
+    binding: str = ""
 
     @classmethod
     def of_event(cls, event: CompileEvent) -> KernelId:
-        return cls(event.kernel, event.file, event.line)
+        return cls(event.kernel, event.file, event.line, event.binding)
+
+    @property
+    def label(self) -> str:
+        """`name`, or `name (as binding)`: as the messages name the kernel."""
+        return f"{self.name} (as {self.binding})" if self.binding else self.name
 
     def where(self) -> str:
         """'file:line' of the kernel's definition."""
@@ -217,7 +224,7 @@ def kernel_id_of(jit_fn: Any) -> KernelId:
         return known[1]
     from jitguard import triton_compat
     file, line = triton_compat.kernel_location(jit_fn)
-    kid = KernelId(triton_compat.kernel_name(jit_fn), file, line)
+    kid = KernelId(triton_compat.kernel_name(jit_fn), file, line, triton_compat.binding_name(jit_fn))
     _STATE.kernel_ids[id(jit_fn)] = (jit_fn, kid)
     return kid
 

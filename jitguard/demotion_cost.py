@@ -331,7 +331,8 @@ class DemotionCostChecker:
             if demotion is None:
                 return _unknown(f"{entry.get('name')}.{param}: its advice ({advice}) is not a demotion")
         try:
-            jit_fn = kernel_by_name(entry.get("module") or "", entry.get("qualname") or entry.get("name") or "")
+            name = entry.get("qualname") or entry.get("binding") or entry.get("name") or ""
+            jit_fn = kernel_by_name(entry.get("module") or "", name)
         except LookupError as exc:
             return _unknown(str(exc))
         variants = entry.get("variant_list") or []

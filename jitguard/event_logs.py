@@ -275,6 +275,7 @@ def compile_event_from_record(record: dict) -> CompileEvent:
         time=_number(record, "time", 0.0),
         is_manual_warmup=_bool(record, "is_manual_warmup"),
         autotuning=_bool(record, "autotuning"),
+        binding=_string(record, "binding"),
     )
 
 

@@ -99,11 +99,24 @@ class CompileEvent:
     time: float = 0.0
     is_manual_warmup: bool = False
     autotuning: bool = False  # compiled while @triton.autotune benchmarked its configs
+    # The module-level name the kernel is called by when it is not `kernel` (one function jitted under
+    # other names, maybe twice: each binding is a kernel of its own); "" otherwise.
+    binding: str = ""
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)
         data["type"] = "compile"
         return data
+
+    @property
+    def label(self) -> str:
+        """The kernel as messages name it: `kernel`, or `kernel (as binding)` for a bound name."""
+        return f"{self.kernel} (as {self.binding})" if self.binding else self.kernel
+
+    @property
+    def called_as(self) -> str:
+        """The module attribute holding this kernel: the binding, else the function's name."""
+        return self.binding or self.kernel
 
     @classmethod
     def from_dict(cls, data: dict) -> CompileEvent:

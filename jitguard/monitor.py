@@ -82,8 +82,9 @@ class Recorder:
             self.tunings.append(record)
 
     def variants(self, kernel_name: str) -> int:
-        """How many new variants of `kernel_name` were compiled while recording."""
-        return sum(1 for e in self.events if e.kernel == kernel_name)
+        """How many new variants of `kernel_name` were compiled while recording: a function's name
+        counts every kernel made from it, a bound name (`copy_plain = triton.jit(...)(_copy)`) its own."""
+        return sum(1 for e in self.events if kernel_name in (e.kernel, e.binding, e.label))
 
     @property
     def recompiles(self) -> list[CompileEvent]:
@@ -91,10 +92,11 @@ class Recorder:
         return [e for e in self.events if e.is_recompile]
 
     def kernels(self) -> dict[str, int]:
-        """{kernel name: new variants} for everything recorded."""
+        """{kernel name: new variants} for everything recorded; a kernel called by another name than its
+        function's is keyed `function (as name)`."""
         counts: dict[str, int] = {}
         for event in self.events:
-            counts[event.kernel] = counts.get(event.kernel, 0) + 1
+            counts[event.label] = counts.get(event.label, 0) + 1
         return counts
 
     def clear(self) -> None:
@@ -127,6 +129,7 @@ class Monitor:
         self._tunings_per_kernel: dict[tuple[str, str], int] = {}  # (kernel, file) -> tunings so far
         self._tuning_recorder: Any = None
         self._histories: dict[Any, dict[Any, tuple]] = {}  # kernel -> {key: (params, options)} it compiled
+        self._bindings: dict[Any, str] = {}  # kernel -> the name it is called by, when not its function's
         self._previous: dict[str, Callable | None] = {}
         self._ours: dict[str, Callable] = {}
         self._local = threading.local()
@@ -289,6 +292,7 @@ class Monitor:
         with self._lock:
             if jit_fn not in self._histories:
                 self._warn_unknown_demotions(jit_fn)
+                self._bindings[jit_fn] = tc.binding_name(jit_fn)
             cache = tc.kernel_cache(jit_fn, device)
             # Forget variants Triton no longer holds (a cleared cache, keys-only sweeps that ended).
             history = {k: v for k, v in self._histories.get(jit_fn, {}).items() if k in cache and k != key}
@@ -308,7 +312,8 @@ class Monitor:
             rank=self.rank, role=self.role, device=device, phase=self.phase, variant=variant,
             key=tc.key_string(key), params=params, options=options, compile_ms=compile_ms,
             disk_cache_hit=cache_hit, causes=causes, triton_version=self.triton_version, time=time.time(),
-            is_manual_warmup=bool(hook_kwargs.get("is_manual_warmup")), autotuning=tc.is_autotuning(frame))
+            is_manual_warmup=bool(hook_kwargs.get("is_manual_warmup")), autotuning=tc.is_autotuning(frame),
+            binding=self._bindings.get(jit_fn, ""))
         self._dispatch(event)
         return event
 
@@ -421,7 +426,11 @@ class Monitor:
     def _over_budget(self, event: CompileEvent) -> int | None:
         if self.budget is None:
             return None
-        limit = self.budget.get(event.kernel) if isinstance(self.budget, dict) else self.budget
+        if isinstance(self.budget, dict):
+            named = [name for name in (event.binding, event.label, event.kernel) if name in self.budget]
+            limit = self.budget[named[0]] if named else None
+        else:
+            limit = self.budget
         if limit is not None and event.variant > limit:
             return limit
         return None
@@ -430,9 +439,9 @@ class Monitor:
         limit = self._over_budget(event)
         problem = None
         if limit is not None:
-            problem = f"{event.kernel} compiled variant #{event.variant}, over its budget of {limit}"
+            problem = f"{event.label} compiled variant #{event.variant}, over its budget of {limit}"
         elif event.phase == "serving":
-            problem = f"{event.kernel} compiled during serving"
+            problem = f"{event.label} compiled during serving"
         if problem is None:
             return
         message = f"[jitguard] {problem}: {format_event_line(event)}"

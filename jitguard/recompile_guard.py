@@ -125,11 +125,14 @@ class no_recompiles(CallScope, ContextDecorator):  # the public name is a functi
     def _judges(self, kernel: KernelId) -> bool:
         if not self._kernel_names and not self._kernel_ids:
             return True
-        return kernel.name in self._kernel_names or kernel in self._kernel_ids
+        named = kernel.name in self._kernel_names or (kernel.binding and kernel.binding in self._kernel_names)
+        return bool(named) or kernel in self._kernel_ids
 
     def call_started(self, call: KernelCall) -> None:
         with self._lock:
             self._called_names.add(call.kernel.name)
+            if call.kernel.binding:
+                self._called_names.add(call.kernel.binding)
             if call.manual_warmup or not self._judges(call.kernel):
                 return
             number = self.calls.get(call.kernel, 0) + 1
@@ -201,14 +204,14 @@ class no_recompiles(CallScope, ContextDecorator):  # the public name is a functi
             prices = self.advised_prices()
             error = RecompileError(self.failure_message(prices=prices), [c.event for c in self.new_variants],
                                    [t.record for t in self.new_tunings])
-            error.prices = {kernel.name: by_param for kernel, by_param in prices.items()}
+            error.prices = {kernel.label: by_param for kernel, by_param in prices.items()}
             raise error
         self._check_named_kernels_were_called()
 
     def _check_named_kernels_were_called(self) -> None:
         __tracebackhide__ = True
         missing = sorted(n for n in self._kernel_names if n not in self._called_names)
-        missing += sorted(k.name for k in self._kernel_ids if k not in self.calls)
+        missing += sorted(k.label for k in self._kernel_ids if k not in self.calls)
         if missing:
             seen = ", ".join(sorted(self._called_names)) or "none"
             raise ValueError(f"jitguard.no_recompiles(kernels=...): no kernel named {', '.join(map(repr, missing))} "
@@ -251,7 +254,7 @@ class no_recompiles(CallScope, ContextDecorator):  # the public name is a functi
                     price = {"verdict": "unknown", "detail": f"the cost checks ran past {budget_s:.0f} s; "
                                                              "`jitguard report` prices it"}
                 else:
-                    price = cost_in_subprocess(f"{event.module}:{event.kernel}", param, option, signature=signature,
+                    price = cost_in_subprocess(f"{event.module}:{event.called_as}", param, option, signature=signature,
                                                timeout=left).to_json()
                 prices.setdefault(kernel, {})[param] = price
         return prices
@@ -259,7 +262,7 @@ class no_recompiles(CallScope, ContextDecorator):  # the public name is a functi
     def _warmup_subject(self) -> str:
         if not self._kernel_names and not self._kernel_ids:
             return "each kernel"
-        names = sorted(self._kernel_names | {k.name for k in self._kernel_ids})
+        names = sorted(self._kernel_names | {k.label for k in self._kernel_ids})
         return ", ".join(names)
 
 
@@ -278,11 +281,11 @@ def _variant_of(event: CompileEvent) -> dict[str, Any]:
 def _why_not_importable(event: CompileEvent) -> str | None:
     """Why a child process could not import this kernel as `module:name`, or None when it can."""
     if not event.module or event.module == "__main__":
-        return (f"{event.kernel} is defined in a script run as __main__, which the cost check never runs; "
+        return (f"{event.label} is defined in a script run as __main__, which the cost check never runs; "
                 "`jitguard report` on its log prices it")
     module = sys.modules.get(event.module)
-    if module is not None and getattr(module, event.kernel, None) is None:
-        return (f"{event.kernel} is not a module-level name of {event.module} (made inside a function?), "
+    if module is not None and getattr(module, event.called_as, None) is None:
+        return (f"{event.called_as} is not a module-level name of {event.module} (made inside a function?), "
                 "so a child process cannot import it")
     return None
 

@@ -102,6 +102,13 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list
 
 # --- compiles and fixes -----------------------------------------------------------------------------
 
+def kernel_label(entry: Mapping[str, Any]) -> str:
+    """A report kernel as the tables name it: its `name`, or `name (as binding)` when the program calls
+    it by another module-level name (one function jitted twice is two kernels)."""
+    name, binding = entry.get("name") or "?", entry.get("binding")
+    return f"{name} (as {binding})" if binding else str(name)
+
+
 def kernel_where(file: str, line: int) -> str:
     """A kernel's definition as the reports show it: relative to the working directory when under
     it, else its last two path components ('kernels/moe.py:12')."""
@@ -169,7 +176,7 @@ def format_event_line(event: CompileEvent) -> str:
     ms = f"{event.compile_ms:.0f} ms" if event.compile_ms is not None else "? ms"
     if event.disk_cache_hit:
         ms += " (disk cache hit)"
-    head = f"[jitguard] {what} {event.kernel}#{event.variant} ({where}) {ms}"
+    head = f"[jitguard] {what} {event.label}#{event.variant} ({where}) {ms}"
     if event.call_site:
         head += f", called from {short_path(event.call_site, keep=3)}"
     if event.phase == "serving":
@@ -196,7 +203,7 @@ def format_summary(events: list[CompileEvent]) -> list[str]:
         return []
     by_kernel: dict[str, list[CompileEvent]] = {}
     for event in events:
-        by_kernel.setdefault(event.kernel, []).append(event)
+        by_kernel.setdefault(event.label, []).append(event)
     rows = []
     for kernel, kernel_events in sorted(by_kernel.items(), key=lambda kv: -len(kv[1])):
         total_ms = sum(e.compile_ms or 0.0 for e in kernel_events)
@@ -235,7 +242,7 @@ class ScopedCompileLike(Protocol):
     """What the failure text needs of one compile seen inside a `no_recompiles` block."""
 
     @property
-    def kernel(self) -> Any: ...  # hashable, with .name and .where()
+    def kernel(self) -> Any: ...  # hashable, with .label (the name messages use) and .where()
 
     @property
     def event(self) -> CompileEvent: ...
@@ -328,7 +335,7 @@ def format_new_variants(compiles: Sequence[ScopedCompileLike], warmup: int, subj
         lines.append("")
         retuned = sum(1 for t in tunings_by_kernel.get(kernel, []) if t.after_warmup)
         tuned_after = f", {plural(retuned, 'autotune tuning')} after it" if retuned else ""
-        lines.append(f"{kernel.name} ({short_path(kernel.where())}): {plural(early, 'variant')} in warm-up, "
+        lines.append(f"{kernel.label} ({short_path(kernel.where())}): {plural(early, 'variant')} in warm-up, "
                      f"{len(late)} new after it{tuned_after}")
         for item in late:
             event = item.event

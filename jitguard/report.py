@@ -24,7 +24,16 @@ from jitguard.argv_redaction import redact_argv
 from jitguard.event_logs import LogInputError, MergedLogs, ProcessLog, load_logs
 from jitguard.events import CompileEvent
 from jitguard.explain import fix_for_advice, strongest_advice
-from jitguard.render_text import cause_line, cost_lines, kernel_where, markdown_table, md_code, md_text, table
+from jitguard.render_text import (
+    cause_line,
+    cost_lines,
+    kernel_label,
+    kernel_where,
+    markdown_table,
+    md_code,
+    md_text,
+    table,
+)
 from jitguard.tuning_records import format_autotune_summary, remedy_lines, summarize_tunings
 
 REPORT_FORMAT = 1
@@ -52,7 +61,7 @@ def _process_label(process: ProcessLog) -> dict[str, Any]:
     return {"host": process.host, "pid": process.pid, "role": process.role, "rank": process.rank}
 
 
-def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEvent]]) -> dict[str, Any]:
+def _kernel_entry(name: str, binding: str, file: str, items: list[tuple[ProcessLog, CompileEvent]]) -> dict[str, Any]:
     events = [event for _, event in items]
     first = events[0]
     by_phase = {phase: {"compiles": 0, "compile_ms": 0.0} for phase in PHASES}
@@ -123,6 +132,7 @@ def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEve
     total_ms = sum(event.compile_ms or 0.0 for event in events)
     return {
         "name": name,
+        "binding": binding,  # the module-level name the program calls it by, when not `name`; else ""
         "module": first.module,
         "file": file,
         "line": first.line,
@@ -143,11 +153,11 @@ def _kernel_entry(name: str, file: str, items: list[tuple[ProcessLog, CompileEve
 def build_report(path: str | os.PathLike | MergedLogs) -> dict[str, Any]:
     """The merged report of every log at `path` (or of already loaded logs), as a JSON-ready dict."""
     logs = path if isinstance(path, MergedLogs) else load_logs(path)
-    grouped: dict[tuple[str, str], list[tuple[ProcessLog, CompileEvent]]] = {}
+    grouped: dict[tuple[str, str, str], list[tuple[ProcessLog, CompileEvent]]] = {}
     for process in logs.processes:
         for event in process.events:
-            grouped.setdefault((event.kernel, event.file), []).append((process, event))
-    kernels = [_kernel_entry(name, file, items) for (name, file), items in grouped.items()]
+            grouped.setdefault((event.kernel, event.binding, event.file), []).append((process, event))
+    kernels = [_kernel_entry(name, binding, file, items) for (name, binding, file), items in grouped.items()]
     _add_autotune(kernels, logs)
     kernels.sort(key=lambda k: (-k["compiles"], -k["compile_ms"], k["name"]))
 
@@ -163,7 +173,7 @@ def build_report(path: str | os.PathLike | MergedLogs) -> dict[str, Any]:
             "recompiles": sum(1 for e in events if e.is_recompile),
             "serving_compiles": sum(1 for e in events if e.phase == "serving"),
             "compile_ms": round(sum(e.compile_ms or 0.0 for e in events), 3),
-            "kernels": sorted({e.kernel for e in events}),
+            "kernels": sorted({e.label for e in events}),
             "file": os.path.basename(process.file), "skipped_lines": process.skipped_lines,
             "events_not_written": process.events_not_written,
         })
@@ -251,7 +261,7 @@ def _kernel_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["kernel", "where", "variants", "compiles", "processes", "warmup ms", "serving ms", "fix"]
     rows = []
     for k in report["kernels"]:
-        rows.append([k["name"], kernel_where(k["file"], k["line"]), str(k["variants"]), str(k["compiles"]),
+        rows.append([kernel_label(k), kernel_where(k["file"], k["line"]), str(k["variants"]), str(k["compiles"]),
                      str(len(k["by_process"])), _ms(k["by_phase"]["warmup"]["compile_ms"]),
                      _ms(k["by_phase"]["serving"]["compile_ms"]), k["fix"] or "-"])
     return header, rows
@@ -299,7 +309,7 @@ def format_text(report: dict[str, Any]) -> str:
         lines.extend(table(*_kernel_rows(report)))
     for k in report["kernels"]:
         lines.append("")
-        lines.append(f"{k['name']} ({kernel_where(k['file'], k['line'])}): {k['variants']} variant(s), "
+        lines.append(f"{kernel_label(k)} ({kernel_where(k['file'], k['line'])}): {k['variants']} variant(s), "
                      f"{k['compiles']} compile(s), {_ms(k['compile_ms'])} ms")
         per_process = ", ".join(f"pid {p['pid']}" + (f" rank {p['rank']}" if p["rank"] is not None else "")
                                 + (f" {p['role']}" if p["role"] else "") + f": {p['variants']}"
@@ -346,7 +356,7 @@ def format_markdown(report: dict[str, Any]) -> str:
                                          + [md_code(row[-1], in_table=True) if row[-1] != "-" else "-"]
                                          for row in rows])
     for k in report["kernels"]:
-        lines += ["", f"### {md_code(k['name'])}", "",
+        lines += ["", f"### {md_code(kernel_label(k))}", "",
                   f"{k['variants']} variant(s), {k['compiles']} compile(s), {_ms(k['compile_ms'])} ms "
                   f"({md_text(kernel_where(k['file'], k['line']))})."]
         lines += ["", *markdown_table(["pid", "role", "variants", "compile ms"],

@@ -13,7 +13,7 @@ import time
 from collections.abc import Collection
 from typing import Any
 
-from jitguard.render_text import cost_lines, kernel_where
+from jitguard.render_text import cost_lines, kernel_label, kernel_where
 from jitguard.report import summary_line
 
 PHASE_COLOURS = {"warmup": "#2563eb", "serving": "#dc2626"}
@@ -153,12 +153,12 @@ def render_html(report: dict[str, Any]) -> str:
 
     body.append("<h2>Kernels</h2>")
     body.append(_table(["kernel", "where", "variants", "compiles", "processes", "warmup ms", "serving ms", "fix"],
-                       [[k["name"], kernel_where(k["file"], k["line"]), k["variants"], k["compiles"],
+                       [[kernel_label(k), kernel_where(k["file"], k["line"]), k["variants"], k["compiles"],
                          len(k["by_process"]), f"{k['by_phase']['warmup']['compile_ms']:.0f}",
                          f"{k['by_phase']['serving']['compile_ms']:.0f}", k["fix"] or "-"]
                         for k in report["kernels"]], numeric={2, 3, 4, 5, 6}, code={0, 7}))
     for k in report["kernels"]:
-        body.append(f"<h3>{_e(k['name'])}</h3>")
+        body.append(f"<h3>{_e(kernel_label(k))}</h3>")
         body.append(_table(["pid", "role", "rank", "variants", "compiles", "compile ms"],
                            [[p["pid"], p["role"] or "-", "-" if p["rank"] is None else p["rank"], p["variants"],
                              p["compiles"], f"{p['compile_ms']:.0f}"] for p in k["by_process"]], numeric={0, 3, 4, 5}))

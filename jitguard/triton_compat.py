@@ -397,6 +397,28 @@ def kernel_name(jit_fn: JITFunction) -> str:
     return str(getattr(jit_fn.fn, "__name__", None) or getattr(jit_fn, "__name__", "?"))
 
 
+def binding_name(jit_fn: JITFunction) -> str:
+    """The module-level name the program calls `jit_fn` by, when that is not its function's own name
+    (`copy_plain = triton.jit(do_not_specialize=["n"])(_copy)`: "copy_plain"); "" when the function's
+    name is the kernel, or when no module-level name holds it (a kernel made inside a function).
+
+    One function jitted twice is two kernels with one `__name__`: this name tells them apart, and
+    is what a child process imports to price or warm up the right one.
+    """
+    fn = getattr(jit_fn, "fn", None)
+    scope = getattr(fn, "__globals__", None)
+    if not isinstance(scope, dict):
+        return ""
+
+    def holds(value: Any) -> bool:
+        # Only Triton's own wrappers are unwrapped: another module-level object's `fn` may do anything.
+        return value is jit_fn or (isinstance(value, (Autotuner, Heuristics)) and unwrap_jit_function(value) is jit_fn)
+
+    if holds(scope.get(getattr(fn, "__name__", ""))):
+        return ""
+    return next((str(name) for name, value in list(scope.items()) if holds(value)), "")
+
+
 def kernel_location(jit_fn: JITFunction) -> tuple[str, int]:
     """Source file and `def` line of a kernel."""
     code = getattr(jit_fn.fn, "__code__", None)

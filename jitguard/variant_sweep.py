@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jitguard.call_capture import CallScope, KernelCall, KernelId, open_scopes
+from jitguard.call_capture import CallScope, KernelCall, KernelId, kernel_id_of, open_scopes
 from jitguard.events import Cause, CompileEvent
 from jitguard.explain import fix_hint, short_path, without_weaker_advice
 
@@ -61,17 +61,16 @@ class SweepTable:
         return counts
 
     def variants(self, kernel: Any) -> int:
-        """New variants of `kernel` (a name or a kernel object) over the sweep."""
-        name = _kernel_name(kernel)
-        return sum(1 for row in self.rows if row.kernel == name)
+        """New variants of `kernel` (a name or a kernel object) over the sweep; a function's name counts
+        every kernel jitted from it, a bound name (`fast = triton.jit(body)`) or object its own."""
+        return len(self._rows_of(kernel))
 
     def values_compiling(self, kernel: Any) -> list[Any]:
         """The values whose call compiled at least one new variant of `kernel`."""
-        name = _kernel_name(kernel)
         out: list[Any] = []
         indices: list[int] = []
-        for row in self.rows:
-            if row.kernel == name and row.value_index not in indices:
+        for row in self._rows_of(kernel):
+            if row.value_index not in indices:
                 indices.append(row.value_index)
                 out.append(row.value)
         return out
@@ -89,6 +88,12 @@ class SweepTable:
                           "call_site": r.call_site, "causes": [c.to_dict() for c in r.causes]} for r in rows],
             }
         return {"values": [_json_value(v) for v in self.values], "kernels": kernels}
+
+    def _rows_of(self, kernel: Any) -> list[SweepVariant]:
+        if isinstance(kernel, str):
+            return [r for r in self.rows if kernel in (r.kernel, r.event.kernel, r.event.binding)]
+        label = _kernel_label(kernel)
+        return [r for r in self.rows if r.kernel == label]
 
     def __str__(self) -> str:
         return "\n".join(self._lines())
@@ -141,7 +146,7 @@ class _SweepScope(CallScope):
             return
         index = self.value_index
         self.table.rows.append(SweepVariant(
-            kernel=event.kernel, variant=self.keys_seen(kernel),
+            kernel=event.label, variant=self.keys_seen(kernel),
             value=self.table.values[index] if index >= 0 else None, value_index=index, causes=list(event.causes),
             call_site=short_path(event.call_site) if event.call_site else "",
             autotuning=event.autotuning, compile_ms=event.compile_ms, event=event))
@@ -190,8 +195,8 @@ def assert_max_variants(table: SweepTable, kernel: Any, n: int) -> None:
                         f"got {type(table).__name__}")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"jitguard.assert_max_variants: n must be an int >= 1, not {n!r}")
-    name = _kernel_name(kernel)
-    rows = [r for r in table.rows if r.kernel == name]
+    name = kernel if isinstance(kernel, str) else _kernel_label(kernel)
+    rows = table._rows_of(kernel)
     if not rows:
         seen = ", ".join(table.kernels()) or "none"
         raise ValueError(f"jitguard.assert_max_variants: kernel {name!r} compiled nothing in this sweep "
@@ -216,14 +221,13 @@ def assert_max_variants(table: SweepTable, kernel: Any, n: int) -> None:
     raise RecompileError("\n".join(lines), [r.event for r in rows])
 
 
-def _kernel_name(kernel: Any) -> str:
-    if isinstance(kernel, str):
-        return kernel
-    from jitguard.triton_compat import kernel_name, unwrap_jit_function
+def _kernel_label(kernel: Any) -> str:
+    """The table's name of a kernel object: its function's name, `name (as binding)` for a bound one."""
+    from jitguard.triton_compat import unwrap_jit_function
     jit_fn = unwrap_jit_function(kernel)
     if jit_fn is None:
         raise TypeError(f"jitguard: {kernel!r} is neither a kernel name nor a @triton.jit kernel")
-    return kernel_name(jit_fn)
+    return kernel_id_of(jit_fn).label
 
 
 def _json_value(value: Any) -> Any:

@@ -178,7 +178,8 @@ def _events_from_report(report: dict, where: str) -> list[CompileEvent]:
         for kernel in kernels:
             for variant in kernel["variant_list"]:
                 record = {"type": "compile", "kernel": kernel.get("name"), "module": kernel.get("module") or "",
-                          "file": kernel.get("file") or "", "line": kernel.get("line") or 0, **variant}
+                          "file": kernel.get("file") or "", "line": kernel.get("line") or 0,
+                          "binding": kernel.get("binding") or "", **variant}
                 try:
                     events.append(compile_event_from_record(record))
                 except InvalidRecord as exc:
@@ -201,13 +202,13 @@ def build_plan(report_or_events: Any) -> dict[str, Any]:
     `CompileEvent`. Each distinct variant (per kernel, by Triton key) appears once.
     """
     events = _events_from(report_or_events)
-    kernels: dict[tuple[str, str, str], dict[str, Any]] = {}
-    seen: dict[tuple[str, str, str], set[str]] = {}
+    kernels: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    seen: dict[tuple[str, str, str, str], set[str]] = {}
     versions = set()
     for event in events:
         if event.triton_version:
             versions.add(event.triton_version)
-        slot = (event.module, event.kernel, event.file)
+        slot = (event.module, event.kernel, event.binding, event.file)
         params = {name: _param_entry(name, spec) for name, spec in event.params.items()}
         options = {k: v for k, v in event.options.items() if k != "passed"}
         launch_kwargs = event.options.get("passed")  # what the compiling call passed explicitly
@@ -215,8 +216,9 @@ def build_plan(report_or_events: Any) -> dict[str, Any]:
         if identity in seen.setdefault(slot, set()):
             continue
         seen[slot].add(identity)
-        entry = kernels.setdefault(slot, {"name": event.kernel, "module": event.module,
-                                          "qualname": event.kernel, "file": event.file, "line": event.line,
+        # `qualname` is what replay imports: the bound name of a function jitted under another name.
+        entry = kernels.setdefault(slot, {"name": event.kernel, "module": event.module, "binding": event.binding,
+                                          "qualname": event.called_as, "file": event.file, "line": event.line,
                                           "variants": []})
         variant: dict[str, Any] = {"params": params, "options": options, "launch_kwargs": launch_kwargs,
                                    "key": event.key, "compile_ms": event.compile_ms}
@@ -225,7 +227,7 @@ def build_plan(report_or_events: Any) -> dict[str, Any]:
             variant["unrebuildable"] = reason
         entry["variants"].append(variant)
     for (name, file), tuned in _tunings_from(report_or_events).items():
-        for (_, kernel_name, kernel_file), entry in kernels.items():
+        for (_, kernel_name, _, kernel_file), entry in kernels.items():
             if (kernel_name, kernel_file) == (name, file):
                 entry["autotune"] = {"key": list(tuned.get("key") or []),
                                      "keys_tuned": [dict(k) for k in tuned.get("keys_tuned") or []],

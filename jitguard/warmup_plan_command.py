@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from jitguard.render_text import kernel_label
 from jitguard.warmup_plan import PlanInputError, build_plan
 
 
@@ -43,7 +44,7 @@ def warmup_plan_command(report: str, output: str) -> None:
     for entry in plan["kernels"]:
         bad = [v for v in entry["variants"] if v.get("unrebuildable")]
         note = f", {len(bad)} cannot be rebuilt: {bad[0]['unrebuildable']}" if bad else ""
-        click.echo(f"  {entry['name']} ({entry['module']}): {len(entry['variants'])} variant(s){note}",
+        click.echo(f"  {kernel_label(entry)} ({entry['module']}): {len(entry['variants'])} variant(s){note}",
                    err=summary_stream_is_err)
     where = "stdout" if output == "-" else output
     click.echo(f"[jitguard] wrote {where}: {len(plan['kernels'])} kernel(s), {plan['variants']} variant(s)",

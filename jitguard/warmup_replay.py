@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from jitguard.render_text import kernel_label
 from jitguard.warmup_plan import INT_VALUES, TORCH_DTYPE_NAMES, int_type_of, load_plan
 
 
@@ -472,7 +473,7 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
         say(f"[jitguard] warm-up: the plan was recorded with Triton {', '.join(recorded_versions)}, this is "
             f"{triton_compat.TRITON_VERSION}: keys are not compared, re-record the plan to check them")
     for entry in data["kernels"]:
-        name = entry.get("name") or "?"
+        name = kernel_label(entry)
         variants = entry.get("variants") or []
         try:
             jit_fn = resolve_kernel(entry)

@@ -104,6 +104,10 @@ class Kernel:
     file: str
     line: int
 
+    @property
+    def label(self) -> str:
+        return self.name
+
     def where(self) -> str:
         return f"{self.file}:{self.line}"
 

@@ -1,0 +1,140 @@
+"""One function jitted under other names, maybe twice: each jit call is a kernel of its own.
+
+`tests/kernels_bound_twice.py` binds `_scale_rows` as `scale_rows_specialized` and, with
+`do_not_specialize=["n_rows"]`, as `scale_rows_any_count`. Triton keeps a cache per binding, so the
+monitor, the guard, the report, the warm-up plan and the cost check must keep them apart and import
+each by the name the program calls it by.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+import jitguard
+from jitguard import triton_compat
+from jitguard.report import build_report, format_text
+from jitguard.warmup_plan import build_plan
+from tests import kernels_bound_twice as bound
+
+SPECIALIZED = "_scale_rows (as scale_rows_specialized)"
+ANY_COUNT = "_scale_rows (as scale_rows_any_count)"
+
+
+@pytest.fixture(autouse=True)
+def empty_caches():
+    for kernel in (bound.scale_rows_specialized, bound.scale_rows_any_count):
+        for cache in triton_compat.all_kernel_caches(kernel):
+            cache.clear()
+    yield
+
+
+def _traffic(counts=(16, 17)):
+    x = torch.zeros(64)
+    for n in counts:
+        bound.scale_rows_specialized[(1,)](x, n, BLOCK=64)
+        bound.scale_rows_any_count[(1,)](x, n, BLOCK=64)
+
+
+def test_binding_name_is_the_module_name_only_when_it_is_not_the_functions():
+    assert triton_compat.binding_name(bound.scale_rows_specialized) == "scale_rows_specialized"
+    assert triton_compat.binding_name(bound.scale_rows_any_count) == "scale_rows_any_count"
+    from tests import kernels_for_tests
+    assert triton_compat.binding_name(kernels_for_tests.add_one_kernel) == ""  # @triton.jit def: its own name
+
+
+def test_the_monitor_counts_each_binding_apart_and_names_it(capsys):
+    with jitguard.offline(compile=False), jitguard.watch() as rec:
+        _traffic()
+    # Before: one kernel `_scale_rows` with 3 variants, the specialized one's recompile hidden among them.
+    assert rec.kernels() == {SPECIALIZED: 2, ANY_COUNT: 1}
+    assert rec.variants("scale_rows_any_count") == 1
+    assert rec.variants(SPECIALIZED) == 2
+    assert rec.variants("_scale_rows") == 3  # the function's name counts every kernel made from it
+    assert [(e.binding, e.variant) for e in rec.events] == [
+        ("scale_rows_specialized", 1), ("scale_rows_any_count", 1), ("scale_rows_specialized", 2)]
+    assert f"recompile {SPECIALIZED}#2" in capsys.readouterr().err
+
+
+def test_a_budget_may_name_the_binding():
+    with jitguard.offline(compile=False), jitguard.watch(budget={"scale_rows_any_count": 1}, mode="error"):
+        _traffic((16, 17, 33))  # the specialized binding is not budgeted; the other compiles once
+    with jitguard.offline(compile=False), pytest.raises(jitguard.RecompileError, match=re.escape(f"{SPECIALIZED} compiled variant #2")):
+        with jitguard.watch(budget={"scale_rows_specialized": 1}, mode="error"):
+            _traffic()
+
+
+def test_the_guard_does_not_take_the_other_binding_for_a_recompile():
+    x = torch.zeros(64)
+    with jitguard.offline(compile=False):
+        # One call each: with one identity for both, the second binding's first compile was call 2
+        # of "the" kernel, after its warm-up call, and failed the block.
+        with jitguard.no_recompiles(warmup=1):
+            bound.scale_rows_specialized[(1,)](x, 16, BLOCK=64)
+            bound.scale_rows_any_count[(1,)](x, 16, BLOCK=64)
+        with jitguard.no_recompiles(warmup=1, kernels=["scale_rows_any_count"]) as guard:
+            bound.scale_rows_specialized[(1,)](x, 16, BLOCK=64)
+            bound.scale_rows_specialized[(1,)](x, 17, BLOCK=64)  # not judged: another kernel
+            bound.scale_rows_any_count[(1,)](x, 17, BLOCK=64)
+        assert [c.event.binding for c in guard.compiles] == ["scale_rows_any_count"]
+
+
+def test_a_failing_guard_names_the_binding_and_prices_its_fix():
+    x = torch.zeros(64)
+    with jitguard.offline(compile=False), pytest.raises(jitguard.RecompileError) as failure:
+        with jitguard.no_recompiles(warmup=1):
+            bound.scale_rows_specialized[(1,)](x, 16, BLOCK=64)
+            bound.scale_rows_specialized[(1,)](x, 17, BLOCK=64)
+    text = str(failure.value)
+    assert f"{SPECIALIZED} (" in text
+    # The cost check imports `scale_rows_specialized`; the function's own name is no kernel.
+    (price,) = [line for line in text.splitlines() if "price" in line]
+    assert price.startswith("  price: n_rows: free"), price
+    assert failure.value.prices[SPECIALIZED]["n_rows"]["verdict"] == "free"
+
+
+def test_report_and_warmup_plan_keep_the_bindings_apart(tmp_path: Path):
+    logs = tmp_path / "logs"
+    with jitguard.offline(compile=False), jitguard.watch(dir=str(logs)):
+        _traffic()
+    report = build_report(str(logs))
+    by_binding = {k["binding"]: (k["name"], k["variants"]) for k in report["kernels"]}
+    assert by_binding == {"scale_rows_specialized": ("_scale_rows", 2), "scale_rows_any_count": ("_scale_rows", 1)}
+    text = format_text(report)
+    assert f"{SPECIALIZED} (" in text and f"{ANY_COUNT} (" in text
+
+    plan = build_plan(str(logs))
+    assert sorted((k["qualname"], len(k["variants"])) for k in plan["kernels"]) == [
+        ("scale_rows_any_count", 1), ("scale_rows_specialized", 2)]
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(json.dumps(plan))
+    for kernel in (bound.scale_rows_specialized, bound.scale_rows_any_count):
+        for cache in triton_compat.all_kernel_caches(kernel):
+            cache.clear()
+    with jitguard.offline(compile=False):
+        result = jitguard.warmup(str(plan_path))
+        # Each variant rebuilt on its own binding (a rebuilt key unlike the recorded one fails), so
+        # the same traffic compiles nothing.
+        assert [o.status for o in result.outcomes] == ["compiled"] * 3
+        with jitguard.watch() as rec:
+            _traffic()
+    assert rec.events == []
+
+
+def test_a_sweep_tables_each_binding_and_asserts_on_either_name():
+    x = torch.zeros(64)
+
+    def layer(n):
+        bound.scale_rows_specialized[(1,)](x, n, BLOCK=64)
+        bound.scale_rows_any_count[(1,)](x, n, BLOCK=64)
+
+    with jitguard.offline(compile=False):
+        table = jitguard.sweep(layer, [1, 16, 17])
+    assert table.kernels() == {SPECIALIZED: 3, ANY_COUNT: 1}
+    assert table.variants(bound.scale_rows_any_count) == 1
+    assert table.variants("scale_rows_specialized") == 3
+    jitguard.assert_max_variants(table, bound.scale_rows_any_count, 1)
+    with pytest.raises(jitguard.RecompileError, match=re.escape(f"at most 1 variant of {SPECIALIZED}")):
+        jitguard.assert_max_variants(table, bound.scale_rows_specialized, 1)
