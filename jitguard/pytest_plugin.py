@@ -277,7 +277,7 @@ def fix_command_line(events: list[Any]) -> str | None:
     from jitguard.explain import without_weaker_advice
     by_kernel: dict[tuple[str, str], list[Any]] = {}
     for event in events:
-        by_kernel.setdefault((event.kernel, event.file), []).extend(event.causes)
+        by_kernel.setdefault((event.called_as, event.file), []).extend(event.causes)
     params: dict[str, None] = {}  # ordered sets
     files: dict[str, None] = {}
     for (kernel, file), causes in by_kernel.items():
@@ -297,7 +297,7 @@ def _compiles_of(recorder: Any, guard: Any) -> list[dict]:
     late = {id(c.event) for c in guard.new_variants} if guard is not None else set()
     out = []
     for event in recorder.events:
-        out.append({"kernel": event.kernel, "where": f"{event.file}:{event.line}", "variant": event.variant,
+        out.append({"kernel": event.label, "where": f"{event.file}:{event.line}", "variant": event.variant,
                     "ms": event.compile_ms, "disk_hit": event.disk_cache_hit, "after_warmup": id(event) in late,
                     "causes": [[c.param, c.advice] for c in event.causes]})
     return out

@@ -142,7 +142,7 @@ def report_kernel_entries(path: str | Path) -> dict[str, Mapping[str, Any]]:
     kernels = data.get("kernels") if isinstance(data, dict) else None
     for entry in kernels if isinstance(kernels, list) else []:
         if isinstance(entry, dict):
-            for name in (entry.get("name"), entry.get("qualname")):
+            for name in (entry.get("binding"), entry.get("name"), entry.get("qualname")):
                 if isinstance(name, str) and name:
                     entries.setdefault(name, entry)
     return entries
@@ -164,10 +164,14 @@ def load_report(path: str | Path) -> tuple[list[Demotion], list[AdviceNote]]:
             params = kernel.get("params") or {}
             if not isinstance(params, dict):
                 raise DemotionInputError(f"{origin}: kernel `{kernel['name']}`: params is not an object")
+            # A function jitted under another name is fixed at that jit call alone (the report has
+            # one entry per binding; the function's name would edit every call that jits it).
+            binding = kernel.get("binding")
+            name = binding if isinstance(binding, str) and binding else kernel["name"]
             for param, info in params.items():
                 advice = info.get("advice") if isinstance(info, dict) else None
                 requests.append(_advice_request(
-                    origin, kernel["name"], param, advice, kernel.get("file"), kernel.get("line"), kernel
+                    origin, name, param, advice, kernel.get("file"), kernel.get("line"), kernel
                 ))
             requests += _bucket_requests(origin, kernel)
     elif isinstance(data, dict) and isinstance(data.get("findings"), list):

@@ -61,7 +61,8 @@ def test_the_monitor_counts_each_binding_apart_and_names_it(capsys):
 def test_a_budget_may_name_the_binding():
     with jitguard.offline(compile=False), jitguard.watch(budget={"scale_rows_any_count": 1}, mode="error"):
         _traffic((16, 17, 33))  # the specialized binding is not budgeted; the other compiles once
-    with jitguard.offline(compile=False), pytest.raises(jitguard.RecompileError, match=re.escape(f"{SPECIALIZED} compiled variant #2")):
+    over_budget = re.escape(f"{SPECIALIZED} compiled variant #2")
+    with jitguard.offline(compile=False), pytest.raises(jitguard.RecompileError, match=over_budget):
         with jitguard.watch(budget={"scale_rows_specialized": 1}, mode="error"):
             _traffic()
 
@@ -138,3 +139,53 @@ def test_a_sweep_tables_each_binding_and_asserts_on_either_name():
     jitguard.assert_max_variants(table, bound.scale_rows_any_count, 1)
     with pytest.raises(jitguard.RecompileError, match=re.escape(f"at most 1 variant of {SPECIALIZED}")):
         jitguard.assert_max_variants(table, bound.scale_rows_specialized, 1)
+
+
+TWO_CALLS = '''import triton
+import triton.language as tl
+
+
+def _scale_rows(x_ptr, n_rows, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n_rows), mask=offsets < n_rows)
+
+
+fast = triton.jit(_scale_rows)
+wide = triton.jit(_scale_rows)
+'''
+
+
+def test_fix_from_a_report_edits_only_the_binding_that_recompiled(tmp_path: Path):
+    from click.testing import CliRunner
+
+    from jitguard.codemod.commands import fix_command
+    from jitguard.events import Cause, CompileEvent, ParamSpec, to_json_line
+
+    ops = tmp_path / "ops.py"
+    ops.write_text(TWO_CALLS)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    fast = [CompileEvent(kernel="_scale_rows", binding="fast", module="ops", file=str(ops), line=5, key=key,
+                         variant=variant, params={"n_rows": ParamSpec("int", "i32", spec)})
+            for variant, key, spec in ((1, "k1", "div16"), (2, "k2", "plain"))]
+    fast[1].causes = [Cause("n_rows", "int32 divisible by 16", "int32", "do_not_specialize_on_alignment")]
+    wide = CompileEvent(kernel="_scale_rows", binding="wide", module="ops", file=str(ops), line=5, key="k1",
+                        params={"n_rows": ParamSpec("int", "i32", "div16")})
+    (logs / "host-1.ndjson").write_text("".join(to_json_line(e) + "\n" for e in [*fast, wide]))
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(build_report(str(logs))))
+
+    result = CliRunner().invoke(fix_command, ["--from", str(report), str(ops)])
+    assert result.exit_code == 0, result.output
+    # By the function's name both jit calls were edited, `wide` demoted for what only `fast` compiled.
+    assert ops.read_text().endswith(
+        'fast = triton.jit(_scale_rows, do_not_specialize_on_alignment=["n_rows"])\nwide = triton.jit(_scale_rows)\n')
+
+
+def test_the_pytest_plugins_fix_command_names_the_binding():
+    from jitguard.events import Cause, CompileEvent
+    from jitguard.pytest_plugin import fix_command_line
+
+    event = CompileEvent(kernel="_scale_rows", binding="fast", file="ops.py", line=5, variant=2, causes=[
+        Cause("n_rows", "int32 divisible by 16", "int32", "do_not_specialize_on_alignment")])
+    assert fix_command_line([event]) == "jitguard fix --param fast:n_rows:align ops.py"
