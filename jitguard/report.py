@@ -220,7 +220,7 @@ def _timeline(logs: MergedLogs) -> list[dict[str, Any]]:
     for index, process in enumerate(logs.processes):
         for event in process.events:
             points.append({"process": index, "time": event.time, "compile_ms": event.compile_ms,
-                           "phase": event.phase, "kernel": event.kernel, "variant": event.variant,
+                           "phase": event.phase, "kernel": event.label, "variant": event.variant,
                            "causes": [cause_line(c) for c in event.causes]})
     return points
 

@@ -193,7 +193,7 @@ def _count_compiles_in_prometheus() -> None:
         return
 
     def count(event: Any) -> None:
-        counter.labels(kernel=event.kernel, phase=event.phase).inc()
+        counter.labels(kernel=event.label, phase=event.phase).inc()
 
     _triton_hook().add_listener(count, key="prometheus")
 
