@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jitguard.events import CompileEvent
+from jitguard.events import CompileEvent, bound_label
 
 # --- which kernel call is running; a fresh in-memory cache per block --------------------------------
 #
@@ -39,8 +39,8 @@ class KernelId:
 
     @property
     def label(self) -> str:
-        """`name`, or `name (as binding)`: as the messages name the kernel."""
-        return f"{self.name} (as {self.binding})" if self.binding else self.name
+        """The kernel as messages name it (`bound_label`)."""
+        return bound_label(self.name, self.binding)
 
     def where(self) -> str:
         """'file:line' of the kernel's definition."""

@@ -72,6 +72,12 @@ class Cause:
         return dataclasses.asdict(self)
 
 
+def bound_label(kernel: str, binding: str | None) -> str:
+    """How messages name a kernel: its function's name, or `name (as binding)` when the program calls it
+    by another module-level name (one function jitted twice is two kernels, told apart by binding)."""
+    return f"{kernel} (as {binding})" if binding else kernel
+
+
 @dataclass
 class CompileEvent:
     """One compile of one Triton kernel, as seen by the monitor."""
@@ -110,8 +116,8 @@ class CompileEvent:
 
     @property
     def label(self) -> str:
-        """The kernel as messages name it: `kernel`, or `kernel (as binding)` for a bound name."""
-        return f"{self.kernel} (as {self.binding})" if self.binding else self.kernel
+        """The kernel as messages name it (`bound_label`)."""
+        return bound_label(self.kernel, self.binding)
 
     @property
     def called_as(self) -> str:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from jitguard.events import Cause, CompileEvent
+from jitguard.events import Cause, CompileEvent, bound_label
 from jitguard.explain import fix_hint, fix_parts, short_path, without_weaker_advice
 from jitguard.tuning_records import remedy_lines, summarize_tunings
 
@@ -103,10 +103,8 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list
 # --- compiles and fixes -----------------------------------------------------------------------------
 
 def kernel_label(entry: Mapping[str, Any]) -> str:
-    """A report kernel as the tables name it: its `name`, or `name (as binding)` when the program calls
-    it by another module-level name (one function jitted twice is two kernels)."""
-    name, binding = entry.get("name") or "?", entry.get("binding")
-    return f"{name} (as {binding})" if binding else str(name)
+    """A report or plan kernel entry as the tables name it (`events.bound_label`)."""
+    return bound_label(str(entry.get("name") or "?"), entry.get("binding"))
 
 
 def kernel_where(file: str, line: int) -> str:
