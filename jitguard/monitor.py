@@ -126,7 +126,7 @@ class Monitor:
         self.tunings: list[TuningRecord] = []
         self._subscribers: list[Callable[[CompileEvent], None]] = []
         self._tuning_subscribers: list[Callable[[TuningRecord], None]] = []
-        self._tunings_per_kernel: dict[tuple[str, str], int] = {}  # (kernel, file) -> tunings so far
+        self._tunings_per_kernel: dict[tuple[str, str], int] = {}  # (kernel label, file) -> tunings so far
         self._tuning_recorder: Any = None
         self._histories: dict[Any, dict[Any, tuple]] = {}  # kernel -> {key: (params, options)} it compiled
         self._bindings: dict[Any, str] = {}  # kernel -> the name it is called by, when not its function's
@@ -342,7 +342,7 @@ class Monitor:
         try:
             with self._lock:
                 self.tunings.append(record)
-                where = (record.kernel, record.file)
+                where = (record.label, record.file)
                 count = self._tunings_per_kernel[where] = self._tunings_per_kernel.get(where, 0) + 1
                 subscribers = list(self._tuning_subscribers)
             for callback in subscribers:
@@ -359,7 +359,7 @@ class Monitor:
             self._internal_error(exc)
             return
         if record.phase == "serving":
-            message = f"[jitguard] {record.kernel} autotuned during serving: {format_tuning_line(record)}"
+            message = f"[jitguard] {record.label} autotuned during serving: {format_tuning_line(record)}"
             if self.mode == "error":
                 raise RecompileError(message, tunings=[record])
             if self.mode == "warn":
@@ -372,10 +372,10 @@ class Monitor:
         if count < 2:
             return line
         with self._lock:
-            same = [t for t in self.tunings if (t.kernel, t.file) == (record.kernel, record.file)]
+            same = [t for t in self.tunings if (t.label, t.file) == (record.label, record.file)]
         entry = summarize_tunings(same)[record.kernel]
         varying = ", ".join(entry["key_params_varying"])
-        line += f"; tuning #{count} of {record.kernel}" + (f", key {varying} varies" if varying else "")
+        line += f"; tuning #{count} of {record.label}" + (f", key {varying} varies" if varying else "")
         remedy = remedy_lines(record.kernel, entry)
         return line + "".join(f"; remedy: {text.split('; ', 1)[-1]}" for text in remedy)
 

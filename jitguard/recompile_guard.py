@@ -79,7 +79,7 @@ class ScopedTuning:
 
     @property
     def kernel(self) -> KernelId:
-        return KernelId(self.record.kernel, self.record.file, self.record.line)
+        return KernelId(self.record.kernel, self.record.file, self.record.line, self.record.binding)
 
 
 class no_recompiles(CallScope, ContextDecorator):  # the public name is a function-like verb
@@ -147,7 +147,7 @@ class no_recompiles(CallScope, ContextDecorator):  # the public name is a functi
             self._judge_compile(kernel, event, call)
 
     def tuning_seen(self, record: Any, call: KernelCall | None) -> None:
-        kernel = KernelId(record.kernel, record.file, record.line)
+        kernel = KernelId(record.kernel, record.file, record.line, record.binding)
         if not self._judges(kernel):
             return
         with self._lock:

@@ -218,10 +218,13 @@ def format_summary(events: list[CompileEvent]) -> list[str]:
 
 def format_tuning_summary(tunings: Sequence[Any]) -> list[str]:
     """The exit lines about autotune: each autotuned kernel's tunings, configs timed, the varying key
-    parameters, and the remedy; [] when nothing was tuned."""
+    parameters, and the remedy; [] when nothing was tuned. `tunings`: `TuningRecord`s."""
     if not tunings:
         return []
-    summary = summarize_tunings(tunings)
+    by_label: dict[str, list[Any]] = {}
+    for record in tunings:
+        by_label.setdefault(record.label, []).append(record)
+    summary = {label: summarize_tunings(group)[group[0].kernel] for label, group in by_label.items()}
     rows = []
     remedies = []
     for kernel, entry in sorted(summary.items(), key=lambda kv: -kv[1]["tunings"]):

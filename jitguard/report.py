@@ -202,11 +202,11 @@ def build_report(path: str | os.PathLike | MergedLogs) -> dict[str, Any]:
 
 def _add_autotune(kernels: list[dict[str, Any]], logs: MergedLogs) -> None:
     """Give each autotuned kernel its `"autotune"` entry (tunings, configs timed, varying key params)."""
-    by_kernel: dict[tuple[str, str], list] = {}
+    by_kernel: dict[tuple[str, str, str], list] = {}
     for tuning in logs.tunings:
-        by_kernel.setdefault((tuning.kernel, tuning.file), []).append(tuning)
+        by_kernel.setdefault((tuning.kernel, tuning.binding, tuning.file), []).append(tuning)
     for kernel in kernels:
-        tunings = by_kernel.get((kernel["name"], kernel["file"]))
+        tunings = by_kernel.get((kernel["name"], kernel.get("binding") or "", kernel["file"]))
         if not tunings:
             continue
         entry = summarize_tunings(tunings)[kernel["name"]]

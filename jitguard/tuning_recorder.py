@@ -41,6 +41,7 @@ def build_record(tuner: Any, args: tuple, kwargs: dict, configs_timings: Mapping
     jit_fn = triton_compat.unwrap_jit_function(tuner)
     name = triton_compat.kernel_name(jit_fn) if jit_fn is not None else getattr(tuner, "__name__", "?")
     file, line = triton_compat.kernel_location(jit_fn) if jit_fn is not None else ("", 0)
+    binding = triton_compat.binding_name(jit_fn) if jit_fn is not None else ""
     values, dtypes = triton_compat.autotune_call_values(tuner, args, kwargs)
     best = getattr(tuner, "best_config", None)
     if configs_timings:  # the best config is the fastest timing; Triton sets best_config after this call
@@ -50,7 +51,7 @@ def build_record(tuner: Any, args: tuple, kwargs: dict, configs_timings: Mapping
                         bucketed_key={k: json_value(v) for k, v in bucketed_values(tuner, values).items()},
                         bucket=bucket_of(tuner), dtypes=dtypes, configs_timed=len(configs_timings),
                         tuning_s=float(bench_s or 0.0), best_config=str(best) if best is not None else "",
-                        phase=phase or _current_phase(), time=time.time(), pid=os.getpid())
+                        phase=phase or _current_phase(), time=time.time(), pid=os.getpid(), binding=binding)
 
 
 def _call_site() -> str:

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from jitguard.bucketed_autotune import bucket_count
+from jitguard.events import bound_label
 
 RECORD_TYPE = "tuning"
 
@@ -49,9 +50,15 @@ class TuningRecord:
     time: float
     pid: int
     type: str = field(default=RECORD_TYPE)
+    binding: str = ""  # as CompileEvent.binding: the module-level name, when not the function's
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def label(self) -> str:
+        """The kernel as messages name it (`events.bound_label`)."""
+        return bound_label(self.kernel, self.binding)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TuningRecord:
@@ -63,7 +70,8 @@ class TuningRecord:
                    bucket=dict(data.get("bucket") or {}), dtypes=list(data.get("dtypes") or []),
                    configs_timed=int(data.get("configs_timed") or 0), tuning_s=float(data.get("tuning_s") or 0.0),
                    best_config=str(data.get("best_config", "")), phase=str(data.get("phase") or "warmup"),
-                   time=float(data.get("time") or 0.0), pid=int(data.get("pid") or 0))
+                   time=float(data.get("time") or 0.0), pid=int(data.get("pid") or 0),
+                   binding=str(data.get("binding") or ""))
 
 
 def json_value(value: Any) -> Any:
@@ -174,7 +182,7 @@ def format_tuning_line(record: TuningRecord | Mapping[str, Any]) -> str:
     bucketed = ", ".join(f"{k}={r.bucketed_key.get(k)}" for k in r.bucket if r.bucketed_key.get(k) != r.key.get(k))
     where = f" ({os.path.basename(r.file)}:{r.line})" if r.file else ""
     called = f", called from {r.call_site}" if r.call_site else ""
-    return (f"jitguard: autotune {r.kernel}{where} tuned {values or 'its key'}"
+    return (f"jitguard: autotune {r.label}{where} tuned {values or 'its key'}"
             f"{f' [bucket {bucketed}]' if bucketed else ''}: {r.configs_timed} configs, {r.tuning_s:.3f} s, "
             f"{r.phase}{called}")
 

@@ -120,8 +120,8 @@ def _events_from(source: Any) -> list[CompileEvent]:
     return out
 
 
-def _tunings_from(source: Any) -> dict[tuple[str, str], dict[str, Any]]:
-    """{(kernel, file): its autotune entry} from the same sources as `_events_from`: a report's
+def _tunings_from(source: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """{(kernel, binding, file): its autotune entry} from the same sources as `_events_from`: a report's
     `kernels[].autotune`, or the tuning records of logs, a Recorder, or records given directly."""
     from jitguard.event_logs import LogInputError, load_logs
     from jitguard.tuning_records import TuningRecord, iter_tuning_records
@@ -151,17 +151,18 @@ def _tunings_from(source: Any) -> dict[tuple[str, str], dict[str, Any]]:
         records = [i for i in items if isinstance(i, TuningRecord)]
         records += list(iter_tuning_records(i for i in items if isinstance(i, dict)))
     if report is not None:
-        return {(k.get("name", "?"), k.get("file") or ""): k["autotune"] for k in report.get("kernels") or []
+        return {(k.get("name", "?"), k.get("binding") or "", k.get("file") or ""): k["autotune"]
+                for k in report.get("kernels") or []
                 if isinstance(k.get("autotune"), dict) and k["autotune"].get("keys_tuned")}
     return _summarize_per_kernel(records)
 
 
-def _summarize_per_kernel(records: list[Any]) -> dict[tuple[str, str], dict[str, Any]]:
+def _summarize_per_kernel(records: list[Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
     from jitguard.tuning_records import summarize_tunings
 
-    groups: dict[tuple[str, str], list[Any]] = {}
+    groups: dict[tuple[str, str, str], list[Any]] = {}
     for record in records:
-        groups.setdefault((record.kernel, record.file), []).append(record)
+        groups.setdefault((record.kernel, record.binding, record.file), []).append(record)
     return {slot: summarize_tunings(group)[slot[0]] for slot, group in groups.items()}
 
 
@@ -226,9 +227,9 @@ def build_plan(report_or_events: Any) -> dict[str, Any]:
         if reason:
             variant["unrebuildable"] = reason
         entry["variants"].append(variant)
-    for (name, file), tuned in _tunings_from(report_or_events).items():
-        for (_, kernel_name, _, kernel_file), entry in kernels.items():
-            if (kernel_name, kernel_file) == (name, file):
+    for (name, binding, file), tuned in _tunings_from(report_or_events).items():
+        for (_, kernel_name, kernel_binding, kernel_file), entry in kernels.items():
+            if (kernel_name, kernel_binding, kernel_file) == (name, binding, file):
                 entry["autotune"] = {"key": list(tuned.get("key") or []),
                                      "keys_tuned": [dict(k) for k in tuned.get("keys_tuned") or []],
                                      "bucket": dict(tuned.get("bucket") or {})}

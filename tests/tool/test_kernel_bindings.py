@@ -189,3 +189,20 @@ def test_the_pytest_plugins_fix_command_names_the_binding():
     event = CompileEvent(kernel="_scale_rows", binding="fast", file="ops.py", line=5, variant=2, causes=[
         Cause("n_rows", "int32 divisible by 16", "int32", "do_not_specialize_on_alignment")])
     assert fix_command_line([event]) == "jitguard fix --param fast:n_rows:align ops.py"
+
+
+def test_an_autotuned_binding_is_judged_with_its_tunings():
+    x = torch.zeros(256)
+    with jitguard.offline(compile=False):
+        tuned = bound.make_tuned_binding()
+        for cache in triton_compat.all_kernel_caches(triton_compat.unwrap_jit_function(tuned)):
+            cache.clear()
+        tuned.cache.clear()  # the autotuner's chosen configs
+        with pytest.raises(jitguard.RecompileError) as failure, jitguard.watch() as rec:
+            with jitguard.no_recompiles(warmup=1, kernels=[tuned]):
+                tuned[(1,)](x, 17)
+                tuned[(1,)](x, 33)  # the same specialization class: a tuning for the new key, no compile
+    # The tuning carries the binding its compiles carry: a guard naming the kernel by object judges it.
+    assert "but 1 autotune tuning ran:" in str(failure.value)
+    assert "_scale_rows (as scale_rows_tuned) (" in str(failure.value)
+    assert {t.label for t in rec.tunings} == {"_scale_rows (as scale_rows_tuned)"}
