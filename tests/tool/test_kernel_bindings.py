@@ -206,3 +206,34 @@ def test_an_autotuned_binding_is_judged_with_its_tunings():
     assert "but 1 autotune tuning ran:" in str(failure.value)
     assert "_scale_rows (as scale_rows_tuned) (" in str(failure.value)
     assert {t.label for t in rec.tunings} == {"_scale_rows (as scale_rows_tuned)"}
+
+
+def test_an_autotuned_binding_is_pretuned_from_the_plan(tmp_path: Path):
+    x = torch.zeros(256)
+    logs = tmp_path / "logs"
+    with jitguard.offline(compile=False):
+        tuned = bound.make_tuned_binding()
+        jit_fn = triton_compat.unwrap_jit_function(tuned)
+
+        def forget():
+            for cache in triton_compat.all_kernel_caches(jit_fn):
+                cache.clear()
+            tuned.cache.clear()
+
+        forget()
+        with jitguard.watch(dir=str(logs)):
+            for n in (17, 33):
+                tuned[(1,)](x, n)
+        plan = build_plan(str(logs))
+        (entry,) = plan["kernels"]
+        assert entry["qualname"] == "scale_rows_tuned"
+        assert [key["n_rows"] for key in entry["autotune"]["keys_tuned"]] == [17, 33]
+        plan_path = tmp_path / "plan.json"
+        plan_path.write_text(json.dumps(plan))
+        forget()
+        result = jitguard.warmup(str(plan_path))
+        assert result.failures == [] and result.pretune_failures == []
+        with jitguard.watch() as rec:
+            for n in (17, 33):
+                tuned[(1,)](x, n)
+    assert (rec.events, rec.tunings) == ([], [])
