@@ -73,9 +73,12 @@ class Cause:
 
 
 def bound_label(kernel: str, binding: str | None) -> str:
-    """How messages name a kernel: its function's name, or `name (as binding)` when the program calls it
-    by another module-level name (one function jitted twice is two kernels, told apart by binding)."""
-    return f"{kernel} (as {binding})" if binding else kernel
+    """How messages name a kernel: its function's name; a class attribute's dotted path
+    (`PackSeqTritonKernel.kernel`); or `name (as binding)` when the program calls it by another
+    module-level name (one function jitted twice is two kernels, told apart by binding)."""
+    if not binding:
+        return kernel
+    return binding if binding.endswith("." + kernel) else f"{kernel} (as {binding})"
 
 
 @dataclass
@@ -105,8 +108,9 @@ class CompileEvent:
     time: float = 0.0
     is_manual_warmup: bool = False
     autotuning: bool = False  # compiled while @triton.autotune benchmarked its configs
-    # The module-level name the kernel is called by when it is not `kernel` (one function jitted under
-    # other names, maybe twice: each binding is a kernel of its own); "" otherwise.
+    # The name the module holds the kernel by when it is not `kernel`: a class attribute's dotted path
+    # (`Pack.kernel`), or another module-level name (one function jitted under other names, maybe
+    # twice: each binding is a kernel of its own); "" otherwise.
     binding: str = ""
 
     def to_dict(self) -> dict:

@@ -283,8 +283,10 @@ def _why_not_importable(event: CompileEvent) -> str | None:
     if not event.module or event.module == "__main__":
         return (f"{event.label} is defined in a script run as __main__, which the cost check never runs; "
                 "`jitguard report` on its log prices it")
-    module = sys.modules.get(event.module)
-    if module is not None and getattr(module, event.called_as, None) is None:
+    module = holder = sys.modules.get(event.module)
+    for part in event.called_as.split("."):  # a class attribute's path (`Pack.kernel`) included
+        holder = getattr(holder, part, None) if holder is not None else None
+    if module is not None and holder is None:
         return (f"{event.called_as} is not a module-level name of {event.module} (made inside a function?), "
                 "so a child process cannot import it")
     return None

@@ -14,6 +14,7 @@ Importing this module imports Triton.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import threading
@@ -398,12 +399,15 @@ def kernel_name(jit_fn: JITFunction) -> str:
 
 
 def binding_name(jit_fn: JITFunction) -> str:
-    """The module-level name the program calls `jit_fn` by, when that is not its function's own name
-    (`copy_plain = triton.jit(do_not_specialize=["n"])(_copy)`: "copy_plain"); "" when the function's
-    name is the kernel, or when no module-level name holds it (a kernel made inside a function).
+    """The name the program reaches `jit_fn` by from its module, when that is not its function's own
+    name: a class attribute's dotted path (vLLM's `PackSeqTritonKernel.kernel`), or another
+    module-level name (`copy_plain = triton.jit(do_not_specialize=["n"])(_copy)`: "copy_plain"); ""
+    when the function's name is the kernel, or when nothing in the module holds it (a kernel made
+    inside a function).
 
-    One function jitted twice is two kernels with one `__name__`: this name tells them apart, and
-    is what a child process imports to price or warm up the right one.
+    Kernels that share a `__name__` (`kernel` in several classes of one file, one function jitted
+    twice) are told apart by it, and it is what a child process imports to price or warm up the
+    right one.
     """
     fn = getattr(jit_fn, "fn", None)
     scope = getattr(fn, "__globals__", None)
@@ -416,6 +420,16 @@ def binding_name(jit_fn: JITFunction) -> str:
 
     if holds(scope.get(getattr(fn, "__name__", ""))):
         return ""
+    qualname = str(getattr(fn, "__qualname__", ""))
+    if "." in qualname and "<locals>" not in qualname:  # defined in a class body: walk the classes
+        first, *rest = qualname.split(".")
+        holder = scope.get(first)
+        for part in rest:
+            holder = inspect.getattr_static(holder, part, None) if holder is not None else None
+            if isinstance(holder, (staticmethod, classmethod)):  # vLLM's `@staticmethod @triton.jit def kernel`
+                holder = holder.__func__
+        if holds(holder):
+            return qualname
     return next((str(name) for name, value in list(scope.items()) if holds(value)), "")
 
 

@@ -237,3 +237,62 @@ def test_an_autotuned_binding_is_pretuned_from_the_plan(tmp_path: Path):
             for n in (17, 33):
                 tuned[(1,)](x, n)
     assert (rec.events, rec.tunings) == ([], [])
+
+
+# --- kernels of one name in several classes -------------------------------------------------------
+
+
+def test_kernels_of_one_name_in_two_classes_are_two_kernels_end_to_end(tmp_path: Path):
+    from tests import kernels_in_classes as classes
+
+    pack, unpack = classes.PackRows.kernel, classes.UnpackRows.kernel
+    assert (triton_compat.binding_name(pack), triton_compat.binding_name(unpack)) == (
+        "PackRows.kernel", "UnpackRows.kernel")
+    x = torch.zeros(64)
+
+    def traffic():
+        for n in (16, 17):
+            pack[(1,)](x, n, BLOCK=64)
+        unpack[(1,)](x, 16, BLOCK=64)
+
+    def forget():
+        for kernel in (pack, unpack):
+            for cache in triton_compat.all_kernel_caches(kernel):
+                cache.clear()
+
+    logs = tmp_path / "logs"
+    forget()
+    with jitguard.offline(compile=False), jitguard.watch(dir=str(logs)) as rec:
+        traffic()
+    # Before: one kernel `kernel` of kernels_in_classes.py with 3 variants.
+    assert rec.kernels() == {"PackRows.kernel": 2, "UnpackRows.kernel": 1}
+    report = build_report(str(logs))
+    assert sorted((k["binding"], k["variants"]) for k in report["kernels"]) == [
+        ("PackRows.kernel", 2), ("UnpackRows.kernel", 1)]
+    (packed,) = [k for k in report["kernels"] if k["binding"] == "PackRows.kernel"]
+    assert packed["params"]["n_rows"]["advice"] == "do_not_specialize_on_alignment"
+    assert "PackRows.kernel (" in format_text(report)
+
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(json.dumps(build_plan(str(logs))))
+    forget()
+    with jitguard.offline(compile=False):
+        result = jitguard.warmup(str(plan_path))  # each variant rebuilt on its own class's kernel
+        assert [o.status for o in result.outcomes] == ["compiled"] * 3
+        with jitguard.watch() as again:
+            traffic()
+    assert again.events == []
+
+
+def test_a_class_kernels_fix_is_priced_through_its_class():
+    from tests import kernels_in_classes as classes
+
+    x = torch.zeros(64)
+    for cache in triton_compat.all_kernel_caches(classes.PackRows.kernel):
+        cache.clear()
+    with jitguard.offline(compile=False), pytest.raises(jitguard.RecompileError) as failure:
+        with jitguard.no_recompiles(warmup=1):
+            classes.PackRows.kernel[(1,)](x, 16, BLOCK=64)
+            classes.PackRows.kernel[(1,)](x, 17, BLOCK=64)
+    (price,) = [line for line in str(failure.value).splitlines() if "price" in line]
+    assert price.startswith("  price: n_rows: free"), price
