@@ -199,11 +199,17 @@ def format_summary(events: list[CompileEvent]) -> list[str]:
     """
     if not events:
         return []
-    by_kernel: dict[str, list[CompileEvent]] = {}
+    # One row per kernel: kernels that share a name in different files (`_fwd_kernel`) are rows of
+    # their own, named with their file, so no row adds up the variants of two kernels.
+    by_kernel: dict[tuple[str, str, int], list[CompileEvent]] = {}
     for event in events:
-        by_kernel.setdefault(event.label, []).append(event)
+        by_kernel.setdefault((event.label, event.file, event.line), []).append(event)
+    places_per_name: dict[str, int] = {}
+    for label, _, _ in by_kernel:
+        places_per_name[label] = places_per_name.get(label, 0) + 1
     rows = []
-    for kernel, kernel_events in sorted(by_kernel.items(), key=lambda kv: -len(kv[1])):
+    for (label, file, line), kernel_events in sorted(by_kernel.items(), key=lambda kv: -len(kv[1])):
+        kernel = label if places_per_name[label] == 1 else f"{label} ({kernel_where(file, line)})"
         total_ms = sum(e.compile_ms or 0.0 for e in kernel_events)
         counts: dict[str, int] = {}
         for event in kernel_events:

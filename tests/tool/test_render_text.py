@@ -71,6 +71,19 @@ def test_summary_table_is_pinned() -> None:
     assert format_summary([]) == []
 
 
+def test_summary_rows_keep_kernels_of_one_name_in_two_files_apart() -> None:
+    places = (("prefill", 10, 1), ("prefill", 10, 2), ("decode", 40, 1))
+    fwd = [CompileEvent(kernel="_fwd_kernel", file=f"{HERE}/{where}/attn.py", line=line, variant=variant,
+                        compile_ms=5.0) for where, line, variant in places]
+    assert format_summary([*fwd, EVENTS[0]]) == [
+        "[jitguard] compile summary (this process)",
+        "  kernel                            variants  compile ms  causes  fix",
+        "  _fwd_kernel (prefill/attn.py:10)  2         10          -       -",
+        "  _fwd_kernel (decode/attn.py:40)   1         5           -       -",
+        "  add_one_kernel                    1         10          -       -",
+    ]
+
+
 def test_summary_matches_the_monitors_while_it_keeps_its_own() -> None:
     from jitguard import monitor
     if not hasattr(monitor, "format_summary") or monitor.format_summary is format_summary:
