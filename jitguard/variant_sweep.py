@@ -26,6 +26,7 @@ from typing import Any
 from jitguard.call_capture import CallScope, KernelCall, KernelId, kernel_id_of, open_scopes
 from jitguard.events import Cause, CompileEvent
 from jitguard.explain import fix_hint, short_path, without_weaker_advice
+from jitguard.render_text import kernel_where
 
 
 @dataclass
@@ -54,11 +55,21 @@ class SweepTable:
     rows: list[SweepVariant] = field(default_factory=list)
 
     def kernels(self) -> dict[str, int]:
-        """{kernel name: new variants over the sweep}, in the order kernels first compiled."""
+        """{kernel name: new variants over the sweep}, in the order kernels first compiled. Kernels of one
+        name in different files (two attention files' `_fwd_kernel`) are named with their file."""
         counts: dict[str, int] = {}
-        for row in self.rows:
-            counts[row.kernel] = counts.get(row.kernel, 0) + 1
+        for name in self._table_names():
+            counts[name] = counts.get(name, 0) + 1
         return counts
+
+    def _table_names(self) -> list[str]:
+        """Each row's kernel as the table names it: its label, with its file when another kernel of the
+        sweep has the same label."""
+        places: dict[str, set[tuple[str, int]]] = {}
+        for row in self.rows:
+            places.setdefault(row.kernel, set()).add((row.event.file, row.event.line))
+        return [row.kernel if len(places[row.kernel]) == 1
+                else f"{row.kernel} ({kernel_where(row.event.file, row.event.line)})" for row in self.rows]
 
     def variants(self, kernel: Any) -> int:
         """New variants of `kernel` (a name or a kernel object) over the sweep; a function's name counts
@@ -79,7 +90,7 @@ class SweepTable:
         """JSON-ready: {"values": [...], "kernels": {name: {"variants", "values", "fix", "rows": [...]}}}."""
         kernels: dict[str, dict] = {}
         for name in self.kernels():
-            rows = [r for r in self.rows if r.kernel == name]
+            rows = self._rows_of(name)
             kernels[name] = {
                 "variants": len(rows),
                 "values": [_json_value(v) for v in self.values_compiling(name)],
@@ -90,10 +101,13 @@ class SweepTable:
         return {"values": [_json_value(v) for v in self.values], "kernels": kernels}
 
     def _rows_of(self, kernel: Any) -> list[SweepVariant]:
+        """The rows of `kernel`: a name as the table shows it, a function's or a bound name (all the
+        kernels it names), or a kernel object (that one kernel)."""
         if isinstance(kernel, str):
-            return [r for r in self.rows if kernel in (r.kernel, r.event.kernel, r.event.binding)]
-        label = _kernel_label(kernel)
-        return [r for r in self.rows if r.kernel == label]
+            return [r for r, name in zip(self.rows, self._table_names())
+                    if kernel in (name, r.kernel, r.event.kernel, r.event.binding)]
+        kid = kernel_id_of(_jit_function(kernel))
+        return [r for r in self.rows if (r.kernel, r.event.file, r.event.line) == (kid.label, kid.file, kid.line)]
 
     def __str__(self) -> str:
         return "\n".join(self._lines())
@@ -106,7 +120,7 @@ class SweepTable:
         header = ("kernel", "variants", "new variant at values", "causes", "fix")
         table = []
         for name, count in self.kernels().items():
-            rows = [r for r in self.rows if r.kernel == name]
+            rows = self._rows_of(name)
             causes = [c for r in rows for c in r.causes]
             per_param: dict[str, int] = {}
             for cause in causes:
@@ -120,7 +134,7 @@ class SweepTable:
         for name in self.kernels():
             lines.append("")
             lines.append(f"{name}:")
-            for variant in (r for r in self.rows if r.kernel == name):
+            for variant in self._rows_of(name):
                 tag = " [autotune config]" if variant.autotuning else ""
                 head = f"  #{variant.variant} at value {variant.value!r}{tag}"
                 if not variant.causes:
@@ -195,7 +209,7 @@ def assert_max_variants(table: SweepTable, kernel: Any, n: int) -> None:
                         f"got {type(table).__name__}")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"jitguard.assert_max_variants: n must be an int >= 1, not {n!r}")
-    name = kernel if isinstance(kernel, str) else _kernel_label(kernel)
+    name = kernel if isinstance(kernel, str) else kernel_id_of(_jit_function(kernel)).label
     rows = table._rows_of(kernel)
     if not rows:
         seen = ", ".join(table.kernels()) or "none"
@@ -221,13 +235,13 @@ def assert_max_variants(table: SweepTable, kernel: Any, n: int) -> None:
     raise RecompileError("\n".join(lines), [r.event for r in rows])
 
 
-def _kernel_label(kernel: Any) -> str:
-    """The table's name of a kernel object: its function's name, `name (as binding)` for a bound one."""
+def _jit_function(kernel: Any) -> Any:
+    """The JITFunction of a kernel object (autotune and heuristics wrappers included); TypeError else."""
     from jitguard.triton_compat import unwrap_jit_function
     jit_fn = unwrap_jit_function(kernel)
     if jit_fn is None:
         raise TypeError(f"jitguard: {kernel!r} is neither a kernel name nor a @triton.jit kernel")
-    return kernel_id_of(jit_fn).label
+    return jit_fn
 
 
 def _json_value(value: Any) -> Any:

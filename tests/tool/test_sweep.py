@@ -164,3 +164,43 @@ def test_sweep_is_callable_after_importing_the_submodule():
 def test_fn_must_be_callable():
     with pytest.raises(TypeError, match="fn must be callable, got list"):
         jitguard.sweep([1, 2], [1])
+
+
+FWD_KERNEL = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def _fwd_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) * {scale}, mask=offsets < n)
+'''
+
+
+def test_kernels_of_one_name_in_two_files_are_rows_of_their_own(tmp_path):
+    import importlib.util
+
+    modules = []
+    for where, scale in (("prefill", 2), ("decode", 3)):
+        path = tmp_path / where / "attn.py"
+        path.parent.mkdir()
+        path.write_text(FWD_KERNEL.format(scale=scale))
+        spec = importlib.util.spec_from_file_location(f"sweep_{where}_attn", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        modules.append(module)
+    prefill, decode = modules
+    x = torch.zeros(64)
+
+    def layer(n):
+        prefill._fwd_kernel[(1,)](x, n, BLOCK=64)
+        decode._fwd_kernel[(1,)](x, 16, BLOCK=64)  # one variant whatever n is
+
+    table = jitguard.sweep(layer, [1, 16, 17])
+    # Before: one row `_fwd_kernel` with 4 variants.
+    assert table.kernels() == {"_fwd_kernel (prefill/attn.py:5)": 3, "_fwd_kernel (decode/attn.py:5)": 1}
+    assert (table.variants(prefill._fwd_kernel), table.variants(decode._fwd_kernel)) == (3, 1)
+    assert table.variants("_fwd_kernel") == 4  # the function's name: every kernel so named
+    jitguard.assert_max_variants(table, decode._fwd_kernel, 1)
+    with pytest.raises(RecompileError, match="at most 1 variant of _fwd_kernel over"):
+        jitguard.assert_max_variants(table, prefill._fwd_kernel, 1)
