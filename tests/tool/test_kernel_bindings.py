@@ -23,11 +23,27 @@ SPECIALIZED = "_scale_rows (as scale_rows_specialized)"
 ANY_COUNT = "_scale_rows (as scale_rows_any_count)"
 
 
+def forget(*kernels):
+    """Empty the in-memory caches of `kernels` (an autotuner's chosen configs too)."""
+    for kernel in kernels:
+        for cache in triton_compat.all_kernel_caches(triton_compat.unwrap_jit_function(kernel)):
+            cache.clear()
+        if hasattr(kernel, "configs"):
+            kernel.cache.clear()
+
+
+def replay_then(plan_path, traffic):
+    """Warm up from the plan, then run the traffic: (each variant's warm-up status, what it compiled)."""
+    with jitguard.offline(compile=False):
+        result = jitguard.warmup(str(plan_path))
+        with jitguard.watch() as rec:
+            traffic()
+    return [o.status for o in result.outcomes], rec.events
+
+
 @pytest.fixture(autouse=True)
 def empty_caches():
-    for kernel in (bound.scale_rows_specialized, bound.scale_rows_any_count):
-        for cache in triton_compat.all_kernel_caches(kernel):
-            cache.clear()
+    forget(bound.scale_rows_specialized, bound.scale_rows_any_count)
     yield
 
 
@@ -111,17 +127,10 @@ def test_report_and_warmup_plan_keep_the_bindings_apart(tmp_path: Path):
         ("scale_rows_any_count", 1), ("scale_rows_specialized", 2)]
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan))
-    for kernel in (bound.scale_rows_specialized, bound.scale_rows_any_count):
-        for cache in triton_compat.all_kernel_caches(kernel):
-            cache.clear()
-    with jitguard.offline(compile=False):
-        result = jitguard.warmup(str(plan_path))
-        # Each variant rebuilt on its own binding (a rebuilt key unlike the recorded one fails), so
-        # the same traffic compiles nothing.
-        assert [o.status for o in result.outcomes] == ["compiled"] * 3
-        with jitguard.watch() as rec:
-            _traffic()
-    assert rec.events == []
+    forget(bound.scale_rows_specialized, bound.scale_rows_any_count)
+    # Each variant rebuilt on its own binding (a rebuilt key unlike the recorded one fails), so the
+    # same traffic compiles nothing.
+    assert replay_then(plan_path, _traffic) == (["compiled"] * 3, [])
 
 
 def test_a_sweep_tables_each_binding_and_asserts_on_either_name():
@@ -195,9 +204,7 @@ def test_an_autotuned_binding_is_judged_with_its_tunings():
     x = torch.zeros(256)
     with jitguard.offline(compile=False):
         tuned = bound.make_tuned_binding()
-        for cache in triton_compat.all_kernel_caches(triton_compat.unwrap_jit_function(tuned)):
-            cache.clear()
-        tuned.cache.clear()  # the autotuner's chosen configs
+        forget(tuned)
         with pytest.raises(jitguard.RecompileError) as failure, jitguard.watch() as rec:
             with jitguard.no_recompiles(warmup=1, kernels=[tuned]):
                 tuned[(1,)](x, 17)
@@ -213,29 +220,25 @@ def test_an_autotuned_binding_is_pretuned_from_the_plan(tmp_path: Path):
     logs = tmp_path / "logs"
     with jitguard.offline(compile=False):
         tuned = bound.make_tuned_binding()
-        jit_fn = triton_compat.unwrap_jit_function(tuned)
 
-        def forget():
-            for cache in triton_compat.all_kernel_caches(jit_fn):
-                cache.clear()
-            tuned.cache.clear()
-
-        forget()
-        with jitguard.watch(dir=str(logs)):
+        def traffic():
             for n in (17, 33):
                 tuned[(1,)](x, n)
+
+        forget(tuned)
+        with jitguard.watch(dir=str(logs)):
+            traffic()
         plan = build_plan(str(logs))
         (entry,) = plan["kernels"]
         assert entry["qualname"] == "scale_rows_tuned"
         assert [key["n_rows"] for key in entry["autotune"]["keys_tuned"]] == [17, 33]
         plan_path = tmp_path / "plan.json"
         plan_path.write_text(json.dumps(plan))
-        forget()
+        forget(tuned)
         result = jitguard.warmup(str(plan_path))
         assert result.failures == [] and result.pretune_failures == []
         with jitguard.watch() as rec:
-            for n in (17, 33):
-                tuned[(1,)](x, n)
+            traffic()
     assert (rec.events, rec.tunings) == ([], [])
 
 
@@ -255,13 +258,8 @@ def test_kernels_of_one_name_in_two_classes_are_two_kernels_end_to_end(tmp_path:
             pack[(1,)](x, n, BLOCK=64)
         unpack[(1,)](x, 16, BLOCK=64)
 
-    def forget():
-        for kernel in (pack, unpack):
-            for cache in triton_compat.all_kernel_caches(kernel):
-                cache.clear()
-
     logs = tmp_path / "logs"
-    forget()
+    forget(pack, unpack)
     with jitguard.offline(compile=False), jitguard.watch(dir=str(logs)) as rec:
         traffic()
     # Before: one kernel `kernel` of kernels_in_classes.py with 3 variants.
@@ -275,21 +273,15 @@ def test_kernels_of_one_name_in_two_classes_are_two_kernels_end_to_end(tmp_path:
 
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(build_plan(str(logs))))
-    forget()
-    with jitguard.offline(compile=False):
-        result = jitguard.warmup(str(plan_path))  # each variant rebuilt on its own class's kernel
-        assert [o.status for o in result.outcomes] == ["compiled"] * 3
-        with jitguard.watch() as again:
-            traffic()
-    assert again.events == []
+    forget(pack, unpack)
+    assert replay_then(plan_path, traffic) == (["compiled"] * 3, [])  # each on its own class's kernel
 
 
 def test_a_class_kernels_fix_is_priced_through_its_class():
     from tests import kernels_in_classes as classes
 
     x = torch.zeros(64)
-    for cache in triton_compat.all_kernel_caches(classes.PackRows.kernel):
-        cache.clear()
+    forget(classes.PackRows.kernel)
     with jitguard.offline(compile=False), pytest.raises(jitguard.RecompileError) as failure:
         with jitguard.no_recompiles(warmup=1):
             classes.PackRows.kernel[(1,)](x, 16, BLOCK=64)
