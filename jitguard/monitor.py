@@ -39,7 +39,7 @@ from jitguard.demotion_cost import COST_PROBE_ATTRIBUTE
 from jitguard.events import Cause, CompileEvent
 from jitguard.explain import explain_recompile, short_path
 from jitguard.ndjson_sink import NdjsonSink
-from jitguard.render_text import format_event_line, format_summary, format_tuning_summary
+from jitguard.render_text import distinct_kernel_names, format_event_line, format_summary, format_tuning_summary
 from jitguard.tuning_records import TuningRecord, format_tuning_line, remedy_lines, summarize_tunings
 
 MODES = ("log", "warn", "error")
@@ -83,8 +83,11 @@ class Recorder:
 
     def variants(self, kernel_name: str) -> int:
         """How many new variants of `kernel_name` were compiled while recording: a function's name
-        counts every kernel made from it, a bound name (`copy_plain = triton.jit(...)(_copy)`) its own."""
-        return sum(1 for e in self.events if kernel_name in (e.kernel, e.binding, e.label))
+        counts every kernel so named, a bound name (`copy_plain = triton.jit(...)(_copy)`) or a name as
+        `kernels()` keys it that kernel alone."""
+        events = list(self.events)
+        names = distinct_kernel_names([(e.label, e.file, e.line) for e in events])
+        return sum(1 for e, name in zip(events, names) if kernel_name in (name, e.kernel, e.binding, e.label))
 
     @property
     def recompiles(self) -> list[CompileEvent]:
@@ -92,11 +95,13 @@ class Recorder:
         return [e for e in self.events if e.is_recompile]
 
     def kernels(self) -> dict[str, int]:
-        """{kernel name: new variants} for everything recorded; a kernel called by another name than its
-        function's is keyed `function (as name)`."""
+        """{kernel name: new variants} for everything recorded. A kernel called by another name than its
+        function's is keyed `function (as name)` (`Class.kernel` for a class attribute); kernels of one
+        name in different files are keyed with their file (`_fwd_kernel (decode/attn.py:40)`)."""
+        events = list(self.events)
         counts: dict[str, int] = {}
-        for event in self.events:
-            counts[event.label] = counts.get(event.label, 0) + 1
+        for name in distinct_kernel_names([(e.label, e.file, e.line) for e in events]):
+            counts[name] = counts.get(name, 0) + 1
         return counts
 
     def clear(self) -> None:

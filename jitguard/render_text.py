@@ -107,6 +107,16 @@ def kernel_label(entry: Mapping[str, Any]) -> str:
     return bound_label(str(entry.get("name") or "?"), entry.get("binding"))
 
 
+def distinct_kernel_names(places: Sequence[tuple[str, str, int]]) -> list[str]:
+    """For each (label, file, line), the name a table gives that kernel: its label, with its
+    definition's place when another kernel in `places` has the same label (two attention files'
+    `_fwd_kernel`), so no row adds up two kernels."""
+    seen: dict[str, set[tuple[str, int]]] = {}
+    for label, file, line in places:
+        seen.setdefault(label, set()).add((file, line))
+    return [label if len(seen[label]) == 1 else f"{label} ({kernel_where(file, line)})" for label, file, line in places]
+
+
 def kernel_where(file: str, line: int) -> str:
     """A kernel's definition as the reports show it: relative to the working directory when under
     it, else its last two path components ('kernels/moe.py:12')."""
@@ -204,12 +214,10 @@ def format_summary(events: list[CompileEvent]) -> list[str]:
     by_kernel: dict[tuple[str, str, int], list[CompileEvent]] = {}
     for event in events:
         by_kernel.setdefault((event.label, event.file, event.line), []).append(event)
-    places_per_name: dict[str, int] = {}
-    for label, _, _ in by_kernel:
-        places_per_name[label] = places_per_name.get(label, 0) + 1
+    names = dict(zip(by_kernel, distinct_kernel_names(list(by_kernel))))
     rows = []
-    for (label, file, line), kernel_events in sorted(by_kernel.items(), key=lambda kv: -len(kv[1])):
-        kernel = label if places_per_name[label] == 1 else f"{label} ({kernel_where(file, line)})"
+    for place, kernel_events in sorted(by_kernel.items(), key=lambda kv: -len(kv[1])):
+        kernel = names[place]
         total_ms = sum(e.compile_ms or 0.0 for e in kernel_events)
         counts: dict[str, int] = {}
         for event in kernel_events:

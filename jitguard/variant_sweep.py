@@ -26,7 +26,7 @@ from typing import Any
 from jitguard.call_capture import CallScope, KernelCall, KernelId, kernel_id_of, open_scopes
 from jitguard.events import Cause, CompileEvent
 from jitguard.explain import fix_hint, short_path, without_weaker_advice
-from jitguard.render_text import kernel_where
+from jitguard.render_text import distinct_kernel_names
 
 
 @dataclass
@@ -63,13 +63,8 @@ class SweepTable:
         return counts
 
     def _table_names(self) -> list[str]:
-        """Each row's kernel as the table names it: its label, with its file when another kernel of the
-        sweep has the same label."""
-        places: dict[str, set[tuple[str, int]]] = {}
-        for row in self.rows:
-            places.setdefault(row.kernel, set()).add((row.event.file, row.event.line))
-        return [row.kernel if len(places[row.kernel]) == 1
-                else f"{row.kernel} ({kernel_where(row.event.file, row.event.line)})" for row in self.rows]
+        """Each row's kernel as the table names it (`render_text.distinct_kernel_names`)."""
+        return distinct_kernel_names([(row.kernel, row.event.file, row.event.line) for row in self.rows])
 
     def variants(self, kernel: Any) -> int:
         """New variants of `kernel` (a name or a kernel object) over the sweep; a function's name counts

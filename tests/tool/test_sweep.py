@@ -204,3 +204,12 @@ def test_kernels_of_one_name_in_two_files_are_rows_of_their_own(tmp_path):
     jitguard.assert_max_variants(table, decode._fwd_kernel, 1)
     with pytest.raises(RecompileError, match="at most 1 variant of _fwd_kernel over"):
         jitguard.assert_max_variants(table, prefill._fwd_kernel, 1)
+    # The recorder names them alike.
+    with jitguard.watch() as rec:
+        for cache in [*jitguard.triton_compat.all_kernel_caches(prefill._fwd_kernel),
+                      *jitguard.triton_compat.all_kernel_caches(decode._fwd_kernel)]:
+            cache.clear()
+        for n in (1, 16, 17):
+            layer(n)
+    assert rec.kernels() == table.kernels()
+    assert rec.variants("_fwd_kernel (decode/attn.py:5)") == 1 and rec.variants("_fwd_kernel") == 4
