@@ -494,13 +494,9 @@ KNOB_VARIANTS: list[tuple[str, dict]] = [
     ("prefetch_max_8", {"prefetch_max_tiles": 8}),
     ("prefetch_max_16", {"prefetch_max_tiles": 16}),
     ("prefetch_max_24", {"prefetch_max_tiles": 24}),
-    # Thirty-seventh session: a tile is one head's run of 4 consecutive tokens, unrolled a row at a time, its
-    # MN-major scales stored once per run (4 columns x 4 contiguous words) instead of 4 scattered words a row; at
-    # every T here. sm_90, Triton 3.6: 187 instructions a row against 213, 60 registers against 51. On two H100s:
-    # level to 1.5% faster at T = 4096-8192, up to 1.5% slower at 16384-32768, 6-60% slower at T <= 1024 (rows in
-    # sequence); runs of 8 (93 registers) slower at every T, runs of 2 slower or level.
-    ("token_run_4", {"scale_token_run": 4}),
 ]
+# Removed in the forty-first session: "token_run_4" (a tile one head's run of 4 tokens; three H100s, 6-60% slower
+# at T <= 1024, at best 1.5% faster above; kernels/inv_rope.py says more).
 # Besides the variants and vLLM's kernel: a torch copy moving the same bytes (half read, half
 # written) over as many buffer sets, the ceiling at this size rather than at 1 GiB.
 COPY_SAME_BYTES = "copy_same_bytes"

@@ -80,10 +80,11 @@ _POW2_INVERSE_BITS = True
 _ROPE_MASKED_LOAD = True
 _ROPE_ONE_REDUCTION = True
 _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offline backend).
-# Token runs a row at a time (launch_inv_rope_fp8(scale_token_run=), `_token_run_tiles`): the same runs without
-# the extra registers, the scales kept until the run's last row. Two H100s, thirty-seventh session: level to 1.5%
-# faster at T = 4096-8192, up to 1.5% slower at 16384-32768, 6-60% slower at T <= 1024; off, kept for one H200
-# measurement (remove if it refutes).
+# Refuted, removed (forty-first session; last in commit 17fa1a5): token runs a row at a time (a tile one head's run
+# of RUN consecutive tokens, unrolled, its MN-major scales kept until the run's last row and stored as one column
+# of contiguous words; 187 sm_90 instructions a row against 213, 60 registers against 51). Three H100s
+# (inv_rope_fp8.md, thirty-seventh and forty-first sessions), runs of 4 against the shipped loop: 6-60% slower at
+# T <= 1024, level at 4096, at best 1.5% faster at 8192 and up to 1.7% slower above. No H200 measured it.
 # Refuted, removed: with MN-major scales, tiles of one head's run of 2-8 consecutive tokens (so each scale
 # column is one store of contiguous words; _MN_MAJOR_TOKEN_RUN, launch_inv_rope_fp8(token_run=)). H200,
 # 2026-12-03, twentieth session (benchmarks/results/inv_rope_fp8.md), vLLM's layout, one row a tile against
@@ -355,80 +356,6 @@ def _one_row_tiles(
         )
 
 
-@triton.jit
-def _token_run_tiles(
-    o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head, cache_stride_pos,
-    padded_tokens, group_stride,
-    NUM_HEADS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, ROPE_START: tl.constexpr,
-    HALF_ROPE: tl.constexpr, HALF_ROPE_P2: tl.constexpr, NEOX: tl.constexpr, GROUP: tl.constexpr,
-    CHUNKS: tl.constexpr, CHUNKS_P2: tl.constexpr,
-    QUANTIZE: tl.constexpr, POW2_SCALES: tl.constexpr, PACKED_SCALES: tl.constexpr, FP8_MAX_VALUE: tl.constexpr,
-    EPS: tl.constexpr, ROWS: tl.constexpr, STORE_CACHE: tl.constexpr, CLAMP_FP8: tl.constexpr,
-    POW2_INVERSE_BITS: tl.constexpr, ROPE_MASKED_LOAD: tl.constexpr, ROPE_ONE_REDUCTION: tl.constexpr,
-    PREFETCH: tl.constexpr, RUN: tl.constexpr,
-):
-    """The tile loop with MN-major scales: a tile is one head's run of RUN consecutive tokens, taken a row at a
-    time (unrolled: the same loads and registers as one-row tiles); the run's scales are kept and stored after its
-    last row, so each scale column gets one store of RUN contiguous words instead of one word a row."""
-    cols, x_cols, keep_cols, pair, pair_ok, col_a, col_b, chunk_a, chunk_b, chunk_ids = _row_columns(
-        HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, NEOX, GROUP, CHUNKS_P2, ROPE_MASKED_LOAD,
-    )
-    SCALES_PER_ROW: tl.constexpr = CHUNKS // 4 if PACKED_SCALES else CHUNKS
-    SCALE_WORDS_P2: tl.constexpr = CHUNKS_P2 // 4 if PACKED_SCALES else CHUNKS_P2
-    pid = tl.program_id(0)
-    num_programs = tl.num_programs(0)
-    n_run_tiles = (n_tokens + RUN - 1) // RUN * NUM_HEADS
-    word_ids = tl.arange(0, SCALE_WORDS_P2)
-    run_ids = tl.arange(0, RUN)
-    one_row = tl.zeros((ROWS,), dtype=tl.int64)
-    if PREFETCH:
-        token = one_row + pid // NUM_HEADS * RUN
-        x_next, a_next, b_next, pos_next = _load_rows(
-            o_ptr, positions_ptr, token, one_row + pid % NUM_HEADS, token < n_tokens, o_stride_token, o_stride_head,
-            cols, x_cols, col_a, col_b, pair_ok,
-        )
-    for tile in range(pid, n_run_tiles, num_programs):
-        first_token = tile // NUM_HEADS * RUN
-        head = one_row + tile % NUM_HEADS
-        next_tile = tile + num_programs
-        next_first_token = one_row + next_tile // NUM_HEADS * RUN
-        next_head = one_row + next_tile % NUM_HEADS
-        run_scales = tl.zeros((SCALE_WORDS_P2, RUN), dtype=tl.int32 if PACKED_SCALES else tl.float32)
-        for step in tl.static_range(RUN):
-            token = one_row + (first_token + step)
-            row_ok = token < n_tokens
-            if PREFETCH:
-                x_raw, a_raw, b_raw, pos = x_next, a_next, b_next, pos_next
-                if step + 1 < RUN:
-                    x_next, a_next, b_next, pos_next = _load_rows(
-                        o_ptr, positions_ptr, token + 1, head, token + 1 < n_tokens, o_stride_token, o_stride_head,
-                        cols, x_cols, col_a, col_b, pair_ok,
-                    )
-                else:
-                    x_next, a_next, b_next, pos_next = _load_rows(
-                        o_ptr, positions_ptr, next_first_token, next_head, next_first_token < n_tokens,
-                        o_stride_token, o_stride_head, cols, x_cols, col_a, col_b, pair_ok,
-                    )
-            else:
-                x_raw, a_raw, b_raw, pos = _load_rows(
-                    o_ptr, positions_ptr, token, head, row_ok, o_stride_token, o_stride_head, cols, x_cols, col_a,
-                    col_b, pair_ok,
-                )
-            scale_values = _row_outputs(
-                x_raw, a_raw, b_raw, pos, token, head, row_ok, cos_sin_ptr, cache_stride_pos, out_ptr, group_stride,
-                cols, keep_cols, pair, pair_ok, col_a, col_b, chunk_a, chunk_b, chunk_ids,
-                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, GROUP, CHUNKS, CHUNKS_P2,
-                QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
-                POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
-            )
-            row_scales = tl.reshape(scale_values, (SCALE_WORDS_P2,))
-            run_scales = tl.where((run_ids == step)[None, :], row_scales[:, None], run_scales)
-        run_tokens = first_token + run_ids
-        scale_addr = (head * SCALES_PER_ROW + word_ids)[:, None] * padded_tokens + run_tokens[None, :]
-        scale_mask = (word_ids < SCALES_PER_ROW)[:, None] & (run_tokens < n_tokens)[None, :]
-        tl.store(scale_ptr + scale_addr, run_scales, mask=scale_mask)
-
-
 @triton.jit(do_not_specialize=["num_tokens"], do_not_specialize_on_alignment=["positions_ptr"])
 def inv_rope_fp8_kernel(
     o_ptr,
@@ -464,8 +391,6 @@ def inv_rope_fp8_kernel(
     POW2_INVERSE_BITS: tl.constexpr = False,
     ROPE_MASKED_LOAD: tl.constexpr = False,
     ROPE_ONE_REDUCTION: tl.constexpr = False,
-    SCALE_TOKEN_RUN: tl.constexpr = 1,
-    TOKEN_RUN_MIN_TOKENS: tl.constexpr = 0,
     PREFETCH_MAX_TILES: tl.constexpr = 0,
 ):
     """Rows are (token, head) pairs, ``ROWS`` per tile; programs stride over tiles.
@@ -480,9 +405,7 @@ def inv_rope_fp8_kernel(
     ``x`` (zeros there), so its absmax needs no select; the rope pairs come from their own loads.
     ROPE_ONE_REDUCTION: a rope chunk's absmax over both halves of its pairs in one reduction (max is
     exact: the same values).
-    SCALE_TOKEN_RUN: with MN-major scales and more than one, from TOKEN_RUN_MIN_TOKENS tokens a tile is one
-    head's run of that many consecutive tokens (``_token_run_tiles``), below it the one-row loop: a runtime
-    branch in the one compiled variant. PREFETCH_MAX_TILES: with PREFETCH and more than 0, the next tile's
+    PREFETCH_MAX_TILES: with PREFETCH and more than 0, the next tile's
     loads are issued ahead only while programs have at most that many tiles each (a runtime branch too).
     """
     ROW_WIDTH: tl.constexpr = HEADS_PER_GROUP * HEAD_DIM
@@ -507,38 +430,15 @@ def inv_rope_fp8_kernel(
             for pad_t in range(n_tokens, padded_tokens):
                 tl.store(scale_ptr + pad_cols.to(tl.int64) * padded_tokens + pad_t, zeros, mask=pad_mask)
 
-    if (SCALE_TOKEN_RUN > 1 and QUANTIZE) and SCALE_MN_MAJOR:
-        # Token runs from TOKEN_RUN_MIN_TOKENS tokens, one-row tiles below: a runtime branch in the one variant.
-        if n_tokens >= TOKEN_RUN_MIN_TOKENS:
-            _token_run_tiles(
-                o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
-                cache_stride_pos, padded_tokens, group_stride,
-                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, NEOX, GROUP, CHUNKS,
-                CHUNKS_P2,
-                QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
-                POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
-                PREFETCH, SCALE_TOKEN_RUN,
-            )
-        else:
-            _one_row_tiles(
-                o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
-                cache_stride_pos, padded_tokens, group_stride,
-                NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, NEOX, GROUP, CHUNKS,
-                CHUNKS_P2,
-                QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
-                POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
-                PREFETCH, SCALE_MN_MAJOR, PREFETCH_MAX_TILES,
-            )
-    else:
-        _one_row_tiles(
-            o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
-            cache_stride_pos, padded_tokens, group_stride,
-            NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, NEOX, GROUP, CHUNKS,
-            CHUNKS_P2,
-            QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
-            POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
-            PREFETCH, SCALE_MN_MAJOR, PREFETCH_MAX_TILES,
-        )
+    _one_row_tiles(
+        o_ptr, positions_ptr, cos_sin_ptr, out_ptr, scale_ptr, n_tokens, o_stride_token, o_stride_head,
+        cache_stride_pos, padded_tokens, group_stride,
+        NUM_HEADS, HEADS_PER_GROUP, HEAD_DIM, ROPE_START, HALF_ROPE, HALF_ROPE_P2, NEOX, GROUP, CHUNKS,
+        CHUNKS_P2,
+        QUANTIZE, POW2_SCALES, PACKED_SCALES, FP8_MAX_VALUE, EPS, ROWS, STORE_CACHE, CLAMP_FP8,
+        POW2_INVERSE_BITS, ROPE_MASKED_LOAD, ROPE_ONE_REDUCTION,
+        PREFETCH, SCALE_MN_MAJOR, PREFETCH_MAX_TILES,
+    )
 
 
 @dataclass(frozen=True)
@@ -757,8 +657,6 @@ def launch_inv_rope_fp8(
     pow2_inverse_bits: bool = _POW2_INVERSE_BITS,
     rope_masked_load: bool = _ROPE_MASKED_LOAD,
     rope_one_reduction: bool = _ROPE_ONE_REDUCTION,
-    scale_token_run: int = 1,
-    token_run_min_tokens: int = 0,
     prefetch_max_tiles: int = _PREFETCH_MAX_TILES,
 ) -> None:
     """Launch the kernel into buffers from :func:`allocate_inv_rope_fp8_outputs`.
@@ -769,10 +667,8 @@ def launch_inv_rope_fp8(
     ``rows_per_tile``, ``num_warps``, ``programs_per_sm``, ``prefetch``, ``store_cache`` (the
     output rows' store cache modifier, ``_STORE_CACHE`` unless given; "" the plain store), ``clamp_fp8`` (a
     clamp before the fp8 cast too), ``pow2_inverse_bits``, ``rope_masked_load`` and ``rope_one_reduction``
-    (the kernel's constexprs of those names) are tuning knobs for benchmarks. ``scale_token_run`` (a power of
-    two) makes a tile one head's run of that many consecutive tokens, from ``token_run_min_tokens`` tokens on,
-    with MN-major scales (one-row tiles only). ``prefetch_max_tiles`` (0: no limit) stops the prefetch where
-    programs have more tiles each than that.
+    (the kernel's constexprs of those names) are tuning knobs for benchmarks. ``prefetch_max_tiles`` (0: no
+    limit) stops the prefetch where programs have more tiles each than that.
     """
     num_tokens = o.shape[0]
     if num_tokens == 0:
@@ -782,12 +678,6 @@ def launch_inv_rope_fp8(
     rows = rows_per_tile or max(1, _ELEMENTS_PER_TILE // tile_width)
     num_warps = num_warps or min(4, max(1, rows * tile_width // 1024))
     n_tiles = triton.cdiv(num_tokens * layout.num_heads, rows)
-    if scale_token_run > 1:
-        if rows != 1 or scale_token_run & (scale_token_run - 1):
-            _fail("scale_token_run", f"needs one-row tiles and a power of two, got {scale_token_run} "
-                  f"with {rows} rows a tile")
-        if layout.quantize and layout.scale_layout == "mn_major" and num_tokens >= token_run_min_tokens:
-            n_tiles = triton.cdiv(num_tokens, scale_token_run) * layout.num_heads
     grid = (inv_rope_grid(n_tiles, _sm_count(o.device), programs_per_sm),)
     # With one token the token stride is never used; normalise it so a view's odd stride
     # cannot become a new specialization.
@@ -809,8 +699,6 @@ def launch_inv_rope_fp8(
         POW2_INVERSE_BITS=pow2_inverse_bits,
         ROPE_MASKED_LOAD=rope_masked_load,
         ROPE_ONE_REDUCTION=rope_one_reduction,
-        SCALE_TOKEN_RUN=scale_token_run,
-        TOKEN_RUN_MIN_TOKENS=token_run_min_tokens,
         PREFETCH_MAX_TILES=prefetch_max_tiles,
         num_warps=num_warps,
         # No fma contraction: the GPU then rounds exactly like the torch reference.

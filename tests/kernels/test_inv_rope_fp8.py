@@ -89,14 +89,11 @@ CASES = [
          positions_dtype="int32", o_padding=64),
 ]
 
-# MN-major cases, also run with the launch knobs that switch loops: token-run tiles (a head's run of tokens a
-# tile, its scales stored once a run) at every T, and runs of 8 switched on from 3 tokens (T = 1 and 2 take the
-# one-row loop of the same variant); the prefetch only while programs have at most one tile each, on a grid of one
-# program an SM (on the CPU 66 programs: at 6 tokens of 16 heads, 96 tiles, the loop without prefetch).
+# MN-major cases, also run with the launch knob that switches loops: the prefetch only while programs have at most
+# one tile each, on a grid of one program an SM (on the CPU 66 programs: at 6 tokens of 16 heads, 96 tiles, the loop
+# without prefetch).
 KNOB_CASES = [case for case in CASES if case.quantize and case.scale_layout == "mn_major"]
 LAUNCH_KNOBS = {
-    "token_run_4": dict(rows_per_tile=1, scale_token_run=4),
-    "token_run_8_from_3": dict(rows_per_tile=1, scale_token_run=8, token_run_min_tokens=3),
     "prefetch_max_1": dict(rows_per_tile=1, prefetch_max_tiles=1, programs_per_sm=1),
 }
 
@@ -360,18 +357,6 @@ def test_bad_input_raises_one_line_error_naming_the_argument(change, options, er
     assert message.startswith("inv_rope_fp8: ") and words in message and "\n" not in message
 
 
-@pytest.mark.parametrize("knobs", [dict(scale_token_run=3), dict(scale_token_run=4, rows_per_tile=2)],
-                         ids=["not_a_power_of_two", "several_rows_a_tile"])
-def test_token_run_knob_rejects_what_its_loop_cannot_take(knobs) -> None:
-    inputs = _good_inputs()
-    layout = irf.plan_inv_rope_fp8(**inputs, scale_format="pow2", scale_layout="mn_major")
-    out, scales = irf.allocate_inv_rope_fp8_outputs(layout, inputs["o"].shape[0], inputs["o"].device)
-    with pytest.raises(ValueError) as info:
-        irf.launch_inv_rope_fp8(layout, **inputs, out=out, scales=scales, **knobs)
-    message = str(info.value)
-    assert message.startswith("inv_rope_fp8: scale_token_run: ") and "\n" not in message
-
-
 def test_upstream_compatible_entry_point_checks_head_counts() -> None:
     with pytest.raises(ValueError, match="o: has 2 heads, expected n_groups \\* heads_per_group = 4"):
         irf.fused_inv_rope_fp8_quant(**_good_inputs(), n_groups=2, heads_per_group=2)
@@ -460,11 +445,10 @@ def test_every_layout_compiles_one_variant_across_token_classes(sweep_inputs, op
 @pytest.mark.parametrize(
     "knobs, switch_tokens",
     [
-        (dict(scale_token_run=4, token_run_min_tokens=64), 64),
         # 16 tiles a program on the CPU's 132 x 32 programs: 67584 rows, 4224 tokens of 16 heads.
         (dict(prefetch_max_tiles=16), 4224),
     ],
-    ids=["token_runs_from_64", "prefetch_max_16"],
+    ids=["prefetch_max_16"],
 )
 def test_loop_switches_compile_one_variant_on_both_sides(sweep_inputs, knobs, switch_tokens) -> None:
     """Knobs whose loop is chosen by the token count: below and above take two loops of one compiled variant."""
