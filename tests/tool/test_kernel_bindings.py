@@ -288,3 +288,31 @@ def test_a_class_kernels_fix_is_priced_through_its_class():
             classes.PackRows.kernel[(1,)](x, 17, BLOCK=64)
     (price,) = [line for line in str(failure.value).splitlines() if "price" in line]
     assert price.startswith("  price: n_rows: free"), price
+
+
+def test_fix_from_a_report_edits_the_class_kernel_that_recompiled(tmp_path: Path):
+    from click.testing import CliRunner
+
+    from jitguard.codemod.commands import fix_command
+    from tests import kernels_in_classes as classes
+
+    ops = tmp_path / "ops.py"
+    ops.write_text(Path(classes.__file__).read_text())
+    x = torch.zeros(64)
+    logs = tmp_path / "logs"
+    forget(classes.PackRows.kernel, classes.UnpackRows.kernel)
+    with jitguard.offline(compile=False), jitguard.watch(dir=str(logs)):
+        for n in (16, 17):
+            classes.PackRows.kernel[(1,)](x, n, BLOCK=64)
+            classes.UnpackRows.kernel[(1,)](x, 16, BLOCK=64)
+    report = build_report(str(logs))
+    for kernel in report["kernels"]:
+        kernel["file"] = str(ops)  # the report names the test module; fix its copy
+    report_path = tmp_path / "report.json"
+    report_path.write_text(json.dumps(report))
+    result = CliRunner().invoke(fix_command, ["--from", str(report_path), str(ops)])
+    assert result.exit_code == 0, result.output
+    # The request names `PackRows.kernel` (its binding); the other class's `kernel` is left as it was.
+    text = ops.read_text()
+    assert text.count('@triton.jit(do_not_specialize_on_alignment=["n_rows"])') == 1
+    assert text.index("do_not_specialize_on_alignment") < text.index("class UnpackRows")
