@@ -123,6 +123,11 @@ class CompileEvent:
         """The kernel as messages name it (`bound_label`)."""
         return bound_label(self.kernel, self.binding)
 
+    def answers_to(self, name: str) -> bool:
+        """True when `name` names this event's kernel: its function's name (every kernel made from it),
+        its binding, or its label."""
+        return name in (self.kernel, self.binding, self.label)
+
     @property
     def called_as(self) -> str:
         """The module attribute holding this kernel: the binding, else the function's name."""

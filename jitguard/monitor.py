@@ -39,7 +39,7 @@ from jitguard.demotion_cost import COST_PROBE_ATTRIBUTE
 from jitguard.events import Cause, CompileEvent
 from jitguard.explain import explain_recompile, short_path
 from jitguard.ndjson_sink import NdjsonSink
-from jitguard.render_text import distinct_kernel_names, format_event_line, format_summary, format_tuning_summary
+from jitguard.render_text import event_kernel_names, format_event_line, format_summary, format_tuning_summary
 from jitguard.tuning_records import TuningRecord, format_tuning_line, remedy_lines, summarize_tunings
 
 MODES = ("log", "warn", "error")
@@ -86,8 +86,8 @@ class Recorder:
         counts every kernel so named, a bound name (`copy_plain = triton.jit(...)(_copy)`) or a name as
         `kernels()` keys it that kernel alone."""
         events = list(self.events)
-        names = distinct_kernel_names([(e.label, e.file, e.line) for e in events])
-        return sum(1 for e, name in zip(events, names) if kernel_name in (name, e.kernel, e.binding, e.label))
+        names = event_kernel_names(events)
+        return sum(1 for e, name in zip(events, names) if kernel_name == name or e.answers_to(kernel_name))
 
     @property
     def recompiles(self) -> list[CompileEvent]:
@@ -98,9 +98,8 @@ class Recorder:
         """{kernel name: new variants} for everything recorded. A kernel called by another name than its
         function's is keyed `function (as name)` (`Class.kernel` for a class attribute); kernels of one
         name in different files are keyed with their file (`_fwd_kernel (decode/attn.py:40)`)."""
-        events = list(self.events)
         counts: dict[str, int] = {}
-        for name in distinct_kernel_names([(e.label, e.file, e.line) for e in events]):
+        for name in event_kernel_names(list(self.events)):
             counts[name] = counts.get(name, 0) + 1
         return counts
 

@@ -117,6 +117,11 @@ def distinct_kernel_names(places: Sequence[tuple[str, str, int]]) -> list[str]:
     return [label if len(seen[label]) == 1 else f"{label} ({kernel_where(file, line)})" for label, file, line in places]
 
 
+def event_kernel_names(events: Sequence[CompileEvent]) -> list[str]:
+    """Each event's kernel as a table names it (`distinct_kernel_names` over the events' kernels)."""
+    return distinct_kernel_names([(event.label, event.file, event.line) for event in events])
+
+
 def kernel_where(file: str, line: int) -> str:
     """A kernel's definition as the reports show it: relative to the working directory when under
     it, else its last two path components ('kernels/moe.py:12')."""

@@ -26,7 +26,7 @@ from typing import Any
 from jitguard.call_capture import CallScope, KernelCall, KernelId, kernel_id_of, open_scopes
 from jitguard.events import Cause, CompileEvent
 from jitguard.explain import fix_hint, short_path, without_weaker_advice
-from jitguard.render_text import distinct_kernel_names
+from jitguard.render_text import event_kernel_names
 
 
 @dataclass
@@ -63,8 +63,8 @@ class SweepTable:
         return counts
 
     def _table_names(self) -> list[str]:
-        """Each row's kernel as the table names it (`render_text.distinct_kernel_names`)."""
-        return distinct_kernel_names([(row.kernel, row.event.file, row.event.line) for row in self.rows])
+        """Each row's kernel as the table names it (`render_text.event_kernel_names`)."""
+        return event_kernel_names([row.event for row in self.rows])
 
     def variants(self, kernel: Any) -> int:
         """New variants of `kernel` (a name or a kernel object) over the sweep; a function's name counts
@@ -100,7 +100,7 @@ class SweepTable:
         kernels it names), or a kernel object (that one kernel)."""
         if isinstance(kernel, str):
             return [r for r, name in zip(self.rows, self._table_names())
-                    if kernel in (name, r.kernel, r.event.kernel, r.event.binding)]
+                    if kernel == name or r.event.answers_to(kernel)]
         kid = kernel_id_of(_jit_function(kernel))
         return [r for r in self.rows if (r.kernel, r.event.file, r.event.line) == (kid.label, kid.file, kid.line)]
 
