@@ -5,7 +5,7 @@ parameter a `do_not_specialize` fix would demote, and the library's own Python e
 realistic size. The script
 
 1. records the signature the entry point compiles (jitguard's offline backend, keys only, CPU
-   tensors) and asks `jitguard.demotion_cost` for the verdict (sm_90 offline compiles);
+   tensors) and asks `jitguard.price.demotion_cost` for the verdict (sm_90 offline compiles);
 2. on a GPU: captures the entry point in a CUDA graph twice, once as shipped and once with the
    module's kernel replaced by a copy with the parameter demoted, and replays the two graphs
    alternately (ROUNDS rounds of REPLAYS replays, median per side).
@@ -37,7 +37,7 @@ import torch
 
 import jitguard
 from jitguard import triton_compat
-from jitguard.demotion_cost import DemotionCostChecker, _copy_with
+from jitguard.price.demotion_cost import DemotionCostChecker, _copy_with
 
 ROUNDS = 7
 REPLAYS = 50

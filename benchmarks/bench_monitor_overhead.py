@@ -26,7 +26,7 @@ import triton
 import triton.language as tl
 
 import jitguard
-from jitguard import monitor
+from jitguard.runtime import monitor
 
 
 @triton.jit

@@ -18,10 +18,10 @@ from jitguard.extras import extra_for_missing_module, missing_extra_message
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("jitguard.demo:demo_command", "Show a recompile storm and its fix on an embedded kernel (CPU-only)."),
     "run": ("jitguard.launcher:run_command", "Run a command with every process watched, then print the report."),
-    "report": ("jitguard.report_command:report_command", "Merge per-process logs into one report."),
+    "report": ("jitguard.report.command:report_command", "Merge per-process logs into one report."),
     "fix": ("jitguard.codemod.commands:fix_command", "Add do_not_specialize to kernels, from a report or by name."),
     "scan": ("jitguard.codemod.commands:scan_command", "Find recompile risks in kernel sources, statically."),
-    "warmup-plan": ("jitguard.warmup_plan_command:warmup_plan_command", "Turn a report into a warm-up plan (JSON)."),
+    "warmup-plan": ("jitguard.startup.plan_command:warmup_plan_command", "Turn a report into a warm-up plan (JSON)."),
 }
 
 # command -> the extra it needs beyond the base install (jitguard/extras.py); the others run on the base

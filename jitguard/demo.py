@@ -118,7 +118,7 @@ def _serve(module_path: Path, trace: list[TraceStep], use_gpu: bool, module_name
     """Start a "server" on the kernel in `module_path` (replaying `plan` first, if given), then run
     the trace with the monitor printing every compile. Returns the compiles made while serving."""
     import jitguard
-    from jitguard import monitor
+    from jitguard.runtime import monitor
     module = _load_module(module_path, module_name)
     device = "cuda" if use_gpu else "cpu"
     monitor.uninstall()
@@ -178,10 +178,10 @@ def _fix_arguments(events: list) -> list[str]:
 
 def _price_lines(kernel: Any, events: list) -> list[str]:
     """What each demotion of step 2 costs: the kernel compiled for the recorded variants with and
-    without it (jitguard.demotion_cost), one `price:` line per parameter."""
-    from jitguard.demotion_cost import DemotionCostChecker
+    without it (jitguard.price.demotion_cost), one `price:` line per parameter."""
     from jitguard.events import OPTION_FOR_ADVICE
     from jitguard.explain import without_weaker_advice
+    from jitguard.price.demotion_cost import DemotionCostChecker
     checker = DemotionCostChecker()
     lines: list[str] = []
     priced: set[str] = set()
@@ -237,7 +237,7 @@ def run_demo(steps: int, seed: int, echo: Any = click.echo) -> list[tuple[str, P
     after = _serve(fixed, trace, use_gpu, f"{KERNEL_MODULE}_fixed", echo)
     echo(f"   -> {after.compiles} compile(s), {after.compile_seconds:.2f} s on the request path")
 
-    from jitguard.warmup_plan import build_plan
+    from jitguard.startup.plan import build_plan
     plan = build_plan(after.events)
     echo(f"\n4) jitguard warmup-plan: {plan['variants']} variant(s) recorded; a cold server replays it at start-up:")
     os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache-3")

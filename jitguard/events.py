@@ -1,7 +1,7 @@
 """Records jitguard writes: one `CompileEvent` per Triton compile, one `ProcessRecord` per process.
 
 Both serialise to one JSON object per line (NDJSON). The field names are a contract (DESIGN.md):
-`jitguard.event_logs` reads them back from every process of a server for `jitguard report`, and
+`jitguard.report.event_logs` reads them back from every process of a server for `jitguard report`, and
 `jitguard fix --from` reads the merged report.
 
 This module imports neither Triton nor torch.
@@ -13,6 +13,9 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+# A JIT function carrying this attribute is a pricing copy (jitguard.price): the monitor records none of its compiles.
+COST_PROBE_ATTRIBUTE = "_jitguard_cost_probe"
 
 # Advice codes (shared by explain, report and the codemod), and the decorator option each asks for
 # (None: not a decorator edit):

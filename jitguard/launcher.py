@@ -24,7 +24,7 @@ from typing import Any
 
 import click
 
-BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap")
+BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime", "bootstrap")
 
 _FORWARDED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2",
                                                               "SIGINT", "SIGWINCH", "SIGCONT") if hasattr(signal, name))
@@ -129,7 +129,7 @@ def print_run_report(log_dir: str, stream: Any = None, log_problem: str | None =
 
     With `log_problem` (from `log_dir_problem`) no report is read: the directory held none of this run's events.
     """
-    from jitguard.report import ReportInputError, build_report, format_text
+    from jitguard.report.build import ReportInputError, build_report, format_text
 
     stream = stream or sys.stderr
     if log_problem:

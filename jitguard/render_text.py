@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from jitguard.events import Cause, CompileEvent, bound_label
 from jitguard.explain import fix_hint, fix_parts, short_path, without_weaker_advice
-from jitguard.tuning_records import remedy_lines, summarize_tunings
+from jitguard.tuning.records import remedy_lines, summarize_tunings
 
 
 def plural(n: int, word: str) -> str:

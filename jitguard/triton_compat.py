@@ -996,6 +996,6 @@ def cuobjdump_path() -> str | None:
 
 # `jitguard run`'s import watcher starts the monitor on the first `import triton`; when that import
 # came from the top of this module, it waits until this module is complete (the monitor needs it).
-_watcher = sys.modules.get("jitguard.bootstrap.triton_hook")
+_watcher = sys.modules.get("jitguard.runtime.bootstrap.triton_hook")
 if _watcher is not None:
     _watcher.triton_compat_imported()

@@ -16,8 +16,8 @@ import triton
 import triton.language as tl
 
 import jitguard
-from jitguard.tuning_recorder import record_tunings
-from jitguard.tuning_records import remedy_lines, summarize_tunings
+from jitguard.tuning.recorder import record_tunings
+from jitguard.tuning.records import remedy_lines, summarize_tunings
 
 # 34 configs, as in a real MoE-style kernel: 17 tile sizes x 2 warp counts.
 CONFIGS = [triton.Config({"BLOCK_N": bn, "ROWS": rows}, num_warps=w)

@@ -10,7 +10,7 @@ A run is a kernel set plus whether the workers apply a warm-up plan at start-up:
 "fixed+warmup" (jitguard.kernels, warmed up from a plan) by default; "fixed" and
 "upstream+warmup" are available to separate the two effects.
 
-The warm-up plan comes from `jitguard.warmup_plan.build_plan` over the NDJSON logs of a calibration
+The warm-up plan comes from `jitguard.startup.plan.build_plan` over the NDJSON logs of a calibration
 pass: the workers' model code run once for every step size the scheduler can produce
 (1..max_tokens tokens), under the offline backend in keys-only mode (no compiles: seconds), with
 `jitguard.watch(dir=...)` writing the logs - what `jitguard run` would record on a load test.
@@ -300,7 +300,7 @@ def calibrate_plan(config: SimConfig, kernel_set: str, directory: str) -> tuple[
     """
     import multiprocessing as mp
 
-    from jitguard.warmup_plan import build_plan
+    from jitguard.startup.plan import build_plan
 
     process = mp.get_context("spawn").Process(target=_calibrate_in_this_process, args=(config, kernel_set, directory),
                                               name=f"serve-sim-calibration-{kernel_set}")

@@ -1,7 +1,7 @@
 """Rewrite `@triton.autotune(configs, key=[...])` into `@jitguard.autotune(..., bucket={...})`.
 
 An autotune keyed on a token count benchmarks every config again for each new count; the
-bucketed drop-in (`jitguard.autotune`, see jitguard.bucketed_autotune) tunes once per bucket.
+bucketed drop-in (`jitguard.autotune`, see jitguard.tuning.bucketed_autotune) tunes once per bucket.
 Only the `autotune(...)` call's bytes change: its callee becomes `jitguard.autotune` and a
 `bucket=` keyword goes right after `key=` (one line or one per line, as the call is written, in
 the call's quote style); a call that is `jitguard.autotune` already gets the missing names merged
@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 
 import libcst as cst
 
-from jitguard.bucketed_autotune import BucketError, parse_strategy
 from jitguard.codemod.kernels import TritonKernel
 from jitguard.codemod.sequence_edits import append_args, append_elements
+from jitguard.tuning.bucketed_autotune import BucketError, parse_strategy
 
 #: A bucket request travels through `fix`'s plan as option `bucket:STRATEGY` (e.g. `bucket:pow2`).
 BUCKET_PREFIX = "bucket:"
@@ -174,7 +174,7 @@ def jitguard_autotune_names(tree: ast.Module) -> set[str]:
     """Spellings that mean jitguard's autotune in this file (`jitguard.autotune`, `from jitguard import autotune`)."""
     names = {"jitguard.autotune"}
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module in ("jitguard", "jitguard.bucketed_autotune"):
+        if isinstance(node, ast.ImportFrom) and node.module in ("jitguard", "jitguard.tuning.bucketed_autotune"):
             names |= {alias.asname or alias.name for alias in node.names if alias.name == "autotune"}
         elif isinstance(node, ast.Import):
             names |= {f"{alias.asname}.autotune" for alias in node.names if alias.name == "jitguard" and alias.asname}

@@ -1,7 +1,7 @@
 """What each demotion `jitguard fix` is asked for costs, and whether it is applied.
 
 A runtime report priced by `jitguard report --json` carries `params[NAME].cost`; `fix` reads it.
-An unpriced report (`--no-cost`, an older report) is priced here with `jitguard.demotion_cost`
+An unpriced report (`--no-cost`, an older report) is priced here with `jitguard.price.demotion_cost`
 when Triton is importable and the report recorded variants; a scan JSON has no variants, so its
 demotions are `unknown`. Free and unknown demotions are applied, costly ones only with
 `--accept-cost`; `--param` is the user's explicit choice and always applied, its price said.
@@ -25,7 +25,7 @@ NO_VARIANT = "no recorded variant (use jitguard report --json)"
 
 @dataclass(frozen=True)
 class Price:
-    """The verdict on one demotion, as `jitguard.demotion_cost` words it (`to_json` form)."""
+    """The verdict on one demotion, as `jitguard.price.demotion_cost` words it (`to_json` form)."""
 
     verdict: str  # "free" | "costly" | "unknown"
     detail: str
@@ -84,7 +84,7 @@ def import_roots(entries: Mapping[str, Mapping[str, Any]], files: Sequence[Path]
 def compiling_pricer(roots: Sequence[str] = ()) -> Pricer:
     """A pricer that compiles through one `DemotionCostChecker` (its cache shared by the whole run),
     importing kernels with `roots` ahead on `sys.path`."""
-    from jitguard.demotion_cost import DemotionCostChecker
+    from jitguard.price.demotion_cost import DemotionCostChecker
 
     checker = DemotionCostChecker()
 

@@ -86,7 +86,7 @@ def parse_bucket_option(text: str) -> Demotion:
 def _bucket_requests(origin: str, kernel: Mapping[str, Any]) -> list[Demotion]:
     """The report's autotune advice for one kernel: each varying key parameter worth bucketing."""
     from jitguard.codemod.autotune_migration import BUCKET_PREFIX
-    from jitguard.tuning_records import suggested_bucket
+    from jitguard.tuning.records import suggested_bucket
 
     entry = kernel.get("autotune")
     if not isinstance(entry, dict):

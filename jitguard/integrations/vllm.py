@@ -64,12 +64,12 @@ def _current_process_name() -> str:
 
 def _triton_hook() -> Any:
     # By name: jitguard run's sitecustomize may have loaded it already (without its parent packages).
-    return importlib.import_module("jitguard.bootstrap.triton_hook")
+    return importlib.import_module("jitguard.runtime.bootstrap.triton_hook")
 
 
 def _write_process_record(role: str | None, rank: int | None) -> None:
     """This process's record, now: through the monitor if it runs, else straight to JITGUARD_DIR."""
-    from jitguard import monitor
+    from jitguard.runtime import monitor
 
     running = monitor.current()
     if running is not None:
@@ -80,7 +80,7 @@ def _write_process_record(role: str | None, rank: int | None) -> None:
     if not directory:
         return
     # No monitor yet (Triton not imported): a record of its own, appended to this process's file.
-    from jitguard.ndjson_sink import NdjsonSink
+    from jitguard.runtime.ndjson_sink import NdjsonSink
 
     sink = NdjsonSink(directory)
     sink.process_info = {"role": role, "rank": rank, "triton_version": ""}
@@ -97,7 +97,7 @@ def _name_this_process(process_name: str) -> None:
 def mark_serving_now() -> None:
     """Enter the serving phase in this process (deferred until the monitor starts, if it has not)."""
     if "triton" in sys.modules:
-        from jitguard import monitor
+        from jitguard.runtime import monitor
 
         if monitor.current() is not None or _triton_hook().activate_monitor():
             monitor.mark_serving()

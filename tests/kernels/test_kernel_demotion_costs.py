@@ -17,12 +17,12 @@ import torch
 
 import jitguard
 from jitguard import kernels, triton_compat
-from jitguard.call_capture import CallScope
-from jitguard.demotion_cost import DemotionCostChecker
 from jitguard.kernels import inv_rope, moe_align, moe_decode, moe_decode_gluon, moe_decode_route, moe_gemm, moe_routing
 from jitguard.kernels.moe_chain import fused_moe
 from jitguard.kernels.moe_decode import fused_moe_decode
 from jitguard.kernels.moe_decode_gluon import gluon_gemms_supported
+from jitguard.price.demotion_cost import DemotionCostChecker
+from jitguard.runtime.call_capture import CallScope
 
 M, E, K, H, I = 64, 8, 2, 256, 256  # 64 tokens x top-2: 128 pairs; every count % 16 == 0
 

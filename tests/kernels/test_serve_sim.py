@@ -50,7 +50,7 @@ def test_trace_is_seeded() -> None:
 
 
 def test_warm_up_plan_takes_request_path_compiles_to_zero(tmp_path: Path) -> None:
-    from jitguard.report import build_report
+    from jitguard.report.build import build_report
 
     # One worker keeps this under 40 s on 2 cores (two ranks compiling at once take 2.5x longer
     # each); the recorded runs use two.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jitguard.argv_redaction import redact_argv
+from jitguard.runtime.argv_redaction import redact_argv
 
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
 
@@ -96,7 +96,7 @@ PYTEST_PLUGINS_KEPT = [
     ["/usr/bin/python3.11", "-X", "dev", "-u", "-m", "pytest", "-p", "pytest_timeout", "-p", "no:pytest-randomly"],
     ["-m", "pytest", "-p", "no:cacheprovider"],
     ["pytest", "-p=no:cacheprovider"],
-    ["pytest", "-p", "jitguard.pytest_plugin", "-p", "no:jitguard"],
+    ["pytest", "-p", "jitguard.guard.pytest_plugin", "-p", "no:jitguard"],
 ]
 
 # (whole argv, what the log must show): `-p` stays a password wherever it is not pytest's plugin flag.

@@ -9,8 +9,8 @@ import triton.language as tl
 
 import jitguard
 from jitguard import triton_compat
-from jitguard.bucketed_autotune import BucketError, bucket_value
-from jitguard.tuning_recorder import record_tunings
+from jitguard.tuning.bucketed_autotune import BucketError, bucket_value
+from jitguard.tuning.recorder import record_tunings
 
 TOKEN_COUNTS = range(1, 65)
 
@@ -181,7 +181,7 @@ def test_import_jitguard_autotune_is_lazy():
             "print('triton' in sys.modules, 'torch' in sys.modules, f.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ),
                          timeout=120).stdout.split()
-    assert out == ["False", "False", "jitguard.bucketed_autotune"]
+    assert out == ["False", "False", "jitguard.tuning.bucketed_autotune"]
 
 
 def test_no_recompiles_isolation_sets_bucketed_choices_aside_and_back():

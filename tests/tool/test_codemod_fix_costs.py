@@ -17,7 +17,7 @@ from click.testing import CliRunner
 import jitguard
 from jitguard import triton_compat
 from jitguard.codemod.commands import fix_command
-from jitguard.report_command import report_command
+from jitguard.report.command import report_command
 from tests import kernels_for_tests as k
 
 KERNEL_FILE = Path(k.__file__)

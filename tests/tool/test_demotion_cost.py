@@ -11,8 +11,8 @@ import triton
 import triton.language as tl
 
 import jitguard
-from jitguard import demotion_cost as dc
-from jitguard.demotion_cost import DemotionCostChecker, demotion_cost, signature_from_call
+from jitguard.price import demotion_cost as dc
+from jitguard.price.demotion_cost import DemotionCostChecker, demotion_cost, signature_from_call
 
 
 @triton.jit
@@ -222,7 +222,7 @@ def test_in_a_child_process_the_callers_driver_is_untouched(monkeypatch):
     """A process that launches GPU work asks a child; its own active driver never changes."""
     monkeypatch.setenv("JITGUARD_CACHE_DIR", "off")  # a child every time (test_price_cache: the cache)
     from jitguard import triton_compat
-    from jitguard.demotion_cost import COST_PROBE_ATTRIBUTE, _copy_with, cost_in_subprocess
+    from jitguard.price.demotion_cost import COST_PROBE_ATTRIBUTE, _copy_with, cost_in_subprocess
 
     driver_before = triton_compat.get_active_driver_raw()
     cost = cost_in_subprocess(f"{__name__}:mask_bound_kernel", "n_elements", "do_not_specialize", [_variant("div16")])

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jitguard.event_logs import LogInputError, load_logs, read_compile_events
 from jitguard.events import ProcessRecord, to_json_line
-from jitguard.report import build_report, format_markdown, format_text
-from jitguard.report_command import report_command
-from jitguard.report_html import render_html
+from jitguard.report.build import build_report, format_markdown, format_text
+from jitguard.report.command import report_command
+from jitguard.report.event_logs import LogInputError, load_logs, read_compile_events
+from jitguard.report.render_html import render_html
 from tests.tool.test_report import compiles_for, write_log
 
 

@@ -15,8 +15,8 @@ import torch
 
 import jitguard
 from jitguard import triton_compat
-from jitguard.report import build_report, format_text
-from jitguard.warmup_plan import build_plan
+from jitguard.report.build import build_report, format_text
+from jitguard.startup.plan import build_plan
 from tests import kernels_bound_twice as bound
 
 SPECIALIZED = "_scale_rows (as scale_rows_specialized)"
@@ -193,7 +193,7 @@ def test_fix_from_a_report_edits_only_the_binding_that_recompiled(tmp_path: Path
 
 def test_the_pytest_plugins_fix_command_names_the_binding():
     from jitguard.events import Cause, CompileEvent
-    from jitguard.pytest_plugin import fix_command_line
+    from jitguard.guard.pytest_plugin import fix_command_line
 
     event = CompileEvent(kernel="_scale_rows", binding="fast", file="ops.py", line=5, variant=2, causes=[
         Cause("n_rows", "int32 divisible by 16", "int32", "do_not_specialize_on_alignment")])

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 import jitguard
-from jitguard import monitor, triton_compat
-from jitguard.argv_redaction import redact_argv
+from jitguard import triton_compat
+from jitguard.runtime import monitor
+from jitguard.runtime.argv_redaction import redact_argv
 from tests import kernels_for_tests as k
 
 

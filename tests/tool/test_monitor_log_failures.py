@@ -23,7 +23,8 @@ import pytest
 import torch
 
 import jitguard
-from jitguard import monitor, ndjson_sink, triton_compat
+from jitguard import triton_compat
+from jitguard.runtime import monitor, ndjson_sink
 from tests import kernels_for_tests as k
 
 

@@ -16,8 +16,9 @@ import triton
 import triton.language as tl
 
 import jitguard
-from jitguard import monitor, triton_compat
-from jitguard.report import build_report
+from jitguard import triton_compat
+from jitguard.report.build import build_report
+from jitguard.runtime import monitor
 
 CONFIGS = [triton.Config({"BLOCK_N": 32}, num_warps=2), triton.Config({"BLOCK_N": 64}, num_warps=4)]
 
@@ -143,7 +144,7 @@ def test_uninstall_puts_autotuner_run_back():
 
 
 def test_compiles_of_a_cost_check_copy_are_not_the_programs():
-    from jitguard.demotion_cost import COST_PROBE_ATTRIBUTE, _copy_with
+    from jitguard.price.demotion_cost import COST_PROBE_ATTRIBUTE, _copy_with
 
     probe = _copy_with(scale_rows, "num_tokens", "do_not_specialize")
     assert getattr(probe, COST_PROBE_ATTRIBUTE) is True

@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 import jitguard
-from jitguard.monitor import RecompileError
+from jitguard.runtime.monitor import RecompileError
 
 
 @triton.jit
@@ -255,7 +255,7 @@ def test_calls_from_another_thread_count():
 
 
 def test_usable_as_a_decorator_and_after_importing_the_submodule():
-    import jitguard.recompile_guard  # the implementing module may be imported first
+    import jitguard.guard.recompile_guard  # the implementing module may be imported first
 
     @jitguard.no_recompiles(warmup=1)
     def decode_steps(sizes):

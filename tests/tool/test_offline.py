@@ -120,7 +120,7 @@ def test_import_jitguard_imports_neither_torch_nor_triton():
 
 
 def test_jitguard_offline_env_activates_for_the_process():
-    code = ("import os, torch, jitguard.offline_backend as o; "
+    code = ("import os, torch, jitguard.runtime.offline_backend as o; "
             "assert o.activate_from_env(os.environ['JITGUARD_OFFLINE']);"
             "from tests.kernels_for_tests import add_one_kernel as kern;"
             "c = kern[(1,)](torch.zeros(8), torch.zeros(8), 3, BLOCK=32); print(c.asm['ptx'].count('sm_90'))")

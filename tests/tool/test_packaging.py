@@ -139,7 +139,7 @@ def test_the_wheel_and_the_sdist_carry_every_file_an_install_needs(dist, wheel):
     sdist = next(dist[0].glob("jitguard-*.tar.gz"))
     with tarfile.open(sdist) as archive:
         members = {m.split("/", 1)[1] for m in archive.getnames() if "/" in m}
-    assert {"LICENSE", "pyproject.toml", "README.md", "jitguard/bootstrap/sitecustomize.py"} <= members
+    assert {"LICENSE", "pyproject.toml", "README.md", "jitguard/runtime/bootstrap/sitecustomize.py"} <= members
     assert sorted({f"kernels/{p.name}" for p in (REPO / "kernels").glob("*.py")} - members) == []
 
 

@@ -1,4 +1,4 @@
-"""jitguard.price_cache: a demotion's price is computed once (in a child process, or in process by
+"""jitguard.price.price_cache: a demotion's price is computed once (in a child process, or in process by
 `jitguard report` and `fix`), then read back.
 
 The cache can only spare work (child processes, compiles): a miss, a corrupt file or an unwritable directory prices
@@ -14,9 +14,9 @@ import pytest
 import triton
 import triton.language as tl
 
-from jitguard import demotion_cost as dc
-from jitguard import price_cache
-from jitguard.demotion_cost import cost_in_subprocess
+from jitguard.price import demotion_cost as dc
+from jitguard.price import price_cache
+from jitguard.price.demotion_cost import cost_in_subprocess
 from tests.tool.test_demotion_cost import _variant
 
 # Loaded by the import above, so this process has its code key (a kernel it never loaded is not cached).

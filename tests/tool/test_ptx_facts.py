@@ -3,7 +3,7 @@ Triton 3.2-3.9 print)."""
 
 import pytest
 
-from jitguard.ptx_facts import CodeFacts, compare_facts, divisible_args, param_uses, ptx_facts, resource_usage
+from jitguard.price.ptx_facts import CodeFacts, compare_facts, divisible_args, param_uses, ptx_facts, resource_usage
 
 PTX_CASES = [
     # id, PTX lines, loads {bytes: n}, stores {bytes: n}, extra facts

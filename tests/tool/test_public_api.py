@@ -43,7 +43,7 @@ KERNELS = textwrap.dedent("""
 
 # The bootstrap's sitecustomize runs by path at interpreter start (importing it by name would run
 # the user's own sitecustomize); `__main__` is the CLI.
-NOT_IMPORTED_BY_NAME = {"jitguard.__main__", "jitguard.bootstrap.sitecustomize"}
+NOT_IMPORTED_BY_NAME = {"jitguard.__main__", "jitguard.runtime.bootstrap.sitecustomize"}
 
 
 def submodules() -> list[str]:
@@ -53,7 +53,7 @@ def submodules() -> list[str]:
 
 def test_no_public_name_is_also_a_submodule_name() -> None:
     children = {name.split(".")[1] for name in submodules()}
-    assert "offline_backend" in children and "warmup_replay" in children  # the walk found the tree
+    assert {"runtime", "startup", "guard"} <= children  # the walk found the tree
     assert children & set(jitguard.__all__) == set()
 
 
@@ -69,7 +69,7 @@ EXERCISE = textwrap.dedent('''
         results[name] = use(value)
 
     def running():
-        return sys.modules["jitguard.monitor"].current()
+        return sys.modules["jitguard.runtime.monitor"].current()
 
     # Before the program imports Triton (jitguard may import it itself).
     check("set_process_info", lambda f: (f(role="api-test"), running().role)[1])
@@ -114,7 +114,7 @@ EXERCISE = textwrap.dedent('''
         return "did not raise"
 
     def warmed(warmup):
-        from jitguard.warmup_plan import build_plan
+        from jitguard.startup.plan import build_plan
         from jitguard import triton_compat
         with jitguard.offline(compile=False), jitguard.watch() as rec:
             launch(5, block=32)
@@ -175,8 +175,9 @@ ORDERS = {
     "nothing imported first": [],
     "every submodule first": submodules(),
     "every submodule first, reversed": submodules()[::-1],
-    "the bootstrap's order": ["jitguard.offline_backend", "jitguard.monitor"],
-    "the pytest plugin's order": ["jitguard.pytest_plugin", "jitguard.offline_backend", "jitguard.recompile_guard"],
+    "the bootstrap's order": ["jitguard.runtime.offline_backend", "jitguard.runtime.monitor"],
+    "the pytest plugin's order": [
+        "jitguard.guard.pytest_plugin", "jitguard.runtime.offline_backend", "jitguard.guard.recompile_guard"],
 }
 
 

@@ -352,7 +352,7 @@ def test_example_suite_catches_the_stock_kernel_and_passes_the_fixed_one(pyteste
 
 
 def test_loading_the_plugin_imports_neither_triton_nor_torch():
-    code = ("import sys, jitguard.pytest_plugin; "
+    code = ("import sys, jitguard.guard.pytest_plugin; "
             "print(sorted(m for m in ('triton', 'torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "[]"

@@ -85,7 +85,7 @@ def test_summary_rows_keep_kernels_of_one_name_in_two_files_apart() -> None:
 
 
 def test_summary_matches_the_monitors_while_it_keeps_its_own() -> None:
-    from jitguard import monitor
+    from jitguard.runtime import monitor
     if not hasattr(monitor, "format_summary") or monitor.format_summary is format_summary:
         pytest.skip("the monitor already uses render_text.format_summary")
     assert monitor.format_summary(EVENTS) == format_summary(EVENTS)
@@ -166,7 +166,7 @@ def test_no_recompiles_failure_text_is_pinned() -> None:
 
 
 def test_failure_text_matches_the_guards_while_it_keeps_its_own() -> None:
-    from jitguard import recompile_guard
+    from jitguard.guard import recompile_guard
     if getattr(recompile_guard, "format_new_variants", format_new_variants) is format_new_variants:
         pytest.skip("the guard already uses render_text.format_new_variants")
     seen = [recompile_guard.ScopedCompile(s.event, s.call_number, s.after_warmup, s.block_line) for s in SEEN]
@@ -176,8 +176,9 @@ def test_failure_text_matches_the_guards_while_it_keeps_its_own() -> None:
         assert recompile_guard._fix_lines(causes) == fix_block(causes)
 
 
-@pytest.mark.parametrize("module", ["jitguard.render_text", "jitguard.event_logs", "jitguard.argv_redaction",
-                                    "jitguard.report", "jitguard.report_html"])
+@pytest.mark.parametrize("module", ["jitguard.render_text", "jitguard.report.event_logs",
+                                    "jitguard.runtime.argv_redaction", "jitguard.report.build",
+                                    "jitguard.report.render_html"])
 def test_report_side_imports_neither_triton_nor_torch(module: str) -> None:
     import subprocess
     import sys

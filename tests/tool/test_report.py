@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from jitguard.events import Cause, CompileEvent, ParamSpec, ProcessRecord, to_json_line
 from jitguard.explain import explain_recompile
-from jitguard.report import build_report, format_markdown, format_text
-from jitguard.report_command import report_command
+from jitguard.report.build import build_report, format_markdown, format_text
+from jitguard.report.command import report_command
 
 KERNEL_FILE = "/srv/model/kernels/moe.py"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from jitguard.launcher import BOOTSTRAP_DIR
-from jitguard.report import build_report
+from jitguard.report.build import build_report
 
 TINY_KERNEL = textwrap.dedent("""
     import triton, triton.language as tl
@@ -88,14 +88,14 @@ def test_process_without_triton_stays_unwatched_and_cheap(tmp_path: Path, triton
     watched = jitguard_run(["--", sys.executable, "-c", code], tmp_path, triton_cache)
     extra = set(json.loads(watched.stdout)) - set(json.loads(plain.stdout))
     # The bootstrap loads its import watcher and a little of importlib; never jitguard, Triton or torch.
-    assert "jitguard.bootstrap.triton_hook" in extra
+    assert "jitguard.runtime.bootstrap.triton_hook" in extra
     assert not {m for m in extra if m.split(".")[0] in ("triton", "torch")}
-    assert "jitguard.monitor" not in extra and "jitguard" not in extra
+    assert "jitguard.runtime.monitor" not in extra and "jitguard" not in extra
     assert not list((tmp_path / "logs").glob("*.ndjson"))
 
 
 def test_import_triton_starts_the_monitor_with_the_real_loader(tmp_path: Path, triton_cache: str) -> None:
-    code = ("import triton, jitguard.monitor as m; "
+    code = ("import triton, jitguard.runtime.monitor as m; "
             "print(type(triton.__spec__.loader).__name__, type(triton.__loader__).__name__, m.current() is not None)")
     proc = jitguard_run(["--", sys.executable, "-c", code], tmp_path, triton_cache)
     assert proc.returncode == 0, proc.stderr
@@ -242,6 +242,7 @@ def test_bootstrap_imports_only_its_hook_in_a_process_without_triton(tmp_path: P
                                             JITGUARD_DIR=str(tmp_path)))
     added = with_bootstrap - bare
     foreign = {m for m in added if m.split(".")[0] not in sys.stdlib_module_names}
-    assert foreign <= {"sitecustomize", "jitguard.bootstrap", "jitguard.bootstrap.triton_hook"}, sorted(foreign)
-    assert "jitguard.bootstrap.triton_hook" in with_bootstrap  # the hook is armed
+    expected = {"sitecustomize", "jitguard.runtime.bootstrap", "jitguard.runtime.bootstrap.triton_hook"}
+    assert foreign <= expected, sorted(foreign)
+    assert "jitguard.runtime.bootstrap.triton_hook" in with_bootstrap  # the hook is armed
     assert not {m for m in with_bootstrap if m.split(".")[0] in ("triton", "torch", "numpy")}

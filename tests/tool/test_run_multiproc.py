@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from jitguard.report import build_report
+from jitguard.report.build import build_report
 
 PROGRAM = Path(__file__).parents[1] / "multiproc_program.py"
 

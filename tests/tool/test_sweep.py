@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 
 import jitguard
-from jitguard.monitor import RecompileError
+from jitguard.runtime.monitor import RecompileError
 
 
 @triton.jit
@@ -157,7 +157,7 @@ def test_to_dict_is_json():
 
 
 def test_sweep_is_callable_after_importing_the_submodule():
-    import jitguard.variant_sweep
+    import jitguard.guard.variant_sweep
     assert jitguard.sweep(both, [16]).kernels() == {"stock_kernel": 1, "fixed_kernel": 1}
 
 

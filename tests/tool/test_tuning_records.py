@@ -8,10 +8,10 @@ import triton
 import triton.language as tl
 
 import jitguard
-from jitguard.autotune_pretune import pretune
 from jitguard.events import to_json_line
-from jitguard.tuning_recorder import record_tunings
-from jitguard.tuning_records import (
+from jitguard.tuning.pretune import pretune
+from jitguard.tuning.recorder import record_tunings
+from jitguard.tuning.records import (
     TuningRecord,
     format_autotune_summary,
     format_tuning_line,

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from jitguard.integrations.vllm import process_role
-from jitguard.report import build_report
+from jitguard.report.build import build_report
 
 pytest.importorskip("prometheus_client")
 
@@ -221,7 +221,8 @@ def test_plugin_is_inert_without_jitguard(tmp_path: Path) -> None:
         register()
         register()
         print(json.dumps({"meta_path_same": sys.meta_path == before,
-                          "imported": sorted(m for m in sys.modules if m.startswith(("triton", "jitguard.monitor")))}))
+                          "imported": sorted(m for m in sys.modules
+                                             if m.startswith(("triton", "jitguard.runtime.monitor")))}))
     """)
     env = dict(os.environ, JITGUARD_DIR=str(tmp_path / "logs"))
     env.pop("JITGUARD", None)

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jitguard.warmup_plan import build_plan
-from jitguard.warmup_plan_command import warmup_plan_command
-from jitguard.warmup_replay import WarmupError, warmup
+from jitguard.startup.plan import build_plan
+from jitguard.startup.plan_command import warmup_plan_command
+from jitguard.startup.replay import WarmupError, warmup
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -93,7 +93,7 @@ def test_plan_from_real_compiles_makes_the_same_traffic_compile_nothing(tmp_path
 
 def test_report_json_is_a_plan_source_on_its_own(tmp_path: Path) -> None:
     from jitguard.events import CompileEvent, ParamSpec, to_json_line
-    from jitguard.report import build_report
+    from jitguard.report.build import build_report
 
     logs = tmp_path / "logs"
     logs.mkdir()

@@ -16,10 +16,10 @@ import triton
 import triton.language as tl
 
 import jitguard
-from jitguard import monitor
-from jitguard.report import build_report
-from jitguard.warmup_plan import build_plan
-from jitguard.warmup_replay import warmup
+from jitguard.report.build import build_report
+from jitguard.runtime import monitor
+from jitguard.startup.plan import build_plan
+from jitguard.startup.replay import warmup
 
 CONFIGS = [triton.Config({"BLOCK_N": 32}, num_warps=2), triton.Config({"BLOCK_N": 64}, num_warps=4)]
 

@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from jitguard.argv_redaction import redact_argv
 from jitguard.events import ProcessRecord, to_json_line
+from jitguard.runtime.argv_redaction import redact_argv
 
 # O_NOFOLLOW: a symlink planted at our path in a shared directory must not redirect the records.
 # O_NONBLOCK: a FIFO planted there must not hang the host at open().

@@ -106,7 +106,7 @@ class CallScope:
 
     def open(self) -> None:
         """Start tracking (what `__enter__` does)."""
-        from jitguard.monitor import watch
+        from jitguard.runtime.monitor import watch
         self._stashed_caches = []
         self._isolated = set()
         self._keep_alive = []
@@ -115,7 +115,7 @@ class CallScope:
         self.paused = False
         self._watch = watch()
         self._watch.__enter__()
-        from jitguard import monitor as monitor_module
+        from jitguard.runtime import monitor as monitor_module
         self._monitor = monitor_module.current()
         self._unsubscribe = self._monitor.subscribe(self._on_event)
         self._unsubscribe_tunings = self._monitor.subscribe_tunings(self._on_tuning)

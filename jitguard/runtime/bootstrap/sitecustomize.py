@@ -13,7 +13,7 @@ import sys
 
 
 def _arm_triton_watcher() -> None:
-    name = "jitguard.bootstrap.triton_hook"
+    name = "jitguard.runtime.bootstrap.triton_hook"
     module = sys.modules.get(name)
     if module is None:
         from importlib.util import module_from_spec, spec_from_file_location

@@ -47,8 +47,8 @@ def prices_dir() -> Path | None:
 
 # The modules whose code decides a price and its words: a development checkout changes them without
 # a new version number, so their source is part of every key.
-_PRICING_MODULES = ("jitguard.demotion_cost", "jitguard.ptx_facts", "jitguard.warmup_replay",
-                    "jitguard.offline_backend")
+_PRICING_MODULES = ("jitguard.price.demotion_cost", "jitguard.price.ptx_facts", "jitguard.startup.replay",
+                    "jitguard.runtime.offline_backend")
 
 
 @functools.cache

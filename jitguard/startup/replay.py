@@ -1,6 +1,6 @@
 """`jitguard.warmup(plan)`: replay a warm-up plan at start-up through Triton's warm-up API.
 
-For each planned variant, rebuild arguments of the recorded classes (see jitguard/warmup_plan.py)
+For each planned variant, rebuild arguments of the recorded classes (see jitguard/startup/plan.py)
 and call the kernel's own `JITFunction.warmup(*args, grid=..., **constexprs_and_options)`, which
 compiles into Triton's in-memory cache without launching. The same traffic then finds every
 variant already compiled.
@@ -27,8 +27,6 @@ top level is never run again to find one.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 import sys
 import time
@@ -36,7 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from jitguard.render_text import kernel_label
-from jitguard.warmup_plan import INT_VALUES, TORCH_DTYPE_NAMES, int_type_of, load_plan
+from jitguard.replay.arguments import TORCH_DTYPE_NAMES, representative_arg
+from jitguard.replay.kernel_loading import module_attribute, resolve_kernel
+from jitguard.startup.plan import load_plan
 
 
 class WarmupError(RuntimeError):
@@ -106,156 +106,6 @@ class WarmupResult:
         return "\n".join(lines)
 
 
-def _loaded_from(file: str) -> Any:
-    """A module of this process loaded from `file` (the running script's `__main__` included), or None."""
-    absolute = os.path.realpath(file)
-    for module in list(sys.modules.values()):
-        origin = getattr(module, "__file__", None)
-        if origin and os.path.realpath(origin) == absolute:
-            return module
-    return None
-
-
-def importable_name(file: str) -> str | None:
-    """The dotted module name `file` is imported under from some sys.path entry, or None."""
-    absolute = os.path.realpath(file)
-    if not absolute.endswith(".py"):
-        return None
-    for entry in sys.path:
-        root = os.path.realpath(entry or os.getcwd())
-        if not absolute.startswith(root + os.sep):
-            continue
-        parts = os.path.relpath(absolute, root)[:-3].split(os.sep)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        if not parts or not all(part.isidentifier() for part in parts):
-            continue
-        name = ".".join(parts)
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            continue
-        if spec is not None and spec.origin and os.path.realpath(spec.origin) == absolute:
-            return name
-    return None
-
-
-def _kernel_module(module_name: str, file: str) -> tuple[Any, list[str]]:
-    """The module that defines a planned kernel, found by importing modules by name, never by
-    running a file: (module, []) or (None, [why not, ...])."""
-    errors: list[str] = []
-    if module_name and module_name != "__main__":
-        try:
-            return importlib.import_module(module_name), []
-        except Exception as exc:  # any import failure is reported, then the file is tried
-            errors.append(f"import {module_name}: {type(exc).__name__}: {exc}")
-    if file:
-        loaded = _loaded_from(file)
-        if loaded is not None:
-            return loaded, []  # already running here (this very script, say): nothing is executed again
-    if module_name == "__main__":
-        errors.append(f"it was defined in a script run as `python {file or '?'}` (module __main__), and jitguard "
-                      "does not run scripts to find kernels: move the kernel into an importable module, or call "
-                      "jitguard.warmup from that script after the kernel is defined")
-        return None, errors
-    if not file:
-        return None, errors or ["no module or file recorded"]
-    if not os.path.isfile(file):
-        errors.append(f"{file}: no such file")
-        return None, errors
-    name = importable_name(file)
-    if name is None:
-        errors.append(f"{file} is not importable as a module (no sys.path entry holds it); jitguard does not "
-                      "run files to find kernels")
-        return None, errors
-    try:
-        return importlib.import_module(name), []
-    except Exception as exc:
-        errors.append(f"import {name} ({file}): {type(exc).__name__}: {exc}")
-        return None, errors
-
-
-def _module_attribute(entry: dict[str, Any]) -> tuple[Any, str, Any]:
-    """(module, qualname, the attribute it names or None) for a plan entry; LookupError naming the
-    kernel when its module cannot be imported."""
-    module_name, name, file = entry.get("module") or "", entry.get("qualname") or entry["name"], entry.get("file") or ""
-    module, errors = _kernel_module(module_name, file)
-    if module is None:
-        raise LookupError(f"kernel {name!r} cannot be imported ({'; '.join(errors)})")
-    target: Any = module
-    for part in name.split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            break
-    return module, name, target
-
-
-def resolve_kernel(entry: dict[str, Any]) -> Any:
-    """The JITFunction a plan entry names: by its module's name first, else by the name its file is
-    importable under. A script (`__main__`) is never run again: its kernels are found only in the
-    script itself. Raises LookupError with a one-line reason naming the kernel, module and file.
-    """
-    from jitguard import triton_compat
-
-    module, name, target = _module_attribute(entry)
-    jit_fn = triton_compat.unwrap_jit_function(target) if target is not None else None
-    if jit_fn is None:
-        # A kernel defined inside a function is no module attribute; Triton's registry may know it.
-        jit_fn = triton_compat.registered_kernel(module.__name__, name.rsplit(".", 1)[-1])
-    if jit_fn is None:
-        where = getattr(module, "__file__", None) or module.__name__
-        raise LookupError(f"kernel {name!r} is gone: module {module.__name__} ({where}) "
-                          "has no Triton kernel of that name")
-    return jit_fn
-
-
-def _torch_dtype(entry: dict[str, Any]) -> Any:
-    import torch
-    names = []
-    element = (entry.get("type") or "").lstrip("*")
-    if element in TORCH_DTYPE_NAMES:
-        names.append(TORCH_DTYPE_NAMES[element])
-    if entry.get("dtype"):
-        names.append(entry["dtype"])
-    for name in names:
-        dtype = getattr(torch, name, None)
-        if isinstance(dtype, torch.dtype):
-            return dtype
-    raise ValueError(f"unknown pointer dtype {entry.get('type')!r}")
-
-
-def representative_arg(name: str, entry: dict[str, Any], device: Any, elements: int = 64) -> Any:
-    """A value of parameter `name` in the class a recorded `entry` names (a tensor of `elements`
-    zeros of its dtype and alignment, an int of its divisibility class, the constexpr itself): what a
-    warm-up or a cost check passes to compile that variant, and a pre-tune launches with."""
-    kind = entry.get("kind")
-    if kind == "constexpr":
-        return entry.get("value")
-    if kind == "none":
-        return None
-    if kind == "bool":
-        return True
-    if kind == "float":
-        return 1.5
-    if kind == "int":
-        value = INT_VALUES.get((int_type_of(entry.get("type") or ""), entry.get("spec")))
-        if value is None:
-            raise ValueError(f"argument {name!r}: no representative value for {entry.get('type')} {entry.get('spec')}")
-        return value
-    if kind == "ptr":
-        import torch
-        dtype = _torch_dtype(entry)
-        unaligned = entry.get("spec") == "unaligned"
-        buffer = torch.zeros(elements + unaligned, dtype=dtype, device=device)
-        if unaligned:
-            view = buffer[1:]
-            if view.data_ptr() % 16 == 0:  # pragma: no cover - a 16-byte element type
-                raise ValueError(f"argument {name!r}: cannot make an unaligned {dtype} pointer")
-            return view
-        return buffer
-    raise ValueError(f"argument {name!r}: cannot rebuild kind {kind!r}")
-
-
 def _describe(variant: dict[str, Any]) -> str:
     parts = []
     for name, entry in variant.get("params", {}).items():
@@ -312,10 +162,10 @@ PRETUNE_MAX_ELEMENTS = 2**26
 def resolve_launcher(entry: dict[str, Any]) -> Any:
     """What the program launches for a plan entry: the module attribute named by its qualname (an
     autotuner, heuristics, or the kernel itself). LookupError with a one-line reason otherwise."""
-    module, name, target = _module_attribute(entry)
+    module, name, target = module_attribute(entry)
     if target is None:
         raise LookupError(f"kernel {name!r} is not a module-level name of {module.__name__} (made inside a "
-                          "function?): pre-tune it with jitguard.autotune_pretune.pretune and a launcher")
+                          "function?): pre-tune it with jitguard.tuning.pretune.pretune and a launcher")
     return target
 
 
@@ -392,7 +242,7 @@ def _pretune(entry: dict[str, Any], jit_fn: Any, result: WarmupResult) -> None:
     """Pre-tune one autotuned plan entry: every recorded key value (and dtype set), launched once
     (see module docstring)."""
     from jitguard import triton_compat
-    from jitguard.autotune_pretune import pretune, tunings_to_pretune
+    from jitguard.tuning.pretune import pretune, tunings_to_pretune
 
     name = entry.get("name") or "?"
     autotune = entry.get("autotune") or {}
@@ -504,7 +354,7 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
             say(f"[jitguard] warm-up {name}: {len(variants)} variant(s), {kernel_seconds:.2f} s")
         keys_tuned = (entry.get("autotune") or {}).get("keys_tuned") or []
         if keys_tuned and jit_fn is None:
-            from jitguard.autotune_pretune import tunings_to_pretune
+            from jitguard.tuning.pretune import tunings_to_pretune
 
             result.pretune_failures.extend(f"{_pretune_label(name, t)}: {lookup_error}"
                                            for t in tunings_to_pretune({name: entry["autotune"]})[name])

@@ -130,7 +130,7 @@ def jitguard_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
             pytest.fail("jitguard: --jitguard-backend=cuda but torch.cuda.is_available() is False", pytrace=False)
         yield Backend("cuda", "cuda", True)
         return
-    from jitguard.offline_backend import offline
+    from jitguard.runtime.offline_backend import offline
     compiles = choice == "offline"
     with offline(compile=compiles):
         yield Backend("offline", "cpu", compiles)
@@ -142,7 +142,7 @@ def jitguard() -> Iterator[Any]:
     missing = _require_triton("the jitguard fixture")
     if missing:
         pytest.fail(missing, pytrace=False)
-    from jitguard.monitor import watch
+    from jitguard.runtime.monitor import watch
     with watch() as recorder:
         yield recorder
 
@@ -153,7 +153,7 @@ def _guard_for(item: pytest.Item, strict: bool) -> Any:
     marker = item.get_closest_marker(MARKER)
     if marker is None and not strict:
         return None
-    from jitguard.recompile_guard import no_recompiles
+    from jitguard.guard.recompile_guard import no_recompiles
     if marker is None:
         return no_recompiles(warmup=1)
     unknown = sorted(set(marker.kwargs) - set(_MARKER_ARGS))
@@ -188,7 +188,7 @@ class JitguardSession:
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[Any]:
         if not self.summary:
             return (yield)
-        from jitguard import monitor
+        from jitguard.runtime import monitor
         if monitor.current() is None:
             monitor.install(summary=False)  # one monitor for the session: variant numbers stay process-wide
             self.installed_monitor = True
@@ -206,7 +206,7 @@ class JitguardSession:
             return (yield)
         guard.block_file = str(getattr(item, "path", "")) or None  # name the test's own line in messages
         item.stash[_GUARD] = guard
-        from jitguard.monitor import RecompileError
+        from jitguard.runtime.monitor import RecompileError
         try:
             with guard:
                 result = yield
@@ -252,7 +252,7 @@ class JitguardSession:
 
     def pytest_sessionfinish(self) -> None:
         if self.installed_monitor:
-            from jitguard import monitor
+            from jitguard.runtime import monitor
             monitor.uninstall()
             self.installed_monitor = False
 

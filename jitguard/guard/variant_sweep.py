@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jitguard.call_capture import CallScope, KernelCall, KernelId, kernel_id_of, open_scopes
 from jitguard.events import Cause, CompileEvent
 from jitguard.explain import fix_hint, short_path, without_weaker_advice
 from jitguard.render_text import event_kernel_names
+from jitguard.runtime.call_capture import CallScope, KernelCall, KernelId, kernel_id_of, open_scopes
 
 
 @dataclass
@@ -198,7 +198,7 @@ def assert_max_variants(table: SweepTable, kernel: Any, n: int) -> None:
 
     A kernel that never compiled in the sweep is an error too (a misspelled name would pass silently).
     """
-    from jitguard.monitor import RecompileError
+    from jitguard.runtime.monitor import RecompileError
     if not isinstance(table, SweepTable):
         raise TypeError("jitguard.assert_max_variants: expected the table jitguard.sweep returns, "
                         f"got {type(table).__name__}")

@@ -9,7 +9,7 @@ import tempfile
 
 import click
 
-from jitguard.report import ReportInputError, build_report, format_markdown, format_text
+from jitguard.report.build import ReportInputError, build_report, format_markdown, format_text
 
 # `--html` given without a FILE: the page is the report's main output (stdout, or -o FILE).
 _HTML_AS_OUTPUT = "\0as-output"
@@ -42,8 +42,8 @@ def _mode_for(path: str) -> int:
 
 
 def write_html_report(report: dict, path: str) -> None:
-    """Write the self-contained HTML page for `report` to `path` (see jitguard.report_html)."""
-    from jitguard.report_html import render_html
+    """Write the self-contained HTML page for `report` to `path` (see jitguard.report.render_html)."""
+    from jitguard.report.render_html import render_html
     write_atomically(path, render_html(report))
 
 
@@ -56,7 +56,7 @@ def _write_or_exit(path: str, text: str) -> None:
 
 
 def price_demotions(report: dict, stream: object = None) -> None:
-    """Add each advised demotion's price to `report` (jitguard.demotion_cost), saying so on stderr.
+    """Add each advised demotion's price to `report` (jitguard.price.demotion_cost), saying so on stderr.
 
     The check compiles each kernel with and without the demotion (offline, sm_90): seconds per
     kernel, never on anyone's request path. Without Triton the report goes out unpriced, saying why.
@@ -70,7 +70,7 @@ def price_demotions(report: dict, stream: object = None) -> None:
     try:
         import triton  # noqa: F401 - the check compiles
 
-        from jitguard.demotion_cost import add_costs_to_report
+        from jitguard.price.demotion_cost import add_costs_to_report
     except ImportError as exc:
         say(f"[jitguard] demotions not priced: {exc.name or exc} is not installed (pip install 'jitguard[monitor]')")
         return
@@ -132,7 +132,7 @@ def report_command(path: str, as_json: bool, as_markdown: bool, html_path: str |
             click.echo(f"jitguard report: {html_path}: cannot write ({exc.strerror or exc})", err=True)
             sys.exit(2)
     if html_is_output:
-        from jitguard.report_html import render_html
+        from jitguard.report.render_html import render_html
         text = render_html(report)
     elif as_json:
         # Strict JSON: the loader lets no NaN/Infinity through; allow_nan=False makes that a promise.

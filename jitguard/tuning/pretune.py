@@ -15,7 +15,7 @@ key value and dtype set, so the launcher can build tensors of those dtypes. With
 are called as always, `launcher(**key_values)`, once per key value.
 
     >>> report = json.load(open("report.json"))                      # doctest: +SKIP
-    >>> jitguard.autotune_pretune.pretune(report, {"moe_kernel": run_moe})   # doctest: +SKIP
+    >>> jitguard.tuning.pretune.pretune(report, {"moe_kernel": run_moe})   # doctest: +SKIP
     PretuneResult(pretuned={'moe_kernel': [{'num_tokens': 1}, {'num_tokens': 2}, ...]}, ...)
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jitguard.tuning_records import summarize_tunings
+from jitguard.tuning.records import summarize_tunings
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 A plan lists, per kernel, every variant a run compiled: each parameter's class (int `one`,
 `div16`, `plain`, i64; pointer dtype and alignment), the constexpr values and the launch options.
-`jitguard.warmup(plan)` (jitguard/warmup_replay.py) replays it at start-up.
+`jitguard.warmup(plan)` (jitguard/startup/replay.py) replays it at start-up.
 
     plan = build_plan("jitguard-logs/")          # a directory of NDJSON logs, or report.json
     json.dump(plan, open("plan.json", "w"))
@@ -26,24 +26,9 @@ import os
 from typing import Any
 
 from jitguard.events import CompileEvent
+from jitguard.replay.arguments import unrebuildable_reason
 
 PLAN_FORMAT = 1
-
-# Triton pointer element types -> torch dtype names.
-TORCH_DTYPE_NAMES = {
-    "fp64": "float64", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16",
-    "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "i1": "bool", "u1": "bool",
-    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
-    "fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2", "fp8e4b8": "float8_e4m3fnuz",
-    "fp8e5b16": "float8_e5m2fnuz",
-}
-
-INT_VALUES: dict[tuple[str, Any], int] = {
-    ("i32", "one"): 1, ("i32", "div16"): 16, ("i32", "plain"): 17, ("i32", "off"): 17,
-    ("i64", "div16"): 2**31 + 16, ("i64", "plain"): 2**31 + 17, ("i64", "off"): 2**31 + 17,
-    ("u64", "div16"): 2**63 + 16, ("u64", "plain"): 2**63 + 17, ("u64", "off"): 2**63 + 17,
-}
-
 
 class PlanInputError(ValueError):
     """The input of `build_plan` or `warmup` is unusable (no such file, not a report, not a plan)."""
@@ -59,35 +44,10 @@ def _param_entry(name: str, spec: Any) -> dict[str, Any]:
     return entry
 
 
-def _unrebuildable_reason(params: dict[str, dict[str, Any]]) -> str | None:
-    """Why a variant cannot be rebuilt from its recorded classes, or None."""
-    for name, entry in params.items():
-        kind, ty = entry.get("kind"), entry.get("type") or ""
-        if kind == "tuple":
-            return f"argument {name!r} is a tuple ({ty}): its elements' classes are not recorded"
-        if kind == "ptr":
-            if TORCH_DTYPE_NAMES.get(ty.lstrip("*")) is None and not entry.get("dtype"):
-                return f"argument {name!r}: unknown pointer dtype {ty!r}"
-        elif kind == "int":
-            if (int_type_of(ty), entry.get("spec")) not in INT_VALUES:
-                return f"argument {name!r}: no representative value for {ty} {entry.get('spec')}"
-        elif kind not in ("constexpr", "float", "bool", "none"):
-            return f"argument {name!r}: unknown kind {kind!r} (type {ty!r})"
-    return None
-
-
-def int_type_of(ty: str) -> str:
-    if ty in ("i64",):
-        return "i64"
-    if ty in ("u64",):
-        return "u64"
-    return "i32"
-
-
 def _events_from(source: Any) -> list[CompileEvent]:
     """Compile events from a path (report JSON, NDJSON file or directory), a report dict, a
     Recorder, or an iterable of CompileEvent / event dicts (each checked: a bad one names its field)."""
-    from jitguard.event_logs import InvalidRecord, LogInputError, compile_event_from_record, load_logs
+    from jitguard.report.event_logs import InvalidRecord, LogInputError, compile_event_from_record, load_logs
 
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
@@ -123,8 +83,8 @@ def _events_from(source: Any) -> list[CompileEvent]:
 def _tunings_from(source: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
     """{(kernel, binding, file): its autotune entry} from the same sources as `_events_from`: a report's
     `kernels[].autotune`, or the tuning records of logs, a Recorder, or records given directly."""
-    from jitguard.event_logs import LogInputError, load_logs
-    from jitguard.tuning_records import TuningRecord, iter_tuning_records
+    from jitguard.report.event_logs import LogInputError, load_logs
+    from jitguard.tuning.records import TuningRecord, iter_tuning_records
 
     report: dict | None = None
     records: list[TuningRecord] = []
@@ -158,7 +118,7 @@ def _tunings_from(source: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
 
 
 def _summarize_per_kernel(records: list[Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
-    from jitguard.tuning_records import summarize_tunings
+    from jitguard.tuning.records import summarize_tunings
 
     groups: dict[tuple[str, str, str], list[Any]] = {}
     for record in records:
@@ -169,7 +129,7 @@ def _summarize_per_kernel(records: list[Any]) -> dict[tuple[str, str, str], dict
 def _events_from_report(report: dict, where: str) -> list[CompileEvent]:
     """The variants a `jitguard report --json` lists per kernel (`variant_list`); a report written
     before reports carried them is read through the logs it was merged from (its `directory`)."""
-    from jitguard.event_logs import InvalidRecord, LogInputError, compile_event_from_record, load_logs
+    from jitguard.report.event_logs import InvalidRecord, LogInputError, compile_event_from_record, load_logs
 
     if "kernels" not in report or "directory" not in report:
         raise PlanInputError(f"{where}: not a `jitguard report --json` output (no 'kernels'/'directory')")
@@ -223,7 +183,7 @@ def build_plan(report_or_events: Any) -> dict[str, Any]:
                                           "variants": []})
         variant: dict[str, Any] = {"params": params, "options": options, "launch_kwargs": launch_kwargs,
                                    "key": event.key, "compile_ms": event.compile_ms}
-        reason = _unrebuildable_reason(params)
+        reason = unrebuildable_reason(params)
         if reason:
             variant["unrebuildable"] = reason
         entry["variants"].append(variant)

@@ -5,9 +5,9 @@ code can use it: an int divisible by 16 that bounds a mask over contiguous offse
 emit 128-bit loads and stores. `do_not_specialize` removes the variants and the hint with them. This
 module compiles the kernel offline (sm_90 by default, the real compiler, `jitguard.offline()`) for a
 recorded variant, once as it is and once with the demotion, and compares global load/store widths,
-tensor-core and TMA use, instruction count, registers and spills (see `jitguard.ptx_facts`).
+tensor-core and TMA use, instruction count, registers and spills (see `jitguard.price.ptx_facts`).
 
-    >>> from jitguard.demotion_cost import DemotionCostChecker            # doctest: +SKIP
+    >>> from jitguard.price.demotion_cost import DemotionCostChecker            # doctest: +SKIP
     >>> checker = DemotionCostChecker()                                      # one per report: it caches
     >>> cost = checker.cost("mypkg.ops:add_kernel", "n_elements", "do_not_specialize",
     ...                     signature=report_kernel["variant_list"])
@@ -38,10 +38,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jitguard.ptx_facts import CodeFacts, code_facts, compare_facts, param_uses
+from jitguard.events import COST_PROBE_ATTRIBUTE
+from jitguard.price.ptx_facts import CodeFacts, code_facts, compare_facts, param_uses
 
 DEMOTIONS = ("do_not_specialize", "do_not_specialize_on_alignment")
-COST_PROBE_ATTRIBUTE = "_jitguard_cost_probe"
 """Set (True) on the JITFunction copies this module compiles: Triton's JIT hooks see them (as manual
 warm-ups on the offline device), and a monitor can skip them by this attribute."""
 VERDICTS = ("free", "costly", "unknown")
@@ -144,7 +144,7 @@ def signature_from_call(kernel: Any, *args: Any, **kwargs: Any) -> dict[str, Any
     For tests, benchmarks and `scan`: {"params": {name: {"kind", "type", "spec", "value"}},
     "options": {num_warps, num_stages, ...}}. Tensors need only `.dtype` and `.data_ptr()`.
     """
-    from jitguard.warmup_plan import TORCH_DTYPE_NAMES
+    from jitguard.replay.arguments import TORCH_DTYPE_NAMES
 
     jit_fn = _resolve(kernel)
     option_names = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "maxnreg")
@@ -238,7 +238,7 @@ def _demotion_lists(jit_fn: Any, param: str, demotion: str | None) -> tuple[tupl
 
 def _cubin_usage(cubin: bytes) -> tuple[int, int] | None:
     """(registers, local bytes) from `cuobjdump -res-usage`; None when it is missing or fails."""
-    from jitguard.ptx_facts import resource_usage
+    from jitguard.price.ptx_facts import resource_usage
     from jitguard.triton_compat import cuobjdump_path
 
     tool = cuobjdump_path()
@@ -425,8 +425,8 @@ class DemotionCostChecker:
 
     def _compile(self, jit_fn: Any, param: str, demotion: str | None, variant: dict[str, Any]) -> CodeFacts | str:
         from jitguard import triton_compat
-        from jitguard.offline_backend import offline
-        from jitguard.warmup_replay import representative_arg
+        from jitguard.replay.arguments import representative_arg
+        from jitguard.runtime.offline_backend import offline
 
         names = triton_compat.param_names(jit_fn)
         try:
@@ -505,7 +505,7 @@ def cost_in_subprocess(kernel: str, param: str, demotion: str = "do_not_speciali
 
     The caller's process keeps its driver, caches and hooks untouched. Never raises: a child that
     fails or runs past `timeout` seconds gives an unknown verdict saying so. A kernel this process
-    has loaded has its definitive verdicts kept in `jitguard.price_cache` (by its code, the
+    has loaded has its definitive verdicts kept in `jitguard.price.price_cache` (by its code, the
     parameter, the variants and the versions), so the same question is answered without a child.
     """
     variants = _variant_dicts(signature)
@@ -515,9 +515,9 @@ def cost_in_subprocess(kernel: str, param: str, demotion: str = "do_not_speciali
 
 
 def _priced_once(key: str | None, compute: Any) -> DemotionCost:
-    """The price under `key` in `jitguard.price_cache`, else `compute()`'s, kept when definitive
+    """The price under `key` in `jitguard.price.price_cache`, else `compute()`'s, kept when definitive
     (`key` None: computed, never kept)."""
-    from jitguard import price_cache
+    from jitguard.price import price_cache
 
     cached = price_cache.lookup(key) if key is not None else None
     if cached is not None:
@@ -529,14 +529,15 @@ def _priced_once(key: str | None, compute: Any) -> DemotionCost:
 
 
 def _cost_from_child(request: dict[str, Any], timeout: float) -> DemotionCost:
-    """The verdict `python -m jitguard.demotion_cost` prints for `request`, or an unknown one saying why."""
+    """The verdict `python -m jitguard.price.demotion_cost` prints for `request`, or an unknown one saying why."""
     import subprocess
     import sys
 
     kernel, param = request["kernel"], request["param"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     try:
-        done = subprocess.run([sys.executable, "-m", "jitguard.demotion_cost"], input=json.dumps(request, default=repr),
+        done = subprocess.run([sys.executable, "-m", "jitguard.price.demotion_cost"],
+                              input=json.dumps(request, default=repr),
                               capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return _unknown(f"the cost check of {kernel}.{param} ran past {timeout:.0f} s")
@@ -565,7 +566,8 @@ def _price_cache_key(kernel: str, param: str, demotion: str, arch: int, signatur
 def _price_key_of(kernel: Any, param: str, demotion: str, arch: int, signature: Any) -> str | None:
     """`price_cache`'s key for a loaded kernel (a JITFunction or a wrapper of one) and recorded
     variants, or None when the kernel has no code key or a variant cannot be read."""
-    from jitguard import price_cache, triton_compat
+    from jitguard import triton_compat
+    from jitguard.price import price_cache
 
     jit_fn = triton_compat.unwrap_jit_function(kernel)
     code = triton_compat.kernel_code_key(jit_fn) if jit_fn is not None else None
@@ -579,7 +581,7 @@ def _price_key_of(kernel: Any, param: str, demotion: str, arch: int, signature: 
 
 
 def _main() -> int:
-    """`python -m jitguard.demotion_cost` < request JSON: prints the verdict as one JSON line."""
+    """`python -m jitguard.price.demotion_cost` < request JSON: prints the verdict as one JSON line."""
     import sys
 
     request = json.loads(sys.stdin.read())

@@ -16,7 +16,7 @@ after `mark_serving()`), "error" (raise `RecompileError` instead). A per-kernel 
 acts the same way whatever the phase.
 
 Autotune tunings (an `@triton.autotune` kernel benchmarking every config for a new key value) are
-recorded too (`jitguard.tuning_recorder`): kept in `.tunings`, written as `"type": "tuning"` NDJSON
+recorded too (`jitguard.tuning.recorder`): kept in `.tunings`, written as `"type": "tuning"` NDJSON
 records, logged when a kernel tunes again or tunes during serving (with the varying key parameter
 and the remedy), summed up at exit, and acted on by warn/error modes during serving like compiles.
 """
@@ -35,12 +35,12 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from jitguard.demotion_cost import COST_PROBE_ATTRIBUTE
-from jitguard.events import Cause, CompileEvent
+from jitguard.events import COST_PROBE_ATTRIBUTE, Cause, CompileEvent
 from jitguard.explain import explain_recompile, short_path
-from jitguard.ndjson_sink import NdjsonSink
 from jitguard.render_text import event_kernel_names, format_event_line, format_summary, format_tuning_summary
-from jitguard.tuning_records import TuningRecord, format_tuning_line, remedy_lines, summarize_tunings
+from jitguard.runtime.internal_frames import internal_paths
+from jitguard.runtime.ndjson_sink import NdjsonSink
+from jitguard.tuning.records import TuningRecord, format_tuning_line, remedy_lines, summarize_tunings
 
 MODES = ("log", "warn", "error")
 
@@ -149,13 +149,9 @@ class Monitor:
         from jitguard import triton_compat as tc
         self._tc = tc
         self.triton_version = tc.TRITON_VERSION
-        jitguard_dir = os.path.dirname(os.path.abspath(__file__))
-        # jitguard's machinery and its kernels' wrappers are skipped (the user's line is the call
-        # site); its demo is not: there the demo is the user.
-        internal = ("monitor.py", "offline_backend.py", "triton_compat.py", "call_capture.py", "recompile_guard.py",
-                    "variant_sweep.py", "pytest_plugin.py", "warmup_replay.py")
         dirs = [tc.TRITON_DIR + os.sep, os.path.dirname(contextlib.__file__) + os.sep]
-        dirs += [os.path.join(jitguard_dir, name) for name in internal]
+        # jitguard's machinery and its kernels' wrappers are skipped: the user's line is the call site.
+        dirs += internal_paths()
         kernels_spec = importlib.util.find_spec("jitguard.kernels")
         if kernels_spec is not None and kernels_spec.origin:
             dirs.append(os.path.dirname(os.path.abspath(kernels_spec.origin)) + os.sep)
@@ -171,7 +167,7 @@ class Monitor:
         if self.sink is not None:
             self.sink.process_info = {"role": self.role, "rank": self.rank, "triton_version": self.triton_version}
         try:
-            from jitguard.tuning_recorder import start_tuning_recording
+            from jitguard.tuning.recorder import start_tuning_recording
             self._tuning_recorder = start_tuning_recording(on_record=self._on_tuning, phase=lambda: self.phase)
         except Exception as exc:  # compiles are still watched without tunings
             self._internal_error(exc)

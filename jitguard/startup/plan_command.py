@@ -8,7 +8,7 @@ import sys
 import click
 
 from jitguard.render_text import kernel_label
-from jitguard.warmup_plan import PlanInputError, build_plan
+from jitguard.startup.plan import PlanInputError, build_plan
 
 
 @click.command("warmup-plan")

@@ -3,7 +3,7 @@
 `@triton.autotune(key=["num_tokens"])` benchmarks every config again for each new key value; in a
 server that is a stall on the request path per new count. A `TuningRecord` says which kernel
 tuned, for which key values, how many configs it timed, how long it took and in which phase;
-`jitguard.tuning_recorder` makes them, the report reads them back from NDJSON.
+`jitguard.tuning.recorder` makes them, the report reads them back from NDJSON.
 
 NDJSON record (one line, `"type": "tuning"`): `kernel`, `file`, `line` (the kernel's `def`),
 `call_site` ("path:line" of the first frame outside Triton, torch and jitguard: the launch that
@@ -25,8 +25,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from jitguard.bucketed_autotune import bucket_count
 from jitguard.events import bound_label
+from jitguard.tuning.bucketed_autotune import bucket_count
 
 RECORD_TYPE = "tuning"
 

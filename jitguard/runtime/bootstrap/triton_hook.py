@@ -127,7 +127,7 @@ def remove_import_hook() -> None:
 
 
 def _running_monitor():  # type: ignore[no-untyped-def]
-    module = sys.modules.get("jitguard.monitor")
+    module = sys.modules.get("jitguard.runtime.monitor")
     return module.current() if module is not None else None
 
 
@@ -138,7 +138,7 @@ def set_pending_process_info(role: str | None = None, rank: int | None = None) -
     if rank is not None:
         _STATE.pending_process_info["rank"] = rank
     if _running_monitor() is not None:
-        from jitguard import monitor
+        from jitguard.runtime import monitor
         monitor.set_process_info(role=role, rank=rank)
 
 
@@ -150,7 +150,7 @@ def set_pending_phase(phase: str) -> None:
 
 
 def _apply_phase(phase: str) -> None:
-    from jitguard import monitor
+    from jitguard.runtime import monitor
     if phase == "serving":
         monitor.mark_serving()
     else:
@@ -182,7 +182,7 @@ def _make_jitguard_importable() -> None:
         import jitguard  # noqa: F401
     except ImportError:
         # Another interpreter than the one jitguard is installed in: use the copy this file belongs to.
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        root = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir))
         if root not in sys.path:
             sys.path.append(root)
 
@@ -235,8 +235,8 @@ def activate_monitor() -> bool:
         return True
     try:
         _make_jitguard_importable()
-        from jitguard import monitor
-        from jitguard.offline_backend import activate_from_env
+        from jitguard.runtime import monitor
+        from jitguard.runtime.offline_backend import activate_from_env
     except Exception as exc:
         _report_once(f"could not start the monitor in pid {os.getpid()}: {type(exc).__name__}: {exc}")
         return False

@@ -16,7 +16,7 @@ raises, on exit, a `RecompileError` (an `AssertionError`) that lists every new v
       fix: @triton.jit(do_not_specialize_on_alignment=["num_tokens"])
         num_tokens flips between divisible-by-16 and not: ...
 
-Before the fix, each advised demotion shows its price (`jitguard.demotion_cost`, computed at failure
+Before the fix, each advised demotion shows its price (`jitguard.price.demotion_cost`, computed at failure
 time in a child process: `price: n: costly: 2 of 2 128-bit loads become 32-bit; instead: ...`). An
 autotune tuning after warm-up (the kernel benchmarking every config again for a new key value)
 fails the block too, naming the varying key parameter and the remedy.
@@ -43,10 +43,10 @@ from contextlib import ContextDecorator
 from dataclasses import dataclass
 from typing import Any
 
-from jitguard.call_capture import CallScope, KernelCall, KernelId, kernel_id_of
 from jitguard.events import CompileEvent
 from jitguard.explain import fix_parts
 from jitguard.render_text import format_new_variants
+from jitguard.runtime.call_capture import CallScope, KernelCall, KernelId, kernel_id_of
 
 # The failure prices each advised demotion in a child process (this one keeps its driver); all of a
 # failure's checks together stop after this many seconds, the rest say "price unknown".
@@ -200,7 +200,7 @@ class no_recompiles(CallScope, ContextDecorator):  # the public name is a functi
             raise RuntimeError(f"jitguard.no_recompiles could not judge this block: "
                                f"{type(first).__name__}: {first}") from first
         if self.new_variants or self.new_tunings:
-            from jitguard.monitor import RecompileError
+            from jitguard.runtime.monitor import RecompileError
             prices = self.advised_prices()
             error = RecompileError(self.failure_message(prices=prices), [c.event for c in self.new_variants],
                                    [t.record for t in self.new_tunings])
@@ -229,12 +229,12 @@ class no_recompiles(CallScope, ContextDecorator):  # the public name is a functi
     def advised_prices(self, budget_s: float = PRICE_BUDGET_S) -> dict[KernelId, dict[str, dict[str, Any]]]:
         """{kernel: {param: {"verdict", "detail"[, "alternative"]}}} for every demotion the failure advises.
 
-        Each is `jitguard.demotion_cost.cost_in_subprocess` over the variants this block recorded:
+        Each is `jitguard.price.demotion_cost.cost_in_subprocess` over the variants this block recorded:
         a test process must not swap its own driver. A kernel that cannot be imported by name (a
         script's `__main__`, one made inside a function) or a check past `budget_s` seconds in all
         gets verdict "unknown" with the reason.
         """
-        from jitguard.demotion_cost import cost_in_subprocess
+        from jitguard.price.demotion_cost import cost_in_subprocess
 
         deadline = time.monotonic() + budget_s
         prices: dict[KernelId, dict[str, dict[str, Any]]] = {}

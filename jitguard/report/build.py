@@ -9,7 +9,7 @@ directory. `build_report(directory)` reads them all and returns a plain dict, th
     [('fused_moe_kernel', 22)]
 
 `format_text` and `format_markdown` render that dict as tables. Logs are read by
-`jitguard.event_logs`: a line that is not a valid record is skipped and named (file, line, reason),
+`jitguard.report.event_logs`: a line that is not a valid record is skipped and named (file, line, reason),
 never fatal; an unreadable file is named and the others are reported.
 
 This module imports neither Triton nor torch.
@@ -20,8 +20,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from jitguard.argv_redaction import redact_argv
-from jitguard.event_logs import LogInputError, MergedLogs, ProcessLog, load_logs
 from jitguard.events import CompileEvent
 from jitguard.explain import fix_for_advice, strongest_advice
 from jitguard.render_text import (
@@ -34,7 +32,9 @@ from jitguard.render_text import (
     md_text,
     table,
 )
-from jitguard.tuning_records import format_autotune_summary, remedy_lines, summarize_tunings
+from jitguard.report.event_logs import LogInputError, MergedLogs, ProcessLog, load_logs
+from jitguard.runtime.argv_redaction import redact_argv
+from jitguard.tuning.records import format_autotune_summary, remedy_lines, summarize_tunings
 
 REPORT_FORMAT = 1
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jitguard.events import Cause, CompileEvent, ParamSpec
-from jitguard.tuning_records import RECORD_TYPE as TUNING_RECORD_TYPE
-from jitguard.tuning_records import TuningRecord
+from jitguard.tuning.records import RECORD_TYPE as TUNING_RECORD_TYPE
+from jitguard.tuning.records import TuningRecord
 
 
 class LogInputError(ValueError):

@@ -14,7 +14,7 @@ from collections.abc import Collection
 from typing import Any
 
 from jitguard.render_text import cost_lines, kernel_label, kernel_where
-from jitguard.report import summary_line
+from jitguard.report.build import summary_line
 
 PHASE_COLOURS = {"warmup": "#2563eb", "serving": "#dc2626"}
 OTHER_COLOUR = "#6b7280"
@@ -135,7 +135,7 @@ def _table(header: list[str], rows: list[list[Any]],
 
 
 def render_html(report: dict[str, Any]) -> str:
-    """The whole page for a report from `jitguard.report.build_report`."""
+    """The whole page for a report from `jitguard.report.build.build_report`."""
     summary = summary_line(report)
     body = [f"<h1>jitguard report</h1><div class=\"summary\">{_e(report['directory'])}<br>{_e(summary)}</div>"]
     for entry in report.get("unreadable_files") or []:

@@ -1,14 +1,14 @@
 """Recording autotune tunings as they happen: each benchmark run a new tuning key triggers.
 
-    >>> from jitguard.tuning_recorder import record_tunings
-    >>> from jitguard.tuning_records import summarize_tunings
+    >>> from jitguard.tuning.recorder import record_tunings
+    >>> from jitguard.tuning.records import summarize_tunings
     >>> with record_tunings() as recorder:          # doctest: +SKIP
     ...     serve_a_few_requests()
     >>> summarize_tunings(recorder.records)["moe_kernel"]["tunings"]    # doctest: +SKIP
     64
 
 The monitor starts a `TuningRecorder` on install and writes each `TuningRecord` (see
-`jitguard.tuning_records`) to its NDJSON log. A tuning answered from Triton's disk cache
+`jitguard.tuning.records`) to its NDJSON log. A tuning answered from Triton's disk cache
 (`cache_results`, 3.6+) times nothing and is not recorded. Triton is reached only through
 `jitguard.triton_compat`.
 """
@@ -22,12 +22,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from jitguard.tuning_records import TuningRecord, json_value
+from jitguard.tuning.records import TuningRecord, json_value
 
 
 def _current_phase() -> str:
     """The installed monitor's phase; "warmup" with none (nothing was marked as serving)."""
-    monitor_module = sys.modules.get("jitguard.monitor")
+    monitor_module = sys.modules.get("jitguard.runtime.monitor")
     monitor = monitor_module.current() if monitor_module is not None else None
     return str(getattr(monitor, "phase", None) or "warmup")
 
@@ -36,7 +36,7 @@ def build_record(tuner: Any, args: tuple, kwargs: dict, configs_timings: Mapping
                  bench_s: float | None, phase: str | None = None) -> TuningRecord:
     """The record of one tuning, from what the autotune observer saw (Triton imported here)."""
     from jitguard import triton_compat
-    from jitguard.bucketed_autotune import bucket_of, bucketed_values
+    from jitguard.tuning.bucketed_autotune import bucket_of, bucketed_values
 
     jit_fn = triton_compat.unwrap_jit_function(tuner)
     name = triton_compat.kernel_name(jit_fn) if jit_fn is not None else getattr(tuner, "__name__", "?")
@@ -57,11 +57,8 @@ def build_record(tuner: Any, args: tuple, kwargs: dict, configs_timings: Mapping
 def _call_site() -> str:
     """'path:line' of the launch that triggered the tuning (first frame outside Triton, torch, jitguard)."""
     from jitguard import triton_compat
-    here = os.path.dirname(os.path.abspath(__file__))
-    skip = [triton_compat.TRITON_DIR + os.sep, os.path.dirname(threading.__file__) + os.sep]
-    skip += [os.path.join(here, name) for name in ("triton_compat.py", "tuning_recorder.py", "autotune_pretune.py",
-                                                   "call_capture.py", "monitor.py", "offline_backend.py",
-                                                   "warmup_replay.py")]
+    from jitguard.runtime.internal_frames import internal_paths
+    skip = [triton_compat.TRITON_DIR + os.sep, os.path.dirname(threading.__file__) + os.sep, *internal_paths()]
     torch_dir = triton_compat.torch_dir()
     if torch_dir:
         skip.append(torch_dir + os.sep)

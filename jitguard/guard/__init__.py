@@ -1,0 +1,1 @@
+"""Guards over compiles: `no_recompiles`, variant sweeps and the pytest plugin."""

@@ -1,0 +1,98 @@
+"""Arguments of a recorded variant's classes: an int of its divisibility class, a tensor of its dtype
+and alignment, the constexpr itself. Pure at import; torch is imported only to build a tensor.
+
+Representative values: int `one` -> 1, `div16` -> 16, `plain` (and `off`, not specialized) -> 17;
+i64 -> 2**31 + 16 / 2**31 + 17; u64 -> 2**63 + 16 / 2**63 + 17.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Triton pointer element types -> torch dtype names.
+TORCH_DTYPE_NAMES = {
+    "fp64": "float64", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16",
+    "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "i1": "bool", "u1": "bool",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+    "fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2", "fp8e4b8": "float8_e4m3fnuz",
+    "fp8e5b16": "float8_e5m2fnuz",
+}
+
+INT_VALUES: dict[tuple[str, Any], int] = {
+    ("i32", "one"): 1, ("i32", "div16"): 16, ("i32", "plain"): 17, ("i32", "off"): 17,
+    ("i64", "div16"): 2**31 + 16, ("i64", "plain"): 2**31 + 17, ("i64", "off"): 2**31 + 17,
+    ("u64", "div16"): 2**63 + 16, ("u64", "plain"): 2**63 + 17, ("u64", "off"): 2**63 + 17,
+}
+
+
+
+def unrebuildable_reason(params: dict[str, dict[str, Any]]) -> str | None:
+    """Why a variant cannot be rebuilt from its recorded classes, or None."""
+    for name, entry in params.items():
+        kind, ty = entry.get("kind"), entry.get("type") or ""
+        if kind == "tuple":
+            return f"argument {name!r} is a tuple ({ty}): its elements' classes are not recorded"
+        if kind == "ptr":
+            if TORCH_DTYPE_NAMES.get(ty.lstrip("*")) is None and not entry.get("dtype"):
+                return f"argument {name!r}: unknown pointer dtype {ty!r}"
+        elif kind == "int":
+            if (int_type_of(ty), entry.get("spec")) not in INT_VALUES:
+                return f"argument {name!r}: no representative value for {ty} {entry.get('spec')}"
+        elif kind not in ("constexpr", "float", "bool", "none"):
+            return f"argument {name!r}: unknown kind {kind!r} (type {ty!r})"
+    return None
+
+
+def int_type_of(ty: str) -> str:
+    if ty in ("i64",):
+        return "i64"
+    if ty in ("u64",):
+        return "u64"
+    return "i32"
+
+
+def _torch_dtype(entry: dict[str, Any]) -> Any:
+    import torch
+    names = []
+    element = (entry.get("type") or "").lstrip("*")
+    if element in TORCH_DTYPE_NAMES:
+        names.append(TORCH_DTYPE_NAMES[element])
+    if entry.get("dtype"):
+        names.append(entry["dtype"])
+    for name in names:
+        dtype = getattr(torch, name, None)
+        if isinstance(dtype, torch.dtype):
+            return dtype
+    raise ValueError(f"unknown pointer dtype {entry.get('type')!r}")
+
+
+def representative_arg(name: str, entry: dict[str, Any], device: Any, elements: int = 64) -> Any:
+    """A value of parameter `name` in the class a recorded `entry` names (a tensor of `elements`
+    zeros of its dtype and alignment, an int of its divisibility class, the constexpr itself): what a
+    warm-up or a cost check passes to compile that variant, and a pre-tune launches with."""
+    kind = entry.get("kind")
+    if kind == "constexpr":
+        return entry.get("value")
+    if kind == "none":
+        return None
+    if kind == "bool":
+        return True
+    if kind == "float":
+        return 1.5
+    if kind == "int":
+        value = INT_VALUES.get((int_type_of(entry.get("type") or ""), entry.get("spec")))
+        if value is None:
+            raise ValueError(f"argument {name!r}: no representative value for {entry.get('type')} {entry.get('spec')}")
+        return value
+    if kind == "ptr":
+        import torch
+        dtype = _torch_dtype(entry)
+        unaligned = entry.get("spec") == "unaligned"
+        buffer = torch.zeros(elements + unaligned, dtype=dtype, device=device)
+        if unaligned:
+            view = buffer[1:]
+            if view.data_ptr() % 16 == 0:  # pragma: no cover - a 16-byte element type
+                raise ValueError(f"argument {name!r}: cannot make an unaligned {dtype} pointer")
+            return view
+        return buffer
+    raise ValueError(f"argument {name!r}: cannot rebuild kind {kind!r}")

@@ -1,0 +1,27 @@
+"""jitguard's own machinery, as file paths: frames in these files are never a user's call site."""
+
+from __future__ import annotations
+
+import os
+
+# Modules whose frames sit between a user's launch and a compile or a tuning. The demo is not
+# among them: there the demo is the user.
+INTERNAL_MODULES = (
+    "triton_compat",
+    "runtime/monitor",
+    "runtime/offline_backend",
+    "runtime/call_capture",
+    "guard/recompile_guard",
+    "guard/variant_sweep",
+    "guard/pytest_plugin",
+    "startup/replay",
+    "tuning/recorder",
+    "tuning/pretune",
+)
+
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def internal_paths() -> list[str]:
+    """The files of INTERNAL_MODULES, absolute."""
+    return [os.path.join(PACKAGE_DIR, *name.split("/")) + ".py" for name in INTERNAL_MODULES]

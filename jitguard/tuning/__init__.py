@@ -1,0 +1,1 @@
+"""Autotuning: bucketed autotune keys, tuning records, pre-tuning from a plan."""
