@@ -21,7 +21,7 @@ It prints a row per M as it goes (and appends every timing to ``OUT/tune_decode_
 cut short keeps what it measured), then the GLUON_TILES_AT and GLUON_FP8_TOKENS entries this run supports (for
 bf16 cases GLUON_BF16_TILES_AT, keyed by path alone, and GLUON_BF16_TOKENS):
 those M where the fastest pair beat the shipped choice in every round by more than ``--min-gain`` percent. A
-proposal to confirm with ``probe_decode_gluon_layer.py`` and copy by hand, never written into the code.
+proposal to confirm with ``bench_moe_layer.py`` and copy by hand, never written into the code.
 
     PYTHONPATH=$PWD python3 benchmarks/tune_decode_gluon_tiles.py --cases qwen3-30b-fp8-block --ms 1-16 --out $OUT
 """

@@ -28,7 +28,6 @@ import contextlib
 import itertools
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -99,11 +98,6 @@ def case_weight_bytes(case) -> int:
     return moe_configs.expert_weight_bytes(H, I, 1 if scheme else 2)
 
 
-def with_down_tile(tiles: MoeTileConfigs, down: TileConfig) -> MoeTileConfigs:
-    """``tiles``' gate_up tile with ``down`` as the down tile, at gate_up's block_m (both must share it)."""
-    return MoeTileConfigs(tiles.gate_up, replace(down, block_m=tiles.gate_up.block_m))
-
-
 def table_tiles(case, M: int, path: str = "grouped") -> MoeTileConfigs:
     """The decode tables' row for a case at M tokens on ``path``."""
     return moe_configs.select_decode_tile_configs(M, case[1], case_precision(case[5]), case_weight_bytes(case), path)
@@ -152,47 +146,10 @@ class Layer:
         return t, bfm.time_launches_alone(plans, self.n_layers, REPLAYS)
 
 
-def probe_parser(doc: str, cases: str, ms: str, vllm: bool = False) -> argparse.ArgumentParser:
-    """The probes' common options: --cases, --ms, --out, and with ``vllm`` vLLM's kernel file and configs."""
-    p = argparse.ArgumentParser(description=doc.splitlines()[0])
-    if vllm:
-        p.add_argument("--vllm-file")
-        p.add_argument("--vllm-configs")
-    p.add_argument("--cases", default=cases)
-    p.add_argument("--ms", default=ms)
-    p.add_argument("--out", default=".")
-    return p
-
-
-def probe_header(note: str, columns: list[str]) -> list[str]:
-    """A probe's first lines: ``note``, then a markdown table header of case, M and ``columns``."""
-    return [note, "| case | M | " + " | ".join(columns) + " |", "|" + "---|" * (2 + len(columns))]
-
-
-def probe_each_case_and_m(args, name: str, header: list[str], row) -> None:
-    """Print ``header``, then ``row(layer, M, log)`` (a markdown row) for every case and M of ``args``,
-    each case's rotated layer copies built once and freed after it; the rows go to ``OUT/name.md``,
-    ``log`` writes records to ``OUT/name.jsonl``."""
-    out_dir = Path(args.out)
-    log = bfm.jsonl_log(out_dir, f"{name}.jsonl")
-    l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
-    lines = list(header)
-    print("\n".join(lines), flush=True)
-    for case in args.cases.split(","):
-        layer = Layer(bfm.CASES[case], l2_bytes)
-        for M in (int(m) for m in args.ms.split(",")):
-            line = row(layer, M, log)
-            print(line, flush=True)
-            lines.append(line)
-        del layer
-        torch.cuda.empty_cache()
-    (out_dir / f"{name}.md").write_text("\n".join(lines) + "\n")
-
-
 def fp8_gluon_tiles_everywhere(tiles: dict) -> dict:
     """``moe_decode`` switches that run the FP8 GEMMs in Gluon on ``tiles`` (GLUON_TILES' form, by path) at every
     token count on every GPU: neither the per-count table (GLUON_TILES_AT) nor a GPU's own (GLUON_TILES_ON_GPU)
-    takes a point back. For ``switched``; the probes and the tuner force tiles through it alone."""
+    takes a point back. For ``switched``; the tuner forces tiles through it alone."""
     return {"GLUON_FP8_GEMMS": "always", "GLUON_TILES": tiles, "GLUON_TILES_AT": {}, "GLUON_TILES_ON_GPU": {}}
 
 
@@ -201,7 +158,7 @@ def switched(values: dict):
     """``moe_decode``'s module switches set to ``values`` inside the block, restored after. They count
     where ``plan_fused_moe_decode`` reads them, inside the block; a switch that a launch reads when it
     runs (as the chain path's ``moe_gemm`` launches would) is restored by then, so only moe_decode's
-    plan-time switches are offered (the fourteenth session found a ``moe_gemm`` one that never took effect)."""
+    plan-time switches are offered (a ``moe_gemm`` switch set here would never take effect)."""
     saved = {name: getattr(moe_decode, name) for name in values}
     try:
         for name, value in values.items():
@@ -228,29 +185,6 @@ def time_alternating(layer: Layer, plans: dict, rounds: int = 2) -> dict[str, li
         for label in (list(plans) if r % 2 == 0 else list(reversed(plans))):
             times[label].append(bfm.time_graph(layer.plans_step(plans[label]), layer.n_layers, REPLAYS))
     return times
-
-
-def time_beside_vllm(layer: Layer, M: int, x, logits, plans: dict, vllm, configs_dir,
-                     rounds: int = 2) -> tuple[dict[str, list[float]], dict[str, list[float]], tuple[float, ...]]:
-    """The probes' timing of ``plans`` (label -> one plan per layer copy): each whole layer
-    (``time_alternating``), each launch alone, and with ``vllm`` (its kernel module) vLLM's two GEMMs alone
-    (``vllm_gemms_us``; NaN without it)."""
-    times = time_alternating(layer, plans, rounds)
-    stages = {label: layer.time_plans(plans[label])[1] for label in plans}
-    vllm_us = (float("nan"),) * 3 if vllm is None else vllm_gemms_us(layer, M, x, logits, vllm, configs_dir)
-    return times, stages, vllm_us
-
-
-def variant_cells(labels: list[str], times: dict, stages: dict, vllm_us: float | None, missing: str) -> list[str]:
-    """Table cells for ``labels``: each whole layer's rounds (with the mean's ratio to ``vllm_us`` where
-    given), then each one's launches alone; ``missing`` for a label that has no timing."""
-    def layer_cell(label: str) -> str:
-        rounds = " / ".join(f"{t:.1f}" for t in times[label])
-        ratio = "" if vllm_us is None else f" ({sum(times[label]) / len(times[label]) / vllm_us:.3f})"
-        return rounds + ratio
-    cells = [layer_cell(label) if label in times else missing for label in labels]
-    return cells + [" + ".join(f"{t:.1f}" for t in stages[label]) if label in stages else missing
-                    for label in labels]
 
 
 def layer_for(layers: dict, name: str, l2_bytes: int) -> Layer:
