@@ -162,11 +162,26 @@ def _difference(a: Variant, b: Variant) -> int:
     return diff
 
 
+def _tile_config(variant: Variant) -> tuple:
+    """What a launch chose rather than what it was given: its constexpr values and named options."""
+    params, options = variant
+    constexprs = tuple(sorted((name, repr(spec.value)) for name, spec in params.items() if spec.kind == "constexpr"))
+    return constexprs, tuple(repr(options.get(option)) for option in _NAMED_OPTIONS)
+
+
 def nearest_variant(new: Variant, earlier: Sequence[Variant]) -> int:
-    """Index of the earlier variant that differs from `new` in the fewest parameters (latest on ties)."""
+    """Index of the earlier variant `new` is explained against: among those with the same constexprs
+    and launch options (the same tile config), else among all, the one differing in the fewest
+    parameters (latest on ties).
+
+    Launches that alternate tile configs (BLOCK 64 for small inputs, 128 for large) would otherwise
+    blame the config for a variant a runtime int caused, and miss that int's class change.
+    """
+    config = _tile_config(new)
+    same_config = [index for index, old in enumerate(earlier) if _tile_config(old) == config]
     best, best_diff = -1, None
-    for index, old in enumerate(earlier):
-        diff = _difference(new, old)
+    for index in same_config or range(len(earlier)):
+        diff = _difference(new, earlier[index])
         if best_diff is None or diff <= best_diff:
             best, best_diff = index, diff
     return best

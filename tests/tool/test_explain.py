@@ -95,3 +95,22 @@ def test_log_line_calls_an_all_expected_variant_what_it_is():
     event = CompileEvent(kernel="gemm", variant=2, compile_ms=10.0,
                          causes=[Cause("BLOCK_M", "constexpr 16", "constexpr 64", "expected")])
     assert format_event_line(event).startswith("[jitguard] new variant (expected) gemm#2 (")
+
+
+def _tiled(l_spec, block):
+    return ({"L": i32(l_spec, 16 if l_spec == "div16" else 17),
+             "BLK": ParamSpec("constexpr", "constexpr", value=block)}, {"num_warps": 4})
+
+
+@pytest.mark.parametrize("launches, blamed", [
+    # a length alternating classes while the wrapper alternates tile configs: each variant after the
+    # first config switch is the length's, explained against the variant of the same BLK
+    ([("div16", 64), ("plain", 128), ("plain", 64), ("div16", 128)], [{"L", "BLK"}, {"L"}, {"L"}]),
+    ([("div16", 64), ("div16", 128), ("plain", 128), ("plain", 64)], [{"BLK"}, {"L"}, {"L"}]),
+    # no earlier variant of this config: nearest overall, config change named
+    ([("div16", 64), ("div16", 128)], [{"BLK"}]),
+])
+def test_a_variant_is_explained_against_the_same_tile_config(launches, blamed):
+    variants = [_tiled(*launch) for launch in launches]
+    got = [{c.param for c in explain_recompile(*variants[i], variants[:i])} for i in range(1, len(variants))]
+    assert got == blamed
