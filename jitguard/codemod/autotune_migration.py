@@ -32,12 +32,6 @@ class MigrationError(Exception):
     """A bucket request that cannot be written; the message says why."""
 
 
-def bucket_option(strategy: str) -> str:
-    """The plan option for `strategy` (checked: `BucketError` names the accepted forms)."""
-    parse_strategy(strategy)
-    return BUCKET_PREFIX + strategy
-
-
 def is_bucket_option(option: str) -> bool:
     """True for a plan option that asks for a bucketed autotune, not a demotion."""
     return option.startswith(BUCKET_PREFIX)

@@ -1,4 +1,4 @@
-"""Files for `fix` and `scan`: walk PATHs, read sources safely, run in parallel (writing: `file_writes`)."""
+"""Reading sources for `fix` and `scan`, and running over files in parallel (choosing: `file_selection`)."""
 
 from __future__ import annotations
 
@@ -14,45 +14,10 @@ import click
 
 from jitguard.codemod.source_text import UTF8_ENCODINGS, declared_encoding
 
-# Directories a walk never enters (an explicitly named path is always used).
-SKIPPED_DIRECTORIES = frozenset(
-    {".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "node_modules", "site-packages",
-     ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist", ".eggs"}
-)
-
 # Below this many files the pool costs more than it saves.
 PARALLEL_THRESHOLD = 16
 # A progress bar is drawn only for trees at least this large (and only on a terminal).
 PROGRESS_THRESHOLD = 200
-
-
-class PathInputError(ValueError):
-    """A PATH argument that cannot be used (does not exist)."""
-
-
-def python_files(paths: Sequence[str | Path]) -> list[Path]:
-    """Every `*.py`/`*.pyi` under `paths` (files named directly are kept whatever their suffix).
-
-    Raises PathInputError for a path that does not exist. The result is sorted, and a file
-    reached twice (through a symlink, or two overlapping PATHs) is listed once.
-    """
-    found: set[Path] = set()
-    for raw in paths:
-        path = Path(raw)
-        if not path.exists():
-            raise PathInputError(f"{raw}: no such file or directory")
-        if not path.is_dir():
-            found.add(path)
-            continue
-        for root, directories, files in os.walk(path):
-            directories[:] = [d for d in directories if d not in SKIPPED_DIRECTORIES and not d.endswith(".egg-info")]
-            for name in files:
-                if name.endswith((".py", ".pyi")):
-                    found.add(Path(root, name))
-    unique: dict[str, Path] = {}
-    for path in sorted(found):
-        unique.setdefault(os.path.realpath(path), path)
-    return sorted(unique.values())
 
 
 class SourceError(Exception):

@@ -187,11 +187,6 @@ class KernelSites:
         return list(candidates)  # a copy: callers never reach the index's own lists
 
 
-def choose_sites(demotion: Demotion, sites: Sequence[KernelSite]) -> list[KernelSite]:
-    """The kernels a request means, among `sites` (one request; many requests share a `KernelSites`)."""
-    return KernelSites(sites).choose(demotion)
-
-
 @dataclass
 class FileResult:
     """Pass two over one file: the outcome, or the error that stopped it."""

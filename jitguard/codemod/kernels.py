@@ -332,11 +332,6 @@ def _jit_decorator(node: ast.expr, names: TritonNames) -> tuple[ast.expr, str] |
     return None
 
 
-def is_triton_jit(decorator: ast.expr, names: TritonNames) -> bool:
-    """True for `@triton.jit`, `@triton.jit(...)`, `@tr.jit`, `@jit` imported from triton, aliases, partials."""
-    return _jit_decorator(decorator, names) is not None
-
-
 def dotted_name(node: ast.expr | None) -> str | None:
     """`tl.constexpr` for an Attribute chain, the string itself for a string annotation."""
     if node is None:

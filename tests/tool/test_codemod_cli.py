@@ -251,7 +251,7 @@ def test_real_vllm_tree_scan_and_fix_check() -> None:
     import difflib
 
     from jitguard.codemod.demotions import load_report
-    from jitguard.codemod.files import python_files
+    from jitguard.codemod.file_selection import select_python_files
     from jitguard.codemod.fix_tree import fix_paths
     from jitguard.codemod.kernels import find_kernels
 
@@ -263,7 +263,7 @@ def test_real_vllm_tree_scan_and_fix_check() -> None:
     scan_file = Path(os.environ.get("TMPDIR", "/tmp")) / "jitguard-vllm-scan.json"
     scan_file.write_text(scan.stdout)
     demotions, _ = load_report(scan_file)
-    run = fix_paths(python_files([root]), demotions, jobs=2)
+    run = fix_paths(select_python_files([root]), demotions, jobs=2)
     assert run.errors == []
     changed = [result for result in run.results if result.changed]
     assert changed

@@ -11,7 +11,7 @@ import pytest
 
 from jitguard.codemod import fix_tree
 from jitguard.codemod.demotions import Demotion
-from jitguard.codemod.files import python_files
+from jitguard.codemod.file_selection import select_python_files
 from jitguard.codemod.fix_tree import KernelSites, fix_paths, survey_file
 from jitguard.codemod.kernels import TritonKernel
 
@@ -42,6 +42,7 @@ def _tree(root: Path, files: int) -> list[Demotion]:
 def _counted_run(root: Path, files: int, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, int], fix_tree.FixRun]:
     """Run `fix` on a fresh tree, counting the per-site and per-path work that choosing sites does."""
     demotions = _tree(root, files)
+    selected = select_python_files([root])
     counts = {"name checks": 0, "path comparisons": 0, "resolves": 0}
 
     def counted(key: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -53,7 +54,7 @@ def _counted_run(root: Path, files: int, monkeypatch: pytest.MonkeyPatch) -> tup
     monkeypatch.setattr(TritonKernel, "matches", counted("name checks", TritonKernel.matches))
     monkeypatch.setattr(fix_tree, "_shared_tail", counted("path comparisons", fix_tree._shared_tail))
     monkeypatch.setattr(Path, "resolve", counted("resolves", Path.resolve))
-    run = fix_paths(python_files([root]), demotions, jobs=1)
+    run = fix_paths(selected, demotions, jobs=1)
     monkeypatch.undo()
     return counts, run
 
@@ -76,7 +77,7 @@ def test_a_relative_report_path_still_picks_by_the_longest_shared_tail(tmp_path:
     demotions = _tree(tmp_path, 3)
     wanted = Path("pkg1") / "kernels.py"
     request = Demotion("shared", "num_tokens", "do_not_specialize", "report", file=str(wanted))
-    run = fix_paths(python_files([tmp_path]), [request], jobs=1)
+    run = fix_paths(select_python_files([tmp_path]), [request], jobs=1)
     assert [(path.parent.name, change.kernel) for path, change in run.changes] == [("pkg1", "shared")]
     assert len(demotions) == 3 * (KERNELS_PER_FILE + 1)
 
