@@ -126,7 +126,18 @@ def test_the_key_covers_every_input_of_a_price(monkeypatch):
     real = price_cache._pricing_code()
     monkeypatch.setattr(price_cache, "_pricing_code", lambda: real + " edited")
     assert price_cache.price_key(**base) not in keys
-    assert triton.__version__  # the live key uses this Triton's version (demotion_cost._price_cache_key)
+
+
+def test_the_live_key_changes_with_the_triton_version(monkeypatch):
+    """A price computed under one Triton is not read back under another (same kernel, same question)."""
+    from jitguard import triton_compat
+    from tests.tool.test_demotion_cost import mask_bound_kernel
+
+    signature = [_variant("div16")]
+    here = dc._price_key_of(mask_bound_kernel, "n_elements", "do_not_specialize", 90, signature)
+    monkeypatch.setattr(triton_compat, "TRITON_VERSION", "0.0.1-other")
+    other = dc._price_key_of(mask_bound_kernel, "n_elements", "do_not_specialize", 90, signature)
+    assert here is not None and other is not None and here != other
 
 
 def test_report_and_fix_pricing_in_process_share_the_cache_with_the_child_path(cache_dir, monkeypatch):

@@ -84,11 +84,16 @@ def test_summary_from_the_ini_file(suite):
     result.stdout.fnmatch_lines(["*= jitguard: Triton compiles =*", "per kernel:"])
 
 
-def test_the_command_line_wins_over_the_ini_file(suite):
-    # cuda in the ini file would fail every test on this CPU-only machine; the option overrides it
-    write_config(suite, "pytest.ini", {"jitguard_backend": "cuda"})
-    result = run(suite, "--jitguard-backend=offline-keys")
-    result.assert_outcomes(passed=2)
+@pytest.mark.parametrize("in_ini, on_command_line", [("cuda", "offline-keys"), ("offline-keys", "offline")])
+def test_the_command_line_wins_over_the_ini_file(suite, in_ini, on_command_line):
+    # The chosen backend is printed by a test of the suite, so the check holds on a GPU host too.
+    suite.makepyfile(test_which_backend=(
+        "def test_which(jitguard_backend):\n"
+        "    print('backend:', jitguard_backend.name, 'compiles:', jitguard_backend.compiles)\n"))
+    write_config(suite, "pytest.ini", {"jitguard_backend": in_ini})
+    result = run(suite, f"--jitguard-backend={on_command_line}", "-s", "test_which_backend.py")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"*backend: offline compiles: {on_command_line == 'offline'}*"])
 
 
 def test_a_bad_backend_in_the_ini_file_is_one_usage_error(suite):

@@ -84,13 +84,6 @@ def test_summary_rows_keep_kernels_of_one_name_in_two_files_apart() -> None:
     ]
 
 
-def test_summary_matches_the_monitors_while_it_keeps_its_own() -> None:
-    from jitguard.runtime import monitor
-    if not hasattr(monitor, "format_summary") or monitor.format_summary is format_summary:
-        pytest.skip("the monitor already uses render_text.format_summary")
-    assert monitor.format_summary(EVENTS) == format_summary(EVENTS)
-
-
 @pytest.mark.parametrize("causes, lines", [
     ([DNS], ['  fix: @triton.jit(do_not_specialize=["n"])', f"    {DNS.message}"]),
     ([ALIGN, SPLIT], ['  fix: @triton.jit(do_not_specialize_on_alignment=["s"])', "    s flips"]),
@@ -163,17 +156,6 @@ def test_no_recompiles_failure_text_is_pinned() -> None:
     zero = format_new_variants(SEEN, warmup=0)
     assert zero.startswith("Expected no new Triton variants after warm-up (no warm-up calls), but 2 were")
     assert zero.endswith("call kernel.warmup(...) inside the block, or isolate=False to rely on warm-up done before it")
-
-
-def test_failure_text_matches_the_guards_while_it_keeps_its_own() -> None:
-    from jitguard.guard import recompile_guard
-    if getattr(recompile_guard, "format_new_variants", format_new_variants) is format_new_variants:
-        pytest.skip("the guard already uses render_text.format_new_variants")
-    seen = [recompile_guard.ScopedCompile(s.event, s.call_number, s.after_warmup, s.block_line) for s in SEEN]
-    for warmup in (0, 1, 2):
-        assert recompile_guard.format_new_variants(seen, warmup) == format_new_variants(seen, warmup)
-    for causes in ([DNS], [ALIGN, SPLIT], [INT64], [DTYPE], []):
-        assert recompile_guard._fix_lines(causes) == fix_block(causes)
 
 
 @pytest.mark.parametrize("module", ["jitguard.render_text", "jitguard.report.event_logs",
