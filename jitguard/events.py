@@ -35,11 +35,39 @@ OPTION_FOR_ADVICE: dict[str, str | None] = {
 }
 
 
+# A constexpr value JSON cannot hold as itself is recorded as an object of one key naming its kind:
+#   {"dtype": "fp8e4nv"}       a Triton dtype (tl.float8e4nv), by its Triton name
+#   {"tuple": [v, ...]}        a tuple, each element in this same form
+#   {"float": "inf"}           a float that is not finite ("inf", "-inf", "nan")
+#   {"repr": "..."}            anything else: shown, never rebuilt
+# Logs written before this form hold a dtype as its repr, "triton.language.float8e4nv"; readers accept both
+# (`jitguard.replay.arguments.constexpr_value` rebuilds either).
+CONSTEXPR_TAGS = ("dtype", "tuple", "float", "repr")
+LEGACY_DTYPE_PREFIX = "triton.language."
+
+
+def constexpr_words(value: Any) -> str:
+    """A recorded constexpr value as people read it: `128`, `'silu'`, `fp8e4nv`, `(16, 32)`."""
+    if isinstance(value, dict) and len(value) == 1:
+        (tag, inner), = value.items()
+        if tag == "dtype":
+            return str(inner)
+        if tag == "tuple" and isinstance(inner, list):
+            words = [constexpr_words(item) for item in inner]
+            return "(" + ", ".join(words) + ("," if len(words) == 1 else "") + ")"
+        if tag in ("float", "repr"):
+            return str(inner)
+    if isinstance(value, str) and value.startswith(LEGACY_DTYPE_PREFIX):
+        return value[len(LEGACY_DTYPE_PREFIX):]
+    return repr(value)
+
+
 @dataclass
 class ParamSpec:
     """How Triton specialized one kernel parameter for one compiled variant.
 
-    `value` is the value of a `tl.constexpr` parameter (or None); `observed` is what the call that
+    `value` is the value of a `tl.constexpr` parameter (or None), in the form `CONSTEXPR_TAGS` describes
+    when JSON cannot hold it as itself; `observed` is what the call that
     compiled this variant passed: an int/float/bool for scalars, {"dtype", "shape", "align"} for
     tensors (align = data_ptr % 16), None when unknown.
     """

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jitguard.events import OPTION_FOR_ADVICE, Cause, ParamSpec
+from jitguard.events import OPTION_FOR_ADVICE, Cause, ParamSpec, constexpr_words
 
 Variant = tuple[dict[str, ParamSpec], dict[str, Any]]  # (params, launch options)
 
@@ -43,7 +43,7 @@ def _type_words(ty: str | None) -> str:
 def describe_spec(spec: ParamSpec) -> str:
     """A parameter's class in words, e.g. 'int32 divisible by 16' or 'pointer to bf16, 16-byte aligned'."""
     if spec.kind == "constexpr":
-        return f"constexpr {spec.value!r}"
+        return f"constexpr {constexpr_words(spec.value)}"
     if spec.kind == "none":
         return "None"
     if spec.kind == "int":

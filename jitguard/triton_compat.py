@@ -15,6 +15,7 @@ Importing this module imports Triton.
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import sys
 import threading
@@ -518,7 +519,7 @@ def param_specs(jit_fn: JITFunction, compile_info: dict, bound_args: dict | None
         observed = _observed(arg)
         if param.is_constexpr:
             value = constants.get(index, arg)
-            specs[name] = ParamSpec("constexpr", "constexpr", None, _plain(value), None)
+            specs[name] = ParamSpec("constexpr", "constexpr", None, constexpr_json(value), None)
             continue
         ty = signature.get(name)
         if isinstance(ty, tuple):
@@ -531,7 +532,7 @@ def param_specs(jit_fn: JITFunction, compile_info: dict, bound_args: dict | None
             elif value == 1 and not isinstance(value, bool):
                 specs[name] = ParamSpec("int", "i32", "one", None, 1)
             else:
-                specs[name] = ParamSpec("constexpr", "constexpr", None, _plain(value), None)
+                specs[name] = ParamSpec("constexpr", "constexpr", None, constexpr_json(value), None)
             continue
         if ty is None:
             specs[name] = ParamSpec("none" if arg is None else "?", None, None, None, observed)
@@ -555,14 +556,22 @@ def param_specs(jit_fn: JITFunction, compile_info: dict, bound_args: dict | None
     return specs
 
 
-def _plain(value: Any) -> Any:
-    """A constexpr value as JSON can hold it."""
+def constexpr_json(value: Any) -> Any:
+    """A constexpr value as JSON can hold it: itself, or the tagged form of `jitguard.events.CONSTEXPR_TAGS`
+    (a dtype by its name, a tuple element-wise, a non-finite float by name, anything else by repr)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"float": repr(value)}
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
-    inner = getattr(value, "value", None)  # tl.constexpr wrapper
-    if isinstance(inner, (bool, int, float, str)):
-        return inner
-    return repr(value)
+    if type(value) is triton.language.dtype:  # a pointer or block type is a subclass: no name rebuilds it
+        return {"dtype": value.name}
+    if isinstance(value, (tuple, list)):
+        return {"tuple": [constexpr_json(item) for item in value]}
+    if isinstance(value, triton.language.constexpr):
+        return constexpr_json(value.value)
+    return {"repr": repr(value)}
+
+
 
 
 def launch_options(compile_info: dict) -> dict[str, Any]:

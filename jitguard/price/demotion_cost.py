@@ -145,6 +145,7 @@ def signature_from_call(kernel: Any, *args: Any, **kwargs: Any) -> dict[str, Any
     "options": {num_warps, num_stages, ...}}. Tensors need only `.dtype` and `.data_ptr()`.
     """
     from jitguard.replay.arguments import TORCH_DTYPE_NAMES
+    from jitguard.triton_compat import constexpr_json
 
     jit_fn = _resolve(kernel)
     option_names = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "maxnreg")
@@ -157,7 +158,8 @@ def signature_from_call(kernel: Any, *args: Any, **kwargs: Any) -> dict[str, Any
     for param in jit_fn.params:
         value = bound.arguments[param.name]
         if param.is_constexpr:
-            params[param.name] = {"kind": "constexpr", "type": "constexpr", "spec": None, "value": value}
+            params[param.name] = {"kind": "constexpr", "type": "constexpr", "spec": None,
+                                  "value": constexpr_json(value)}
         elif value is None:
             params[param.name] = {"kind": "none", "type": "constexpr", "spec": None}
         elif isinstance(value, bool):

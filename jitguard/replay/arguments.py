@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from jitguard.events import CONSTEXPR_TAGS, LEGACY_DTYPE_PREFIX, constexpr_words
+
 # Triton pointer element types -> torch dtype names.
 TORCH_DTYPE_NAMES = {
     "fp64": "float64", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16",
@@ -26,10 +28,46 @@ INT_VALUES: dict[tuple[str, Any], int] = {
 
 
 
+def constexpr_value(name: str, recorded: Any) -> Any:
+    """The constexpr a recorded value stands for (`jitguard.events.CONSTEXPR_TAGS`): a Triton dtype
+    from {"dtype": name} or a log's older "triton.language.<name>", a tuple element-wise, a
+    non-finite float; plain JSON values as themselves. ValueError naming `name` when the record
+    holds only a repr."""
+    if isinstance(recorded, dict):
+        if len(recorded) != 1 or next(iter(recorded)) not in CONSTEXPR_TAGS:
+            raise ValueError(f"constexpr {name!r}: unreadable recorded value {recorded!r:.80}")
+        (tag, inner), = recorded.items()
+        if tag == "dtype":
+            return _triton_dtype(name, inner)
+        if tag == "tuple" and isinstance(inner, list):
+            return tuple(constexpr_value(name, item) for item in inner)
+        if tag == "float" and inner in ("inf", "-inf", "nan"):
+            return float(inner)
+        raise ValueError(f"constexpr {name!r} was recorded as {str(inner)[:80]!r}, which cannot be rebuilt")
+    if isinstance(recorded, str) and recorded.startswith(LEGACY_DTYPE_PREFIX):
+        attribute = recorded[len(LEGACY_DTYPE_PREFIX):]
+        import triton.language as tl
+        if isinstance(getattr(tl, attribute, None), tl.dtype):
+            return getattr(tl, attribute)
+    return recorded
+
+
+def _triton_dtype(name: str, dtype_name: Any) -> Any:
+    import triton.language as tl
+    try:
+        return tl.dtype(dtype_name)
+    except Exception:  # Triton raises its own error types for an unknown name
+        raise ValueError(f"constexpr {name!r}: {dtype_name!r} is not a Triton dtype") from None
+
+
 def unrebuildable_reason(params: dict[str, dict[str, Any]]) -> str | None:
     """Why a variant cannot be rebuilt from its recorded classes, or None."""
     for name, entry in params.items():
         kind, ty = entry.get("kind"), entry.get("type") or ""
+        if kind == "constexpr":
+            reason = _constexpr_unrebuildable(name, entry.get("value"))
+            if reason:
+                return reason
         if kind == "tuple":
             return f"argument {name!r} is a tuple ({ty}): its elements' classes are not recorded"
         if kind == "ptr":
@@ -40,6 +78,17 @@ def unrebuildable_reason(params: dict[str, dict[str, Any]]) -> str | None:
                 return f"argument {name!r}: no representative value for {ty} {entry.get('spec')}"
         elif kind not in ("constexpr", "float", "bool", "none"):
             return f"argument {name!r}: unknown kind {kind!r} (type {ty!r})"
+    return None
+
+
+def _constexpr_unrebuildable(name: str, value: Any) -> str | None:
+    """Why a recorded constexpr value cannot be rebuilt (a repr only), without importing Triton."""
+    if isinstance(value, dict):
+        tag, inner = next(iter(value.items())) if len(value) == 1 else ("?", value)
+        if tag == "tuple" and isinstance(inner, list):
+            return next((r for r in (_constexpr_unrebuildable(name, item) for item in inner) if r), None)
+        if tag not in ("dtype", "float"):
+            return f"constexpr {name!r} was recorded as {constexpr_words(value)[:80]!r}, which cannot be rebuilt"
     return None
 
 
@@ -72,7 +121,7 @@ def representative_arg(name: str, entry: dict[str, Any], device: Any, elements: 
     warm-up or a cost check passes to compile that variant, and a pre-tune launches with."""
     kind = entry.get("kind")
     if kind == "constexpr":
-        return entry.get("value")
+        return constexpr_value(name, entry.get("value"))
     if kind == "none":
         return None
     if kind == "bool":

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from jitguard.events import CompileEvent
+from jitguard.events import CompileEvent, constexpr_words
 from jitguard.explain import fix_for_advice, strongest_advice
 from jitguard.render_text import (
     cause_line,
@@ -48,7 +48,7 @@ ReportInputError = LogInputError
 def spec_words(spec: Any) -> str:
     """A parameter's specialization in a few words: 'i32 div16', '*fp32 aligned16', 'constexpr 64'."""
     if spec.kind == "constexpr":
-        return f"constexpr {spec.value!r}"
+        return f"constexpr {constexpr_words(spec.value)}"
     if spec.kind == "none":
         return "None"
     parts = [spec.type or spec.kind]
