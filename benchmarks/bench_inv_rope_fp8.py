@@ -55,7 +55,7 @@ MAX_INPUT_SETS = 16
 
 def l2_defeat_sets(nbytes: int) -> int:
     """Input sets a timed graph cycles over, so that together they fill L2_DEFEAT_BYTES: at most MAX_INPUT_SETS,
-    and one for calls under 1 MiB. (Until the thirty-sixth session the knob sweep took at most 8: at T = 256
+    and one for calls under 1 MiB. (A sweep of at most 8: at T = 256
     8 x 6.4 MB, about an H100's or H200's 50 MB L2; on an H100 the sweep then read vLLM's kernel 4.66 us there
     and the table, with 16 sets, 5.07, in two calls. Not verified as the cause; the two now agree on the sets.)"""
     return max(1, min(MAX_INPUT_SETS, math.ceil(L2_DEFEAT_BYTES / nbytes))) if nbytes > 2**20 else 1
@@ -463,19 +463,19 @@ KNOB_TOKENS = (1, 2, 16, 64, 256, 512, 1024, 4096, 8192, 16384, 32768, 65536)
 # answers "never slower than vLLM at T < 1024". Tried and removed (benchmarks/results/inv_rope_fp8.md,
 # 2026-12-01): the tile loop software-pipelined by the compiler (tl.range num_stages 2-4, 7-53%
 # slower at every T >= 256), GPT-J pairs read as 4-byte elements (0.5-0.7% at T = 4096-16384, 6%
-# slower at T = 2); the eighth session's cache hints other than the streaming stores kept: the rows'
+# slower at T = 2); the cache hints other than the streaming stores kept: the rows'
 # loads evict_first (6-12% slower at T >= 4096) or evict_last, the cos/sin loads evict_last (within
-# 1%, T = 4096 unmoved); the ninth session's cos/sin of the next tile loaded with its rows and the
+# 1%, T = 4096 unmoved); the cos/sin of the next tile loaded with its rows and the
 # positions a tile further ahead (1-4% slower at every T >= 16, also with two-row tiles or 16
 # programs per SM), and two-warp two-row tiles (33-43% slower at T >= 1024);
 # two tiles' loads in flight a program (5-8% slower at T >= 512). Kept: no clamp before the fp8 cast
 # (1.0-2.5% faster at T >= 256), now the default (`clamp_fp8=True` is the kernel before it). Level, removed:
 # one absmax reduction over the rope pairs when they lie in one quantization group (level: within
-# 0.4% at every T >= 256); the eleventh session's grid lowered so every program runs the same number
+# 0.4% at every T >= 256); the grid lowered so every program runs the same number
 # of tiles (level or up to 1.5% slower, T = 4096 29.76 against 29.56) and each program taking a run of
 # adjacent tiles instead of every grid-th one (a token's heads, whose cos/sin row would then come from
 # the SM's L1: 3-30% slower from T = 4096, T = 16384 121.3 against 106.7).
-# Thirty-sixth session: fewer instructions a row, now the default (sm_90, Triton 3.6: 255 in the tile loop before,
+# Fewer instructions a row, now the default (sm_90, Triton 3.6: 255 in the tile loop before,
 # 214 now): the power-of-two inverse scale from its exponent, no division; the rope columns left out of the
 # row's load, so its absmax needs no select; a rope chunk's absmax in one reduction. "previous": all three off.
 _PREVIOUS = {"pow2_inverse_bits": False, "rope_masked_load": False, "rope_one_reduction": False}
@@ -483,19 +483,19 @@ KNOB_VARIANTS: list[tuple[str, dict]] = [
     ("default", {}),
     ("previous", _PREVIOUS),
     # The next tile's loads not issued ahead: 184 instructions against 213 (the prefetched bf16 row is carried
-    # as one register an element and unpacked, 16 PRMT and more); the second session measured no prefetch 3-4%
-    # slower at T = 1024-8192 on an H200 when the loop had ~255; the thirty-seventh, on two H100s with 213, 2.2-4.5%
+    # as one register an element and unpacked, 16 PRMT and more); an H200 measured no prefetch 3-4%
+    # slower at T = 1024-8192 on an H200 when the loop had ~255; two H100s with 213, 2.2-4.5%
     # faster at T >= 8192, 0.7-1.5% slower at 4096, 2-5% slower at 256 and 1024-2048.
     ("no_prefetch", {"prefetch": False}),
     # Both in one variant: prefetch while programs have at most 8 / 16 / 24 tiles each (T = 4096 with 16 heads:
     # 15.5 a program on 132 SMs, 8192: 31). Two H100s, both loops inlined: no prefetch's gain at 8192-16384 only,
-    # level with default at 32768-65536. Since the thirty-eighth session the loops are called apart (not inlined),
+    # level with default at 32768-65536. The loops are called apart (not inlined),
     # each compiled as if alone (offline); not yet timed.
     ("prefetch_max_8", {"prefetch_max_tiles": 8}),
     ("prefetch_max_16", {"prefetch_max_tiles": 16}),
     ("prefetch_max_24", {"prefetch_max_tiles": 24}),
 ]
-# Removed in the forty-first session: "token_run_4" (a tile one head's run of 4 tokens; three H100s, 6-60% slower
+# Removed: "token_run_4" (a tile one head's run of 4 tokens; three H100s, 6-60% slower
 # at T <= 1024, at best 1.5% faster above; kernels/inv_rope.py says more).
 # Besides the variants and vLLM's kernel: a torch copy moving the same bytes (half read, half
 # written) over as many buffer sets, the ceiling at this size rather than at 1 GiB.
@@ -526,7 +526,7 @@ def knob_sweep(irf: Any, copy_gbs: float, upstream: Any, variants: list[tuple[st
                              for x, y in zip(buffers[0], expected))
             makers[name] = make
         if upstream is not None:
-            # Into the same per-set buffers as ours. Until the thirty-eighth session vLLM's kernel allocated its
+            # Into the same per-set buffers as ours. VLLM's kernel allocated its
             # outputs here (from the graph's pool) while ours wrote a buffer set per input set; at T = 256 ours read
             # 5.0 us in those sweeps and 4.3 in the table, where both allocate, and vLLM 5.06 in both.
             makers["vllm"] = lambda k: lambda: call_upstream(upstream, **inputs[k], buffers=buffers[k])

@@ -1,9 +1,9 @@
 """H200 tuner for the decode MoE layer's Gluon tiles (issue #16): which (gate_up, down) tile each token count takes.
 
-The twentieth session found the Gluon GEMMs' best tile changing with the token count (DeepSeek-V3-TP2 M = 1 with
+The Gluon GEMMs' best tile changes changing with the token count (DeepSeek-V3-TP2 M = 1 with
 gate_up 32x8 1.7 us faster, Qwen3-30B-FP8 M = 2 with down 6 stages 1.3 us; benchmarks/results/moe_layer.md) and
 wrote them into ``moe_decode.GLUON_TILES_AT`` by hand. This sweeps them. For each case and M, on the path the
-shipped choice takes (FP8 block scales, or bf16 on the same kernel since the twenty-sixth session; the chain path
+shipped choice takes (FP8 block scales, or bf16 on the same kernel; the chain path
 has no Gluon GEMMs and is skipped, or with ``--against-chain`` stands as the shipped choice of the grouped path on
 Gluon), the whole layer
 (CUDA graphs over rotated layer copies, L2 defeated; never a launch alone, which misleads here: gate_up 32x8
@@ -12,7 +12,7 @@ alone was 9 us slower at DeepSeek M = 1 where the layer was 1.7 us faster):
 1. each gate_up candidate beside the shipped down tile, one timing each;
 2. each down candidate beside the fastest gate_up, one timing each; steps 1-2 again beside the new tiles
    until a pass changes neither (``--passes``, default 2; a pair is timed once per token count): the two
-   tiles interact (twenty-first session, Qwen3-30B-FP8 M = 1: 32x7/128x6 18.45 us where 32x7/128x3 took 18.59
+   tiles interact (Qwen3-30B-FP8 M = 1: 32x7/128x6 18.45 us where 32x7/128x3 took 18.59
    and 32x6/128x6 18.99);
 3. the fastest pair, the shipped choice (its tiles, or tl's GEMMs where Gluon is not taken at this M) and
    GLUON_TILES' tiles alone, side by side over ``--rounds`` rounds (every other one in reverse order).
@@ -44,7 +44,7 @@ from jitguard.kernels import moe_decode
 from jitguard.kernels.moe_configs import expert_size_class, expert_weight_bytes
 from jitguard.kernels.moe_decode_gluon import GluonTile
 
-# 64 x 8 since the thirty-fifth session (DeepSeek-V3-TP2 pairs at 2 tokens on an H100: 128.25 against 64 x 6's 129.05).
+# 64 x 8 (DeepSeek-V3-TP2 pairs at 2 tokens on an H100: 128.25 against 64 x 6's 129.05).
 GATE_UP_CANDIDATES = "32x4,32x6,32x8,64x3,64x4,64x6,64x8"
 DOWN_CANDIDATES = "64x3,64x4,64x6,128x3,128x4,128x6"
 GLUON_PATHS = ("pairs", "grouped")

@@ -141,8 +141,8 @@ TUNED_ROWS = [
     {"cls": ("bf16", "many"), "max_m": 128, "points": [("qwen3-30b-bf16", m) for m in (16, 32, 64)],
      "bms": {16: "mid"}},
     {"cls": ("bf16", "few"), "max_m": 64, "points": [("mixtral-bf16", m) for m in (32, 64)], "bms": {32: "mid"}},
-    # FP8 block scales at 9-64 tokens: fused_moe and the decode layer's chain path (hand-set until
-    # the tenth session).
+    # FP8 block scales at 9-64 tokens: fused_moe and the decode layer's chain path (first hand-set,
+    # then tuned).
     {"cls": ("fp8-block", "many"), "max_m": 64,
      "points": [(case, m) for case in ("qwen3-30b-fp8-block", "deepseek-v3-tp2-fp8-block") for m in (16, 32, 64)],
      "bms": {16: "mid-block"}},

@@ -49,45 +49,45 @@ POSITION_DTYPES = (torch.int64, torch.int32)
 _ELEMENTS_PER_TILE = 512
 _PROGRAMS_PER_SM = 32
 _PREFETCH = True
-# Prefetch only while programs have at most this many tiles each (0: always). Two H100s, thirty-seventh session
+# Prefetch only while programs have at most this many tiles each (0: always). Two H100s
 # (inv_rope_fp8.md): no prefetch (184 instructions a row against 213) 2.2-4.5% faster at T = 8192-65536 and 0.7-5%
 # slower at T = 256 and 1024-4096; the switch (both loops inlined in the one variant) got that gain only at
 # 8192-16384 and ran as slow as the prefetching loop at 32768-65536. The loops are now called apart (not inlined:
-# `_one_row_loop_apart`), each compiled as if alone; not yet timed. Off: not measured on an H200, where the second
-# session had no prefetch 3-4% slower at 1024-8192 with the 255-instruction loop.
+# `_one_row_loop_apart`), each compiled as if alone; not yet timed. Off: not measured on an H200, where an earlier
+# loop had no prefetch 3-4% slower at 1024-8192 with the 255-instruction loop.
 _PREFETCH_MAX_TILES = 0
 # The output rows are stored streaming (st.global.cs, evict first from L2: nothing here reads them
-# again). H200, two calls side by side (inv_rope_fp8.md, eighth session): T = 256 12-14% faster,
+# again). H200, two calls side by side (inv_rope_fp8.md): T = 256 12-14% faster,
 # within 1% of the plain store at every other T measured.
 _STORE_CACHE = ".cs"
 # No clamp before the fp8 cast (it saturates, and the values are in range up to rounding). H200,
-# side by side in three calls (inv_rope_fp8.md, ninth session): 1.0-2.5% faster at T >= 256, level
+# side by side in three calls (inv_rope_fp8.md): 1.0-2.5% faster at T >= 256, level
 # below, the output bytes equal the clamped kernel's at every T.
 _CLAMP_FP8 = False
-# Fewer instructions a row (thirty-sixth session; sm_90, Triton 3.6: the tile loop 255 -> 214 instructions):
+# Fewer instructions a row (sm_90, Triton 3.6: the tile loop 255 -> 214 instructions):
 # the power-of-two inverse scale from its exponent instead of a division, the rope columns left out of the
 # row's load (its absmax then needs no select), a rope chunk's absmax in one reduction over both halves of its
-# pairs. Each gives the same bytes. H100, side by side with the kernel before (inv_rope_fp8.md, thirty-sixth
-# session): level at T <= 4096, 1.6-1.7% faster at 8192-16384; not yet measured on an H200. Tried offline and
+# pairs. Each gives the same bytes. H100, side by side with the kernel before (inv_rope_fp8.md): level at T <= 4096,
+# 1.6-1.7% faster at 8192-16384; not yet measured on an H200. Tried offline and
 # dropped, never timed: with more instructions, the row's absmax and scaling on its bf16 values (217: the abs
 # costs an HFMA2 a pair and the fp8 cast still needs fp32), the row carried as int32 words of two bf16 so the
 # prefetched tile needs no PRMT to unpack (248: the joined words take another layout, and shuffles), row indices
 # in int32 (211: the addresses stay 64-bit); with 3% fewer, not worth inline assembly, a word-aligned input and
 # a second path for the interpreter and fp16 inputs, the row loaded as int32 words of two bf16, unpacked by a
-# shift and a mask and stored through `cvt.rn.satfinite.e4m3x2` (thirty-ninth session; Triton 3.6: 206 with the
+# shift and a mask and stored through `cvt.rn.satfinite.e4m3x2` (Triton 3.6: 206 with the
 # prefetch, 177 without, against 213 and 184; 3.9: 212 and 183 against 220 and 191).
 _POW2_INVERSE_BITS = True
 _ROPE_MASKED_LOAD = True
 _ROPE_ONE_REDUCTION = True
 _DEFAULT_SM_COUNT = 132  # H100/H200; used when tensors are not on a GPU (offline backend).
-# Refuted, removed (forty-first session; last in commit 17fa1a5): token runs a row at a time (a tile one head's run
+# Refuted, removed (last in commit 17fa1a5): token runs a row at a time (a tile one head's run
 # of RUN consecutive tokens, unrolled, its MN-major scales kept until the run's last row and stored as one column
 # of contiguous words; 187 sm_90 instructions a row against 213, 60 registers against 51). Three H100s
-# (inv_rope_fp8.md, thirty-seventh and forty-first sessions), runs of 4 against the shipped loop: 6-60% slower at
+# (inv_rope_fp8.md), runs of 4 against the shipped loop: 6-60% slower at
 # T <= 1024, level at 4096, at best 1.5% faster at 8192 and up to 1.7% slower above. No H200 measured it.
 # Refuted, removed: with MN-major scales, tiles of one head's run of 2-8 consecutive tokens (so each scale
 # column is one store of contiguous words; _MN_MAJOR_TOKEN_RUN, launch_inv_rope_fp8(token_run=)). H200,
-# 2026-12-03, twentieth session (benchmarks/results/inv_rope_fp8.md), vLLM's layout, one row a tile against
+# 2026-12-03 (benchmarks/results/inv_rope_fp8.md), vLLM's layout, one row a tile against
 # runs of 2 on 1 warp, 4 on 1 warp, 4 on 2 warps, 8 on 2 warps: T = 4096 29.71 us against 30.48 / 32.50 /
 # 33.52 / 41.37, T = 16384 108.40 against 110.24 / 114.40 / 120.84 / 136.30: slower at every run length.
 
@@ -302,7 +302,7 @@ def _one_row_loop(
 # The same loop as a function of its own (not inlined), for the prefetch switch: inlined, both loops compiled
 # into one body took each other's registers and address arithmetic (sm_90, Triton 3.6: the no-prefetch loop 195
 # instructions on the uniform datapath against 184 built alone) and ran 4-5% slower than the lone build at
-# T >= 32768 on two H100s (thirty-seventh session). Apart, each loop compiles as alone, give or take a few
+# T >= 32768 on two H100s. Apart, each loop compiles as alone, give or take a few
 # instructions (Triton 3.6: 182 and 217 against 184 and 213; 3.9: 189 and 220 against 191 and 220), for one call a
 # program. Not yet timed.
 _one_row_loop_apart = triton.jit(noinline=True)(_one_row_loop.fn)
@@ -625,7 +625,7 @@ def inv_rope_grid(n_tiles: int, sms: int, programs_per_sm: int = _PROGRAMS_PER_S
 
     At most ``programs_per_sm`` per SM (the resident cap); past half of it, programs take two
     tiles each (the second prefetched): half as many one-warp programs to schedule, and the
-    prefetch then has work to overlap. Tried and dropped (inv_rope_fp8.md, eleventh session): the
+    prefetch then has work to overlap. Tried and dropped (inv_rope_fp8.md): the
     grid lowered so every program runs the same number of tiles (level or up to 1.5% slower).
     """
     cap = sms * programs_per_sm

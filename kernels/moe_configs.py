@@ -226,15 +226,15 @@ DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | N
         # M = 2..3: the sweep's best was slower at M = 3 (134.9/135.6 against 130.6/130.5), and so was
         # the 256-deep gate_up of the M = 4 row below (133.1/133.1 against 128.1/128.5, 2026-12-01).
         (3, None),
-        # tuned (whole layer, H200, 2026-12-01, fifth session, alternating with TILE_TABLE's row): a gate_up
+        # tuned (whole layer, H200, 2026-12-01, alternating with TILE_TABLE's row): a gate_up
         # tile 256 deep (two 128-deep scale groups per iteration): deepseek-v3-tp2-fp8-block M=4 174.7/174.7 us
-        # against 177.0/177.7 (call 2), 171.5/171.6 against 173.3/173.0 (call 4).
+        # against 177.0/177.7, 171.5/171.6 against 173.3/173.0.
         (4, MoeTileConfigs(_t(16, 128, 256, 1, 4, 3, True), _t(16, 128, 128, 1, 4, 3, True))),
-        # tuned (whole layer, H200, 2026-12-01): the fourth session's row (M=6 251.1/252.0 us against TILE_TABLE's
-        # 256.7/257.0, M=8 331.1/330.4 against 334.9) with its gate_up 256 deep at half the stages; fifth session,
-        # call 4, against that row: M=5 205.9/206.3 against 217.0/217.4, M=6 255.0/255.0 against 244.6/244.5,
+        # tuned (whole layer, H200, 2026-12-01): the row (M=6 251.1/252.0 us against TILE_TABLE's
+        # 256.7/257.0, M=8 331.1/330.4 against 334.9) with its gate_up 256 deep at half the stages; against that
+        # row: M=5 205.9/206.3 against 217.0/217.4, M=6 255.0/255.0 against 244.6/244.5,
         # M=7 291.5/291.7 against 300.0/300.5, M=8 320.2/320.1 against 322.3/322.6 (call 2: 326.1/326.5 against
-        # 330.9/331.4); 1% less over M = 5..8, slower at M = 6. Fourteenth session, on the pairs path at M = 6:
+        # 330.9/331.4); 1% less over M = 5..8, slower at M = 6. On the pairs path at M = 6:
         # the sweep's best was level with it (246.6/247.0 us against 273.5/245.4).
         (8, MoeTileConfigs(_t(8, 32, 256, 1, 2, 3, True), _t(8, 64, 128, 1, 4, 4, False))),
         # M = 9..64: TILE_TABLE's 128-deep row, which the decode GEMMs were timed with (the 256-deep
@@ -243,7 +243,7 @@ DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | N
     ],
     ('bf16', 'many', 'large'): [
         (1, None),
-        # tuned (whole layer, H200, 2026-12-01, fifth session, alternating with TILE_TABLE's row): the down tile
+        # tuned (whole layer, H200, 2026-12-01, alternating with TILE_TABLE's row): the down tile
         # 256 deep at 2 stages: qwen3-30b-bf16 M=2 (pairs path) 44.2/44.2 us against 44.9/44.9; at M = 1 and 4
         # it was slower (25.9/25.8 against 25.0/25.4, 78.9/78.9 against 78.6/78.7).
         (2, MoeTileConfigs(_t(8, 64, 128, 1, 4, 3, True), _t(8, 64, 256, 1, 4, 2, True))),
@@ -252,11 +252,11 @@ DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | N
         # tuned (whole layer, H200, 2026-12-01): qwen3-30b-fp8-block M=1 20.8/20.8 us against 21.4/21.4
         # on the large experts' row (gate_up alone 11.1 against 11.6).
         (1, MoeTileConfigs(_t(16, 64, 128, 1, 4, 6, True), _t(16, 64, 128, 1, 4, 4, True))),
-        # M = 2, 3 on the pairs path (fourteenth session): the sweep's best was level with TILE_TABLE's row
+        # M = 2, 3 on the pairs path: the sweep's best was level with TILE_TABLE's row
         # (M=2 28.4/28.4 us against 28.6/28.5, M=3 35.7/35.8 against 35.6/36.1).
         (8, None),
         # M = 9..64: TILE_TABLE's 128-deep row (the decode path measured the 256-deep gate_up slower at
-        # qwen3-30b-fp8-block M=16, 113.7/113.7 us against 112.2/112.5, 2026-12-01, fifth session).
+        # qwen3-30b-fp8-block M=16, 113.7/113.7 us against 112.2/112.5, 2026-12-01).
         (64, _FP8_BLOCK_MANY_128),
     ],
 }
@@ -265,14 +265,14 @@ DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | N
 # FP8 block scales on the pairs path (one token tile per (token, expert) pair): rows that differ from
 # DECODE_TILE_TABLE's, timed on that path (``benchmarks/tune_moe_decode.py --fp8-path pairs``) at the
 # token counts where moe_decode.FP8_PAIRS_TOKENS sends FP8 there; a row of None, or an M past the last
-# row, takes DECODE_TILE_TABLE's. The grouped path measured slower on the M = 4 rows (fourteenth
-# session, grouped path with them / without: qwen3-30b-fp8-block M=4 47.3 / 45.6 us,
+# row, takes DECODE_TILE_TABLE's. The grouped path measured slower on the M = 4 rows (grouped
+# path with them / without: qwen3-30b-fp8-block M=4 47.3 / 45.6 us,
 # deepseek-v3-tp2-fp8-block M=4 174.9 / 171.1; two calls, each against vLLM's GEMMs in its own call:
 # benchmarks/results/moe_layer.md), hence a table of their own.
 DECODE_PAIRS_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | None]]] = {
     ('fp8-block', 'many', 'large'): [
         (1, None),
-        # tuned (whole layer, H200, 2026-12-02, fourteenth session), against the row before:
+        # tuned (whole layer, H200, 2026-12-02), against the row before:
         # deepseek-v3-tp2-fp8-block M=2 95.0/95.0 us against 96.2/96.2, M=4 165.0/164.9 against
         # 169.1/168.9 (DECODE_TILE_TABLE's M = 4 row, 256 deep, tuned on the grouped path).
         (2, MoeTileConfigs(_t(16, 128, 128, 1, 4, 6, True), _t(16, 64, 128, 1, 4, 3, True))),
@@ -281,7 +281,7 @@ DECODE_PAIRS_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfi
     ],
     ('fp8-block', 'many', 'small'): [
         (3, None),
-        # tuned (whole layer, H200, 2026-12-02, fourteenth session), against TILE_TABLE's row:
+        # tuned (whole layer, H200, 2026-12-02), against TILE_TABLE's row:
         # qwen3-30b-fp8-block M=4 42.7/42.5 us against 44.5/44.4, M=5 54.3/54.4 against 55.7/55.7,
         # M=6 60.0/59.9 against 62.3/62.4. The M = 4 and 5 gate_up tiles are unswapped: one token in a
         # 16-row MMA, which Triton 3.2-3.9 run on mma.sync with the e4m3 operands converted to f16

@@ -180,7 +180,7 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
                        expert_bytes: int | None = None, hidden: int | None = None,
                        intermediate: int | None = None, gpu_name: str | None = None) -> str:
     """The path ``fused_moe_decode(path="auto")`` takes, by H200 measurement
-    (benchmarks/results/moe_layer.md, seventh session):
+    (benchmarks/results/moe_layer.md):
 
     - bf16/fp16: ``"pairs"`` (two launches) at one token, and up to ``BF16_PAIRS_MAX_TOKENS``
       while the pairs are at most a quarter of the experts (it reads an expert once per pair
@@ -235,26 +235,26 @@ def takes_pair_handoff(num_pairs: int) -> bool:
 
 
 # bf16/fp16 take the pairs path up to this many tokens (with few pairs per expert), the chain path
-# beyond. H200, Qwen3-30B-like (2026-12-01, seventh session), us, pairs / chain / grouped: M = 2
+# beyond. H200, Qwen3-30B-like (2026-12-01), us, pairs / chain / grouped: M = 2
 # 43.5 / 45.7 / 45.3, M = 3 63.3 / 59.7 / 62.7, M = 4 77.4 / 75.4 / 77.9.
 BF16_PAIRS_MAX_TOKENS = 2
 
 
 # Token counts at which FP8 block scales take the pairs path (with few pairs per expert), by expert
-# size class (moe_configs.expert_size_class). H200, 2026-12-02, tenth session, pairs with x quantized
+# size class (moe_configs.expert_size_class). H200, 2026-12-02, pairs with x quantized
 # first against grouped side by side in three calls (benchmarks/results/moe_layer.md): Qwen3-30B-like
 # M = 1-4 0.8-1.2 us faster (2-5%; M = 3 in one call), slower at M = 5; DeepSeek-V3-TP2 M = 2 1.0-2.3
 # us faster, M = 1, 3, 4, 5 2.4-8.7 us slower (its down GEMM on one-pair tiles). Before x was quantized
 # first (gate_up took each group's scale from its bf16 tile) the pairs path was slower.
-# Twelfth session, with the per-pair handoff from 32 pairs (call 4, us, pairs with handoff / grouped):
+# With the per-pair handoff from 32 pairs (us, pairs with handoff / grouped):
 # Qwen3-30B-like M = 5 55.4 / 64.5, M = 6 62.3 / 67.5 (M = 8 76.5 / 71.4); DeepSeek-V3-TP2 M = 4
 # 169.1 / 171.4, M = 6 245.4 / 254.0 (M = 3 134.3 / 127.8 without, M = 5 206.9 / 205.4, M = 8 326.3 / 318.7).
 # ``path="pairs"`` serves FP8 block scales at any M.
-# Thirteenth session: DeepSeek-V3-TP2 M = 1 with the down GEMM's K loops rotated (FP8_PAIRS_DOWN_ROTATED_TOKENS)
+# DeepSeek-V3-TP2 M = 1 with the down GEMM's K loops rotated (FP8_PAIRS_DOWN_ROTATED_TOKENS)
 # 54.4 / 55.1 and 54.6 / 56.2 against grouped.
 FP8_PAIRS_TOKENS: dict[str, tuple[int, ...]] = {"small": (1, 2, 3, 4, 5, 6), "large": (1, 2, 4, 6)}
 
-# FP8 block scales take the chain path above this many tokens. H200, 2026-12-01, seventh session
+# FP8 block scales take the chain path above this many tokens. H200, 2026-12-01
 # (benchmarks/results/moe_layer.md), chain against grouped, us: DeepSeek-V3-TP2 M = 16 / 32 / 64
 # 495.4 / 828.8 / 1121.9 against 507.5 / 858.7 / 1159.5, Qwen3-30B-like 110.4 / 142.0 / 159.4 against
 # 112.7 / 147.9 / 171.0; at M = 12 level (432.8 / 432.1, 91.3 / 91.7); below, mixed: M = 8 grouped
@@ -735,14 +735,14 @@ ROUTER_OWN_PROGRAM = True
 RANKS_EARLY = True
 # FP8 block scales on the pairs path: x quantized by a launch of its own (the route kernel, routing
 # off) instead of each gate_up program taking a token group's scale from its bf16 tile every K step.
-# H200, 2026-12-02 (moe_layer.md, tenth session): faster at every point timed, DeepSeek-V3-TP2 M = 1
+# H200, 2026-12-02 (moe_layer.md): faster at every point timed, DeepSeek-V3-TP2 M = 1
 # / 2 / 4 59.1 / 98.3 / 179.6 us against 67.4 / 101.0 / 184.5, Qwen3-30B-like 20.2 / 29.3 / 45.5
 # against 22.3 / 30.5 / 46.3.
 PAIRS_PREQUANT_X = True
 # FP8 block scales on the pairs path (with PAIRS_PREQUANT_X, whose x launch zeroes the counters), from
 # this many pairs (tokens x top_k): the down GEMM's programs start on their own pair's gate_up columns
 # (a counter per pair) instead of waiting for the whole gate_up launch. Where gate_up runs in several
-# waves, down's programs start under its last one. H200, 2026-12-02, twelfth session, three calls
+# waves, down's programs start under its last one. H200, 2026-12-02, three calls
 # (moe_layer.md), us, pairs with the handoff / without: DeepSeek-V3-TP2 M = 4 172.2 / 179.5, 168.7 /
 # 176.2, 169.1 / 176.0, M = 6 245.4 / 258.8; Qwen3-30B-like M = 5 55.4 / 66.8, M = 6 62.3 / 68.5, M = 4
 # level (44.4 / 44.6); slower below 32 pairs (Qwen3 M = 1 23.2 / 19.6, DeepSeek M = 2 107.4 / 98.2).
@@ -752,7 +752,7 @@ PAIRS_PREQUANT_X = True
 PAIR_HANDOFF_MIN_PAIRS = 32
 # FP8 block scales on the pairs path, by expert size class: the token counts at which the down GEMM's
 # programs start their K loops at offsets of their own (the kernel's ROTATE_K). H200, 2026-12-02,
-# thirteenth session, two calls (benchmarks/results/moe_layer.md), us per layer, pairs with down's
+# Two calls (benchmarks/results/moe_layer.md), us per layer, pairs with down's
 # loop rotated / pairs / grouped (the path shipped before): DeepSeek-V3-TP2 M = 1 54.4 / 57.2 / 55.1 and
 # 54.6 / 58.4 / 56.2; slower at DeepSeek M = 2 and 4 (99.4 / 98.1, 173.4 / 172.1) and at Qwen3-30B-like
 # M = 1-8 (0.1-1.1 us); rotating gate_up's loop too was slower (Qwen3 M = 1 gate_up alone 10.7 -> 10.9).
@@ -761,7 +761,7 @@ FP8_PAIRS_DOWN_ROTATED_TOKENS: dict[str, tuple[int, ...]] = {"small": (), "large
 ROTATE_K_DOWN = False
 # The layer's first launch is PDL-launched too: it waits for the launch before it (the caller's, which
 # wrote the logits and x) before it reads or writes anything, and only then lets the next launch start,
-# so its own start overlaps the end of that launch. H200, 2026-12-02, thirteenth session, us per
+# so its own start overlaps the end of that launch. H200, 2026-12-02, us per
 # layer, first launch PDL-launched / plain, pairs path: Qwen3-30B-like FP8 M = 1 19.4 / 19.6, M = 2 28.9 /
 # 29.1, bf16 M = 1 24.7 / 24.8; DeepSeek-V3-TP2 M = 2 97.9 / 98.1; chain path M = 16 109.5 / 109.7 (the
 # first launch alone 1.4 -> 1.0 us).
@@ -769,14 +769,14 @@ FIRST_LAUNCH_PDL = True
 # Warps of the layer's first launch (route / x quantization): ROUTE_NUM_WARPS, or ROUTE_WIDE_TILE_WARPS where
 # its router program takes the few-token path on a tile of 1024 logits or more (the next power of two of
 # the tokens times that of the experts: 5-8 tokens x 128 experts, 3-4 x 256), whose top-k network is the
-# launch's longest part. H200, 2026-12-03, eighteenth session, call 3 (benchmarks/results/moe_layer.md),
+# launch's longest part. H200, 2026-12-03 (benchmarks/results/moe_layer.md),
 # the route launch alone, 8 warps / 4: Qwen3-30B-like M = 6 3.6 / 4.1 us, M = 8 3.7 / 4.2 (the layer on
 # the grouped Gluon path 70.4 / 71.1), DeepSeek-V3-TP2 M = 3 3.1 / 3.7; slower on smaller tiles (M = 1-3
 # x 128 experts 2.3-2.5 / 2.0; DeepSeek M = 1 2.5 / 2.2) and on the counter path (DeepSeek M = 6, 8 4.6-4.7
-# / 4.5); 2 warps slower everywhere (Qwen3 M = 8 7.0). Call 4, the shipped choice with 8 / 4 there: Qwen3 M = 8
+# / 4.5); 2 warps slower everywhere (Qwen3 M = 8 7.0). The shipped choice with 8 / 4 there: Qwen3 M = 8
 # 70.5 / 71.1 (grouped, Gluon), DeepSeek M = 3 129.4 / 130.4 (grouped, tl), Qwen3-30B bf16 M = 8 118.7 / 119.3
 # (chain); level at Qwen3 M = 5 (pairs: no router program).
-# Twenty-second session, calls 5-6 (moe_layer.md), the route launch alone at Qwen3-30B-FP8 M = 8 / DeepSeek-V3-TP2
+# Tried and removed (moe_layer.md), the route launch alone at Qwen3-30B-FP8 M = 8 / DeepSeek-V3-TP2
 # M = 3, shipped 3.6-3.7 / 3.1 us: 16 warps 4.2 / 3.5; the few-token path to 16 tokens and 2048 logits 7.0 at 12-16
 # tokens (routers apart 3.7); the few-token router's top-k as TOP_K successive row maxima in place of tl.topk's
 # network 3.9 / 3.8 (the layer 0.2-0.7 us slower). Removed after the calls.
@@ -786,10 +786,10 @@ ROUTE_WIDE_TILE_WARPS = 8
 # routing in a program of its own beside the one that quantizes its row (2 * M programs), the last router
 # to arrive aligning every pair through the ranks the routers took (no few-token router program).
 # ROUTE_ALIGN_APART says where: "counter" (where the launch would otherwise take the counter path: past
-# the few-token router's FEW_TOKENS / FEW_ELEMENTS), "always" or "never". H200, 2026-12-03, nineteenth
-# session (benchmarks/results/moe_layer.md), the route launch alone, apart / counter path: 3.7-3.9 / 4.5-4.8 us
+# the few-token router's FEW_TOKENS / FEW_ELEMENTS), "always" or "never". H200, 2026-12-03
+# (benchmarks/results/moe_layer.md), the route launch alone, apart / counter path: 3.7-3.9 / 4.5-4.8 us
 # at DeepSeek-V3-TP2 M = 5-8, 4.5-4.6 / 5.3-5.4 at 32-64; against the few-token router slower or level (call 1:
-# Qwen3-30B-like M = 3 3.5 / 2.1, DeepSeek M = 3 3.5 / 3.2, Qwen3 M = 7-8 3.6 / 3.6-3.7). Call 2, us per layer,
+# Qwen3-30B-like M = 3 3.5 / 2.1, DeepSeek M = 3 3.5 / 3.2, Qwen3 M = 7-8 3.6 / 3.6-3.7). Us per layer,
 # "counter" / "never": DeepSeek M = 5 206.3 / 208.2, M = 6 245.2 / 247.2, M = 8 323.0 / 325.2, M = 16 490.8 /
 # 496.8, M = 32 824.2 / 826.7, M = 64 1116.2 / 1128.5; Qwen3-FP8 (chain) M = 16 106.6 / 109.3, M = 32 137.9 /
 # 140.2, M = 64 154.5 / 156.7; bf16 chain level or faster (Qwen3-30B M = 16 187.6 / 188.3, Mixtral 643.7 / 644.1).
@@ -802,16 +802,16 @@ _REDUCE_ELEMENTS = 8192
 # token counts of GLUON_FP8_TOKENS, by expert size class and path), "always" or "never" (tl.dot's
 # ``moe_decode_gemm_kernel``, as on every other path). On the pairs path the x launch then routes each
 # token (the GEMMs read their pair's expert) and down waits for the whole gate_up launch (no per-pair
-# handoff). H200, 2026-12-03, seventeenth session (benchmarks/results/moe_layer.md), us per layer, Gluon
-# with down's first weights before its wait / shipped tl path: call 3, DeepSeek-V3-TP2 M = 1 52.4 / 53.3,
+# handoff). H200, 2026-12-03 (benchmarks/results/moe_layer.md), us per layer, Gluon
+# with down's first weights before its wait / shipped tl path: DeepSeek-V3-TP2 M = 1 52.4 / 53.3,
 # M = 2 92.4 / 95.0; Qwen3-30B-like M = 1 19.5 / 19.9, M = 2 27.5 / 28.5, M = 8 70.2 / 71.6 (grouped);
 # slower at M = 4 (the tl pairs path's per-pair handoff: DeepSeek 171.0 / 164.4, Qwen3 44.0 / 42.6) and
 # level at DeepSeek M = 8 (318.7 / 318.0). Call 2 (Gluon without the weights before the wait): DeepSeek
-# M = 2 96.4 / 97.3, Qwen3 M = 8 72.3 / 72.7, level at M = 1. Calls 4-5, against the pairs path on tl's
+# M = 2 96.4 / 97.3, Qwen3 M = 8 72.3 / 72.7, level at M = 1. Against the pairs path on tl's
 # GEMMs that "auto" took there before (choose_decode_path now takes the grouped path where only its GEMMs
 # run in Gluon): Qwen3 M = 3 grouped on Gluon 34.7 / 36.6 and 34.3 / 36.2 (vLLM's GEMMs alone 35.2);
 # DeepSeek M = 6 246.4 / 256.0 (one call; slower at Qwen3 M = 5 57.0 / 55.6, M = 6 62.0 / 60.7).
-# Call 4: DeepSeek M = 1 53.3 / 53.9, M = 2 94.7 / 97.3; Qwen3 M = 1 19.6 / 20.0, M = 2 27.9 / 28.8,
+# DeepSeek M = 1 53.3 / 53.9, M = 2 94.7 / 97.3; Qwen3 M = 1 19.6 / 20.0, M = 2 27.9 / 28.8,
 # M = 8 71.2 / 72.8.
 GLUON_FP8_GEMMS = "measured"
 GLUON_MODES = ("measured", "always", "never")
@@ -822,13 +822,13 @@ GLUON_FP8_MODES = GLUON_MODES  # the name of earlier releases
 # GLUON_BF16_GEMMS: "measured" (at the token counts of GLUON_BF16_TOKENS, by the size class of the expert's
 # weight count, moe_configs.expert_size_class of its bytes in e4m3, and path), "always" or "never".
 # Tiles: GLUON_BF16_TILES_AT's where it lists the path and token count, else GLUON_TILES'.
-# Twenty-sixth session, call 2, tried and removed: the pairs path's Gluon GEMM programs routing their pair
+# Tried and removed: the pairs path's Gluon GEMM programs routing their pair
 # themselves (each thread ranking one expert against the whole logits row), so no x launch runs first: slower,
 # us per layer, Qwen3-30B-bf16 M = 1 29.1 / 24.9 with the x launch (gate_up alone 16.4 against 14.2 + 1.4 for the
 # x launch), M = 2 43.9 / 41.4, M = 3 64.7 (the grouped path on Gluon 56.1).
 GLUON_BF16_GEMMS = "measured"
-# H200, 2026-12-04, twenty-sixth session (benchmarks/results/moe_layer.md), us per layer, Qwen3-30B-bf16, Gluon /
-# the tl path shipped before (vLLM's GEMMs alone): call 3, M = 2 pairs 32x7/128x6 40.4 / 43.15 (42.7; 41.6 / 43.9
+# H200, 2026-12-04 (benchmarks/results/moe_layer.md), us per layer, Qwen3-30B-bf16, Gluon /
+# the tl path shipped before (vLLM's GEMMs alone): M = 2 pairs 32x7/128x6 40.4 / 43.15 (42.7; 41.6 / 43.9
 # in call 1); grouped against the chain, M = 3 32x6/128x4 54.45 / 59.65 (56.2), 4 32x4/128x4 73.1 / 75.2 (73.8),
 # 5 32x6/128x4 90.05 / 91.2 (95.6), 6 100.85 / 104.75 (104.0), 7 107.0 / 110.3 (110.8); slower at M = 8 (best 118.2
 # / 117.0) and at M = 1 level (call 1 32x7/128x6 25.05 / 25.05: the Gluon pairs path's four launches against
@@ -839,25 +839,25 @@ GLUON_BF16_TILES_AT: dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]
     "pairs": {2: ((32, 7), (128, 6))},
     "grouped": {3: ((32, 6), (128, 4)), 4: ((32, 4), (128, 4)), **dict.fromkeys(range(5, 8), ((32, 6), (128, 4)))},
 }
-# Nineteenth session, call 3, the grouped path on Gluon against the chain (tl GEMMs, five launches) past
+# The grouped path on Gluon against the chain (tl GEMMs, five launches) past
 # 8 tokens, us per layer: Qwen3-30B-like M = 9 73.1 / 75.0, M = 12 89.2 / 89.25, M = 16 106.2 / 106.55, slower
 # from M = 24 (125.55 / 125.0, M = 32 138.6 / 137.7, M = 64 162.15 / 154.3); DeepSeek-V3-TP2 slower at 9-64
-# (M = 9 333.8 / 329.0, M = 16 500.15 / 490.7). Call 6, Qwen3-30B-like, Gluon / the shipped tl path: M = 5
+# (M = 9 333.8 / 329.0, M = 16 500.15 / 490.7). Qwen3-30B-like, Gluon / the shipped tl path: M = 5
 # pairs 54.7 / 55.5 (tl pairs with the per-pair handoff), M = 7 grouped 66.95 / 69.05 (tl grouped); slower at
-# M = 4 (pairs 43.4 / 42.65, grouped 48.6) and M = 6 (pairs 62.8, grouped 61.3 / 60.75). Twentieth session,
-# calls 9-10, DeepSeek-V3-TP2 grouped on Gluon with gate_up 32 x 8 (GLUON_TILES_AT) / tl's GEMMs: M = 3 126.35 /
+# M = 4 (pairs 43.4 / 42.65, grouped 48.6) and M = 6 (pairs 62.8, grouped 61.3 / 60.75). DeepSeek-V3-TP2 grouped on
+# Gluon with gate_up 32 x 8 (GLUON_TILES_AT) / tl's GEMMs: M = 3 126.35 /
 # 129.8, M = 5 204.35 / 206.9 (on Gluon with GLUON_TILES' 32 x 6: 131.6 and 211.4, slower than tl's).
-# Twenty-first session (benchmarks/tune_decode_gluon_tiles.py, then the probe beside the previous tables),
+# The tuner (benchmarks/tune_decode_gluon_tiles.py, then the layer timed beside the previous tables),
 # Gluon with its GLUON_TILES_AT tiles / the previous choice: Qwen3 pairs M = 4 41.6 / 42.95 (tl's pairs path;
 # vLLM's GEMMs alone 43.0), DeepSeek grouped M = 8 322.05 / 322.95 (tl's grouped); in place of the chain
 # (--against-chain): Qwen3 M = 17 119.35 / 119.85, 18 114.5 / 114.9, 20 120.0 / 120.3 (the chain ahead from
 # 21: 121.4 / 121.35, and by 3.6-4.5% at 48-64), DeepSeek M = 10 354.15 / 360.65, 12 431.4 / 437.2, 13 450.9 /
 # 452.55 (the chain ahead at 9, 11, 14-16, 24, 32).
-# Twenty-fifth session, call 4, with the top-k sum launched apart (GLUON_DOWN_SUM_LAUNCH), the grouped path on
+# With the top-k sum launched apart (GLUON_DOWN_SUM_LAUNCH), the grouped path on
 # Gluon (GLUON_TILES' / down 128 x 4) against the chain, us per layer: Qwen3-30B-like M = 24 121.05 / 119.9
 # against 123.3, 32 132.4 / 131.7 against 135.6, 48 147.45 / 147.25 against 149.4, 64 150.1 / 150.3 against
 # 152.1; DeepSeek-V3-TP2 still slower (M = 16 482.8 / 481.9 against 479.95, 32 819.75 against 805.5, 64 1107.5
-# against 1091.4). Thirty-fifth session, call 4: DeepSeek-V3-TP2 M = 7 on the grouped Gluon GEMMs 32x8/128x4 291.4
+# against 1091.4). DeepSeek-V3-TP2 M = 7 on the grouped Gluon GEMMs 32x8/128x4 291.4
 # against tl's 296.0 (GLUON_TILES_AT's comment).
 GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
     "small": {"pairs": (1, 2, 4, 5), "grouped": (3, *range(7, MAX_DECODE_TOKENS + 1))},
@@ -865,59 +865,59 @@ GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
 }
 # The Gluon pairs path's x launch (which routes each token, ROUTE_TOKENS): True gives the routing programs
 # of their own, so a token's routing and its row's quantization run side by side (2 * M programs) instead
-# of one after the other in its program. H200, 2026-12-03, eighteenth session, calls 2 and 3
-# (benchmarks/results/moe_layer.md), us per layer, apart / after the row (call 3): the x launch alone 1.4 /
+# of one after the other in its program. H200, 2026-12-03
+# (benchmarks/results/moe_layer.md), us per layer, apart / after the row: the x launch alone 1.4 /
 # 1.9 (Qwen3-30B-like), 1.6 / 2.3 (DeepSeek-V3-TP2); the layer Qwen3 M = 1 18.8 / 19.5, M = 2 27.0 / 27.8,
 # DeepSeek M = 1 52.0 / 53.0, M = 2 93.4 / 93.8 (call 2: 18.8 / 19.2, 27.1 / 27.9, 52.0 / 52.9, 93.5 / 93.8).
 # Tried beside it and removed: the grouped path's token tiles computed in each Gluon GEMM program from the
 # routing (its route launch routing without aligning, 4.1 -> 1.9 us at Qwen3 M = 6-8): each GEMM 1.3-5 us
 # slower (Qwen3 M = 8 79.6 against 72.5); down streaming 2 or 4 column tiles a program: slower everywhere
 # (DeepSeek M = 2 96.3 / 102.4 against 93.8); the Gluon down GEMM's K loops rotated (as tl's ROTATE_K) at
-# 1-2 tokens: level (call 4, within 0.2 us at four points).
+# 1-2 tokens: level (within 0.2 us at four points).
 X_LAUNCH_ROUTERS_APART = True
 # Each path's (gate_up, down) Gluon tiles: call 2's and 3's best (gate_up 32 output columns, 64 weight
-# rows, 6 stages; down 128 or 64 rows, 3 stages). Call 2, us, DeepSeek-V3-TP2 M = 2 on the pairs path:
+# rows, 6 stages; down 128 or 64 rows, 3 stages). Us, DeepSeek-V3-TP2 M = 2 on the pairs path:
 # 64x4 / 64x4 96.4, 32x6 / 64x3 96.5, 32x8 / 128x3 99.7; the grouped path's 64-column gate_up tiles ran
-# 5-15% slower than tl's at 1-4 tokens (call 1).
+# 5-15% slower than tl's at 1-4 tokens.
 GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
     "pairs": (GluonTile(32, 6), GluonTile(128, 3)),
     "grouped": (GluonTile(32, 6), GluonTile(64, 3)),
 }
 # Other (gate_up, down) Gluon tiles where they measured faster than GLUON_TILES', by expert size class, path
-# and token count, each tile as (out_n, stages). H200, 2026-12-03, twentieth session
-# (benchmarks/results/moe_layer.md), us per layer. Down's stages (calls 2-3): with its weights before the wait
+# and token count, each tile as (out_n, stages). H200, 2026-12-03
+# (benchmarks/results/moe_layer.md), us per layer. Down's stages: with its weights before the wait
 # (GLUON_DOWN_WEIGHTS_BEFORE_WAIT) a down program copies NUM_STAGES - 1 of its K steps (6 at Qwen3-30B's
-# intermediate) before gate_up has finished; call 3, shipped / GLUON_TILES': Qwen3-30B-FP8 pairs M = 2 25.35 /
+# intermediate) before gate_up has finished; shipped / GLUON_TILES': Qwen3-30B-FP8 pairs M = 2 25.35 /
 # 26.6 (down 6 stages; vLLM's GEMMs alone 26.5), M = 5 52.9 / 54.9 (4 stages; 53.4), grouped M = 12 88.55 /
 # 89.8, M = 10 81.15 / 82.25, M = 11 92.6 / 93.1 (4 stages); slower at grouped 9, 13, 14 (75.0 / 73.5, 99.4 /
-# 98.3, 101.9 / 101.35) and at DeepSeek-V3-TP2 M = 2 (92.45 / 90.9). gate_up's tile (call 4): DeepSeek M = 1
+# 98.3, 101.9 / 101.35) and at DeepSeek-V3-TP2 M = 2 (92.45 / 90.9). gate_up's tile: DeepSeek M = 1
 # 32 x 8 stages 49.65 / 51.35, M = 2 64 x 4 90.8 / 91.6; Qwen3 grouped M = 8 32 x 4 68.1 / 69.15; level or
-# slower elsewhere (Qwen3 M = 1, 16; 32 x 8 at DeepSeek M = 2 97.0). Call 5, shipped / GLUON_TILES' (vLLM's
+# slower elsewhere (Qwen3 M = 1, 16; 32 x 8 at DeepSeek M = 2 97.0). Shipped / GLUON_TILES' (vLLM's
 # GEMMs alone): DeepSeek M = 1 49.3 / 51.1 (54.5), M = 2 90.1 / 90.8 (90.3); Qwen3 M = 2 25.3 / 26.6 (26.1),
 # M = 5 52.2 / 54.0 (52.4), M = 8 68.4 / 69.7 (67.1), M = 12 87.45 / 88.95 (82.0); gate_up 32 x 4 at M = 7 64.4
-# / 66.5 (65.8), M = 9 71.55 / 72.85 (68.8). Calls 9-10, DeepSeek grouped, gate_up 32 x 8 / 32 x 6 (both on
+# / 66.5 (65.8), M = 9 71.55 / 72.85 (68.8). DeepSeek grouped, gate_up 32 x 8 / 32 x 6 (both on
 # Gluon): M = 6 243.85 / 245.15 (vLLM 236.7), M = 3 126.35 / 131.6, M = 5 204.35 / 211.4 (GLUON_FP8_TOKENS).
-# Twenty-first session, the tuner's proposals (benchmarks/tune_decode_gluon_tiles.py: calls 1, 3, 5) confirmed
-# beside the previous tables in one run (calls 2, 4, 6; us per layer, shipped / previous, vLLM's GEMMs alone):
-# Qwen3 pairs M = 1 32x7/128x6 18.2 / 18.8 (18.0; down 128 x 7 or 8 level, call 7), M = 4 64x3/128x3 41.6 /
+# The tuner's proposals (benchmarks/tune_decode_gluon_tiles.py) confirmed
+# beside the previous tables in one run (us per layer, shipped / previous, vLLM's GEMMs alone):
+# Qwen3 pairs M = 1 32x7/128x6 18.2 / 18.8 (18.0; down 128 x 7 or 8 level), M = 4 64x3/128x3 41.6 /
 # 42.95 (43.0), M = 5 64x3/128x4 51.95 / 52.7 (53.5); grouped M = 3 down 128x4 33.5 / 34.85 (35.2), M = 11
 # gate_up 32x8 91.3 / 92.45 (86.5), M = 17-20 32x4/64x4 (GLUON_FP8_TOKENS); DeepSeek grouped 8, 10, 12, 13.
-# A joint sweep (every gate_up beside every down, call 8) found nothing 0.5% faster at Qwen3 M = 8, 16 or
-# DeepSeek M = 2. Twenty-fifth session, call 4 (the sum launched apart): Qwen3 grouped 32x6/128x4 at M = 24 and 32
+# A joint sweep (every gate_up beside every down) found nothing 0.5% faster at Qwen3 M = 8, 16 or
+# DeepSeek M = 2. With the sum launched apart: Qwen3 grouped 32x6/128x4 at M = 24 and 32
 # (119.9 / 121.05, 131.7 / 132.4 against GLUON_TILES'), taken for 21-40; level at 48 and 64 (147.25 / 147.45,
-# 150.3 / 150.1), which keep GLUON_TILES'. Call 6, the tuner with the sum launched apart at Qwen3 8, 16, 32, 64:
+# 150.3 / 150.1), which keep GLUON_TILES'. The tuner with the sum launched apart at Qwen3 8, 16, 32, 64:
 # M = 8 down 128 x 3 (32x4/128x3 66.8 / 66.7 / 66.7 against 32x4/64x3 67.6 / 67.5 / 67.6); within 0.4% elsewhere.
 # The other tiles up to 20 were tuned with the sum fused and not tuned again.
-# Twenty-sixth session, call 6: 128-column gate_up tiles (which quantize the intermediate's groups from registers,
+# 128-column gate_up tiles (which quantize the intermediate's groups from registers,
 # with no last writer; the tuner's candidates stop at 64) at Qwen3-30B-FP8 16-64, us per layer against the shipped
 # choice: 128x3/64x3 104.0 / 103.5 (16), 136.55 / 133.05 (32), 152.15 / 151.9 (64), gate_up alone the same as the
 # 32-column tiles' (65.3 and 96.4 us, the chain's tl gate_up 63.9 and 94.0); 128x2 slower (111.85 at 16).
-# Thirty-fifth session, calls 3-4, the tuner on the tree of the day (down quantizing the intermediate, tiles from
+# The tuner on the tree of the day (down quantizing the intermediate, tiles from
 # counts; three rounds side by side, us per layer, the new pair / the previous): Qwen3-30B-FP8 pairs M = 1 32x6/128x4
 # 17.3 / 18.2 (the probe beside the shipped layer: 17.05 / 18.05, vLLM's GEMMs alone 18.0), M = 2 32x6/128x4 24.85
 # / 25.3, M = 5 64x6/128x4 50.4 / 50.8; grouped M = 7 32x8/128x4 60.8 / 62.3, M = 12 32x6/64x3 81.6 / 83.15;
 # DeepSeek-V3-TP2 grouped M = 3 32x8/128x3 125.55 / 126.9, M = 7 32x8/128x4 291.4 / 296.0 on tl's GEMMs (so 7 joins
-# GLUON_FP8_TOKENS); within 0.5% at Qwen3 3, 4, 8, 16 and DeepSeek 2, 5, 8, 12. Call 5, on an H100 (these tables
+# GLUON_FP8_TOKENS); within 0.5% at Qwen3 3, 4, 8, 16 and DeepSeek 2, 5, 8, 12. On an H100 (these tables
 # are every GPU's where GLUON_TILES_ON_GPU lists nothing), new / previous: DeepSeek M = 7 418.75 / 420.5, M = 3
 # 174.85 / 175.35, Qwen3 M = 2 32.05 / 32.2.
 GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]]] = {
@@ -937,18 +937,18 @@ GLUON_TILES_AT: dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, 
 GLUON_TABLES_GPU = "NVIDIA H200"
 # GLUON_TILES_ON_GPU holds FP8 tiles tuned on another GPU, by the name
 # torch.cuda.get_device_name gives it, in GLUON_TILES_AT's form, taken before GLUON_TILES_AT where it lists the
-# expert size class, path and token count. Twenty-ninth session, on an H100 80GB HBM3 (the tuner, calls 3-4, whole
+# expert size class, path and token count. On an H100 80GB HBM3 (the tuner, whole
 # layer, three rounds side by side, us per layer, fastest pair / the H200's tiles, every round faster by more than
 # 0.5%): Qwen3-30B-FP8 pairs M = 1 32x8/128x6 20.9 / 21.7 (vLLM's GEMMs alone 21.0 in call 1); grouped M = 7
 # 82.4 / 85.2, 8 89.6 / 90.7, 9 94.95 / 96.3, 10 105.3 / 106.2, 11 118.6 / 120.3, 12 114.4 / 115.2, 13 129.7 /
 # 131.9, 17 158.0 / 161.1, 18 150.0 / 153.8, 20 158.3 / 161.4, 48 205.2 / 207.0, 64 208.2 / 210.3. DeepSeek-V3-TP2
-# (M = 1-13): within 0.4% everywhere, nothing listed. Thirtieth session, call 1, confirmed side by side with the
+# (M = 1-13): within 0.4% everywhere, nothing listed. Confirmed side by side with the
 # H200's tiles on an H100 (the probe, two rounds): faster at all 13 token counts by 0.7-3.1%, M = 1 21.1 / 21.6.
-# Thirty-fifth session, call 5 (the tuner on an H100, three rounds): grouped M = 19 32x8/128x4 158.3 / 161.6 (the
+# The tuner on an H100, three rounds: grouped M = 19 32x8/128x4 158.3 / 161.6 (the
 # H200's 32x4/64x4), M = 14 32x8/128x3 133.2 / 134.0; within 0.3% at 1, 6, 9-11, 13, 15, 17, 18, 20, 24 and
-# DeepSeek-V3-TP2 1, 6, 10, 13; DeepSeek-V3-TP2 pairs M = 2 gate_up 64 x 6 128.95 / 129.65 (call 6), call 7 129.05
+# DeepSeek-V3-TP2 1, 6, 10, 13; DeepSeek-V3-TP2 pairs M = 2 gate_up 64 x 6 128.95 / 129.65, again 129.05
 # / 129.95 beside vLLM's GEMMs alone 129.4 (gate_up alone 82.7 against 92.1 us); 64 x 8 (beyond the tuner's
-# candidates) faster again, calls 9 and 10: 128.25 against 129.05 and 129.1 (vLLM's 129.4 and 129.3).
+# candidates) faster again: 128.25 against 129.05 and 129.1 (vLLM's 129.4 and 129.3).
 GLUON_TILES_ON_GPU: dict[str, dict[str, dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]]]] = {
     "NVIDIA H100 80GB HBM3": {
         "small": {
@@ -963,91 +963,91 @@ GLUON_TILES_ON_GPU: dict[str, dict[str, dict[str, dict[int, tuple[tuple[int, int
 }
 # GLUON_FP8_TOKENS_ON_GPU holds FP8 token counts measured on another GPU, by the name torch.cuda.get_device_name
 # gives it, in GLUON_FP8_TOKENS' form, taken in place of GLUON_FP8_TOKENS for an expert size class it lists.
-# Thirty-third session, calls 4 and 5, on an H100 80GB HBM3 (benchmarks/results/moe_layer.md), us per layer, the
+# On an H100 80GB HBM3 (benchmarks/results/moe_layer.md), us per layer, the
 # grouped path on Gluon 32x6/128x4 (from counts) / the H200's choice (vLLM's GEMMs alone): Qwen3-30B-FP8 M = 6
 # 76.95 / 80.8 on tl's pairs path (79.6), call 5 77.0 / 81.05 (79.5); M = 5 67.5 / 68.7 on Gluon's pairs path
 # (71.1), call 5 67.5 / 68.75; at 4 slower (57.75 / 56.3 on Gluon's pairs path); at 7 level with the shipped
 # grouped choice (83.15 / 83.15). 32x8/128x4 and 32x6/64x3 were 0.65-3.7 us slower than 32x6/128x4 at 5 and 6.
-# DeepSeek-V3-TP2 ("large") at 8 tokens on tl's grouped GEMMs in three calls (thirty-fourth session, calls 2 and 4;
-# thirty-fifth, call 8), us per layer, tl / Gluon 32x8/64x3: 461.85 / 462.95, 461.75 / 463.0, 461.4 / 462.9; with this
-# entry in (call 9): 461.6 / 463.25 (vLLM's GEMMs alone 458.0). The H200's "large" counts but 8.
+# DeepSeek-V3-TP2 ("large") at 8 tokens on tl's grouped GEMMs in three runs, us per layer, tl / Gluon 32x8/64x3:
+# 461.85 / 462.95, 461.75 / 463.0, 461.4 / 462.9; with this
+# entry in: 461.6 / 463.25 (vLLM's GEMMs alone 458.0). The H200's "large" counts but 8.
 GLUON_FP8_TOKENS_ON_GPU: dict[str, dict[str, dict[str, tuple[int, ...]]]] = {
     "NVIDIA H100 80GB HBM3": {"small": {"pairs": (1, 2, 4), "grouped": (3, *range(5, MAX_DECODE_TOKENS + 1))},
                               "large": {"pairs": GLUON_FP8_TOKENS["large"]["pairs"],
                                         "grouped": tuple(M for M in GLUON_FP8_TOKENS["large"]["grouped"] if M != 8)}},
 }
 # With PDL: the Gluon down GEMM's programs copy their first K steps of weights before they wait for
-# gate_up (which then waits for the launch before it before letting down start). Call 3: faster or level
+# gate_up (which then waits for the launch before it before letting down start). Faster or level
 # at every point timed on both paths (DeepSeek M = 1 pairs 52.4 against 53.6, M = 2 92.4 against 93.6;
 # Qwen3 M = 2 27.5 against 28.4; level at Qwen3 M = 1 on the grouped path). Tried beside it and removed:
 # each pairs-path Gluon GEMM program routing its own token (softmax top-k in Gluon) so that both GEMMs
 # copy weights before they wait: level to 9% slower (DeepSeek M = 2 93.5, M = 8 337.5 against 325.1).
-# Twenty-first session, calls 9-10, tried and removed: the first launch asking the L2 for gate_up's weights of
+# Tried and removed: the first launch asking the L2 for gate_up's weights of
 # each routed expert once a token is routed (HBM is idle while that launch aligns): line by line, the first
 # K step of every row cost 6 us more a step at Qwen3-30B-FP8 M = 1 (the first launch alone 7.8 us against 1.4:
 # one SM issuing 12K prefetches); as bulk prefetches of whole row ranges, 24 us more for a quarter of the rows
 # (the first launch alone 26.4 us, DeepSeek-V3-TP2's 117.5: it lasts until they land, about 0.25 TB/s from
 # the router programs' SMs).
-# Twenty-sixth session, call 5: also faster at 16-64 tokens, us per layer, weights before the wait / down waiting
+# Also faster at 16-64 tokens, us per layer, weights before the wait / down waiting
 # first: Qwen3-30B-FP8 M = 16 103.5 / 105.35, 32 133.2 / 135.5, 64 151.85 / 153.65; Qwen3-30B-bf16 M = 3 56.05 /
 # 57.9, 6 103.5 / 105.8; DeepSeek-V3-TP2 M = 8 319.2 (its second round 323.8) / 320.05. (Down's programs started
 # in gate_up's last wave were a suspect for the layer taking 1.1-1.3 us more than its launches timed alone there:
 # not so.)
 GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
-# The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (call 2: the grouped path's 16-row
-# tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4). Twenty-second session, call 1,
-# tried and removed: the pairs path's tiles shared by the pairs of a block of 8 (or 16) tokens routed to one
+# The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (the grouped path's 16-row
+# tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4). Tried and removed: the pairs path's
+# tiles shared by the pairs of a block of 8 (or 16) tokens routed to one
 # expert, the block's lowest such pair's program computing it (the grouped path's weight reads without its
 # route launch's alignment): slower than the shipped choice at every point timed, us per layer, best
 # shared-expert tiles / shipped: Qwen3-30B-FP8 M = 3 34.3 / 33.0, M = 6 61.5 / 60.8, M = 7 67.4 / 65.5, M = 8
 # 71.1 / 69.5, M = 12 96.4 / 88.4, M = 16 115.1 / 106.2 (16-token tiles; 8-token ones 106.8 and 130.7);
 # DeepSeek-V3-TP2 M = 3 127.5 / 126.5, M = 6 244.3 / 243.7, M = 8 323.2 / 322.2. Each GEMM program loads its
 # block's routing before its first weights, and the leader programs carry the block while the others leave.
-# Twenty-fourth session, call 1, tried and removed (50e515d): gate_up on a grid of (expert, column tile), each
+# Tried and removed (50e515d): gate_up on a grid of (expert, column tile), each
 # program copying its expert's first NUM_STAGES - 1 weight steps into shared memory before it waits for the route
 # launch (which wrote each expert's bounds), then the expert's token tiles one after another. Slower at every
 # point, us per layer, expert-major / the grouped path on Gluon without it (the shipped chain): Qwen3-30B-FP8
 # M = 8 77.7 / 67.95, 16 111.8 / 104.45, 32 138.0 / 136.35 (135.6), 64 163.55 / 159.7 (152.1). Every program
 # copies before it knows whether its expert was chosen (waste at 8-16 tokens), an expert's second tile re-reads
 # its weights from HBM, and no overlap with the route launch showed (at 64 the layer lost 3.8 us, gate_up alone 3.3).
-# Call 2, only the first wave's programs copying before the wait (the others after it, for an expert with tiles):
+# Only the first wave's programs copying before the wait (the others after it, for an expert with tiles):
 # gate_up alone level with the grouped grid's, the layer still slower, us: Qwen3 M = 7 66.05 / 65.45, 8 71.15 /
 # 69.6, 12 89.0 / 88.2, 16 107.0 / 106.05; DeepSeek-V3-TP2 M = 8 327.9 / 322.8. Copies issued before the wait
 # for the route launch bought nothing.
-# Twenty-fifth session, calls 1-2, tried and removed (bd9ff95, 83d47af): the Gluon down GEMM on a persistent grid
+# Tried and removed (bd9ff95, 83d47af): the Gluon down GEMM on a persistent grid
 # (2-16 programs an SM, each running work items p, p + G, ... through one shared-memory ring that ran on across
 # its items, so a 6-8-step item's ring no longer filled and drained by itself). Slower at every point, down alone,
 # us, one program per item / best persistent (8 an SM, each item's pointers computed once, an item ahead):
 # Qwen3-30B-FP8 M = 8 24.2 / 30.7, M = 16 37.5 / 45.4; DeepSeek-V3-TP2 M = 2 31.8 / 36.7 (4 an SM), M = 8 107.4 /
 # 130.8. The hardware's scheduling of one-item programs keeps more copies in flight than a fixed set of programs.
-# Call 8: 16-row token tiles at Qwen3-30B-FP8 16-64 tokens (the top-k sum launched apart) slower at every point,
+# 16-row token tiles at Qwen3-30B-FP8 16-64 tokens (the top-k sum launched apart) slower at every point,
 # us per layer, 16 / 8 rows: M = 16 105.75 / 102.75, 32 135.85 / 132.05, 48 152.05 / 147.6, 64 154.9 / 150.1.
 GLUON_BLOCK_M = 8
 # The Gluon down GEMM's top-k sum: True, in ``moe_gemm``'s top-k reduce launched after it (PDL-linked, as on the
 # chain path: one launch more); False, in down's last program of each column tile (an arrival counter per column
-# tile). H200, 2026-12-04, twenty-fifth session, call 3 (benchmarks/results/moe_layer.md), us per layer, launched
+# tile). H200, 2026-12-04 (benchmarks/results/moe_layer.md), us per layer, launched
 # apart / fused: Qwen3-30B-FP8 M = 4 40.55 / 40.45, 7 63.4 / 64.25, 8 67.5 / 68.3, 12 85.2 / 87.0, 16 102.15 /
 # 104.6, 20 114.1 / 117.65; DeepSeek-V3-TP2 M = 2 89.4 / 90.2, 3 122.85 / 124.2, 8 313.6 / 314.5, 12 419.1 /
 # 421.3. Down alone at Qwen3 M = 16: 31.7 + 1.3 for the reduce against 37.4: the fused sum's last programs, one
 # per column tile summing every token's rows after the tile's last arrival, were the slow end of down's launch.
 GLUON_DOWN_SUM_LAUNCH = True
 # With the sum launched apart: the Gluon down's pair rows in the activation dtype (as the chain's: half the bytes
-# written and read again) instead of fp32. Call 9, us per layer, activation dtype / fp32: Qwen3-30B-FP8 M = 1 17.9 /
+# written and read again) instead of fp32. Us per layer, activation dtype / fp32: Qwen3-30B-FP8 M = 1 17.9 /
 # 18.0, 8 67.65 / 68.15, 16 103.4 / 104.2, 32 133.2 / 133.95, 64 151.9 / 153.1; DeepSeek-V3-TP2 M = 2 91.65 /
 # 91.75, 8 319.25 / 326.35, 13 446.35 / 456.1 (its fp32 rounds spread: 321.4 / 331.3, 449.0 / 463.2).
 GLUON_DOWN_ROWS_IN_ACT_DTYPE = True
 # FP8 block scales on the Gluon GEMMs: True lets gate_up write the bf16 intermediate only (no group counter, no last
 # writer re-reading a group to quantize it) and down quantize each K step's bf16 A tile in registers into an e4m3
-# shared-memory slot for its wgmma (``INTER_QUANTIZED_BY_DOWN``; the same scales and e4m3 values). Twenty-seventh
-# session, call 1 (the Gluon timeline, benchmarks/results/moe_layer.md): gate_up's last program ended 1.6 us
+# shared-memory slot for its wgmma (``INTER_QUANTIZED_BY_DOWN``; the same scales and e4m3 values). The Gluon
+# timeline (benchmarks/results/moe_layer.md): gate_up's last program ended 1.6 us
 # (Qwen3-30B-FP8 M = 1) and 3.0 us (M = 2) after the last K loop, and down waits for that last end. Call 3 (down's bf16
 # A through a shared-memory ring of 2-8 slots): faster at Qwen3-30B-FP8 M = 1 (17.5 against 17.9 us) and 32, slower at
 # 2-8 and DeepSeek-V3-TP2 1-2 (Qwen3 M = 2 28.4 / 25.3: down's larger shared memory kept its programs from starting
-# beside gate_up's). Call 4, A loaded into registers two steps ahead (down's shared memory below the previous one's), us
+# beside gate_up's). A loaded into registers two steps ahead (down's shared memory below the previous one's), us
 # per layer, by down / the previous layer (vLLM's GEMMs alone): Qwen3-30B-FP8 M = 1 17.7 / 17.8 (17.8), 2 24.95 / 24.9
 # (26.2), 4 39.9 / 40.15 (42.2), 8 65.35 / 66.3 (67.0), 16 99.9 / 101.55 (99.9), 32 129.4 / 130.7 (130.5), 64 146.3 /
 # 148.95 (146.8); DeepSeek-V3-TP2 M = 1 49.1 / 49.2 (54.7), 2 89.5 / 89.4 (90.4), 8 309.55 / 311.4 (323.8). Outputs bit
-# for bit the previous layer's (the same scales and e4m3 values). Call 2, tried and removed: every K step's block scales
+# for bit the previous layer's (the same scales and e4m3 values). Tried and removed: every K step's block scales
 # copied into shared-memory rings with its tiles (``SCALES_IN_RING``) in place of global loads two steps ahead: slower
 # at every point but Qwen3 M = 4 (level), us per layer, rings / shipped: Qwen3 M = 1 18.2 / 17.9, 2 26.25 / 25.3, 16
 # 106.6 / 103.45, 64 155.85 / 151.9; DeepSeek M = 2 93.1 / 91.75 (gate_up alone 68.5 against 65.3 at Qwen3 M = 16);
@@ -1055,11 +1055,11 @@ GLUON_DOWN_ROWS_IN_ACT_DTYPE = True
 GLUON_INTER_QUANTIZED_BY_DOWN = True
 # bf16 / fp16 on the Gluon GEMMs: True accumulates in the MMA (each step's wgmma onto the accumulator in flight, the
 # step before waited for once the next is issued: ``ACCUMULATE_IN_MMA``) instead of the FP8 path's products, each
-# waited for and added in before the next step's wgmma is issued. Twenty-eighth session, written with no device lent;
-# twenty-ninth, call 2, on an H100: level, us per layer, in the MMA / products, Qwen3-30B-bf16 Gluon pairs M = 1 33.7 /
+# waited for and added in before the next step's wgmma is issued. On an
+# H100: level, us per layer, in the MMA / products, Qwen3-30B-bf16 Gluon pairs M = 1 33.7 /
 # 33.8, 2 57.5 / 57.5, 3 85.8 / 85.95, 4 107.35 / 107.35, 5 133.05 / 133.25 (the GPU replay tests pass).
 # Why it might pay: after its wait the Gluon bf16 down at Qwen3-30B M = 1 streamed its last 7 of 12 K steps
-# at about 2 TB/s (twenty-seventh session, call 1), each step a wgmma, its wait, a fold and the next issue in a chain.
+# at about 2 TB/s, each step a wgmma, its wait, a fold and the next issue in a chain.
 # The same with FP8 block scales (two products in flight, each folded with its scales) compiles to code whose every
 # wgmma ptxas serializes (C7514 / C7515, Triton 3.6 and 3.9): tests/kernels/test_moe_decode_gluon.py checks that the
 # shipped kernels are not serialized.
@@ -1070,7 +1070,7 @@ GLUON_BF16_ACCUMULATE_IN_MMA = False
 # finds its token tile from the counts (a scan over E in registers, ``TILES_FROM_COUNTS``) and the top-k sum launch
 # zeroes the counters once down has completed. The same pairs in the same tiles as the aligned layout, so the same
 # output bit for bit. At 8-64 tokens the route launch took 3.5-4.0 us alone against 1.4-2.0 for the pairs path's x
-# launch, which routes but does not align. Thirty-first session, call 3, on an H100 80GB HBM3
+# launch, which routes but does not align. On an H100 80GB HBM3
 # (benchmarks/results/moe_layer.md), us per layer, from counts / aligned (vLLM's GEMMs alone): the route launch alone
 # 1.8-2.0 against 3.0-4.0; Qwen3-30B-FP8 M = 8 87.65 / 89.05 (88.3), 12 113.05 / 114.35 (113.8), 16 139.1 / 140.1
 # (140.4), 32 182.35 / 183.8 (184.7), 64 206.9 / 208.3 (208.4); DeepSeek-V3-TP2 M = 3 175.5 / 175.95, 8 462.75 / 463.25,
@@ -1080,12 +1080,12 @@ GLUON_TILES_FROM_COUNTS = True
 # expert's weight count (moe_configs.expert_size_class of its bytes in e4m3, as GLUON_BF16_TOKENS); below it the route
 # launch aligns (its one router program, ALIGN_IN_REGISTERS, is cheapest at few tokens). On an H100 80GB HBM3
 # (benchmarks/results/moe_layer.md), us per layer, from counts / aligned: at 3 tokens the aligned layer was faster
-# for small experts in every call, thirty-first session call 4 Qwen3-30B-FP8 42.9 / 42.55, bf16 78.85 / 78.6,
-# thirty-third session call 1 Qwen3-30B-FP8 42.8 / 42.4, bf16 78.8 / 78.6, call 2 41.45 / 41.15, 74.95 / 74.55 (its
-# down alone 12.2 / 11.8 at FP8); from 4 tokens counts were level or faster (thirty-third call 1: bf16 M = 4 105.1 /
+# for small experts in every run, Qwen3-30B-FP8 42.9 / 42.55, bf16 78.85 / 78.6,
+# Qwen3-30B-FP8 42.8 / 42.4, bf16 78.8 / 78.6, again 41.45 / 41.15, 74.95 / 74.55 (its
+# down alone 12.2 / 11.8 at FP8); from 4 tokens counts were level or faster (bf16 M = 4 105.1 /
 # 105.25, Qwen3-30B-FP8 10 104.0 / 105.4, 11 117.3 / 118.8; bf16 5 126.7 / 128.25, 6 145.05 / 146.85, 7 154.45 /
 # 156.3). DeepSeek-V3-TP2's experts (large) were faster from counts at 3 tokens too (thirty-first call 3: 175.5 /
-# 175.95; thirty-third call 2: 167.9 / 168.7, 5 271.35 / 272.9, 6 328.7 / 330.1). Untimed on an H200.
+# 175.95, again 167.9 / 168.7, 5 271.35 / 272.9, 6 328.7 / 330.1). Untimed on an H200.
 GLUON_TILES_FROM_COUNTS_MIN_TOKENS: dict[str, int] = {"small": 4, "large": 1}
 
 

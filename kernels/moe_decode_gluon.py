@@ -5,7 +5,7 @@ intermediate's 128-column groups quantized in its epilogue; down with the routin
 top-k sum) through ``moe_decode_gemm_kernel``; here, with ``moe_decode.GLUON_INTER_QUANTIZED_BY_DOWN`` (on), down
 quantizes the intermediate instead, tile by tile (``INTER_QUANTIZED_BY_DOWN``). With FP8 block scales that
 kernel's ``tl.dot`` scales every K step's product before adding it, which makes Triton wait for each step's
-wgmma before the next step's is issued (``wgmma.wait_group 0``; benchmarks/results/moe_layer.md, sixteenth session).
+wgmma before the next step's is issued (``wgmma.wait_group 0``; benchmarks/results/moe_layer.md).
 This kernel issues the wgmma itself (``triton.experimental.gluon``): each step copies its weight and
 activation tiles into a ring of shared-memory stages (``cp.async``), issues the step's wgmma into a
 fresh product asynchronously, and folds the previous step's product into the fp32 accumulator with

@@ -139,7 +139,7 @@ def moe_block_scales(a_scale_rows, b_scale_rows, pair_mask, kb, stride_bsk, a_ot
     """FP8 block scales of K step ``kb``: per token row (``a_scale_rows``, padding rows read
     ``a_other``) and per weight row (``b_scale_rows``). Loading them one step ahead of their use
     measured slower on the H200, and so did loading every K group's scales before the K loop
-    (benchmarks/results/moe_layer.md, 2026-12-01 and the fourteenth session), so each step loads
+    (benchmarks/results/moe_layer.md, 2026-12-01 and 2026-12-02), so each step loads
     its own."""
     k_group = (kb * BLOCK_K) // SCALE_BLOCK_K
     a_s = tl.load(a_scale_rows + k_group, mask=pair_mask, other=a_other)
@@ -226,7 +226,7 @@ def moe_grouped_gemm_kernel(
     done, wait done, K loop done, end; here the wait comes before the set-up); off, the same code.
     """
     stamp(stamps_ptr, tl.program_id(0), 0, STAMPS)
-    # Tried and removed (twenty-third session, benchmarks/results/moe_layer.md): the decode chain's down
+    # Tried and removed (benchmarks/results/moe_layer.md): the decode chain's down
     # loading its first 2 or 3 K steps of weights into registers before this wait. The layer gained
     # 0.5-0.75 us at the gate_up -> down junction, but down alone streamed 0.9-4.8 us slower (its
     # registers), so the layer was slower: Qwen3-30B-FP8 M = 64 152.0 -> 153.2 / 156.4 us.

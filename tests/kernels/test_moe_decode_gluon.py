@@ -119,12 +119,11 @@ def test_plan_takes_gluon_only_on_the_grouped_and_pairs_fp8_block_paths_with_128
 
 @needs_gluon
 def test_measured_gluon_token_counts_by_expert_size_and_path():
-    """GLUON_FP8_GEMMS "measured" (the default): Gluon where the seventeenth session timed it faster, the
-    pairs path at 1-2 tokens for both expert sizes and 4-5 for small experts (4 since the twenty-first session,
-    with 64-column gate_up tiles), the grouped path at 3 and 7-64 tokens for small experts (7 and 9-16 since the
-    nineteenth session, 17-20 since the twenty-first, 21-64 since the twenty-fifth, with the top-k sum launched
-    apart) and 3, 5-8, 10, 12 and 13 for large ones (3 and 5 since the twentieth, 7 since the thirty-fifth, the rest
-    since the twenty-first, with their own tiles); tl's kernels elsewhere (the pairs path's per-pair handoff at 6
+    """GLUON_FP8_GEMMS "measured" (the default): Gluon where it timed faster, the
+    pairs path at 1-2 tokens for both expert sizes and 4-5 for small experts (4 with
+    64-column gate_up tiles), the grouped path at 3 and 7-64 tokens for small experts (21-64 with the top-k sum
+    launched apart) and 3, 5-8, 10, 12 and 13 for large ones (with their own tiles); tl's kernels elsewhere (the pairs
+    path's per-pair handoff at 6
     tokens and the chain path past these counts were faster)."""
     assert moe_decode.GLUON_FP8_GEMMS == "measured"
     small = expert_weight_bytes(2048, 768, 1)
@@ -300,7 +299,7 @@ def test_bf16_takes_gluon_only_where_listed_or_asked(monkeypatch):
 
 @needs_gluon
 def test_measured_bf16_gluon_token_counts_and_the_paths_auto_takes():
-    """The shipped bf16 table (twenty-sixth session): Qwen3-30B-sized experts on the Gluon GEMMs at 2 tokens
+    """The shipped bf16 table: Qwen3-30B-sized experts on the Gluon GEMMs at 2 tokens
     (pairs) and 3-7 (grouped), which "auto" takes in place of the chain there; one token stays on tl's pairs
     path (level, two launches against four), 8-64 on the chain; Mixtral-sized experts (large class) as before."""
     taken = {(path, M) for path in ("pairs", "grouped") for M in range(1, 65)
@@ -414,7 +413,7 @@ def test_real_sm90_compile_of_the_bf16_gemms_accumulating_in_the_mma_waits_one_s
 @pytest.mark.parametrize("path", ["pairs", "grouped"])
 def test_real_sm90_compile_leaves_no_wgmma_serialized_by_ptxas(path, tiles, scheme, switch, monkeypatch):
     """Both Gluon GEMMs as this Triton's ptxas assembles them for sm_90a: no wgmma serialized (C7514 / C7515, which
-    ptxas does where registers of a wgmma in flight are read or written: the twenty-eighth session's form with two
+    ptxas does where registers of a wgmma in flight are read or written: the form with two
     FP8 products in flight was, at every tile), in each setting the layer can take."""
     _compile_side()
     monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
@@ -866,7 +865,7 @@ def test_every_shipped_fp8_gluon_tile_matches_reference_across_graph_replays(siz
     """Each tile pair of every GPU's FP8 tables (``SHIPPED_FP8_TILE_ENTRIES``), forced on this GPU at the fewest and
     most tokens it is listed at, with experts of its size class (small: H = 384, I = 640; large: H = 2048, I = 1536,
     so the large class's switches apply, tiles from counts from one token among them): three graph replays with new
-    inputs, each within 4e-2 of the fp32 reference and 1e-2 of tl's kernel. Until the thirty-ninth session the
+    inputs, each within 4e-2 of the fp32 reference and 1e-2 of tl's kernel. The
     shipped-tile tests ran the tables of the GPU at hand only, and the large class's never at its size."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")

@@ -158,7 +158,7 @@ def _offline_tuning(monkeypatch, max_tokens: int, scheme: str = "block"):
         return 60.0 + COST[tiles[0]] + COST[tiles[1]]
 
     monkeypatch.setattr(bfm, "time_graph", fake_time_graph)
-    # The tests' shipped tile at 8 tokens stays 32x4/64x3 (the table of the twenty-first session), whatever later
+    # The tests' shipped tile at 8 tokens stays 32x4/64x3, whatever later
     # tuning ships.
     grouped = {**moe_decode.GLUON_TILES_AT["small"]["grouped"], 8: ((32, 4), (64, 3))}
     monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {**moe_decode.GLUON_TILES_AT,
@@ -208,8 +208,8 @@ def test_a_chain_token_count_is_skipped_or_tuned_on_the_grouped_path_against_the
     from jitguard.kernels import moe_decode
 
     layer, timed = _offline_tuning(monkeypatch, 24)
-    # A table whose small experts leave the grouped path on Gluon after 20 tokens (the shipped one's before the
-    # twenty-fifth session), so that 24 tokens take the chain.
+    # A table whose small experts leave the grouped path on Gluon after 20 tokens (as the shipped one was before
+    # the top-k sum launched apart), so that 24 tokens take the chain.
     before = {"pairs": (1, 2, 4, 5), "grouped": (3, *range(7, 21))}
     monkeypatch.setattr(moe_decode, "GLUON_FP8_TOKENS", {**moe_decode.GLUON_FP8_TOKENS, "small": before})
     with jitguard.offline(compile=False):
