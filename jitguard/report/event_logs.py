@@ -24,9 +24,9 @@ import json
 import math
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from jitguard.events import Cause, CompileEvent, ParamSpec
 from jitguard.tuning.records import RECORD_TYPE as TUNING_RECORD_TYPE
@@ -79,12 +79,13 @@ class MergedLogs:
     directory: str
     files: list[str]
     processes: list[ProcessLog]
-    skipped: list[SkippedLine] = field(default_factory=list)
+    skipped: list[SkippedLine] = field(default_factory=list)  # the first SKIPPED_KEPT of them
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, error)
+    skipped_count: int | None = None  # every skipped line, kept or not (None: len(skipped))
 
     @property
     def skipped_lines(self) -> int:
-        return len(self.skipped)
+        return len(self.skipped) if self.skipped_count is None else self.skipped_count
 
     @property
     def events(self) -> list[CompileEvent]:
@@ -165,16 +166,35 @@ _PARAM_KINDS = ("int", "ptr", "float", "bool", "constexpr", "tuple", "none")
 def _param_spec(name: Any, data: Any) -> ParamSpec:
     if not isinstance(data, dict):
         raise InvalidRecord(f"params[{_words(name)}] is {_words(data)}, expected an object")
-    where = f"params[{_words(name)}]."
     kind = data.get("kind")
     if not isinstance(kind, str) or kind not in _PARAM_KINDS:
-        raise InvalidRecord(f"{where}kind is {_words(kind)}, expected one of {', '.join(_PARAM_KINDS)}")
+        raise InvalidRecord(f"params[{_words(name)}].kind is {_words(kind)}, expected one of {', '.join(_PARAM_KINDS)}")
     for key in ("type", "spec"):
         value = data.get(key)
         if value is not None and not isinstance(value, str):
-            raise InvalidRecord(f"{where}{key} is {_words(value)}, expected a string or null")
+            raise InvalidRecord(f"params[{_words(name)}].{key} is {_words(value)}, expected a string or null")
     return ParamSpec(kind=kind, type=data.get("type"), spec=data.get("spec"),
                      value=finite_json(data.get("value")), observed=finite_json(data.get("observed")))
+
+
+class ParamsMemo:
+    """The checked `params` of the last record of each (kernel, file, key), reused while the next
+    record's raw `params` are equal: a log repeats one variant's parameters in every process, and
+    comparing two dicts is far cheaper than checking them again."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[Any, Any, Any], tuple[dict, dict[str, ParamSpec]]] = {}
+
+    def params(self, record: dict, raw: dict) -> dict[str, ParamSpec]:
+        slot = (record.get("kernel"), record.get("file"), record.get("key"))
+        if not all(isinstance(part, (str, type(None))) for part in slot):
+            return {str(name): _param_spec(name, spec) for name, spec in raw.items()}
+        cached = self._seen.get(slot)
+        if cached is not None and cached[0] == raw:
+            return cached[1]
+        parsed = {str(name): _param_spec(name, spec) for name, spec in raw.items()}
+        self._seen[slot] = (raw, parsed)
+        return parsed
 
 
 def _cause(index: int, data: Any) -> Cause:
@@ -229,11 +249,11 @@ def tuning_record_from_record(record: dict) -> TuningRecord:
     return TuningRecord.from_dict(record)
 
 
-def compile_event_from_record(record: dict) -> CompileEvent:
+def compile_event_from_record(record: dict, memo: ParamsMemo | None = None) -> CompileEvent:
     """A `CompileEvent` from one `"type": "compile"` record; raises InvalidRecord naming the bad field.
 
     Absent (or null) optional fields take their defaults; unknown fields are ignored, so a newer
-    writer's records still read.
+    writer's records still read. Events read with one `memo` may share their (unchanged) ParamSpecs.
     """
     kernel = record.get("kernel")
     if not isinstance(kernel, str) or not kernel:
@@ -266,7 +286,8 @@ def compile_event_from_record(record: dict) -> CompileEvent:
         phase=phase,
         variant=_int(record, "variant", 1, minimum=1),
         key=_string(record, "key"),
-        params={str(name): _param_spec(name, spec) for name, spec in params.items()},
+        params=memo.params(record, params) if memo is not None else {str(n): _param_spec(n, spec)
+                                                                      for n, spec in params.items()},
         options=finite_json(options),
         compile_ms=_number(record, "compile_ms"),
         disk_cache_hit=_bool(record, "disk_cache_hit", None),
@@ -327,9 +348,31 @@ def _host_pid_from_name(path: str) -> tuple[str, int]:
     return host, int(pid) if pid.isdigit() else 0
 
 
-def _read_records(path: str, skipped: list[SkippedLine]) -> list[tuple[int, dict]]:
-    """(line number, JSON object) for each line of one file; a line that is not one goes to `skipped`."""
-    records: list[tuple[int, dict]] = []
+# Skipped lines named one by one, at most this many per run; the count goes on past it (a log of a
+# million garbled lines must not cost a million entries).
+SKIPPED_KEPT = 1000
+
+
+class SkippedLines:
+    """The lines a read did not use: every one counted, the first SKIPPED_KEPT kept with file, line, reason.
+
+    `recognised` counts the records of a jitguard type (process, compile, tuning), used or not: none
+    at all means the input is not jitguard logs (a report, a passwd file), not logs with bad lines.
+    """
+
+    def __init__(self) -> None:
+        self.kept: list[SkippedLine] = []
+        self.count = 0
+        self.recognised = 0
+
+    def add(self, path: str, line: int, reason: str) -> None:
+        self.count += 1
+        if len(self.kept) < SKIPPED_KEPT:
+            self.kept.append(SkippedLine(path, line, reason))
+
+
+def _open_log(path: str) -> Any:
+    """A text stream over one log; OSError for a link, a FIFO or anything but a regular file."""
     # Never follow a link planted in a shared log directory, never block on a FIFO: a log is a
     # regular file or it is named as unreadable.
     try:
@@ -341,114 +384,173 @@ def _read_records(path: str, skipped: list[SkippedLine]) -> list[tuple[int, dict
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise OSError(errno.EINVAL, "not a regular file")
-    with os.fdopen(fd, encoding="utf-8", errors="replace") as handle:
+    return os.fdopen(fd, encoding="utf-8", errors="replace")
+
+
+def _parse_line(line: str) -> Any:
+    """The JSON value of one line, or a str saying why there is none (a SkippedLine reason)."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError:
+        return "not JSON (truncated: a process killed while writing?)"
+    except RecursionError:
+        return "JSON nested too deeply to read"
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        return f"not readable JSON ({str(exc).split(';')[0]})"
+    if not isinstance(obj, dict):
+        return f"a JSON {type(obj).__name__}, not a record"
+    return obj
+
+
+def _records(path: str, skipped: SkippedLines) -> Iterator[tuple[int, dict]]:
+    """(line number, JSON object) for each line of one file, read as they come; the rest go to `skipped`."""
+    with _open_log(path) as handle:
         for number, line in enumerate(handle, start=1):
             line = line.strip()
             if not line:
                 continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                skipped.append(SkippedLine(path, number, "not JSON (truncated: a process killed while writing?)"))
-                continue
-            if not isinstance(obj, dict):
-                skipped.append(SkippedLine(path, number, f"a JSON {type(obj).__name__}, not a record"))
-                continue
-            records.append((number, obj))
-    return records
+            obj = _parse_line(line)
+            if isinstance(obj, str):
+                skipped.add(path, number, obj)
+            else:
+                yield number, obj
 
 
-def _read_one_file(path: str) -> tuple[list[ProcessLog], list[SkippedLine]]:
-    skipped: list[SkippedLine] = []
-    records = _read_records(path, skipped)  # OSError goes to the caller, which names the file
+def _checked(kind: str, record: dict, memo: ParamsMemo) -> Any:
+    """The record as ProcessFields / CompileEvent / TuningRecord; InvalidRecord names the bad field."""
+    try:
+        if kind == "process":
+            return process_fields_from_record(record)
+        if kind == "compile":
+            return compile_event_from_record(record, memo)
+        return tuning_record_from_record(record)
+    except RecursionError:
+        raise InvalidRecord("a field is nested too deeply to read") from None
+
+
+class LogItem(NamedTuple):
+    """One thing read from a log: a new process ("process", item None), or a compile or tuning of it."""
+
+    kind: str
+    process: ProcessLog
+    item: Any
+
+
+def _merge_process_record(current: ProcessLog, fields: ProcessFields) -> None:
+    """A second record of the same process (the monitor's, then the vLLM plugin's): keep the latest of each."""
+    # Its argv can differ: `python -m pkg.mod` shows "-m" until runpy names the module.
+    current.argv = list(fields.argv or current.argv)
+    current.role = fields.role or current.role
+    current.rank = fields.rank if fields.rank is not None else current.rank
+    current.triton_version = fields.triton_version or current.triton_version
+    # A later record knows of more lost events, never fewer.
+    current.events_not_written = max(current.events_not_written, fields.events_not_written or 0)
+
+
+def iter_log_file(path: str, skipped: SkippedLines, memo: ParamsMemo | None = None) -> Iterator[LogItem]:
+    """Every process, compile and tuning of one log file, in file order, one record in memory at a time.
+
+    A bad line or record goes to `skipped` (file, line, reason naming the field); an OSError opening
+    the file goes to the caller, which names the file.
+    """
+    memo = memo if memo is not None else ParamsMemo()
     host, pid = _host_pid_from_name(path)
-    processes: list[ProcessLog] = []
     current: ProcessLog | None = None
-    for number, record in records:
+    first_skip = skipped.count
+    for number, record in _records(path, skipped):
         kind = record.get("type")
         if not isinstance(kind, str):
-            skipped.append(SkippedLine(path, number, f"type is {_words(kind)}, expected \"compile\" or \"process\""))
+            skipped.add(path, number, f"type is {_words(kind)}, expected \"compile\" or \"process\"")
             continue
+        if kind not in ("process", "compile", TUNING_RECORD_TYPE):
+            continue  # a record type from a newer jitguard: not ours to judge
+        skipped.recognised += 1
         try:
-            if kind == "process":
-                fields = process_fields_from_record(record)
-            elif kind == "compile":
-                event = compile_event_from_record(record)
-            elif kind == TUNING_RECORD_TYPE:
-                tuning = tuning_record_from_record(record)
-            else:
-                continue  # a record type from a newer jitguard: not ours to judge
+            item = _checked(kind, record, memo)
         except InvalidRecord as exc:
-            skipped.append(SkippedLine(path, number, str(exc)))
+            skipped.add(path, number, str(exc))
             continue
         if kind == "process":
-            same = current is not None and current.pid == fields.pid and current.ppid == fields.ppid
-            if same:
-                # A second record of the same process (e.g. the monitor, then the vLLM plugin): merge.
-                # Its argv can differ: `python -m pkg.mod` shows "-m" until runpy names the module.
-                assert current is not None
-                current.argv = list(fields.argv or current.argv)
-                current.role = fields.role or current.role
-                current.rank = fields.rank if fields.rank is not None else current.rank
-                current.triton_version = fields.triton_version or current.triton_version
-                # A later record knows of more lost events, never fewer.
-                current.events_not_written = max(current.events_not_written, fields.events_not_written or 0)
+            if current is not None and current.pid == item.pid and current.ppid == item.ppid:
+                _merge_process_record(current, item)
                 continue
-            current = ProcessLog(host=fields.host or host, pid=fields.pid or pid, ppid=fields.ppid,
-                                 argv=list(fields.argv or []), role=fields.role, rank=fields.rank,
-                                 triton_version=fields.triton_version, started=fields.time, file=path,
-                                 events_not_written=fields.events_not_written or 0)
-            processes.append(current)
-            continue
-        if kind == TUNING_RECORD_TYPE:
-            if current is None:
-                current = ProcessLog(host=host, pid=tuning.pid or pid, ppid=None, argv=[], role=None, rank=None,
-                                     triton_version="", started=None, file=path)
-                processes.append(current)
-            current.tunings.append(tuning)
+            current = ProcessLog(host=item.host or host, pid=item.pid or pid, ppid=item.ppid,
+                                 argv=list(item.argv or []), role=item.role, rank=item.rank,
+                                 triton_version=item.triton_version, started=item.time, file=path,
+                                 events_not_written=item.events_not_written or 0)
+            yield LogItem("process", current, None)
             continue
         if current is None:  # the process record was lost (e.g. a garbled first line)
-            current = ProcessLog(host=host, pid=event.pid or pid, ppid=event.ppid, argv=[], role=event.role,
-                                 rank=event.rank, triton_version=event.triton_version, started=None, file=path)
-            processes.append(current)
-        current.events.append(event)
-        # The role and rank can be named after the process record was written.
-        if event.role:
-            current.role = event.role
-        if event.rank is not None:
-            current.rank = event.rank
-    if not processes and skipped:
-        processes.append(ProcessLog(host=host, pid=pid, ppid=None, argv=[], role=None, rank=None,
-                                    triton_version="", started=None, file=path))
-    if processes:
-        processes[-1].skipped_lines += len(skipped)
-    return processes, skipped
+            current = ProcessLog(host=host, pid=item.pid or pid, ppid=getattr(item, "ppid", None), argv=[],
+                                 role=getattr(item, "role", None), rank=getattr(item, "rank", None),
+                                 triton_version=getattr(item, "triton_version", ""), started=None, file=path)
+            yield LogItem("process", current, None)
+        if kind == "compile":
+            # The role and rank can be named after the process record was written.
+            current.role = item.role or current.role
+            current.rank = item.rank if item.rank is not None else current.rank
+        yield LogItem(kind, current, item)
+    if current is None and skipped.count > first_skip:
+        current = ProcessLog(host=host, pid=pid, ppid=None, argv=[], role=None, rank=None,
+                             triton_version="", started=None, file=path)
+        yield LogItem("process", current, None)
+    if current is not None:
+        current.skipped_lines += skipped.count - first_skip
+
+
+def _by_start(process: ProcessLog) -> tuple[float, int]:
+    return (process.started if process.started is not None else float("inf"), process.pid)
+
+
+def read_logs(path: str | os.PathLike, on_item: Callable[[LogItem], None]) -> MergedLogs:
+    """Read every `*.ndjson` log at `path`, handing each process, compile and tuning to `on_item` as it
+    is read; the MergedLogs returned hold the processes (sorted by start) but no events or tunings.
+
+    A file that cannot be read is listed in `unreadable` (with its error) and the others are read;
+    raises LogInputError when there are no logs, or none can be read, or nothing read is a log record.
+    """
+    files = log_files(path)
+    processes: list[ProcessLog] = []
+    skipped = SkippedLines()
+    unreadable: list[tuple[str, str]] = []
+    memo = ParamsMemo()
+    for file in files:
+        try:
+            for item in iter_log_file(file, skipped, memo):
+                if item.kind == "process":
+                    processes.append(item.process)
+                on_item(item)
+        except OSError as exc:
+            unreadable.append((file, exc.strerror or str(exc)))
+    if unreadable and len(unreadable) == len(files):
+        names = ", ".join(f"{file} ({error})" for file, error in unreadable)
+        raise LogInputError(f"cannot read any log: {names}")
+    if os.path.isfile(path) and not skipped.recognised and skipped.kept:
+        # One file named on the command line that holds no jitguard record at all (a report, a passwd
+        # file) is the wrong input, not a log with bad lines; a directory's logs of processes killed
+        # before their first record are still listed.
+        first = skipped.kept[0]
+        raise LogInputError(f"{os.fspath(path)}: not a jitguard log (no process, compile or tuning record; "
+                            f"line {first.line}: {first.reason})")
+    processes.sort(key=_by_start)
+    directory = os.fspath(path) if os.path.isdir(path) else os.path.dirname(os.fspath(path))
+    return MergedLogs(directory=directory, files=files, processes=processes, skipped=skipped.kept,
+                      unreadable=unreadable, skipped_count=skipped.count)
 
 
 def load_logs(path: str | os.PathLike) -> MergedLogs:
-    """Read every `*.ndjson` log at `path` (a directory, or a single file).
+    """Read every `*.ndjson` log at `path` (a directory, or a single file), every event kept in memory.
 
     A file that cannot be read is listed in `unreadable` (with its error) and the others are read;
     raises LogInputError when there are no logs, or none can be read.
     """
-    files = log_files(path)
-    processes: list[ProcessLog] = []
-    skipped: list[SkippedLine] = []
-    unreadable: list[tuple[str, str]] = []
-    for file in files:
-        try:
-            file_processes, file_skipped = _read_one_file(file)
-        except OSError as exc:
-            unreadable.append((file, exc.strerror or str(exc)))
-            continue
-        processes.extend(file_processes)
-        skipped.extend(file_skipped)
-    if unreadable and len(unreadable) == len(files):
-        names = ", ".join(f"{file} ({error})" for file, error in unreadable)
-        raise LogInputError(f"cannot read any log: {names}")
-    processes.sort(key=lambda p: (p.started if p.started is not None else float("inf"), p.pid))
-    directory = os.fspath(path) if os.path.isdir(path) else os.path.dirname(os.fspath(path))
-    return MergedLogs(directory=directory, files=files, processes=processes, skipped=skipped, unreadable=unreadable)
+    def keep(item: LogItem) -> None:
+        if item.kind == "compile":
+            item.process.events.append(item.item)
+        elif item.kind == TUNING_RECORD_TYPE:
+            item.process.tunings.append(item.item)
+
+    return read_logs(path, keep)
 
 
 def read_compile_events(path: str | os.PathLike) -> list[CompileEvent]:
