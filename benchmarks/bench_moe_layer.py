@@ -28,6 +28,12 @@ three times into a NaN-filled output.
     python benchmarks/bench_moe_layer.py --vllm-file .vendor/vllm_fused_moe.py \\
         --vllm-configs .vendor/configs --out moe_layer.md
 
+``--workspace-ratio`` times instead ``fused_moe_from_logits`` and ``fused_moe_decode`` as the README calls them
+(no ``workspace=``) beside the same calls with a workspace made for the layer, in CUDA graphs and eagerly, on
+Qwen3-30B bf16 and FP8 and DeepSeek-V3-TP2 FP8 at 1 and 2 tokens, and prints the ratios:
+
+    python benchmarks/bench_moe_layer.py --workspace-ratio --out moe_workspace.md
+
 Reuses bench_fused_moe.py's vLLM loader, graph timer, bandwidth probes and weight generator.
 """
 
@@ -56,6 +62,7 @@ from jitguard.kernels import moe_chain as fm
 CASES = {name: bfm.CASES[name] for name in
          ("qwen3-30b-bf16", "mixtral-bf16", "deepseek-v3-tp2-fp8-block", "qwen3-30b-fp8-block", "mixtral-fp8-tensor")}
 DEFAULT_CASES = "qwen3-30b-bf16,mixtral-bf16,deepseek-v3-tp2-fp8-block"
+DEFAULT_MS = "1,2,4,8,16,32,64"
 RENORMALIZE = True
 
 
@@ -295,6 +302,100 @@ def run_case(case, ms, vllm, configs_dir, bw, replays, l2_bytes, log):
     return rows
 
 
+WORKSPACE_CASES = "qwen3-30b-bf16,qwen3-30b-fp8-block,deepseek-v3-tp2-fp8-block"
+WORKSPACE_MS = "1,2"
+EAGER_CALLS = 200
+
+
+def time_eager(step, n_layers: int, calls: int = EAGER_CALLS) -> float:
+    """Median microseconds per layer-call of ``step(layer)`` run eagerly (host launch costs included), over
+    ``calls`` calls timed one by one between CUDA events after a warm-up pass."""
+    for layer in range(n_layers):
+        step(layer)
+    torch.cuda.synchronize()
+    times = []
+    for i in range(calls):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        step(i % n_layers)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0)
+    return sorted(times)[len(times) // 2]
+
+
+def workspace_case(case, ms, replays, l2_bytes) -> list[dict]:
+    """``fused_moe_from_logits`` and ``fused_moe_decode`` called as the README calls them (no ``workspace=``, no
+    ``out=``) against the same calls with a workspace made for the layer, side by side on the same inputs and
+    rotated layer copies: CUDA graph replays and eager calls, and the two outputs compared bit for bit."""
+    from jitguard.kernels import moe_dispatch
+
+    name, E, k, H, I, scheme = case
+    expert_bytes = sum(gemm_bytes(H, I, scheme))
+    n_layers = max(1, -(-4 * l2_bytes // (k * expert_bytes)))
+    layers = [bfm.make_layer(E, H, I, scheme, 1234 + i) for i in range(n_layers)]
+    ws = moe_decode.MoeDecodeWorkspace.for_layer(layers[0][0], layers[0][1], k, torch.bfloat16)
+    entries = {"fused_moe_from_logits": moe_dispatch.fused_moe_from_logits,
+               "fused_moe_decode": moe_decode.fused_moe_decode}
+    rows = []
+    for M in ms:
+        x, logits, _ = layer_inputs(M, H, E)
+        for entry, fn in entries.items():
+            def call(layer, workspace=None, fn=fn):
+                lw13, lw2, ls13, ls2 = layers[layer]
+                extra = {} if workspace is None else {"workspace": workspace}
+                return fn(x, logits, lw13, lw2, k, renormalize=RENORMALIZE, **extra, **fp8_kwargs(scheme, ls13, ls2))
+
+            moe_decode.clear_cached_workspaces()
+            same = bool(torch.equal(call(0, ws), call(0)))
+            with_ws, without = (lambda layer: call(layer, ws)), call
+            # Side by side, in alternating order, twice: the median of each kind's two timings.
+            graph = {"with": [], "without": []}
+            eager = {"with": [], "without": []}
+            for order in (("with", "without"), ("without", "with")):
+                for kind in order:
+                    step = with_ws if kind == "with" else without
+                    graph[kind].append(bfm.time_graph(step, n_layers, replays))
+                    eager[kind].append(time_eager(step, n_layers))
+            row = {"case": name, "M": M, "entry": entry, "outputs_equal": same,
+                   **{f"graph_{kind}_us": sum(v) / len(v) for kind, v in graph.items()},
+                   **{f"eager_{kind}_us": sum(v) / len(v) for kind, v in eager.items()}}
+            row["graph_ratio"] = row["graph_without_us"] / row["graph_with_us"]
+            row["eager_ratio"] = row["eager_without_us"] / row["eager_with_us"]
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
+def format_workspace_table(rows) -> str:
+    lines = [
+        "us per layer call; without = as the README calls it (no workspace=, no out=), with = workspace= made for "
+        "the layer; ratio = without / with (1.00: as fast)",
+        "| case | M | entry point | graph: with | graph: without | ratio | eager: with | eager: without | ratio "
+        "| outputs equal |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['case']} | {r['M']} | {r['entry']} | {r['graph_with_us']:.1f} "
+                     f"| {r['graph_without_us']:.1f} | {r['graph_ratio']:.3f} | {r['eager_with_us']:.1f} "
+                     f"| {r['eager_without_us']:.1f} | {r['eager_ratio']:.3f} | {r['outputs_equal']} |")
+    return "\n".join(lines)
+
+
+def workspace_main(args, header: str, l2: int) -> None:
+    """--workspace-ratio: the workspace-free entry points against the same calls with a workspace."""
+    rows = []
+    for name in args.cases.split(","):
+        rows += workspace_case(CASES[name], [int(m) for m in args.ms.split(",")], args.replays, l2)
+        gc.collect()
+        torch.cuda.empty_cache()
+    table = format_workspace_table(rows)
+    print(table)
+    Path(args.out).write_text(f"{header}\n\nCommand: python {' '.join(sys.argv)}\n\n{table}\n")
+    if not all(r["outputs_equal"] for r in rows):
+        raise SystemExit("outputs differ between the calls with and without workspace=")
+
+
 def format_table(rows, bw) -> str:
     lines = [
         f"read-only {bw[1]:.0f} GB/s (floor), copy {bw[0]:.0f} GB/s; us per layer (time / byte floor); "
@@ -338,11 +439,17 @@ def main() -> None:
     p.add_argument("--vllm-file", help="vLLM's model_executor/layers/fused_moe/fused_moe.py (not in this repo)")
     p.add_argument("--vllm-configs", help="folder with vLLM's H200 fused-MoE config JSON files")
     p.add_argument("--cases", default=DEFAULT_CASES, help=f"comma-separated, from {', '.join(CASES)}")
-    p.add_argument("--ms", default="1,2,4,8,16,32,64")
+    p.add_argument("--ms", default=DEFAULT_MS)
     p.add_argument("--replays", type=int, default=100)
     p.add_argument("--out", default="moe_layer.md", help="markdown result file (raw rows go to OUT.json)")
     p.add_argument("--time-budget", type=float, default=1e9, help="start no new case after this many seconds")
+    p.add_argument("--workspace-ratio", action="store_true",
+                   help="time fused_moe_from_logits / fused_moe_decode without workspace= against with one "
+                        f"(default cases {WORKSPACE_CASES}, M {WORKSPACE_MS})")
     args = p.parse_args()
+    if args.workspace_ratio:
+        args.cases = args.cases if args.cases != DEFAULT_CASES else WORKSPACE_CASES
+        args.ms = args.ms if args.ms != DEFAULT_MS else WORKSPACE_MS
     if args.replays < 100:
         p.error("--replays must be >= 100 (median of >= 100 replays)")
     unknown = [c for c in args.cases.split(",") if c not in CASES]
@@ -359,6 +466,9 @@ def main() -> None:
     header = (f"# {props.name}, torch {torch.__version__}, triton {triton.__version__}, L2 {l2 >> 20} MiB, "
               f"copy {bw[0]:.0f} GB/s (torch copy_ {bw[2]:.0f}), read {bw[1]:.0f} GB/s")
     print(header, flush=True)
+    if args.workspace_ratio:
+        workspace_main(args, header, l2)
+        return
     all_rows = []
     t0 = time.time()
     out_json = Path(args.out + ".json")

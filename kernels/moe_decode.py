@@ -37,8 +37,8 @@ caller's last kernel (which wrote x and the logits) before it reads or writes an
 then lets its next launch start (``FIRST_LAUNCH_PDL``). Without PDL the launches are ordinary
 stream-ordered launches.
 
-The grouped path, with a :class:`MoeDecodeWorkspace` passed (with none, the call allocates one
-and adds one memset for its zeroed counters):
+The grouped path (its buffers in a :class:`MoeDecodeWorkspace`: the one passed, or with none the one kept for
+the layer's shape, device and stream, :func:`cached_workspace`, allocated by the first call only):
 
 1. ``moe_decode_route_kernel`` (``moe_decode_route``), one program per token and one more:
    softmax top-k (``moe_routing``; ties to the lower expert index), the activation scales of ``x`` for FP8
@@ -155,7 +155,9 @@ __all__ = [
     "PAIRS_LAUNCHES",
     "DecodePlan",
     "MoeDecodeWorkspace",
+    "cached_workspace",
     "choose_decode_path",
+    "clear_cached_workspaces",
     "fused_moe_decode",
     "fused_moe_decode_reference",
     "plan_fused_moe_decode",
@@ -707,6 +709,44 @@ class MoeDecodeWorkspace:
             )
 
 
+# Workspaces of calls made without one, by (E, top_k, H, I, activation dtype, device, stream handle).
+_CACHED_WORKSPACES: dict[tuple, MoeDecodeWorkspace] = {}
+
+
+def cached_workspace(w13: torch.Tensor, w2: torch.Tensor, top_k: int, act_dtype: torch.dtype) -> MoeDecodeWorkspace:
+    """The workspace a call without ``workspace=`` uses: one per layer shape, activation dtype, device and stream,
+    allocated (and its counters zeroed) by the first such call, reused by every later one.
+
+    By stream, because calls that share a workspace must not run at once: calls on one stream are ordered, calls on
+    two streams may overlap. While a CUDA graph is being captured, the capturing stream's workspace is used, else
+    the one made last for this shape on another stream of that device (zeroed outside the graph, so its
+    replays need no memset; replay the graph in order with that stream's calls, as with a ``workspace=`` shared
+    between eager calls and a graph). With none made yet, a capture gets a workspace of its own, not kept: its
+    zeroing is then part of the graph (one eager call before capturing avoids it).
+    """
+    E, two_i, H = w13.shape
+    device = w13.device
+    shape = (E, top_k, H, two_i // 2, act_dtype, device)
+    on_cuda = device.type == "cuda"
+    key = (*shape, torch.cuda.current_stream(device).cuda_stream if on_cuda else None)
+    workspace = _CACHED_WORKSPACES.get(key)
+    if workspace is not None:
+        return workspace
+    if on_cuda and torch.cuda.is_current_stream_capturing():
+        for other_key in reversed(list(_CACHED_WORKSPACES)):
+            if other_key[:-1] == shape:
+                return _CACHED_WORKSPACES[other_key]
+        return MoeDecodeWorkspace.for_layer(w13, w2, top_k, act_dtype)
+    workspace = _CACHED_WORKSPACES[key] = MoeDecodeWorkspace.for_layer(w13, w2, top_k, act_dtype)
+    return workspace
+
+
+def clear_cached_workspaces() -> None:
+    """Drop the workspaces kept for calls without ``workspace=`` (their memory returns to torch's allocator once no
+    captured graph holds them)."""
+    _CACHED_WORKSPACES.clear()
+
+
 _FILL_BLOCK = 256
 _ROUTE_BLOCK_H = 1024
 _ROUTE_MAX_BLOCK_H = 8192
@@ -1199,9 +1239,9 @@ def plan_fused_moe_decode(
     E = router_logits.shape[1]
     if w13.dim() == 3 and w13.shape[0] != E:
         raise ValueError(f"fused_moe_decode: router_logits scores {E} experts but w13 has {w13.shape[0]}")
-    # Shape stand-ins for the routing this call computes (allocations, no kernels).
-    ids_like = torch.empty((M, top_k), dtype=torch.int32, device=x.device)
-    weights_like = torch.empty((M, top_k), dtype=torch.float32, device=x.device)
+    # Shape stand-ins for the routing this call computes (meta tensors: no memory, no kernels).
+    ids_like = torch.empty((M, top_k), dtype=torch.int32, device="meta")
+    weights_like = torch.empty((M, top_k), dtype=torch.float32, device="meta")
     shape = check_moe_inputs(
         x, w13, w2, weights_like, ids_like,
         use_fp8_w8a8=use_fp8_w8a8, per_channel_quant=per_channel_quant, block_shape=block_shape,
@@ -1224,7 +1264,7 @@ def plan_fused_moe_decode(
         raise ValueError(f"fused_moe_decode: out must be {tuple(x.shape)} {x.dtype} with contiguous rows, "
                          f"got {tuple(out.shape)} {out.dtype}")
     if workspace is None:
-        workspace = MoeDecodeWorkspace.for_layer(w13, w2, top_k, x.dtype)
+        workspace = cached_workspace(w13, w2, top_k, x.dtype)
     workspace.check(E, top_k, H, I, x.dtype, x.device)
     if path not in DECODE_PATHS:
         raise ValueError(f"fused_moe_decode: path must be one of {DECODE_PATHS}, got {path!r}")

@@ -49,7 +49,8 @@ def fused_moe_from_logits(
     """Any M, the faster path measured on an H200: :func:`fused_moe_decode` for bf16/fp16 up to 64
     tokens and where :func:`from_logits_takes_decode` says so for FP8, else ``softmax_topk`` + ``fused_moe``.
 
-    ``workspace`` is the decode path's (:class:`MoeDecodeWorkspace`); ``fp8_kwargs`` as in ``fused_moe``.
+    ``workspace`` is the decode path's (:class:`MoeDecodeWorkspace`; none: the one kept for the layer's shape,
+    ``moe_decode.cached_workspace``); ``fp8_kwargs`` as in ``fused_moe``.
     """
     if from_logits_takes_decode(x, w13, fp8_kwargs):
         return fused_moe_decode(x, router_logits, w13, w2, top_k, renormalize=renormalize, workspace=workspace,

@@ -14,6 +14,7 @@ interpreter, through jitguard's offline backend.
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
 import pytest
 import torch
@@ -1084,6 +1085,53 @@ def test_decode_launches_with_a_workspace(scheme, path, monkeypatch):
                              + (path == "pairs" and scheme == "block"))
     kernel_ops = [op for op in aten.ops if op not in _NO_KERNEL_OPS]
     assert kernel_ops == [], f"torch ops that launch kernels: {kernel_ops}"
+
+
+class _Allocations(TorchDispatchMode):
+    """Records the name and shape of every tensor an op creates in memory (not on the meta device)."""
+
+    _CREATING: ClassVar[set[str]] = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "new_empty",
+                                     "new_zeros", "full"}
+
+    def __init__(self):
+        super().__init__()
+        self.made: list[tuple[str, tuple[int, ...]]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        name = func.overloadpacket.__name__
+        if name in self._CREATING and isinstance(result, torch.Tensor) and result.device.type != "meta":
+            self.made.append((name, tuple(result.shape)))
+        return result
+
+
+@pytest.mark.parametrize("scheme", ["bf16", "block"])
+def test_decode_without_a_workspace_allocates_nothing_after_its_first_call(scheme):
+    """fused_moe_decode called as the README calls it (no ``workspace=``) keeps one workspace per layer shape:
+    the first call allocates it, later calls allocate nothing (as fast as with ``workspace=``), another
+    activation dtype gets its own, and clear_cached_workspaces lets the next call allocate again."""
+    _compile_side()
+    E, k, H, I, M = 8, 2, 256, 256, 2
+    w13, w2, kw = _zero_weights(E, H, I, scheme)
+    x, logits = torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E)
+    out = torch.empty_like(x)
+    moe_decode.clear_cached_workspaces()
+    with jitguard.offline(compile=False):
+        with _Allocations() as first:
+            fused_moe_decode(x, logits, w13, w2, k, out=out, **kw)
+        with _Allocations() as second:
+            fused_moe_decode(x, logits, w13, w2, k, out=out, **kw)
+        plans = [moe_decode.plan_fused_moe_decode(x, logits, w13, w2, k, out=out, **kw) for _ in range(2)]
+        fp16_w13, fp16_w2 = (w13.half(), w2.half()) if scheme == "bf16" else (w13, w2)
+        fp16_plan = moe_decode.plan_fused_moe_decode(x.half(), logits, fp16_w13, fp16_w2, k, **kw)
+        moe_decode.clear_cached_workspaces()
+        with _Allocations() as after_clear:
+            fused_moe_decode(x, logits, w13, w2, k, out=out, **kw)
+    assert len(first.made) >= 10, first.made  # the workspace's buffers
+    assert second.made == [], f"a second call without workspace= allocated {second.made}"
+    assert plans[0].workspace is plans[1].workspace
+    assert fp16_plan.workspace is not plans[0].workspace and fp16_plan.workspace.act_dtype == torch.float16
+    assert after_clear.made == first.made
 
 
 # ---- CUDA graphs (GPU only) ---------------------------------------------------------------------------
