@@ -134,6 +134,10 @@ class CompileEvent:
     options: dict[str, Any] = field(default_factory=dict)
     compile_ms: float | None = None
     disk_cache_hit: bool | None = None
+    # How the kernel arrived: "cold" (compiled), "disk" (local cache), "bundle" (an entry a compile bundle
+    # installed), "remote" (Triton's remote cache); None where this Triton cannot tell. compile_ms is the
+    # time either way.
+    arrived: str | None = None
     causes: list[Cause] = field(default_factory=list)
     triton_version: str = ""
     time: float = 0.0
@@ -172,6 +176,11 @@ class CompileEvent:
         kwargs["causes"] = [Cause(**{k: c.get(k) for k in ("param", "before", "after", "advice", "message")})
                             for c in (data.get("causes") or [])]
         return cls(**kwargs)
+
+    @property
+    def loaded(self) -> bool:
+        """True when the kernel was loaded from a cache or a bundle, not compiled."""
+        return self.arrived in ("disk", "bundle", "remote")
 
     @property
     def is_recompile(self) -> bool:

@@ -231,7 +231,7 @@ class Monitor:
             if pending and "post_compile" in self.replaced_hooks():
                 self._warn_replaced("post_compile", "a compile started and never finished in jitguard")
             pending.clear()  # a compile that raised never reaches the post hook: forget it
-            pending[_pending_key(kwargs)] = time.perf_counter()
+            pending[_pending_key(kwargs)] = (time.perf_counter(), time.time())
             self._local.cache_hit = None
         except Exception as exc:  # never reach the host program
             self._internal_error(exc)
@@ -272,15 +272,18 @@ class Monitor:
             return None  # a cost check's copy of a kernel: not the program's compile
         compile_info = hook_kwargs.get("compile") or {}
         key = hook_kwargs.get("key")
-        started = (getattr(self._local, "pending", None) or {}).pop(_pending_key(hook_kwargs), None)
+        started, started_wall = (getattr(self._local, "pending", None) or {}).pop(_pending_key(hook_kwargs),
+                                                                                   (None, None))
         if started is None and "pre_compile" in self.replaced_hooks():
             self._warn_replaced("pre_compile", "a compile finished that jitguard did not see start")
         compile_ms = (time.perf_counter() - started) * 1000.0 if started is not None else None
-        cache_hit = getattr(self._local, "cache_hit", None) if tc.has_listener() else None
+        listener_hit = getattr(self._local, "cache_hit", None) if tc.has_listener() else None
         self._local.cache_hit = None
         device = compile_info.get("device", 0)
         if not isinstance(device, int):
             device = getattr(device, "index", 0) or 0
+        arrived = _arrival(jit_fn, device, key, listener_hit, started_wall)
+        cache_hit = listener_hit if listener_hit is not None else (None if arrived is None else arrived != "cold")
         run_frame = tc.find_run_frame(jit_fn, frame)
         bound_args = tc.bound_args_of(run_frame)
         params = tc.param_specs(jit_fn, compile_info, bound_args)
@@ -311,7 +314,8 @@ class Monitor:
             call_site=tc.user_call_site(run_frame or frame, self._skip_dirs), pid=os.getpid(), ppid=os.getppid(),
             rank=self.rank, role=self.role, device=device, phase=self.phase, variant=variant,
             key=tc.key_string(key), params=params, options=options, compile_ms=compile_ms,
-            disk_cache_hit=cache_hit, causes=causes, triton_version=self.triton_version, time=time.time(),
+            disk_cache_hit=cache_hit, arrived=arrived, causes=causes, triton_version=self.triton_version,
+            time=time.time(),
             is_manual_warmup=bool(hook_kwargs.get("is_manual_warmup")), autotuning=tc.is_autotuning(frame),
             binding=self._bindings.get(jit_fn, ""))
         self._dispatch(event)
@@ -482,6 +486,15 @@ def _config_causes_expected(causes: list[Cause], config_names: set[str]) -> None
         if cause.param in config_names and cause.advice != "expected":
             cause.advice = "expected"
             cause.message = f"{cause.param} is set by the autotune configs: one variant per config (expected)"
+
+
+def _arrival(jit_fn: Any, device: int, key: Any, listener_hit: bool | None, started_wall: float | None) -> str | None:
+    """How the kernel under `key` arrived (runtime.arrival): the listener's word, else its cache entry's age."""
+    from jitguard import triton_cache
+    from jitguard.runtime.arrival import kernel_arrival
+
+    entry_dir = triton_cache.compiled_entry_dir(jit_fn, device, key)
+    return kernel_arrival(listener_hit, entry_dir, started_wall, triton_cache.remote_cache_active())
 
 
 def _pending_key(hook_kwargs: dict) -> tuple:

@@ -57,6 +57,13 @@ class VariantOutcome:
     seconds: float = 0.0
     reason: str = ""
     describe: str = ""
+    # for "compiled": how it arrived, "cold" | "disk" | "bundle" | "remote" (None: this Triton cannot tell)
+    arrived: str | None = None
+
+    @property
+    def loaded(self) -> bool:
+        """New in memory, read from a cache or a bundle rather than compiled."""
+        return self.status == "compiled" and self.arrived in ("disk", "bundle", "remote")
 
     @property
     def label(self) -> str:
@@ -75,10 +82,22 @@ class WarmupResult:
     pretune_failures: list[str] = field(default_factory=list)
     # {kernel: [{"key": key values, "dtypes": the tensor dtypes launched, or None for an older plan}]}
     pretuned_tunings: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    bundle: Any = None  # the bundle install's InstallResult, when warmup() was given a bundle
 
     @property
     def compiled(self) -> list[VariantOutcome]:
+        """Variants new in memory: compiled cold or loaded (see `cold` and `loaded`)."""
         return [o for o in self.outcomes if o.status == "compiled"]
+
+    @property
+    def loaded(self) -> list[VariantOutcome]:
+        """Variants loaded from the disk cache, a bundle or the remote cache."""
+        return [o for o in self.outcomes if o.loaded]
+
+    @property
+    def cold(self) -> list[VariantOutcome]:
+        """Variants compiled (not known to be loaded)."""
+        return [o for o in self.outcomes if o.status == "compiled" and not o.loaded]
 
     @property
     def cached(self) -> list[VariantOutcome]:
@@ -99,11 +118,20 @@ class WarmupResult:
         tuned = sum(len(v) for v in self.pretuned.values())
         pretune = (f", {tuned} autotune key(s) pre-tuned, {len(self.pretune_failures)} failed"
                    if self.pretuned or self.pretune_failures else "")
-        lines = [f"[jitguard] warm-up: {len(self.compiled)} compiled, {len(self.cached)} already compiled, "
-                 f"{len(self.failures)} failed{pretune}, {self.seconds:.2f} s"]
+        lines = [f"[jitguard] warm-up: {len(self.cold)} compiled, {_loaded_text(self.loaded)}"
+                 f"{len(self.cached)} already compiled, {len(self.failures)} failed{pretune}, {self.seconds:.2f} s"]
         lines += [f"[jitguard] warm-up FAILED {o.label}: {o.reason}" for o in self.failures]
         lines += [f"[jitguard] warm-up pre-tune FAILED {failure}" for failure in self.pretune_failures]
         return "\n".join(lines)
+
+
+def _loaded_text(loaded: list[VariantOutcome]) -> str:
+    """`3 loaded (2 from the bundle, 1 from disk), ` or "" when none was loaded."""
+    if not loaded:
+        return ""
+    origins = {"bundle": "from the bundle", "disk": "from disk", "remote": "from the remote cache"}
+    counts = [(sum(1 for o in loaded if o.arrived == a), text) for a, text in origins.items()]
+    return f"{len(loaded)} loaded ({', '.join(f'{n} {text}' for n, text in counts if n)}), "
 
 
 def _describe(variant: dict[str, Any]) -> str:
@@ -120,23 +148,24 @@ def _describe(variant: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _warm_one(jit_fn: Any, variant: dict[str, Any], check_key: bool = True) -> tuple[str, str]:
-    """Compile one variant; returns (status, reason). `check_key`: the plan's keys come from this
-    Triton version, so the rebuilt key must equal the recorded one."""
+def _warm_one(jit_fn: Any, variant: dict[str, Any], check_key: bool = True) -> tuple[str, str, str | None]:
+    """Compile one variant; returns (status, reason, how it arrived). `check_key`: the plan's keys come
+    from this Triton version, so the rebuilt key must equal the recorded one."""
     from jitguard import triton_compat
 
     reason = variant.get("unrebuildable")
     if reason:
-        return "failed", reason
+        return "failed", reason, None
     device, device_index = triton_compat.active_device()
     names = triton_compat.param_names(jit_fn)
     params = variant.get("params") or {}
     missing = [n for n in names if n not in params]
     if missing:
-        return "failed", f"the kernel's parameters changed since the plan was made (not in plan: {', '.join(missing)})"
+        changed = f"the kernel's parameters changed since the plan was made (not in plan: {', '.join(missing)})"
+        return "failed", changed, None
     unknown = [n for n in params if n not in names]
     if unknown:
-        return "failed", f"the kernel's parameters changed since the plan was made (gone: {', '.join(unknown)})"
+        return "failed", f"the kernel's parameters changed since the plan was made (gone: {', '.join(unknown)})", None
     args = [representative_arg(n, params[n], device) for n in names]
     launch_kwargs = variant.get("launch_kwargs")
     if launch_kwargs is None:  # the key did not say which options the call passed: pass them all
@@ -144,15 +173,28 @@ def _warm_one(jit_fn: Any, variant: dict[str, Any], check_key: bool = True) -> t
     recorded_key = (variant.get("key") or "") if check_key else ""
     cache = triton_compat.kernel_cache(jit_fn, device_index)
     if recorded_key and recorded_key in {triton_compat.key_string(k) for k in cache}:
-        return "cached", ""
-    before = set(cache)
+        return "cached", "", None
+    before, started_wall = set(cache), time.time()
     jit_fn.warmup(*args, grid=(1,), **launch_kwargs)
     cache = triton_compat.kernel_cache(jit_fn, device_index)
     new_keys = [triton_compat.key_string(k) for k in cache if k not in before]
     if recorded_key and recorded_key not in {triton_compat.key_string(k) for k in cache}:
         got = new_keys[0] if new_keys else "(nothing new)"
-        return "failed", f"rebuilt a different variant: recorded key {recorded_key!r}, warmed {got!r}"
-    return ("compiled", "") if new_keys else ("cached", "")
+        return "failed", f"rebuilt a different variant: recorded key {recorded_key!r}, warmed {got!r}", None
+    if not new_keys:
+        return "cached", "", None
+    return "compiled", "", _arrival(jit_fn, device_index, [k for k in cache if k not in before], started_wall)
+
+
+def _arrival(jit_fn: Any, device_index: int, new_keys: list[Any], started_wall: float) -> str | None:
+    """How the variant just made arrived, from its cache entry (jitguard.runtime.arrival)."""
+    from jitguard import triton_cache
+    from jitguard.runtime.arrival import kernel_arrival
+
+    if not new_keys:
+        return None
+    entry_dir = triton_cache.compiled_entry_dir(jit_fn, device_index, new_keys[0])
+    return kernel_arrival(None, entry_dir, started_wall, triton_cache.remote_cache_active())
 
 
 # A pre-tune launches the kernel: its pointer buffers must hold what it may touch, at most this many elements.
@@ -293,13 +335,45 @@ def _pretune_label(name: str, tuning: dict[str, Any]) -> str:
     return f"{name} {tuning['key']}" + (f" dtypes {dtypes}" if dtypes is not None else "")
 
 
+def _install_bundle(data: dict[str, Any], bundle: str | os.PathLike, say: Any) -> Any:
+    """Install a compile bundle's matching entries into Triton's cache before the warm-up (see
+    jitguard/startup/bundle_install.py); the plan's kernels it resolves are checked against the bundle's sources."""
+    from jitguard import triton_compat
+    from jitguard.startup.bundle_install import install_bundle
+
+    kernels = {}
+    for entry in data["kernels"]:
+        try:
+            kernels[kernel_label(entry)] = resolve_kernel(entry)
+        except LookupError:
+            pass  # named by the warm-up itself
+    try:
+        arch: int | None = int(triton_compat.active_driver().get_current_target().arch)
+    except Exception:  # no target to compare: Triton's key still keeps another arch's entries unused
+        arch = None
+    installed = install_bundle(bundle, arch=arch, kernels=kernels)
+    for line in installed.skipped:
+        say(f"[jitguard] bundle: {line}")
+    say(installed.summary())
+    return installed
+
+
+def _status_text(outcome: VariantOutcome) -> str:
+    if outcome.loaded:
+        return {"bundle": "loaded from the bundle", "disk": "loaded from disk"}.get(
+            str(outcome.arrived), "loaded from the remote cache")
+    return outcome.status
+
+
 def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = None, quiet: bool = False,
-           strict: bool = False) -> WarmupResult:
+           strict: bool = False, bundle: str | os.PathLike | None = None) -> WarmupResult:
     """Precompile every variant of `plan` (a dict or a JSON file) on the current device.
 
     Prints a progress line per variant (to `stream`, default stderr; `quiet=True` prints only the
     summary and failures). Returns a `WarmupResult`; `strict=True` raises `WarmupError` if any
     variant failed. Call it before serving, under the same backend (a GPU, or `jitguard.offline`).
+    `bundle`: a compile bundle (`jitguard bundle`) whose matching entries go into Triton's cache first,
+    so the variants load instead of compiling; a bundle is code, pass only one you trust.
     """
     data = load_plan(plan)
     out = stream or sys.stderr
@@ -322,6 +396,8 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
     if not same_version:
         say(f"[jitguard] warm-up: the plan was recorded with Triton {', '.join(recorded_versions)}, this is "
             f"{triton_compat.TRITON_VERSION}: keys are not compared, re-record the plan to check them")
+    if bundle is not None:
+        result.bundle = _install_bundle(data, bundle, say)
     for entry in data["kernels"]:
         name = kernel_label(entry)
         variants = entry.get("variants") or []
@@ -339,7 +415,8 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
                 outcome.reason = lookup_error
             else:
                 try:
-                    outcome.status, outcome.reason = _warm_one(jit_fn, variant, check_key=same_version)
+                    outcome.status, outcome.reason, outcome.arrived = _warm_one(jit_fn, variant,
+                                                                                check_key=same_version)
                 except Exception as exc:  # one bad variant must not stop the others
                     outcome.status, outcome.reason = "failed", f"{type(exc).__name__}: {exc}".splitlines()[0]
             outcome.seconds = time.perf_counter() - t0
@@ -348,8 +425,8 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
             if outcome.status == "failed":
                 say(f"[jitguard] warm-up {done}/{total} FAILED {outcome.label} ({outcome.describe}): {outcome.reason}")
             elif not quiet:
-                say(f"[jitguard] warm-up {done}/{total} {outcome.label} {outcome.status} in {outcome.seconds:.2f} s"
-                    f" ({outcome.describe})")
+                say(f"[jitguard] warm-up {done}/{total} {outcome.label} {_status_text(outcome)} in "
+                    f"{outcome.seconds:.2f} s ({outcome.describe})")
         if variants and not quiet:
             say(f"[jitguard] warm-up {name}: {len(variants)} variant(s), {kernel_seconds:.2f} s")
         keys_tuned = (entry.get("autotune") or {}).get("keys_tuned") or []
