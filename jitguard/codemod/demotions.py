@@ -148,6 +148,22 @@ def report_kernel_entries(path: str | Path) -> dict[str, Mapping[str, Any]]:
     return entries
 
 
+def _finding_request(origin: str, finding: object) -> Demotion | AdviceNote | None:
+    """The request one `jitguard scan --json` finding makes: a demotion, an autotune bucket (advice
+    `bucket`: the key by powers of two), a note, or None (a file-level finding names no parameter)."""
+    if not isinstance(finding, dict) or not finding.get("kernel") or not finding.get("param"):
+        return None
+    kernel, param = str(finding.get("qualname") or finding["kernel"]), str(finding["param"])
+    file, line = finding.get("file"), finding.get("line")
+    if finding.get("advice") == "bucket":
+        from jitguard.codemod.autotune_migration import BUCKET_PREFIX
+
+        return Demotion(kernel=kernel, param=param, option=BUCKET_PREFIX + "pow2", origin=origin,
+                        file=file if isinstance(file, str) else None,
+                        line=line if isinstance(line, int) and not isinstance(line, bool) else None, advice="bucket")
+    return _advice_request(origin, kernel, param, finding.get("advice"), file, line)
+
+
 def load_report(path: str | Path) -> tuple[list[Demotion], list[AdviceNote]]:
     """Read a runtime report or a scan JSON and return its rewrite requests and its notes.
 
@@ -175,19 +191,7 @@ def load_report(path: str | Path) -> tuple[list[Demotion], list[AdviceNote]]:
                 ))
             requests += _bucket_requests(origin, kernel)
     elif isinstance(data, dict) and isinstance(data.get("findings"), list):
-        for finding in data["findings"]:
-            if not isinstance(finding, dict) or not finding.get("kernel") or not finding.get("param"):
-                continue  # file-level findings name no parameter: nothing to rewrite
-            requests.append(
-                _advice_request(
-                    origin,
-                    str(finding.get("qualname") or finding["kernel"]),
-                    str(finding["param"]),
-                    finding.get("advice"),
-                    finding.get("file"),
-                    finding.get("line"),
-                )
-            )
+        requests += [_finding_request(origin, finding) for finding in data["findings"]]
     else:
         raise DemotionInputError(
             f"{origin}: not a jitguard report or scan (expected a 'kernels' or 'findings' list)"

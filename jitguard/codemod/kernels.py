@@ -4,7 +4,8 @@ Discovery runs on the standard library's `ast` (fast enough for a whole vLLM tre
 rewrite in `fix.py` then edits only the decorator text with libcst. Every spelling counts:
 `@triton.jit`, `@tjit` (`from triton import jit as tjit`), `my_jit = triton.jit` then
 `@my_jit`, `@functools.partial(triton.jit, ...)`, and the call forms `name = triton.jit(fn)`
-and `triton.jit(...)(fn)`, with `@triton.autotune` / `@triton.heuristics` stacked on any.
+and `triton.jit(...)(fn)`, with `@triton.autotune` / `@triton.heuristics` stacked on any; Gluon's `@gluon.jit`
+(`from triton.experimental import gluon`) counts as `triton.jit`.
 
 This module is also the one place that judges what a `do_not_specialize` value holds
 (`resolve_demotion_value`): a literal list `fix` may edit, a value resolved through branches
@@ -206,8 +207,14 @@ def might_contain_kernels(source: bytes) -> bool:
     return b"triton" in source and JIT_DECORATOR_LINE.search(source) is not None
 
 
+GLUON_MODULE = "triton.experimental.gluon"
+
+
 def _is_triton_module(module: str) -> bool:
-    # Gluon's jit (triton.experimental.gluon) is a different language; leave it alone.
+    """Modules whose `jit` makes a kernel: Triton's, and Gluon's (`triton.experimental.gluon`), which
+    specializes ints and pointers the same way and takes the same `do_not_specialize` lists."""
+    if module == GLUON_MODULE or module.startswith(GLUON_MODULE + "."):
+        return True
     return (module == "triton" or module.startswith("triton.")) and not module.startswith("triton.experimental")
 
 
@@ -260,12 +267,12 @@ def resolve_triton_names(
     for node, _ in statements if statements is not None else _statements(tree.body):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name == "triton" and alias.asname:
+                if alias.name in ("triton", GLUON_MODULE) and alias.asname:
                     names.triton_modules.add(alias.asname)
         elif isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:
                 local = alias.asname or alias.name
-                if alias.name == "triton":
+                if alias.name == "triton" or f"{node.module}.{alias.name}" == GLUON_MODULE:
                     names.triton_modules.add(local)
                 elif alias.name == "jit" and _is_triton_module(node.module):
                     names.jit_functions.add(local)
@@ -296,7 +303,10 @@ def _is_jit_name(node: ast.expr, names: TritonNames) -> bool:
     if isinstance(node, ast.Name):
         return node.id in names.jit_functions
     if isinstance(node, ast.Attribute) and node.attr == "jit":
-        return isinstance(node.value, ast.Name) and node.value.id in names.triton_modules
+        if isinstance(node.value, ast.Name):
+            return node.value.id in names.triton_modules
+        # `triton.experimental.gluon.jit`, spelled out
+        return dotted_name(node.value) in {f"{module}.experimental.gluon" for module in names.triton_modules}
     return False
 
 

@@ -1,30 +1,36 @@
-"""Static recompile risks in Triton kernels: rules over each Triton `jit` function.
+"""Static recompile risks in Triton and Gluon kernels: one check per rule over each `jit` function.
 
 Each finding names a rule, the file, line and column, the kernel and the parameter; a parameter
-gets one finding, the other causes folded into its message (`also`). Rules (id, name):
+gets one finding, the other causes folded into its message (`also`), but for JG109, which asks
+for another edit and stands alone. Parameters are judged by name only where the name is
+unambiguous (`param_names`), otherwise by use (`param_uses`: masks, loops and position divisors,
+followed into the `@triton.jit` helpers a kernel calls; pitches) and by what the file's launches
+pass (`launch_sites`: floats, bool flags, ints computed from a count). Rules (id, name):
 
-- JG101 token-count-specialized (warning): an int parameter named like a token/batch/sequence
-  count is specialized; every call moves it among `== 1`, `% 16 == 0` and other -> up to 3
-  compiles per other key. Advice `do_not_specialize`.
+- JG101 token-count-specialized (warning): an int parameter named like a token/batch count is
+  specialized; every call moves it among `== 1`, `% 16 == 0` and other -> up to 3 compiles per
+  other key. Advice `do_not_specialize`.
 - JG102 size-specialized (info): an int parameter named like a model dimension (`hidden`, `N`,
-  `head_dim`) is used as a size and specialized. Fine for model dimensions.
+  `head_dim`), or one that multiplies a position (a layout pitch), is used as a size and
+  specialized. Fine for model dimensions. Never on floats (never specialized).
 - JG103 runtime-size-constexpr (warning): a `tl.constexpr` named like a token count (one compile
-  per value). Advice `constexpr_values`.
+  per value), unless it is a bool flag. Advice `constexpr_values`.
 - JG104 unknown-name-in-demotion-list (warning): `do_not_specialize` names a parameter that does
   not exist, or an index out of range; Triton ignores it silently.
 - JG105 constexpr-in-demotion-list (warning): `do_not_specialize` lists a `tl.constexpr`
   parameter; Triton raises a CompilationError at the first compile.
-- JG106 derived-stride-specialized (info): with the token count demoted, a stride that is an
-  outer dimension of a buffer whose token axis comes later in the signature ([G, T, X]:
-  `stride_g = T * X`), or the group stride of a padded scale buffer, is still specialized.
+- JG106 derived-stride-specialized: an int computed from a count where the kernel is launched
+  (`stride_sh = cdiv(L, BLK)` passed beside `L`: warning), or, in a kernel with a per-call count,
+  a stride that is an outer dimension of a buffer whose token axis comes later ([G, T, X]:
+  `stride_g = T * X`) or the group stride of a padded scale buffer (info). Advice `do_not_specialize`.
 - JG107 runtime-bound-specialized (warning): an int not named like a model dimension bounds a
-  mask or a loop (`offs < n`, `range(0, n, BLOCK)`, `tl.range`) and is specialized: judged from
-  use, so `n` and `sl` count. Advice `do_not_specialize`.
+  mask or a loop (`offs < n`, `range(0, n, BLOCK)`, `tl.range`, in the kernel or a helper it calls)
+  and is specialized: judged from use, so `n`, `L`, `kv_len` count. Advice `do_not_specialize`.
 - JG108 heuristic-from-count (warning): `@triton.heuristics` derives a constexpr from a count
   (`EVEN = n % BLOCK == 0`, `next_power_of_2(n)`): new values of the count compile new variants
   whatever `do_not_specialize` says. Advice `constexpr_values`.
 - JG109 autotune-key-count (warning): `@triton.autotune(key=[...])` holds a count: every new
-  value re-benchmarks every config. Bucket it (`jitguard.autotune(..., bucket={"n": "pow2"})`).
+  value re-benchmarks every config. Advice `bucket`: `jitguard.autotune(..., bucket={"n": "pow2"})`.
 
 A `# jitguard: ignore` or `# jitguard: ignore[JG101,JG106]` comment on the parameter's line, the
 `def` line or a decorator line of the kernel silences findings there.
@@ -35,8 +41,8 @@ from __future__ import annotations
 import ast
 import difflib
 import re
-from collections.abc import Collection
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from jitguard.codemod.cross_file_helpers import HELPER_RULES, helper_calls
@@ -50,6 +56,16 @@ from jitguard.codemod.kernels import (
     might_contain_kernels,
     parse_source,
 )
+from jitguard.codemod.launch_sites import LaunchFacts, launch_facts
+from jitguard.codemod.param_names import (
+    OUTER_AXES,
+    TOKEN_AXES,
+    is_model_dimension_name,
+    is_stride_name,
+    is_token_count_name,
+    stride_axis,
+)
+from jitguard.codemod.param_uses import HelperUses, ParamUses, parameter_uses, short_text
 
 
 @dataclass(frozen=True)
@@ -73,16 +89,17 @@ RULES = {
              "tl.constexpr named like a token count"),
         Rule("JG104", "unknown-name-in-demotion-list", "warning", None, "do_not_specialize names no parameter"),
         Rule("JG105", "constexpr-in-demotion-list", "warning", None, "do_not_specialize lists a tl.constexpr"),
-        Rule("JG106", "derived-stride-specialized", "info", None, "stride derived from a demoted count"),
+        Rule("JG106", "derived-stride-specialized", "info", "do_not_specialize",
+             "int computed from a count (a stride) not demoted"),
         Rule("JG107", "runtime-bound-specialized", "warning", "do_not_specialize",
              "int bounding a mask/loop not demoted"),
         Rule("JG108", "heuristic-from-count", "warning", "constexpr_values",
              "@triton.heuristics constexpr from a count"),
-        Rule("JG109", "autotune-key-count", "warning", None, "autotune key holds a count: re-tunes"),
+        Rule("JG109", "autotune-key-count", "warning", "bucket", "autotune key holds a count: re-tunes"),
     )
 }
 # When one parameter has several findings, the first of these is reported and the rest folded in.
-PRIORITY = ("JG105", "JG104", "JG101", "JG107", "JG103", "JG109", "JG108", "JG106", "JG102")
+PRIORITY = ("JG105", "JG104", "JG101", "JG107", "JG103", "JG108", "JG106", "JG102")
 
 
 @dataclass(frozen=True)
@@ -125,226 +142,8 @@ class FileScan:
     helper_calls: frozenset[tuple[str, str]] = frozenset()
 
 
-# Words (between underscores, lower-cased) that make an int parameter a token/batch count.
-TOKEN_WORDS = frozenset(
-    {"token", "tokens", "tok", "toks", "seq", "seqs", "seqlen", "seqlens", "req", "reqs", "request", "requests",
-     "batch", "batches", "bs", "rows"}
-)
-# Words that make such a name an id, an index, a flag or a per-item constant, not a count.
-NOT_A_COUNT_WORDS = frozenset(
-    {"id", "ids", "idx", "indices", "index", "mask", "offs", "loc", "locs", "map", "mapping", "table", "data",
-     "factor", "quant", "per", "has", "is", "use", "ptr", "ptrs", "scale", "stride",
-     # a count the caller has already bucketed (`total_tokens_bucket`: rounded to a power of two) takes few values
-     "bucket", "buckets", "bucketed"}
-)
-# Whole names that count tokens in GEMM/elementwise conventions.
-TOKEN_NAMES = frozenset({"M", "EM", "T", "n_elements", "numel", "n_elem", "num_elements", "n_rows", "num_rows"})
-# Words that make an int a model dimension (fixed per model), not a per-call count.
-MODEL_WORDS = frozenset(
-    {"hidden", "dim", "dims", "head", "heads", "hd", "vocab", "col", "cols", "ncols", "feature", "features",
-     "channel", "channels", "group", "groups", "expert", "experts", "kv", "embed", "emb", "intermediate", "inter",
-     "ffn", "width", "height", "rank", "topk", "block", "blocks", "page", "pages", "chunk", "window", "split",
-     "splits", "partition", "partitions", "layer", "layers", "classes", "bins", "bits", "stages", "warps", "k",
-     "d", "h", "w", "c", "g", "e", "v", "q", "out", "in", "inp", "nheads", "headdim", "size", "stride", "strides",
-     "ld", "lda", "ldb", "ldc", "eps", "step", "steps", "max", "min", "cap", "capacity", "padding", "pad", "align",
-     "alignment", "num", "n",
-     # Mamba's head and state dimensions (`hdim`, `dstate`)
-     "hdim", "dstate"}
-)
 FLOAT_ANNOTATIONS = ("float", "float16", "float32", "float64", "bfloat16", "fp32", "fp16")
 SUPPRESSION = re.compile(r"#\s*jitguard:\s*ignore(?:\[([A-Za-z0-9_,\s]+)\])?")
-
-
-def _words(name: str) -> list[str]:
-    return [word for word in name.lower().split("_") if word]
-
-
-def is_token_count_name(name: str) -> bool:
-    """True for names like `num_tokens`, `seq_len`, `EM`, `n_elements`, `batch_size` (not strides)."""
-    words = _words(name)
-    if set(words) & NOT_A_COUNT_WORDS or name.lower().startswith("max_num") or name.endswith("ptr"):
-        return False  # ids, masks, pointers, buffer capacities (max_num_reqs) are no per-call count
-    return name in TOKEN_NAMES or any(word in TOKEN_WORDS for word in words)
-
-
-def is_model_dimension_name(name: str) -> bool:
-    """True for `hidden_size`, `head_dim`, `N`, `K`, `n_cols`, `num_experts`: fixed per model.
-
-    Upper-case names are GEMM/model conventions (`N`, `K`, `D`) unless they are token names;
-    a lone `n` or `num` is not a model word on its own (`n` bounds an elementwise mask).
-    """
-    if name in TOKEN_NAMES:
-        return False
-    if name.isupper() or (len(name) <= 2 and name[:1].isupper()):
-        return True
-    words = _words(name)
-    if words in (["n"], ["num"], ["len"], ["length"]):
-        return False
-    meaningful = [word for word in words if word not in ("n", "num")]
-    return bool(meaningful) and any(word in MODEL_WORDS for word in meaningful)
-
-
-def _is_stride_name(name: str) -> bool:
-    return "stride" in _words(name) or name.lower().startswith("stride")
-
-
-def _stride_axis(name: str) -> tuple[str, str]:
-    """(tensor, axis) of a stride name.
-
-    `stride_am` -> (a, m), `q_stride_t` -> (q, t), `stride_x_group` -> (x, group).
-    """
-    words = [word for word in _words(name) if word != "stride"]
-    if not words:
-        return "", ""
-    if len(words) == 1:
-        word = words[0]
-        return (word[:-1], word[-1]) if len(word) == 2 else ("", word)
-    return "_".join(words[:-1]), words[-1]
-
-
-def _leftmost(node: ast.expr) -> ast.expr:
-    while isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-        node = node.left
-    return node
-
-
-def _short(node: ast.AST, limit: int = 48) -> str:
-    text = ast.unparse(node)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-@dataclass
-class _Uses:
-    sizes: dict[str, str]  # param -> first size-like use ("tl.cdiv", "a loop bound", "a comparison")
-    bounds: dict[str, ast.AST]  # param -> first mask/loop bound it appears in
-    pointers: set[str]
-
-
-_ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
-_INDEX_SOURCES = frozenset({"arange", "program_id", "num_programs"})
-
-
-def _index_names(nodes: list[ast.AST]) -> set[str]:
-    """Locals holding positions (derived from `tl.arange`/`tl.program_id`, or loop variables):
-    a parameter compared with one bounds a mask; one compared with loaded values does not."""
-    names: set[str] = set()
-    assignments: list[tuple[list[ast.expr], ast.expr]] = []
-    for node in nodes:
-        if isinstance(node, ast.For):
-            names.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
-        elif isinstance(node, ast.Assign):
-            assignments.append((node.targets, node.value))
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-            assignments.append(([node.target], node.value))
-    pending = assignments
-    for _ in range(3):  # offsets built in steps: pid -> start -> offs
-        waiting = []
-        for targets, value in pending:
-            if _is_index_expression(value, names):
-                for target in targets:
-                    if isinstance(target, ast.Name):
-                        names.add(target.id)
-                    else:
-                        names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-            else:
-                waiting.append((targets, value))
-        if len(waiting) == len(pending):
-            break
-        pending = waiting
-    return names
-
-
-# Calls whose result is still a position when their arguments are; any other call (a load) is data.
-_INDEX_PRESERVING = frozenset({"minimum", "maximum", "multiple_of", "max_contiguous", "cdiv", "where", "broadcast_to",
-                               "reshape", "expand_dims", "to"})
-
-
-def _is_index_expression(expression: ast.AST, index_names: set[str]) -> bool:
-    if isinstance(expression, ast.Name):
-        return expression.id in index_names
-    if isinstance(expression, ast.Call):
-        func = expression.func
-        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if last in _INDEX_SOURCES:
-            return True
-        if last not in _INDEX_PRESERVING:
-            return False
-        inner = ([*expression.args, expression.func.value] if isinstance(expression.func, ast.Attribute)
-                 else expression.args)
-        return any(_is_index_expression(arg, index_names) for arg in inner)
-    return any(_is_index_expression(child, index_names) for child in ast.iter_child_nodes(expression)
-               if isinstance(child, ast.expr))
-
-
-def _mentions(expression: ast.AST, params: set[str]) -> set[str]:
-    return {node.id for node in ast.walk(expression) if isinstance(node, ast.Name) and node.id in params}
-
-
-def _parameter_uses(nodes: list[ast.AST], params: set[str]) -> _Uses:
-    uses = _Uses({}, {}, set())
-    index_names: set[str] | None = None  # computed on the first ordering comparison
-    assigned: dict[str, list[ast.expr]] = {}  # local -> the values assigned to it (`row = base_ptr + i * n`)
-
-    def mark(expression: ast.AST, use: str, bound: ast.AST | None = None) -> None:
-        for name in _mentions(expression, params):
-            uses.sizes.setdefault(name, use)
-            if bound is not None:
-                uses.bounds.setdefault(name, bound)
-
-    for node in nodes:
-        if isinstance(node, ast.Call):
-            callee = dotted_name(node.func) or ""
-            last = callee.rsplit(".", 1)[-1]
-            if last == "cdiv":
-                for arg in node.args:
-                    mark(arg, "tl.cdiv")
-            elif last in ("range", "static_range"):
-                for arg in node.args:
-                    mark(arg, "a loop bound", node)
-            elif (last in ("load", "store") or last.startswith("atomic_")) and node.args:
-                base = _leftmost(node.args[0])
-                if isinstance(base, ast.Name):
-                    uses.pointers.add(base.id)
-        elif isinstance(node, ast.Compare) and any(isinstance(op, _ORDERING) for op in node.ops):
-            if index_names is None:
-                index_names = _index_names(nodes)
-            operands = [node.left, *node.comparators]
-            for position, operand in enumerate(operands):
-                # `offs < n` bounds a mask; `x < y` over loaded values is data, not a size
-                others = operands[:position] + operands[position + 1 :]
-                if any(_is_index_expression(other, index_names) for other in others):
-                    mark(operand, "a comparison", node)
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)):
-            # `pid // sl`, `pid % sl`: a position split by a run-time extent (batch, sequence index)
-            if isinstance(node.right, ast.Name) and node.right.id in params:
-                if index_names is None:
-                    index_names = _index_names(nodes)
-                if _is_index_expression(node.left, index_names):
-                    mark(node.right, "a position's divisor", node)
-        elif isinstance(node, ast.Attribute) and node.attr == "dtype" and isinstance(node.value, ast.Name):
-            uses.pointers.add(node.value.id)
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            assigned.setdefault(node.targets[0].id, []).append(node.value)
-    # A load through a local (`row = req_to_token + i * n; tl.load(row + offs)`) makes what the local was built
-    # from a pointer too: the leftmost term of its sums, a few steps back.
-    found = set(uses.pointers)
-    for _ in range(4):
-        bases = {base.id for name in found for value in assigned.get(name, ())
-                 if isinstance(base := _leftmost(value), ast.Name)} - uses.pointers
-        if not bases:
-            break
-        uses.pointers |= bases
-        found = bases
-    return uses
-
-
-def _looks_like_pointer(param: KernelParam, uses: _Uses) -> bool:
-    lowered = param.name.lower()
-    return param.name in uses.pointers or lowered.endswith(("ptr", "ptrs", "_pointer")) or lowered.startswith("ptr_")
-
-
-def _is_float(param: KernelParam) -> bool:
-    return param.annotation is not None and param.annotation.split(".")[-1] in FLOAT_ANNOTATIONS
 
 
 def _suppressed(lines: list[str], line: int, rule: str) -> bool:
@@ -407,20 +206,200 @@ def _configs_count(kernel: TritonKernel) -> int | None:
     return None
 
 
-# Axes laid out outside the token axis ([B, T, ...], [G, T, X], [E, T, X]): their strides are T * inner.
-OUTER_AXES = frozenset({"batch", "b", "z", "bs", "group", "groups", "g", "expert", "experts", "e", "split", "splits"})
-# Axes that are the token axis itself: a stride along one proves the tensor has a token axis.
-TOKEN_AXES = frozenset({"token", "tokens", "tok", "seq", "s", "t", "m", "row", "rows", "pos", "l"})
+def _defaults(kernel: TritonKernel) -> dict[str, ast.expr]:
+    """Parameter -> its default value's expression."""
+    if kernel.node is None:
+        return {}
+    arguments = kernel.node.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    found = {arg.arg: value for arg, value in zip(positional[len(positional) - len(arguments.defaults):],
+                                                  arguments.defaults)}
+    found.update({arg.arg: value for arg, value in zip(arguments.kwonlyargs, arguments.kw_defaults)
+                  if value is not None})
+    return found
+
+
+def _constant_of_type(expression: ast.expr | None, kind: type) -> bool:
+    if isinstance(expression, ast.UnaryOp):
+        expression = expression.operand
+    return isinstance(expression, ast.Constant) and type(expression.value) is kind
+
+
+def _used_only_as_condition(kernel: TritonKernel, name: str) -> bool:
+    """True when every read of `name` in the body is a condition (`if FLAG:`, `not FLAG`, `A and FLAG`)."""
+    conditions: set[int] = set()
+    reads = 0
+    for node in kernel.nodes():
+        if isinstance(node, (ast.If, ast.IfExp, ast.While)):
+            conditions.add(id(node.test))
+        elif isinstance(node, ast.BoolOp):
+            conditions.update(id(value) for value in node.values)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            conditions.add(id(node.operand))
+        elif isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+            reads += 1
+    named = [node for node in kernel.nodes() if isinstance(node, ast.Name) and node.id == name
+             and isinstance(node.ctx, ast.Load)]
+    return reads > 0 and all(id(node) in conditions for node in named)
+
+
+@dataclass
+class _KernelFacts:
+    """What the rules judge one kernel by: its uses, its launches, and which ints are per-call counts."""
+
+    kernel: TritonKernel
+    uses: ParamUses
+    launches: LaunchFacts
+    defaults: dict[str, ast.expr]
+    runtime_ints: list[KernelParam] = field(default_factory=list)
+    counts: dict[str, str] = field(default_factory=dict)  # parameter -> why it is a per-call count
+    kinds: dict[str, str] = field(default_factory=dict)  # runtime int -> "count" | "bound" | "derived" | "size"
+
+    @property
+    def demoted(self) -> set[str]:
+        """Parameters out of either specialization list in every case."""
+        return self.kernel.demoted("do_not_specialize") | self.kernel.demoted("do_not_specialize_on_alignment")
+
+    def is_float(self, param: KernelParam) -> bool:
+        """Annotated float, defaulting to a float, or passed a float literal at a launch: never specialized."""
+        annotated = param.annotation is not None and param.annotation.split(".")[-1] in FLOAT_ANNOTATIONS
+        return annotated or _constant_of_type(self.defaults.get(param.name), float) or (
+            param.name in self.launches.floats)
+
+    def is_flag(self, param: KernelParam) -> bool:
+        """A bool: defaulting to True/False, passed one at a launch, or read only as a condition."""
+        return (_constant_of_type(self.defaults.get(param.name), bool) or param.name in self.launches.flags
+                or _used_only_as_condition(self.kernel, param.name))
+
+
+def _looks_like_pointer(param: KernelParam, uses: ParamUses) -> bool:
+    lowered = param.name.lower()
+    return param.name in uses.pointers or lowered.endswith(("ptr", "ptrs", "_pointer")) or lowered.startswith("ptr_")
+
+
+def _judge_ints(facts: _KernelFacts) -> None:
+    """Fill `runtime_ints`, `kinds` and `counts`: token names first, then uses decide the ambiguous names."""
+    kernel, uses = facts.kernel, facts.uses
+    facts.runtime_ints = [param for param in kernel.params if not param.is_constexpr and not facts.is_float(param)
+                          and not _looks_like_pointer(param, uses)]
+    for param in facts.runtime_ints:
+        name = param.name
+        if is_token_count_name(name):
+            facts.kinds[name], facts.counts[name] = "count", "the token count"
+        elif is_stride_name(name):
+            continue
+        elif name in uses.bounds and not is_model_dimension_name(name) and name not in uses.pitches:
+            facts.kinds[name], facts.counts[name] = "bound", "a run-time bound"
+        elif name in uses.sizes:
+            facts.kinds[name] = "size"
+    counted = set(facts.counts)
+    for param in facts.runtime_ints:
+        sources = sorted(facts.launches.derived.get(param.name, set()) & counted)
+        if sources and param.name not in counted:
+            facts.kinds[param.name] = "derived"
+            facts.counts[param.name] = f"computed from `{sources[0]}`"
+    for param in kernel.params:
+        if param.is_constexpr and _is_count_constexpr(facts, param):
+            facts.counts.setdefault(param.name, "the token count")
+
+
+def _is_count_constexpr(facts: _KernelFacts, param: KernelParam) -> bool:
+    name = param.name
+    return (not name.isupper() and is_token_count_name(name) and not name.lower().startswith("max_")
+            and not facts.is_flag(param))
+
+
+@dataclass(frozen=True)
+class _Hit:
+    """One rule's finding before it becomes a `Finding`: where, which parameter, what to say."""
+
+    line: int
+    param: str | None
+    message: str
+    severity: str | None = None  # None: the rule's own
+
+
+def _listed_entries(kernel: TritonKernel) -> Iterator[tuple[str, int, str | int]]:
+    """(option, line, entry) of every demotion list entry (a computed list: every branch's entries)."""
+    for option in DEMOTION_OPTIONS:
+        listed = kernel.demotions.get(option)
+        if listed is None:
+            continue
+        anywhere = sorted(listed.listed_anywhere(), key=lambda entry: (isinstance(entry, str), str(entry)))
+        for entry in listed.entries if listed.literal else anywhere:
+            yield option, listed.line, entry
+
+
+def _jg104_unknown_names(facts: _KernelFacts) -> Iterator[_Hit]:
+    kernel = facts.kernel
+    names = sorted(param.name for param in kernel.params)
+    for option, line, entry in _listed_entries(kernel):
+        if isinstance(entry, int) and not -len(kernel.params) <= entry < len(kernel.params):
+            yield _Hit(line, None, f"{option} lists index {entry} but `{kernel.name}` has {len(kernel.params)} "
+                                   "parameters; Triton ignores it silently")
+        elif isinstance(entry, str) and entry not in names:
+            close = difflib.get_close_matches(entry, names, n=1, cutoff=0.75)
+            hint = f" (did you mean `{close[0]}`?)" if close else ""
+            yield _Hit(line, entry, f"{option} lists `{entry}`, which is not a parameter of `{kernel.name}`{hint}; "
+                                    "Triton ignores it silently")
+
+
+def _jg105_listed_constexprs(facts: _KernelFacts) -> Iterator[_Hit]:
+    kernel = facts.kernel
+    for option, line, entry in _listed_entries(kernel):
+        if isinstance(entry, int):
+            param = kernel.params[entry] if -len(kernel.params) <= entry < len(kernel.params) else None
+        else:
+            param = kernel.param(entry)
+        if param is not None and param.is_constexpr:
+            yield _Hit(line, param.name, f"{option} lists `{param.name}`, a tl.constexpr: Triton raises a "
+                                         "CompilationError at the first compile; remove it from the list")
+
+
+def _jg101_token_counts(facts: _KernelFacts) -> Iterator[_Hit]:
+    for param in facts.runtime_ints:
+        if facts.kinds.get(param.name) == "count" and param.name not in facts.demoted:
+            use = facts.uses.sizes.get(param.name)
+            why = f", used in {use}" if use else ""
+            yield _Hit(param.line, param.name,
+                       f"`{param.name}` looks like a token/batch count{why} and is specialized: values 1, "
+                       f"multiples of 16 and others compile separate variants; {_demotion_hint(facts.kernel, param)}")
+
+
+def _jg107_runtime_bounds(facts: _KernelFacts) -> Iterator[_Hit]:
+    for param in facts.runtime_ints:
+        if facts.kinds.get(param.name) == "bound" and param.name not in facts.demoted:
+            yield _Hit(param.line, param.name,
+                       f"`{param.name}` bounds or splits a position ({facts.uses.bounds[param.name]}) and is "
+                       "specialized: values 1, multiples of 16 and others compile separate variants; unless it is "
+                       f"fixed per model, {_demotion_hint(facts.kernel, param)}")
+
+
+def _jg102_model_sizes(facts: _KernelFacts) -> Iterator[_Hit]:
+    for param in facts.runtime_ints:
+        if facts.kinds.get(param.name) == "size" and param.name not in facts.demoted:
+            pitch = ", multiplies a position (a layout pitch)," if param.name in facts.uses.pitches else ""
+            yield _Hit(param.line, param.name,
+                       f"`{param.name}` is used in {facts.uses.sizes[param.name]}{pitch} and is specialized (1 / "
+                       "multiple of 16 / other); fine for a model dimension, demote it if it changes from call to call")
+
+
+def _jg103_count_constexprs(facts: _KernelFacts) -> Iterator[_Hit]:
+    for param in facts.kernel.params:
+        if param.is_constexpr and _is_count_constexpr(facts, param):
+            yield _Hit(param.line, param.name,
+                       f"`{param.name}: tl.constexpr` looks like a runtime size: every new value compiles a new "
+                       "variant; make it a runtime argument (or bucket its values)")
 
 
 def _derived_strides(kernel: TritonKernel, candidates: list[KernelParam]) -> list[KernelParam]:
     """Strides computed from the token count: the stride of an axis laid out outside the token
     axis (batch, group, expert) of a tensor that also has a token-axis stride, or the group
     stride of a scale buffer ([groups, align(T, 4), X])."""
-    axes = [(param, *_stride_axis(param.name)) for param in kernel.params if _is_stride_name(param.name)]
+    axes = [(param, *stride_axis(param.name)) for param in kernel.params if is_stride_name(param.name)]
     derived = []
     for param in candidates:
-        tensor, axis = _stride_axis(param.name)
+        tensor, axis = stride_axis(param.name)
         has_token_axis = any(other is not param and other_tensor == tensor and other_axis in TOKEN_AXES
                              for other, other_tensor, other_axis in axes)
         scale_group = bool({"scale", "scales", "sf", "s"} & set(tensor.split("_"))) and axis in ("group", "groups", "g")
@@ -429,15 +408,33 @@ def _derived_strides(kernel: TritonKernel, candidates: list[KernelParam]) -> lis
     return derived
 
 
-def _heuristic_findings(kernel: TritonKernel, counts: dict[str, str]) -> list[tuple[int, str, str]]:
-    """(line, heuristic name, message) for heuristics that read a count."""
-    found = []
-    for heuristic in kernel.heuristics:
-        read = [name for name in heuristic.reads if name in counts]
+def _jg106_derived_strides(facts: _KernelFacts) -> Iterator[_Hit]:
+    """Ints computed from a count: proven at a launch of this file (warning), or a stride whose name says
+    it walks an axis outside the token axis (info), once the kernel has a per-call count to demote."""
+    kernel, demoted = facts.kernel, facts.demoted
+    for param in facts.runtime_ints:
+        if facts.kinds.get(param.name) == "derived" and param.name not in demoted:
+            yield _Hit(param.line, param.name,
+                       f"`{param.name}` is {facts.counts[param.name]} where the kernel is launched, so it flips "
+                       "classes (1 / multiple of 16 / other) as the count changes, even with the count demoted: "
+                       "demote it too", "warning")
+    if not any(facts.kinds.get(p.name) in ("count", "bound") for p in facts.runtime_ints):
+        return
+    strides = [p for p in facts.runtime_ints if is_stride_name(p.name) and p.name not in demoted
+               and facts.kinds.get(p.name) != "derived"]
+    for param in _derived_strides(kernel, strides):
+        yield _Hit(param.line, param.name,
+                   f"stride `{param.name}` walks an axis laid out outside the token axis ([B, T, X]: it is T * X), "
+                   "so it flips classes as the token count changes, even with the count demoted: demote it too")
+
+
+def _jg108_heuristics_from_counts(facts: _KernelFacts) -> Iterator[_Hit]:
+    """Heuristics that derive a constexpr from a count."""
+    for heuristic in facts.kernel.heuristics:
+        read = [name for name in heuristic.reads if name in facts.counts]
         if not read:
             continue
         shown = heuristic.expression.body if isinstance(heuristic.expression, ast.Lambda) else heuristic.expression
-        text = _short(shown, 60)
         calls = {(dotted_name(n.func) or "").rsplit(".", 1)[-1] for n in ast.walk(heuristic.expression)
                  if isinstance(n, ast.Call)}
         if "next_power_of_2" in calls:
@@ -446,11 +443,40 @@ def _heuristic_findings(kernel: TritonKernel, counts: dict[str, str]) -> list[tu
             variants = "2 variants (True/False) as the count changes"
         else:
             variants = "one variant per distinct value"
-        found.append((heuristic.line, heuristic.name,
-                      f"heuristic `{heuristic.name} = {text}` derives a tl.constexpr from {counts[read[0]]} "
-                      f"`{read[0]}`: {variants}, even with `{read[0]}` in do_not_specialize; derive it in the "
-                      "kernel at run time, or bucket the count"))
-    return found
+        yield _Hit(heuristic.line, heuristic.name,
+                   f"heuristic `{heuristic.name} = {short_text(shown, 60)}` derives a tl.constexpr from "
+                   f"{facts.counts[read[0]]} `{read[0]}`: {variants}, even with `{read[0]}` in do_not_specialize; "
+                   "derive it in the kernel at run time, or bucket the count")
+
+
+def _jg109_autotune_key_counts(facts: _KernelFacts) -> Iterator[_Hit]:
+    configs = _configs_count(facts.kernel)
+    every = f"all {configs} configs" if configs else "every config"
+    for key in facts.kernel.autotune_keys:
+        if key.bucketed or key.name not in facts.counts:
+            continue
+        yield _Hit(key.line, key.name,
+                   f"autotune key `{key.name}` is {facts.counts[key.name]}: every new value re-benchmarks {every} "
+                   f"(on the request path in a server); bucket it: `jitguard fix --bucket {facts.kernel.name}:"
+                   f"{key.name}` makes it `jitguard.autotune(..., bucket={{\"{key.name}\": \"pow2\"}})` (the "
+                   "kernel's module then imports jitguard), or drop it from key=[...]")
+
+
+# One check per rule, in `RULES` order; a device helper gets only `HELPER_RULES`.
+RULE_CHECKS: dict[str, Callable[[_KernelFacts], Iterator[_Hit]]] = {
+    "JG101": _jg101_token_counts,
+    "JG102": _jg102_model_sizes,
+    "JG103": _jg103_count_constexprs,
+    "JG104": _jg104_unknown_names,
+    "JG105": _jg105_listed_constexprs,
+    "JG106": _jg106_derived_strides,
+    "JG107": _jg107_runtime_bounds,
+    "JG108": _jg108_heuristics_from_counts,
+    "JG109": _jg109_autotune_key_counts,
+}
+# Findings of these rules stand alone; the others on one parameter are merged into one finding.
+# JG109 asks for another edit (bucket the autotune key), so it is counted and fixed as itself.
+SEPARATE_RULES = frozenset({"JG109"})
 
 
 def _merge_per_parameter(findings: list[Finding]) -> list[Finding]:
@@ -458,7 +484,7 @@ def _merge_per_parameter(findings: list[Finding]) -> list[Finding]:
     by_param: dict[tuple[str, str], list[Finding]] = {}
     merged: list[Finding] = []
     for finding in findings:
-        if finding.param is None:
+        if finding.param is None or finding.rule in SEPARATE_RULES:
             merged.append(finding)
             continue
         key = (finding.qualname, finding.param)
@@ -469,7 +495,7 @@ def _merge_per_parameter(findings: list[Finding]) -> list[Finding]:
     result = []
     for finding in merged:
         group = by_param.get((finding.qualname, finding.param or "")) if finding.param is not None else None
-        if not group:
+        if not group or finding.rule in SEPARATE_RULES:
             result.append(finding)
             continue
         group.sort(key=lambda f: PRIORITY.index(f.rule) if f.rule in PRIORITY else len(PRIORITY))
@@ -489,120 +515,39 @@ def scan_kernel(
     lines: list[str] | None = None,
     device_helper: bool = False,
     enabled: Collection[str] | None = None,
+    helpers: HelperUses | None = None,
+    launches: LaunchFacts | None = None,
 ) -> list[Finding]:
     """Apply every rule (or those in `enabled`) to one kernel found by `find_kernels`.
 
     A `device_helper` (a jit function other kernels call) is inlined into its callers and never
-    specialized on its own, so only the rules about its decorator lists apply. For one of several jit calls on
-    one function, each finding says which (`Finding.binding`).
+    specialized on its own, so only the rules about its decorator lists apply. `helpers` follows
+    calls into the file's other jit functions; `launches` is what this file's launches pass to the
+    kernel. For one of several jit calls on one function, each finding says which (`Finding.binding`).
     """
     lines = lines or []
-    found: list[Finding] = []
     kernel_lines = {kernel.line, kernel.first_line, kernel.decorator_line}
-
-    def add(rule_id: str, line: int, param: str | None, message: str) -> None:
-        if enabled is not None and rule_id not in enabled:
-            return
-        if any(_suppressed(lines, where, rule_id) for where in {line, *kernel_lines}):
-            return
-        rule = RULES[rule_id]
-        found.append(
-            Finding(rule.id, file, line, kernel.name, param, message, rule.advice, rule.severity, rule.name,
-                    kernel.qualname, _column(lines, line, param), binding=kernel.binding_label)
-        )
-
-    names = {param.name for param in kernel.params}
-    for option in DEMOTION_OPTIONS:
-        listed = kernel.demotions.get(option)
-        if listed is None:
-            continue
-        anywhere = sorted(listed.listed_anywhere(), key=lambda entry: (isinstance(entry, str), str(entry)))
-        for entry in listed.entries if listed.literal else anywhere:
-            if isinstance(entry, int):
-                if not -len(kernel.params) <= entry < len(kernel.params):
-                    add("JG104", listed.line, None,
-                        f"{option} lists index {entry} but `{kernel.name}` has {len(kernel.params)} parameters; "
-                        "Triton ignores it silently")
-                    continue
-                param = kernel.params[entry]
-            elif entry not in names:
-                close = difflib.get_close_matches(entry, sorted(names), n=1, cutoff=0.75)
-                hint = f" (did you mean `{close[0]}`?)" if close else ""
-                add("JG104", listed.line, entry,
-                    f"{option} lists `{entry}`, which is not a parameter of `{kernel.name}`{hint}; "
-                    "Triton ignores it silently")
-                continue
-            else:
-                param = kernel.param(entry)  # type: ignore[assignment]
-            if param is not None and param.is_constexpr:
-                add("JG105", listed.line, param.name,
-                    f"{option} lists `{param.name}`, a tl.constexpr: Triton raises a CompilationError at "
-                    "the first compile; remove it from the list")
     if kernel.node is None or device_helper:
-        # A device helper (or a kernel with no body to read) keeps the rules of HELPER_RULES: its
-        # decorator's lists. The same set decides which findings a helper called from another file keeps.
-        return _merge_per_parameter([f for f in found if f.rule in HELPER_RULES])
-    demoted = kernel.demoted("do_not_specialize") | kernel.demoted("do_not_specialize_on_alignment")
-    uses = _parameter_uses(kernel.nodes(), names)
-    runtime_ints = [
-        param
-        for param in kernel.params
-        if not param.is_constexpr and not _is_float(param) and not _looks_like_pointer(param, uses)
-    ]
-    counts: dict[str, str] = {}  # parameter -> why it is a per-call count
-    demotes_token_count = False
-    for param in runtime_ints:
-        if is_token_count_name(param.name):
-            counts[param.name] = "the token count"
-            if param.name in kernel.demoted("do_not_specialize"):
-                demotes_token_count = True
-            if param.name not in demoted:
-                use = uses.sizes.get(param.name)
-                why = f", used in {use}" if use else ""
-                add("JG101", param.line, param.name,
-                    f"`{param.name}` looks like a token/batch count{why} and is specialized: values 1, "
-                    f"multiples of 16 and others compile separate variants; {_demotion_hint(kernel, param)}")
-        elif param.name in uses.bounds and not is_model_dimension_name(param.name) and not _is_stride_name(param.name):
-            counts[param.name] = "a run-time bound"
-            if param.name in kernel.demoted("do_not_specialize"):
-                demotes_token_count = True
-            elif param.name not in demoted:
-                add("JG107", param.line, param.name,
-                    f"`{param.name}` bounds or splits a position (`{_short(uses.bounds[param.name])}`) "
-                    f"and is specialized: values 1, multiples "
-                    f"of 16 and others compile separate variants; unless it is fixed per model, "
-                    f"{_demotion_hint(kernel, param)}")
-        elif param.name in uses.sizes and param.name not in demoted and not _is_stride_name(param.name):
-            add("JG102", param.line, param.name,
-                f"`{param.name}` is used in {uses.sizes[param.name]} and is specialized (1 / multiple of 16 / "
-                "other); fine for a model dimension, demote it if it changes from call to call")
-    for param in kernel.params:
-        if param.is_constexpr and not param.name.isupper() and is_token_count_name(param.name) and not (
-            param.name.lower().startswith("max_")
-        ):
-            counts.setdefault(param.name, "the token count")
-            add("JG103", param.line, param.name,
-                f"`{param.name}: tl.constexpr` looks like a runtime size: every new value compiles a new "
-                "variant; make it a runtime argument (or bucket its values)")
-    # Someone demoted the count but left the strides: the state vLLM's inverse-RoPE kernel was in.
-    if demotes_token_count:
-        strides = [p for p in runtime_ints if _is_stride_name(p.name) and p.name not in demoted]
-        for param in _derived_strides(kernel, strides):
-            add("JG106", param.line, param.name,
-                f"stride `{param.name}` is specialized while the token count is demoted; it walks an axis "
-                "laid out outside the token axis ([B, T, X]: it is T * X), so it flips classes as the count "
-                "changes: demote it")
-    for line, name, message in _heuristic_findings(kernel, counts):
-        add("JG108", line, name, message)
-    configs = _configs_count(kernel)
-    for key in kernel.autotune_keys:
-        if key.bucketed or key.name not in counts:
+        # A device helper (or a kernel with no body to read) keeps the rules of HELPER_RULES: its decorator's
+        # lists. The same set decides which findings a helper called from another file keeps.
+        checks = [rule for rule in RULE_CHECKS if rule in HELPER_RULES]
+    else:
+        checks = list(RULE_CHECKS)
+    params = {param.name for param in kernel.params}
+    uses = helpers.of(kernel) if helpers is not None else parameter_uses(kernel.nodes(), params)
+    facts = _KernelFacts(kernel, uses, launches or LaunchFacts(), _defaults(kernel))
+    _judge_ints(facts)
+    found: list[Finding] = []
+    for rule_id in checks:
+        if enabled is not None and rule_id not in enabled:
             continue
-        every = f"all {configs} configs" if configs else "every config"
-        add("JG109", key.line, key.name,
-            f"autotune key `{key.name}` is {counts[key.name]}: every new value re-benchmarks {every} (on the "
-            f"request path in a server); bucket it: `jitguard.autotune(..., bucket={{\"{key.name}\": \"pow2\"}})`, "
-            "or drop it from key=[...]")
+        rule = RULES[rule_id]
+        for hit in RULE_CHECKS[rule_id](facts):
+            if any(_suppressed(lines, where, rule_id) for where in {hit.line, *kernel_lines}):
+                continue
+            found.append(Finding(rule.id, file, hit.line, kernel.name, hit.param, hit.message, rule.advice,
+                                 hit.severity or rule.severity, rule.name, kernel.qualname,
+                                 _column(lines, hit.line, hit.param), binding=kernel.binding_label))
     return sorted(_merge_per_parameter(found), key=lambda finding: (finding.line, finding.column))
 
 
@@ -629,13 +574,35 @@ def _scan_with_calls(source: bytes, file: str, enabled: Collection[str] | None,
     tree = parse_source(source)
     kernels = find_kernels(source, tree)
     lines = source_lines(source)
-    helpers = called_names(kernels)
+    called = called_names(kernels)
+    helpers = HelperUses({kernel.name: kernel for kernel in reversed(kernels)})
+    launches = launch_facts(tree, {name: [param.name for param in kernel.params]
+                                   for kernel in kernels for name in (kernel.name, *kernel.bound_as)})
     findings = [
         finding
         for kernel in kernels
-        for finding in scan_kernel(kernel, file, lines, kernel.name in helpers, enabled)
+        for finding in scan_kernel(kernel, file, lines, kernel.name in called, enabled, helpers,
+                                   _kernel_launches(kernel, launches))
     ]
     return findings, len(kernels), helper_calls(tree, (kernel.nodes() for kernel in kernels), path)
+
+
+def _kernel_launches(kernel: TritonKernel, launches: dict[str, LaunchFacts]) -> LaunchFacts | None:
+    """The launches of `kernel` under any of its names (one kernel bound twice: each binding's own)."""
+    names = kernel.bound_as if kernel.several_bindings and kernel.bound_as else (kernel.name, *kernel.bound_as)
+    found = [launches[name] for name in names if name in launches]
+    if len(found) <= 1:
+        return found[0] if found else None
+    merged = LaunchFacts()
+    for facts in found:
+        merged.launches += facts.launches
+        merged.floats |= facts.floats
+        merged.flags |= facts.flags
+        for param, sources in facts.derived.items():
+            merged.derived.setdefault(param, set()).update(sources)
+        for param, values in facts.passed.items():
+            merged.passed.setdefault(param, []).extend(values)
+    return merged
 
 
 def scan_file(path: Path, enabled: Collection[str] | None = None, display: str | None = None) -> FileScan:

@@ -50,7 +50,7 @@ CASES = [
         def _k(x_ptr, num_tokens, BLOCK: tl.constexpr):
             pass
         k = triton.autotune(configs=[triton.Config({"BLOCK": 64})], key=["num_tokens"])(triton.jit(_k))
-     """, {("JG101", "num_tokens")}),
+     """, {("JG101", "num_tokens"), ("JG109", "num_tokens")}),
     ("alias-of-a-jit-call-keeps-its-list", """
         shared_jit = functools.partial(triton.jit, do_not_specialize=["num_tokens"])
         @shared_jit
@@ -185,14 +185,19 @@ CASES = [
         def k(x_ptr, M, BLOCK: tl.constexpr):
             pass
      """, set()),
-    # -- noise: one finding per parameter --
+    # -- noise: one finding per parameter; the autotune key's is its own (another edit: bucket it) --
     ("one-finding-per-parameter", """
+        @triton.jit(do_not_specialize=["num_tokens"])
+        def k(x_ptr, num_tokens: tl.constexpr):
+            pass
+     """, {("JG105", "num_tokens")}),
+    ("autotune-key-finding-stands-alone", """
         @triton.autotune(configs=[triton.Config({"BLOCK": 64})], key=["num_tokens"])
         @triton.jit
         def k(x_ptr, num_tokens, BLOCK: tl.constexpr):
             offs = tl.arange(0, BLOCK)
             tl.store(x_ptr + offs, 0.0, mask=offs < num_tokens)
-     """, {("JG101", "num_tokens")}),
+     """, {("JG101", "num_tokens"), ("JG109", "num_tokens")}),
     # -- suppression comments --
     ("ignore-on-decorator-line", """
         @triton.jit  # jitguard: ignore[JG101]
@@ -246,16 +251,16 @@ def test_scan_case(body: str, expected: set[tuple[str, str | None]]) -> None:
     findings, kernels = scan_source(_source(body), "k.py")
     assert kernels == (0 if "numba" in body else 1)
     assert {(finding.rule, finding.param) for finding in findings} == expected
-    # never a parameter named twice
-    params = [(finding.kernel, finding.param) for finding in findings if finding.param]
+    # never a parameter named twice (but for the autotune key's own finding)
+    params = [(finding.kernel, finding.param, finding.rule == "JG109") for finding in findings if finding.param]
     assert len(params) == len(set(params))
 
 
 def test_folded_causes_are_listed_in_one_message() -> None:
     body = {case[0]: case[1] for case in CASES}["one-finding-per-parameter"]
     (finding,) = scan_source(_source(body), "k.py")[0]
-    assert finding.also == ("JG109",)
-    assert "re-benchmarks all 1 configs" in finding.message and "do_not_specialize" in finding.message
+    assert finding.also == ("JG103",)
+    assert "CompilationError" in finding.message and "make it a runtime argument" in finding.message
 
 
 @pytest.mark.parametrize(

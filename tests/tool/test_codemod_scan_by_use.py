@@ -1,0 +1,244 @@
+"""`jitguard scan` judges ambiguous parameters by their uses: in device helpers, at launches, as
+pitches, flags and floats. A table: source -> the findings a user sees, (rule, parameter)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from jitguard.codemod.commands import fix_command, scan_command
+from jitguard.codemod.demotions import load_report
+from jitguard.codemod.scan import scan_source
+
+HEADER = """\
+import triton
+import triton.language as tl
+"""
+
+# (case id, body after HEADER, expected {(rule, param)} over the whole file)
+CASES = [
+    # -- a bound inside a called @triton.jit helper is a use of what the caller passes --
+    ("helper-mask-bound-positional", """
+        @triton.jit
+        def _inner(acc, k_ptr, start, kv_len, BLOCK: tl.constexpr):
+            offs = start + tl.arange(0, BLOCK)
+            return acc + tl.load(k_ptr + offs, mask=offs < kv_len)
+
+        @triton.jit
+        def attn(o_ptr, k_ptr, kv_len, BLOCK: tl.constexpr):
+            acc = tl.zeros([BLOCK], dtype=tl.float32)
+            acc = _inner(acc, k_ptr, 0, kv_len, BLOCK)
+            tl.store(o_ptr + tl.arange(0, BLOCK), acc)
+     """, {("JG107", "kv_len")}),
+    ("helper-loop-bound-by-keyword-through-two-helpers", """
+        @triton.jit
+        def _rows(x_ptr, stop, BLOCK: tl.constexpr):
+            for start in range(0, stop, BLOCK):
+                tl.store(x_ptr + start + tl.arange(0, BLOCK), 0.0)
+
+        @triton.jit
+        def _middle(x_ptr, extent, BLOCK: tl.constexpr):
+            _rows(x_ptr, stop=extent, BLOCK=BLOCK)
+
+        @triton.jit
+        def k(x_ptr, S, BLOCK: tl.constexpr):
+            _middle(x_ptr, S, BLOCK)
+     """, {("JG107", "S")}),
+    ("helper-pointer-is-no-count", """
+        @triton.jit
+        def _zero(rows, BLOCK: tl.constexpr):
+            tl.store(rows + tl.arange(0, BLOCK), 0.0)
+
+        @triton.jit
+        def k(cache, num_tokens, BLOCK: tl.constexpr):
+            _zero(cache, BLOCK)
+     """, {("JG101", "num_tokens")}),
+    # -- single letters and model-ish words by use --
+    ("single-letters-by-use", """
+        @triton.jit
+        def k(x_ptr, L, S, N, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            for s in range(0, S, BLOCK):
+                tl.store(x_ptr + s + offs, 0.0, mask=(offs < L) & (offs < N))
+     """, {("JG107", "L"), ("JG107", "S"), ("JG102", "N")}),
+    ("a-block-count-bounds-a-loop", """
+        @triton.jit
+        def k(x_ptr, num_blocks, BLOCK: tl.constexpr):
+            for b in range(0, num_blocks):
+                tl.store(x_ptr + b * BLOCK + tl.arange(0, BLOCK), 0.0)
+     """, {("JG107", "num_blocks")}),
+    ("a-pitch-is-a-layout-dimension", """
+        @triton.jit
+        def k(x_ptr, block_size, BLOCK: tl.constexpr):
+            page = tl.program_id(0)
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + page * block_size + offs, 0.0, mask=offs < block_size)
+     """, {("JG102", "block_size")}),
+    ("n-prefixed-model-word", """
+        @triton.jit
+        def k(x_ptr, ngroups, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, 0.0, mask=offs < ngroups)
+     """, {("JG102", "ngroups")}),
+    ("bound-through-a-local", """
+        @triton.jit
+        def k(x_ptr, extent, BLOCK: tl.constexpr):
+            last = extent - 1
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, 0.0, mask=offs <= last)
+     """, {("JG107", "extent")}),
+    # -- ints computed from a count where the kernel is launched --
+    ("stride-computed-from-a-count-at-the-launch", """
+        @triton.jit
+        def k(x_ptr, L, stride_sh, BLK: tl.constexpr):
+            offs = tl.arange(0, BLK)
+            tl.store(x_ptr + tl.program_id(0) * stride_sh + offs, 0.0, mask=offs < L)
+
+        def launch(x, L, BLK):
+            stride_sh = triton.cdiv(L, BLK)
+            k[(1,)](x, L, stride_sh, BLK=BLK)
+     """, {("JG107", "L"), ("JG106", "stride_sh")}),
+    ("count-of-blocks-passed-beside-the-count", """
+        @triton.jit(do_not_specialize=["num_tokens"])
+        def k(x_ptr, num_tokens, n_tiles, BLOCK: tl.constexpr):
+            tl.store(x_ptr + tl.program_id(0) * n_tiles, 0.0)
+
+        def launch(x, BLOCK):
+            num_tokens = x.shape[0]
+            k[(1,)](x, num_tokens, n_tiles=(num_tokens + BLOCK - 1) // BLOCK, BLOCK=BLOCK)
+     """, {("JG106", "n_tiles")}),
+    ("stride-from-the-tensor-is-not-derived", """
+        @triton.jit(do_not_specialize=["num_tokens"])
+        def k(x_ptr, num_tokens, stride_xt, BLOCK: tl.constexpr):
+            tl.store(x_ptr + tl.program_id(0) * stride_xt, 0.0)
+
+        def launch(x, BLOCK):
+            k[(1,)](x, x.shape[0], x.stride(0), BLOCK=BLOCK)
+     """, set()),
+    # -- never specialized, or not a count: floats and bool flags --
+    ("float-by-default-value", """
+        @triton.jit
+        def k(x_ptr, cutoff=0.5, BLOCK: tl.constexpr = 64):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, 0.0, mask=offs.to(tl.float32) < cutoff * BLOCK)
+     """, set()),
+    ("float-by-launch", """
+        @triton.jit
+        def k(x_ptr, cutoff, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, 0.0, mask=offs.to(tl.float32) < cutoff * BLOCK)
+
+        def launch(x):
+            k[(1,)](x, 0.25, BLOCK=64)
+     """, set()),
+    ("bool-flag-read-as-a-condition", """
+        @triton.jit
+        def k(x_ptr, tokens_sorted: tl.constexpr):
+            if tokens_sorted:
+                tl.store(x_ptr, 0.0)
+     """, set()),
+    ("bool-flag-by-default", """
+        @triton.jit
+        def k(x_ptr, v, batch_invariant: tl.constexpr = False):
+            tl.store(x_ptr, tl.where(batch_invariant, v, 0.0))
+     """, set()),
+    ("bool-flag-by-launch", """
+        @triton.jit
+        def k(x_ptr, v, seq_major: tl.constexpr):
+            tl.store(x_ptr, tl.where(seq_major, v, 0.0))
+
+        def launch(x):
+            k[(1,)](x, 1.0, seq_major=True)
+     """, set()),
+    ("count-constexpr-is-still-found", """
+        @triton.jit
+        def k(x_ptr, num_tokens: tl.constexpr):
+            tl.store(x_ptr + tl.arange(0, num_tokens), 0.0)
+     """, {("JG103", "num_tokens")}),
+    # -- Gluon kernels are scanned like triton.jit --
+    ("gluon-jit", """
+        from triton.experimental import gluon
+        from triton.experimental.gluon import language as gl
+
+        @gluon.jit
+        def k(x_ptr, num_tokens, BLOCK: gl.constexpr):
+            offs = gl.arange(0, BLOCK, layout=gl.BlockedLayout([1], [32], [4], [0]))
+            gl.store(x_ptr + offs, 0.0, mask=offs < num_tokens)
+     """, {("JG101", "num_tokens")}),
+    ("gluon-jit-imported-as-jit", """
+        from triton.experimental.gluon import jit as gjit
+
+        @gjit(do_not_specialize=["num_tokens", "M"])
+        def k(x_ptr, num_tokens, M):
+            pass
+     """, set()),
+    ("gluon-jit-module-alias", """
+        import triton.experimental.gluon as glu
+
+        @glu.jit
+        def k(x_ptr, num_tokens):
+            pass
+     """, {("JG101", "num_tokens")}),
+]
+
+
+def _source(body: str) -> bytes:
+    return (HEADER + textwrap.dedent(body).lstrip("\n")).encode()
+
+
+@pytest.mark.parametrize(("body", "expected"), [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+def test_scan_by_use(body: str, expected: set[tuple[str, str | None]]) -> None:
+    findings, kernels = scan_source(_source(body), "k.py")
+    assert kernels >= 1
+    assert {(finding.rule, finding.param) for finding in findings} == expected
+
+
+def test_a_helper_bound_names_the_helper() -> None:
+    body = {case[0]: case[1] for case in CASES}["helper-mask-bound-positional"]
+    (finding,) = scan_source(_source(body), "k.py")[0]
+    assert finding.kernel == "attn" and "`offs < kv_len` in `_inner`" in finding.message
+
+
+def test_a_launch_derived_stride_is_a_warning_that_says_where_it_comes_from() -> None:
+    body = {case[0]: case[1] for case in CASES}["stride-computed-from-a-count-at-the-launch"]
+    (stride,) = [f for f in scan_source(_source(body), "k.py")[0] if f.param == "stride_sh"]
+    assert stride.severity == "warning" and stride.advice == "do_not_specialize"
+    assert "computed from `L`" in stride.message
+
+
+def _run(command: object, args: list[str]) -> object:
+    return CliRunner().invoke(command, [str(arg) for arg in args])  # type: ignore[arg-type]
+
+
+def test_jg109_is_counted_in_the_summary_and_asks_for_a_bucket(tmp_path: Path) -> None:
+    kernel = tmp_path / "tuned.py"
+    kernel.write_text(HEADER + textwrap.dedent("""
+        @triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["num_tokens"])
+        @triton.jit
+        def k(x_ptr, num_tokens, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, 0.0, mask=offs < num_tokens)
+        """))
+    scan = _run(scan_command, [kernel])
+    assert scan.exit_code == 1  # type: ignore[attr-defined]
+    assert "(JG101 1, JG109 1)" in scan.stderr  # type: ignore[attr-defined]
+    report = tmp_path / "scan.json"
+    report.write_text(_run(scan_command, ["--json", kernel]).stdout)  # type: ignore[attr-defined]
+    (finding,) = [f for f in json.loads(report.read_text())["findings"] if f["rule"] == "JG109"]
+    assert finding["advice"] == "bucket"
+    demotions, _ = load_report(report)
+    assert [(d.kernel, d.param, d.option) for d in demotions if d.advice == "bucket"] == [
+        ("k", "num_tokens", "bucket:pow2")]
+
+
+def test_fix_edits_a_gluon_decorator(tmp_path: Path) -> None:
+    kernel = tmp_path / "g.py"
+    kernel.write_text(_source({case[0]: case[1] for case in CASES}["gluon-jit"]).decode())
+    result = _run(fix_command, ["--param", "k:num_tokens", kernel])
+    assert result.exit_code == 0, result.stderr  # type: ignore[attr-defined]
+    assert '@gluon.jit(do_not_specialize=["num_tokens"])\ndef k(' in kernel.read_text()
+    assert scan_source(kernel.read_bytes(), "g.py")[0] == []
