@@ -129,7 +129,8 @@ def print_run_report(log_dir: str, stream: Any = None, log_problem: str | None =
 
     With `log_problem` (from `log_dir_problem`) no report is read: the directory held none of this run's events.
     """
-    from jitguard.report.build import ReportInputError, build_report, format_text
+    from jitguard.report.build import ReportInputError, build_report
+    from jitguard.report.render_tables import format_text
 
     stream = stream or sys.stderr
     if log_problem:

@@ -14,7 +14,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from jitguard.report.build import load_logs
+from jitguard.report.event_logs import load_logs
 
 GEMM = "moe_grouped_gemm_kernel"
 

@@ -9,7 +9,8 @@ import tempfile
 
 import click
 
-from jitguard.report.build import ReportInputError, build_report, format_markdown, format_text
+from jitguard.report.build import ReportInputError, build_report
+from jitguard.report.render_tables import format_markdown, format_text
 
 # `--html` given without a FILE: the page is the report's main output (stdout, or -o FILE).
 _HTML_AS_OUTPUT = "\0as-output"

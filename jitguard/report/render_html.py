@@ -14,7 +14,7 @@ from collections.abc import Collection
 from typing import Any
 
 from jitguard.render_text import cost_lines, kernel_label, kernel_where
-from jitguard.report.build import summary_line
+from jitguard.report.render_tables import summary_line
 
 PHASE_COLOURS = {"warmup": "#2563eb", "serving": "#dc2626"}
 OTHER_COLOUR = "#6b7280"

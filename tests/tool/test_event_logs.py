@@ -10,10 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from jitguard.events import ProcessRecord, to_json_line
-from jitguard.report.build import build_report, format_markdown, format_text
+from jitguard.report.build import build_report
 from jitguard.report.command import report_command
 from jitguard.report.event_logs import LogInputError, load_logs, read_compile_events
 from jitguard.report.render_html import render_html
+from jitguard.report.render_tables import format_markdown, format_text
 from tests.tool.test_report import compiles_for, write_log
 
 

@@ -15,7 +15,8 @@ import torch
 
 import jitguard
 from jitguard import triton_compat
-from jitguard.report.build import build_report, format_text
+from jitguard.report.build import build_report
+from jitguard.report.render_tables import format_text
 from jitguard.startup.plan import build_plan
 from tests import kernels_bound_twice as bound
 

@@ -10,8 +10,9 @@ from click.testing import CliRunner
 
 from jitguard.events import Cause, CompileEvent, ParamSpec, ProcessRecord, to_json_line
 from jitguard.explain import explain_recompile
-from jitguard.report.build import build_report, format_markdown, format_text
+from jitguard.report.build import build_report
 from jitguard.report.command import report_command
+from jitguard.report.render_tables import format_markdown, format_text
 
 KERNEL_FILE = "/srv/model/kernels/moe.py"
 

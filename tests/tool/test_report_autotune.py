@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from jitguard.report.build import build_report, format_markdown, format_text
+from jitguard.report.build import build_report
+from jitguard.report.render_tables import format_markdown, format_text
 from jitguard.tuning.records import TuningRecord
 from tests.tool.test_report import KERNEL_FILE, compiles_for, write_log
 

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jitguard.report.build import build_report, format_text
+from jitguard.report.build import build_report
 from jitguard.report.command import report_command
 from jitguard.report.render_html import render_html
+from jitguard.report.render_tables import format_text
 from tests.tool.test_report import compiles_for, write_log
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from jitguard.render_text import md_code, md_text
-from jitguard.report.build import build_report, format_markdown
+from jitguard.report.build import build_report
+from jitguard.report.render_tables import format_markdown
 from tests.tool.test_report import compiles_for, write_log
 
 HOSTILE = [

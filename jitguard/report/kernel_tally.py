@@ -1,0 +1,198 @@
+"""One kernel's report entry, folded from its compile events as they are read (never all held at once).
+
+`KernelTally.add(event, process, rank)` takes one compile; `entry()` gives the JSON-ready dict of
+`jitguard report --json`. Memory grows with the kernel's processes, parameters, causes and distinct
+variants, not with its compile records. `rank` orders events as the report lists them (processes by
+start, then file order), so the entry is the same whatever order the files were read in.
+
+This module imports neither Triton nor torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from jitguard.events import CompileEvent, ParamSpec
+from jitguard.explain import fix_for_advice, strongest_advice
+from jitguard.report.event_logs import ProcessLog
+
+PHASES = ("warmup", "serving")
+
+# (process start or inf, pid, order the process was read, order the event was read)
+Rank = tuple[float, int, int, int]
+
+
+def spec_words(spec: ParamSpec) -> str:
+    """A parameter's specialization in a few words: 'i32 div16', '*fp32 aligned16', 'constexpr 64'."""
+    if spec.kind == "constexpr":
+        return f"constexpr {spec.value!r}"
+    if spec.kind == "none":
+        return "None"
+    parts = [spec.type or spec.kind]
+    if spec.spec:
+        parts.append(spec.spec)
+    return " ".join(parts)
+
+
+def process_label(process: ProcessLog) -> dict[str, Any]:
+    """How a report names a process: host, node (the host unless JITGUARD_NODE named one), pid, role, rank."""
+    return {"host": process.host, "node": process.node or process.host, "pid": process.pid, "role": process.role,
+            "rank": process.rank}
+
+
+@dataclass
+class _ParamTally:
+    specs_seen: dict[str, Rank] = field(default_factory=dict)  # words -> first rank
+    real_rank: Rank | None = None  # first event naming it as a parameter (else it is a launch option)
+    cause_rank: Rank | None = None
+    recompiles_caused: int = 0
+    advice_codes: set[str | None] = field(default_factory=set)
+    took_value_one: bool = False
+
+
+@dataclass
+class _ProcessSlot:
+    process: ProcessLog
+    rank: Rank
+    compiles: int = 0
+    compile_ms: float = 0.0
+    key_ids: set[int] = field(default_factory=set)
+
+
+class KernelTally:
+    """Everything the report says about one kernel (name, binding, file), added one event at a time."""
+
+    def __init__(self, name: str, binding: str, file: str) -> None:
+        self.name, self.binding, self.file = name, binding, file
+        self.first: tuple[Rank, str, int] | None = None  # (rank, module, line) of the first event
+        self.compiles = self.recompiles = 0
+        self.total_ms = 0.0
+        self.phases: dict[str, tuple[Rank, list[float]]] = {}  # phase -> (first rank, [compiles, ms])
+        self.slots: dict[tuple[str, int], _ProcessSlot] = {}
+        self.params: dict[str, _ParamTally] = {}
+        self.causes: dict[tuple, tuple[Rank, dict[str, Any]]] = {}
+        self.key_ids: dict[str, int] = {}
+        self.variants: dict[str, tuple[Rank, dict[str, Any]]] = {}
+
+    def add(self, event: CompileEvent, process: ProcessLog, rank: Rank) -> None:
+        """Count one compile of this kernel by `process`."""
+        if self.first is None or rank < self.first[0]:
+            self.first = (rank, event.module, event.line)
+        ms = event.compile_ms or 0.0
+        self.compiles += 1
+        self.recompiles += event.is_recompile
+        self.total_ms += ms
+        phase = self.phases.get(event.phase)
+        if phase is None or rank < phase[0]:
+            phase = self.phases[event.phase] = (rank, phase[1] if phase else [0, 0.0])
+        phase[1][0] += 1
+        phase[1][1] += ms
+        self._add_to_process(event, process, rank, ms)
+        self._add_params(event, rank)
+        self._add_causes(event, rank)
+        self._add_variant(event, rank)
+
+    def _add_to_process(self, event: CompileEvent, process: ProcessLog, rank: Rank, ms: float) -> None:
+        slot_key = (process.node or process.host, process.pid)
+        slot = self.slots.get(slot_key)
+        if slot is None:
+            slot = self.slots[slot_key] = _ProcessSlot(process, rank)
+        elif rank < slot.rank:  # two logs of one host and pid: the first to start names the row
+            slot.process, slot.rank = process, rank
+        slot.compiles += 1
+        slot.compile_ms = round(slot.compile_ms + ms, 3)
+        slot.key_ids.add(self.key_ids.setdefault(event.key, len(self.key_ids)))
+
+    def _add_params(self, event: CompileEvent, rank: Rank) -> None:
+        for name, spec in event.params.items():
+            tally = self.params.setdefault(name, _ParamTally())
+            if tally.real_rank is None or rank < tally.real_rank:
+                tally.real_rank = rank
+            if spec.kind == "int" and spec.spec == "one":
+                tally.took_value_one = True
+            words = spec_words(spec)
+            if words not in tally.specs_seen or rank < tally.specs_seen[words]:
+                tally.specs_seen[words] = rank
+
+    def _add_causes(self, event: CompileEvent, rank: Rank) -> None:
+        counted: set[str] = set()
+        for cause in event.causes:
+            slot = (cause.param, cause.before, cause.after, cause.advice)
+            known = self.causes.get(slot)
+            if known is None or rank < known[0]:
+                count = known[1]["count"] if known else 0
+                known = self.causes[slot] = (rank, {"param": cause.param, "before": cause.before,
+                                                    "after": cause.after, "advice": cause.advice,
+                                                    "message": cause.message, "count": count})
+            known[1]["count"] += 1
+            # A launch option (num_warps, ...) is listed with the parameters so nothing is hidden;
+            # "(none)" (no difference found) is not a parameter.
+            if cause.param in counted or cause.param == "(none)":
+                continue
+            counted.add(cause.param)
+            tally = self.params.setdefault(cause.param, _ParamTally())
+            if tally.cause_rank is None or rank < tally.cause_rank:
+                tally.cause_rank = rank
+            tally.recompiles_caused += 1
+            tally.advice_codes.add(cause.advice)
+
+    def _add_variant(self, event: CompileEvent, rank: Rank) -> None:
+        # Each distinct variant once, with its classes and options: enough for `jitguard warmup-plan`
+        # to rebuild it from the report alone, after the logs are gone.
+        known = self.variants.get(event.key)
+        if known is None or rank < known[0]:
+            self.variants[event.key] = (rank, {
+                "key": event.key, "triton_version": event.triton_version,
+                "params": {n: spec.to_dict() for n, spec in event.params.items()},
+                "options": dict(event.options), "compile_ms": event.compile_ms})
+
+    def _params_entry(self) -> dict[str, dict[str, Any]]:
+        # Parameters first (in the order events named them), then launch options only causes named.
+        def order(item: tuple[str, _ParamTally]) -> tuple:
+            tally = item[1]
+            return (0, tally.real_rank) if tally.real_rank is not None else (1, tally.cause_rank)
+
+        params = {}
+        for name, tally in sorted(self.params.items(), key=order):
+            params[name] = {"specs_seen": sorted(tally.specs_seen, key=tally.specs_seen.__getitem__),
+                            "recompiles_caused": tally.recompiles_caused,
+                            "advice": strongest_advice(tally.advice_codes, took_value_one=tally.took_value_one)}
+        return params
+
+    def _by_phase(self) -> dict[str, dict[str, Any]]:
+        by_phase = {phase: {"compiles": 0, "compile_ms": 0.0} for phase in PHASES}
+        for phase, (_, (compiles, ms)) in sorted(self.phases.items(), key=lambda item: item[1][0]):
+            by_phase[phase] = {"compiles": int(compiles), "compile_ms": round(ms, 3)}
+        return by_phase
+
+    def _by_process(self) -> list[dict[str, Any]]:
+        rows = []
+        for slot in sorted(self.slots.values(), key=lambda s: s.rank):
+            rows.append(dict(process_label(slot.process), compiles=slot.compiles, compile_ms=slot.compile_ms,
+                             variants=len(slot.key_ids)))
+        return sorted(rows, key=lambda p: (p["rank"] is None, p["rank"] or 0, p["pid"]))
+
+    def entry(self) -> dict[str, Any]:
+        """The kernel's entry in the report (see DESIGN.md: `jitguard report --json`)."""
+        assert self.first is not None, "an entry needs at least one event"
+        params = self._params_entry()
+        causes = sorted(self.causes.values(), key=lambda known: (-known[1]["count"], known[0]))
+        return {
+            "name": self.name,
+            "binding": self.binding,  # the module-level name the program calls it by, when not `name`; else ""
+            "module": self.first[1],
+            "file": self.file,
+            "line": self.first[2],
+            "variants": len(self.variants),
+            "compiles": self.compiles,
+            "recompiles": self.recompiles,
+            "compile_ms": round(self.total_ms, 3),
+            "by_phase": self._by_phase(),
+            "by_process": self._by_process(),
+            "params": params,
+            "causes": [cause for _, cause in causes],
+            # One fix per parameter, from its strongest advice across every process.
+            "fix": fix_for_advice({param: entry["advice"] for param, entry in params.items()}) or None,
+            "variant_list": [entry for _, entry in sorted(self.variants.values(), key=lambda known: known[0])],
+        }

@@ -1,0 +1,177 @@
+"""A report (`jitguard.report.build.build_report`) as text for people: plain tables and markdown.
+
+`format_text` is what `jitguard report` and `jitguard run` print; `format_markdown` is for an issue
+or a PR comment, every name from the logs escaped. `summary_line` is the one-line total both (and the
+HTML page) open with.
+
+This module imports neither Triton nor torch.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from jitguard.render_text import cost_lines, kernel_label, kernel_where, markdown_table, md_code, md_text, table
+from jitguard.tuning.records import format_autotune_summary
+
+
+def _role_words(entry: dict[str, Any]) -> str:
+    role = entry.get("role") or "-"
+    if entry.get("rank") is not None:
+        role += f" (rank {entry['rank']})"
+    return role
+
+
+def _argv_words(argv: list[str], width: int = 60) -> str:
+    # The script's name, not its directory, is what tells processes apart in a narrow column.
+    shown = [os.path.basename(argv[0]) or argv[0], *argv[1:]] if argv else []
+    text = " ".join(shown) if shown else "?"
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _ms(value: float) -> str:
+    return f"{value:.0f}"
+
+
+def _several_nodes(report: dict[str, Any]) -> bool:
+    # A node column only where the logs come from more than one node (a one-machine report keeps its columns).
+    return len({p.get("node") for p in report["processes"]}) > 1
+
+
+def _process_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    header = ["pid", "ppid", "role", "compiles", "recompiles", "compile ms", "argv"]
+    rows = [[str(p["pid"]), str(p["ppid"] if p["ppid"] is not None else "?"), _role_words(p), str(p["compiles"]),
+             str(p["recompiles"]), _ms(p["compile_ms"]), _argv_words(p["argv"])] for p in report["processes"]]
+    if _several_nodes(report):
+        header.insert(2, "node")
+        for row, process in zip(rows, report["processes"]):
+            row.insert(2, process["node"])
+    if any(p.get("events_not_written") for p in report["processes"]):
+        # Only when a process lost events, so the usual table keeps its columns.
+        header.insert(-1, "not written")
+        for row, process in zip(rows, report["processes"]):
+            row.insert(-1, str(process.get("events_not_written") or 0))
+    return header, rows
+
+
+def _kernel_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    header = ["kernel", "where", "variants", "compiles", "processes", "warmup ms", "serving ms", "fix"]
+    rows = []
+    for k in report["kernels"]:
+        rows.append([kernel_label(k), kernel_where(k["file"], k["line"]), str(k["variants"]), str(k["compiles"]),
+                     str(len(k["by_process"])), _ms(k["by_phase"]["warmup"]["compile_ms"]),
+                     _ms(k["by_phase"]["serving"]["compile_ms"]), k["fix"] or "-"])
+    return header, rows
+
+
+def summary_line(report: dict[str, Any]) -> str:
+    """'3 process(es), 1 kernel(s), 9 compile(s) (6 recompile(s), 2 during serving), 0.9 s compiling'."""
+    t = report["totals"]
+    nodes = f" on {t['nodes']} nodes" if t.get("nodes", 1) > 1 else ""
+    line = (f"{t['processes']} process(es){nodes}, {t['kernels']} kernel(s), {t['compiles']} compile(s) "
+            f"({t['recompiles']} recompile(s), {t['serving_compiles']} during serving), "
+            f"{t['compile_ms'] / 1000:.1f} s compiling")
+    if t.get("events_not_written"):
+        line += f", {t['events_not_written']} event(s) not written to the logs"
+    return line
+
+
+_SKIPPED_SHOWN = 10
+
+
+def _problem_lines(report: dict[str, Any]) -> list[str]:
+    """What the report could not use: unreadable files, then skipped lines with file:line and reason."""
+    lines = []
+    for entry in report.get("unreadable_files") or []:
+        lines.append(f"could not read {entry['file']} ({entry['error']}); the report covers the other logs")
+    if report["skipped_lines"]:
+        files = [p["file"] for p in report["processes"] if p["skipped_lines"]]
+        lines.append(f"skipped {report['skipped_lines']} unreadable line(s) in " + ", ".join(files))
+        details = report.get("skipped") or []
+        lines.extend(f"  {d['file']}:{d['line']}: {d['reason']}" for d in details[:_SKIPPED_SHOWN])
+        if len(details) > _SKIPPED_SHOWN:
+            lines.append(f"  ... and {len(details) - _SKIPPED_SHOWN} more")
+    return lines
+
+
+def format_text(report: dict[str, Any]) -> str:
+    """The report as plain-text tables: summary, processes, kernels, then each kernel's causes."""
+    lines = [f"[jitguard] report of {report['directory']}: {summary_line(report)}"]
+    lines.extend(f"[jitguard] {line}" for line in _problem_lines(report))
+    lines.append("")
+    lines.append("Processes")
+    lines.extend(table(*_process_rows(report)))
+    if report["kernels"]:
+        lines.append("")
+        lines.append("Kernels")
+        lines.extend(table(*_kernel_rows(report)))
+    for k in report["kernels"]:
+        lines.append("")
+        lines.append(f"{kernel_label(k)} ({kernel_where(k['file'], k['line'])}): {k['variants']} variant(s), "
+                     f"{k['compiles']} compile(s), {_ms(k['compile_ms'])} ms")
+        on_node = _several_nodes(report)
+        per_process = ", ".join(f"pid {p['pid']}" + (f" rank {p['rank']}" if p["rank"] is not None else "")
+                                + (f" {p['role']}" if p["role"] else "") + (f" on {p['node']}" if on_node else "")
+                                + f": {p['variants']}" for p in k["by_process"])
+        lines.append(f"  variants per process: {per_process}")
+        if k["causes"]:
+            # Tile-config and launch-option switches (autotune trying its configs) are expected: one
+            # row says how many and which, the table keeps the causes that need a decision.
+            expected = [c for c in k["causes"] if c["advice"] == "expected"]
+            rows = [[c["param"], f"{c['before']} -> {c['after']}", str(c["count"]), c["advice"] or "-"]
+                    for c in k["causes"] if c["advice"] != "expected" or len(expected) <= 3]
+            if len(expected) > 3:
+                names = ", ".join(dict.fromkeys(c["param"] for c in expected))
+                rows.append([names, f"{len(expected)} config/option switches", str(sum(c["count"] for c in expected)),
+                             "expected"])
+            lines.extend(table(["param", "change", "count", "advice"], rows))
+        if k["fix"]:
+            lines.append(f"  fix: {k['fix']}")
+        lines.extend(f"  {line}" for line in cost_lines(k))
+        if k.get("autotune"):
+            lines.append(f"  {format_autotune_summary(k['name'], k['autotune'])}")
+            lines.extend(f"  remedy: {line}" for line in k["autotune"]["remedy"])
+    return "\n".join(lines) + "\n"
+
+
+def format_markdown(report: dict[str, Any]) -> str:
+    """The report as GitHub-flavoured markdown (for an issue or a PR comment).
+
+    Every name from the logs is escaped (md_text) or a code span (md_code): a backtick in argv or a
+    `<script>` in a role stays text.
+    """
+    lines = ["# jitguard report", "", summary_line(report) + "."]
+    problems = _problem_lines(report)
+    if problems:
+        lines += [""] + [f"> {md_text(line.strip())}  " for line in problems]
+    lines += ["", "## Processes", ""]
+    header, rows = _process_rows(report)
+    lines += markdown_table(header, [[md_text(c) for c in row[:-1]] + [md_code(row[-1], in_table=True)]
+                                     for row in rows])
+    if report["kernels"]:
+        lines += ["", "## Kernels", ""]
+        header, rows = _kernel_rows(report)
+        lines += markdown_table(header, [[md_text(c) for c in row[:-1]]
+                                         + [md_code(row[-1], in_table=True) if row[-1] != "-" else "-"]
+                                         for row in rows])
+    for k in report["kernels"]:
+        lines += ["", f"### {md_code(kernel_label(k))}", "",
+                  f"{k['variants']} variant(s), {k['compiles']} compile(s), {_ms(k['compile_ms'])} ms "
+                  f"({md_text(kernel_where(k['file'], k['line']))})."]
+        lines += ["", *markdown_table(["pid", "role", "variants", "compile ms"],
+                                      [[str(p["pid"]), md_text(_role_words(p)), str(p["variants"]),
+                                        _ms(p["compile_ms"])] for p in k["by_process"]])]
+        if k["causes"]:
+            lines += ["", *markdown_table(["param", "before", "after", "count", "advice"],
+                                          [[md_text(c["param"]), md_text(c["before"]), md_text(c["after"]),
+                                            str(c["count"]), md_text(c["advice"] or "-")] for c in k["causes"]])]
+        if k["fix"]:
+            lines += ["", f"Fix: {md_code(k['fix'])}"]
+        costs = cost_lines(k)
+        if costs:
+            lines += [""] + [f"- {md_text(line)}" for line in costs]
+        if k.get("autotune"):
+            lines += ["", md_text(format_autotune_summary(k["name"], k["autotune"])) + "."]
+            lines += [f"- remedy: {md_code(line)}" for line in k["autotune"]["remedy"]]
+    return "\n".join(lines) + "\n"
