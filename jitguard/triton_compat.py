@@ -5,9 +5,10 @@
 - the hook's `compile` dict: constants and attributes keyed by path tuples (3.3+) or by name and an
   `AttrsDescriptor` (3.2);
 - the active driver slot, the per-device kernel caches, `load_binary`'s return shape;
-- every patch of Triton's classes (`ClassPatch`: launcher `run` wrappers, the offline backend's
-  GPU/offline split of `JITFunction.compile` and `Autotuner` state) and every private attribute
-  jitguard reads (kernel registry, autotuner choices, the listener's positional `cache_hit`).
+- `ClassPatch`, the one way jitguard replaces attributes of Triton's classes (its users: call
+  capture's launcher `run` wrappers, `runtime/offline_sides.py`, `tuning/bucketed_tuner.py`,
+  `tuning/autotune_observer.py`), and accessors for every private attribute jitguard reads (kernel
+  registry, demotion lists, autotuner state, compiled code, the listener's positional `cache_hit`).
 
 Importing this module imports Triton.
 """
@@ -18,7 +19,6 @@ import inspect
 import math
 import os
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -41,9 +41,6 @@ TRITON_DIR = os.path.dirname(os.path.abspath(triton.__file__))
 
 
 # --- hook slots -------------------------------------------------------------------------------
-HOOK_SLOTS = ("pre_compile", "post_compile", "listener")
-
-
 def get_hook(slot: str) -> Callable | None:
     """The callable currently installed in a hook slot (None if empty or unsupported)."""
     if slot == "pre_compile":
@@ -162,123 +159,6 @@ def autotuner_config_caches(launcher: Any, jit_fn: JITFunction) -> list[dict]:
 
 
 
-# --- two sides in one process: a GPU and the offline backend -------------------------------------
-#
-# `split_sides(side)` gives the side that is active at each access its own compiler choice and
-# autotune state. `side` (the offline backend) answers: active() -> bool, keys_only() -> bool,
-# compile_keys_only(src, target, options) -> a stub kernel, bench(kernel_call, quantiles) -> ms,
-# tuned_offline(autotuner). Each replaced attribute keeps the GPU side's value in the instance slot
-# Triton itself uses, so restoring the patch leaves every kernel and autotuner as Triton has them.
-
-_OFFLINE_CONFIGS = "_jitguard_offline_configs"  # an autotuner's choices made offline
-
-
-class _SideCompiler:
-    """`JITFunction.compile`: the compiler Triton captured per kernel, skipped while keys-only.
-
-    Triton stores `triton.compiler.compile` on each kernel when it builds a binder (3.2: once, on the
-    first call), so patching `triton.compiler.compile` misses kernels that ran before; deciding here,
-    on every compile, does not.
-    """
-
-    def __init__(self, side: Any) -> None:
-        self.side = side
-
-    def __get__(self, jit_fn: Any, owner: Any = None) -> Any:
-        if jit_fn is None:
-            return self
-        if self.side.keys_only() and self.side.active():
-            return self.side.compile_keys_only
-        try:
-            return jit_fn.__dict__["compile"]
-        except KeyError:
-            raise AttributeError("compile") from None
-
-    def __set__(self, jit_fn: Any, compiler: Any) -> None:
-        jit_fn.__dict__["compile"] = compiler
-
-
-class _SideAutotuneConfigs:
-    """`Autotuner.cache` ({tuning key: chosen config}): Triton's dict for GPUs, another offline."""
-
-    def __init__(self, side: Any) -> None:
-        self.side = side
-
-    def __get__(self, tuner: Any, owner: Any = None) -> Any:
-        if tuner is None:
-            return self
-        if self.side.active():
-            self.side.tuned_offline(tuner)
-            return tuner.__dict__.setdefault(_OFFLINE_CONFIGS, {})
-        return tuner.__dict__.setdefault("cache", {})
-
-    def __set__(self, tuner: Any, configs: Any) -> None:
-        if self.side.active():
-            tuner.__dict__[_OFFLINE_CONFIGS] = configs
-            tuner.__dict__.setdefault("cache", {})  # made offline: it still needs one for the GPU
-        else:
-            tuner.__dict__["cache"] = configs
-
-
-def _benchmark_on_active_driver(kernel_call: Any, quantiles: Any = None, **kwargs: Any) -> Any:
-    """Triton 3.2 picks an autotuner's benchmarker at decoration: one decorated offline gets this."""
-    return active_driver().get_benchmarker()(kernel_call, quantiles=quantiles, **kwargs)
-
-
-class _SideBenchmarker:
-    """`Autotuner.do_bench`: the side's timer offline; otherwise what Triton would pick.
-
-    Triton picks it once per autotuner (3.2: at decoration, 3.6+: on first use, then cached) from
-    whichever driver is active then: picked offline, the fake timer would time later GPU autotunes.
-    """
-
-    def __init__(self, side: Any) -> None:
-        self.side = side
-        self.triton_property = Autotuner.__dict__.get("do_bench")  # 3.6+: a cached_property; 3.2: None
-
-    def __get__(self, tuner: Any, owner: Any = None) -> Any:
-        if tuner is None:
-            return self
-        if self.side.active():
-            return self.side.bench
-        if self.triton_property is not None:
-            return self.triton_property.func(tuner)  # not cached: this may be the offline side's read
-        return tuner.__dict__.get("do_bench", _benchmark_on_active_driver)
-
-    def __set__(self, tuner: Any, benchmarker: Any) -> None:
-        tuner.__dict__["do_bench"] = _benchmark_on_active_driver if benchmarker is self.side.bench else benchmarker
-
-
-class _SideDiskCache:
-    """`Autotuner.cache_results`: off offline, so fake timings never reach Triton's disk cache."""
-
-    def __init__(self, side: Any) -> None:
-        self.side = side
-
-    def __get__(self, tuner: Any, owner: Any = None) -> Any:
-        if tuner is None:
-            return self
-        return False if self.side.active() else tuner.__dict__.get("cache_results", False)
-
-    def __set__(self, tuner: Any, value: Any) -> None:
-        tuner.__dict__["cache_results"] = value
-
-
-def split_sides(side: Any) -> ClassPatch:
-    """Install the GPU/offline split of Triton's compiler choice and autotune state (see above)."""
-    patch = ClassPatch()
-    patch.replace(JITFunction, "compile", _SideCompiler(side))
-    patch.replace(Autotuner, "cache", _SideAutotuneConfigs(side))
-    patch.replace(Autotuner, "do_bench", _SideBenchmarker(side))
-    patch.replace(Autotuner, "cache_results", _SideDiskCache(side))
-    return patch
-
-
-def forget_offline_autotune_choices(tuner: Any) -> None:
-    """Drop the configs an autotuner chose offline (its GPU choices stay)."""
-    tuner.__dict__.pop(_OFFLINE_CONFIGS, None)
-
-
 # --- the active driver ------------------------------------------------------------------------
 
 def get_active_driver_raw() -> Any:
@@ -376,8 +256,7 @@ def forget_compiled_variants(jit_fn: JITFunction) -> None:
 def registered_kernel(module_name: str, name: str) -> JITFunction | None:
     """A kernel Triton's registry knows by module and name (3.5+: `module:qualname` of every kernel
     defined so far, those defined inside functions included); None when unknown or before 3.5."""
-    from triton.runtime import jit as triton_jit
-    registry = getattr(triton_jit, "_triton_jit_function_registry", None) or {}
+    registry = kernel_registry() or {}
     for full_name, fn in list(registry.items()):
         mod, _, qualname = full_name.partition(":")
         if mod == module_name and qualname.rsplit(".", 1)[-1] == name:
@@ -705,8 +584,8 @@ def unknown_demotion_names(jit_fn: JITFunction) -> list[tuple[str, Any]]:
     """
     names = param_names(jit_fn)
     out: list[tuple[str, Any]] = []
-    for option in ("do_not_specialize", "do_not_specialize_on_alignment"):
-        for entry in getattr(jit_fn, option, None) or []:
+    for option, entries in zip(("do_not_specialize", "do_not_specialize_on_alignment"), demotion_lists(jit_fn)):
+        for entry in entries:
             if isinstance(entry, str) and entry not in names:
                 out.append((option, entry))
             elif isinstance(entry, int) and not 0 <= entry < len(names):
@@ -714,23 +593,51 @@ def unknown_demotion_names(jit_fn: JITFunction) -> list[tuple[str, Any]]:
     return out
 
 
-# =================================================================================================
-# --- autotune: bucketed tuning keys and tuning observation -------------------------------------
-# Added for jitguard.autotune (bucketed_autotune.py) and tuning records (tuning_recorder.py).
-# Facts relied on, identical in Triton 3.2 .. 3.9: `Autotuner.run` builds its tuning key as
-# `tuple([_args[k] for k in self.keys if k in _args] + [str(a.dtype) for tensor args])` and looks
-# it up in `self.cache` ({key: Config}); a benchmark run sets `self.bench_time` and
-# `self.configs_timings` (a new dict) on the tuner; a 3.6+ disk-cache hit sets only the latter.
-# =================================================================================================
+# --- Triton's classes and the attributes jitguard reads off them --------------------------------
+
+def jit_function_type() -> type:
+    """Triton's `JITFunction` class (a Gluon kernel's class derives from it on 3.5+)."""
+    return JITFunction
+
 
 def autotuner_type() -> type:
     """Triton's `Autotuner` class."""
-    from triton.runtime.autotuner import Autotuner
     return Autotuner
 
 
-def is_autotuner(obj: Any) -> bool:
-    return isinstance(obj, autotuner_type())
+def autotuner_benchmarker_property() -> Any:
+    """What `Autotuner` itself defines as `do_bench`: a `functools.cached_property` on 3.6+ (the
+    benchmarker picked on first use), None on 3.2 (each tuner gets one at decoration)."""
+    return Autotuner.__dict__.get("do_bench")
+
+
+def autotuner_best_config(tuner: Any) -> Any:
+    """The config an autotuner chose last (`best_config`), or None before its first tuning."""
+    return getattr(tuner, "best_config", None)
+
+
+def kernel_registry() -> dict | None:
+    """Triton's registry of every JITFunction made so far, {"module:qualname": kernel} (3.5+), or None."""
+    from triton.runtime import jit as triton_jit
+    registry = getattr(triton_jit, "_triton_jit_function_registry", None)
+    return registry if isinstance(registry, dict) else None
+
+
+def registry_key(jit_fn: JITFunction) -> str:
+    """The name a kernel has in `kernel_registry()`: `module:qualname` of its Python function."""
+    return f"{jit_fn.fn.__module__}:{jit_fn.fn.__qualname__}"
+
+
+def demotion_lists(jit_fn: JITFunction) -> tuple[list, list]:
+    """(do_not_specialize, do_not_specialize_on_alignment) as the kernel was decorated: names and
+    indices, mixed, as given."""
+    return (list(getattr(jit_fn, "do_not_specialize", None) or []),
+            list(getattr(jit_fn, "do_not_specialize_on_alignment", None) or []))
+
+
+def compiled_code(compiled: Any) -> dict[str, Any]:
+    """{stage: text or bytes} of a compiled kernel (`ttir`, `ptx`, `cubin`, ...); {} for none."""
+    return dict(getattr(compiled, "asm", None) or {})
 
 
 def autotuner_key_names(tuner: Any) -> list[str]:
@@ -775,224 +682,6 @@ def is_autotuned(launcher: Any) -> bool:
             return True
         wrapper = getattr(wrapper, "fn", None)
     return False
-
-
-class _BucketedConfigs(dict):
-    """The tuner's {tuning key: Config} dict, storing and finding configs per bucket of the key.
-
-    A real dict holding bucketed keys, so code that copies, clears or refills it with dict methods
-    (jitguard's no_recompiles isolation, Triton's own code) works on it unchanged.
-    """
-
-    def __init__(self, entries: Any, tuner: Any) -> None:
-        super().__init__(entries)
-        self.tuner = tuner
-
-    def _bucket(self, key: Any) -> Any:
-        state = self.tuner.__dict__
-        last = state.get("_jitguard_last_key")
-        if last is not None and last[0] is key:  # Triton looks the same key tuple up twice per launch
-            return last[1]
-        slots = state.get("_jitguard_key_slots")
-        if not slots or type(key) is not tuple:
-            return key
-        bucketed = list(key)
-        for position, rule in slots:
-            if position < len(bucketed):
-                bucketed[position] = rule(bucketed[position])
-        result = tuple(bucketed)
-        state["_jitguard_last_key"] = (key, result)
-        return result
-
-    def __contains__(self, key: Any) -> bool:
-        return dict.__contains__(self, self._bucket(key))
-
-    def __getitem__(self, key: Any) -> Any:
-        return dict.__getitem__(self, self._bucket(key))
-
-    def __setitem__(self, key: Any, config: Any) -> None:
-        dict.__setitem__(self, self._bucket(key), config)
-
-    def __delitem__(self, key: Any) -> None:
-        dict.__delitem__(self, self._bucket(key))
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return dict.get(self, self._bucket(key), default)
-
-
-class _BucketedConfigSlot:
-    """`cache` on a bucketing tuner: the slot Triton (or the offline backend) keeps, holding a
-    `_BucketedConfigs`; a plain dict found there (a fresh offline context) is converted once.
-
-    `owners`: the tuner's classes from its own up to Triton's Autotuner, the only places a `cache`
-    descriptor can sit (the offline backend installs one on Autotuner); looked up on every launch.
-    """
-
-    def __init__(self, owners: tuple) -> None:
-        self.owners = owners
-
-    def _below(self) -> Any:
-        for klass in self.owners:
-            attribute = klass.__dict__.get("cache")  # not getattr: a miss would raise and catch
-            if attribute is not None:
-                return attribute if hasattr(type(attribute), "__set__") else None
-        return None
-
-    def __get__(self, tuner: Any, owner: Any = None) -> Any:
-        if tuner is None:
-            return self
-        below = self._below()
-        storage = below.__get__(tuner, owner) if below is not None else tuner.__dict__.setdefault("cache", {})
-        if type(storage) is not _BucketedConfigs:
-            storage = _BucketedConfigs(storage, tuner)
-            self.__set__(tuner, storage)
-        return storage
-
-    def __set__(self, tuner: Any, value: Any) -> None:
-        if type(value) is not _BucketedConfigs:
-            value = _BucketedConfigs(value or {}, tuner)
-        below = self._below()
-        if below is not None:
-            below.__set__(tuner, value)
-        else:
-            tuner.__dict__["cache"] = value
-
-
-def _bucketing_class(cls: type) -> type:
-    """A subclass of `cls` (no new fields: instances switch to it in place) that buckets tuning keys."""
-
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        # Put the call's bucketed key positions on the tuner before Triton's `run` builds its key.
-        state = self.__dict__
-        if len(args) > state["_jitguard_last_key_index"]:  # every key positional: the common case
-            state["_jitguard_key_slots"] = state["_jitguard_all_slots"]
-        else:
-            given = set(state["_jitguard_arg_names"][:len(args)]) | set(kwargs)
-            present = [k for k in self.keys if k in given]
-            rules = state["_jitguard_rules"]
-            state["_jitguard_key_slots"] = [(i, rules[k]) for i, k in enumerate(present) if k in rules]
-        return super(sub, self).run(*args, **kwargs)
-
-    mro = cls.__mro__
-    owners = mro[:mro.index(autotuner_type()) + 1]
-    namespace = {"__module__": __name__, "cache": _BucketedConfigSlot(owners), "run": run, "_jitguard_bucketing": True}
-    sub: type[Any] = type(f"Bucketed{cls.__name__}", (cls,), namespace)
-    return sub
-
-
-_bucketing_classes: dict[type, type] = {}
-
-
-def bucket_autotuner_keys(tuner: Any, rules: dict[str, Callable[[Any], Any]]) -> None:
-    """Make `tuner` (a Triton Autotuner) keep one chosen config per bucket of its key values.
-
-    `rules[name](value)` maps a value of key parameter `name` to its bucket. The tuner stays an
-    instance of its class (a subclass with no new fields is swapped in), and the kernel still
-    receives the true values: only the lookup in its config cache is bucketed.
-    """
-    cls = type(tuner)
-    if cls.__dict__.get("_jitguard_bucketing"):
-        cls = cls.__mro__[1]
-    sub = _bucketing_classes.get(cls)
-    if sub is None:
-        sub = _bucketing_classes[cls] = _bucketing_class(cls)
-    arg_names = autotuner_arg_names(tuner)
-    keys = autotuner_key_names(tuner)
-    state = tuner.__dict__
-    state["_jitguard_arg_names"] = arg_names
-    state["_jitguard_rules"] = dict(rules)
-    state["_jitguard_all_slots"] = [(i, rules[k]) for i, k in enumerate(keys) if k in rules]
-    indices = [arg_names.index(k) for k in keys if k in arg_names]
-    # A key name that is no argument drops out of Triton's key: take the slow path to stay in step.
-    state["_jitguard_last_key_index"] = max(indices) if len(indices) == len(keys) and indices else len(arg_names) + 1
-    tuner.__class__ = sub
-
-
-_autotune_observers: list[Callable[..., None]] = []
-_observer_patch = ClassPatch()  # Autotuner.run wrapped while any observer is installed
-_observing = threading.local()  # .tuner: the tuner whose run is being observed in this thread
-
-
-def passes_through_hooks(exc: BaseException) -> bool:
-    """Whether an exception raised by a jitguard hook or observer is a verdict meant for the host
-    (`RecompileError` in error mode), not an internal failure to swallow."""
-    return bool(getattr(exc, "jitguard_verdict", False))
-
-
-def _observing_run(beneath: Callable) -> Callable:
-    """`Autotuner.run` that calls `beneath` and tells the observers about a tuning it made."""
-
-    def run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
-        state = tuner.__dict__
-        timings_before = state.get("configs_timings")
-        if getattr(_observing, "tuner", None) is tuner:  # another wrapper stacked over ours: observe once
-            return beneath(tuner, *args, **kwargs)
-        outer, _observing.tuner = getattr(_observing, "tuner", None), tuner
-        bench_time_before = state.get("bench_time")
-        try:
-            result = beneath(tuner, *args, **kwargs)
-        finally:
-            _observing.tuner = outer
-        timings = state.get("configs_timings")
-        if timings is not None and timings is not timings_before:  # a tuning happened in this call
-            bench_time = state.get("bench_time")
-            from_disk = bench_time is bench_time_before  # 3.6+ disk-cache hit: timings read, nothing run
-            for observer in list(_autotune_observers):
-                try:
-                    observer(tuner, args, kwargs, dict(timings), None if from_disk else bench_time, from_disk)
-                except Exception as exc:  # an observer must never break the host's launch
-                    if passes_through_hooks(exc):
-                        raise
-        return result
-
-    # Its own marker, not `__jitguard_wrapper__`: call capture must still wrap this run.
-    run.__jitguard_observer__ = True  # type: ignore[attr-defined]
-    return run
-
-
-def add_autotune_observer(observer: Callable[..., None]) -> None:
-    """Call `observer(tuner, args, kwargs, configs_timings, bench_s, from_disk)` after each tuning.
-
-    Costs one extra call per autotuned launch while any observer is installed; nothing after the
-    last one is removed (`Autotuner.run` goes back through `ClassPatch`).
-    """
-    Autotuner = autotuner_type()
-    if not _observer_patch.active:
-        _observer_patch.replace(Autotuner, "run", _observing_run(Autotuner.__dict__["run"]))
-    if observer not in _autotune_observers:
-        _autotune_observers.append(observer)
-
-
-def remove_autotune_observer(observer: Callable[..., None]) -> None:
-    if observer in _autotune_observers:
-        _autotune_observers.remove(observer)
-    if not _autotune_observers:
-        _observer_patch.restore()  # a tool that wrapped run over ours keeps its wrapper, which still works
-
-
-# --- copies of a kernel with other demotion lists (the cost check) ---------------------------------
-
-def jit_function_copy(jit_fn: JITFunction, do_not_specialize: list,
-                      do_not_specialize_on_alignment: list) -> JITFunction:
-    """A new JITFunction over the same Python function with the given demotion lists, of the
-    original's class (a Gluon kernel's copy is a Gluon kernel: 3.5+'s `GluonJITFunction`).
-
-    `JITFunction(fn, version, do_not_specialize, do_not_specialize_on_alignment, debug, noinline, ...)`
-    is the same in 3.2-3.9; 3.5+ registers every JITFunction by `module:qualname`, so the
-    original's registry entry is put back (the copy must not replace the user's kernel there).
-    """
-    from triton.runtime import jit as triton_jit
-
-    registry = getattr(triton_jit, "_triton_jit_function_registry", None)
-    registry_key = f"{jit_fn.fn.__module__}:{jit_fn.fn.__qualname__}"
-    saved = registry.get(registry_key) if registry is not None else None
-    cls = type(jit_fn) if isinstance(jit_fn, triton_jit.JITFunction) else triton_jit.JITFunction
-    copy = cls(jit_fn.fn, do_not_specialize=list(do_not_specialize),
-               do_not_specialize_on_alignment=list(do_not_specialize_on_alignment),
-               debug=getattr(jit_fn, "debug", None), noinline=getattr(jit_fn, "noinline", None))
-    if registry is not None and saved is not None:
-        registry[registry_key] = saved
-    return copy
 
 
 def cuobjdump_path() -> str | None:

@@ -218,10 +218,10 @@ def _copy_with(jit_fn: Any, param: str, demotion: str | None) -> Any:
     """A new JITFunction over the same Python function: `param` specialized (taken out of the
     kernel's own demotion lists) when `demotion` is None, else added to `demotion`. Marked with
     `COST_PROBE_ATTRIBUTE`, so the monitor does not count its compiles."""
-    from jitguard import triton_compat
+    from jitguard.price.kernel_copy import jit_function_copy
 
     lists = _demotion_lists(jit_fn, param, demotion)
-    copy = triton_compat.jit_function_copy(jit_fn, list(lists[0]), list(lists[1]))
+    copy = jit_function_copy(jit_fn, list(lists[0]), list(lists[1]))
     setattr(copy, COST_PROBE_ATTRIBUTE, True)
     return copy
 
@@ -231,9 +231,10 @@ def _demotion_lists(jit_fn: Any, param: str, demotion: str | None) -> tuple[tupl
     from jitguard import triton_compat
 
     index = triton_compat.param_names(jit_fn).index(param)
+    declared = dict(zip(DEMOTIONS, triton_compat.demotion_lists(jit_fn)))
     lists = []
     for name in DEMOTIONS:
-        kept = [v for v in (getattr(jit_fn, name, None) or []) if v not in (param, index)]
+        kept = [v for v in declared[name] if v not in (param, index)]
         lists.append(tuple(kept + [param]) if name == demotion else tuple(kept))
     return lists[0], lists[1]
 
@@ -440,7 +441,7 @@ class DemotionCostChecker:
         except Exception as exc:  # a failed compile is a verdict, never a crash
             first = (str(exc).strip().splitlines() or [""])[-1]
             return f"{type(exc).__name__}: {first[:200]}"
-        asm = getattr(compiled, "asm", None) or {}
+        asm = triton_compat.compiled_code(compiled)
         if "ptx" not in asm:
             return "the compiler produced no PTX (is a jitguard.offline(compile=False) context open?)"
         arg_names = _runtime_args(variant, names, param if demotion else None, demotion or "")

@@ -10,12 +10,15 @@ INTERNAL_MODULES = (
     "triton_compat",
     "runtime/monitor",
     "runtime/offline_backend",
+    "runtime/offline_sides",
     "runtime/call_capture",
     "guard/recompile_guard",
     "guard/variant_sweep",
     "guard/pytest_plugin",
     "startup/replay",
     "tuning/recorder",
+    "tuning/autotune_observer",
+    "tuning/bucketed_tuner",
     "tuning/pretune",
 )
 

@@ -237,7 +237,7 @@ def _compile_keys_only(src: Any, target: Any = None, options: Any = None, **kwar
 
 
 class _OfflineSide:
-    """What triton_compat's side split asks of the offline backend (see `triton_compat.split_sides`)."""
+    """What the side split asks of the offline backend (see `jitguard.runtime.offline_sides`)."""
 
     @staticmethod
     def active() -> bool:
@@ -262,9 +262,9 @@ def _install_side_split() -> None:
     (when the last context closes) leaves Triton's classes and every kernel as Triton would have
     them, with no cost on GPU launches.
     """
-    from jitguard import triton_compat
+    from jitguard.runtime.offline_sides import split_sides
     if _STATE.side_split is None:
-        _STATE.side_split = triton_compat.split_sides(_OfflineSide)
+        _STATE.side_split = split_sides(_OfflineSide)
 
 
 def _remove_side_split() -> None:
@@ -275,6 +275,7 @@ def _remove_side_split() -> None:
 
 def _drop_stub_entries() -> None:
     from jitguard import triton_compat
+    from jitguard.runtime.offline_sides import forget_offline_autotune_choices
     for jit_fn in _STATE.stubbed_kernels:
         for cache in triton_compat.all_kernel_caches(jit_fn):
             for key in [k for k, v in cache.items() if isinstance(v, _KeysOnlyKernel)]:
@@ -283,7 +284,7 @@ def _drop_stub_entries() -> None:
     # Offline autotune choices go with the stubs: a later context benchmarks (and compiles) every
     # config again, as the first one did, instead of compiling the one remembered choice.
     for tuner in list(_STATE.offline_tuned):
-        triton_compat.forget_offline_autotune_choices(tuner)
+        forget_offline_autotune_choices(tuner)
     _STATE.offline_tuned.clear()
 
 

@@ -94,13 +94,15 @@ def bucket_value(spec: str, value: int) -> int:
 
 def _kernel_label(fn: Any) -> str:
     """'name (file:line)' of the function being decorated, for error messages."""
-    inner = fn
-    for _ in range(16):
-        if hasattr(inner, "__code__") or not hasattr(inner, "fn"):
-            break
-        inner = inner.fn
-    name = str(getattr(inner, "__name__", None) or getattr(fn, "__name__", "?"))
-    code = getattr(inner, "__code__", None)
+    from jitguard import triton_compat
+
+    jit_fn = triton_compat.unwrap_jit_function(fn)
+    if jit_fn is not None:
+        name = triton_compat.kernel_name(jit_fn)
+        file, line = triton_compat.kernel_location(jit_fn)
+        return f"{name} ({file}:{line})" if file else name
+    code = getattr(fn, "__code__", None)
+    name = str(getattr(fn, "__name__", "?"))
     return f"{name} ({code.co_filename}:{code.co_firstlineno})" if code is not None else name
 
 
@@ -151,13 +153,13 @@ def autotune(configs: list, key: list[str], bucket: Mapping[str, str] | None = N
     def decorator(fn: Any) -> Any:
         import triton
 
-        from jitguard import triton_compat
+        from jitguard.tuning.bucketed_tuner import bucket_autotuner_keys
 
         label = _kernel_label(fn)
         strategies = _check_bucket(bucket or {}, key_names, label)
         tuner = triton.autotune(configs, key, **kwargs)(fn)
         if strategies:
-            triton_compat.bucket_autotuner_keys(tuner, _value_rules(strategies, label))
+            bucket_autotuner_keys(tuner, _value_rules(strategies, label))
             tuner.jitguard_bucket = {param: s.spec for param, s in strategies.items()}
         return tuner
 

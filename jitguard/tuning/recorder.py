@@ -10,7 +10,7 @@
 The monitor starts a `TuningRecorder` on install and writes each `TuningRecord` (see
 `jitguard.tuning.records`) to its NDJSON log. A tuning answered from Triton's disk cache
 (`cache_results`, 3.6+) times nothing and is not recorded. Triton is reached only through
-`jitguard.triton_compat`.
+`jitguard.triton_compat` and the autotune observer (`jitguard.tuning.autotune_observer`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def build_record(tuner: Any, args: tuple, kwargs: dict, configs_timings: Mapping
     file, line = triton_compat.kernel_location(jit_fn) if jit_fn is not None else ("", 0)
     binding = triton_compat.binding_name(jit_fn) if jit_fn is not None else ""
     values, dtypes = triton_compat.autotune_call_values(tuner, args, kwargs)
-    best = getattr(tuner, "best_config", None)
+    best = triton_compat.autotuner_best_config(tuner)
     if configs_timings:  # the best config is the fastest timing; Triton sets best_config after this call
         best = min(configs_timings, key=lambda c: _first(configs_timings[c]))
     return TuningRecord(kernel=name, file=file, line=line, call_site=_call_site(),
@@ -108,16 +108,16 @@ class TuningRecorder:
                           "later records are kept in memory only", file=sys.stderr)
 
     def start(self) -> TuningRecorder:
-        from jitguard import triton_compat
+        from jitguard.tuning.autotune_observer import add_autotune_observer
         if not self._started:
-            triton_compat.add_autotune_observer(self._observe)
+            add_autotune_observer(self._observe)
             self._started = True
         return self
 
     def stop(self) -> None:
-        from jitguard import triton_compat
+        from jitguard.tuning.autotune_observer import remove_autotune_observer
         if self._started:
-            triton_compat.remove_autotune_observer(self._observe)
+            remove_autotune_observer(self._observe)
             self._started = False
 
     def __enter__(self) -> TuningRecorder:
@@ -138,8 +138,8 @@ def start_tuning_recording(on_record: Callable[[TuningRecord], Any] | None = Non
 
 
 def _is_verdict(exc: BaseException) -> bool:
-    from jitguard import triton_compat
-    return triton_compat.passes_through_hooks(exc)
+    from jitguard.tuning.autotune_observer import passes_through_hooks
+    return passes_through_hooks(exc)
 
 
 def record_tunings(on_record: Callable[[TuningRecord], Any] | None = None) -> TuningRecorder:
