@@ -5,52 +5,26 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 
 import click
 
 from jitguard.report.build import ReportInputError, build_report
+from jitguard.report.output_file import write_output_file
 from jitguard.report.render_tables import format_markdown, format_text
 
 # `--html` given without a FILE: the page is the report's main output (stdout, or -o FILE).
 _HTML_AS_OUTPUT = "\0as-output"
 
 
-def write_atomically(path: str, text: str) -> None:
-    """Write `text` to `path` through a temporary file beside it: a reader never sees half a report."""
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.chmod(temporary, _mode_for(path))  # mkstemp makes 0600; a report is as readable as any new file
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
-
-
-def _mode_for(path: str) -> int:
-    try:
-        return os.stat(path).st_mode & 0o7777  # overwriting keeps the file's mode
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
 def write_html_report(report: dict, path: str) -> None:
     """Write the self-contained HTML page for `report` to `path` (see jitguard.report.render_html)."""
     from jitguard.report.render_html import render_html
-    write_atomically(path, render_html(report))
+    write_output_file(path, render_html(report))
 
 
 def _write_or_exit(path: str, text: str) -> None:
     try:
-        write_atomically(path, text)
+        write_output_file(path, text)
     except OSError as exc:
         click.echo(f"jitguard report: {path}: cannot write ({exc.strerror or exc})", err=True)
         sys.exit(2)

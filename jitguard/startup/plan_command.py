@@ -8,6 +8,7 @@ import sys
 import click
 
 from jitguard.render_text import kernel_label
+from jitguard.report.output_file import write_output_file
 from jitguard.startup.plan import PlanInputError, build_plan
 
 
@@ -35,8 +36,7 @@ def warmup_plan_command(report: str, output: str) -> None:
         click.echo(text)
     else:
         try:
-            with open(output, "w", encoding="utf-8") as handle:
-                handle.write(text + "\n")
+            write_output_file(output, text + "\n")
         except OSError as exc:
             click.echo(f"jitguard warmup-plan: {output}: cannot write ({exc.strerror or exc})", err=True)
             sys.exit(2)
