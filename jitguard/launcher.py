@@ -76,6 +76,9 @@ def child_environment(log_dir: str, mode: str, offline_arch: str | None,
         env["JITGUARD_OFFLINE"] = offline_arch
     else:
         env.pop("JITGUARD_OFFLINE", None)
+    # Ray workers are started by each node's raylet, not by this command: Ray's runtime_env reaches them.
+    from jitguard.integrations.ray import set_runtime_env_hook
+    set_runtime_env_hook(env)
     return env
 
 

@@ -9,8 +9,15 @@ JITGUARD=1 it:
 - does the same in workers that vLLM forks (their `register()` call is skipped: vLLM loads plugins
   once per process, and a fork inherits "already loaded");
 - marks the serving phase when a worker's `compile_or_warm_up_model()` returns;
-- counts compiles in a Prometheus counter `jitguard_triton_compiles_total{kernel,phase}` when
-  prometheus_client is importable (vLLM's /metrics shows it for the processes it aggregates).
+- counts compiles in a Prometheus counter `jitguard_triton_compiles_total{kernel,phase,arrived,role,rank}`
+  when prometheus_client is importable (vLLM's /metrics shows it for the processes it aggregates);
+  `arrived` is "cold" (compiled), "disk", "bundle" or "remote" (loaded), "unknown" where Triton cannot
+  tell. At most JITGUARD_PROMETHEUS_KERNELS (default 64) distinct kernel names per process are
+  labelled; later ones count under kernel="other", so a program that generates kernels cannot
+  grow the series without bound (role and rank are bounded by the processes, phase and arrived by
+  their words);
+- makes `ray.init()` in this process (vLLM's Ray executor) watch every Ray worker of the job
+  (jitguard.integrations.ray), and names vLLM's Ray actors by their vLLM roles.
 
 Without JITGUARD=1 it does nothing at all. Calling it again is harmless. vLLM's own
 `--jit-monitor-mode` hook chains whatever hook was installed before it, so both keep working.
@@ -29,6 +36,12 @@ from typing import Any, cast
 _WORKER_MODULE_PREFIXES = ("vllm.v1.worker.", "vllm.worker.")
 _PATCHED_MARK = "_jitguard_marks_serving"
 _state: dict[str, Any] = {"registered_pid": None, "counter": None}
+# vLLM's Ray actor classes (by the module they are defined under) and the role their process plays.
+_RAY_ACTOR_ROLES = {"RayWorkerWrapper": "worker", "DPEngineCoreActor": "engine core"}
+COUNTER_NAME = "jitguard_triton_compiles"
+COUNTER_LABELS = ("kernel", "phase", "arrived", "role", "rank")
+OTHER_KERNELS = "other"
+DEFAULT_KERNEL_LABELS = 64
 
 
 def process_role(process_name: str, argv: list[str]) -> tuple[str | None, int | None]:
@@ -54,6 +67,20 @@ def process_role(process_name: str, argv: list[str]) -> tuple[str | None, int | 
             return "api server", None
         return "main", None
     return process_name or None, None
+
+
+def ray_actor_role(function_name: str) -> str | None:
+    """The vLLM role of a Ray actor method ("vllm.v1.executor.ray_utils.RayWorkerWrapper.execute_method"), or None.
+
+    >>> ray_actor_role("vllm.v1.executor.ray_utils.RayWorkerWrapper.execute_method")
+    'worker'
+    >>> ray_actor_role("myapp.RayWorkerWrapper.run") is None
+    True
+    """
+    parts = function_name.split(".")
+    if len(parts) < 3 or parts[0] != "vllm":
+        return None
+    return _RAY_ACTOR_ROLES.get(parts[-2])
 
 
 def _current_process_name() -> str:
@@ -89,7 +116,10 @@ def _write_process_record(role: str | None, rank: int | None) -> None:
 
 
 def _name_this_process(process_name: str) -> None:
-    role, rank = process_role(process_name, list(sys.argv))
+    from jitguard.integrations.ray import current_role
+
+    # In a Ray worker, the actor or task names the process (and renames it at each compile).
+    role, rank = current_role() or process_role(process_name, list(sys.argv))
     _triton_hook().set_pending_process_info(role=role, rank=rank)
     _write_process_record(role, rank)
 
@@ -175,27 +205,76 @@ def _watch_worker_modules() -> None:
         sys.meta_path.insert(0, WorkerModuleWatcher())
 
 
+def _kernel_label_limit() -> int:
+    text = os.environ.get("JITGUARD_PROMETHEUS_KERNELS", "")
+    try:
+        return max(1, int(text)) if text else DEFAULT_KERNEL_LABELS
+    except ValueError:
+        sys.stderr.write(f"[jitguard] JITGUARD_PROMETHEUS_KERNELS={text!r} is not a number; "
+                         f"labelling at most {DEFAULT_KERNEL_LABELS} kernels\n")
+        return DEFAULT_KERNEL_LABELS
+
+
+class CompileCounter:
+    """Counts compile events in a Prometheus counter, one series per (kernel, phase, arrived, role, rank).
+
+    Kernel names beyond the first `max_kernels` count under kernel="other".
+    """
+
+    def __init__(self, counter: Any, max_kernels: int) -> None:
+        self.counter = counter
+        self.max_kernels = max_kernels
+        self.kernels: set[str] = set()
+
+    def kernel_label(self, name: str) -> str:
+        if name in self.kernels:
+            return name
+        if len(self.kernels) >= self.max_kernels:
+            return OTHER_KERNELS
+        self.kernels.add(name)
+        return name
+
+    def __call__(self, event: Any) -> None:
+        self.counter.labels(kernel=self.kernel_label(event.label), phase=event.phase,
+                            arrived=getattr(event, "arrived", None) or "unknown", role=event.role or "",
+                            rank="" if event.rank is None else str(event.rank)).inc()
+
+
+def _registered_counter(prometheus_client: Any) -> Any:
+    try:
+        return prometheus_client.Counter(COUNTER_NAME, "Triton kernel compiles (and cache loads) seen by jitguard",
+                                         list(COUNTER_LABELS))
+    except ValueError:  # already registered in this registry (e.g. by an earlier copy of this module)
+        counter = prometheus_client.REGISTRY._names_to_collectors.get(COUNTER_NAME)
+        if counter is not None and tuple(getattr(counter, "_labelnames", ())) != COUNTER_LABELS:
+            sys.stderr.write(f"[jitguard] a metric named {COUNTER_NAME} with other labels is registered already; "
+                             "compiles are not counted in Prometheus\n")
+            return None
+        return counter
+
+
 def _count_compiles_in_prometheus() -> None:
     try:
         import prometheus_client
     except ImportError:
         return
-    counter = _state["counter"]
-    if counter is None:
-        try:
-            counter = prometheus_client.Counter(
-                "jitguard_triton_compiles", "Triton kernel compiles seen by jitguard, by kernel and phase",
-                ["kernel", "phase"])
-        except ValueError:  # already registered in this registry (e.g. by an earlier copy of this module)
-            counter = prometheus_client.REGISTRY._names_to_collectors.get("jitguard_triton_compiles")
-        _state["counter"] = counter
-    if counter is None:
-        return
+    if _state["counter"] is None:
+        counter = _registered_counter(prometheus_client)
+        if counter is None:
+            return
+        _state["counter"] = CompileCounter(counter, _kernel_label_limit())
+    _triton_hook().add_listener(_state["counter"], key="prometheus")
 
-    def count(event: Any) -> None:
-        counter.labels(kernel=event.label, phase=event.phase).inc()
 
-    _triton_hook().add_listener(count, key="prometheus")
+def _reach_ray_workers() -> None:
+    # vLLM's Ray executor calls ray.init() in this process: Ray then asks jitguard's hook for the job's runtime_env.
+    from jitguard.integrations.ray import set_runtime_env_hook
+
+    environ = dict(os.environ)
+    set_runtime_env_hook(environ)
+    for name in ("RAY_RUNTIME_ENV_HOOK", "JITGUARD_RAY_PREVIOUS_RUNTIME_ENV_HOOK"):
+        if name in environ:
+            os.environ[name] = environ[name]
 
 
 def register() -> None:
@@ -209,6 +288,7 @@ def register() -> None:
         hook = _triton_hook()
         _name_this_process(_current_process_name())
         _count_compiles_in_prometheus()
+        _reach_ray_workers()
         hook.install_import_hook()
         _watch_worker_modules()
         # A forked worker never calls register(): name it when multiprocessing starts it.

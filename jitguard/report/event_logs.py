@@ -24,11 +24,12 @@ import json
 import math
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from jitguard.events import Cause, CompileEvent, ParamSpec
+from jitguard.report.log_sources import LogSourceError, common_directory, expand_log_sources
 from jitguard.tuning.records import RECORD_TYPE as TUNING_RECORD_TYPE
 from jitguard.tuning.records import TuningRecord
 
@@ -70,6 +71,7 @@ class ProcessLog:
     tunings: list[TuningRecord] = field(default_factory=list)  # autotune benchmark runs ("type": "tuning")
     skipped_lines: int = 0
     events_not_written: int = 0  # events the process could not write to its log (its record says)
+    node: str = ""  # the cluster node (JITGUARD_NODE) where the host alone does not tell, e.g. Ray nodes on one host
 
 
 @dataclass
@@ -313,6 +315,7 @@ class ProcessFields:
     triton_version: str
     time: float | None
     events_not_written: int | None
+    node: str = ""
 
 
 def process_fields_from_record(record: dict) -> ProcessFields:
@@ -324,13 +327,24 @@ def process_fields_from_record(record: dict) -> ProcessFields:
                          ppid=_int(record, "ppid", None, minimum=0), argv=argv, role=_string(record, "role", None),
                          rank=_int(record, "rank", None), triton_version=_string(record, "triton_version"),
                          time=_number(record, "time"),
-                         events_not_written=_int(record, "events_not_written", None, minimum=0))
+                         events_not_written=_int(record, "events_not_written", None, minimum=0),
+                         node=_string(record, "node"))
 
 
 # --- files --------------------------------------------------------------------------------------
 
-def log_files(path: str | os.PathLike) -> list[str]:
-    """The NDJSON logs at `path` (a directory of them, or one file), sorted; raises LogInputError."""
+# One directory or log file, or several of them, globs and `@list` files (jitguard.report.log_sources).
+LogPaths = str | os.PathLike | Sequence[str | os.PathLike]
+
+
+def log_files(path: LogPaths) -> list[str]:
+    """The NDJSON logs at `path` (a directory of them, or one file, or several: see LogPaths), sorted per
+    directory; raises LogInputError."""
+    if not isinstance(path, (str, os.PathLike)):
+        try:
+            return expand_log_sources(path)
+        except LogSourceError as exc:
+            raise LogInputError(str(exc)) from None
     path = os.fspath(path)
     if os.path.isfile(path):
         return [path]
@@ -445,6 +459,7 @@ def _merge_process_record(current: ProcessLog, fields: ProcessFields) -> None:
     current.triton_version = fields.triton_version or current.triton_version
     # A later record knows of more lost events, never fewer.
     current.events_not_written = max(current.events_not_written, fields.events_not_written or 0)
+    current.node = fields.node or current.node
 
 
 def iter_log_file(path: str, skipped: SkippedLines, memo: ParamsMemo | None = None) -> Iterator[LogItem]:
@@ -477,7 +492,7 @@ def iter_log_file(path: str, skipped: SkippedLines, memo: ParamsMemo | None = No
             current = ProcessLog(host=item.host or host, pid=item.pid or pid, ppid=item.ppid,
                                  argv=list(item.argv or []), role=item.role, rank=item.rank,
                                  triton_version=item.triton_version, started=item.time, file=path,
-                                 events_not_written=item.events_not_written or 0)
+                                 events_not_written=item.events_not_written or 0, node=item.node)
             yield LogItem("process", current, None)
             continue
         if current is None:  # the process record was lost (e.g. a garbled first line)
@@ -502,7 +517,7 @@ def _by_start(process: ProcessLog) -> tuple[float, int]:
     return (process.started if process.started is not None else float("inf"), process.pid)
 
 
-def read_logs(path: str | os.PathLike, on_item: Callable[[LogItem], None]) -> MergedLogs:
+def read_logs(path: LogPaths, on_item: Callable[[LogItem], None]) -> MergedLogs:
     """Read every `*.ndjson` log at `path`, handing each process, compile and tuning to `on_item` as it
     is read; the MergedLogs returned hold the processes (sorted by start) but no events or tunings.
 
@@ -525,7 +540,7 @@ def read_logs(path: str | os.PathLike, on_item: Callable[[LogItem], None]) -> Me
     if unreadable and len(unreadable) == len(files):
         names = ", ".join(f"{file} ({error})" for file, error in unreadable)
         raise LogInputError(f"cannot read any log: {names}")
-    if os.path.isfile(path) and not skipped.recognised and skipped.kept:
+    if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) and not skipped.recognised and skipped.kept:
         # One file named on the command line that holds no jitguard record at all (a report, a passwd
         # file) is the wrong input, not a log with bad lines; a directory's logs of processes killed
         # before their first record are still listed.
@@ -533,12 +548,15 @@ def read_logs(path: str | os.PathLike, on_item: Callable[[LogItem], None]) -> Me
         raise LogInputError(f"{os.fspath(path)}: not a jitguard log (no process, compile or tuning record; "
                             f"line {first.line}: {first.reason})")
     processes.sort(key=_by_start)
-    directory = os.fspath(path) if os.path.isdir(path) else os.path.dirname(os.fspath(path))
+    if not isinstance(path, (str, os.PathLike)):
+        directory = common_directory(files)
+    else:
+        directory = os.fspath(path) if os.path.isdir(path) else os.path.dirname(os.fspath(path))
     return MergedLogs(directory=directory, files=files, processes=processes, skipped=skipped.kept,
                       unreadable=unreadable, skipped_count=skipped.count)
 
 
-def load_logs(path: str | os.PathLike) -> MergedLogs:
+def load_logs(path: LogPaths) -> MergedLogs:
     """Read every `*.ndjson` log at `path` (a directory, or a single file), every event kept in memory.
 
     A file that cannot be read is listed in `unreadable` (with its error) and the others are read;
@@ -553,6 +571,6 @@ def load_logs(path: str | os.PathLike) -> MergedLogs:
     return read_logs(path, keep)
 
 
-def read_compile_events(path: str | os.PathLike) -> list[CompileEvent]:
+def read_compile_events(path: LogPaths) -> list[CompileEvent]:
     """Every valid compile event in the logs at `path` (what the warm-up plan builder needs)."""
     return load_logs(path).events

@@ -126,6 +126,9 @@ class Monitor:
         self.phase = "warmup"
         self.role: str | None = "torchrun worker" if os.environ.get("TORCHELASTIC_RUN_ID") else None
         self.rank: int | None = _rank_from_env()
+        # Asked at each compile for (role, rank) where one process serves several (a Ray worker runs
+        # tasks and actors one after another); None keeps the names set by set_process_info.
+        self.name_source: Callable[[], tuple[str | None, int | None] | None] | None = None
         self.events: list[CompileEvent] = []
         self.tunings: list[TuningRecord] = []
         self._subscribers: list[Callable[[CompileEvent], None]] = []
@@ -270,6 +273,7 @@ class Monitor:
         jit_fn = getattr(info, "jit_function", None)
         if jit_fn is None or getattr(jit_fn, COST_PROBE_ATTRIBUTE, False):
             return None  # a cost check's copy of a kernel: not the program's compile
+        self._rename_from_source()
         compile_info = hook_kwargs.get("compile") or {}
         key = hook_kwargs.get("key")
         started, started_wall = (getattr(self._local, "pending", None) or {}).pop(_pending_key(hook_kwargs),
@@ -320,6 +324,21 @@ class Monitor:
             binding=self._bindings.get(jit_fn, ""))
         self._dispatch(event)
         return event
+
+    def _rename_from_source(self) -> None:
+        source = self.name_source
+        if source is None:
+            return
+        try:
+            named = source()
+        except Exception as exc:  # the compile is recorded under the names it had
+            self._internal_error(exc)
+            return
+        if named is None:
+            return
+        role, rank = named
+        if (role is not None and role != self.role) or (rank is not None and rank != self.rank):
+            set_process_info(role=role, rank=rank)
 
     def _warn_unknown_demotions(self, jit_fn: Any) -> None:
         file, line = self._tc.kernel_location(jit_fn)
@@ -602,6 +621,14 @@ def mark_warmup() -> None:
     """Back to the warm-up phase (e.g. between test cases)."""
     if _monitor is not None:
         _monitor.phase = "warmup"
+
+
+def set_name_source(source: Callable[[], tuple[str | None, int | None] | None] | None) -> None:
+    """Ask `source()` for (role, rank) before each compile is recorded (None: keep the current names).
+
+    For a process whose role changes while it runs, such as a Ray worker that runs one task, then another.
+    """
+    install().name_source = source
 
 
 def set_process_info(role: str | None = None, rank: int | None = None) -> None:

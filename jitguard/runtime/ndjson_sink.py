@@ -31,6 +31,11 @@ _OPEN_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC",
                | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
 
 
+# Names the cluster node a process runs on where the host name alone does not (several Ray nodes on
+# one machine); set by jitguard.integrations.ray in each Ray worker, or by hand.
+NODE_VARIABLE = "JITGUARD_NODE"
+
+
 class LogWriteError(OSError):
     """The log file could not be opened or written (the reason is in the message)."""
 
@@ -201,6 +206,9 @@ class NdjsonSink:
                                triton_version=self.process_info.get("triton_version", ""),
                                host=socket.gethostname(), time=time.time()).to_dict()
         record.pop("events_not_written", None)  # only a process that lost events says so
+        node = os.environ.get(NODE_VARIABLE)
+        if node:  # a cluster's node (a Ray node on a shared host), beside the host name
+            record["node"] = node
         if self.events_not_written:
             record["events_not_written"] = self.events_not_written
         return (to_json_line(record) + "\n").encode()

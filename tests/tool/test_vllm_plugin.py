@@ -100,10 +100,10 @@ def worker_main(out_dir, rank):
     worker.compile_or_warm_up_model()
     worker.execute_model(1)
     import prometheus_client
-    sample = prometheus_client.REGISTRY.get_sample_value(
-        "jitguard_triton_compiles_total", {"kernel": "rms_kernel", "phase": "serving"})
+    serving = [(s.labels, s.value) for metric in prometheus_client.REGISTRY.collect() for s in metric.samples
+               if s.name == "jitguard_triton_compiles_total" and s.labels["phase"] == "serving"]
     with open(os.path.join(out_dir, f"worker{rank}.json"), "w") as handle:
-        json.dump({"pid": os.getpid(), "vllm_monitor_seen": jit_monitor.seen, "prometheus_serving": sample}, handle)
+        json.dump({"pid": os.getpid(), "vllm_monitor_seen": jit_monitor.seen, "prometheus_serving": serving}, handle)
 
 
 def engine_core_main(out_dir):
@@ -199,6 +199,10 @@ def test_warm_up_then_serving_phase_and_vllm_monitor_coexist(tmp_path: Path, tri
     results, report = run["results"], run["report"]
     (kernel,) = report["kernels"]
     assert kernel["name"] == "rms_kernel"
+    records = [json.loads(line) for log in (tmp_path / "logs").glob("*.ndjson")
+               for line in log.read_text().splitlines()]
+    serving_arrived = {r["pid"]: r.get("arrived") or "unknown" for r in records
+                       if r["type"] == "compile" and r["phase"] == "serving"}
     # Warm-up compiles 16 / 17 (48 reuses 16's variant); execute_model(1) compiles during serving.
     assert kernel["by_phase"]["warmup"]["compiles"] == 2 * 2
     assert kernel["by_phase"]["serving"]["compiles"] == 1 * 2
@@ -207,8 +211,11 @@ def test_warm_up_then_serving_phase_and_vllm_monitor_coexist(tmp_path: Path, tri
         worker = results[f"worker{rank}"]
         # vLLM's hook, installed after ours, still sees the serving compile...
         assert worker["vllm_monitor_seen"] == ["rms_kernel"]
-        # ...and jitguard's Prometheus counter counted it in that process.
-        assert worker["prometheus_serving"] == 1.0
+        # ...and jitguard's Prometheus counter counted it in that process, labelled with the process's
+        # role and rank and how the kernel arrived (cold, or from the disk cache the other worker filled).
+        assert worker["prometheus_serving"] == [[{"kernel": "rms_kernel", "phase": "serving",
+                                                  "arrived": serving_arrived[worker["pid"]],
+                                                  "role": "worker", "rank": str(rank)}, 1.0]]
     assert "compiled during serving" not in run["proc"].stderr  # mode "log": a line, no error
     assert "[serving]" in run["proc"].stderr
 
