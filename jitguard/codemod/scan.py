@@ -309,6 +309,27 @@ def _is_count_constexpr(facts: _KernelFacts, param: KernelParam) -> bool:
             and not facts.is_flag(param))
 
 
+def runtime_kinds(kernel: TritonKernel, helpers: HelperUses | None = None,
+                  launches: LaunchFacts | None = None) -> dict[str, str]:
+    """Each runtime (non-constexpr) parameter's kind as the rules judge it: "ptr", "float", "flag" or "int"."""
+    params = {param.name for param in kernel.params}
+    uses = helpers.of(kernel) if helpers is not None else parameter_uses(kernel.nodes(), params)
+    facts = _KernelFacts(kernel, uses, launches or LaunchFacts(), _defaults(kernel))
+    kinds = {}
+    for param in kernel.params:
+        if param.is_constexpr:
+            continue
+        if facts.is_float(param):
+            kinds[param.name] = "float"
+        elif _looks_like_pointer(param, uses):
+            kinds[param.name] = "ptr"
+        elif facts.is_flag(param):
+            kinds[param.name] = "flag"
+        else:
+            kinds[param.name] = "int"
+    return kinds
+
+
 @dataclass(frozen=True)
 class _Hit:
     """One rule's finding before it becomes a `Finding`: where, which parameter, what to say."""

@@ -1,0 +1,188 @@
+"""Prices for the demotions a static scan advises, computed before `fix` applies any.
+
+A scan records no variants, so each kernel's likely signatures are synthesized from its source
+(`static_signatures`) and every demotion is compiled both ways in each (`jitguard.price.demotion_cost`,
+offline sm_90): it is `free` only when it is free in every synthesized signature, `costly` when any
+one pays, `unknown` (with the reason) when a signature cannot be built or compiled. The price is put
+where a priced runtime report keeps it (`params[NAME].cost` of the demotion's report entry), so `fix`
+applies and skips scan demotions exactly as it does a report's.
+
+The kernel's module is imported to compile it, as the price check of a report does
+(`jitguard.replay.kernel_loading`): the files priced are the ones the user asked `fix` to edit.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from jitguard.codemod.demotions import Demotion
+from jitguard.codemod.files import SourceError, read_source
+from jitguard.codemod.kernels import TritonKernel, find_kernels, parse_source
+from jitguard.codemod.launch_sites import launch_facts
+from jitguard.codemod.static_signatures import Synthesized, synthesize
+
+_WORST_FIRST = ("costly", "unknown", "free")
+
+
+@dataclass
+class _KernelSource:
+    """One kernel of a file to fix, with its synthesized signatures and where its module is imported from."""
+
+    kernel: TritonKernel
+    file: str
+    module: str
+    root: str
+    synthesized: Synthesized
+
+
+def module_and_root(file: str) -> tuple[str, str]:
+    """The dotted module name of `file` and the folder it is imported from: up through every folder
+    holding an `__init__.py` (a file outside any package is a top-level module of its own folder)."""
+    path = Path(os.path.realpath(file))
+    parts = [path.stem] if path.name != "__init__.py" else []
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts), str(folder)
+
+
+def _file_for(demotion: Demotion, files: Sequence[Path]) -> str | None:
+    """The file among `files` a scan finding names (its path as scanned, or the longest matching tail)."""
+    if demotion.file is None:
+        return None
+    wanted = Path(demotion.file)
+    real = {os.path.realpath(f): f for f in files}
+    if wanted.exists() and os.path.realpath(wanted) in real:
+        return os.path.realpath(wanted)
+    tails = [f for f in files if f.parts[-len(wanted.parts):] == wanted.parts]
+    return os.path.realpath(tails[0]) if len(tails) == 1 else None
+
+
+def _kernel_sources(file: str) -> list[_KernelSource]:
+    source = read_source(Path(file))
+    tree = parse_source(source)
+    kernels = find_kernels(source, tree)
+    launches = launch_facts(tree, {name: [p.name for p in kernel.params]
+                                   for kernel in kernels for name in (kernel.name, *kernel.bound_as)})
+    module, root = module_and_root(file)
+    found = []
+    for kernel in kernels:
+        facts = next((launches[n] for n in (kernel.name, *kernel.bound_as) if n in launches), None)
+        found.append(_KernelSource(kernel, file, module, root, synthesize(kernel, facts)))
+    return found
+
+
+class _Sources:
+    """Each file's kernels, read once."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, list[_KernelSource] | str] = {}
+
+    def find(self, file: str, demotion: Demotion) -> _KernelSource | str:
+        if file not in self._files:
+            try:
+                self._files[file] = _kernel_sources(file)
+            except (SourceError, SyntaxError, ValueError, RecursionError) as exc:
+                self._files[file] = f"{file}: cannot read: {exc}"
+        found = self._files[file]
+        if isinstance(found, str):
+            return found
+        matching = [k for k in found if k.kernel.matches(demotion.kernel)]
+        if demotion.line is not None and len(matching) > 1:
+            matching = [k for k in matching if k.kernel.first_line <= demotion.line <= k.kernel.end_line] or matching
+        return matching[0] if matching else f"{file} defines no kernel `{demotion.kernel}`"
+
+
+def _signature_words(group: list[dict[str, Any]]) -> str:
+    base = group[0]
+    constexprs = [f"{n}={e['value']}" for n, e in base["params"].items() if e["kind"] == "constexpr"]
+    options = [f"{k}={v}" for k, v in base["options"].items()]
+    return ", ".join(constexprs + options) or "its only configuration"
+
+
+class StaticPricer:
+    """Prices scan demotions by compiling each kernel in its synthesized signatures (one checker, one cache)."""
+
+    def __init__(self, price_from: Sequence[str] = (), on_compile: Callable[[], None] | None = None) -> None:
+        self.price_from = tuple(price_from)
+        self.on_compile = on_compile
+        self._checker: Any = None
+        self._kernels: dict[tuple[str, str], Any] = {}
+
+    def _jit_function(self, source: _KernelSource) -> Any:
+        from jitguard.replay.kernel_loading import KernelTrust, load_jit_function
+
+        key = (source.file, source.kernel.qualname)
+        if key not in self._kernels:
+            trust = KernelTrust(extra_roots=self.price_from, named_files=(source.file,), naming_roots=(source.root,))
+            qualname = source.kernel.bound_as[0] if source.kernel.bound_as else source.kernel.qualname
+            self._kernels[key] = load_jit_function(source.module, source.file, qualname, source.kernel.name, trust)
+        return self._kernels[key]
+
+    def price(self, source: _KernelSource, param: str, option: str) -> dict[str, str]:
+        """The `cost` record ({"verdict", "detail"[, "alternative"]}) of one demotion."""
+        from jitguard.price.demotion_cost import DemotionCost, DemotionCostChecker
+
+        synthesized = source.synthesized
+        if synthesized.reason is not None:
+            return DemotionCost("unknown", f"no signature synthesized for {source.kernel.name}: "
+                                           f"{synthesized.reason}").to_json()
+        if self._checker is None:
+            if self.on_compile is not None:
+                self.on_compile()
+            self._checker = DemotionCostChecker()
+        try:
+            jit_fn = self._jit_function(source)
+        except LookupError as exc:
+            return DemotionCost("unknown", str(exc)).to_json()
+        costs = [(self._checker.cost(jit_fn, param, option, signature=group), group) for group in synthesized.groups]
+        worst, group = min(costs, key=lambda item: _WORST_FIRST.index(item[0].verdict))
+        return replace(worst, detail=self._detail(worst.verdict, worst.detail, group, synthesized)).to_json()
+
+    @staticmethod
+    def _detail(verdict: str, detail: str, group: list[dict[str, Any]], synthesized: Synthesized) -> str:
+        priced = len(synthesized.groups)
+        capped = f" (of {synthesized.configs_total} configurations)" if synthesized.configs_total > priced else ""
+        assumed = (f"; pointer dtypes not in the source taken as fp32: {', '.join(synthesized.assumed)}"
+                   if synthesized.assumed else "")
+        if verdict == "free":
+            where = "the synthesized signature" if priced == 1 else f"all {priced} synthesized signatures{capped}"
+            return f"free in {where}: {detail}{assumed}"
+        return f"{detail} (synthesized signature {_signature_words(group)}, {priced} priced{capped}){assumed}"
+
+
+def price_scan_demotions(demotions: Sequence[Demotion], files: Sequence[Path], price_from: Sequence[str] = (),
+                         on_compile: Callable[[], None] | None = None) -> list[Demotion]:
+    """The scan's demotions, each carrying a report entry with its price (`params[NAME].cost`), as a priced
+    runtime report's do. Autotune buckets (no code to price) and demotions of kernels not found among
+    `files` are returned as they are."""
+    from jitguard.codemod.demotion_prices import triton_importable
+
+    sources = _Sources()
+    pricer = StaticPricer(price_from, on_compile)
+    entries: dict[tuple[str, str], dict[str, Any]] = {}
+    priced = []
+    for demotion in demotions:
+        file = _file_for(demotion, files)
+        if demotion.option.startswith("bucket:") or demotion.origin == "--param" or file is None:
+            priced.append(demotion)
+            continue
+        found = sources.find(file, demotion)
+        if isinstance(found, str):
+            priced.append(demotion)
+            continue
+        entry = entries.setdefault((file, found.kernel.qualname), {
+            "name": found.kernel.name, "qualname": found.kernel.qualname, "module": found.module, "file": file,
+            "line": found.kernel.line, "params": {}, "variant_list": []})
+        if demotion.param not in entry["params"]:
+            cost = (pricer.price(found, demotion.param, demotion.option) if triton_importable() else
+                    {"verdict": "unknown", "detail": "not priced: Triton is not installed (pip install "
+                                                     "'jitguard[monitor]')"})
+            entry["params"][demotion.param] = {"advice": demotion.advice, "cost": cost}
+        priced.append(replace(demotion, report_entry=entry))
+    return priced

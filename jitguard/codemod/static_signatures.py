@@ -1,0 +1,316 @@
+"""Signatures a kernel is likely launched with, synthesized from its source (never run), to price the
+demotions a static scan advises before `fix` applies them.
+
+A runtime report records the variants a kernel compiled; a scan has none, so they are built here in
+the form the report's `variant_list` uses ({"params": {name: {"kind", "type", "spec", "value"}},
+"options"}), one group per constexpr configuration:
+
+- pointers: `*fp32` unless the source says otherwise: a store of `x.to(tl.bfloat16)`, an annotation,
+  a `torch.empty(..., dtype=torch.float16)` passed at a launch of the same file; a pointer whose loaded
+  values address other loads (an index table) is `*i32` (`*i64` when the values are cast to int64);
+  always 16-byte aligned;
+- ints: `i32` (`i64` when annotated `tl.int64`), every int divisible by 16 in the base signature, and
+  for each int one signature with it `== 1` and one with it odd (the classes a demotion merges);
+- constexprs: each `triton.Config` of an autotune (its launch options too), else the default, else a
+  literal passed at a launch; a heuristic that is a comparison takes both True and False;
+- floats, bools and `None` defaults as themselves.
+
+A constexpr with no value found, or a tuple parameter, makes the kernel unpriceable: `reason` says why.
+
+    >>> from jitguard.codemod.kernels import find_kernels
+    >>> src = b"import triton\\n@triton.jit\\ndef k(x_ptr, n, B: tl.constexpr = 64):\\n    pass\\n"
+    >>> (kernel,) = find_kernels(src)
+    >>> synthesized = synthesize(kernel)
+    >>> len(synthesized.groups), len(synthesized.groups[0])
+    (1, 3)
+    >>> synthesized.groups[0][0]["params"]["n"], synthesized.groups[0][0]["params"]["B"]["value"]
+    ({'kind': 'int', 'type': 'i32', 'spec': 'div16', 'value': None}, 64)
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from jitguard.codemod.kernels import KernelParam, TritonKernel, dotted_name
+from jitguard.codemod.launch_sites import LaunchFacts
+from jitguard.codemod.param_uses import leftmost
+
+# At most this many constexpr configurations are priced per kernel (each costs a few compiles).
+MAX_GROUPS = 6
+DEFAULT_POINTER = "*fp32"
+# `tl.<name>` / `torch.<name>` -> Triton's element type name.
+ELEMENT_TYPES = {
+    "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32", "float": "fp32", "float64": "fp64",
+    "float8e4nv": "fp8e4nv", "float8_e4m3fn": "fp8e4nv", "float8e5": "fp8e5", "float8_e5m2": "fp8e5",
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "int1": "i1", "bool": "i1",
+}
+_TENSOR_FACTORIES = frozenset({"empty", "zeros", "ones", "full", "randn", "rand", "empty_like", "zeros_like",
+                               "randint", "arange", "tensor"})
+
+
+@dataclass
+class Synthesized:
+    """Signature groups for one kernel (one group per constexpr configuration), or why there are none."""
+
+    groups: list[list[dict[str, Any]]] = field(default_factory=list)
+    reason: str | None = None
+    configs_total: int = 0  # constexpr configurations found (groups holds at most MAX_GROUPS of them)
+    assumed: list[str] = field(default_factory=list)  # pointers whose dtype the source did not say
+
+
+def _element_type(expression: ast.AST | None) -> str | None:
+    """`tl.bfloat16` / `torch.float16` / `"fp16"` -> "bf16" / "fp16"."""
+    name = dotted_name(expression) if isinstance(expression, ast.expr) else None
+    if not name:
+        return None
+    last = name.rsplit(".", 1)[-1]
+    return ELEMENT_TYPES.get(last) or (last if last in ELEMENT_TYPES.values() else None)
+
+
+def _cast_type(expression: ast.expr) -> str | None:
+    """The type of `x.to(tl.float16)` / `tl.cast(x, tl.float16)`, else None."""
+    if isinstance(expression, ast.Call):
+        func = expression.func
+        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if last == "to" and expression.args:
+            return _element_type(expression.args[0])
+        if last == "cast" and len(expression.args) > 1:
+            return _element_type(expression.args[1])
+    return None
+
+
+def _pointer_types_from_body(kernel: TritonKernel, pointers: set[str]) -> dict[str, str]:
+    """Pointer -> element type, from stores of cast values and loads whose values address other loads."""
+    found: dict[str, str] = {}
+    loaded_into: dict[str, str] = {}  # local -> the pointer it was loaded from
+    for node in kernel.nodes():
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value, cast = node.value, None
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "to":
+                cast, value = _cast_type(value), value.func.value
+            source = _loaded_pointer(value)
+            if source is not None and source in pointers:
+                loaded_into[node.targets[0].id] = source
+                if cast in ("i64", "i32"):
+                    found.setdefault(source, "*i64" if cast == "i64" else "*i32")
+        elif isinstance(node, ast.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] == "store" and len(
+                node.args) > 1:
+            target = leftmost(node.args[0])
+            stored = _cast_type(node.args[1])
+            if isinstance(target, ast.Name) and target.id in pointers and stored:
+                found.setdefault(target.id, "*" + stored)
+    for node in kernel.nodes():  # values of a pointer used in another load's address: an index table
+        if isinstance(node, ast.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in ("load", "store") \
+                and node.args:
+            for name in ast.walk(node.args[0]):
+                if isinstance(name, ast.Name) and name.id in loaded_into:
+                    found.setdefault(loaded_into[name.id], "*i32")
+    return found
+
+
+def _loaded_pointer(value: ast.expr) -> str | None:
+    if isinstance(value, ast.Call) and (dotted_name(value.func) or "").rsplit(".", 1)[-1] == "load" and value.args:
+        base = leftmost(value.args[0])
+        return base.id if isinstance(base, ast.Name) else None
+    return None
+
+
+def _pointer_type_from_launch(values: list[ast.expr]) -> str | None:
+    """`torch.empty(..., dtype=torch.float16)` (or `x.to(torch.bfloat16)`) passed at a launch."""
+    for value in values:
+        if not isinstance(value, ast.Call):
+            continue
+        last = (dotted_name(value.func) or "").rsplit(".", 1)[-1]
+        if last in _TENSOR_FACTORIES:
+            dtype = next((k.value for k in value.keywords if k.arg == "dtype"), None)
+            if _element_type(dtype):
+                return "*" + str(_element_type(dtype))
+        elif last == "to" and value.args and _element_type(value.args[0]):
+            return "*" + str(_element_type(value.args[0]))
+    return None
+
+
+def _literal(expression: ast.expr | None) -> tuple[bool, Any]:
+    """(True, value) for a constant the log format holds (a Triton dtype as `triton.language.<name>`)."""
+    if isinstance(expression, ast.Constant) and isinstance(expression.value, (int, float, str, bool, type(None))):
+        return True, expression.value
+    if isinstance(expression, ast.UnaryOp) and isinstance(expression.op, ast.USub):
+        found, value = _literal(expression.operand)
+        return (found, -value) if found and isinstance(value, (int, float)) and not isinstance(value, bool) else (
+            False, None)
+    name = dotted_name(expression) if isinstance(expression, ast.Attribute) else None
+    if name and name.split(".")[0] in ("tl", "triton", "gl") and _element_type(expression):
+        return True, "triton.language." + name.rsplit(".", 1)[-1]
+    return False, None
+
+
+def _autotune_configs(kernel: TritonKernel) -> list[tuple[dict[str, Any], dict[str, Any]]] | None:
+    """(constexprs, launch options) of each literal `triton.Config` of the kernel's autotune, or None."""
+    wrapper = _autotune_call(kernel)
+    if wrapper is None:
+        return None
+    configs = wrapper.args[0] if wrapper.args else next((k.value for k in wrapper.keywords if k.arg == "configs"),
+                                                         None)
+    if not isinstance(configs, (ast.List, ast.Tuple)):
+        return None
+    found = []
+    for config in configs.elts:
+        if not (isinstance(config, ast.Call) and config.args and isinstance(config.args[0], ast.Dict)):
+            return None  # a config built in a loop or a helper: not read statically
+        values: dict[str, Any] = {}
+        for key, value in zip(config.args[0].keys, config.args[0].values):
+            ok, literal = _literal(value)
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and ok):
+                return None
+            values[key.value] = literal
+        options = {k.arg: _literal(k.value)[1] for k in config.keywords
+                   if k.arg in ("num_warps", "num_stages", "num_ctas", "maxnreg") and _literal(k.value)[0]}
+        found.append((values, options))
+    return found
+
+
+def _autotune_call(kernel: TritonKernel) -> ast.Call | None:
+    for decorator in kernel.node.decorator_list if kernel.node is not None else []:
+        if isinstance(decorator, ast.Call) and (dotted_name(decorator.func) or "").endswith("autotune"):
+            return decorator
+    return None
+
+
+def _defaults(kernel: TritonKernel) -> dict[str, ast.expr]:
+    if kernel.node is None:
+        return {}
+    arguments = kernel.node.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    found = dict(zip([a.arg for a in positional[len(positional) - len(arguments.defaults):]], arguments.defaults))
+    found.update({a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None})
+    return found
+
+
+def _constexpr_choices(kernel: TritonKernel, param: KernelParam, defaults: dict[str, ast.expr],
+                       launches: LaunchFacts) -> list[Any] | None:
+    """Values of a constexpr not set by an autotune config: its default, literals passed at launches, both
+    bools for a comparison heuristic; None when none is known."""
+    heuristic = next((h for h in kernel.heuristics if h.name == param.name), None)
+    if heuristic is not None:
+        body = heuristic.expression.body if isinstance(heuristic.expression, ast.Lambda) else heuristic.expression
+        return [True, False] if isinstance(body, (ast.Compare, ast.BoolOp)) else None
+    values = []
+    for expression in [defaults.get(param.name), *launches.passed.get(param.name, [])]:
+        ok, value = _literal(expression)
+        if ok and value not in values:
+            values.append(value)
+    return values or None
+
+
+def _runtime_entry(param: KernelParam, kernel: TritonKernel, facts: dict[str, Any]) -> dict[str, Any] | str:
+    """The base-signature entry of a runtime parameter, or why it cannot be synthesized."""
+    name = param.name
+    default = facts["defaults"].get(name)
+    if isinstance(default, ast.Constant) and default.value is None:
+        return {"kind": "none", "type": None, "spec": None, "value": None}
+    if name in facts["floats"]:
+        return {"kind": "float", "type": "fp32", "spec": None, "value": None}
+    if name in facts["flags"]:
+        return {"kind": "bool", "type": "i1", "spec": None, "value": None}
+    if name in facts["pointers"]:
+        pointer = (facts["body_types"].get(name) or _pointer_type_from_launch(facts["launches"].passed.get(name, []))
+                   or _annotated_pointer(param))
+        if pointer is None:
+            facts["assumed"].append(name)
+        return {"kind": "ptr", "type": pointer or DEFAULT_POINTER, "spec": "aligned16", "value": None}
+    annotation = (param.annotation or "").rsplit(".", 1)[-1]
+    if annotation in ("tuple", "Tuple"):
+        return f"parameter `{name}` is a tuple"
+    int_type = "i64" if annotation == "int64" else "i32"
+    return {"kind": "int", "type": int_type, "spec": "div16", "value": None}
+
+
+def _annotated_pointer(param: KernelParam) -> str | None:
+    annotation = param.annotation or ""
+    if "pointer" not in annotation:
+        return None
+    element = ELEMENT_TYPES.get(annotation.rsplit(".", 1)[-1].strip(")"))
+    return "*" + element if element else None
+
+
+def _int_classes(base: dict[str, Any]) -> list[dict[str, Any]]:
+    """The base signature, then for each int one signature with it `== 1` (i32 only) and one odd."""
+    variants = [base]
+    for name, entry in base["params"].items():
+        if entry["kind"] != "int":
+            continue
+        for spec in (("one", "plain") if entry["type"] == "i32" else ("plain",)):
+            params = dict(base["params"], **{name: dict(entry, spec=spec)})
+            variants.append({"params": params, "options": base["options"]})
+    return variants
+
+
+def _constexpr_entry(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {"kind": "none", "type": None, "spec": None, "value": None}
+    return {"kind": "constexpr", "type": None, "spec": None, "value": value}
+
+
+def _configurations(kernel: TritonKernel, facts: dict[str, Any]) -> tuple[list[tuple[dict, dict]], int] | str:
+    """(constexpr values, launch options) of each configuration to price (at most MAX_GROUPS), and how many
+    there are; or why none can be built."""
+    configs = _autotune_configs(kernel)
+    if configs is None and _autotune_call(kernel) is not None:
+        return "its autotune configs are not a literal list of triton.Config({...})"
+    configs = configs or [({}, {})]
+    free: list[tuple[str, list[Any]]] = []
+    for param in kernel.params:
+        if param.is_constexpr and not all(param.name in values for values, _ in configs):
+            choices = _constexpr_choices(kernel, param, facts["defaults"], facts["launches"])
+            if choices is None:
+                return f"no value found for tl.constexpr `{param.name}` (no default, no literal at a launch)"
+            free.append((param.name, choices))
+    total = len(configs)
+    for _, choices in free:
+        total *= len(choices)
+    combos = itertools.islice(itertools.product(configs, *(choices for _, choices in free)), MAX_GROUPS)
+    found = []
+    for config, *picked in combos:
+        values, options = config
+        found.append(({**dict(zip((name for name, _ in free), picked)), **values}, options))
+    return found, total
+
+
+def synthesize(kernel: TritonKernel, launches: LaunchFacts | None = None,
+               kinds: dict[str, str] | None = None) -> Synthesized:
+    """Signature groups for `kernel` (see the module docstring). `launches`: what this file's launches pass
+    it; `kinds`: each runtime parameter's kind as `scan.runtime_kinds` judges it ("ptr", "float", "flag",
+    "int"), computed here when not given."""
+    if kernel.node is None:
+        return Synthesized(reason="its source is not available")
+    launches = launches or LaunchFacts()
+    if kinds is None:
+        from jitguard.codemod.scan import runtime_kinds
+
+        kinds = runtime_kinds(kernel, launches=launches)
+    pointers = {name for name, kind in kinds.items() if kind == "ptr"}
+    facts: dict[str, Any] = {
+        "defaults": _defaults(kernel), "launches": launches, "pointers": pointers, "assumed": [],
+        "floats": {n for n, k in kinds.items() if k == "float"}, "flags": {n for n, k in kinds.items() if k == "flag"},
+        "body_types": _pointer_types_from_body(kernel, pointers),
+    }
+    runtime: dict[str, dict[str, Any]] = {}
+    for param in kernel.params:
+        if not param.is_constexpr:
+            entry = _runtime_entry(param, kernel, facts)
+            if isinstance(entry, str):
+                return Synthesized(reason=entry)
+            runtime[param.name] = entry
+    configurations = _configurations(kernel, facts)
+    if isinstance(configurations, str):
+        return Synthesized(reason=configurations)
+    found, total = configurations
+    groups = []
+    for values, options in found:
+        params = {p.name: runtime[p.name] if p.name in runtime else _constexpr_entry(values.get(p.name))
+                  for p in kernel.params}
+        groups.append(_int_classes({"params": params, "options": dict(options)}))
+    return Synthesized(groups, None, total, sorted(set(facts["assumed"])))

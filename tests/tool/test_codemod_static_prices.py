@@ -1,0 +1,167 @@
+"""Static findings priced before they are applied: signatures synthesized from source, then each demotion
+compiled both ways in every one (offline sm_90)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jitguard.codemod.demotions import Demotion
+from jitguard.codemod.kernels import find_kernels
+from jitguard.codemod.launch_sites import launch_facts
+from jitguard.codemod.static_prices import module_and_root, price_scan_demotions
+from jitguard.codemod.static_signatures import synthesize
+
+HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
+
+
+def _synthesized(body: str) -> Any:
+    source = (HEADER + textwrap.dedent(body)).encode()
+    kernel = find_kernels(source)[0]
+    launches = launch_facts(ast.parse(source), {kernel.name: [p.name for p in kernel.params]}).get(kernel.name)
+    return synthesize(kernel, launches)
+
+
+def _base(body: str) -> dict[str, Any]:
+    synthesized = _synthesized(body)
+    assert synthesized.reason is None, synthesized.reason
+    return synthesized.groups[0][0]["params"]
+
+
+# (case id, kernel source, {param: (kind, type)} expected in the base signature)
+TYPES = [
+    ("store-of-a-cast-types-the-pointer", """
+        @triton.jit
+        def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr = 64):
+            offs = tl.arange(0, BLOCK)
+            tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n).to(tl.bfloat16), mask=offs < n)
+     """, {"out_ptr": ("ptr", "*bf16"), "x_ptr": ("ptr", "*fp32"), "n": ("int", "i32")}),
+    ("an-index-table-is-int", """
+        @triton.jit
+        def k(x_ptr, ids_ptr, pos_ptr, out_ptr, BLOCK: tl.constexpr = 64):
+            offs = tl.arange(0, BLOCK)
+            rows = tl.load(ids_ptr + offs)
+            pos = tl.load(pos_ptr + offs).to(tl.int64)
+            tl.store(out_ptr + offs, tl.load(x_ptr + rows * 8 + pos))
+     """, {"ids_ptr": ("ptr", "*i32"), "pos_ptr": ("ptr", "*i64")}),
+    ("launch-dtype-float-and-flag", """
+        @triton.jit
+        def k(x_ptr, eps, w, use_w, total: tl.int64, BLOCK: tl.constexpr):
+            tl.store(x_ptr + tl.arange(0, BLOCK), eps)
+
+        def launch(n):
+            x = torch.empty((n, 8), dtype=torch.float16, device="cuda")
+            k[(1,)](x, 1e-6, 0, False, n, BLOCK=32)
+     """, {"x_ptr": ("ptr", "*fp16"), "eps": ("float", "fp32"), "use_w": ("bool", "i1"), "w": ("int", "i32"),
+           "total": ("int", "i64")}),
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), [c[1:] for c in TYPES], ids=[c[0] for c in TYPES])
+def test_runtime_parameters_are_typed_from_the_source(body: str, expected: dict[str, tuple[str, str]]) -> None:
+    params = _base(body)
+    assert {name: (params[name]["kind"], params[name]["type"]) for name in expected} == expected
+
+
+def test_every_int_class_and_every_autotune_config_is_synthesized() -> None:
+    synthesized = _synthesized("""
+        @triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=4), triton.Config({"BLOCK": 256},
+                                  num_warps=8)], key=["n"])
+        @triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+        @triton.jit
+        def k(x_ptr, n, EVEN: tl.constexpr, BLOCK: tl.constexpr, OUT: tl.constexpr = tl.float8e4nv):
+            pass
+     """)
+    configs = [(g[0]["params"]["BLOCK"]["value"], g[0]["params"]["EVEN"]["value"], g[0]["options"]["num_warps"])
+               for g in synthesized.groups]
+    assert configs == [(64, True, 4), (64, False, 4), (256, True, 8), (256, False, 8)]
+    assert synthesized.groups[0][0]["params"]["OUT"]["value"] == "triton.language.float8e4nv"
+    assert [v["params"]["n"]["spec"] for v in synthesized.groups[0]] == ["div16", "one", "plain"]
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    ("""
+     @triton.jit
+     def k(x_ptr, n, BLOCK: tl.constexpr):
+         pass
+     """, "no value found for tl.constexpr `BLOCK`"),
+    ("""
+     @triton.autotune(configs=make_configs(), key=["n"])
+     @triton.jit
+     def k(x_ptr, n, BLOCK: tl.constexpr):
+         pass
+     """, "autotune configs are not a literal list"),
+    ("""
+     @triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n"])})
+     @triton.jit
+     def k(x_ptr, n, BLOCK: tl.constexpr):
+         pass
+     """, "no value found for tl.constexpr `BLOCK`"),
+], ids=["no-value", "computed-configs", "numeric-heuristic"])
+def test_a_signature_that_cannot_be_built_says_why(body: str, reason: str) -> None:
+    synthesized = _synthesized(body)
+    assert synthesized.groups == [] and reason in (synthesized.reason or "")
+
+
+KERNELS = HEADER + '''
+
+@triton.jit
+def row_flags(x_ptr, num_tokens, hidden, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = (offs < hidden) & (row < num_tokens)
+    tl.store(x_ptr + row * hidden + offs, tl.load(x_ptr + row * hidden + offs, mask=mask) * 2, mask=mask)
+
+
+@triton.jit
+def copy_flat(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def needs_block(x_ptr, num_tokens, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), 0.0, mask=tl.arange(0, BLOCK) < num_tokens)
+
+
+def launch(x, out):
+    row_flags[(x.shape[0],)](x, x.shape[0], x.shape[1], BLOCK=128)
+    copy_flat[(1,)](x, out, x.numel(), BLOCK=1024)
+'''
+
+
+def test_module_and_root_walk_up_through_packages(tmp_path: Path) -> None:
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "ops.py").write_text("")
+    (tmp_path / "loose.py").write_text("")
+    assert module_and_root(str(tmp_path / "pkg" / "sub" / "ops.py")) == ("pkg.sub.ops", str(tmp_path.resolve()))
+    assert module_and_root(str(tmp_path / "loose.py")) == ("loose", str(tmp_path.resolve()))
+
+
+def test_scan_demotions_are_priced_in_their_synthesized_signatures(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    package = tmp_path / "static_price_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise ImportError('a parent __init__ that fails is never run')\n")
+    (package / "kernels.py").write_text(KERNELS)
+    file = package / "kernels.py"
+    requests = [Demotion(kernel, param, "do_not_specialize", "scan.json", str(file), line, "do_not_specialize")
+                for kernel, param, line in (("row_flags", "num_tokens", 7), ("copy_flat", "n_elements", 15),
+                                            ("needs_block", "num_tokens", 22))]
+    priced = price_scan_demotions(requests, [file])
+    costs = {d.kernel: d.report_entry["params"][d.param]["cost"] for d in priced if d.report_entry is not None}
+    # num_tokens only bounds a program id: nothing vectorizes on it
+    assert costs["row_flags"]["verdict"] == "free", costs["row_flags"]
+    assert "free in the synthesized signature" in costs["row_flags"]["detail"]
+    # n_elements bounds the contiguous offsets: 128-bit accesses need it % 16 == 0
+    assert costs["copy_flat"]["verdict"] == "costly", costs["copy_flat"]
+    assert "BLOCK=1024" in costs["copy_flat"]["detail"]
+    assert costs["needs_block"]["verdict"] == "unknown"
+    assert "no value found for tl.constexpr `BLOCK`" in costs["needs_block"]["detail"]
