@@ -22,10 +22,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fix": ("jitguard.codemod.commands:fix_command", "Add do_not_specialize to kernels, from a report or by name."),
     "scan": ("jitguard.codemod.commands:scan_command", "Find recompile risks in kernel sources, statically."),
     "warmup-plan": ("jitguard.startup.plan_command:warmup_plan_command", "Turn a report into a warm-up plan (JSON)."),
+    "bundle": ("jitguard.startup.bundle_command:bundle_command",
+               "Compile a plan's kernels for a target once; pack them into one file to load anywhere."),
 }
 
 # command -> the extra it needs beyond the base install (jitguard/extras.py); the others run on the base
-COMMAND_EXTRAS: dict[str, str] = {"run": "monitor", "demo": "kernels"}
+COMMAND_EXTRAS: dict[str, str] = {"run": "monitor", "demo": "kernels", "bundle": "monitor"}
 
 
 def _missing_extra_line(what: str, exc: ModuleNotFoundError) -> str | None:

@@ -76,9 +76,6 @@ def child_environment(log_dir: str, mode: str, offline_arch: str | None,
         env["JITGUARD_OFFLINE"] = offline_arch
     else:
         env.pop("JITGUARD_OFFLINE", None)
-    # Ray workers are started by each node's raylet, not by this command: Ray's runtime_env reaches them.
-    from jitguard.integrations.ray import set_runtime_env_hook
-    set_runtime_env_hook(env)
     return env
 
 
@@ -132,8 +129,7 @@ def print_run_report(log_dir: str, stream: Any = None, log_problem: str | None =
 
     With `log_problem` (from `log_dir_problem`) no report is read: the directory held none of this run's events.
     """
-    from jitguard.report.build import ReportInputError, build_report
-    from jitguard.report.render_tables import format_text
+    from jitguard.report.build import ReportInputError, build_report, format_text
 
     stream = stream or sys.stderr
     if log_problem:
@@ -162,8 +158,11 @@ def print_run_report(log_dir: str, stream: Any = None, log_problem: str | None =
               help="What a compile during serving does: log it, warn, or raise RecompileError.")
 @click.option("--offline", "offline_arch", flag_value="sm90", default=None,
               help="Use the compile-only sm_90 backend in every process (real compiles, no GPU).")
+@click.option("--bundle", type=click.Path(exists=True, dir_okay=False, path_type=str), default=None,
+              help="A compile bundle (jitguard bundle) each process installs into its Triton cache first.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run_command(log_dir: str | None, mode: str, offline_arch: str | None, command: tuple[str, ...]) -> None:
+def run_command(log_dir: str | None, mode: str, offline_arch: str | None, bundle: str | None,
+                command: tuple[str, ...]) -> None:
     """Run COMMAND with every Python process watched, then print the merged report.
 
     Example: jitguard run -- python -m vllm.entrypoints.openai.api_server --model M
@@ -173,6 +172,8 @@ def run_command(log_dir: str | None, mode: str, offline_arch: str | None, comman
         click.echo(f"[jitguard] note: {log_dir} already holds logs; the report will include them", err=True)
     problem = log_dir_problem(log_dir)
     env = child_environment(log_dir, mode, offline_arch)
+    if bundle:
+        env["JITGUARD_BUNDLE"] = os.path.abspath(bundle)
     if problem:
         # Never a reason to stop the command or its watch; the processes keep their events in memory.
         click.echo(f"[jitguard] warning: log directory {os.path.abspath(log_dir)}: {problem}; the command runs "

@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from jitguard.startup.bundle_format import FORMAT, read_cache_entries, write_bundle
+from jitguard.runtime.bundle_format import FORMAT, read_cache_entries, write_bundle
 from jitguard.startup.plan import load_plan
 
 

@@ -337,9 +337,9 @@ def _pretune_label(name: str, tuning: dict[str, Any]) -> str:
 
 def _install_bundle(data: dict[str, Any], bundle: str | os.PathLike, say: Any) -> Any:
     """Install a compile bundle's matching entries into Triton's cache before the warm-up (see
-    jitguard/startup/bundle_install.py); the plan's kernels it resolves are checked against the bundle's sources."""
+    jitguard/runtime/bundle_install.py); the plan's kernels it resolves are checked against the bundle's sources."""
     from jitguard import triton_compat
-    from jitguard.startup.bundle_install import install_bundle
+    from jitguard.runtime.bundle_install import install_bundle
 
     kernels = {}
     for entry in data["kernels"]:

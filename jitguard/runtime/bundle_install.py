@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jitguard.runtime.arrival import BUNDLE_MARKER
-from jitguard.startup.bundle_format import GROUP_PREFIX, BundleContents, content_problems, local_group, read_bundle
+from jitguard.runtime.bundle_format import GROUP_PREFIX, BundleContents, content_problems, local_group, read_bundle
 
 ENV_VAR = "JITGUARD_BUNDLE"
 
@@ -191,3 +191,28 @@ def install_bundle(bundle: str | os.PathLike, cache_dir: str | None = None, arch
         else:
             result.present.append(entry)
     return result
+
+
+def install_bundle_from_env(write_line: Any) -> InstallResult | None:
+    """Install the bundle `JITGUARD_BUNDLE` names (once per process; servers started by others set it).
+
+    Says each skip and the summary through `write_line`; a refused bundle is one line, never an exception.
+    """
+    from jitguard.runtime.bundle_format import BundleError
+
+    path = os.environ.get(ENV_VAR, "").strip()
+    if not path or _FROM_ENV.get(path) == os.getpid():
+        return None
+    _FROM_ENV[path] = os.getpid()
+    try:
+        result = install_bundle(path)
+    except (BundleError, OSError) as exc:
+        write_line(f"[jitguard] {ENV_VAR}: {exc}")
+        return None
+    for line in result.skipped:
+        write_line(f"[jitguard] bundle: {line}")
+    write_line(result.summary())
+    return result
+
+
+_FROM_ENV: dict[str, int] = {}  # bundle path -> the pid that installed it (a fork child installs again)
