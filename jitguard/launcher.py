@@ -76,6 +76,9 @@ def child_environment(log_dir: str, mode: str, offline_arch: str | None,
         env["JITGUARD_OFFLINE"] = offline_arch
     else:
         env.pop("JITGUARD_OFFLINE", None)
+    # Ray workers are started by each node's raylet, not by this command: Ray's runtime_env reaches them.
+    from jitguard.integrations.ray import set_runtime_env_hook
+    set_runtime_env_hook(env)
     return env
 
 
@@ -129,7 +132,8 @@ def print_run_report(log_dir: str, stream: Any = None, log_problem: str | None =
 
     With `log_problem` (from `log_dir_problem`) no report is read: the directory held none of this run's events.
     """
-    from jitguard.report.build import ReportInputError, build_report, format_text
+    from jitguard.report.build import ReportInputError, build_report
+    from jitguard.report.render_tables import format_text
 
     stream = stream or sys.stderr
     if log_problem:

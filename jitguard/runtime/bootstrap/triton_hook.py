@@ -25,6 +25,7 @@ class _HookState:
         self.waiting_for_compat = False  # Triton is imported; the monitor waits for jitguard.triton_compat
         self.pending_process_info: dict = {}  # role, rank, phase to apply when the monitor starts
         self.pending_listeners: dict = {}  # key -> listener, subscribed when the monitor starts
+        self.pending_name_source = None  # () -> (role, rank) | None, asked at each compile (monitor.set_name_source)
         self.attached_monitor: object = None  # the monitor the listeners below are subscribed to
         self.attached_listeners: dict = {}  # key -> (listener, its unsubscribe)
         self.child_namer = _default_child_namer
@@ -140,6 +141,14 @@ def set_pending_process_info(role: str | None = None, rank: int | None = None) -
     if _running_monitor() is not None:
         from jitguard.runtime import monitor
         monitor.set_process_info(role=role, rank=rank)
+
+
+def set_pending_name_source(source) -> None:  # type: ignore[no-untyped-def]
+    """Ask `source()` for this process's (role, rank) at each compile, from when the monitor starts (now if it runs)."""
+    _STATE.pending_name_source = source
+    if _running_monitor() is not None:
+        from jitguard.runtime import monitor
+        monitor.set_name_source(source)
 
 
 def set_pending_phase(phase: str) -> None:
@@ -261,6 +270,8 @@ def activate_monitor() -> bool:
         if role is not None or _STATE.pending_process_info.get("rank") is not None:
             monitor.set_process_info(role=role, rank=_STATE.pending_process_info.get("rank"))
         _attach_listeners(installed)
+        if _STATE.pending_name_source is not None:
+            monitor.set_name_source(_STATE.pending_name_source)
         if "multiprocessing.process" in sys.modules:  # fork children would otherwise keep this role
             name_multiprocessing_children()
         if _STATE.pending_process_info.get("phase"):
