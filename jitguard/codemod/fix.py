@@ -79,6 +79,17 @@ class FixOutcome:
         """True when at least one decorator was rewritten."""
         return any(change.added for change in self.changes)
 
+    @property
+    def hand_edits(self) -> list[str]:
+        """The `errors` that are findings left for a person (`HandEdit`), not bad input."""
+        return [error for error in self.errors if isinstance(error, HandEdit)]
+
+
+class HandEdit(str):
+    """A request `fix` cannot write but a person can: a computed demotion list, a tl.constexpr to make a
+    runtime argument, a decorator it cannot rewrite. `fix` exits 1 for these (findings left), 2 only for
+    bad input."""
+
 
 def _string(name: str, quote: str) -> cst.SimpleString:
     return cst.SimpleString(f"{quote}{name}{quote}")
@@ -238,10 +249,10 @@ def plan_for_kernel(kernel: TritonKernel, requests: Sequence[tuple[str, str]]) -
             errors.append(f"{where} has no parameter `{param_name}` (parameters: {known})")
             continue
         if param.is_constexpr:
-            errors.append(
+            errors.append(HandEdit(
                 f"{where}: `{param_name}` is tl.constexpr and cannot be demoted (Triton raises a "
                 "CompilationError); make it a runtime argument or bucket its values"
-            )
+            ))
             continue
         stronger = listed["do_not_specialize"]
         if param_name in listed[option] or (option != "do_not_specialize" and param_name in stronger):
@@ -256,7 +267,7 @@ def plan_for_kernel(kernel: TritonKernel, requests: Sequence[tuple[str, str]]) -
         if param_name not in added:
             added.append(param_name)
     for option, names in by_hand.items():
-        errors.append(f"{where}: {where_to_add(kernel.demotions[option], names, kernel)}")
+        errors.append(HandEdit(f"{where}: {where_to_add(kernel.demotions[option], names, kernel)}"))
     # do_not_specialize covers the alignment demotion: a name asked both ways is written once, there.
     full = set(change.added.get("do_not_specialize", []))
     aligned = change.added.get("do_not_specialize_on_alignment")
@@ -391,18 +402,18 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
             if work is not source:
                 new_text.encode(encoding)  # a name the file's encoding cannot spell is refused here
         except (FixError, MigrationError) as exc:
-            errors.append(f"{_kernel_where(kernel)}: {exc}; edit it by hand")
+            errors.append(HandEdit(f"{_kernel_where(kernel)}: {exc}; edit it by hand"))
             _drop(change, is_bucket)
             continue
         except cst.ParserSyntaxError as exc:
-            errors.append(f"{_kernel_where(kernel)}: cannot read the decorator "
-                          f"({exc.message}); edit it by hand")
+            errors.append(HandEdit(f"{_kernel_where(kernel)}: cannot read the decorator "
+                                   f"({exc.message}); edit it by hand"))
             _drop(change, is_bucket)
             continue
         except UnicodeEncodeError:
             names = ", ".join(added)
-            errors.append(f"{_kernel_where(kernel)}: `{names}` cannot be written in "
-                          f"the file's encoding ({encoding}); edit it by hand")
+            errors.append(HandEdit(f"{_kernel_where(kernel)}: `{names}` cannot be written in "
+                                   f"the file's encoding ({encoding}); edit it by hand"))
             _drop(change, is_bucket)
             continue
         if is_bucket and not is_jitguard and migrated_at is None:  # a new `jitguard.autotune` needs the import

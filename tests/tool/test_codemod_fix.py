@@ -823,6 +823,23 @@ def test_constexpr_parameter_is_refused_with_a_reason() -> None:
     assert outcome.source == source
     assert len(outcome.errors) == 1
     assert "`num_tokens` is tl.constexpr" in outcome.errors[0]
+    assert outcome.hand_edits == outcome.errors  # a finding left for a person, not bad input
+
+
+def test_a_computed_list_is_a_hand_edit_and_an_unknown_parameter_is_not() -> None:
+    source = _src("""
+        import triton
+        DNS = make_list()
+        @triton.jit(do_not_specialize=DNS)
+        def add(x_ptr, n, m):
+            pass
+    """)
+    outcome = fix_source(source, _plan(source, "add", [("n", DNS), ("nope", DNS)]))
+    assert outcome.source == source
+    assert len(outcome.errors) == 2
+    assert [error for error in outcome.errors if "nope" in error] != outcome.hand_edits
+    (hand_edit,) = outcome.hand_edits
+    assert "`n`" in hand_edit and "DNS" in hand_edit
 
 
 def test_unknown_parameter_is_an_error_that_lists_the_real_ones() -> None:
