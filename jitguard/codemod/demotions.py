@@ -7,10 +7,11 @@ static scan (`jitguard scan --json`, with `findings`); the kind is detected from
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from jitguard.events import OPTION_FOR_ADVICE  # advice code -> decorator option (None: no rewrite)
 
@@ -123,10 +124,17 @@ def _advice_request(
     )
 
 
-def _read_json(path: str | Path) -> Any:
-    origin = str(path)
+def _read_json(path: str | Path, stdin: IO[bytes] | None = None) -> Any:
+    """The JSON in `path`, read once: `-` is standard input, and a pipe (`<(cat scan.json)`, /dev/stdin)
+    can be read only once."""
+    origin = "stdin" if str(path) == "-" else str(path)
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        if str(path) == "-":
+            raw = (stdin if stdin is not None else sys.stdin.buffer).read()
+        else:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+        return json.loads(raw.decode("utf-8"))
     except OSError as exc:
         raise DemotionInputError(f"{origin}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
@@ -135,9 +143,46 @@ def _read_json(path: str | Path) -> Any:
         raise DemotionInputError(f"{origin}: not JSON ({exc.msg} at line {exc.lineno})") from None
 
 
+@dataclass(frozen=True)
+class LoadedReport:
+    """A `--from` file read once: a runtime report (`kernels`) or a scan (`findings`)."""
+
+    origin: str
+    data: Any
+
+    @property
+    def is_scan(self) -> bool:
+        """True for a `jitguard scan --json` result (it records no variants)."""
+        return isinstance(self.data, dict) and isinstance(self.data.get("findings"), list) and not isinstance(
+            self.data.get("kernels"), list)
+
+    def requests(self) -> tuple[list[Demotion], list[AdviceNote]]:
+        """Its rewrite requests and notes (see `load_report`)."""
+        return _requests(self.origin, self.data)
+
+    def kernel_entries(self) -> dict[str, Mapping[str, Any]]:
+        """A runtime report's `kernels[]` entries by name and qualname ({} for a scan JSON)."""
+        return _kernel_entries(self.data)
+
+    def adviceless_findings(self) -> int:
+        """How many scan findings carry no rewrite advice."""
+        findings = self.data.get("findings") if isinstance(self.data, dict) else None
+        if not isinstance(findings, list):
+            return 0
+        return sum(1 for finding in findings if isinstance(finding, dict) and finding.get("advice") is None)
+
+
+def read_report(path: str | Path, stdin: IO[bytes] | None = None) -> LoadedReport:
+    """Read `--from PATH` once (`-`: standard input); DemotionInputError names the file when it cannot be used."""
+    return LoadedReport("stdin" if str(path) == "-" else str(path), _read_json(path, stdin))
+
+
 def report_kernel_entries(path: str | Path) -> dict[str, Mapping[str, Any]]:
     """A runtime report's `kernels[]` entries by name and qualname ({} for a scan JSON)."""
-    data = _read_json(path)
+    return _kernel_entries(_read_json(path))
+
+
+def _kernel_entries(data: Any) -> dict[str, Mapping[str, Any]]:
     entries: dict[str, Mapping[str, Any]] = {}
     kernels = data.get("kernels") if isinstance(data, dict) else None
     for entry in kernels if isinstance(kernels, list) else []:
@@ -170,8 +215,10 @@ def load_report(path: str | Path) -> tuple[list[Demotion], list[AdviceNote]]:
     Raises DemotionInputError (with the file name) when the file is unreadable, not JSON, or
     neither kind of report.
     """
-    origin = str(path)
-    data = _read_json(path)
+    return read_report(path).requests()
+
+
+def _requests(origin: str, data: Any) -> tuple[list[Demotion], list[AdviceNote]]:
     requests: list[Demotion | AdviceNote | None] = []
     if isinstance(data, dict) and isinstance(data.get("kernels"), list):
         for index, kernel in enumerate(data["kernels"]):
