@@ -18,6 +18,64 @@ from jitguard.events import Cause, CompileEvent, bound_label
 from jitguard.explain import fix_hint, fix_parts, short_path, without_weaker_advice
 from jitguard.tuning.records import remedy_lines, summarize_tunings
 
+# --- text from logs, reports and source files, made safe to print ----------------------------------
+
+# C0 and C1 control characters, DEL, and the Unicode line separators and bidirectional overrides that
+# reorder what a terminal shows: an ESC in a log's kernel name must not clear a screen, write a
+# clipboard (OSC 52) or plant a link (OSC 8). A lone surrogate (JSON's "\\ud800") cannot be encoded to
+# print at all.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                      "\ud800-\udfff]")
+_CONTROL_KEEPING_NEWLINES = re.compile(_CONTROL.pattern.replace("\x00-\x1f", "\x00-\x09\x0b-\x1f"))
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+# A name from a log or a source file is shortened past this many characters in text for people
+# (JSON keeps it whole): a 50 MB kernel name must not make a 200 MB report.
+NAME_WIDTH = 400
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def escape_controls(text: str, keep_newlines: bool = False) -> str:
+    """`text` with every control character shown escaped (`\\x1b`, `\\n`, `\\u202e`), so printing it
+    cannot move the cursor, recolour, retitle or link; `keep_newlines` leaves line breaks (a whole
+    page of text whose names were already escaped)."""
+    pattern = _CONTROL_KEEPING_NEWLINES if keep_newlines else _CONTROL
+    return pattern.sub(_escaped, text)
+
+
+def shorten(text: str, width: int = NAME_WIDTH) -> str:
+    """`text` cut in the middle to at most `width` characters, head and tail kept ('abc...xyz')."""
+    if len(text) <= width:
+        return text
+    head = (width - 3) // 2 + (width - 3) % 2
+    return f"{text[:head]}...{text[len(text) - (width - 3 - head):]}"
+
+
+def for_people(value: Any, width: int = NAME_WIDTH) -> str:
+    """One name or value from a log, a report or a source file as text to print: control
+    characters escaped, then shortened to `width` (see `escape_controls`, `shorten`)."""
+    return shorten(escape_controls("" if value is None else str(value)), width)
+
+
+def people_view(data: Any, skip: Sequence[str] = ()) -> Any:
+    """A copy of a JSON-like report in which every string (keys too) went through `for_people`;
+    keys named in `skip` are left out (data no text shows, such as a report's variant list)."""
+    if isinstance(data, str):
+        return for_people(data)
+    if isinstance(data, dict):
+        return {for_people(key) if isinstance(key, str) else key: people_view(value, skip)
+                for key, value in data.items() if key not in skip}
+    if isinstance(data, (list, tuple)):
+        return [people_view(item, skip) for item in data]
+    return data
+
 
 def plural(n: int, word: str) -> str:
     """'1 variant', '3 variants'."""
@@ -25,7 +83,10 @@ def plural(n: int, word: str) -> str:
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "  ") -> list[str]:
-    """Columns padded to their widest cell, two spaces apart, trailing blanks trimmed."""
+    """Columns padded to their widest cell, two spaces apart, trailing blanks trimmed; a cell's control
+    characters are shown escaped (a newline in a name cannot forge a row)."""
+    header = [escape_controls(str(cell)) for cell in header]
+    rows = [[escape_controls(str(cell)) for cell in row] for row in rows]
     widths = [max(len(str(row[i])) for row in [*rows, header]) for i in range(len(header))]
     lines = [indent + "  ".join(str(h).ljust(w) for h, w in zip(header, widths)).rstrip()]
     for row in rows:
@@ -199,12 +260,12 @@ def format_event_line(event: CompileEvent) -> str:
     if event.is_manual_warmup:
         head += " [warmup()]"
     if not event.causes:
-        return head
+        return escape_controls(head)
     line = f"{head}: " + "; ".join(cause_line(c) for c in event.causes)
     hint = fix_hint(event.causes)
     if hint:
         line += f"; fix: {hint}"
-    return line
+    return escape_controls(line)
 
 
 def format_summary(events: list[CompileEvent]) -> list[str]:

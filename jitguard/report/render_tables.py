@@ -12,7 +12,19 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from jitguard.render_text import cost_lines, kernel_label, kernel_where, markdown_table, md_code, md_text, table
+from jitguard.render_text import (
+    LOADED_FROM,
+    cost_lines,
+    escape_controls,
+    kernel_label,
+    kernel_where,
+    loads_words,
+    markdown_table,
+    md_code,
+    md_text,
+    people_view,
+    table,
+)
 from jitguard.tuning.records import format_autotune_summary
 
 
@@ -39,18 +51,37 @@ def _several_nodes(report: dict[str, Any]) -> bool:
     return len({p.get("node") for p in report["processes"]}) > 1
 
 
+def _shown_processes(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The process table's entries: a pool of two or more look-alike workers (`process_groups`) is one
+    entry of totals, named "Inductor compile workers x16", where its first member stood."""
+    groups = {g["name"]: g for g in report.get("process_groups") or [] if g["processes"] > 1}
+    shown: list[dict[str, Any]] = []
+    for process in report["processes"]:
+        group = groups.pop(process.get("group") or "", None)
+        if group is not None:
+            members = [p for p in report["processes"] if p.get("group") == group["name"]]
+            shown.append(dict(process, pid="-", ppid="-", role=f"{group['name']} x{group['processes']}", rank=None,
+                              compiles=group["compiles"], recompiles=group["recompiles"],
+                              compile_ms=group["compile_ms"],
+                              events_not_written=sum(p.get("events_not_written") or 0 for p in members)))
+        elif not (process.get("group") and any(e.get("group") == process["group"] for e in shown)):
+            shown.append(process)
+    return shown
+
+
 def _process_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["pid", "ppid", "role", "compiles", "recompiles", "compile ms", "argv"]
+    processes = _shown_processes(report)
     rows = [[str(p["pid"]), str(p["ppid"] if p["ppid"] is not None else "?"), _role_words(p), str(p["compiles"]),
-             str(p["recompiles"]), _ms(p["compile_ms"]), _argv_words(p["argv"])] for p in report["processes"]]
+             str(p["recompiles"]), _ms(p["compile_ms"]), _argv_words(p["argv"])] for p in processes]
     if _several_nodes(report):
         header.insert(2, "node")
-        for row, process in zip(rows, report["processes"]):
+        for row, process in zip(rows, processes):
             row.insert(2, process["node"])
-    if any(p.get("events_not_written") for p in report["processes"]):
+    if any(p.get("events_not_written") for p in processes):
         # Only when a process lost events, so the usual table keeps its columns.
         header.insert(-1, "not written")
-        for row, process in zip(rows, report["processes"]):
+        for row, process in zip(rows, processes):
             row.insert(-1, str(process.get("events_not_written") or 0))
     return header, rows
 
@@ -62,19 +93,65 @@ def _kernel_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         rows.append([kernel_label(k), kernel_where(k["file"], k["line"]), str(k["variants"]), str(k["compiles"]),
                      str(len(k["by_process"])), _ms(k["by_phase"]["warmup"]["compile_ms"]),
                      _ms(k["by_phase"]["serving"]["compile_ms"]), k["fix"] or "-"])
+    if any(loaded_count(k) for k in report["kernels"]):
+        # Only when something was loaded, so the usual table keeps its columns: loads apart from compiles.
+        header.insert(4, "loaded")
+        for row, k in zip(rows, report["kernels"]):
+            row.insert(4, str(loaded_count(k)))
     return header, rows
+
+
+def loaded_count(kernel: dict[str, Any]) -> int:
+    """How many of a kernel's compiles were loads (disk, bundle, remote cache)."""
+    return sum(int(v["count"]) for name, v in (kernel.get("arrivals") or {}).items() if name in LOADED_FROM)
 
 
 def summary_line(report: dict[str, Any]) -> str:
     """'3 process(es), 1 kernel(s), 9 compile(s) (6 recompile(s), 2 during serving), 0.9 s compiling'."""
     t = report["totals"]
     nodes = f" on {t['nodes']} nodes" if t.get("nodes", 1) > 1 else ""
+    arrivals = t.get("arrivals") or {}
+    loaded = loads_words(arrivals)
+    cold_s = sum(v["ms"] for name, v in arrivals.items() if name not in LOADED_FROM) / 1000
+    seconds = f"{cold_s:.1f} s compiling, {loaded}" if loaded else f"{t['compile_ms'] / 1000:.1f} s compiling"
     line = (f"{t['processes']} process(es){nodes}, {t['kernels']} kernel(s), {t['compiles']} compile(s) "
-            f"({t['recompiles']} recompile(s), {t['serving_compiles']} during serving), "
-            f"{t['compile_ms'] / 1000:.1f} s compiling")
+            f"({t['recompiles']} recompile(s), {t['serving_compiles']} during serving), {seconds}")
     if t.get("events_not_written"):
         line += f", {t['events_not_written']} event(s) not written to the logs"
-    return line
+    return line + _origin_words(t.get("by_origin") or {})
+
+
+ORIGIN_WORDS = {"jit": "@triton.jit", "gluon": "@gluon.jit", "inductor": "torch.compile (Inductor)",
+                "compile": "triton.compile calls"}
+
+
+def _origin_words(by_origin: dict[str, dict[str, int]]) -> str:
+    """'; by origin: @triton.jit 3, torch.compile (Inductor) 40 + 12 loads'; "" when every compile was a
+    @triton.jit launch (the usual report keeps its line)."""
+    if not set(by_origin) - {"jit"}:
+        return ""
+    parts = []
+    for origin in (*ORIGIN_WORDS, *sorted(set(by_origin) - set(ORIGIN_WORDS))):
+        counts = by_origin.get(origin)
+        if counts:
+            loads = f" + {counts['loads']} load(s)" if counts.get("loads") else ""
+            parts.append(f"{ORIGIN_WORDS.get(origin, origin)} {counts.get('compiles', 0)}{loads}")
+    return "; by origin: " + ", ".join(parts)
+
+
+def _inductor_lines(kernel: dict[str, Any]) -> list[str]:
+    """What torch said about an Inductor kernel: the ops it fuses, its graph compiles, why they recompiled."""
+    facts = kernel.get("inductor")
+    if kernel.get("origin") != "inductor":
+        return []
+    lines = ["generated by torch.compile: a codemod never edits it; mark the size's dimension dynamic or warm "
+             "the size up before serving"]
+    if facts and facts.get("ops"):
+        lines.append("ops: " + ", ".join(facts["ops"]))
+    if facts and facts.get("compile_ids"):
+        lines.append("graph compiles: " + ", ".join(facts["compile_ids"]))
+    lines.extend(f"recompiled because: {reason}" for reason in (facts or {}).get("recompile_reasons") or [])
+    return lines
 
 
 _SKIPPED_SHOWN = 10
@@ -95,8 +172,17 @@ def _problem_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+# What text never shows: the per-compile data the JSON and the HTML page carry.
+_NOT_SHOWN = ("variant_list", "timeline")
+
+
 def format_text(report: dict[str, Any]) -> str:
-    """The report as plain-text tables: summary, processes, kernels, then each kernel's causes."""
+    """The report as plain-text tables: summary, processes, kernels, then each kernel's causes.
+
+    Every name from the logs is printable: control characters escaped, long names shortened
+    (`render_text.for_people`); the JSON keeps them as they were.
+    """
+    report = people_view(report, skip=_NOT_SHOWN)
     lines = [f"[jitguard] report of {report['directory']}: {summary_line(report)}"]
     lines.extend(f"[jitguard] {line}" for line in _problem_lines(report))
     lines.append("")
@@ -108,8 +194,9 @@ def format_text(report: dict[str, Any]) -> str:
         lines.extend(table(*_kernel_rows(report)))
     for k in report["kernels"]:
         lines.append("")
+        loaded = loads_words(k.get("arrivals") or {})
         lines.append(f"{kernel_label(k)} ({kernel_where(k['file'], k['line'])}): {k['variants']} variant(s), "
-                     f"{k['compiles']} compile(s), {_ms(k['compile_ms'])} ms")
+                     f"{k['compiles']} compile(s), {_ms(k['compile_ms'])} ms" + (f" ({loaded})" if loaded else ""))
         on_node = _several_nodes(report)
         per_process = ", ".join(f"pid {p['pid']}" + (f" rank {p['rank']}" if p["rank"] is not None else "")
                                 + (f" {p['role']}" if p["role"] else "") + (f" on {p['node']}" if on_node else "")
@@ -128,19 +215,21 @@ def format_text(report: dict[str, Any]) -> str:
             lines.extend(table(["param", "change", "count", "advice"], rows))
         if k["fix"]:
             lines.append(f"  fix: {k['fix']}")
+        lines.extend(f"  {line}" for line in _inductor_lines(k))
         lines.extend(f"  {line}" for line in cost_lines(k))
         if k.get("autotune"):
             lines.append(f"  {format_autotune_summary(k['name'], k['autotune'])}")
             lines.extend(f"  remedy: {line}" for line in k["autotune"]["remedy"])
-    return "\n".join(lines) + "\n"
+    return escape_controls("\n".join(lines), keep_newlines=True) + "\n"
 
 
 def format_markdown(report: dict[str, Any]) -> str:
     """The report as GitHub-flavoured markdown (for an issue or a PR comment).
 
     Every name from the logs is escaped (md_text) or a code span (md_code): a backtick in argv or a
-    `<script>` in a role stays text.
+    `<script>` in a role stays text; control characters are shown escaped and long names shortened.
     """
+    report = people_view(report, skip=_NOT_SHOWN)
     lines = ["# jitguard report", "", summary_line(report) + "."]
     problems = _problem_lines(report)
     if problems:
@@ -174,4 +263,4 @@ def format_markdown(report: dict[str, Any]) -> str:
         if k.get("autotune"):
             lines += ["", md_text(format_autotune_summary(k["name"], k["autotune"])) + "."]
             lines += [f"- remedy: {md_code(line)}" for line in k["autotune"]["remedy"]]
-    return "\n".join(lines) + "\n"
+    return escape_controls("\n".join(lines), keep_newlines=True) + "\n"

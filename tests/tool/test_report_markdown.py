@@ -97,5 +97,6 @@ def test_a_hostile_report_renders_inert_markdown(tmp_path: Path) -> None:
             assert header_cells in (4, 5, 7, 8), line  # every row keeps its table's column count
     row = next(line for line in markdown.splitlines() if line.startswith("| 40 "))
     argv_cell = table_cells(row)[-1].strip()
-    assert code_span_content(argv_cell.replace("\\|", "|")) == "python serve.py --name a`b|c d ``"
+    # The newline is shown escaped, as every control character in text for people.
+    assert code_span_content(argv_cell.replace("\\|", "|")) == "python serve.py --name a`b|c\\nd ``"
     assert "### `<script>alert(1)</script>`" in markdown
