@@ -43,7 +43,11 @@ from jitguard.kernels.moe_decode import (
 from jitguard.kernels.moe_dispatch import from_logits_takes_decode, fused_moe_from_logits
 from jitguard.kernels.moe_routing import softmax_topk, softmax_topk_reference
 from tests.kernel_maths_device import INTERPRETED, maths_device
-from tests.kernels.mma_checks import FP8_N8_CONVERTED, assert_tokens_in_mma_n_slot, ptxas_serialization_notes
+from tests.kernels.mma_checks import (
+    FP8_N8_CONVERTED,
+    assert_tokens_in_mma_n_slot,
+    ptxas_serialization_notes,
+)
 
 FP8 = torch.float8_e4m3fn
 
@@ -847,11 +851,6 @@ def test_real_sm90_compile_of_each_path(path):
         assert re.search(r"atom\.global\.(gpu\.acq_rel|acq_rel\.gpu)\.add\.u32", ptx), \
             "arrival atomic is not gpu-scope acq_rel"
         assert re.search(r"\bbar(rier)?\.sync", ptx)
-    if tile.swap_ab:
-        for ptx in gemm_ptx:
-            assert_tokens_in_mma_n_slot(ptx, tile.block_m, "e4m3" if fp8 else "bf16")
-    if fp8 and tile.swap_ab:
-        assert not any(re.search(r"cvt\.rn\.f16x2\.e4m3x2", ptx) for ptx in gemm_ptx), "FP8 operands converted to f16"
     # ptxas keeps each wgmma pipelined (none serialized: C7514 / C7515 and the like).
     assert [ptxas_serialization_notes(ptx) for ptx in gemm_ptx] == [[], []]
     if moe_decode.pdl_supported():
@@ -859,6 +858,11 @@ def test_real_sm90_compile_of_each_path(path):
         assert all(c.metadata.launch_pdl for c in new["moe_decode_gemm_kernel"])
         assert all("griddepcontrol.wait" in ptx for ptx in gemm_ptx)
         assert any("griddepcontrol.launch_dependents" in ptx for ptx in route_ptx)
+    # Last, so that the one failure FP8_N8_CONVERTED expects comes after every other check: swapped tiles put the
+    # tokens in the MMA's N slot, FP8 on e4m3 (a 16-row tile not swapped, under wgmma's 64, converts: not checked).
+    if tile.swap_ab:
+        for ptx in gemm_ptx:
+            assert_tokens_in_mma_n_slot(ptx, tile.block_m, "e4m3" if fp8 else "bf16")
 
 
 @pytest.mark.parametrize("path", ["pairs", "chain"])
