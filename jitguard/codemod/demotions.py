@@ -193,7 +193,7 @@ def _kernel_entries(data: Any) -> dict[str, Mapping[str, Any]]:
     return entries
 
 
-def _finding_request(origin: str, finding: object) -> Demotion | AdviceNote | None:
+def finding_request(origin: str, finding: object) -> Demotion | AdviceNote | None:
     """The request one `jitguard scan --json` finding makes: a demotion, an autotune bucket (advice
     `bucket`: the key by powers of two), a note, or None (a file-level finding names no parameter)."""
     if not isinstance(finding, dict) or not finding.get("kernel") or not finding.get("param"):
@@ -238,7 +238,7 @@ def _requests(origin: str, data: Any) -> tuple[list[Demotion], list[AdviceNote]]
                 ))
             requests += _bucket_requests(origin, kernel)
     elif isinstance(data, dict) and isinstance(data.get("findings"), list):
-        requests += [_finding_request(origin, finding) for finding in data["findings"]]
+        requests += [finding_request(origin, finding) for finding in data["findings"]]
     else:
         raise DemotionInputError(
             f"{origin}: not a jitguard report or scan (expected a 'kernels' or 'findings' list)"

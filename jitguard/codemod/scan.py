@@ -225,7 +225,7 @@ def _constant_of_type(expression: ast.expr | None, kind: type) -> bool:
     return isinstance(expression, ast.Constant) and type(expression.value) is kind
 
 
-def _used_only_as_condition(kernel: TritonKernel, name: str) -> bool:
+def used_only_as_condition(kernel: TritonKernel, name: str) -> bool:
     """True when every read of `name` in the body is a condition (`if FLAG:`, `not FLAG`, `A and FLAG`)."""
     conditions: set[int] = set()
     reads = 0
@@ -269,7 +269,7 @@ class _KernelFacts:
     def is_flag(self, param: KernelParam) -> bool:
         """A bool: defaulting to True/False, passed one at a launch, or read only as a condition."""
         return (_constant_of_type(self.defaults.get(param.name), bool) or param.name in self.launches.flags
-                or _used_only_as_condition(self.kernel, param.name))
+                or used_only_as_condition(self.kernel, param.name))
 
 
 def _looks_like_pointer(param: KernelParam, uses: ParamUses) -> bool:

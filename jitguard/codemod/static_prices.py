@@ -150,6 +150,8 @@ class StaticPricer:
         capped = f" (of {synthesized.configs_total} configurations)" if synthesized.configs_total > priced else ""
         assumed = (f"; pointer dtypes not in the source taken as fp32: {', '.join(synthesized.assumed)}"
                    if synthesized.assumed else "")
+        if synthesized.assumed_constexprs:
+            assumed += f"; constexprs given no value in the source: {', '.join(synthesized.assumed_constexprs)}"
         if verdict == "free":
             where = "the synthesized signature" if priced == 1 else f"all {priced} synthesized signatures{capped}"
             return f"free in {where}: {detail}{assumed}"

@@ -12,10 +12,13 @@ the form the report's `variant_list` uses ({"params": {name: {"kind", "type", "s
 - ints: `i32` (`i64` when annotated `tl.int64`), every int divisible by 16 in the base signature, and
   for each int one signature with it `== 1` and one with it odd (the classes a demotion merges);
 - constexprs: each `triton.Config` of an autotune (its launch options too), else the default, else a
-  literal passed at a launch; a heuristic that is a comparison takes both True and False;
+  literal passed at a launch; a heuristic that is a comparison, or a constexpr read only as a
+  condition, takes both True and False; one that only shapes blocks (`tl.arange(0, BLOCK)`) with no
+  value given is taken as `ASSUMED_BLOCK` (said in the price);
 - floats, bools and `None` defaults as themselves.
 
-A constexpr with no value found, or a tuple parameter, makes the kernel unpriceable: `reason` says why.
+Any other constexpr with no value found, or a tuple parameter, makes the kernel unpriceable: `reason`
+says why.
 
     >>> from jitguard.codemod.kernels import find_kernels
     >>> src = b"import triton\\n@triton.jit\\ndef k(x_ptr, n, B: tl.constexpr = 64):\\n    pass\\n"
@@ -59,6 +62,8 @@ class Synthesized:
     reason: str | None = None
     configs_total: int = 0  # constexpr configurations found (groups holds at most MAX_GROUPS of them)
     assumed: list[str] = field(default_factory=list)  # pointers whose dtype the source did not say
+    # constexprs no default or launch gives, valued from their use ("BLOCK=128", "HAS_BIAS=True/False")
+    assumed_constexprs: list[str] = field(default_factory=list)
 
 
 def _element_type(expression: ast.AST | None) -> str | None:
@@ -205,6 +210,30 @@ def _constexpr_choices(kernel: TritonKernel, param: KernelParam, defaults: dict[
     return values or None
 
 
+# The block size taken for a constexpr that only shapes blocks (`tl.arange(0, BLOCK)`) when no value is given.
+ASSUMED_BLOCK = 128
+_SHAPING_CALLS = frozenset({"arange", "zeros", "full", "static_range", "range", "reshape", "broadcast_to"})
+
+
+def _choices_from_use(kernel: TritonKernel, name: str) -> list[Any] | None:
+    """Values for a constexpr no default or launch gives: both bools for one read only as a condition,
+    `ASSUMED_BLOCK` for one that only shapes blocks; None otherwise."""
+    from jitguard.codemod.scan import used_only_as_condition
+
+    if used_only_as_condition(kernel, name):
+        return [True, False]
+    shaping = 0
+    parents = {id(child): node for node in kernel.nodes() for child in ast.iter_child_nodes(node)}
+    for node in kernel.nodes():
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+            parent = parents.get(id(node))
+            while isinstance(parent, (ast.Tuple, ast.List)):
+                parent = parents.get(id(parent))
+            callee = (dotted_name(parent.func) or "").rsplit(".", 1)[-1] if isinstance(parent, ast.Call) else ""
+            shaping += callee in _SHAPING_CALLS
+    return [ASSUMED_BLOCK] if shaping else None
+
+
 def _runtime_entry(param: KernelParam, kernel: TritonKernel, facts: dict[str, Any]) -> dict[str, Any] | str:
     """The base-signature entry of a runtime parameter, or why it cannot be synthesized."""
     name = param.name
@@ -266,7 +295,10 @@ def _configurations(kernel: TritonKernel, facts: dict[str, Any]) -> tuple[list[t
         if param.is_constexpr and not all(param.name in values for values, _ in configs):
             choices = _constexpr_choices(kernel, param, facts["defaults"], facts["launches"])
             if choices is None:
-                return f"no value found for tl.constexpr `{param.name}` (no default, no literal at a launch)"
+                choices = _choices_from_use(kernel, param.name)
+                if choices is None:
+                    return f"no value found for tl.constexpr `{param.name}` (no default, no literal at a launch)"
+                facts["assumed_constexprs"].append(f"{param.name}={'/'.join(str(c) for c in choices)}")
             free.append((param.name, choices))
     total = len(configs)
     for _, choices in free:
@@ -294,6 +326,7 @@ def synthesize(kernel: TritonKernel, launches: LaunchFacts | None = None,
     pointers = {name for name, kind in kinds.items() if kind == "ptr"}
     facts: dict[str, Any] = {
         "defaults": _defaults(kernel), "launches": launches, "pointers": pointers, "assumed": [],
+        "assumed_constexprs": [],
         "floats": {n for n, k in kinds.items() if k == "float"}, "flags": {n for n, k in kinds.items() if k == "flag"},
         "body_types": _pointer_types_from_body(kernel, pointers),
     }
@@ -313,4 +346,4 @@ def synthesize(kernel: TritonKernel, launches: LaunchFacts | None = None,
         params = {p.name: runtime[p.name] if p.name in runtime else _constexpr_entry(values.get(p.name))
                   for p in kernel.params}
         groups.append(_int_classes({"params": params, "options": dict(options)}))
-    return Synthesized(groups, None, total, sorted(set(facts["assumed"])))
+    return Synthesized(groups, None, total, sorted(set(facts["assumed"])), facts["assumed_constexprs"])

@@ -83,12 +83,25 @@ def test_every_int_class_and_every_autotune_config_is_synthesized() -> None:
     assert [v["params"]["n"]["spec"] for v in synthesized.groups[0]] == ["div16", "one", "plain"]
 
 
+def test_a_constexpr_given_no_value_is_valued_from_its_use_and_said() -> None:
+    synthesized = _synthesized("""
+        @triton.jit
+        def k(x_ptr, n, BLOCK: tl.constexpr, HAS_W: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            if HAS_W:
+                tl.store(x_ptr + offs, 0.0, mask=offs < n)
+     """)
+    assert [(g[0]["params"]["BLOCK"]["value"], g[0]["params"]["HAS_W"]["value"]) for g in synthesized.groups] == [
+        (128, True), (128, False)]
+    assert synthesized.assumed_constexprs == ["BLOCK=128", "HAS_W=True/False"]
+
+
 @pytest.mark.parametrize(("body", "reason"), [
     ("""
      @triton.jit
-     def k(x_ptr, n, BLOCK: tl.constexpr):
-         pass
-     """, "no value found for tl.constexpr `BLOCK`"),
+     def k(x_ptr, n, SHIFT: tl.constexpr):
+         tl.store(x_ptr + SHIFT, 0.0)
+     """, "no value found for tl.constexpr `SHIFT`"),
     ("""
      @triton.autotune(configs=make_configs(), key=["n"])
      @triton.jit
@@ -125,8 +138,8 @@ def copy_flat(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def needs_block(x_ptr, num_tokens, BLOCK: tl.constexpr):
-    tl.store(x_ptr + tl.arange(0, BLOCK), 0.0, mask=tl.arange(0, BLOCK) < num_tokens)
+def needs_shift(x_ptr, num_tokens, SHIFT: tl.constexpr):
+    tl.store(x_ptr + SHIFT, 0.0, mask=num_tokens > 0)
 
 
 def launch(x, out):
@@ -154,7 +167,7 @@ def test_scan_demotions_are_priced_in_their_synthesized_signatures(tmp_path: Pat
     file = package / "kernels.py"
     requests = [Demotion(kernel, param, "do_not_specialize", "scan.json", str(file), line, "do_not_specialize")
                 for kernel, param, line in (("row_flags", "num_tokens", 7), ("copy_flat", "n_elements", 15),
-                                            ("needs_block", "num_tokens", 22))]
+                                            ("needs_shift", "num_tokens", 22))]
     priced = price_scan_demotions(requests, [file])
     costs = {d.kernel: d.report_entry["params"][d.param]["cost"] for d in priced if d.report_entry is not None}
     # num_tokens only bounds a program id: nothing vectorizes on it
@@ -163,5 +176,5 @@ def test_scan_demotions_are_priced_in_their_synthesized_signatures(tmp_path: Pat
     # n_elements bounds the contiguous offsets: 128-bit accesses need it % 16 == 0
     assert costs["copy_flat"]["verdict"] == "costly", costs["copy_flat"]
     assert "BLOCK=1024" in costs["copy_flat"]["detail"]
-    assert costs["needs_block"]["verdict"] == "unknown"
-    assert "no value found for tl.constexpr `BLOCK`" in costs["needs_block"]["detail"]
+    assert costs["needs_shift"]["verdict"] == "unknown"
+    assert "no value found for tl.constexpr `SHIFT`" in costs["needs_shift"]["detail"]
