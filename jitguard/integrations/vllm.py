@@ -9,13 +9,9 @@ JITGUARD=1 it:
 - does the same in workers that vLLM forks (their `register()` call is skipped: vLLM loads plugins
   once per process, and a fork inherits "already loaded");
 - marks the serving phase when a worker's `compile_or_warm_up_model()` returns;
-- counts compiles in a Prometheus counter `jitguard_triton_compiles_total{kernel,phase,arrived,role,rank}`
-  when prometheus_client is importable (vLLM's /metrics shows it for the processes it aggregates);
-  `arrived` is "cold" (compiled), "disk", "bundle" or "remote" (loaded), "unknown" where Triton cannot
-  tell. At most JITGUARD_PROMETHEUS_KERNELS (default 64) distinct kernel names per process are
-  labelled; later ones count under kernel="other", so a program that generates kernels cannot
-  grow the series without bound (role and rank are bounded by the processes, phase and arrived by
-  their words);
+- counts compiles in the Prometheus counter `jitguard_triton_compiles_total{kernel,phase,arrived,role,rank}`
+  (jitguard.integrations.prometheus) when prometheus_client is importable; vLLM's /metrics shows it
+  for the processes it aggregates;
 - makes `ray.init()` in this process (vLLM's Ray executor) watch every Ray worker of the job
   (jitguard.integrations.ray), and names vLLM's Ray actors by their vLLM roles.
 
@@ -35,13 +31,9 @@ from typing import Any, cast
 
 _WORKER_MODULE_PREFIXES = ("vllm.v1.worker.", "vllm.worker.")
 _PATCHED_MARK = "_jitguard_marks_serving"
-_state: dict[str, Any] = {"registered_pid": None, "counter": None}
+_state: dict[str, Any] = {"registered_pid": None}
 # vLLM's Ray actor classes (by the module they are defined under) and the role their process plays.
 _RAY_ACTOR_ROLES = {"RayWorkerWrapper": "worker", "DPEngineCoreActor": "engine core"}
-COUNTER_NAME = "jitguard_triton_compiles"
-COUNTER_LABELS = ("kernel", "phase", "arrived", "role", "rank")
-OTHER_KERNELS = "other"
-DEFAULT_KERNEL_LABELS = 64
 
 
 def process_role(process_name: str, argv: list[str]) -> tuple[str | None, int | None]:
@@ -205,65 +197,10 @@ def _watch_worker_modules() -> None:
         sys.meta_path.insert(0, WorkerModuleWatcher())
 
 
-def _kernel_label_limit() -> int:
-    text = os.environ.get("JITGUARD_PROMETHEUS_KERNELS", "")
-    try:
-        return max(1, int(text)) if text else DEFAULT_KERNEL_LABELS
-    except ValueError:
-        sys.stderr.write(f"[jitguard] JITGUARD_PROMETHEUS_KERNELS={text!r} is not a number; "
-                         f"labelling at most {DEFAULT_KERNEL_LABELS} kernels\n")
-        return DEFAULT_KERNEL_LABELS
-
-
-class CompileCounter:
-    """Counts compile events in a Prometheus counter, one series per (kernel, phase, arrived, role, rank).
-
-    Kernel names beyond the first `max_kernels` count under kernel="other".
-    """
-
-    def __init__(self, counter: Any, max_kernels: int) -> None:
-        self.counter = counter
-        self.max_kernels = max_kernels
-        self.kernels: set[str] = set()
-
-    def kernel_label(self, name: str) -> str:
-        if name in self.kernels:
-            return name
-        if len(self.kernels) >= self.max_kernels:
-            return OTHER_KERNELS
-        self.kernels.add(name)
-        return name
-
-    def __call__(self, event: Any) -> None:
-        self.counter.labels(kernel=self.kernel_label(event.label), phase=event.phase,
-                            arrived=getattr(event, "arrived", None) or "unknown", role=event.role or "",
-                            rank="" if event.rank is None else str(event.rank)).inc()
-
-
-def _registered_counter(prometheus_client: Any) -> Any:
-    try:
-        return prometheus_client.Counter(COUNTER_NAME, "Triton kernel compiles (and cache loads) seen by jitguard",
-                                         list(COUNTER_LABELS))
-    except ValueError:  # already registered in this registry (e.g. by an earlier copy of this module)
-        counter = prometheus_client.REGISTRY._names_to_collectors.get(COUNTER_NAME)
-        if counter is not None and tuple(getattr(counter, "_labelnames", ())) != COUNTER_LABELS:
-            sys.stderr.write(f"[jitguard] a metric named {COUNTER_NAME} with other labels is registered already; "
-                             "compiles are not counted in Prometheus\n")
-            return None
-        return counter
-
-
 def _count_compiles_in_prometheus() -> None:
-    try:
-        import prometheus_client
-    except ImportError:
-        return
-    if _state["counter"] is None:
-        counter = _registered_counter(prometheus_client)
-        if counter is None:
-            return
-        _state["counter"] = CompileCounter(counter, _kernel_label_limit())
-    _triton_hook().add_listener(_state["counter"], key="prometheus")
+    from jitguard.integrations.prometheus import count_compiles
+
+    count_compiles()
 
 
 def _reach_ray_workers() -> None:
