@@ -26,7 +26,7 @@ from typing import Any
 
 from jitguard.events import CompileEvent
 from jitguard.render_text import cause_line
-from jitguard.report.event_logs import LogInputError, LogItem, MergedLogs, ProcessLog, read_logs
+from jitguard.report.event_logs import LogInputError, LogItem, LogPaths, MergedLogs, ProcessLog, read_logs
 from jitguard.report.kernel_tally import PHASES, KernelTally, Rank, spec_words
 from jitguard.runtime.argv_redaction import redact_argv
 from jitguard.tuning.records import RECORD_TYPE as TUNING_RECORD_TYPE
@@ -134,7 +134,7 @@ def _fold_loaded(logs: MergedLogs, fold: _ReportFold) -> None:
             fold(LogItem(TUNING_RECORD_TYPE, process, tuning))
 
 
-def build_report(path: str | os.PathLike | MergedLogs) -> dict[str, Any]:
+def build_report(path: LogPaths | MergedLogs) -> dict[str, Any]:
     """The merged report of every log at `path` (or of already loaded logs), as a JSON-ready dict."""
     fold = _ReportFold()
     if isinstance(path, MergedLogs):
@@ -185,5 +185,3 @@ def _add_autotune(kernels: list[dict[str, Any]], tunings: list[TuningRecord]) ->
         entry = summarize_tunings(found)[kernel["name"]]
         entry["remedy"] = remedy_lines(kernel["name"], entry)
         kernel["autotune"] = entry
-
-

@@ -71,7 +71,7 @@ def price_demotions(report: dict, stream: object = None) -> None:
 
 
 @click.command("report")
-@click.argument("path", type=click.Path(path_type=str))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str), metavar="PATH...")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the merged report as JSON (what `jitguard fix --from` reads).")
 @click.option("--markdown", "as_markdown", is_flag=True, help="Print the report as markdown tables.")
@@ -82,9 +82,10 @@ def price_demotions(report: dict, stream: object = None) -> None:
               help="Write the report (text, --json, --markdown or a bare --html) to FILE instead of stdout.")
 @click.option("--no-cost", "no_cost", is_flag=True,
               help="Do not compile advised demotions both ways to price them (faster; verdicts left out).")
-def report_command(path: str, as_json: bool, as_markdown: bool, html_path: str | None, output: str | None,
-                   no_cost: bool) -> None:
-    """Merge every *.ndjson log in PATH (a directory, or one file) and print the report.
+def report_command(paths: tuple[str, ...], as_json: bool, as_markdown: bool, html_path: str | None,
+                   output: str | None, no_cost: bool) -> None:
+    """Merge every *.ndjson log in each PATH (a directory, one file, a glob, or @FILE listing such paths one a
+    line) and print the report; several nodes' logs make one report with a node column.
 
     Per kernel: variants per process and rank, compile ms by phase, every cause with counts, and
     the fix. Per process: pid, role, rank, argv and compiles. A line that is not a valid record is
@@ -94,7 +95,7 @@ def report_command(path: str, as_json: bool, as_markdown: bool, html_path: str |
     if sum((as_json, as_markdown, html_is_output)) > 1:
         raise click.UsageError("choose one of --json, --markdown and --html without FILE")
     try:
-        report = build_report(path)
+        report = build_report(paths[0] if len(paths) == 1 else list(paths))
     except ReportInputError as exc:
         click.echo(f"jitguard report: {exc}", err=True)
         sys.exit(2)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from jitguard.events import Cause, CompileEvent, ParamSpec
-from jitguard.report.log_sources import LogSourceError, common_directory, expand_log_sources
+from jitguard.report.log_sources import LogSourceError, common_directory, expand_log_sources, names_several
 from jitguard.tuning.records import RECORD_TYPE as TUNING_RECORD_TYPE
 from jitguard.tuning.records import TuningRecord
 
@@ -346,6 +346,8 @@ def log_files(path: LogPaths) -> list[str]:
         except LogSourceError as exc:
             raise LogInputError(str(exc)) from None
     path = os.fspath(path)
+    if not os.path.exists(path) and names_several(path):
+        return log_files([path])
     if os.path.isfile(path):
         return [path]
     if not os.path.isdir(path):
@@ -548,7 +550,7 @@ def read_logs(path: LogPaths, on_item: Callable[[LogItem], None]) -> MergedLogs:
         raise LogInputError(f"{os.fspath(path)}: not a jitguard log (no process, compile or tuning record; "
                             f"line {first.line}: {first.reason})")
     processes.sort(key=_by_start)
-    if not isinstance(path, (str, os.PathLike)):
+    if not isinstance(path, (str, os.PathLike)) or not os.path.exists(path):  # several, a glob, an @list
         directory = common_directory(files)
     else:
         directory = os.fspath(path) if os.path.isdir(path) else os.path.dirname(os.fspath(path))

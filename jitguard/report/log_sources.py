@@ -23,6 +23,11 @@ def _is_glob(text: str) -> bool:
     return any(char in text for char in "*?[")
 
 
+def names_several(source: str) -> bool:
+    """Whether `source` is a glob or an @list file rather than one path."""
+    return source.startswith(LIST_FILE_PREFIX) or _is_glob(source)
+
+
 def _logs_in_directory(directory: str) -> list[str]:
     files = sorted(glob.glob(os.path.join(glob.escape(directory), "*.ndjson")))
     if not files:

@@ -67,6 +67,8 @@ def _events_from(source: Any) -> list[CompileEvent]:
             raise PlanInputError(str(exc)) from exc
     if isinstance(source, dict):
         return _events_from_report(source, "report")
+    if isinstance(source, (list, tuple)) and source and all(isinstance(s, (str, os.PathLike)) for s in source):
+        return _events_from_sources([os.fspath(s) for s in source])
     events = getattr(source, "events", source)
     out = []
     for item in events:
@@ -126,6 +128,26 @@ def _summarize_per_kernel(records: list[Any]) -> dict[tuple[str, str, str], dict
     return {slot: summarize_tunings(group)[slot[0]] for slot, group in groups.items()}
 
 
+def _events_from_sources(sources: list[str]) -> list[CompileEvent]:
+    """The compile events of several nodes' logs: directories, logs, globs, `@list` files
+    (jitguard.report.log_sources), and report JSON files, all together."""
+    from jitguard.report.event_logs import LogInputError, load_logs
+
+    events: list[CompileEvent] = []
+    logs = []
+    for path in sources:
+        if os.path.isfile(path) and not path.endswith(".ndjson"):
+            events.extend(_events_from(path))  # a report JSON (or a log under another name)
+        else:
+            logs.append(path)
+    if logs:
+        try:
+            events.extend(load_logs(logs).events)
+        except LogInputError as exc:
+            raise PlanInputError(str(exc)) from exc
+    return events
+
+
 def _events_from_report(report: dict, where: str) -> list[CompileEvent]:
     """The variants a `jitguard report --json` lists per kernel (`variant_list`); a report written
     before reports carried them is read through the logs it was merged from (its `directory`)."""
@@ -159,8 +181,9 @@ def build_plan(report_or_events: Any) -> dict[str, Any]:
     """A warm-up plan (a JSON-ready dict) from observed compiles.
 
     `report_or_events`: a directory of NDJSON logs (or one log file), a `jitguard report --json`
-    file or dict (its logs are read from the directory it names), a `Recorder`, or a list of
-    `CompileEvent`. Each distinct variant (per kernel, by Triton key) appears once.
+    file or dict (its logs are read from the directory it names), a list of such paths (several
+    nodes' logs, globs, `@list` files), a `Recorder`, or a list of `CompileEvent`. Each distinct
+    variant (per kernel, by Triton key) appears once, whichever node compiled it.
     """
     events = _events_from(report_or_events)
     kernels: dict[tuple[str, str, str, str], dict[str, Any]] = {}

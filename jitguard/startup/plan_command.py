@@ -13,14 +13,19 @@ from jitguard.startup.plan import PlanInputError, build_plan
 
 
 @click.command("warmup-plan")
-@click.argument("report", type=click.Path(path_type=str))
+@click.argument("reports", nargs=-1, required=True, type=click.Path(path_type=str), metavar="REPORT...")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=str), default="warmup-plan.json",
               show_default=True, help="Where to write the plan (JSON); '-' prints it.")
-def warmup_plan_command(report: str, output: str) -> None:
+def warmup_plan_command(reports: tuple[str, ...], output: str) -> None:
     """Turn REPORT (a directory of NDJSON logs, or a `jitguard report --json` file) into a warm-up
-    plan that `jitguard.warmup(plan)` replays at start-up."""
+    plan that `jitguard.warmup(plan)` replays at start-up.
+
+    Several REPORTs (each node's log directory, a glob, an @FILE listing paths) give one plan that
+    covers every variant any of them compiled.
+    """
+    report = reports[0] if len(reports) == 1 else " ".join(reports)
     try:
-        plan = build_plan(report)
+        plan = build_plan(reports[0] if len(reports) == 1 else list(reports))
     except PlanInputError as exc:
         click.echo(f"jitguard warmup-plan: {exc}", err=True)
         sys.exit(2)
