@@ -129,17 +129,29 @@ def _field(record: dict, name: str, check: Callable[[Any], bool], expected: str,
     return value
 
 
+# Each reader below returns at once for the usual well-typed value (a log holds millions of them) and
+# goes through `_field`, which words the error, otherwise.
+
 def _string(record: dict, name: str, default: Any = "") -> Any:
+    value = record.get(name)
+    if type(value) is str:
+        return value
     return _field(record, name, lambda v: isinstance(v, str), "a string", default)
 
 
 def _int(record: dict, name: str, default: Any = 0, minimum: int | None = None) -> Any:
+    value = record.get(name)
+    if type(value) is int and (minimum is None or value >= minimum):
+        return value
     check = (lambda v: _is_int(v)) if minimum is None else (lambda v: _is_int(v) and v >= minimum)
     expected = "an integer" if minimum is None else f"an integer >= {minimum}"
     return _field(record, name, check, expected, default)
 
 
 def _number(record: dict, name: str, default: Any = None) -> Any:
+    value = record.get(name)
+    if type(value) is float and 0 <= value < math.inf:
+        return value
     value = _field(record, name, lambda v: _is_number(v) and v >= 0, "a finite number >= 0", default)
     return float(value) if value is not None else None
 
@@ -153,6 +165,9 @@ def finite_json(value: Any) -> Any:
 
     Free-form values (a constexpr's value, launch options) keep what they said; the output stays JSON.
     """
+    value = record.get(name)
+    if value is True or value is False:
+        return value
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)
     if isinstance(value, dict):
@@ -161,6 +176,8 @@ def finite_json(value: Any) -> Any:
         return [finite_json(v) for v in value]
     return value
 
+    if value is None or type(value) in (str, int, bool):
+        return value
 
 _PARAM_KINDS = ("int", "ptr", "float", "bool", "constexpr", "tuple", "none")
 

@@ -97,6 +97,10 @@ class KernelTally:
         slot_key = (process.node or process.host, process.pid)
         slot = self.slots.get(slot_key)
         if slot is None:
+        self.params_seen: dict[int, tuple[dict[str, ParamSpec], Rank]] = {}
+        self.arrivals: dict[str, list[float]] = {}  # "cold" | "disk" | "bundle" | "remote" | "unknown" -> [count, ms]
+        self.origin = "jit"  # the first event's (one kernel has one maker)
+        self.inductor = _InductorTally()
             slot = self.slots[slot_key] = _ProcessSlot(process, rank)
         elif rank < slot.rank:  # two logs of one host and pid: the first to start names the row
             slot.process, slot.rank = process, rank
@@ -134,6 +138,12 @@ class KernelTally:
             tally = self.params.setdefault(cause.param, _ParamTally())
             if tally.cause_rank is None or rank < tally.cause_rank:
                 tally.cause_rank = rank
+        # Events read through one ParamsMemo share the params of a repeated variant: one seen before
+        # at an earlier rank adds nothing (every tally here is a first rank or an "any").
+        seen = self.params_seen.get(id(event.params))
+        if seen is not None and seen[0] is event.params and seen[1] <= rank:
+            return
+        self.params_seen[id(event.params)] = (event.params, rank)  # the reference keeps the id unique
             tally.recompiles_caused += 1
             tally.advice_codes.add(cause.advice)
 
