@@ -44,6 +44,19 @@ def _param_entry(name: str, spec: Any) -> dict[str, Any]:
     return entry
 
 
+def _report_json(path: str) -> Any:
+    """The JSON value of a report file, or None when the file is not one JSON document (NDJSON logs
+    under another suffix); PlanInputError when it cannot be read or is JSON no reader survives."""
+    from jitguard.report.json_input import load_json_file
+
+    try:
+        return load_json_file(path, PlanInputError)
+    except PlanInputError as exc:
+        if ": not JSON (" in str(exc):
+            return None  # maybe NDJSON with another suffix: read as logs
+        raise
+
+
 def _events_from(source: Any) -> list[CompileEvent]:
     """Compile events from a path (report JSON, NDJSON file or directory), a report dict, a
     Recorder, or an iterable of CompileEvent / event dicts (each checked: a bad one names its field)."""
@@ -52,13 +65,7 @@ def _events_from(source: Any) -> list[CompileEvent]:
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         if os.path.isfile(path) and not path.endswith(".ndjson"):
-            try:
-                with open(path, encoding="utf-8") as handle:
-                    data = json.load(handle)
-            except json.JSONDecodeError:
-                data = None  # maybe NDJSON with another suffix
-            except OSError as exc:
-                raise PlanInputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+            data = _report_json(path)
             if isinstance(data, dict):
                 return _events_from_report(data, path)
         try:
@@ -94,11 +101,7 @@ def _tunings_from(source: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
         path = os.fspath(source)
         data = None
         if os.path.isfile(path) and not path.endswith(".ndjson"):
-            try:
-                with open(path, encoding="utf-8") as handle:
-                    data = json.load(handle)
-            except (OSError, json.JSONDecodeError):
-                data = None  # `_events_from` already said what is wrong with it
+            data = _report_json(path)
         if isinstance(data, dict):
             report = data
         else:
@@ -152,9 +155,11 @@ def _events_from_report(report: dict, where: str) -> list[CompileEvent]:
     """The variants a `jitguard report --json` lists per kernel (`variant_list`); a report written
     before reports carried them is read through the logs it was merged from (its `directory`)."""
     from jitguard.report.event_logs import InvalidRecord, LogInputError, compile_event_from_record, load_logs
+    from jitguard.report.json_input import REPORT_SHAPE, check_shape
 
     if "kernels" not in report or "directory" not in report:
         raise PlanInputError(f"{where}: not a `jitguard report --json` output (no 'kernels'/'directory')")
+    check_shape(report, REPORT_SHAPE, where, PlanInputError)
     kernels = report["kernels"]
     if kernels and all("variant_list" in kernel for kernel in kernels):
         events = []
@@ -237,19 +242,21 @@ def _pretune_count(autotune: dict[str, Any]) -> int:
 
 
 def load_plan(plan: dict[str, Any] | str | os.PathLike) -> dict[str, Any]:
-    """A plan dict, from a dict or a JSON file; raises PlanInputError naming the file."""
+    """A plan dict, from a dict or a JSON file; raises PlanInputError naming the file and, for a field
+    of the wrong type, its path (`kernels[0].variants[2].params: 7, expected an object`).
+
+    A plan is code: `jitguard.warmup` imports the modules it names (after the same static check the
+    price check makes: the module's file must define a Triton kernel of that name). Load plans you
+    wrote or trust, as you would a Python file.
+    """
+    from jitguard.report.json_input import PLAN_SHAPE, check_shape, load_json_file
+
     if isinstance(plan, (str, os.PathLike)):
-        path = os.fspath(plan)
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except OSError as exc:
-            raise PlanInputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-        except json.JSONDecodeError as exc:
-            raise PlanInputError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from exc
-        where = path
+        where = os.fspath(plan)
+        data = load_json_file(where, PlanInputError)
     else:
         data, where = plan, "plan"
-    if not isinstance(data, dict) or "jitguard_warmup_plan" not in data or not isinstance(data.get("kernels"), list):
+    if not isinstance(data, dict) or "jitguard_warmup_plan" not in data:
         raise PlanInputError(f"{where}: not a jitguard warm-up plan (write one with `jitguard warmup-plan`)")
+    check_shape(data, PLAN_SHAPE, where, PlanInputError)
     return data

@@ -369,6 +369,10 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
            strict: bool = False, bundle: str | os.PathLike | None = None) -> WarmupResult:
     """Precompile every variant of `plan` (a dict or a JSON file) on the current device.
 
+    A plan is code: the warm-up imports the modules it names (each only after a static check that its
+    file defines a Triton kernel of the recorded name). Load only plans you wrote or trust; a field of
+    the wrong type is a PlanInputError naming its path, before anything is imported.
+
     Prints a progress line per variant (to `stream`, default stderr; `quiet=True` prints only the
     summary and failures). Returns a `WarmupResult`; `strict=True` raises `WarmupError` if any
     variant failed. Call it before serving, under the same backend (a GPU, or `jitguard.offline`).
