@@ -35,6 +35,14 @@ for version in 3.6.0 3.2.0; do
     INSTALL_PID[$version]=$!
   fi
 done
+# tests/tool/test_prometheus_alert.py scrapes with a real Prometheus (Debian package `prometheus`): installed
+# here when absent and apt-get can; without it that test skips, saying so.
+PROMETHEUS_PID=
+if ! command -v prometheus >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q prometheus) \
+    > "$BACKGROUND/prometheus.log" 2>&1 &
+  PROMETHEUS_PID=$!
+fi
 # Its own --basetemp: pytest prunes old numbered temp folders when later sessions start.
 "${PYTEST[@]}" -s -m packaging --basetemp "$BACKGROUND/packaging-tmp" tests/tool/test_packaging.py \
   > "$BACKGROUND/packaging.log" 2>&1 &
@@ -60,6 +68,10 @@ if [ "$ruff_rc" -ne 0 ] || [ "$mypy_rc" -ne 0 ]; then
   if [ "$LINT_FATAL" = 1 ]; then exit 1; fi
 fi
 
+if [ -n "$PROMETHEUS_PID" ] && ! wait "$PROMETHEUS_PID"; then
+  echo "prometheus could not be installed (see below); tests/tool/test_prometheus_alert.py skips"
+  tail -5 "$BACKGROUND/prometheus.log"
+fi
 echo "== full suite, newest Triton (maths cases skip without a GPU: step 3 runs them)"
 "${PYTEST[@]}" -n 2 -m "not packaging" tests
 
