@@ -3,12 +3,13 @@ mode, refusing read-only files, and stopping only between files when a run is in
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import stat
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,6 +111,71 @@ def write_atomically(path: Path, data: bytes) -> int:
 
 
 @dataclass
+class PendingWrite:
+    """A rewrite computed from `original`: written only while the file still holds `original`.
+
+    When another writer (a second `jitguard fix`, an editor) changed the file since it was read,
+    `redo` computes the edit again on the new content (None from it: nothing left to change); with
+    no `redo`, the file is reported as failed. An edit is never written over content it was not
+    computed from, and never dropped without a word.
+    """
+
+    path: Path
+    data: bytes
+    original: bytes
+    redo: Callable[[bytes], bytes | None] | None = None
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[int]:
+    """An fd of the file now at `path`, under an exclusive lock (fcntl.flock) no other compare-and-write
+    holds. A rename by the previous holder replaced the file: the lock is then taken again on the new one."""
+    while True:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.path.samestat(os.fstat(fd), os.stat(path)):
+                break
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # the file was replaced while we waited: lock the one there now
+    try:
+        yield fd
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _read_fd(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def write_if_unchanged(pending: PendingWrite) -> tuple[int, bool]:
+    """Write `pending.data` atomically if the file still holds `pending.original`, else redo the edit on
+    what it holds now (see PendingWrite). Returns (other hard links, whether the edit was redone).
+
+    Raises WriteRefused when the file changed and the edit cannot be redone; OSError otherwise.
+    """
+    path = pending.path.resolve()
+    with _locked(path) as fd:
+        current = _read_fd(fd)
+        data, redone = pending.data, False
+        if current != pending.original:
+            if pending.redo is None:
+                raise WriteRefused("changed since jitguard read it; not written (run fix again)")
+            new = pending.redo(current)
+            if new is None or new == current:
+                return 0, True  # the other writer made this very edit: nothing left to write
+            data, redone = new, True
+        return write_atomically(path, data), redone
+
+
+@dataclass
 class WriteReport:
     """What a batch of writes did: each file is written, failed (with a reason), or not reached."""
 
@@ -117,6 +183,7 @@ class WriteReport:
     failed: list[tuple[Path, str]] = field(default_factory=list)
     not_written: list[Path] = field(default_factory=list)  # not reached: the run was stopped first
     links_left: list[tuple[Path, int]] = field(default_factory=list)  # written; its other hard links were not
+    redone: list[Path] = field(default_factory=list)  # changed by another writer meanwhile: edit computed again
     stopped_by: int | None = None  # the signal number that stopped the run
 
     def stop_lines(self) -> list[str]:
@@ -151,19 +218,27 @@ def _signals_deferred(report: WriteReport) -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def write_files(files: Sequence[tuple[Path, bytes]]) -> WriteReport:
+def write_files(files: Sequence[tuple[Path, bytes] | PendingWrite]) -> WriteReport:
     """Write each `(path, data)` atomically, in order; a SIGINT/SIGTERM stops the run between files.
+    A PendingWrite is a compare-and-write (`write_if_unchanged`): two runs on one file never lose an edit.
 
     The caller decides what a stop means (the `fix` command lists both sides and exits 128+signal).
     """
     report = WriteReport()
     with _signals_deferred(report):
-        for index, (path, data) in enumerate(files):
+        for index, item in enumerate(files):
             if report.stopped_by is not None:
-                report.not_written = [pending for pending, _ in files[index:]]
+                report.not_written = [item.path if isinstance(item, PendingWrite) else item[0]
+                                      for item in files[index:]]
                 break
+            path = item.path if isinstance(item, PendingWrite) else item[0]
             try:
-                links = write_atomically(path, data)
+                if isinstance(item, PendingWrite):
+                    links, redone = write_if_unchanged(item)
+                    if redone:
+                        report.redone.append(path)
+                else:
+                    links = write_atomically(path, item[1])
             except WriteRefused as exc:
                 report.failed.append((path, str(exc)))
             except OSError as exc:

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from jitguard.codemod.demotions import Demotion
-from jitguard.codemod.file_writes import WriteReport, write_files
+from jitguard.codemod.file_writes import PendingWrite, WriteRefused, WriteReport, write_files
 from jitguard.codemod.files import Progress, SourceError, map_files, read_source
-from jitguard.codemod.fix import FixOutcome, KernelChange, PlanKey, fix_source
+from jitguard.codemod.fix import FilePlan, FixOutcome, KernelChange, PlanKey, fix_source
 from jitguard.codemod.kernels import TritonKernel, find_kernels, might_contain_kernels, parse_source
 from jitguard.codemod.scan import scan_kernel, source_lines
 from jitguard.codemod.source_text import declared_encoding
@@ -195,6 +195,16 @@ class FileResult:
     original: bytes = b""
     outcome: FixOutcome | None = None
     error: str | None = None
+    plan: FilePlan | None = field(default=None, repr=False)  # what was asked: redone if the file changes
+
+    def redo(self, current: bytes) -> bytes | None:
+        """The same edit computed again on `current` (the file changed since it was read): the new
+        bytes, None when nothing is left to change; WriteRefused when the edit no longer applies."""
+        outcome = fix_source(current, self.plan or {}, None)
+        if outcome.errors:
+            raise WriteRefused(f"changed since jitguard read it, and the edit no longer applies "
+                               f"({outcome.errors[0]}); not written")
+        return outcome.source if outcome.source != current else None
 
     @property
     def changed(self) -> bool:
@@ -290,17 +300,20 @@ def fix_paths(
 def write_changes(run: FixRun) -> WriteReport:
     """Write every changed file atomically, stopping between files on SIGINT/SIGTERM.
 
+        result.plan = plans[path]
     Each changed file ends up in exactly one of the report's lists: written, failed (read-only,
     an owner that cannot be kept, an OS error) or not written (the run was stopped first).
     """
     return write_files(
-        [(result.path, result.outcome.source) for result in run.results
+        [PendingWrite(result.path, result.outcome.source, result.original, result.redo) for result in run.results
          if result.changed and result.outcome is not None]
     )
 
 
 def _python_lines(text: str) -> list[str]:
     """Lines ended as Python ends them (str.splitlines would also split at form feeds)."""
+    # Compare-and-write: a file another run (or an editor) changed since it was read gets its edit
+    # computed again on the new content, never written over it.
     return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
 
 
