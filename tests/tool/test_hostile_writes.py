@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import socket
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -112,3 +114,55 @@ def test_a_warmup_plan_written_to_a_fifo_leaves_the_fifo(logs: Path, tmp_path: P
     reader.join(timeout=30)
     assert result.exit_code == 0, result.output
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and b'"kernels"' in got[0]
+
+
+KERNEL_FILE = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_rows(x_ptr, n_rows, n_cols, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + tl.arange(0, BLOCK)) * n_rows * n_cols)
+"""
+
+
+def _fix(paths: list[Path], param: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "jitguard", "fix", "--param", f"scale_rows:{param}",
+                             *map(str, paths)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_two_fix_runs_at_once_on_the_same_files_lose_no_edit(tmp_path: Path) -> None:
+    paths = []
+    for index in range(12):
+        path = tmp_path / f"ops_{index}.py"
+        path.write_text(KERNEL_FILE)
+        paths.append(path)
+    for _ in range(2):
+        for path in paths:
+            path.write_text(KERNEL_FILE)
+        runs = [_fix(paths, "n_rows"), _fix(list(reversed(paths)), "n_cols")]
+        outputs = [run.communicate(timeout=300)[0] for run in runs]
+        assert [run.returncode for run in runs] == [0, 0], outputs
+        for path in paths:
+            text = path.read_text()
+            assert '"n_rows"' in text and '"n_cols"' in text, (path.name, text, outputs)
+            assert text.count("@triton.jit(") == 1
+
+
+def test_an_edit_computed_from_old_content_is_redone_on_the_new(tmp_path: Path) -> None:
+    from jitguard.codemod.file_writes import PendingWrite, write_files
+
+    path = tmp_path / "f.py"
+    path.write_bytes(b"new text\n")
+    calls: list[bytes] = []
+
+    def redo(current: bytes) -> bytes:
+        calls.append(current)
+        return current + b"# edit\n"
+
+    report = write_files([PendingWrite(path, b"old text\n# edit\n", b"old text\n", redo)])
+    assert calls == [b"new text\n"] and report.redone == [path]
+    assert path.read_bytes() == b"new text\n# edit\n"
+    report = write_files([PendingWrite(path, b"x", b"something else")])
+    assert report.failed and "changed since jitguard read it" in report.failed[0][1]
+    assert path.read_bytes() == b"new text\n# edit\n"
