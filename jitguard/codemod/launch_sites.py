@@ -16,6 +16,7 @@ launch is in (`stride_sh = ...`, a few steps back).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -30,27 +31,77 @@ class LaunchFacts:
     floats: set[str] = field(default_factory=set)  # params passed a float literal
     flags: set[str] = field(default_factory=set)  # params passed True/False or a comparison
     derived: dict[str, set[str]] = field(default_factory=dict)  # param -> params whose argument it is computed from
+    constants: set[str] = field(default_factory=set)  # params passed an int literal at every launch
+    tensors: set[str] = field(default_factory=set)  # params passed a tensor the source creates: pointers
     # param -> the argument expressions passed (resolved through locals), for signature synthesis
     passed: dict[str, list[ast.expr]] = field(default_factory=dict)
 
 
-def _scopes(tree: ast.Module) -> list[ast.AST]:
-    """Functions innermost first, then the module: a launch belongs to the first scope that holds it."""
-    functions = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    return [*reversed(functions), tree]
-
-
 def _assignments(scope: ast.AST) -> dict[str, ast.expr]:
-    """Names assigned exactly once in `scope` -> their value (a name assigned twice is left unresolved)."""
+    """Names assigned exactly once in `scope` -> their value (a name assigned twice is left unresolved); a
+    parameter of the scope's function that is never assigned -> its default value (`niter=10`)."""
     values: dict[str, list[ast.expr]] = {}
     for node in ast.walk(scope):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             values.setdefault(node.targets[0].id, []).append(node.value)
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
-            for target in node.targets[0].elts:  # `T, H = x.shape`: unresolved, but not a single value either
-                if isinstance(target, ast.Name):
-                    values.setdefault(target.id, []).extend([node.value, node.value])
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:  # `T, H = x.shape`, `n += 1`, loop variables: not one value
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        values.setdefault(name.id, []).extend([node.value, node.value] if isinstance(
+                            node, (ast.Assign, ast.AugAssign)) else [ast.Constant(None), ast.Constant(None)])
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        arguments = scope.args
+        positional = [*arguments.posonlyargs, *arguments.args]
+        defaults = list(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
+        defaults += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
+        for argument, default in defaults:
+            values.setdefault(argument.arg, [default])
     return {name: assigned[0] for name, assigned in values.items() if len(assigned) == 1}
+
+
+# Tensor methods that keep a tensor's shape (what `.stride(i)` of the result depends on).
+_SHAPE_KEEPING = frozenset({"contiguous", "to", "cuda", "cpu", "clone", "detach", "float", "half", "bfloat16",
+                            "int", "long", "requires_grad_"})
+_SHAPED_VIEWS = frozenset({"view", "reshape", "new_empty", "new_zeros", "new_ones", "new_full", "expand"})
+_FACTORIES = frozenset({"empty", "zeros", "ones", "full", "randn", "rand", "randint"})
+
+
+def _dims(tensor: ast.expr, assigned: Mapping[str, ast.expr]) -> list[ast.expr] | None:
+    """The shape a tensor expression was created or viewed with (`torch.empty((B, T, H))`, `x.view(M, 2 * H)`,
+    through locals and shape-keeping calls), or None when the source does not say."""
+    for _ in range(2 * _RESOLVE_STEPS):
+        tensor = _resolved(tensor, assigned)
+        if isinstance(tensor, ast.Call) and isinstance(tensor.func, ast.Attribute) and (
+                tensor.func.attr in _SHAPE_KEEPING):
+            tensor = tensor.func.value
+            continue
+        break
+    if not isinstance(tensor, ast.Call):
+        return None
+    func = tensor.func
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if last not in _SHAPED_VIEWS and last not in _FACTORIES:
+        return None
+    args = list(tensor.args)
+    if last == "full" or last.startswith("new_full"):
+        args = args[:1]
+    if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+        args = list(args[0].elts)
+    if not args or any(isinstance(arg, ast.Starred) for arg in args):
+        return None
+    return args
+
+
+def _constant_index(node: ast.expr, size: int) -> int | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        value = -node.operand.value if isinstance(node.operand.value, int) else None
+    else:
+        value = node.value if isinstance(node, ast.Constant) and isinstance(node.value, int) else None
+    if value is None or isinstance(value, bool) or not -size <= value < size:
+        return None
+    return value % size
 
 
 def _launched(call: ast.Call, kernels: Mapping[str, Sequence[str]]) -> str | None:
@@ -71,19 +122,93 @@ def _resolved(expression: ast.expr, assigned: Mapping[str, ast.expr]) -> ast.exp
 
 
 def _parts(expression: ast.expr, assigned: Mapping[str, ast.expr]) -> set[str]:
-    """`ast.dump` of every sub-expression, locals expanded a few steps: what an argument is computed from."""
+    """The `expression_key` of every sub-expression an argument is computed from, locals expanded a few steps; the
+    stride of a tensor whose shape the source gives depends on the dimensions after its axis only, and
+    the stride of one whose shape it does not give on nothing known."""
     found: set[str] = set()
-    todo = [expression]
-    for _ in range(_RESOLVE_STEPS):
-        following = []
-        for item in todo:
-            for node in ast.walk(item):
-                if isinstance(node, ast.expr) and not isinstance(node, ast.Constant):
-                    found.add(ast.dump(node))
-                if isinstance(node, ast.Name) and node.id in assigned:
-                    following.append(assigned[node.id])
-        todo = following
+    _collect(expression, assigned, found, 0)
     return found
+
+
+def expression_key(node: ast.AST) -> str:
+    """A cheap text key of an expression: equal for the same spelling (`x.shape[0]`, `T * H`)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Constant):
+        return repr(node.value)
+    if isinstance(node, ast.Attribute):
+        return f"{expression_key(node.value)}.{node.attr}"
+    if isinstance(node, ast.Subscript):
+        return f"{expression_key(node.value)}[{expression_key(node.slice)}]"
+    if isinstance(node, ast.Call):
+        return f"{expression_key(node.func)}({','.join(expression_key(arg) for arg in node.args)})"
+    if isinstance(node, ast.BinOp):
+        return f"({expression_key(node.left)} {type(node.op).__name__} {expression_key(node.right)})"
+    if isinstance(node, ast.UnaryOp):
+        return f"{type(node.op).__name__} {expression_key(node.operand)}"
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return f"({','.join(expression_key(item) for item in node.elts)})"
+    return f"<{type(node).__name__} {id(node)}>"  # matches only itself
+
+
+def _collect(node: ast.AST, assigned: Mapping[str, ast.expr], found: set[str], depth: int) -> None:
+    if depth > 3 * _RESOLVE_STEPS or not isinstance(node, ast.expr) or isinstance(node, ast.Constant):
+        return
+    found.add(expression_key(node))
+    axis_of = _tensor_axis(node)
+    if axis_of is not None:
+        tensor, index, stride = axis_of
+        dims = _dims(tensor, assigned)
+        axis = _constant_index(index, len(dims)) if dims else None
+        if dims is not None and axis is not None:
+            for dim in (dims[axis + 1:] if stride else [dims[axis]]):
+                _collect(dim, assigned, found, depth + 1)
+        return
+    if isinstance(node, ast.Name) and node.id in assigned:
+        _collect(assigned[node.id], assigned, found, depth + 1)
+        return
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "numel" and not node.args:
+            for dim in _dims(func.value, assigned) or []:
+                _collect(dim, assigned, found, depth + 1)
+        elif _callee(node) in _ARITHMETIC:
+            for arg in node.args:
+                _collect(arg, assigned, found, depth + 1)
+        return  # another function (`bucket(n)`) may map the count to few values: not followed
+    for child in ast.iter_child_nodes(node):
+        _collect(child, assigned, found, depth + 1)
+
+
+# Calls whose result moves with their arguments (a count through one is still a count).
+_ARITHMETIC = frozenset({"cdiv", "ceil_div", "div_up", "round_up", "align", "ceil", "floor", "max", "min", "int",
+                         "abs", "next_power_of_2", "prod"})
+
+
+def _callee(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _is_tensor(value: ast.expr, assigned: Mapping[str, ast.expr]) -> bool:
+    """A tensor the source creates or views (`torch.zeros(...)`, `x.view(...)`, `torch.empty_like(x)`)."""
+    return _dims(value, assigned) is not None or (
+        isinstance(value, ast.Call) and _callee(value).endswith("_like") and bool(value.args))
+
+
+def _tensor_axis(node: ast.expr) -> tuple[ast.expr, ast.expr, bool] | None:
+    """(tensor, axis, is a stride) for `t.stride(i)`, `t.stride()[i]`, `t.shape[i]`, `t.size(i)`."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("stride", "size") \
+            and len(node.args) == 1:
+        return node.func.value, node.args[0], node.func.attr == "stride"
+    if isinstance(node, ast.Subscript):
+        base = node.value
+        if isinstance(base, ast.Attribute) and base.attr == "shape":
+            return base.value, node.slice, False
+        if isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute) and base.func.attr in (
+                "stride", "size") and not base.args:
+            return base.func.value, node.slice, base.func.attr == "stride"
+    return None
 
 
 def _is_float(expression: ast.expr) -> bool:
@@ -101,26 +226,55 @@ def _is_flag(expression: ast.expr) -> bool:
         isinstance(expression, ast.UnaryOp) and isinstance(expression.op, ast.Not))
 
 
-def _launches(tree: ast.Module, kernels: Mapping[str, Sequence[str]]) -> Iterator[tuple[str, ast.Call, dict]]:
-    seen: set[int] = set()
-    for scope in _scopes(tree):
-        assigned: dict[str, ast.expr] | None = None
-        for node in ast.walk(scope):
-            if not isinstance(node, ast.Call) or id(node) in seen:
-                continue
-            name = _launched(node, kernels)
-            if name is None:
-                continue
-            seen.add(id(node))
-            assigned = _assignments(scope) if assigned is None else assigned
-            yield name, node, assigned
+def launch_lines(source: bytes, names: Sequence[str]) -> set[int]:
+    """Line numbers where `NAME[` (a launch of one of `names`) is written: the statements worth walking."""
+    if not names:
+        return set()
+    pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in names) + rb")[ \t]*\[")
+    return {source.count(b"\n", 0, match.start()) + 1 for match in pattern.finditer(source)}
 
 
-def launch_facts(tree: ast.Module, kernels: Mapping[str, Sequence[str]]) -> dict[str, LaunchFacts]:
+def _holds(statement: ast.stmt, lines: set[int] | None) -> bool:
+    if lines is None:
+        return True
+    end = statement.end_lineno or statement.lineno
+    return any(statement.lineno <= line <= end for line in lines)
+
+
+def _launches(tree: ast.Module, kernels: Mapping[str, Sequence[str]],
+              lines: set[int] | None) -> Iterator[tuple[str, ast.Call, dict]]:
+    """Each launch of one of `kernels` with the assignments of the innermost function holding it (or of the
+    module), in one walk of the statements holding `lines` (None: all)."""
+    found: list[tuple[str, ast.Call, ast.AST]] = []
+    stack: list[tuple[ast.AST, ast.AST]] = [(tree, tree)]
+    while stack:
+        node, scope = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt) and not _holds(child, lines):
+                continue
+            if isinstance(child, ast.Call):
+                name = _launched(child, kernels)
+                if name is not None:
+                    found.append((name, child, scope))
+            stack.append((child, child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else scope))
+    assignments: dict[int, dict[str, ast.expr]] = {}
+    for name, call, scope in sorted(found, key=lambda item: (item[1].lineno, item[1].col_offset)):
+        if id(scope) not in assignments:
+            assignments[id(scope)] = _assignments(scope)
+        yield name, call, assignments[id(scope)]
+
+
+def launch_facts(tree: ast.Module, kernels: Mapping[str, Sequence[str]],
+                 source: bytes | None = None) -> dict[str, LaunchFacts]:
     """kernel name -> what its launches in `tree` pass; `kernels` maps each launchable name to its
-    parameter names (a kernel bound to another name, `fast = triton.jit(_fast)`, under that name)."""
+    parameter names (a kernel bound to another name, `fast = triton.jit(_fast)`, under that name).
+    With the file's `source`, only the statements that spell a launch are walked."""
     facts: dict[str, LaunchFacts] = {}
-    for name, call, assigned in _launches(tree, kernels):
+    varying: dict[str, set[str]] = {}  # kernel -> params passed something other than an int literal somewhere
+    lines = launch_lines(source, list(kernels)) if source is not None else None
+    if lines == set():
+        return facts
+    for name, call, assigned in _launches(tree, kernels, lines):
         params = kernels[name]
         passed: dict[str, ast.expr] = {}
         for param, arg in zip(params, call.args):
@@ -131,16 +285,24 @@ def launch_facts(tree: ast.Module, kernels: Mapping[str, Sequence[str]]) -> dict
         found = facts.setdefault(name, LaunchFacts())
         found.launches += 1
         parts = {param: _parts(arg, assigned) for param, arg in passed.items()}
-        whole = {param: ast.dump(_resolved(arg, assigned)) for param, arg in passed.items()}
+        whole = {param: expression_key(_resolved(arg, assigned)) for param, arg in passed.items()}
         for param, arg in passed.items():
             value = _resolved(arg, assigned)
             found.passed.setdefault(param, []).append(value)
+            if isinstance(value, ast.Constant) and type(value.value) is int:
+                found.constants.add(param)
+            else:
+                varying.setdefault(name, set()).add(param)
             if _is_float(value):
                 found.floats.add(param)
             if _is_flag(value):
                 found.flags.add(param)
+            if _is_tensor(value, assigned):
+                found.tensors.add(param)
             sources = {other for other, text in whole.items()
                        if other != param and text != whole[param] and text in parts[param]}
             if sources:
                 found.derived.setdefault(param, set()).update(sources)
+    for name, found in facts.items():
+        found.constants -= varying.get(name, set())
     return facts

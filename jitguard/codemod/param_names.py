@@ -22,7 +22,7 @@ NOT_A_COUNT_WORDS = frozenset(
     {"id", "ids", "idx", "indices", "index", "mask", "offs", "loc", "locs", "map", "mapping", "table", "data",
      "factor", "quant", "per", "has", "is", "use", "ptr", "ptrs", "scale", "stride",
      # a count the caller has already bucketed (`total_tokens_bucket`: rounded to a power of two) takes few values
-     "bucket", "buckets", "bucketed"}
+     "bucket", "buckets", "bucketed", "bin", "bins", "binned"}
 )
 # Whole names that count tokens in GEMM/elementwise conventions.
 TOKEN_NAMES = frozenset({"M", "EM", "T", "n_elements", "numel", "n_elem", "num_elements", "n_rows", "num_rows"})
@@ -33,7 +33,8 @@ MODEL_LETTERS = frozenset({"N", "K", "D", "H", "E", "V", "C", "G", "W", "F", "P"
 # name something either fixed or per-call (`kv`, `chunk`, `block`, `page`, `split`, `size`, `q`) are not here.
 MODEL_WORDS = frozenset(
     {"hidden", "dim", "dims", "head", "heads", "hd", "vocab", "col", "cols", "ncols", "feature", "features",
-     "channel", "channels", "group", "groups", "expert", "experts", "embed", "emb", "intermediate", "inter",
+     "channel", "channels", "chan", "chans", "group", "groups", "expert", "experts", "embed", "emb", "intermediate",
+     "inter",
      "ffn", "width", "height", "rank", "topk", "window", "layer", "layers", "classes", "bits", "stages", "warps",
      "k", "d", "h", "w", "c", "g", "e", "v", "nheads", "headdim", "stride", "strides", "ld", "lda", "ldb", "ldc",
      "eps", "max", "cap", "capacity", "padding", "pad", "align", "alignment",

@@ -272,29 +272,33 @@ class _KernelFacts:
                 or used_only_as_condition(self.kernel, param.name))
 
 
-def _looks_like_pointer(param: KernelParam, uses: ParamUses) -> bool:
+def _looks_like_pointer(param: KernelParam, uses: ParamUses, launches: LaunchFacts | None = None) -> bool:
     lowered = param.name.lower()
-    return param.name in uses.pointers or lowered.endswith(("ptr", "ptrs", "_pointer")) or lowered.startswith("ptr_")
+    return (param.name in uses.pointers or lowered.endswith(("ptr", "ptrs", "_pointer")) or lowered.startswith("ptr_")
+            or (launches is not None and param.name in launches.tensors))
 
 
 def _judge_ints(facts: _KernelFacts) -> None:
     """Fill `runtime_ints`, `kinds` and `counts`: token names first, then uses decide the ambiguous names."""
     kernel, uses = facts.kernel, facts.uses
     facts.runtime_ints = [param for param in kernel.params if not param.is_constexpr and not facts.is_float(param)
-                          and not _looks_like_pointer(param, uses)]
+                          and not _looks_like_pointer(param, uses, facts.launches)]
     for param in facts.runtime_ints:
         name = param.name
         if is_token_count_name(name):
             facts.kinds[name], facts.counts[name] = "count", "the token count"
         elif is_stride_name(name):
             continue
-        elif name in uses.bounds and not is_model_dimension_name(name) and name not in uses.pitches:
+        elif (name in uses.bounds and not is_model_dimension_name(name) and name not in uses.pitches
+              and name not in facts.launches.constants):
             facts.kinds[name], facts.counts[name] = "bound", "a run-time bound"
         elif name in uses.sizes:
             facts.kinds[name] = "size"
     counted = set(facts.counts)
     for param in facts.runtime_ints:
-        sources = sorted(facts.launches.derived.get(param.name, set()) & counted)
+        # the token counts first, then run-time bounds: the likeliest cause is named
+        sources = sorted(facts.launches.derived.get(param.name, set()) & counted,
+                         key=lambda name: (facts.kinds.get(name) != "count", name))
         if sources and param.name not in counted:
             facts.kinds[param.name] = "derived"
             facts.counts[param.name] = f"computed from `{sources[0]}`"
@@ -321,7 +325,7 @@ def runtime_kinds(kernel: TritonKernel, helpers: HelperUses | None = None,
             continue
         if facts.is_float(param):
             kinds[param.name] = "float"
-        elif _looks_like_pointer(param, uses):
+        elif _looks_like_pointer(param, uses, facts.launches):
             kinds[param.name] = "ptr"
         elif facts.is_flag(param):
             kinds[param.name] = "flag"
@@ -598,7 +602,7 @@ def _scan_with_calls(source: bytes, file: str, enabled: Collection[str] | None,
     called = called_names(kernels)
     helpers = HelperUses({kernel.name: kernel for kernel in reversed(kernels)})
     launches = launch_facts(tree, {name: [param.name for param in kernel.params]
-                                   for kernel in kernels for name in (kernel.name, *kernel.bound_as)})
+                                   for kernel in kernels for name in (kernel.name, *kernel.bound_as)}, source)
     findings = [
         finding
         for kernel in kernels
@@ -614,11 +618,12 @@ def _kernel_launches(kernel: TritonKernel, launches: dict[str, LaunchFacts]) -> 
     found = [launches[name] for name in names if name in launches]
     if len(found) <= 1:
         return found[0] if found else None
-    merged = LaunchFacts()
+    merged = LaunchFacts(constants=set.intersection(*(facts.constants for facts in found)))
     for facts in found:
         merged.launches += facts.launches
         merged.floats |= facts.floats
         merged.flags |= facts.flags
+        merged.tensors |= facts.tensors
         for param, sources in facts.derived.items():
             merged.derived.setdefault(param, set()).update(sources)
         for param, values in facts.passed.items():

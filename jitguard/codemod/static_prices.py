@@ -68,7 +68,7 @@ def _kernel_sources(file: str) -> list[_KernelSource]:
     tree = parse_source(source)
     kernels = find_kernels(source, tree)
     launches = launch_facts(tree, {name: [p.name for p in kernel.params]
-                                   for kernel in kernels for name in (kernel.name, *kernel.bound_as)})
+                                   for kernel in kernels for name in (kernel.name, *kernel.bound_as)}, source)
     module, root = module_and_root(file)
     found = []
     for kernel in kernels:

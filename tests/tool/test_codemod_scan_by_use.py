@@ -15,6 +15,7 @@ from jitguard.codemod.demotions import load_report
 from jitguard.codemod.scan import scan_source
 
 HEADER = """\
+import torch
 import triton
 import triton.language as tl
 """
@@ -118,6 +119,65 @@ CASES = [
 
         def launch(x, BLOCK):
             k[(1,)](x, x.shape[0], x.stride(0), BLOCK=BLOCK)
+     """, set()),
+    ("stride-of-a-created-tensor-after-the-count-axis", """
+        @triton.jit
+        def k(t_ptr, L, stride_th, stride_tl, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(t_ptr + tl.program_id(0) * stride_th + offs * stride_tl, 0.0, mask=offs < L)
+
+        def launch(B, H, L):
+            taus = torch.zeros((B, H, L), dtype=torch.float32).contiguous()
+            k[(B * H,)](taus, L, taus.stride(1), taus.stride(2), BLOCK=64)
+     """, {("JG107", "L"), ("JG106", "stride_th")}),
+    ("stride-of-a-view-before-the-count-axis-is-not-derived", """
+        @triton.jit
+        def k(x_ptr, M, stride_xm, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + tl.program_id(0) * stride_xm + offs, 0.0, mask=offs < M)
+
+        def launch(x, H):
+            M = x.numel() // (2 * H)
+            rows = x.contiguous().view(M, 2 * H)
+            k[(M,)](rows, M, rows.stride(0), BLOCK=64)
+     """, {("JG101", "M")}),
+    ("a-bucketing-function-is-not-followed", """
+        @triton.jit
+        def k(x_ptr, n_rows, rows_bin, BLOCK: tl.constexpr):
+            tl.store(x_ptr + tl.program_id(0) * rows_bin, 0.0, mask=tl.program_id(0) < n_rows)
+
+        def launch(x):
+            k[(1,)](x, x.shape[0], bucket_of(x.shape[0]), BLOCK=64)
+     """, {("JG101", "n_rows")}),
+    ("a-created-tensor-is-a-pointer", """
+        from .helpers import lock_and_add
+
+        @triton.jit
+        def k(x_ptr, locks, num_tokens, BLOCK: tl.constexpr):
+            lock_and_add(locks, x_ptr, num_tokens)
+
+        def launch(x):
+            locks = torch.zeros((triton.cdiv(x.shape[0], 64),), dtype=torch.int32)
+            k[(1,)](x, locks, x.shape[0], BLOCK=64)
+     """, {("JG101", "num_tokens")}),
+    ("a-constant-at-every-launch-is-no-count", """
+        @triton.jit
+        def k(x_ptr, NITER, BLOCK: tl.constexpr):
+            for _ in range(NITER):
+                tl.store(x_ptr + tl.arange(0, BLOCK), 0.0)
+
+        def launch(x, niter=10):
+            k[(1,)](x, niter, BLOCK=64)
+            k[(1,)](x, 4, BLOCK=64)
+     """, {("JG102", "NITER")}),
+    ("a-float-by-the-launching-functions-default", """
+        @triton.jit
+        def k(x_ptr, alpha, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, 0.0, mask=offs.to(tl.float32) < alpha)
+
+        def launch(x, alpha=1.5):
+            k[(1,)](x, alpha, BLOCK=64)
      """, set()),
     # -- never specialized, or not a count: floats and bool flags --
     ("float-by-default-value", """
