@@ -129,6 +129,11 @@ def cost_lines(kernel: dict[str, Any]) -> list[str]:
 
 # Backslash-escaped: characters that start emphasis, links, code, strikethrough or a table cell. An
 # underscore between two letters or digits never starts emphasis (GFM), so identifiers stay readable.
+# What to do instead of a demotion held back for its price (costly or unknown): keep the variants, compile
+# them before serving. `fix` and the pytest failure say it beside each demotion they do not apply.
+WARMUP_INSTEAD = ("keep the specialization and compile its variants before serving "
+                  "(`jitguard warmup-plan REPORT`, then `jitguard.warmup(plan)` at start-up)")
+
 _MD_PUNCTUATION = re.compile(r"([\\`*\[\]|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 
 

@@ -103,17 +103,25 @@ def _describe_notes(notes: list[AdviceNote], skipped_findings: int) -> list[str]
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if a file would change.")
 @click.option("--accept-cost", is_flag=True,
               help="Also apply demotions the report prices as costly (slower code, fewer variants).")
+@click.option("--accept-unknown", is_flag=True,
+              help="Also apply demotions whose price is unknown (by default they are listed with the reason).")
+@click.option("--price-from", "price_from", multiple=True, type=click.Path(file_okay=False, path_type=str),
+              metavar="DIR", help="Also import kernels to price from DIR (repeatable): for a report recorded "
+                                  "elsewhere. By default: this environment's import roots and the PATHs fixed.")
 @click.option("-j", "--jobs", type=int, default=None, help="Worker processes (default: one per CPU).")
 def fix_command(
     paths: tuple[str, ...], report: str | None, params: tuple[str, ...], buckets: tuple[str, ...],
-    show_diff: bool, check: bool, accept_cost: bool, jobs: int | None,
+    show_diff: bool, check: bool, accept_cost: bool, accept_unknown: bool, price_from: tuple[str, ...],
+    jobs: int | None,
 ) -> None:
     """Add parameters to do_not_specialize / do_not_specialize_on_alignment of Triton kernels, and
     make an autotune keyed on a count `jitguard.autotune(..., bucket=...)` (--bucket, or the report).
 
-    Edits in place by default, changing only the decorators that need it. A demotion the report
-    prices as costly (`jitguard report --json`) is skipped with its price and the alternative
-    unless --accept-cost; free and unknown ones are applied. --param is always applied, its price said.
+    Edits in place by default, changing only the decorators that need it. A demotion from --from is
+    applied when it prices free (`jitguard report --json`); a costly one is skipped with its price and
+    the alternative unless --accept-cost, one of unknown price with its reason unless --accept-unknown.
+    --param is always applied, its price said. Kernels are imported to price them only from this
+    environment's import roots, the PATHs fixed and --price-from, never from the report's folder.
 
     \b
       jitguard fix --from report.json kernels/
@@ -121,7 +129,7 @@ def fix_command(
       jitguard fix --bucket rms_norm_kernel:num_tokens=pow2 src/
     """
     # libcst loads here, not at import: `jitguard scan` (a pre-commit hook) starts faster without it.
-    from jitguard.codemod.demotion_prices import price_requests
+    from jitguard.codemod.demotion_prices import PricePolicy, price_requests
     from jitguard.codemod.file_writes import WriteReport, other_hard_links, write_refusal
     from jitguard.codemod.fix_tree import fix_paths, unified_diff, write_changes
 
@@ -144,11 +152,13 @@ def fix_command(
         raise click.UsageError("nothing to do: give --from REPORT, --param KERNEL:PARAM or --bucket KERNEL:PARAM")
     files = _collect_files(paths)
     priced = price_requests(
-        demotions, entries, accept_cost, files=files,
+        demotions, entries, PricePolicy(accept_cost, accept_unknown, writing=not (show_diff or check)),
+        files=files, price_from=price_from,
+        data_dirs=[os.path.dirname(os.path.abspath(report))] if report else [],
         on_compile=lambda: _echo_err("[jitguard] pricing the demotions the report left unpriced: each kernel "
                                      "compiled with and without (sm_90)"),
     )
-    run = fix_paths(files, priced.apply, _jobs(jobs), progress_for("Fixing", len(files)))
+    run = fix_paths(files, priced.apply, _jobs(jobs), progress_for("Fixing", len(files)), held=priced.held)
     writing = not (show_diff or check)
     # --check/--diff write nothing, but a pending change to a file fix could not write is said, not hidden.
     unwritable = {} if writing else {result.path: reason for result in run.results
@@ -209,6 +219,8 @@ def fix_command(
     summary += f"; {_plural(run.files_checked, 'file')} checked in {elapsed:.1f} s"
     if priced.skipped:
         summary += f"; {_plural(priced.skipped, 'costly demotion')} skipped"
+    if priced.skipped_unknown:
+        summary += f"; {_plural(priced.skipped_unknown, 'unpriced demotion')} skipped"
     if run.errors:
         summary += f"; {_plural(len(run.errors), 'error')}"
     if write_report is not None and write_report.stopped_by is not None:

@@ -234,12 +234,18 @@ class FixRun:
 
 
 def fix_paths(
-    files: Sequence[Path], demotions: Sequence[Demotion], jobs: int = 1, progress: Progress | None = None
+    files: Sequence[Path], demotions: Sequence[Demotion], jobs: int = 1, progress: Progress | None = None,
+    held: Sequence[Demotion] = (),
 ) -> FixRun:
-    """Plan and compute the edits that `demotions` ask for in `files` (nothing is written here)."""
+    """Plan and compute the edits that `demotions` ask for in `files` (nothing is written here).
+
+    `held`: requests not applied (their price was not accepted) whose kernels must still exist: a
+    report naming a kernel that is gone is an error either way."""
     run = FixRun(files_checked=len(files))
-    if not demotions:
+    if not demotions and not held:
         return run
+    held_ids = {id(demotion) for demotion in held}
+    demotions = [*demotions, *held]
     pattern = definition_pattern(demotions)
     surveys = list(map_files(survey_file, [(path, pattern) for path in files], jobs, progress))
     sites: list[KernelSite] = []
@@ -265,6 +271,8 @@ def fix_paths(
                 errors_seen.add(line)
                 run.errors.append(line)
             continue
+        if id(demotion) in held_ids:
+            continue  # found, not applied
         # Several jit calls on one function are one kernel each, and a name that is the function's asks for all.
         functions = list(dict.fromkeys((site.path, site.line) for site in chosen))
         if len(functions) > 1 and demotion.origin in ("--param", "--bucket"):

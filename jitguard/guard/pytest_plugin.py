@@ -211,12 +211,8 @@ class JitguardSession:
             with guard:
                 result = yield
         except RecompileError as exc:
-            command = fix_command_line(exc.events)
-            costly = sorted({f"{kernel}.{param}" for kernel, by_param in getattr(exc, "prices", {}).items()
-                             for param, cost in by_param.items() if cost.get("verdict") == "costly"})
-            warning = f"  (costly: {', '.join(costly)}; see the price above)" if command and costly else ""
-            item.stash[_FAILED_BY_GUARD] = (str(exc) + "\n\n" + self._checked_by(item)
-                                            + (f"\nfix with: {command}{warning}" if command else ""))
+            advice = "".join(f"\n{line}" for line in fix_lines(exc.events, getattr(exc, "prices", None)))
+            item.stash[_FAILED_BY_GUARD] = str(exc) + "\n\n" + self._checked_by(item) + advice
             raise
         return result
 
@@ -265,32 +261,72 @@ class JitguardSession:
             terminalreporter.write_line(line)
 
 
-def fix_command_line(events: list[Any]) -> str | None:
-    """The `jitguard fix` command applying the demotions these compiles advise, or None when none does.
-
-        jitguard fix --param add_kernel:n:align kernels/ops.py
-    """
+def _advised_demotions(events: list[Any]) -> dict[tuple[str, str, str], str]:
+    """{(kernel label, param, `--param` text): file} for each demotion these compiles advise."""
     import os
-    import shlex
 
     from jitguard.events import OPTION_FOR_ADVICE
     from jitguard.explain import without_weaker_advice
-    by_kernel: dict[tuple[str, str], list[Any]] = {}
+    by_kernel: dict[tuple[str, str, str], list[Any]] = {}
     for event in events:
-        by_kernel.setdefault((event.called_as, event.file), []).extend(event.causes)
-    params: dict[str, None] = {}  # ordered sets
-    files: dict[str, None] = {}
-    for (kernel, file), causes in by_kernel.items():
+        by_kernel.setdefault((event.label, event.called_as, event.file), []).extend(event.causes)
+    advised: dict[tuple[str, str, str], str] = {}
+    for (label, kernel, file), causes in by_kernel.items():
         for cause in without_weaker_advice(causes):
             option = OPTION_FOR_ADVICE.get(cause.advice or "")
             if option is None:
                 continue
-            params[f"{kernel}:{cause.param}" + (":align" if option == "do_not_specialize_on_alignment" else "")] = None
             relative = os.path.relpath(file) if file else ""
-            files[relative if relative and not relative.startswith("..") else file] = None
-    if not params or not all(files):
+            text = f"{kernel}:{cause.param}" + (":align" if option == "do_not_specialize_on_alignment" else "")
+            advised[(label, cause.param, text)] = relative if relative and not relative.startswith("..") else file
+    return advised
+
+
+def _command(advised: dict[tuple[str, str, str], str]) -> str | None:
+    import shlex
+
+    if not advised or not all(advised.values()):
         return None
-    return " ".join(["jitguard fix", *(f"--param {shlex.quote(p)}" for p in params), *map(shlex.quote, files)])
+    params = [f"--param {shlex.quote(text)}" for _, _, text in advised]
+    return " ".join(["jitguard fix", *params, *map(shlex.quote, dict.fromkeys(advised.values()))])
+
+
+def fix_command_line(events: list[Any], prices: dict[str, dict[str, dict[str, Any]]] | None = None) -> str | None:
+    """The `jitguard fix` command applying the demotions these compiles advise, or None when none does.
+    With `prices` ({kernel label: {param: cost JSON}}, what the failure showed), only those priced
+    `free` are in it.
+
+        jitguard fix --param add_kernel:n:align kernels/ops.py
+    """
+    advised = _advised_demotions(events)
+    if prices is not None:
+        advised = {key: file for key, file in advised.items() if _verdict(prices, key) == "free"}
+    return _command(advised)
+
+
+def _verdict(prices: dict[str, dict[str, dict[str, Any]]], key: tuple[str, str, str]) -> str:
+    label, param, _ = key
+    cost = (prices.get(label) or {}).get(param)
+    return str(cost.get("verdict")) if isinstance(cost, dict) else "unknown"
+
+
+def fix_lines(events: list[Any], prices: dict[str, dict[str, dict[str, Any]]] | None) -> list[str]:
+    """The failure's last lines: `fix with:` the free demotions (all advised ones when nothing was
+    priced), then each demotion held back for its price, with what to do instead and how to accept it."""
+    command = fix_command_line(events, prices)
+    lines = [f"fix with: {command}"] if command else []
+    if prices is None:
+        return lines
+    from jitguard.render_text import WARMUP_INSTEAD
+    for key, file in _advised_demotions(events).items():
+        verdict = _verdict(prices, key)
+        if verdict == "free":
+            continue
+        why = "costly" if verdict == "costly" else "price unknown"
+        accept = _command({key: file})
+        lines.append(f"not in the command ({why}, see the price above): {key[0]}.{key[1]}: {WARMUP_INSTEAD}"
+                     + (f"; or accept it: {accept}" if accept else ""))
+    return lines
 
 
 def _compiles_of(recorder: Any, guard: Any) -> list[dict]:

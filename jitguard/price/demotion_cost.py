@@ -22,8 +22,9 @@ not be compiled; the detail says why). Compiling takes 0.1-0.5 s per variant for
 and it swaps Triton's active driver process-wide for the duration and fires Triton's JIT hooks on
 the copies it compiles (marked with `COST_PROBE_ATTRIBUTE`). So call it from the report, `fix` or
 `scan`; a process that launches GPU work (a test session, a server) uses `cost_in_subprocess`;
-never a request path. Kernels are imported by module name; a script's kernels (`__main__`) are
-never executed to find them.
+never a request path. A report's kernels are loaded by `jitguard.replay.kernel_loading` (only from
+this environment's import roots, only a file that defines that kernel, never from the folder being
+read); a script's kernels (`__main__`) are never executed to find them.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from typing import Any
 
 from jitguard.events import COST_PROBE_ATTRIBUTE
 from jitguard.price.ptx_facts import CodeFacts, code_facts, compare_facts, param_uses
+from jitguard.replay.kernel_loading import KernelTrust, load_jit_function
 
 DEMOTIONS = ("do_not_specialize", "do_not_specialize_on_alignment")
 """Set (True) on the JITFunction copies this module compiles: Triton's JIT hooks see them (as manual
@@ -286,8 +288,10 @@ class DemotionCostChecker:
     `arch`: the CUDA arch to compile for (90: H100/H200).
     """
 
-    def __init__(self, arch: int = 90) -> None:
+    def __init__(self, arch: int = 90, trust: KernelTrust | None = None) -> None:
         self.arch = arch
+        # Where a report's kernels may be imported from (jitguard.replay.kernel_loading): logs are data.
+        self.trust = trust or KernelTrust()
         self._facts: dict[tuple, CodeFacts | str] = {}  # compile key -> facts, or why it failed
         self._costs: dict[tuple, DemotionCost] = {}
 
@@ -335,7 +339,8 @@ class DemotionCostChecker:
                 return _unknown(f"{entry.get('name')}.{param}: its advice ({advice}) is not a demotion")
         try:
             name = entry.get("qualname") or entry.get("binding") or entry.get("name") or ""
-            jit_fn = kernel_by_name(entry.get("module") or "", name)
+            jit_fn = load_jit_function(str(entry.get("module") or ""), str(entry.get("file") or ""), str(name),
+                                       str(entry.get("name") or name), self.trust)
         except LookupError as exc:
             return _unknown(str(exc))
         variants = entry.get("variant_list") or []

@@ -30,11 +30,14 @@ def _write_or_exit(path: str, text: str) -> None:
         sys.exit(2)
 
 
-def price_demotions(report: dict, stream: object = None) -> None:
+def price_demotions(report: dict, stream: object = None, data_dirs: tuple[str, ...] = (),
+                    price_from: tuple[str, ...] = ()) -> None:
     """Add each advised demotion's price to `report` (jitguard.price.demotion_cost), saying so on stderr.
 
     The check compiles each kernel with and without the demotion (offline, sm_90): seconds per
     kernel, never on anyone's request path. Without Triton the report goes out unpriced, saying why.
+    Kernels are imported only as `jitguard.replay.kernel_loading` allows: from this environment's
+    import roots or a `price_from` folder, never from `data_dirs` (the logs being read).
     """
     def say(line: str) -> None:
         click.echo(line, err=True)
@@ -54,20 +57,19 @@ def price_demotions(report: dict, stream: object = None) -> None:
         if done == 0:
             say(f"[jitguard] pricing {total} advised demotion(s): each kernel compiled with and without (sm_90)")
 
-    # A console script's sys.path starts at its bin/: import kernels from the roots of their files.
-    from pathlib import Path
+    from jitguard.price.demotion_cost import DemotionCostChecker
+    from jitguard.replay.kernel_loading import KernelTrust
 
-    from jitguard.codemod.demotion_prices import import_roots
-    entries = {str(i): k for i, k in enumerate(report["kernels"])}
-    roots = [r for r in import_roots(entries, [Path(k["file"]) for k in report["kernels"] if k.get("file")])
-             if r not in sys.path]
-    sys.path[:0] = roots
-    try:
-        add_costs_to_report(report, on_progress=progress)
-    finally:
-        for root in roots:
-            if root in sys.path:
-                sys.path.remove(root)
+    checker = DemotionCostChecker(trust=KernelTrust(data_dirs=data_dirs, extra_roots=price_from))
+    add_costs_to_report(report, checker=checker, on_progress=progress)
+
+
+def _log_directories(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The directories of every log the report read (never a source of kernels to import)."""
+    from jitguard.report.event_logs import log_files
+
+    files = log_files(paths[0] if len(paths) == 1 else list(paths))
+    return tuple(sorted({os.path.dirname(os.path.abspath(path)) for path in files}))
 
 
 @click.command("report")
@@ -82,8 +84,11 @@ def price_demotions(report: dict, stream: object = None) -> None:
               help="Write the report (text, --json, --markdown or a bare --html) to FILE instead of stdout.")
 @click.option("--no-cost", "no_cost", is_flag=True,
               help="Do not compile advised demotions both ways to price them (faster; verdicts left out).")
+@click.option("--price-from", "price_from", multiple=True, type=click.Path(file_okay=False, path_type=str),
+              metavar="DIR", help="Also import kernels to price from DIR (repeatable): for logs recorded "
+                                  "elsewhere. By default only this environment's import roots are used.")
 def report_command(paths: tuple[str, ...], as_json: bool, as_markdown: bool, html_path: str | None,
-                   output: str | None, no_cost: bool) -> None:
+                   output: str | None, no_cost: bool, price_from: tuple[str, ...]) -> None:
     """Merge every *.ndjson log in each PATH (a directory, one file, a glob, or @FILE listing such paths one a
     line) and print the report; several nodes' logs make one report with a node column.
 
@@ -100,7 +105,8 @@ def report_command(paths: tuple[str, ...], as_json: bool, as_markdown: bool, htm
         click.echo(f"jitguard report: {exc}", err=True)
         sys.exit(2)
     if not no_cost:
-        price_demotions(report)
+        price_demotions(report, data_dirs=_log_directories(paths),
+                        price_from=price_from)
     if html_path and not html_is_output:
         try:
             write_html_report(report, html_path)

@@ -83,7 +83,7 @@ def test_check_exits_1_and_diff_prints_without_writing(tree: Path) -> None:
 def test_fix_from_runtime_report_maps_advice_codes(tree: Path) -> None:
     report = _report(tree / "report.json", num_tokens="int64", stride_x="caller_alignment",
                      BLOCK="constexpr_values", x_ptr="expected")
-    result = _run(fix_command, ["--from", report, tree / "pkg"])
+    result = _run(fix_command, ["--accept-unknown", "--from", report, tree / "pkg"])
     assert result.exit_code == 0, result.output
     assert ('@triton.jit(do_not_specialize=["num_tokens"], do_not_specialize_on_alignment=["stride_x"])'
             in (tree / "pkg" / "rows.py").read_text())
@@ -103,7 +103,7 @@ def test_report_file_path_picks_among_same_named_kernels(tree: Path) -> None:
     (tree / "other" / "rows.py").write_text(KERNEL)
     (tree / "other" / "copy.py").write_text(KERNEL)
     report = _report(tree / "report.json", file="/srv/app/other/rows.py", num_tokens="do_not_specialize")
-    result = _run(fix_command, ["--from", report, tree])
+    result = _run(fix_command, ["--accept-unknown", "--from", report, tree])
     assert result.exit_code == 0, result.output
     assert FIXED_DECORATOR in (tree / "other" / "rows.py").read_text()
     assert (tree / "other" / "copy.py").read_text() == KERNEL
@@ -118,7 +118,7 @@ def test_fix_from_scan_json_round_trip(tree: Path) -> None:
     expected = {"rule": "JG101", "param": "num_tokens", "advice": "do_not_specialize"}
     assert expected.items() <= payload["findings"][0].items()
     (tree / "scan.json").write_text(scan.stdout)
-    fixed = _run(fix_command, ["--from", tree / "scan.json", tree / "pkg"])
+    fixed = _run(fix_command, ["--accept-unknown", "--from", tree / "scan.json", tree / "pkg"])
     assert fixed.exit_code == 0, fixed.output
     assert FIXED_DECORATOR in (tree / "pkg" / "rows.py").read_text()
     rescan = _run(scan_command, [tree / "pkg"])
@@ -343,7 +343,7 @@ def test_runtime_report_drives_the_fix_end_to_end(tmp_path: Path) -> None:
                             capture_output=True, text=True)
     assert report.returncode in (0, 1), report.stderr
     (tmp_path / "report.json").write_text(report.stdout)
-    result = _run(fix_command, ["--from", tmp_path / "report.json", kernel_file])
+    result = _run(fix_command, ["--accept-unknown", "--from", tmp_path / "report.json", kernel_file])
     assert result.exit_code == 0, result.output
     fixed = ROWS_KERNEL.replace("@triton.jit", '@triton.jit(do_not_specialize=["num_tokens"])')
     assert kernel_file.read_text() == fixed
@@ -373,7 +373,7 @@ def test_scan_json_qualname_picks_the_class_kernel(tmp_path: Path) -> None:
     findings = json.loads(scan.stdout)["findings"]
     assert [(f["qualname"], f["param"]) for f in findings if f["rule"] == "JG101"] == [("First.kernel", "num_tokens")]
     (tmp_path / "scan.json").write_text(scan.stdout)
-    result = _run(fix_command, ["--from", tmp_path / "scan.json", tmp_path / "two.py"])
+    result = _run(fix_command, ["--accept-unknown", "--from", tmp_path / "scan.json", tmp_path / "two.py"])
     assert result.exit_code == 0, result.output
     assert "matches" not in result.stderr
     assert (tmp_path / "two.py").read_text() == source.replace(

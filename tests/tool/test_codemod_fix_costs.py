@@ -1,8 +1,8 @@
 """`jitguard fix --from REPORT` knows what each demotion costs (issue 14): a real run's report, both
 kernels compiled with and without the demotion. `add_one_kernel.n` bounds a mask over contiguous
 offsets (costly: 128-bit accesses become 32-bit); `sum_rows_kernel.num_rows` bounds a row loop (free).
-Free and unknown demotions are applied, costly ones skipped with their price unless --accept-cost;
---param is applied whatever it costs, its price said."""
+Free demotions are applied; costly ones are skipped with their price unless --accept-cost, unknown
+ones with their reason unless --accept-unknown; --param is applied whatever it costs, its price said."""
 
 from __future__ import annotations
 
@@ -60,6 +60,8 @@ def _fix(tmp_path: Path, args: list[str]) -> tuple[object, str]:
     return result, target.read_text()
 
 
+UNKNOWN_SKIPPED = ["(--accept-unknown applies it)", "instead: keep the specialization", "jitguard warmup-plan",
+                   "2 unpriced demotions skipped"]
 CASES = [
     # (report, extra args, add_one demoted, sum_rows demoted, stderr lines expected)
     ("priced", [], False, True,
@@ -67,22 +69,27 @@ CASES = [
       "1 costly demotion skipped"]),
     ("priced", ["--accept-cost"], True, True, ["accepted cost: add_one_kernel:n: costly: "]),
     ("unpriced", [], False, True, ["skipped: add_one_kernel:n: costly: ", "128-bit"]),
-    ("no-triton", [], True, True,
-     ["note: add_one_kernel:n: price unknown: not priced: Triton is not installed",
-      "note: sum_rows_kernel:num_rows: price unknown: "]),
-    ("no-variants", [], True, True,
-     ["note: add_one_kernel:n: price unknown: no recorded variant (use jitguard report --json); applied"]),
+    # unknown is not free: skipped with its reason and the warm-up alternative, unless --accept-unknown
+    ("no-triton", [], False, False,
+     ["skipped: add_one_kernel:n: price unknown: not priced: Triton is not installed",
+      "skipped: sum_rows_kernel:num_rows: price unknown: ", *UNKNOWN_SKIPPED]),
+    ("no-triton", ["--accept-unknown"], True, True,
+     ["accepted unknown price: add_one_kernel:n: not priced: Triton is not installed"]),
+    ("no-variants", [], False, False,
+     ["skipped: add_one_kernel:n: price unknown: no recorded variant (use jitguard report --json)",
+      *UNKNOWN_SKIPPED]),
+    ("no-variants", ["--accept-unknown"], True, True,
+     ["accepted unknown price: add_one_kernel:n: no recorded variant (use jitguard report --json); applied"]),
     ("priced", ["--param", "add_one_kernel:n"], True, True, ["--param add_one_kernel:n: costly: "]),
     ("unpriced", ["--param", "add_one_kernel:n"], True, True, ["--param add_one_kernel:n: costly: "]),
-    (None, ["--param", "add_one_kernel:n"], True, False,
-     ["--param add_one_kernel:n: price unknown: no recorded variant (use jitguard report --json)"]),
-    (None, ["--param", "sum_rows_kernel:num_rows"], False, True, ["--param sum_rows_kernel:num_rows: price unknown"]),
+    (None, ["--param", "add_one_kernel:n"], True, False, []),
+    (None, ["--param", "sum_rows_kernel:num_rows"], False, True, []),
 ]
 
 
 @pytest.mark.parametrize("report, extra, add_one_demoted, sum_rows_demoted, said", CASES,
                          ids=[f"{c[0]}-{'-'.join(c[1]) or 'plain'}" for c in CASES])
-def test_fix_applies_free_and_unknown_and_skips_costly(
+def test_fix_applies_free_only_unless_told(
     reports: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report: str | None,
     extra: list[str], add_one_demoted: bool, sum_rows_demoted: bool, said: list[str],
 ) -> None:
@@ -102,6 +109,8 @@ def test_fix_applies_free_and_unknown_and_skips_costly(
     assert text == expected  # every other byte of the file kept
     for line in said:
         assert line in result.stderr, result.stderr
+    if report is None:  # no report, no price to say: the user chose the demotion
+        assert "price" not in result.stderr, result.stderr
     if not add_one_demoted:
         assert "add_one_kernel: do_not_specialize" not in result.stdout
 
@@ -126,8 +135,21 @@ def test_only_costly_advice_leaves_nothing_to_fix(reports: dict[str, Path], tmp_
     assert "Nothing to fix" in result.stderr and "skipped: add_one_kernel:n: costly" in result.stderr
 
 
-def test_scan_json_demotions_are_applied_unpriced_said_once(tmp_path: Path) -> None:
-    """A scan records no variants: its demotions are applied, and one line says they are unpriced."""
+@pytest.mark.parametrize("extra, applied, said", [
+    ([], False, "skipped: 4 demotions (parameters of 4 kernels: rows0:num_tokens, rows1:num_tokens, "
+                "rows2:num_tokens, ...) unpriced: this report records no variants; `jitguard report --json` on a "
+                "watched run prices them (--accept-unknown applies them)"),
+    (["--accept-unknown"], True, "accepted unknown price: 4 demotions (parameters of 4 kernels: rows0:num_tokens, "
+                                 "rows1:num_tokens, rows2:num_tokens, ...) applied unpriced: this report records no "
+                                 "variants; `jitguard report --json` on a watched run prices them"),
+    (["--accept-unknown", "--diff"], False, "accepted unknown price: 4 demotions (parameters of 4 kernels: "
+                                            "rows0:num_tokens, rows1:num_tokens, rows2:num_tokens, ...) would be "
+                                            "applied unpriced: "),
+])
+def test_scan_json_demotions_are_unpriced_said_once(tmp_path: Path, extra: list[str], applied: bool,
+                                                    said: str) -> None:
+    """A scan records no variants: its demotions are skipped unless --accept-unknown, and one line says so,
+    with "would be applied" when nothing is written."""
     from jitguard.codemod.commands import scan_command
 
     source = ("import triton\nimport triton.language as tl\n\n"
@@ -138,12 +160,11 @@ def test_scan_json_demotions_are_applied_unpriced_said_once(tmp_path: Path) -> N
     target.write_text(source)
     scan = CliRunner().invoke(scan_command, ["--json", str(target)])
     (tmp_path / "scan.json").write_text(scan.stdout)
-    result = CliRunner().invoke(fix_command, ["--from", str(tmp_path / "scan.json"), str(target)])
-    assert result.exit_code == 0, result.output
-    assert target.read_text().count('@triton.jit(do_not_specialize=["num_tokens"])') == 4
-    unpriced = [line for line in result.stderr.splitlines() if "unpriced" in line]
-    assert unpriced == ["note: 4 demotions applied unpriced (rows0:num_tokens, rows1:num_tokens, rows2:num_tokens, "
-                        "...): this report records no variants; `jitguard report --json` prices them"]
+    result = CliRunner().invoke(fix_command, ["--from", str(tmp_path / "scan.json"), *extra, str(target)])
+    assert result.exit_code == (1 if "--diff" in extra else 0), result.output
+    assert target.read_text().count('@triton.jit(do_not_specialize=["num_tokens"])') == (4 if applied else 0)
+    unpriced = [line for line in result.stderr.splitlines() if "unpriced" in line and "records no variants" in line]
+    assert len(unpriced) == 1 and unpriced[0].startswith(said), result.stderr
 
 
 def test_report_module_is_imported_from_the_tree_being_fixed(reports: dict[str, Path], tmp_path: Path) -> None:

@@ -185,7 +185,7 @@ def test_fix_from_a_report_edits_only_the_binding_that_recompiled(tmp_path: Path
     report = tmp_path / "report.json"
     report.write_text(json.dumps(build_report(str(logs))))
 
-    result = CliRunner().invoke(fix_command, ["--from", str(report), str(ops)])
+    result = CliRunner().invoke(fix_command, ["--accept-unknown", "--from", str(report), str(ops)])
     assert result.exit_code == 0, result.output
     # By the function's name both jit calls were edited, `wide` demoted for what only `fast` compiled.
     assert ops.read_text().endswith(
@@ -311,7 +311,7 @@ def test_fix_from_a_report_edits_the_class_kernel_that_recompiled(tmp_path: Path
         kernel["file"] = str(ops)  # the report names the test module; fix its copy
     report_path = tmp_path / "report.json"
     report_path.write_text(json.dumps(report))
-    result = CliRunner().invoke(fix_command, ["--from", str(report_path), str(ops)])
+    result = CliRunner().invoke(fix_command, ["--accept-unknown", "--from", str(report_path), str(ops)])
     assert result.exit_code == 0, result.output
     # The request names `PackRows.kernel` (its binding); the other class's `kernel` is left as it was.
     text = ops.read_text()
