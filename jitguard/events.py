@@ -25,6 +25,8 @@ COST_PROBE_ATTRIBUTE = "_jitguard_cost_probe"
 #   caller_alignment                a pointer flips alignment: demote it, or fix the caller's slicing
 #   constexpr_values                a constexpr takes many values: make it a runtime argument or bucket it
 #   expected                        dtype, launch options, autotune configs: information only
+#   inductor_sizes                  a torch.compile kernel: mark the dimension dynamic or warm the size up
+#   compile_call                    a direct triton.compile call: its caller chose the signature
 OPTION_FOR_ADVICE: dict[str, str | None] = {
     "do_not_specialize": "do_not_specialize",
     "int64": "do_not_specialize",
@@ -32,6 +34,8 @@ OPTION_FOR_ADVICE: dict[str, str | None] = {
     "caller_alignment": "do_not_specialize_on_alignment",
     "constexpr_values": None,
     "expected": None,
+    "inductor_sizes": None,
+    "compile_call": None,
 }
 
 
@@ -103,6 +107,13 @@ class Cause:
         return dataclasses.asdict(self)
 
 
+ORIGINS = ("jit", "gluon", "inductor", "compile")
+"""What made a compile (`CompileEvent.origin`)."""
+DECORATOR_ORIGINS = ("jit", "gluon")
+"""Origins whose specialization the kernel's decorator decides, so a decorator edit (`jitguard fix`) can
+change it; Inductor's generated code and a direct `triton.compile` call choose theirs elsewhere."""
+
+
 def bound_label(kernel: str, binding: str | None) -> str:
     """How messages name a kernel: its function's name; a class attribute's dotted path
     (`PackSeqTritonKernel.kernel`); or `name (as binding)` when the program calls it by another
@@ -138,6 +149,12 @@ class CompileEvent:
     # installed), "remote" (Triton's remote cache); None where this Triton cannot tell. compile_ms is the
     # time either way.
     arrived: str | None = None
+    # What asked Triton to compile (ORIGINS): "jit" (a @triton.jit kernel's launch or warm-up), "gluon" (a
+    # @gluon.jit kernel's), "inductor" (torch.compile's generated kernels), "compile" (a direct
+    # `triton.compile` call). Logs written before the field hold only "jit" compiles.
+    origin: str = "jit"
+    # An Inductor kernel's provenance where torch says it (`InductorFacts.to_dict`); None otherwise.
+    inductor: dict[str, Any] | None = None
     causes: list[Cause] = field(default_factory=list)
     triton_version: str = ""
     time: float = 0.0

@@ -243,6 +243,16 @@ def fix_block(causes: list[Cause], prices: Mapping[str, Mapping[str, Any]] | Non
     return out
 
 
+ORIGIN_TAGS = {"gluon": "[gluon]", "inductor": "[torch.compile]", "compile": "[triton.compile]"}
+"""How a line names a compile that was not a `@triton.jit` launch (`CompileEvent.origin`)."""
+
+
+def origin_tag(event: CompileEvent) -> str:
+    """' [torch.compile]' for an Inductor kernel's compile, ... ; "" for a `@triton.jit` launch."""
+    tag = ORIGIN_TAGS.get(getattr(event, "origin", "jit") or "jit")
+    return f" {tag}" if tag else ""
+
+
 def format_event_line(event: CompileEvent) -> str:
     """The grep-able log line for one compile: `[jitguard] recompile kernel#3 (file:line) 412 ms, ...`."""
     if not event.is_recompile:
@@ -258,6 +268,7 @@ def format_event_line(event: CompileEvent) -> str:
     head = f"[jitguard] {what} {event.label}#{event.variant} ({where}) {ms}"
     if event.call_site:
         head += f", called from {short_path(event.call_site, keep=3)}"
+    head += origin_tag(event)
     if event.phase == "serving":
         head += " [serving]"
     if event.autotuning:
@@ -425,7 +436,7 @@ def format_new_variants(compiles: Sequence[ScopedCompileLike], warmup: int, subj
                      f"{len(late)} new after it{tuned_after}")
         for item in late:
             event = item.event
-            tags = " [autotune config]" if event.autotuning else ""
+            tags = origin_tag(event) + (" [autotune config]" if event.autotuning else "")
             site = f", called from {short_path(event.call_site)}" if event.call_site else ""
             if item.block_line and item.block_line != event.call_site:
                 site += f", reached from {short_path(item.block_line)}"

@@ -83,6 +83,93 @@ def listener_cache_hit(args: tuple, kwargs: dict) -> bool | None:
     return bool(cache_hit) if cache_hit is not None else None
 
 
+_LISTENER_NAMES = ("src", "metadata", "metadata_group", "times", "cache_hit")
+
+
+def listener_arguments(args: tuple, kwargs: dict) -> dict[str, Any]:
+    """{src, metadata, metadata_group, times, cache_hit} of one compilation listener call (3.4+: keywords;
+    positions accepted too); a missing one is None."""
+    named = dict(zip(_LISTENER_NAMES, args))
+    named.update({k: v for k, v in kwargs.items() if k in _LISTENER_NAMES})
+    return {name: named.get(name) for name in _LISTENER_NAMES}
+
+
+def listener_compile_ms(times: Any) -> float | None:
+    """Milliseconds one `triton.compile` call took, from the listener's `CompileTimes` (microseconds:
+    IR build, each lowering stage, storing); None when absent."""
+    if times is None:
+        return None
+    try:
+        stages = sum(int(duration) for _, duration in getattr(times, "lowering_stages", None) or [])
+        total = int(getattr(times, "ir_initialization", 0) or 0) + stages + int(getattr(times, "store_results", 0) or 0)
+    except (TypeError, ValueError):
+        return None
+    return total / 1000.0
+
+
+def source_kernel(src: Any) -> JITFunction | None:
+    """The JITFunction an `ASTSource` compiles (a `triton.compile` of IR text has none)."""
+    fn = getattr(src, "fn", None)
+    return fn if isinstance(fn, JITFunction) else None
+
+
+def source_compile_info(src: Any, metadata: Any) -> dict[str, Any]:
+    """What a JIT hook's `compile` dict holds, for a `triton.compile(ASTSource(...))` call: the source's
+    signature, constants and attributes, and the launch options the compiled kernel's metadata has."""
+    info: dict[str, Any] = {"signature": dict(getattr(src, "signature", None) or {}),
+                            "constants": dict(getattr(src, "constants", None) or {})}
+    attrs = getattr(src, "attrs", None)
+    info["configs"] = [attrs] if attrs is not None else []
+    if isinstance(metadata, dict):
+        info.update({k: v for k, v in metadata.items() if k in _OPTION_NAMES})
+        info["target"] = metadata.get("target")
+    return info
+
+
+def source_name(src: Any, metadata: Any) -> str:
+    """The kernel name of one `triton.compile` call: the JIT function's, else the compiled module's entry
+    (the metadata's `name`), else the IR file's stem."""
+    fn = source_kernel(src)
+    if fn is not None:
+        return kernel_name(fn)
+    name = metadata.get("name") if isinstance(metadata, dict) else getattr(metadata, "name", None)
+    if name:
+        return str(name)
+    path = getattr(src, "path", None) or (src if isinstance(src, str) else "")
+    return os.path.splitext(os.path.basename(str(path)))[0] or "?"
+
+
+def source_key(src: Any, metadata: Any) -> str:
+    """Triton's hash of one compiled kernel (its cache directory's name), or "" when unknown."""
+    value = metadata.get("hash") if isinstance(metadata, dict) else getattr(metadata, "hash", None)
+    return str(value or "")
+
+
+def is_gluon_kernel(jit_fn: Any) -> bool:
+    """Whether `jit_fn` is a `@gluon.jit` kernel (3.5+: `GluonJITFunction`, a JITFunction subclass)."""
+    return any(cls.__name__ == "GluonJITFunction" and cls.__module__.startswith("triton.experimental.gluon")
+               for cls in type(jit_fn).__mro__)
+
+
+def patch_compile_entry(wrap: Callable[[Callable], Callable]) -> Callable[[], None]:
+    """Before 3.4 (no compilation listener): replace `triton.compile`, the entry point direct callers use,
+    with `wrap(Triton's compile)`. A JIT launch keeps the compile it captured. Returns the undo."""
+    import triton.compiler as triton_compiler
+
+    original = triton_compiler.compile
+    wrapped = wrap(original)
+    holders = [module for module in (triton, triton_compiler) if getattr(module, "compile", None) is original]
+    for module in holders:
+        module.compile = wrapped
+
+    def undo() -> None:
+        for module in holders:
+            if getattr(module, "compile", None) is wrapped:
+                module.compile = original
+
+    return undo
+
+
 # --- patching Triton's classes ------------------------------------------------------------------
 
 _MISSING = object()
@@ -453,10 +540,12 @@ def constexpr_json(value: Any) -> Any:
 
 
 
+_OPTION_NAMES = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "launch_cooperative_grid", "maxnreg")
+
+
 def launch_options(compile_info: dict) -> dict[str, Any]:
     """The launch options of one compile (num_warps, num_stages, ...)."""
-    names = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "launch_cooperative_grid", "maxnreg")
-    return {n: compile_info[n] for n in names if n in compile_info}
+    return {n: compile_info[n] for n in _OPTION_NAMES if n in compile_info}
 
 
 # Options `JITFunction.run` adds to every call itself: not something the caller passed.

@@ -43,7 +43,7 @@ from contextlib import ContextDecorator
 from dataclasses import dataclass
 from typing import Any
 
-from jitguard.events import CompileEvent
+from jitguard.events import DECORATOR_ORIGINS, CompileEvent
 from jitguard.explain import fix_parts
 from jitguard.render_text import format_new_variants
 from jitguard.runtime.call_capture import CallScope, KernelCall, KernelId, kernel_id_of
@@ -163,6 +163,9 @@ class no_recompiles(CallScope, ContextDecorator):  # the public name is a functi
         number = call.numbers.get(id(self), 0) if call is not None and call.kernel == kernel else 0
         if number == 0 and not (call is not None and call.manual_warmup):
             number = self.calls.get(kernel, 0)  # compiled outside a tracked call: charge the latest one
+        if number == 0 and event.origin not in DECORATOR_ORIGINS:
+            # No launch to count (Inductor's kernels, a triton.compile call): its n-th variant is its n-th use.
+            number = self.keys_seen(kernel)
         manual = event.is_manual_warmup or (call is not None and call.manual_warmup)
         after_warmup = not manual and number > self.warmup
         self.compiles.append(ScopedCompile(event, number, after_warmup, self._line_in_block_file()))

@@ -28,6 +28,7 @@ from jitguard.events import CompileEvent
 from jitguard.render_text import cause_line
 from jitguard.report.event_logs import LogInputError, LogItem, LogPaths, MergedLogs, ProcessLog, read_logs
 from jitguard.report.kernel_tally import PHASES, KernelTally, Rank, spec_words
+from jitguard.report.process_groups import group_totals, process_group
 from jitguard.runtime.argv_redaction import redact_argv
 from jitguard.tuning.records import RECORD_TYPE as TUNING_RECORD_TYPE
 from jitguard.tuning.records import TuningRecord, remedy_lines, summarize_tunings
@@ -63,6 +64,7 @@ class _ReportFold:
         self.timeline: list[tuple[float, int, Rank, int, dict[str, Any]]] = []  # heap: slowest kept
         self.timeline_dropped = 0
         self.seen = 0
+        self.by_origin: dict[str, dict[str, int]] = {}  # origin -> {"compiles": cold or unknown, "loads": from a cache}
 
     def __call__(self, item: LogItem) -> None:
         process = item.process
@@ -83,6 +85,8 @@ class _ReportFold:
         if kernel is None:
             kernel = self.kernels[slot] = KernelTally(*slot)
         kernel.add(event, process, rank)
+        counts = self.by_origin.setdefault(event.origin, {"compiles": 0, "loads": 0})
+        counts["loads" if event.loaded else "compiles"] += 1
         tally.compiles += 1
         tally.recompiles += event.is_recompile
         tally.serving_compiles += event.phase == "serving"
@@ -122,6 +126,7 @@ def _process_entry(process: ProcessLog, tally: _ProcessTally) -> dict[str, Any]:
         "serving_compiles": tally.serving_compiles, "compile_ms": round(tally.compile_ms, 3),
         "kernels": sorted(tally.labels), "file": os.path.basename(process.file),
         "skipped_lines": process.skipped_lines, "events_not_written": process.events_not_written,
+        "group": process_group(process.argv),
     }
 
 
@@ -163,8 +168,10 @@ def build_report(path: LogPaths | MergedLogs) -> dict[str, Any]:
             "serving_compiles": sum(p["serving_compiles"] for p in processes),
             "compile_ms": round(sum(tallies[id(p)].compile_ms for p in logs.processes if id(p) in tallies), 3),
             "events_not_written": sum(p.events_not_written for p in logs.processes),
+            "by_origin": fold.by_origin,
         },
         "processes": processes,
+        "process_groups": group_totals(processes),
         "kernels": kernels,
         "timeline": fold.timeline_points({id(process): index for index, process in enumerate(logs.processes)}),
     }

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from jitguard.events import Cause, CompileEvent, ParamSpec
+from jitguard.events import ORIGINS, Cause, CompileEvent, ParamSpec
 from jitguard.report.log_sources import LogSourceError, common_directory, expand_log_sources, names_several
 from jitguard.tuning.records import RECORD_TYPE as TUNING_RECORD_TYPE
 from jitguard.tuning.records import TuningRecord
@@ -316,7 +316,37 @@ def compile_event_from_record(record: dict, memo: ParamsMemo | None = None) -> C
         is_manual_warmup=_bool(record, "is_manual_warmup"),
         autotuning=_bool(record, "autotuning"),
         binding=_string(record, "binding"),
+        origin=_origin(record),
+        inductor=_inductor_facts(record),
     )
+
+
+def _origin(record: dict) -> str:
+    """What made the compile; "jit" in a log written before the field."""
+    return str(_field(record, "origin", lambda v: v in ORIGINS, "one of " + ", ".join(ORIGINS), "jit"))
+
+
+_INDUCTOR_LISTS = ("ops", "nodes")
+_INDUCTOR_TEXTS = ("compile_id", "recompile_reason")
+
+
+def _inductor_facts(record: dict) -> dict[str, Any] | None:
+    """An Inductor kernel's provenance (`compile_origin.InductorFacts`): lists of strings and strings only."""
+    facts = _field(record, "inductor", lambda v: isinstance(v, dict), "an object", None)
+    if facts is None:
+        return None
+    checked: dict[str, Any] = {}
+    for name in _INDUCTOR_LISTS:
+        value = facts.get(name) or []
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise InvalidRecord(f"inductor.{name} is {_words(value)}, expected a list of strings")
+        checked[name] = value
+    for name in _INDUCTOR_TEXTS:
+        value = facts.get(name)
+        if value is not None and not isinstance(value, str):
+            raise InvalidRecord(f"inductor.{name} is {_words(value)}, expected a string")
+        checked[name] = value
+    return checked
 
 
 @dataclass

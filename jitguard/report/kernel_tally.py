@@ -18,6 +18,7 @@ from jitguard.explain import fix_for_advice, strongest_advice
 from jitguard.report.event_logs import ProcessLog
 
 PHASES = ("warmup", "serving")
+ARRIVAL_ORDER = ("cold", "disk", "bundle", "remote", "unknown")  # how a compile event's kernel arrived
 
 # (process start or inf, pid, order the process was read, order the event was read)
 Rank = tuple[float, int, int, int]
@@ -60,6 +61,28 @@ class _ProcessSlot:
     key_ids: set[int] = field(default_factory=set)
 
 
+class _InductorTally:
+    """What torch said about an Inductor kernel across its events: ops, graph compiles, recompile reasons."""
+
+    def __init__(self) -> None:
+        self.ops: dict[str, None] = {}
+        self.compile_ids: dict[str, None] = {}
+        self.recompile_reasons: dict[str, None] = {}
+
+    def add(self, facts: dict[str, Any]) -> None:
+        self.ops.update(dict.fromkeys(facts.get("ops") or []))
+        if facts.get("compile_id"):
+            self.compile_ids[facts["compile_id"]] = None
+        if facts.get("recompile_reason"):
+            self.recompile_reasons[facts["recompile_reason"]] = None
+
+    def entry(self) -> dict[str, list[str]] | None:
+        if not (self.ops or self.compile_ids or self.recompile_reasons):
+            return None
+        return {"ops": list(self.ops), "compile_ids": list(self.compile_ids),
+                "recompile_reasons": list(self.recompile_reasons)}
+
+
 class KernelTally:
     """Everything the report says about one kernel (name, binding, file), added one event at a time."""
 
@@ -74,11 +97,18 @@ class KernelTally:
         self.causes: dict[tuple, tuple[Rank, dict[str, Any]]] = {}
         self.key_ids: dict[str, int] = {}
         self.variants: dict[str, tuple[Rank, dict[str, Any]]] = {}
+        self.params_seen: dict[int, tuple[dict[str, ParamSpec], Rank]] = {}
+        self.arrivals: dict[str, list[float]] = {}  # "cold" | "disk" | "bundle" | "remote" | "unknown" -> [count, ms]
+        self.origin = "jit"  # the first event's (one kernel has one maker)
+        self.inductor = _InductorTally()
 
     def add(self, event: CompileEvent, process: ProcessLog, rank: Rank) -> None:
         """Count one compile of this kernel by `process`."""
         if self.first is None or rank < self.first[0]:
             self.first = (rank, event.module, event.line)
+            self.origin = event.origin
+        if event.inductor:
+            self.inductor.add(event.inductor)
         ms = event.compile_ms or 0.0
         self.compiles += 1
         self.recompiles += event.is_recompile
@@ -88,6 +118,9 @@ class KernelTally:
             phase = self.phases[event.phase] = (rank, phase[1] if phase else [0, 0.0])
         phase[1][0] += 1
         phase[1][1] += ms
+        arrival = self.arrivals.setdefault(event.arrived or "unknown", [0, 0.0])
+        arrival[0] += 1
+        arrival[1] += ms
         self._add_to_process(event, process, rank, ms)
         self._add_params(event, rank)
         self._add_causes(event, rank)
@@ -97,10 +130,6 @@ class KernelTally:
         slot_key = (process.node or process.host, process.pid)
         slot = self.slots.get(slot_key)
         if slot is None:
-        self.params_seen: dict[int, tuple[dict[str, ParamSpec], Rank]] = {}
-        self.arrivals: dict[str, list[float]] = {}  # "cold" | "disk" | "bundle" | "remote" | "unknown" -> [count, ms]
-        self.origin = "jit"  # the first event's (one kernel has one maker)
-        self.inductor = _InductorTally()
             slot = self.slots[slot_key] = _ProcessSlot(process, rank)
         elif rank < slot.rank:  # two logs of one host and pid: the first to start names the row
             slot.process, slot.rank = process, rank
@@ -109,6 +138,12 @@ class KernelTally:
         slot.key_ids.add(self.key_ids.setdefault(event.key, len(self.key_ids)))
 
     def _add_params(self, event: CompileEvent, rank: Rank) -> None:
+        # Events read through one ParamsMemo share the params of a repeated variant: one seen before
+        # at an earlier rank adds nothing (every tally here is a first rank or an "any").
+        seen = self.params_seen.get(id(event.params))
+        if seen is not None and seen[0] is event.params and seen[1] <= rank:
+            return
+        self.params_seen[id(event.params)] = (event.params, rank)  # the reference keeps the id unique
         for name, spec in event.params.items():
             tally = self.params.setdefault(name, _ParamTally())
             if tally.real_rank is None or rank < tally.real_rank:
@@ -138,12 +173,6 @@ class KernelTally:
             tally = self.params.setdefault(cause.param, _ParamTally())
             if tally.cause_rank is None or rank < tally.cause_rank:
                 tally.cause_rank = rank
-        # Events read through one ParamsMemo share the params of a repeated variant: one seen before
-        # at an earlier rank adds nothing (every tally here is a first rank or an "any").
-        seen = self.params_seen.get(id(event.params))
-        if seen is not None and seen[0] is event.params and seen[1] <= rank:
-            return
-        self.params_seen[id(event.params)] = (event.params, rank)  # the reference keeps the id unique
             tally.recompiles_caused += 1
             tally.advice_codes.add(cause.advice)
 
@@ -199,10 +228,16 @@ class KernelTally:
             "recompiles": self.recompiles,
             "compile_ms": round(self.total_ms, 3),
             "by_phase": self._by_phase(),
+            # How the compiles arrived: compiled cold, or loaded from disk, a bundle, the remote cache
+            # ("unknown": a Triton that cannot tell), each with its count and milliseconds.
+            "arrivals": {name: {"count": int(self.arrivals[name][0]), "ms": round(self.arrivals[name][1], 3)}
+                         for name in ARRIVAL_ORDER if name in self.arrivals},
             "by_process": self._by_process(),
             "params": params,
             "causes": [cause for _, cause in causes],
             # One fix per parameter, from its strongest advice across every process.
             "fix": fix_for_advice({param: entry["advice"] for param, entry in params.items()}) or None,
             "variant_list": [entry for _, entry in sorted(self.variants.values(), key=lambda known: known[0])],
+            "origin": self.origin,
+            "inductor": self.inductor.entry(),
         }

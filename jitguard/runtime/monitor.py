@@ -38,6 +38,8 @@ from typing import Any
 from jitguard.events import COST_PROBE_ATTRIBUTE, Cause, CompileEvent
 from jitguard.explain import explain_recompile, short_path
 from jitguard.render_text import event_kernel_names, format_event_line, format_summary, format_tuning_summary
+from jitguard.runtime.compile_origin import origin_of_jit_kernel
+from jitguard.runtime.direct_compiles import DirectCompile, DirectCompileHistory, record_direct_compile
 from jitguard.runtime.internal_frames import internal_paths
 from jitguard.runtime.ndjson_sink import NdjsonSink
 from jitguard.tuning.records import TuningRecord, format_tuning_line, remedy_lines, summarize_tunings
@@ -145,6 +147,8 @@ class Monitor:
         self._reported_replacements: set[str] = set()
         self._installed = False
         self._skip_dirs: tuple[str, ...] = ()
+        self._direct_history = DirectCompileHistory()  # variants of kernels compiled by triton.compile calls
+        self._undo_compile_patch: Callable[[], None] | None = None  # before 3.4: triton.compile wrapped
 
     # --- install / uninstall ------------------------------------------------------------------
 
@@ -167,6 +171,8 @@ class Monitor:
         for slot, hook in self._ours.items():
             self._previous[slot] = tc.get_hook(slot)
             tc.set_hook(slot, hook)
+        if not tc.has_listener():  # no listener tells of direct triton.compile calls: wrap the entry point
+            self._undo_compile_patch = tc.patch_compile_entry(self._wrap_compile)
         if self.sink is not None:
             self.sink.process_info = {"role": self.role, "rank": self.rank, "triton_version": self.triton_version}
         try:
@@ -184,6 +190,9 @@ class Monitor:
             current = self._tc.get_hook(slot)
             if current is hook:
                 self._tc.set_hook(slot, self._previous.get(slot))
+        if self._undo_compile_patch is not None:
+            self._undo_compile_patch()
+            self._undo_compile_patch = None
         if self._tuning_recorder is not None:
             self._tuning_recorder.stop()
             self._tuning_recorder = None
@@ -244,14 +253,58 @@ class Monitor:
         return None
 
     def _listener_hook(self, *args: Any, **kwargs: Any) -> Any:
+        event = None
         try:
-            self._local.cache_hit = self._tc.listener_cache_hit(args, kwargs)
+            named = self._tc.listener_arguments(args, kwargs)
+            if self._jit_launch_compiles(named["src"], sys._getframe(1)):
+                self._local.cache_hit = self._tc.listener_cache_hit(args, kwargs)
+            else:  # a triton.compile call no JIT launch made (Inductor, Gluon by hand, an IR file)
+                call = DirectCompile(named["src"], named["metadata"], self._tc.listener_cache_hit(args, kwargs),
+                                     self._tc.listener_compile_ms(named["times"]))
+                event = self._record_direct(call, sys._getframe(1))
         except Exception as exc:
             self._internal_error(exc)
         previous = self._previous.get("listener")
-        if previous is not None:
-            return previous(*args, **kwargs)
-        return None
+        result = previous(*args, **kwargs) if previous is not None else None
+        if event is not None:
+            self._enforce(event)
+        return result
+
+    def _jit_launch_compiles(self, src: Any, frame: Any) -> bool:
+        """Whether `src` is compiled by its kernel's own `JITFunction.run` (a launch or warm-up, which the JIT
+        hooks record), read off the stack so that a tool holding the pre-compile slot changes nothing."""
+        jit_fn = self._tc.source_kernel(src)
+        return jit_fn is not None and self._tc.find_run_frame(jit_fn, frame) is not None
+
+    def _wrap_compile(self, compile: Callable) -> Callable:
+        """`triton.compile` that records the calls no JIT launch made (Triton before 3.4, no listener)."""
+        monitor = self
+
+        def compile_and_record(src: Any, *args: Any, **kwargs: Any) -> Any:
+            if monitor._jit_launch_compiles(src, sys._getframe(1)):
+                return compile(src, *args, **kwargs)
+            started, started_wall = time.perf_counter(), time.time()
+            compiled = compile(src, *args, **kwargs)
+            event = None
+            try:
+                call = DirectCompile(src, getattr(compiled, "metadata", None), None,
+                                     (time.perf_counter() - started) * 1000.0, started_wall)
+                event = monitor._record_direct(call, sys._getframe(1))
+            except Exception as exc:
+                monitor._internal_error(exc)
+            if event is not None:
+                monitor._enforce(event)
+            return compiled
+
+        compile_and_record.__jitguard_wrapper__ = True  # type: ignore[attr-defined]
+        return compile_and_record
+
+    def _record_direct(self, call: DirectCompile, frame: Any) -> CompileEvent | None:
+        self._rename_from_source()
+        event = record_direct_compile(self, call, frame, self._direct_history)
+        if event is not None:
+            self._dispatch(event)
+        return event
 
     def _post_compile_hook(self, *args: Any, **kwargs: Any) -> Any:
         event = None
@@ -321,7 +374,7 @@ class Monitor:
             disk_cache_hit=cache_hit, arrived=arrived, causes=causes, triton_version=self.triton_version,
             time=time.time(),
             is_manual_warmup=bool(hook_kwargs.get("is_manual_warmup")), autotuning=tc.is_autotuning(frame),
-            binding=self._bindings.get(jit_fn, ""))
+            binding=self._bindings.get(jit_fn, ""), origin=origin_of_jit_kernel(tc.is_gluon_kernel(jit_fn)))
         self._dispatch(event)
         return event
 
