@@ -24,8 +24,10 @@ own caches. Compile events recorded offline carry that device index. While a con
 `@triton.autotune` keeps its chosen configs per side, times configs offline with a fake timer
 (1 ms each: the first config wins) and writes no offline timings to Triton's disk cache; a GPU
 autotune never inherits that timer. `compile=False` skips the compiler even for a kernel that ran
-on a GPU before the first offline context. When the last context closes, Triton's classes are as
-they were: GPU launches pay nothing.
+on a GPU before the first offline context. On a machine without CUDA, the `torch.cuda` calls kernel
+wrappers make around a launch (`torch.cuda.device(i)`, `current_device`, `current_stream`,
+`synchronize`, ...) answer as one device while a context is open (`offline_torch_cuda`). When the last
+context closes, Triton's classes and `torch.cuda` are as they were: GPU launches pay nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ import threading
 import weakref
 from collections.abc import Iterator
 from typing import Any
+
+from jitguard.runtime.offline_torch_cuda import TorchCudaStandIns
 
 # Triton (through triton_compat) is imported on first use, never at import: under `jitguard run`
 # the first `import triton` starts the monitor, which imports this module's `activate_from_env`.
@@ -103,6 +107,7 @@ class _OfflineState:
         self.saved_drivers: list[Any] = []  # the driver each open context replaced
         self.env_driver: Any = None  # JITGUARD_OFFLINE's driver, active for the whole process
         self.side_split: Any = None  # the ClassPatch of Triton's classes while the split is installed
+        self.torch_cuda = TorchCudaStandIns()  # torch.cuda's device/stream calls, answered while active
 
 
 _STATE = _OfflineState()
@@ -304,6 +309,7 @@ def offline(arch: int = 90, compile: bool = True) -> Iterator[Any]:
         _STATE.saved_drivers.append(triton_compat.get_active_driver_raw())
         triton_compat.set_active_driver_raw(driver_class(arch))
         _install_side_split()
+        _STATE.torch_cuda.install(arch)
         _STATE.open_contexts += 1
         if not compile:
             _STATE.keys_only_contexts += 1
@@ -323,6 +329,7 @@ def offline(arch: int = 90, compile: bool = True) -> Iterator[Any]:
             _STATE.open_contexts -= 1
             if _STATE.open_contexts == 0 and _STATE.env_driver is None:
                 _remove_side_split()
+                _STATE.torch_cuda.remove()
 
 
 def activate_from_env(value: str | None) -> bool:
@@ -338,4 +345,5 @@ def activate_from_env(value: str | None) -> bool:
             _STATE.env_driver = driver_class(arch)
             triton_compat.set_active_driver_raw(_STATE.env_driver)
             _install_side_split()
+            _STATE.torch_cuda.install(arch)
     return True
