@@ -253,6 +253,31 @@ def origin_tag(event: CompileEvent) -> str:
     return f" {tag}" if tag else ""
 
 
+# How a loaded kernel arrived, in words (CompileEvent.arrived); "cold" is a compile.
+LOADED_FROM = {"disk": "from disk", "bundle": "from a bundle", "remote": "from the remote cache"}
+
+
+def loads_words(arrivals: Mapping[str, Mapping[str, Any]]) -> str:
+    """`7 loaded (5 from a bundle, 2 from disk) in 0.02 s` from {arrival: {"count", "ms"}}; "" when none loaded."""
+    loads = [(words, arrivals[name]) for name, words in LOADED_FROM.items() if arrivals.get(name, {}).get("count")]
+    if not loads:
+        return ""
+    count = sum(int(entry["count"]) for _, entry in loads)
+    seconds = sum(float(entry["ms"] or 0.0) for _, entry in loads) / 1000
+    detail = ", ".join(f"{entry['count']} {words}" for words, entry in loads)
+    return f"{count} loaded ({detail}) in {seconds:.2f} s"
+
+
+def event_arrivals(events: Sequence[CompileEvent]) -> dict[str, dict[str, Any]]:
+    """{arrival: {"count", "ms"}} over `events` ("unknown" where a Triton could not tell)."""
+    out: dict[str, dict[str, Any]] = {}
+    for event in events:
+        entry = out.setdefault(event.arrived or "unknown", {"count": 0, "ms": 0.0})
+        entry["count"] += 1
+        entry["ms"] += event.compile_ms or 0.0
+    return out
+
+
 def format_event_line(event: CompileEvent) -> str:
     """The grep-able log line for one compile: `[jitguard] recompile kernel#3 (file:line) 412 ms, ...`."""
     if not event.is_recompile:
@@ -263,7 +288,9 @@ def format_event_line(event: CompileEvent) -> str:
         what = "recompile"
     where = f"{short_path(event.file, keep=3)}:{event.line}" if event.file else "?"
     ms = f"{event.compile_ms:.0f} ms" if event.compile_ms is not None else "? ms"
-    if event.disk_cache_hit:
+    if event.arrived in ("bundle", "remote"):
+        ms += f" (loaded {LOADED_FROM[event.arrived]})"
+    elif event.disk_cache_hit:
         ms += " (disk cache hit)"
     head = f"[jitguard] {what} {event.label}#{event.variant} ({where}) {ms}"
     if event.call_site:
@@ -412,6 +439,13 @@ def format_new_variants(compiles: Sequence[ScopedCompileLike], warmup: int, subj
     new = [c for c in compiles if c.after_warmup]
     new_tunings = [t for t in tunings if t.after_warmup]
     happened = [f"{len(new)} {'was' if len(new) == 1 else 'were'} compiled"] if new or not new_tunings else []
+    # Loads from a bundle or the remote cache apart from compiles (a load is fast, but still a new variant);
+    # a local disk hit is not named here: it depends on what this machine compiled before, not on the code.
+    shipped = {a: v for a, v in event_arrivals([c.event for c in new]).items() if a in ("bundle", "remote")}
+    loaded = loads_words(shipped)
+    if happened and loaded:
+        cold = len(new) - sum(int(v["count"]) for v in shipped.values())
+        happened[0] += f" ({cold} compiled here, {loaded})"
     if new_tunings:
         happened.append(f"{plural(len(new_tunings), 'autotune tuning')} ran")
     lines = [f"Expected no new Triton variants after warm-up ({warmup_words(warmup, subject)}), "
@@ -437,6 +471,7 @@ def format_new_variants(compiles: Sequence[ScopedCompileLike], warmup: int, subj
         for item in late:
             event = item.event
             tags = origin_tag(event) + (" [autotune config]" if event.autotuning else "")
+            tags += f" (loaded {LOADED_FROM[event.arrived]})" if event.arrived in ("bundle", "remote") else ""
             site = f", called from {short_path(event.call_site)}" if event.call_site else ""
             if item.block_line and item.block_line != event.call_site:
                 site += f", reached from {short_path(item.block_line)}"

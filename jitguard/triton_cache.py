@@ -127,3 +127,27 @@ def host_platform() -> dict[str, str]:
 
     return {"cache_tag": str(sys.implementation.cache_tag), "ext_suffix": str(sysconfig.get_config_var("EXT_SUFFIX")),
             "platform": ",".join([platform.machine(), platform.system(), *platform.architecture()])}
+
+
+def redis_backend_path() -> str:
+    """"module:Class" of a Redis backend for `TRITON_REMOTE_CACHE_BACKEND` that works with this Triton: its own
+    where it starts (3.2, 3.3), else jitguard's (3.4 .. 3.9's reads `knobs.cache.redis`, which they lack)."""
+    if HAS_KNOBS and not hasattr(_knobs.cache, "redis"):
+        return "jitguard.runtime.triton_redis:RedisEntryStore"
+    return "triton.runtime.cache:RedisRemoteCacheBackend"
+
+
+def remote_cache_env() -> dict[str, str]:
+    """The environment that makes a Triton process read its cache through Triton's remote manager and Redis."""
+    return {"TRITON_CACHE_MANAGER": "triton.runtime.cache:RemoteCacheManager",
+            "TRITON_REMOTE_CACHE_BACKEND": redis_backend_path()}
+
+
+def remote_backend(entry: str) -> Any:
+    """The remote cache backend for one cache entry: the class `TRITON_REMOTE_CACHE_BACKEND` names
+    ("module:Class"), else the Redis backend `redis_backend_path()` names."""
+    import importlib
+
+    named = os.environ.get("TRITON_REMOTE_CACHE_BACKEND", "").strip() or redis_backend_path()
+    module_name, _, class_name = named.partition(":")
+    return getattr(importlib.import_module(module_name), class_name)(entry)

@@ -334,7 +334,8 @@ def _compiles_of(recorder: Any, guard: Any) -> list[dict]:
     out = []
     for event in recorder.events:
         out.append({"kernel": event.label, "where": f"{event.file}:{event.line}", "variant": event.variant,
-                    "ms": event.compile_ms, "disk_hit": event.disk_cache_hit, "after_warmup": id(event) in late,
+                    "ms": event.compile_ms, "disk_hit": event.disk_cache_hit, "arrived": event.arrived,
+                    "after_warmup": id(event) in late,
                     "causes": [[c.param, c.advice] for c in event.causes]})
     return out
 
@@ -354,10 +355,13 @@ def summary_lines(per_test: dict[str, list[dict]]) -> list[str]:
         for c in compiles:
             per_kernel[c["kernel"]] = per_kernel.get(c["kernel"], 0) + 1
         ms = sum(c["ms"] or 0.0 for c in compiles)
-        hits = sum(1 for c in compiles if c["disk_hit"])
+        hits = sum(1 for c in compiles if c["disk_hit"] and c.get("arrived") in (None, "disk"))
+        others = {a: sum(1 for c in compiles if c.get("arrived") == a) for a in ("bundle", "remote")}
         late = sum(1 for c in compiles if c["after_warmup"])
         kernels = ", ".join(f"{k} x{n}" for k, n in per_kernel.items())
         extra = f", {hits} from disk cache" if hits else ""
+        extra += "".join(f", {n} from {'a bundle' if a == 'bundle' else 'the remote cache'}"
+                         for a, n in others.items() if n)
         verdict = f"  {late} NEW AFTER WARM-UP" if late else ""
         what = "compile" if len(compiles) == 1 else "compiles"
         lines.append(f"  {nodeid.ljust(width)}  {len(compiles)} {what} ({ms:.0f} ms{extra}): {kernels}{verdict}")

@@ -27,7 +27,7 @@ from typing import Any
 from jitguard.events import CompileEvent
 from jitguard.render_text import cause_line
 from jitguard.report.event_logs import LogInputError, LogItem, LogPaths, MergedLogs, ProcessLog, read_logs
-from jitguard.report.kernel_tally import PHASES, KernelTally, Rank, spec_words
+from jitguard.report.kernel_tally import ARRIVAL_ORDER, PHASES, KernelTally, Rank, spec_words
 from jitguard.report.process_groups import group_totals, process_group
 from jitguard.runtime.argv_redaction import redact_argv
 from jitguard.tuning.records import RECORD_TYPE as TUNING_RECORD_TYPE
@@ -169,6 +169,7 @@ def build_report(path: LogPaths | MergedLogs) -> dict[str, Any]:
             "compile_ms": round(sum(tallies[id(p)].compile_ms for p in logs.processes if id(p) in tallies), 3),
             "events_not_written": sum(p.events_not_written for p in logs.processes),
             "by_origin": fold.by_origin,
+            "arrivals": _arrival_totals(kernels),
         },
         "processes": processes,
         "process_groups": group_totals(processes),
@@ -178,6 +179,16 @@ def build_report(path: LogPaths | MergedLogs) -> dict[str, Any]:
     if fold.timeline_dropped:
         report["timeline_dropped"] = fold.timeline_dropped
     return report
+
+
+def _arrival_totals(kernels: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """{arrival: {"count", "ms"}} summed over the kernels: cold compiles apart from loads."""
+    totals: dict[str, dict[str, Any]] = {}
+    for name in ARRIVAL_ORDER:
+        found = [k["arrivals"][name] for k in kernels if name in k["arrivals"]]
+        if found:
+            totals[name] = {"count": sum(f["count"] for f in found), "ms": round(sum(f["ms"] for f in found), 3)}
+    return totals
 
 
 def _add_autotune(kernels: list[dict[str, Any]], tunings: list[TuningRecord]) -> None:
@@ -192,3 +203,5 @@ def _add_autotune(kernels: list[dict[str, Any]], tunings: list[TuningRecord]) ->
         entry = summarize_tunings(found)[kernel["name"]]
         entry["remedy"] = remedy_lines(kernel["name"], entry)
         kernel["autotune"] = entry
+
+

@@ -156,7 +156,18 @@ def _number(record: dict, name: str, default: Any = None) -> Any:
     return float(value) if value is not None else None
 
 
+def _arrival(record: dict) -> str | None:
+    """`arrived`: one of "cold", "disk", "bundle", "remote", or null (this Triton could not tell)."""
+    value = record.get("arrived")
+    if value is None or value in ("cold", "disk", "bundle", "remote"):
+        return value
+    raise InvalidRecord(f"arrived is {_words(value)}, expected \"cold\", \"disk\", \"bundle\", \"remote\" or null")
+
+
 def _bool(record: dict, name: str, default: Any = False) -> Any:
+    value = record.get(name)
+    if value is True or value is False:
+        return value
     return _field(record, name, lambda v: isinstance(v, bool), "true or false", default)
 
 
@@ -165,8 +176,7 @@ def finite_json(value: Any) -> Any:
 
     Free-form values (a constexpr's value, launch options) keep what they said; the output stays JSON.
     """
-    value = record.get(name)
-    if value is True or value is False:
+    if value is None or type(value) in (str, int, bool):
         return value
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)
@@ -176,8 +186,6 @@ def finite_json(value: Any) -> Any:
         return [finite_json(v) for v in value]
     return value
 
-    if value is None or type(value) in (str, int, bool):
-        return value
 
 _PARAM_KINDS = ("int", "ptr", "float", "bool", "constexpr", "tuple", "none")
 
@@ -310,6 +318,7 @@ def compile_event_from_record(record: dict, memo: ParamsMemo | None = None) -> C
         options=finite_json(options),
         compile_ms=_number(record, "compile_ms"),
         disk_cache_hit=_bool(record, "disk_cache_hit", None),
+        arrived=_arrival(record),
         causes=[_cause(i, c) for i, c in enumerate(causes)],
         triton_version=_string(record, "triton_version"),
         time=_number(record, "time", 0.0),

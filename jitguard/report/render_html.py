@@ -14,7 +14,7 @@ from collections.abc import Collection
 from typing import Any
 
 from jitguard.render_text import cost_lines, kernel_label, kernel_where
-from jitguard.report.render_tables import summary_line
+from jitguard.report.render_tables import loaded_count, summary_line
 
 PHASE_COLOURS = {"warmup": "#2563eb", "serving": "#dc2626"}
 OTHER_COLOUR = "#6b7280"
@@ -152,11 +152,12 @@ def render_html(report: dict[str, Any]) -> str:
     body.append(render_timeline(report))
 
     body.append("<h2>Kernels</h2>")
-    body.append(_table(["kernel", "where", "variants", "compiles", "processes", "warmup ms", "serving ms", "fix"],
+    body.append(_table(["kernel", "where", "variants", "compiles", "loaded", "processes", "warmup ms", "serving ms",
+                        "fix"],
                        [[kernel_label(k), kernel_where(k["file"], k["line"]), k["variants"], k["compiles"],
-                         len(k["by_process"]), f"{k['by_phase']['warmup']['compile_ms']:.0f}",
+                         loaded_count(k), len(k["by_process"]), f"{k['by_phase']['warmup']['compile_ms']:.0f}",
                          f"{k['by_phase']['serving']['compile_ms']:.0f}", k["fix"] or "-"]
-                        for k in report["kernels"]], numeric={2, 3, 4, 5, 6}, code={0, 7}))
+                        for k in report["kernels"]], numeric={2, 3, 4, 5, 6, 7}, code={0, 8}))
     for k in report["kernels"]:
         body.append(f"<h3>{_e(kernel_label(k))}</h3>")
         body.append(_table(["pid", "role", "rank", "variants", "compiles", "compile ms"],

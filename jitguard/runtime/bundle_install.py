@@ -111,7 +111,7 @@ def _source_mismatches(manifest: dict[str, Any], kernels: dict[str, Any]) -> dic
     return lines
 
 
-def _select_entries(contents: BundleContents, arch: int | None, kernels: dict[str, Any],
+def select_entries(contents: BundleContents, arch: int | None, kernels: dict[str, Any],
                     result: InstallResult) -> list[str]:
     """The entries that may be installed; each one left out is counted and its reason said once."""
     manifest, where = contents.manifest, contents.path
@@ -182,7 +182,7 @@ def install_bundle(bundle: str | os.PathLike, cache_dir: str | None = None, arch
     path = os.fspath(bundle)
     contents = read_bundle(path)
     result = InstallResult(path=path)
-    chosen = _select_entries(contents, arch, kernels or {}, result)
+    chosen = select_entries(contents, arch, kernels or {}, result)
     target_dir = cache_dir or triton_cache.triton_cache_dir()
     marker = json.dumps({"bundle": os.path.basename(path)}).encode("utf-8")
     for entry in chosen:

@@ -201,3 +201,34 @@ def test_a_kernel_whose_source_changed_is_skipped_by_name(built: tuple[Path, Pat
 def test_another_arch_skips_the_kernels(built: tuple[Path, Path], tmp_path: Path) -> None:
     result = install_bundle(built[1], cache_dir=str(tmp_path / "cache"), arch=80)
     assert f"{built[1]}: target differs (bundle: cuda arch 90, here: arch 80): 4 entries skipped" in result.skipped
+
+
+GUARDED = textwrap.dedent('''
+    import sys
+    import torch
+    import jitguard
+    from jitguard.runtime.bundle_install import install_bundle
+    from tests import kernels_for_tests as K
+    install_bundle(sys.argv[1])
+    x, y = torch.zeros(64), torch.zeros(64)
+    with jitguard.offline(compile=True):
+        try:
+            with jitguard.no_recompiles(warmup=1):
+                K.add_one_kernel[(1,)](x, y, 16, BLOCK=64)
+                K.add_one_kernel[(1,)](x, y, 17, BLOCK=64)
+        except jitguard.RecompileError as failure:
+            print(str(failure))
+''')
+
+
+def test_a_bundle_load_after_warm_up_fails_the_guard_and_says_where_it_came_from(built: tuple[Path, Path],
+                                                                                  tmp_path: Path) -> None:
+    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "empty-cache"),
+               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", GUARDED, str(built[1])], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("Expected no new Triton variants after warm-up (the first call of each kernel), "
+                               "but 1 was compiled (0 compiled here, 1 loaded (1 from a bundle) in ")
+    assert any(line.startswith("  variant #2 at call 2 (loaded from a bundle)") for line in lines)
