@@ -35,11 +35,13 @@ for version in 3.6.0 3.2.0; do
     INSTALL_PID[$version]=$!
   fi
 done
-# tests/tool/test_prometheus_alert.py scrapes with a real Prometheus (Debian package `prometheus`): installed
-# here when absent and apt-get can; without it that test skips, saying so.
+# tests/tool/test_prometheus_alert.py scrapes with a real Prometheus (Debian package `prometheus`) and
+# tests/tool/test_bundle_remote.py starts a real `redis-server` (Debian package `redis-server`): installed
+# here when absent and apt-get can; without them those tests skip, saying so.
 PROMETHEUS_PID=
-if ! command -v prometheus >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q prometheus) \
+if { ! command -v prometheus || ! command -v redis-server; } >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 \
+    && [ "$(id -u)" = 0 ]; then
+  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q prometheus redis-server) \
     > "$BACKGROUND/prometheus.log" 2>&1 &
   PROMETHEUS_PID=$!
 fi
