@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tarfile
 
 import click
 
@@ -31,20 +32,51 @@ def _plan_from(path: str) -> dict:
 @click.option("--on-gpu", is_flag=True, help="Compile on this machine's GPU instead of offline.")
 @click.option("--python", "python", default=None, metavar="PYTHON",
               help="Interpreter to build with: the servers' Python with their Triton wheel (default: this one).")
-def bundle_command(source: str, output: str | None, arch: int, on_gpu: bool, python: str | None) -> None:
+@click.option("--push", is_flag=True,
+              help="Then push the bundle's entries into Triton's remote cache (Redis at TRITON_REDIS_HOST/PORT); "
+                   "SOURCE may be a bundle already built.")
+def bundle_command(source: str, output: str | None, arch: int, on_gpu: bool, python: str | None, push: bool) -> None:
     """Compile a warm-up plan's (or a report's) variants and pack Triton's cache entries into one file.
 
     Load it with `jitguard.warmup(plan, bundle=FILE)`, `jitguard run --bundle FILE -- ...`, or
-    JITGUARD_BUNDLE=FILE. A bundle is code: load only bundles you built or trust as you trust the kernels.
+    JITGUARD_BUNDLE=FILE; or `--push` it into Triton's remote cache for a fleet. A bundle is code: load
+    only bundles you built or trust as you trust the kernels.
     """
     from jitguard.startup.bundle_build import BundleBuildError, build_bundle
 
-    plan = _plan_from(source)
-    target = output or (source.rsplit(".", 1)[0] + ".bundle.tgz")
+    failed = False
+    if push and tarfile.is_tarfile(source):
+        target = source
+    else:
+        plan = _plan_from(source)
+        target = output or (source.rsplit(".", 1)[0] + ".bundle.tgz")
+        try:
+            result = build_bundle(plan, target, arch=arch, offline=not on_gpu, python=python)
+        except BundleBuildError as exc:
+            click.echo(f"jitguard bundle: {exc}", err=True)
+            sys.exit(1)
+        click.echo(result.summary())
+        failed = bool(result.failures)
+    if push:
+        failed = _push(target) or failed
+    sys.exit(1 if failed else 0)
+
+
+def _push(path: str) -> bool:
+    """Push `path` into Triton's remote cache; True when an entry was skipped or the push failed."""
+    from jitguard.runtime.bundle_format import BundleError
+    from jitguard.runtime.bundle_remote import push_bundle
+
     try:
-        result = build_bundle(plan, target, arch=arch, offline=not on_gpu, python=python)
-    except BundleBuildError as exc:
-        click.echo(f"jitguard bundle: {exc}", err=True)
-        sys.exit(1)
-    click.echo(result.summary())
-    sys.exit(1 if result.failures else 0)
+        pushed = push_bundle(path)
+    except (BundleError, OSError, ImportError) as exc:
+        click.echo(f"jitguard bundle --push: {exc}", err=True)
+        return True
+    except Exception as exc:  # the remote store's own errors (connection refused, ...) in one line
+        click.echo(f"jitguard bundle --push: {path}: {type(exc).__name__}: {exc}", err=True)
+        return True
+    for line in pushed.skipped:
+        click.echo(f"[jitguard] bundle: {line}", err=True)
+    click.echo(f"[jitguard] bundle {path}: {len(pushed.installed)} entries pushed to Triton's remote cache, "
+               f"{pushed.skipped_entries} skipped")
+    return bool(pushed.skipped)
