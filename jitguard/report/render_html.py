@@ -134,6 +134,15 @@ def _table(header: list[str], rows: list[list[Any]],
     return "\n".join(out)
 
 
+def _process_table(processes: list[dict[str, Any]]) -> str:
+    return _table(["pid", "ppid", "role", "rank", "compiles", "recompiles", "compile ms", "not written", "argv"],
+                  [[p["pid"], "?" if p["ppid"] is None else p["ppid"], p["role"] or "-",
+                    "-" if p["rank"] is None else p["rank"], p["compiles"], p["recompiles"],
+                    f"{p['compile_ms']:.0f}", p.get("events_not_written") or 0, " ".join(p["argv"])]
+                   for p in processes],
+                  numeric={0, 1, 4, 5, 6, 7}, code={8})
+
+
 def render_html(report: dict[str, Any]) -> str:
     """The whole page for a report from `jitguard.report.build.build_report`."""
     summary = summary_line(report)
@@ -173,12 +182,13 @@ def render_html(report: dict[str, Any]) -> str:
             body.append(f'<div class="cost">{_e(line)}</div>')
 
     body.append("<h2>Processes</h2>")
-    body.append(_table(["pid", "ppid", "role", "rank", "compiles", "recompiles", "compile ms", "not written", "argv"],
-                       [[p["pid"], "?" if p["ppid"] is None else p["ppid"], p["role"] or "-",
-                         "-" if p["rank"] is None else p["rank"], p["compiles"], p["recompiles"],
-                         f"{p['compile_ms']:.0f}", p.get("events_not_written") or 0, " ".join(p["argv"])]
-                        for p in report["processes"]],
-                       numeric={0, 1, 4, 5, 6, 7}, code={8}))
+    groups = {g["name"]: g for g in report.get("process_groups") or [] if g["processes"] > 1}
+    body.append(_process_table([p for p in report["processes"] if p.get("group") not in groups]))
+    for name, group in groups.items():  # a pool of workers: one line of totals, its members on a click
+        body.append(f"<details><summary>{_e(name)} x{group['processes']}: {group['compiles']} compile(s), "
+                    f"{group['recompiles']} recompile(s), {group['compile_ms']:.0f} ms</summary>")
+        body.append(_process_table([p for p in report["processes"] if p.get("group") == name]))
+        body.append("</details>")
     generated = time.strftime("%Y-%m-%d %H:%M:%S")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>jitguard report</title><style>{_CSS}</style></head>\n<body>\n" + "\n".join(body)

@@ -6,6 +6,7 @@ test_inductor_gpu.py runs torch.compile itself). Real sm_90 compiles on the CPU 
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -19,6 +20,8 @@ import jitguard
 from jitguard import triton_compat
 from jitguard.render_text import format_event_line
 from tests import kernels_for_tests as k
+
+pytest_plugins = ["pytester"]
 
 TARGET = GPUTarget("cuda", 90, 32)
 
@@ -160,3 +163,53 @@ def test_an_inductor_kernel_is_named_with_its_ops_and_advised_without_a_codemod(
     assert cause.advice == "inductor_sizes" and "mark the dimension dynamic" in cause.message
     line = format_event_line(events[1])
     assert "[torch.compile]" in line and "fix:" not in line
+
+
+PLUGIN_SUITE = '''
+import pytest
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+
+def compile_copy(n_divisible):
+    signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"}
+    if tuple(int(p) for p in triton.__version__.split(".")[:2]) >= (3, 3):
+        attrs = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
+        if n_divisible:
+            attrs[(2,)] = [["tt.divisibility", 16]]
+        source = ASTSource(copy_kernel, dict(signature, BLOCK="constexpr"), {(3,): 64}, attrs)
+    else:
+        from triton.backends.compiler import AttrsDescriptor
+        hints = AttrsDescriptor.from_hints({0: 16, 1: 16, 2: 16 if n_divisible else 3})
+        source = ASTSource(copy_kernel, signature, {"BLOCK": 64}, hints)
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32))
+
+
+@pytest.mark.no_recompiles
+def test_compiles_one_variant():
+    compile_copy(True)
+
+
+@pytest.mark.no_recompiles
+def test_compiles_a_second_variant():
+    compile_copy(True)
+    compile_copy(False)
+'''
+
+
+def test_the_pytest_marker_fails_a_test_whose_direct_compile_makes_a_new_variant(pytester, tmp_path):
+    pytester.makepyfile(test_direct_suite=PLUGIN_SUITE)
+    result = pytester.runpytest_subprocess("-rA", "-p", "no:cacheprovider")
+    outcomes = {m.group(2): m.group(1) for line in result.outlines
+                if (m := re.match(r"^(PASSED|FAILED|ERROR) \S*::(\w+)", line))}
+    assert outcomes == {"test_compiles_one_variant": "PASSED", "test_compiles_a_second_variant": "FAILED"}
+    failure = "\n".join(result.outlines)
+    assert "copy_kernel" in failure and "[triton.compile]" in failure

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from jitguard.events import Cause, CompileEvent, ParamSpec, ProcessRecord, to_json_line
 from jitguard.report.build import build_report
+from jitguard.report.render_html import render_html
 from jitguard.report.render_tables import format_text
 
 WORKER_ARGV = ["/usr/bin/python3", "/venv/lib/python3.12/site-packages/torch/_inductor/compile_worker/__main__.py",
@@ -74,3 +75,11 @@ def test_a_report_of_jit_compiles_only_keeps_its_summary_line(tmp_path):
     report = build_report(tmp_path)
     assert "by origin" not in format_text(report)
     assert report["processes"][0]["group"] is None and report["process_groups"] == []
+
+
+def test_the_html_page_folds_the_workers_into_one_expandable_line(tmp_path):
+    page = render_html(server_with_sixteen_workers(tmp_path))
+    folded = page.split("<details>")[1].split("</details>")[0]
+    assert folded.startswith("<summary>Inductor compile workers x16: 32 compile(s), 16 recompile(s), 3200 ms</summary>")
+    assert all(f"<td class=\"num\">{pid}</td>" in folded for pid in range(100, 116))
+    assert page.count("<details>") == 1 and "<td class=\"num\">10</td>" in page.split("<details>")[0]
