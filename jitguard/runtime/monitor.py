@@ -349,17 +349,7 @@ class Monitor:
         if passed is not None:
             options["passed"] = passed
         file, line = tc.kernel_location(jit_fn)
-        with self._lock:
-            if jit_fn not in self._histories:
-                self._warn_unknown_demotions(jit_fn)
-                self._bindings[jit_fn] = tc.binding_name(jit_fn)
-            cache = tc.kernel_cache(jit_fn, device)
-            # Forget variants Triton no longer holds (a cleared cache, keys-only sweeps that ended).
-            history = {k: v for k, v in self._histories.get(jit_fn, {}).items() if k in cache and k != key}
-            causes = explain_recompile(params, options, list(history.values()))
-            history[key] = (params, options)
-            self._histories[jit_fn] = history
-            variant = max(len(cache), len(history))
+        variant, causes = self._variant_and_causes(jit_fn, device, key, params, options)
         tuner = tc.autotuner_on_stack(frame)
         if tuner is not None:
             _config_causes_expected(causes, tc.autotune_config_names(tuner))
@@ -377,6 +367,22 @@ class Monitor:
             binding=self._bindings.get(jit_fn, ""), origin=origin_of_jit_kernel(tc.is_gluon_kernel(jit_fn)))
         self._dispatch(event)
         return event
+
+    def _variant_and_causes(self, jit_fn: Any, device: int, key: Any, params: dict,
+                            options: dict) -> tuple[int, list[Cause]]:
+        """This variant's number among the kernel's variants Triton holds on `device`, and what changed."""
+        tc = self._tc
+        with self._lock:
+            if jit_fn not in self._histories:
+                self._warn_unknown_demotions(jit_fn)
+                self._bindings[jit_fn] = tc.binding_name(jit_fn)
+            cache = tc.kernel_cache(jit_fn, device)
+            # Forget variants Triton no longer holds (a cleared cache, keys-only sweeps that ended).
+            history = {k: v for k, v in self._histories.get(jit_fn, {}).items() if k in cache and k != key}
+            causes = explain_recompile(params, options, list(history.values()))
+            history[key] = (params, options)
+            self._histories[jit_fn] = history
+            return max(len(cache), len(history)), causes
 
     def _rename_from_source(self) -> None:
         source = self.name_source
