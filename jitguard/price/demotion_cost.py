@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jitguard.events import COST_PROBE_ATTRIBUTE
-from jitguard.price.ptx_facts import CodeFacts, code_facts, compare_facts, param_uses
+from jitguard.price.ptx_facts import CodeFacts, code_facts, compare_facts, likely_impact, param_uses
 from jitguard.replay.kernel_loading import KernelTrust, load_jit_function
 
 DEMOTIONS = ("do_not_specialize", "do_not_specialize_on_alignment")
@@ -80,12 +80,16 @@ class DemotionCost:
     alternative: str | None = None
     facts_before: CodeFacts | None = None
     facts_after: CodeFacts | None = None
+    likely: str | None = None  # costly only: "large" (the hot accesses pay) or "small" (a base address once)
 
     def to_json(self) -> dict[str, str]:
-        """The report JSON's `kernels[].params[NAME].cost`: {"verdict", "detail"} (+ "alternative")."""
+        """The report JSON's `kernels[].params[NAME].cost`: {"verdict", "detail"} (+ "alternative",
+        + "likely" for a costly one: "large" | "small", see `ptx_facts.likely_impact`)."""
         data = {"verdict": self.verdict, "detail": self.detail}
         if self.alternative:
             data["alternative"] = self.alternative
+        if self.likely:
+            data["likely"] = self.likely
         return data
 
 
@@ -403,13 +407,17 @@ class DemotionCostChecker:
             if isinstance(facts, str):
                 return _unknown(f"could not compile {name} {which}: {facts}")
         assert isinstance(before, CodeFacts) and isinstance(after, CodeFacts)
-        prices, notes = compare_facts(before, after)
+        entry = variant["params"][param]
+        prices, notes = compare_facts(before, after, degenerate=entry.get("spec") == "one")
         where = f"for {_describe_variant(variant, param)}"
         if not prices:
             return DemotionCost("free", "; ".join([f"same {before.summary(counts=False)} {where}"] + notes),
                                 None, before, after)
-        return DemotionCost("costly", f"{'; '.join(prices)} {where}",
-                            self._alternative(jit_fn, param, demotion, variant, before, after), before, after)
+        roles = set(before.uses.get(param, ())) | set(after.uses.get(param, ()))
+        likely, why = likely_impact(before, after, param, roles, is_pointer=entry.get("kind") == "ptr")
+        return DemotionCost("costly", f"likely {likely} ({why}): {'; '.join(prices)} {where}",
+                            self._alternative(jit_fn, param, demotion, variant, before, after), before, after,
+                            likely)
 
     def _alternative(self, jit_fn: Any, param: str, demotion: str, variant: dict[str, Any],
                      before: CodeFacts, after: CodeFacts) -> str:
@@ -529,7 +537,7 @@ def _priced_once(key: str | None, compute: Any) -> DemotionCost:
 
     cached = price_cache.lookup(key) if key is not None else None
     if cached is not None:
-        return DemotionCost(cached["verdict"], cached["detail"], cached.get("alternative"))
+        return DemotionCost(cached["verdict"], cached["detail"], cached.get("alternative"), likely=cached.get("likely"))
     cost = compute()
     if key is not None:
         price_cache.store(key, cost.to_json())
@@ -556,7 +564,8 @@ def _cost_from_child(request: dict[str, Any], timeout: float) -> DemotionCost:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return _unknown(f"the cost check of {kernel}.{param} failed (exit {done.returncode}): {last[:200]}")
     data = json.loads(lines[-1])
-    return DemotionCost(data.get("verdict", "unknown"), data.get("detail", ""), data.get("alternative"))
+    return DemotionCost(data.get("verdict", "unknown"), data.get("detail", ""), data.get("alternative"),
+                        likely=data.get("likely"))
 
 
 def _price_cache_key(kernel: str, param: str, demotion: str, arch: int, signature: list[dict[str, Any]]) -> str | None:

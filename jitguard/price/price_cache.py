@@ -31,7 +31,7 @@ from typing import Any
 CACHE_ENV = "JITGUARD_CACHE_DIR"
 CACHE_OFF = ("off", "0", "none", "false")
 CACHED_VERDICTS = ("free", "costly")
-_FORMAT = 1  # bump when what a price says, or how it is keyed, changes
+_FORMAT = 2  # bump when what a price says, or how it is keyed, changes
 
 
 def prices_dir() -> Path | None:
@@ -48,7 +48,7 @@ def prices_dir() -> Path | None:
 # The modules whose code decides a price and its words: a development checkout changes them without
 # a new version number, so their source is part of every key.
 _PRICING_MODULES = ("jitguard.price.demotion_cost", "jitguard.price.ptx_facts", "jitguard.startup.replay",
-                    "jitguard.runtime.offline_backend")
+                    "jitguard.replay.arguments", "jitguard.runtime.offline_backend")
 
 
 @functools.cache
@@ -76,7 +76,7 @@ def price_key(kernel_code_key: str, param: str, demotion: str, arch: int, signat
 
 
 def lookup(key: str) -> dict[str, str] | None:
-    """The cached price {"verdict", "detail"[, "alternative"]} under `key`, or None."""
+    """The cached price {"verdict", "detail"[, "alternative", "likely"]} under `key`, or None."""
     where = prices_dir()
     if where is None:
         return None
@@ -87,7 +87,7 @@ def lookup(key: str) -> dict[str, str] | None:
     if not isinstance(data, dict) or data.get("verdict") not in CACHED_VERDICTS or not isinstance(
             data.get("detail"), str):
         return None
-    return {k: v for k, v in data.items() if k in ("verdict", "detail", "alternative") and isinstance(v, str)}
+    return {k: v for k, v in data.items() if k in ("verdict", "detail", "alternative", "likely") and isinstance(v, str)}
 
 
 def store(key: str, price: dict[str, str]) -> bool:

@@ -146,10 +146,29 @@ _PASS_THROUGH = ("tt.splat", "tt.broadcast", "tt.expand_dims", "arith.extsi", "a
 _ADDRESS_OPS = ("tt.addptr", "tt.make_tensor_ptr", "tt.make_tensor_descriptor", "tt.advance")
 
 
+def _inside_loops(lines: list[str]) -> list[bool]:
+    """For each TTIR line, whether it lies in the body of an `scf.for` / `scf.while` (region braces
+    counted per line; an attribute dict opens and closes on its own line)."""
+    stack: list[bool] = []
+    inside = []
+    for line in lines:
+        inside.append(any(stack))
+        code = line.split(" loc(")[0]
+        net = code.count("{") - code.count("}")
+        looping = "scf.for" in code or "scf.while" in code
+        for _ in range(max(net, 0)):
+            stack.append(looping)
+        for _ in range(max(-net, 0)):
+            if stack:
+                stack.pop()
+    return inside
+
+
 def param_uses(ttir: str, name: str, arg_names: list[str]) -> tuple[str, ...]:
     """How the TTIR uses argument `name`: "address" (pointer arithmetic), "bound" (a comparison:
     a mask or a branch), "loop" (an `scf.for` bound or step), through splats, casts and integer
-    arithmetic. `arg_names` numbers older Triton's `%argN`.
+    arithmetic; "in-loop" besides when one of those uses sits inside a loop body (done once per
+    iteration, not once per program). `arg_names` numbers older Triton's `%argN`.
     """
     if re.search(r"%" + re.escape(name) + r"\s*:", ttir):
         start = "%" + name
@@ -159,9 +178,11 @@ def param_uses(ttir: str, name: str, arg_names: list[str]) -> tuple[str, ...]:
         return ()
     tracked = {start}
     roles: set[str] = set()
+    lines = ttir.splitlines()
+    in_loop = _inside_loops(lines)
     for _ in range(6):  # a few passes: SSA order is textual, loops may refer back
         grew = False
-        for line in ttir.splitlines():
+        for index, line in enumerate(lines):
             match = _TTIR_OP.match(line)
             if match is None:
                 continue
@@ -169,12 +190,12 @@ def param_uses(ttir: str, name: str, arg_names: list[str]) -> tuple[str, ...]:
             operands = set(_SSA.findall(rest))
             if not operands & tracked:
                 continue
-            if op in _ADDRESS_OPS:
-                roles.add("address")
-            elif op == "arith.cmpi":
-                roles.add("bound")
-            elif op == "scf.for":
-                roles.add("loop")
+            role = ("address" if op in _ADDRESS_OPS else "bound" if op == "arith.cmpi"
+                    else "loop" if op == "scf.for" else None)
+            if role is not None:
+                roles.add(role)
+                if in_loop[index] and role != "loop":
+                    roles.add("in-loop")
             if op in _PASS_THROUGH and result and result not in tracked:
                 tracked.add(result)
                 grew = True
@@ -218,14 +239,9 @@ def _narrowed(before: dict[int, int], after: dict[int, int], what: str) -> str |
     return None
 
 
-def compare_facts(before: CodeFacts, after: CodeFacts) -> tuple[list[str], list[str]]:
-    """(prices, notes): what the demoted code (`after`) loses that matters, and what changed harmlessly."""
-    prices: list[str] = []
-    notes: list[str] = []
-    for what, b, a in (("loads", before.loads, after.loads), ("stores", before.stores, after.stores)):
-        narrowed = _narrowed(b, a, what)
-        if narrowed:
-            prices.append(narrowed)
+def _other_prices(before: CodeFacts, after: CodeFacts) -> list[str]:
+    """What the demoted code loses besides access widths: tensor cores, TMA, registers to spills."""
+    prices = []
     if before.wgmma and not after.wgmma:
         prices.append(f"wgmma lost ({before.wgmma} -> 0; {after.mma} mma.sync)")
     elif before.mma and not (after.mma or after.wgmma):
@@ -234,11 +250,33 @@ def compare_facts(before: CodeFacts, after: CodeFacts) -> tuple[list[str], list[
         prices.append(f"TMA copies {before.tma} -> {after.tma}")
     if (after.local_bytes or 0) > (before.local_bytes or 0):
         prices.append(f"spills {before.local_bytes or 0} -> {after.local_bytes} B of local memory")
+    return prices
+
+
+def compare_facts(before: CodeFacts, after: CodeFacts, degenerate: bool = False) -> tuple[list[str], list[str]]:
+    """(prices, notes): what the demoted code (`after`) loses that matters, and what changed harmlessly.
+
+    `degenerate`: the specialized variant is the one for the value 1 (a length of one, a single
+    row). Code grown there with every access unchanged is a note, not a price: the general code runs
+    the same loads once, and its extra instructions are address arithmetic a memory-bound kernel hides.
+    """
+    prices: list[str] = []
+    notes: list[str] = []
+    for what, b, a in (("loads", before.loads, after.loads), ("stores", before.stores, after.stores)):
+        narrowed = _narrowed(b, a, what)
+        if narrowed:
+            prices.append(narrowed)
+    prices += _other_prices(before, after)
+    accesses_kept = not prices
     growth = after.instructions - before.instructions
-    if (before.instructions and growth >= INSTRUCTION_GROWTH_MIN
-            and growth > INSTRUCTION_GROWTH_COSTLY * before.instructions):
+    grown = (before.instructions and growth >= INSTRUCTION_GROWTH_MIN
+             and growth > INSTRUCTION_GROWTH_COSTLY * before.instructions)
+    if grown and not (degenerate and accesses_kept):
         prices.append(f"{growth * 100 // before.instructions}% more instructions "
                       f"({before.instructions} -> {after.instructions})")
+    elif grown:
+        notes.append(f"{growth * 100 // before.instructions}% more instructions at the value 1 only "
+                     f"({before.instructions} -> {after.instructions}), every access unchanged")
     elif growth:
         notes.append(f"instructions {before.instructions} -> {after.instructions}")
     if before.registers is not None and after.registers is not None and after.registers != before.registers:
@@ -247,3 +285,25 @@ def compare_facts(before: CodeFacts, after: CodeFacts) -> tuple[list[str], list[
     if lost_hints:
         notes.append("tt.divisibility=16 dropped on " + ", ".join(lost_hints))
     return prices, notes
+
+
+def likely_impact(before: CodeFacts, after: CodeFacts, param: str, roles: set[str] | frozenset[str],
+                  is_pointer: bool = False) -> tuple[str, str]:
+    """("large" | "small", why) for a costly demotion of `param`, from what the lost width touches.
+
+    Measured on H100/H200 (benchmarks/results/demotion_cost.md): losing the divisibility of a mask
+    bound costs every access it guards (3-4x on liger's norms and softmax), while losing a row
+    stride's only misaligns each row's base address, computed once per program (1.07-1.3x).
+    Tensor cores, TMA or spills lost, a pointer's alignment, or a use inside a loop: large.
+    """
+    if _other_prices(before, after):
+        return "large", "tensor-core, TMA or register work is lost"
+    if is_pointer:
+        return "large", f"every access through {param} loses its alignment"
+    if "bound" in roles:
+        return "large", f"{param} bounds a mask or branch: every access it guards pays"
+    if "in-loop" in roles:
+        return "large", f"{param} enters an address inside a loop: every iteration pays"
+    if roles & {"address"}:
+        return "small", f"{param} only offsets a base address, once per program"
+    return "large", f"where {param} is used could not be told from the code"

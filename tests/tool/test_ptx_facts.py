@@ -3,7 +3,15 @@ Triton 3.2-3.9 print)."""
 
 import pytest
 
-from jitguard.price.ptx_facts import CodeFacts, compare_facts, divisible_args, param_uses, ptx_facts, resource_usage
+from jitguard.price.ptx_facts import (
+    CodeFacts,
+    compare_facts,
+    divisible_args,
+    likely_impact,
+    param_uses,
+    ptx_facts,
+    resource_usage,
+)
 
 PTX_CASES = [
     # id, PTX lines, loads {bytes: n}, stores {bytes: n}, extra facts
@@ -49,7 +57,7 @@ TTIR_OLD = ('  tt.func public @k(%arg0: !tt.ptr<f32> {tt.divisibility = 16 : i32
 
 @pytest.mark.parametrize("ttir, uses", [
     (TTIR_NEW, {"x_ptr": ("address",), "n": ("bound",), "stride": ("address",)}),
-    (TTIR_OLD, {"x_ptr": ("address",), "n": ("loop",), "stride": ("address",)}),
+    (TTIR_OLD, {"x_ptr": ("address", "in-loop"), "n": ("loop",), "stride": ("address", "in-loop")}),
 ], ids=["named-args", "numbered-args"])
 def test_ttir_divisibility_and_uses(ttir, uses):
     names = ["x_ptr", "n", "stride"]
@@ -79,3 +87,31 @@ COMPARE_CASES = [
 @pytest.mark.parametrize("before, after, prices", [c[1:] for c in COMPARE_CASES], ids=[c[0] for c in COMPARE_CASES])
 def test_compare_facts_prices(before, after, prices):
     assert compare_facts(before, after)[0] == prices
+
+
+WIDE = CodeFacts(loads={16: 4}, stores={16: 2}, instructions=200)
+NARROW = CodeFacts(loads={2: 32}, stores={2: 16}, instructions=260)
+
+
+@pytest.mark.parametrize("roles, pointer, after, likely", [
+    ({"bound"}, False, NARROW, "large"),              # a mask bound: every access it guards
+    ({"address", "bound"}, False, NARROW, "large"),
+    ({"address", "in-loop"}, False, NARROW, "large"),  # an address computed every iteration
+    ({"address"}, False, NARROW, "small"),            # one row's base address, once per program
+    ({"address"}, True, NARROW, "large"),             # a pointer's own alignment
+    ({"address"}, False, CodeFacts(loads={16: 4}, stores={16: 2}, instructions=200, local_bytes=64), "large"),
+    (set(), False, NARROW, "large"),                  # use not found: the conservative grade
+])
+def test_a_costly_price_is_graded_by_what_the_lost_width_touches(roles, pointer, after, likely):
+    grade, why = likely_impact(WIDE, after, "n", roles, is_pointer=pointer)
+    assert grade == likely and why
+
+
+def test_extra_instructions_at_the_value_one_with_accesses_unchanged_are_not_a_price():
+    before = CodeFacts(loads={16: 2}, stores={16: 1}, instructions=100)
+    grown = CodeFacts(loads={16: 2}, stores={16: 1}, instructions=140)
+    assert compare_facts(before, grown)[0] == ["40% more instructions (100 -> 140)"]
+    prices, notes = compare_facts(before, grown, degenerate=True)
+    assert prices == [] and "at the value 1 only" in notes[0]
+    narrowed = CodeFacts(loads={4: 8}, stores={16: 1}, instructions=140)
+    assert len(compare_facts(before, narrowed, degenerate=True)[0]) == 2  # a narrowed access is still a price
