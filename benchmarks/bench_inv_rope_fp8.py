@@ -484,7 +484,7 @@ KNOB_VARIANTS: list[tuple[str, dict]] = [
     ("previous", _PREVIOUS),
     # The next tile's loads not issued ahead: 184 instructions against 213 (the prefetched bf16 row is carried
     # as one register an element and unpacked, 16 PRMT and more); an H200 measured no prefetch 3-4%
-    # slower at T = 1024-8192 on an H200 when the loop had ~255; two H100s with 213, 2.2-4.5%
+    # slower at T = 1024-8192 when the loop had ~255; two H100s with 213, 2.2-4.5%
     # faster at T >= 8192, 0.7-1.5% slower at 4096, 2-5% slower at 256 and 1024-2048.
     ("no_prefetch", {"prefetch": False}),
     # Both in one variant: prefetch while programs have at most 8 / 16 / 24 tiles each (T = 4096 with 16 heads:
