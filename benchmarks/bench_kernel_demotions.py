@@ -1,4 +1,4 @@
-"""GPU price of the costly demotions kept in jitguard.kernels (issue 14), side by side in one run.
+"""GPU price of the costly demotions kept in jitguard.kernels, side by side in one run.
 
 tests/kernels/test_kernel_demotion_costs.py records two costly verdicts that the kernels keep:
 ``num_pairs`` of moe_align's ``_moe_count_kernel`` and ``_moe_scatter_kernel`` (the topk-id loads

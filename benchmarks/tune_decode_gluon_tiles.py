@@ -1,4 +1,4 @@
-"""H200 tuner for the decode MoE layer's Gluon tiles (issue #16): which (gate_up, down) tile each token count takes.
+"""H200 tuner for the decode MoE layer's Gluon tiles: which (gate_up, down) tile each token count takes.
 
 The Gluon GEMMs' best tile changes changing with the token count (DeepSeek-V3-TP2 M = 1 with
 gate_up 32x8 1.7 us faster, Qwen3-30B-FP8 M = 2 with down 6 stages 1.3 us; benchmarks/results/moe_layer.md) and

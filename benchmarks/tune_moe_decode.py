@@ -1,4 +1,4 @@
-"""H200 tuner for the decode MoE layer (issue #16): structural variants, then tiles per stage.
+"""H200 tuner for the decode MoE layer: structural variants, then tiles per stage.
 
 Two parts, each on the inputs and timer of bench_moe_layer.py (CUDA graphs over rotated layer
 copies, L2 defeated, median of the replays):

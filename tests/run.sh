@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${JITGUARD_TEST_VENV:-.venv}
 PY="$VENV/bin/python"
-# ruff and mypy report nothing (issue 18): a new finding fails CI
+# ruff and mypy report nothing: a new finding fails CI
 LINT_FATAL=1
 PYTEST=("$PY" -m pytest -q -p no:cacheprovider)
 

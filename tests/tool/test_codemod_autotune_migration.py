@@ -1,5 +1,5 @@
 """`jitguard fix --bucket` (and `--from REPORT` with an `autotune` entry) migrates an autotune keyed on a
-token count to `jitguard.autotune(..., bucket=...)` (issue 15): only the autotune call changes, plus
+token count to `jitguard.autotune(..., bucket=...)`: only the autotune call changes, plus
 `import jitguard` when missing; a second run changes nothing."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`jitguard fix --from REPORT` knows what each demotion costs (issue 14): a real run's report, both
+"""`jitguard fix --from REPORT` knows what each demotion costs: a real run's report, both
 kernels compiled with and without the demotion. `add_one_kernel.n` bounds a mask over contiguous
 offsets (costly: 128-bit accesses become 32-bit); `sum_rows_kernel.num_rows` bounds a row loop (free).
 Free demotions are applied; costly ones are skipped with their price unless --accept-cost, unknown

@@ -1,4 +1,4 @@
-"""A log directory that cannot be written never silences a guard (issue 17).
+"""A log directory that cannot be written never silences a guard.
 
 Each case breaks the per-process NDJSON log a different way: a read-only or unwritable
 directory, a parent that is a file, a full filesystem, a symlink or a FIFO planted at

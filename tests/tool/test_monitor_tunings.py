@@ -1,4 +1,4 @@
-"""Autotune tunings in the monitor (issue 15): every benchmark run a new tuning key triggers is
+"""Autotune tunings in the monitor: every benchmark run a new tuning key triggers is
 kept, written to the NDJSON log, logged when it is a re-tune or during serving, summed up at exit
 with its remedy, acted on by warn/error modes, and read back by the report.
 

@@ -1,4 +1,4 @@
-"""Warm-up plans pre-tune autotuned kernels (issue 15): `build_plan` carries each autotuned kernel's
+"""Warm-up plans pre-tune autotuned kernels: `build_plan` carries each autotuned kernel's
 `keys_tuned`, `jitguard.warmup(plan)` launches every recorded key once, and serving the same sizes
 then tunes nothing. A key value that cannot be rebuilt is a named failure.
 
