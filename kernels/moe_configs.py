@@ -233,7 +233,7 @@ DECODE_TILE_TABLE: dict[tuple[str, str, str], list[tuple[int, MoeTileConfigs | N
         # tuned (whole layer, H200, 2026-12-01): the row (M=6 251.1/252.0 us against TILE_TABLE's
         # 256.7/257.0, M=8 331.1/330.4 against 334.9) with its gate_up 256 deep at half the stages; against that
         # row: M=5 205.9/206.3 against 217.0/217.4, M=6 255.0/255.0 against 244.6/244.5,
-        # M=7 291.5/291.7 against 300.0/300.5, M=8 320.2/320.1 against 322.3/322.6 (call 2: 326.1/326.5 against
+        # M=7 291.5/291.7 against 300.0/300.5, M=8 320.2/320.1 against 322.3/322.6 (another run: 326.1/326.5 against
         # 330.9/331.4); 1% less over M = 5..8, slower at M = 6. On the pairs path at M = 6:
         # the sweep's best was level with it (246.6/247.0 us against 273.5/245.4).
         (8, MoeTileConfigs(_t(8, 32, 256, 1, 2, 3, True), _t(8, 64, 128, 1, 4, 4, False))),

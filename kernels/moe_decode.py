@@ -828,7 +828,7 @@ ROUTE_WIDE_TILE_WARPS = 8
 # ROUTE_ALIGN_APART says where: "counter" (where the launch would otherwise take the counter path: past
 # the few-token router's FEW_TOKENS / FEW_ELEMENTS), "always" or "never". H200, 2026-12-03
 # (benchmarks/results/moe_layer.md), the route launch alone, apart / counter path: 3.7-3.9 / 4.5-4.8 us
-# at DeepSeek-V3-TP2 M = 5-8, 4.5-4.6 / 5.3-5.4 at 32-64; against the few-token router slower or level (call 1:
+# at DeepSeek-V3-TP2 M = 5-8, 4.5-4.6 / 5.3-5.4 at 32-64; against the few-token router slower or level (another run:
 # Qwen3-30B-like M = 3 3.5 / 2.1, DeepSeek M = 3 3.5 / 3.2, Qwen3 M = 7-8 3.6 / 3.6-3.7). Us per layer,
 # "counter" / "never": DeepSeek M = 5 206.3 / 208.2, M = 6 245.2 / 247.2, M = 8 323.0 / 325.2, M = 16 490.8 /
 # 496.8, M = 32 824.2 / 826.7, M = 64 1116.2 / 1128.5; Qwen3-FP8 (chain) M = 16 106.6 / 109.3, M = 32 137.9 /
@@ -846,7 +846,7 @@ _REDUCE_ELEMENTS = 8192
 # with down's first weights before its wait / shipped tl path: DeepSeek-V3-TP2 M = 1 52.4 / 53.3,
 # M = 2 92.4 / 95.0; Qwen3-30B-like M = 1 19.5 / 19.9, M = 2 27.5 / 28.5, M = 8 70.2 / 71.6 (grouped);
 # slower at M = 4 (the tl pairs path's per-pair handoff: DeepSeek 171.0 / 164.4, Qwen3 44.0 / 42.6) and
-# level at DeepSeek M = 8 (318.7 / 318.0). Call 2 (Gluon without the weights before the wait): DeepSeek
+# level at DeepSeek M = 8 (318.7 / 318.0). Gluon without the weights before the wait: DeepSeek
 # M = 2 96.4 / 97.3, Qwen3 M = 8 72.3 / 72.7, level at M = 1. Against the pairs path on tl's
 # GEMMs that "auto" took there before (choose_decode_path now takes the grouped path where only its GEMMs
 # run in Gluon): Qwen3 M = 3 grouped on Gluon 34.7 / 36.6 and 34.3 / 36.2 (vLLM's GEMMs alone 35.2);
@@ -869,11 +869,11 @@ GLUON_FP8_MODES = GLUON_MODES  # the name of earlier releases
 GLUON_BF16_GEMMS = "measured"
 # H200, 2026-12-04 (benchmarks/results/moe_layer.md), us per layer, Qwen3-30B-bf16, Gluon /
 # the tl path shipped before (vLLM's GEMMs alone): M = 2 pairs 32x7/128x6 40.4 / 43.15 (42.7; 41.6 / 43.9
-# in call 1); grouped against the chain, M = 3 32x6/128x4 54.45 / 59.65 (56.2), 4 32x4/128x4 73.1 / 75.2 (73.8),
+# in another run); grouped against the chain, M = 3 32x6/128x4 54.45 / 59.65 (56.2), 4 32x4/128x4 73.1 / 75.2 (73.8),
 # 5 32x6/128x4 90.05 / 91.2 (95.6), 6 100.85 / 104.75 (104.0), 7 107.0 / 110.3 (110.8); slower at M = 8 (best 118.2
-# / 117.0) and at M = 1 level (call 1 32x7/128x6 25.05 / 25.05: the Gluon pairs path's four launches against
+# / 117.0) and at M = 1 level (32x7/128x6 25.05 / 25.05: the Gluon pairs path's four launches against
 # tl's two, though its down took 7.5 us alone against 10.8). Mixtral-sized experts (8 x 4096 x 14336) ran 17-26%
-# slower at M = 1 (call 1: 64 or 128 down programs of 224 K steps each): the large class lists none.
+# slower at M = 1 (64 or 128 down programs of 224 K steps each): the large class lists none.
 GLUON_BF16_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {"small": {"pairs": (2,), "grouped": (3, 4, 5, 6, 7)}}
 GLUON_BF16_TILES_AT: dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]] = {
     "pairs": {2: ((32, 7), (128, 6))},
@@ -908,14 +908,14 @@ GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
 # of one after the other in its program. H200, 2026-12-03
 # (benchmarks/results/moe_layer.md), us per layer, apart / after the row: the x launch alone 1.4 /
 # 1.9 (Qwen3-30B-like), 1.6 / 2.3 (DeepSeek-V3-TP2); the layer Qwen3 M = 1 18.8 / 19.5, M = 2 27.0 / 27.8,
-# DeepSeek M = 1 52.0 / 53.0, M = 2 93.4 / 93.8 (call 2: 18.8 / 19.2, 27.1 / 27.9, 52.0 / 52.9, 93.5 / 93.8).
+# DeepSeek M = 1 52.0 / 53.0, M = 2 93.4 / 93.8 (another run: 18.8 / 19.2, 27.1 / 27.9, 52.0 / 52.9, 93.5 / 93.8).
 # Tried beside it and removed: the grouped path's token tiles computed in each Gluon GEMM program from the
 # routing (its route launch routing without aligning, 4.1 -> 1.9 us at Qwen3 M = 6-8): each GEMM 1.3-5 us
 # slower (Qwen3 M = 8 79.6 against 72.5); down streaming 2 or 4 column tiles a program: slower everywhere
 # (DeepSeek M = 2 96.3 / 102.4 against 93.8); the Gluon down GEMM's K loops rotated (as tl's ROTATE_K) at
 # 1-2 tokens: level (within 0.2 us at four points).
 X_LAUNCH_ROUTERS_APART = True
-# Each path's (gate_up, down) Gluon tiles: call 2's and 3's best (gate_up 32 output columns, 64 weight
+# Each path's (gate_up, down) Gluon tiles: the best of two runs (gate_up 32 output columns, 64 weight
 # rows, 6 stages; down 128 or 64 rows, 3 stages). Us, DeepSeek-V3-TP2 M = 2 on the pairs path:
 # 64x4 / 64x4 96.4, 32x6 / 64x3 96.5, 32x8 / 128x3 99.7; the grouped path's 64-column gate_up tiles ran
 # 5-15% slower than tl's at 1-4 tokens.
@@ -979,7 +979,7 @@ GLUON_TABLES_GPU = "NVIDIA H200"
 # torch.cuda.get_device_name gives it, in GLUON_TILES_AT's form, taken before GLUON_TILES_AT where it lists the
 # expert size class, path and token count. On an H100 80GB HBM3 (the tuner, whole
 # layer, three rounds side by side, us per layer, fastest pair / the H200's tiles, every round faster by more than
-# 0.5%): Qwen3-30B-FP8 pairs M = 1 32x8/128x6 20.9 / 21.7 (vLLM's GEMMs alone 21.0 in call 1); grouped M = 7
+# 0.5%): Qwen3-30B-FP8 pairs M = 1 32x8/128x6 20.9 / 21.7 (vLLM's GEMMs alone 21.0 in another run); grouped M = 7
 # 82.4 / 85.2, 8 89.6 / 90.7, 9 94.95 / 96.3, 10 105.3 / 106.2, 11 118.6 / 120.3, 12 114.4 / 115.2, 13 129.7 /
 # 131.9, 17 158.0 / 161.1, 18 150.0 / 153.8, 20 158.3 / 161.4, 48 205.2 / 207.0, 64 208.2 / 210.3. DeepSeek-V3-TP2
 # (M = 1-13): within 0.4% everywhere, nothing listed. Confirmed side by side with the
@@ -1005,8 +1005,8 @@ GLUON_TILES_ON_GPU: dict[str, dict[str, dict[str, dict[int, tuple[tuple[int, int
 # gives it, in GLUON_FP8_TOKENS' form, taken in place of GLUON_FP8_TOKENS for an expert size class it lists.
 # On an H100 80GB HBM3 (benchmarks/results/moe_layer.md), us per layer, the
 # grouped path on Gluon 32x6/128x4 (from counts) / the H200's choice (vLLM's GEMMs alone): Qwen3-30B-FP8 M = 6
-# 76.95 / 80.8 on tl's pairs path (79.6), call 5 77.0 / 81.05 (79.5); M = 5 67.5 / 68.7 on Gluon's pairs path
-# (71.1), call 5 67.5 / 68.75; at 4 slower (57.75 / 56.3 on Gluon's pairs path); at 7 level with the shipped
+# 76.95 / 80.8 on tl's pairs path (79.6), again 77.0 / 81.05 (79.5); M = 5 67.5 / 68.7 on Gluon's pairs path
+# (71.1), again 67.5 / 68.75; at 4 slower (57.75 / 56.3 on Gluon's pairs path); at 7 level with the shipped
 # grouped choice (83.15 / 83.15). 32x8/128x4 and 32x6/64x3 were 0.65-3.7 us slower than 32x6/128x4 at 5 and 6.
 # DeepSeek-V3-TP2 ("large") at 8 tokens on tl's grouped GEMMs in three runs, us per layer, tl / Gluon 32x8/64x3:
 # 461.85 / 462.95, 461.75 / 463.0, 461.4 / 462.9; with this
@@ -1080,8 +1080,8 @@ GLUON_DOWN_ROWS_IN_ACT_DTYPE = True
 # writer re-reading a group to quantize it) and down quantize each K step's bf16 A tile in registers into an e4m3
 # shared-memory slot for its wgmma (``INTER_QUANTIZED_BY_DOWN``; the same scales and e4m3 values). The Gluon
 # timeline (benchmarks/results/moe_layer.md): gate_up's last program ended 1.6 us
-# (Qwen3-30B-FP8 M = 1) and 3.0 us (M = 2) after the last K loop, and down waits for that last end. Call 3 (down's bf16
-# A through a shared-memory ring of 2-8 slots): faster at Qwen3-30B-FP8 M = 1 (17.5 against 17.9 us) and 32, slower at
+# (Qwen3-30B-FP8 M = 1) and 3.0 us (M = 2) after the last K loop, and down waits for that last end. Down's bf16
+# A through a shared-memory ring of 2-8 slots: faster at Qwen3-30B-FP8 M = 1 (17.5 against 17.9 us) and 32, slower at
 # 2-8 and DeepSeek-V3-TP2 1-2 (Qwen3 M = 2 28.4 / 25.3: down's larger shared memory kept its programs from starting
 # beside gate_up's). A loaded into registers two steps ahead (down's shared memory below the previous one's), us
 # per layer, by down / the previous layer (vLLM's GEMMs alone): Qwen3-30B-FP8 M = 1 17.7 / 17.8 (17.8), 2 24.95 / 24.9
