@@ -149,6 +149,9 @@ class CompileEvent:
     # installed), "remote" (Triton's remote cache); None where this Triton cannot tell. compile_ms is the
     # time either way.
     arrived: str | None = None
+    # A cold compile although the cache held this variant under another key: {"entries": n, "differs": [the key
+    # components that differ, in words]} (jitguard.runtime.cache_miss); None otherwise.
+    cache_miss: dict[str, Any] | None = None
     # What asked Triton to compile (ORIGINS): "jit" (a @triton.jit kernel's launch or warm-up), "gluon" (a
     # @gluon.jit kernel's), "inductor" (torch.compile's generated kernels), "compile" (a direct
     # `triton.compile` call). Logs written before the field hold only "jit" compiles.

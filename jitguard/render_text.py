@@ -268,6 +268,13 @@ def loads_words(arrivals: Mapping[str, Mapping[str, Any]]) -> str:
     return f"{count} loaded ({detail}) in {seconds:.2f} s"
 
 
+def cache_miss_words(miss: Mapping[str, Any]) -> str:
+    """CompileEvent.cache_miss in words: `the cache held it under another key (1 entry): knob TRITON_X (...)`."""
+    entries = int(miss.get("entries") or 0)
+    return (f"the cache held it under another key ({entries} entr{'y' if entries == 1 else 'ies'}): "
+            + "; ".join(str(d) for d in miss.get("differs") or []))
+
+
 def event_arrivals(events: Sequence[CompileEvent]) -> dict[str, dict[str, Any]]:
     """{arrival: {"count", "ms"}} over `events` ("unknown" where a Triton could not tell)."""
     out: dict[str, dict[str, Any]] = {}
@@ -292,6 +299,8 @@ def format_event_line(event: CompileEvent) -> str:
         ms += f" (loaded {LOADED_FROM[event.arrived]})"
     elif event.disk_cache_hit:
         ms += " (disk cache hit)"
+    if event.cache_miss:
+        ms += f" (compiled cold: {cache_miss_words(event.cache_miss)})"
     head = f"[jitguard] {what} {event.label}#{event.variant} ({where}) {ms}"
     if event.call_site:
         head += f", called from {short_path(event.call_site, keep=3)}"

@@ -151,3 +151,31 @@ def remote_backend(entry: str) -> Any:
     named = os.environ.get("TRITON_REMOTE_CACHE_BACKEND", "").strip() or redis_backend_path()
     module_name, _, class_name = named.partition(":")
     return getattr(importlib.import_module(module_name), class_name)(entry)
+
+
+_BUILD_SHA: dict[str, str] = {}
+_BACKEND_KEYS: dict[tuple[str, int, int], str] = {}
+
+
+def build_key_sha() -> str:
+    """sha256 of `triton_build_key()`, computed once per process."""
+    if "sha" not in _BUILD_SHA:
+        import hashlib
+        _BUILD_SHA["sha"] = hashlib.sha256(triton_build_key().encode("utf-8")).hexdigest()
+    return _BUILD_SHA["sha"]
+
+
+def target_words(backend: str, arch: Any, warp_size: Any) -> str:
+    return f"{backend} arch {arch} warp {warp_size}"
+
+
+def key_components(jit_fn: Any, compiled: Any, specialization: str) -> dict[str, Any] | None:
+    """What enters a compiled kernel's disk key, readably (see runtime/cache_miss.py); None for a stand-in kernel."""
+    target = getattr(getattr(compiled, "metadata", None), "target", None)
+    if target is None:
+        return None
+    where = (str(target.backend), int(target.arch), int(target.warp_size))
+    if where not in _BACKEND_KEYS:
+        _BACKEND_KEYS[where] = backend_key(*where)
+    return {"triton_build": build_key_sha(), "source": kernel_source_hash(jit_fn), "target": target_words(*where),
+            "compiler": _BACKEND_KEYS[where], "env": cache_key_env(), "specialization": specialization}

@@ -164,6 +164,17 @@ def _arrival(record: dict) -> str | None:
     raise InvalidRecord(f"arrived is {_words(value)}, expected \"cold\", \"disk\", \"bundle\", \"remote\" or null")
 
 
+def _cache_miss(record: dict) -> dict[str, Any] | None:
+    """`cache_miss`: null, or {"entries": an integer >= 0, "differs": a list of strings}."""
+    value = record.get("cache_miss")
+    if value is None:
+        return None
+    if (isinstance(value, dict) and _is_int(value.get("entries")) and value["entries"] >= 0
+            and isinstance(value.get("differs"), list) and all(isinstance(d, str) for d in value["differs"])):
+        return {"entries": value["entries"], "differs": list(value["differs"])}
+    raise InvalidRecord(f"cache_miss is {_words(value)}, expected null or {{\"entries\": n, \"differs\": [...]}}")
+
+
 def _bool(record: dict, name: str, default: Any = False) -> Any:
     value = record.get(name)
     if value is True or value is False:
@@ -319,6 +330,7 @@ def compile_event_from_record(record: dict, memo: ParamsMemo | None = None) -> C
         compile_ms=_number(record, "compile_ms"),
         disk_cache_hit=_bool(record, "disk_cache_hit", None),
         arrived=_arrival(record),
+        cache_miss=_cache_miss(record),
         causes=[_cause(i, c) for i, c in enumerate(causes)],
         triton_version=_string(record, "triton_version"),
         time=_number(record, "time", 0.0),

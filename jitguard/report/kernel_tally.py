@@ -99,6 +99,7 @@ class KernelTally:
         self.variants: dict[str, tuple[Rank, dict[str, Any]]] = {}
         self.params_seen: dict[int, tuple[dict[str, ParamSpec], Rank]] = {}
         self.arrivals: dict[str, list[float]] = {}  # "cold" | "disk" | "bundle" | "remote" | "unknown" -> [count, ms]
+        self.cache_misses: dict[tuple[str, ...], int] = {}  # what differed from the cached entries -> cold compiles
         self.origin = "jit"  # the first event's (one kernel has one maker)
         self.inductor = _InductorTally()
 
@@ -121,6 +122,9 @@ class KernelTally:
         arrival = self.arrivals.setdefault(event.arrived or "unknown", [0, 0.0])
         arrival[0] += 1
         arrival[1] += ms
+        if event.cache_miss:
+            differs = tuple(event.cache_miss.get("differs") or ())
+            self.cache_misses[differs] = self.cache_misses.get(differs, 0) + 1
         self._add_to_process(event, process, rank, ms)
         self._add_params(event, rank)
         self._add_causes(event, rank)
@@ -232,6 +236,9 @@ class KernelTally:
             # ("unknown": a Triton that cannot tell), each with its count and milliseconds.
             "arrivals": {name: {"count": int(self.arrivals[name][0]), "ms": round(self.arrivals[name][1], 3)}
                          for name in ARRIVAL_ORDER if name in self.arrivals},
+            # Cold compiles of variants the cache held under another key, by what differed (runtime/cache_miss.py).
+            "cache_misses": [{"count": count, "differs": list(differs)}
+                             for differs, count in self.cache_misses.items()],
             "by_process": self._by_process(),
             "params": params,
             "causes": [cause for _, cause in causes],

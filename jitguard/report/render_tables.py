@@ -202,6 +202,8 @@ def format_text(report: dict[str, Any]) -> str:
                                 + (f" {p['role']}" if p["role"] else "") + (f" on {p['node']}" if on_node else "")
                                 + f": {p['variants']}" for p in k["by_process"])
         lines.append(f"  variants per process: {per_process}")
+        lines.extend(f"  compiled cold {m['count']} time(s) although the cache held the variant under another key: "
+                     + "; ".join(m["differs"]) for m in k.get("cache_misses") or [])
         if k["causes"]:
             # Tile-config and launch-option switches (autotune trying its configs) are expected: one
             # row says how many and which, the table keeps the causes that need a decision.

@@ -23,6 +23,7 @@ from typing import Any
 
 from jitguard.runtime.arrival import BUNDLE_MARKER
 from jitguard.runtime.bundle_format import GROUP_PREFIX, BundleContents, content_problems, local_group, read_bundle
+from jitguard.runtime.cache_miss import write_key_sidecar
 
 ENV_VAR = "JITGUARD_BUNDLE"
 
@@ -185,12 +186,30 @@ def install_bundle(bundle: str | os.PathLike, cache_dir: str | None = None, arch
     chosen = select_entries(contents, arch, kernels or {}, result)
     target_dir = cache_dir or triton_cache.triton_cache_dir()
     marker = json.dumps({"bundle": os.path.basename(path)}).encode("utf-8")
+    sidecars = _key_sidecars(contents.manifest)
     for entry in chosen:
         if _install_entry(target_dir, entry, contents.entries[entry], marker):
             result.installed.append(entry)
+            if entry in sidecars:  # what the entry's key holds, for naming a later miss (runtime/cache_miss.py)
+                write_key_sidecar(os.path.join(target_dir, entry), sidecars[entry])
         else:
             result.present.append(entry)
     return result
+
+
+def _key_sidecars(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """{entry: its key components} for each kernel entry the manifest names a specialization for."""
+    from jitguard import triton_cache
+
+    target = manifest.get("target") or {}
+    where = triton_cache.target_words(str(target.get("backend")), target.get("arch"), target.get("warp_size"))
+    common = {"triton_build": (manifest.get("triton") or {}).get("build_key_sha256"), "target": where,
+              "compiler": (manifest.get("compiler") or {}).get("backend_key"), "env": manifest.get("env") or {}}
+    sidecars = {}
+    for kernel in manifest.get("kernels") or []:
+        for entry, specialization in (kernel.get("specializations") or {}).items():
+            sidecars[entry] = dict(common, source=kernel.get("source_hash"), specialization=specialization)
+    return sidecars
 
 
 def install_bundle_from_env(write_line: Any) -> InstallResult | None:

@@ -365,6 +365,10 @@ class Monitor:
             time=time.time(),
             is_manual_warmup=bool(hook_kwargs.get("is_manual_warmup")), autotuning=tc.is_autotuning(frame),
             binding=self._bindings.get(jit_fn, ""), origin=origin_of_jit_kernel(tc.is_gluon_kernel(jit_fn)))
+        try:
+            event.cache_miss = _cache_miss(jit_fn, device, key, arrived)
+        except Exception as exc:  # the compile is recorded without it
+            self._internal_error(exc)
         self._dispatch(event)
         return event
 
@@ -488,7 +492,9 @@ class Monitor:
         # A config variant compiled while autotune benchmarks is expected: the tuning's own line
         # (one per tuning, with the varying key) says what matters, not one line per config.
         config_variant = event.autotuning and bool(event.causes) and all(c.advice == "expected" for c in event.causes)
-        if (event.is_recompile or self.log_first_compiles or event.phase == "serving") and not config_variant:
+        # A cold compile of a variant the cache held under another key is said even as a first compile.
+        if (event.is_recompile or self.log_first_compiles or event.phase == "serving" or event.cache_miss) \
+                and not config_variant:
             self._write_line(format_event_line(event))
         if self.sink is not None:
             self.sink.process_info.update(role=self.role, rank=self.rank)
@@ -573,6 +579,22 @@ def _arrival(jit_fn: Any, device: int, key: Any, listener_hit: bool | None, star
 
     entry_dir = triton_cache.compiled_entry_dir(jit_fn, device, key)
     return kernel_arrival(listener_hit, entry_dir, started_wall, triton_cache.remote_cache_active())
+
+
+def _cache_miss(jit_fn: Any, device: int, key: Any, arrived: str | None) -> dict[str, Any] | None:
+    """Record the entry's key components; for a cold compile, what differs from the same variant's other entries."""
+    from jitguard import triton_cache, triton_compat
+    from jitguard.runtime.cache_miss import miss_reason, write_key_sidecar
+
+    entry_dir = triton_cache.compiled_entry_dir(jit_fn, device, key)
+    compiled = triton_compat.kernel_cache(jit_fn, device).get(key)
+    components = triton_cache.key_components(jit_fn, compiled, triton_compat.key_string(key)) if compiled else None
+    if entry_dir is None or components is None:
+        return None
+    write_key_sidecar(entry_dir, components)
+    if arrived != "cold":
+        return None
+    return miss_reason(os.path.dirname(entry_dir), triton_compat.kernel_name(jit_fn), entry_dir, components)
 
 
 def _pending_key(hook_kwargs: dict) -> tuple:

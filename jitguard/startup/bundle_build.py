@@ -138,7 +138,7 @@ def _compile_plan(plan_path: str, arch: int, offline: bool) -> tuple[dict[str, A
 
 
 def _child_main(plan_path: str, facts_path: str, arch: int, offline: bool, work: str) -> None:
-    from jitguard import triton_cache
+    from jitguard import triton_cache, triton_compat
     from jitguard.render_text import kernel_label
     from jitguard.replay.kernel_loading import resolve_kernel
 
@@ -151,9 +151,12 @@ def _child_main(plan_path: str, facts_path: str, arch: int, offline: bool, work:
             continue  # named among the warm-up failures
         compiled = triton_cache.compiled_kernels(jit_fn)
         compiled_all += compiled
+        variants = {triton_cache.cache_entry_name(k.hash): triton_compat.key_string(key)
+                    for cache in triton_compat.all_kernel_caches(jit_fn) for key, k in cache.items()
+                    if hasattr(k, "hash")}
         kernels.append({"kernel": kernel_label(entry), "module": entry.get("module", ""),
                         "binding": entry.get("binding", ""), "source_hash": triton_cache.kernel_source_hash(jit_fn),
-                        "entries": sorted({triton_cache.cache_entry_name(k.hash) for k in compiled})})
+                        "entries": sorted(variants), "specializations": variants})
     problems = triton_cache.build_cuda_host_modules(compiled_all, _stub_libcuda(work) if offline else None)
     target = compiled_all[0].metadata.target if compiled_all else None
     target_facts = {"backend": target.backend, "arch": target.arch, "warp_size": target.warp_size} if target else {}

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from jitguard.events import CompileEvent, ParamSpec, ProcessRecord, to_json_line
 from jitguard.report.build import build_report
 from jitguard.report.render_html import render_html
 from jitguard.report.render_tables import format_text
+from jitguard.runtime.monitor import current
 from tests import kernels_for_tests as K
 
 torch = pytest.importorskip("torch")
@@ -86,3 +88,34 @@ def test_a_log_with_an_unknown_arrival_skips_that_line_naming_the_field(tmp_path
     path.write_text(path.read_text() + json.dumps(record) + "\n")
     assert [s["reason"] for s in build_report(logs)["skipped"]] == [
         'arrived is "teleported", expected "cold", "disk", "bundle", "remote" or null']
+
+
+def test_a_cold_compile_of_a_cached_variant_names_the_knob_that_differs(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from jitguard import triton_cache
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
+    before = triton_cache.cache_key_env().get("TRITON_DEFAULT_FP_FUSION")
+    with jitguard.offline(compile=True):
+        triton_compat.forget_compiled_variants(K.scale_elements_kernel)
+        with jitguard.watch() as rec:
+            _call(9)
+        monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "0")  # what a launcher's environment may change
+        after = triton_cache.cache_key_env().get("TRITON_DEFAULT_FP_FUSION")
+        triton_compat.forget_compiled_variants(K.scale_elements_kernel)
+        with jitguard.watch() as rec2:
+            monitor = current()
+            assert monitor is not None
+            previous, monitor.stream = monitor.stream, io.StringIO()
+            try:
+                _call(9)
+            finally:
+                lines, monitor.stream = monitor.stream.getvalue().splitlines(), previous
+        triton_compat.forget_compiled_variants(K.scale_elements_kernel)
+    assert [e.arrived for e in rec.events + rec2.events] == ["cold", "cold"]
+    assert rec.events[0].cache_miss is None  # nothing of it was cached: a first compile, not a miss
+    assert rec2.events[0].cache_miss == {"entries": 1, "differs": [
+        f"knob TRITON_DEFAULT_FP_FUSION ({before!r} there, {after!r} here)"]}
+    assert any("(compiled cold: the cache held it under another key (1 entry): knob TRITON_DEFAULT_FP_FUSION"
+               in line for line in lines)

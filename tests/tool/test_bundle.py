@@ -232,3 +232,21 @@ def test_a_bundle_load_after_warm_up_fails_the_guard_and_says_where_it_came_from
     assert lines[0].startswith("Expected no new Triton variants after warm-up (the first call of each kernel), "
                                "but 1 was compiled (0 compiled here, 1 loaded (1 from a bundle) in ")
     assert any(line.startswith("  variant #2 at call 2 (loaded from a bundle)") for line in lines)
+
+
+def test_a_cold_compile_beside_bundled_entries_names_what_differs(built: tuple[Path, Path], tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    install_bundle(built[1])
+    there = _manifest(built[1])["env"].get("TRITON_DEFAULT_FP_FUSION")
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1" if there in ("0", "false") else "0")
+    here = triton_cache.cache_key_env().get("TRITON_DEFAULT_FP_FUSION")
+    assert here != there
+    with jitguard.offline(compile=True):
+        jitguard.triton_compat.forget_compiled_variants(K.add_one_dns_name)
+        with jitguard.watch() as rec:
+            K.add_one_dns_name[(1,)](torch.zeros(64), torch.zeros(64), 5, BLOCK=64)
+        jitguard.triton_compat.forget_compiled_variants(K.add_one_dns_name)
+    assert rec.events[0].arrived == "cold"
+    assert rec.events[0].cache_miss == {"entries": 1, "differs": [
+        f"knob TRITON_DEFAULT_FP_FUSION ({there!r} there, {here!r} here)"]}
