@@ -117,7 +117,9 @@ def select_python_files(paths: Sequence[str | Path], selection: FileSelection = 
     """Every `*.py`/`*.pyi` file under `paths` (default `.`) that the selection keeps, sorted, each once.
 
     Raises PathInputError for a path that does not exist. A file named directly is kept whatever its
-    suffix, and whatever the excludes say unless `selection.force_exclude`.
+    suffix, and whatever the excludes say unless `selection.force_exclude`. A link met in a walked
+    directory whose file lies outside that directory is skipped (as black skips it): `fix` never
+    rewrites a file outside the paths it was given unless that file (or its link) is named.
     """
     matcher = _Matcher(selection)
     found: set[Path] = set()
@@ -138,18 +140,28 @@ def select_python_files(paths: Sequence[str | Path], selection: FileSelection = 
             # Named on purpose (`jitguard scan .venv/.../site-packages/pkg`): what excludes the directory
             # itself does not exclude its contents; patterns and .gitignore files inside it still apply.
             walker = _Matcher(replace(selection, root=path.resolve()), contained=True)
+        tree = path.resolve()
         for root, directories, files in os.walk(path):
             base = Path(root)
             real = base.resolve()  # once per directory: the walk does not follow links, so children are real / name
             directories[:] = sorted(d for d in directories if not walker.excluded_path(base / d, True, real / d))
             for name in files:
                 if name.endswith((".py", ".pyi")) and not walker.excluded_path(base / name, False, real / name):
-                    if os.path.exists(base / name) or not os.path.islink(base / name):  # skip dangling links
+                    if _inside(base / name, tree):  # no dangling link, no link out of the tree, no FIFO
                         found.add(base / name)
     unique: dict[str, Path] = {}
     for path in sorted(found):
         unique.setdefault(os.path.realpath(path), path)
     return sorted(unique.values())
+
+
+def _inside(path: Path, tree: Path) -> bool:
+    """True for a source file of the walked `tree`: a regular file (a FIFO, socket or device named
+    `*.py` is none), or a link to one inside `tree`."""
+    if not os.path.islink(path):
+        return os.path.isfile(path)
+    target = Path(os.path.realpath(path))
+    return target.is_file() and (target == tree or tree in target.parents)
 
 
 def is_excluded(path: Path, selection: FileSelection, matcher: _Matcher | None = None) -> bool:

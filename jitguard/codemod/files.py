@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -27,9 +28,12 @@ class SourceError(Exception):
 def read_source(path: Path) -> bytes:
     """The bytes of `path`, checked to be text in the encoding Python would read it with (PEP 263).
 
-    Raises SourceError with a short reason.
+    Raises SourceError with a short reason; a FIFO, socket or device is refused, never read (reading
+    a FIFO named `x.py` would wait for a writer forever).
     """
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise SourceError("not a regular file (a FIFO, socket or device), not read")
         data = path.read_bytes()
     except OSError as exc:
         raise SourceError(f"cannot read ({exc.strerror or exc})") from None

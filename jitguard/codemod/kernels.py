@@ -609,8 +609,15 @@ def _kernel(
 
 
 def parse_source(source: bytes) -> ast.Module:
-    """Parse bytes as Python; raises SyntaxError/ValueError with the reason."""
-    return ast.parse(source, type_comments=False)
+    """Parse bytes as Python; raises SyntaxError/ValueError with the reason.
+
+    Nesting deeper than CPython's parser takes (8,000 unary minuses) is a ValueError for that file
+    alone: the parser reports it as MemoryError or RecursionError, which must not end a whole run.
+    """
+    try:
+        return ast.parse(source, type_comments=False)
+    except (MemoryError, RecursionError):
+        raise ValueError("nested too deeply for Python's parser") from None
 
 
 def _call_form(call: ast.Call, names: TritonNames) -> tuple[ast.expr, ast.expr, str, str] | None:

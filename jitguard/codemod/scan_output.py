@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from jitguard.codemod.scan import RULES, Finding
+from jitguard.render_text import escape_controls
 
 OUTPUT_FORMATS = ("text", "json", "github", "sarif", "junit")
 
@@ -35,13 +36,15 @@ def _subject(finding: Finding) -> str:
 
 
 def text_line(finding: Finding, color: bool = False) -> str:
-    """`path:line:col: CODE [name] kernel.param: message`, coloured like ruff when `color`."""
-    where = f"{finding.file}:{finding.line}:{finding.column}:"
+    """`path:line:col: CODE [name] kernel.param: message`, coloured like ruff when `color`; a control
+    character in a file or kernel name is shown escaped (it is text for people, not for the terminal)."""
+    file = escape_controls(finding.file)
+    where = f"{file}:{finding.line}:{finding.column}:"
     code = finding.rule
     if color:
-        where = click.style(finding.file, bold=True) + click.style(f":{finding.line}:{finding.column}:", fg="cyan")
+        where = click.style(file, bold=True) + click.style(f":{finding.line}:{finding.column}:", fg="cyan")
         code = click.style(code, fg="red" if finding.severity == "warning" else "yellow", bold=True)
-    return f"{where} {code} [{finding.name}] {_subject(finding)}: {finding.message}"
+    return f"{where} {code} [{finding.name}] {escape_controls(f'{_subject(finding)}: {finding.message}')}"
 
 
 def render_json(result: ScanResult) -> str:
@@ -56,7 +59,8 @@ def render_json(result: ScanResult) -> str:
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return escape_controls(text)  # other control characters: shown escaped in the annotation
 
 
 def _escape_property(text: str) -> str:
@@ -122,7 +126,17 @@ def render_sarif(result: ScanResult, version: str = "0") -> str:
 
 
 def render_junit(result: ScanResult) -> str:
-    """JUnit XML: a test suite per file with findings or errors, a failing test case per finding."""
+    """JUnit XML: a test suite per file with findings or errors, a failing test case per finding.
+
+    XML 1.0 cannot hold most control characters even escaped: a file or kernel name carrying one is
+    written with it shown escaped (`\\x01`), so one odd name cannot make the whole document unreadable.
+    """
+    root = _junit_tree(result)
+    ElementTree.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode")
+
+
+def _junit_tree(result: ScanResult) -> ElementTree.Element:
     by_file: dict[str, list[Finding]] = {}
     for finding in result.findings:
         by_file.setdefault(finding.file, []).append(finding)
@@ -137,19 +151,20 @@ def render_junit(result: ScanResult) -> str:
     for file in sorted(set(by_file) | set(errors_by_file)):
         findings = by_file.get(file, [])
         errors = errors_by_file.get(file, [])
-        suite = ElementTree.SubElement(root, "testsuite", name=file, tests=str(len(findings) + len(errors)),
+        shown = escape_controls(file)
+        suite = ElementTree.SubElement(root, "testsuite", name=shown, tests=str(len(findings) + len(errors)),
                                        failures=str(len(findings)), errors=str(len(errors)))
         for finding in findings:
-            case = ElementTree.SubElement(suite, "testcase", name=f"{finding.rule} {_subject(finding)}",
-                                          classname=file, file=file, line=str(finding.line))
+            subject = escape_controls(_subject(finding))
+            case = ElementTree.SubElement(suite, "testcase", name=f"{finding.rule} {subject}",
+                                          classname=shown, file=shown, line=str(finding.line))
             failure = ElementTree.SubElement(case, "failure", type=finding.rule,
-                                             message=f"{finding.rule} [{finding.name}] {_subject(finding)}")
-            failure.text = f"{finding.file}:{finding.line}:{finding.column}: {finding.message}"
+                                             message=f"{finding.rule} [{finding.name}] {subject}")
+            failure.text = f"{shown}:{finding.line}:{finding.column}: {escape_controls(finding.message)}"
         for message in errors:
-            case = ElementTree.SubElement(suite, "testcase", name="read and parse", classname=file, file=file)
-            ElementTree.SubElement(case, "error", message=message)
-    ElementTree.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode")
+            case = ElementTree.SubElement(suite, "testcase", name="read and parse", classname=shown, file=shown)
+            ElementTree.SubElement(case, "error", message=escape_controls(message))
+    return root
 
 
 def use_color(stream: object, environ: dict[str, str]) -> bool:
