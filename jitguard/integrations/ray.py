@@ -15,7 +15,8 @@ the worker has joined its process group.
 
 Each node writes its logs under the same JITGUARD_DIR path on that node: `jitguard report DIR...`
 merges the directories collected from every node. A job that `jitguard run` does not start (`ray job
-submit`, say) is watched by passing `runtime_env(by_name=True)` as its runtime_env.
+submit`, say) is watched by passing `runtime_env_for_workers(by_name=True)` as its runtime_env; so is a
+driver started by `uv run`, where Ray calls its own uv hook instead of RAY_RUNTIME_ENV_HOOK.
 
 This module never imports Ray: the hooks run where Ray has already imported itself.
 """
