@@ -14,6 +14,7 @@ compile summary at exit from memory, and the end says that no events were writte
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +24,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
+
+from jitguard.render_text import escape_controls
 
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime", "bootstrap")
 
@@ -127,7 +130,41 @@ def run_watched(command: Sequence[str], env: dict[str, str]) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def print_run_report(log_dir: str, stream: Any = None, log_problem: str | None = None) -> None:
+# Interpreter flags that leave jitguard's bootstrap out: -I and -E ignore PYTHONPATH (and JITGUARD=1),
+# -S skips the site module that imports sitecustomize.
+_UNWATCHED_FLAGS = {"I": "ignores PYTHONPATH", "E": "ignores PYTHONPATH", "S": "skips sitecustomize"}
+_PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*(\.exe)?$")
+
+
+def unwatched_python_flag(command: Sequence[str]) -> str | None:
+    """'-I ignores PYTHONPATH' when `command` starts a Python whose flags keep jitguard's bootstrap
+    out (its compiles would run unwatched); None otherwise."""
+    if not command or not _PYTHON_NAME.match(os.path.basename(command[0])):
+        return None
+    arguments = iter(command[1:])
+    for argument in arguments:
+        if argument in ("-", "--") or not argument.startswith("-") or argument.startswith("--"):
+            return None  # the script, stdin, or a long option (none of which isolates)
+        letters = argument[1:]
+        for index, letter in enumerate(letters):
+            if letter in _UNWATCHED_FLAGS:
+                return f"-{letter} {_UNWATCHED_FLAGS[letter]}"
+            if letter in "cm":
+                return None  # -c CODE / -m MODULE: the rest is the program's
+            if letter in "WX":
+                if index == len(letters) - 1:
+                    next(arguments, None)  # -W ARG / -X ARG
+                break
+    return None
+
+
+def _unwatched_words(flag: str, log_dir: str) -> str:
+    return (f"python {flag}, where jitguard's bootstrap is: its compiles run unwatched. Drop the flag, or "
+            f"start the watch in the program itself (jitguard.install(dir={log_dir!r}) before its first kernel)")
+
+
+def print_run_report(log_dir: str, stream: Any = None, log_problem: str | None = None,
+                     unwatched_flag: str | None = None) -> None:
     """Print the merged report of `log_dir` (or why there is none) to `stream` (stderr by default).
 
     With `log_problem` (from `log_dir_problem`) no report is read: the directory held none of this run's events.
@@ -145,9 +182,14 @@ def print_run_report(log_dir: str, stream: Any = None, log_problem: str | None =
     try:
         report = build_report(log_dir)
     except ReportInputError as exc:
-        # No log at all: nothing imported Triton, or no process could write here (each said so above).
-        stream.write(f"[jitguard] no report: {exc} (no process imported Triton, or none could write its log "
-                     "there: see the warnings above)\n")
+        if unwatched_flag:
+            stream.write(f"[jitguard] no report: {exc}: {_unwatched_words(unwatched_flag, log_dir)}\n")
+        else:
+            # No log at all: nothing imported Triton, the watch never started, or no process could write here.
+            stream.write(f"[jitguard] no report: {exc} (no process imported Triton; or the watch never started "
+                         "in them: a python run with -I, -E or -S, or a PYTHONPATH the program replaced, leaves "
+                         "out jitguard's bootstrap, then call jitguard.install() in the program; or none could "
+                         "write there, which each such process says on stderr)\n")
         return
     stream.write("\n" + format_text(report))
     stream.write(f"[jitguard] logs: {log_dir}  (jitguard report {log_dir} --json > report.json)\n")
@@ -184,10 +226,17 @@ def run_command(log_dir: str | None, mode: str, offline_arch: str | None, bundle
                    "watched all the same (compile lines, modes, budgets), each process prints its compile "
                    "summary at exit, and no events are written", err=True)
         env["JITGUARD_SUMMARY"] = "1"
+    unwatched = unwatched_python_flag(command)
+    if unwatched:
+        click.echo(f"[jitguard] warning: {_unwatched_words(unwatched, log_dir)}", err=True)
     try:
         returncode = run_watched(command, env)
     except LaunchError as exc:
         click.echo(f"jitguard run: {exc}", err=True)
         sys.exit(2)
-    print_run_report(log_dir, log_problem=problem)
+    try:
+        print_run_report(log_dir, log_problem=problem, unwatched_flag=unwatched)
+    except Exception as exc:  # the command's exit code is the run's result, whatever its logs hold
+        click.echo(f"[jitguard] no report: reading {log_dir} failed ({type(exc).__name__}: "
+                   f"{escape_controls(str(exc))[:200]}); `jitguard report {log_dir}` says more", err=True)
     sys.exit(returncode)
