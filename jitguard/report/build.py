@@ -30,6 +30,7 @@ from jitguard.report.event_logs import LogInputError, LogItem, LogPaths, MergedL
 from jitguard.report.kernel_tally import ARRIVAL_ORDER, PHASES, KernelTally, Rank, spec_words
 from jitguard.report.process_groups import group_totals, process_group
 from jitguard.runtime.argv_redaction import redact_argv
+from jitguard.runtime.dynamo_recompiles import RECORD_TYPE as GRAPH_COMPILE_TYPE
 from jitguard.tuning.records import RECORD_TYPE as TUNING_RECORD_TYPE
 from jitguard.tuning.records import TuningRecord, remedy_lines, summarize_tunings
 
@@ -65,6 +66,7 @@ class _ReportFold:
         self.timeline_dropped = 0
         self.seen = 0
         self.by_origin: dict[str, dict[str, int]] = {}  # origin -> {"compiles": cold or unknown, "loads": from a cache}
+        self.graph_compiles: list[dict[str, Any]] = []  # torch.compile graph compiles (dynamo_recompiles)
 
     def __call__(self, item: LogItem) -> None:
         process = item.process
@@ -73,6 +75,8 @@ class _ReportFold:
             known = self.processes[id(process)] = (process, len(self.processes), _ProcessTally())
         if item.kind == TUNING_RECORD_TYPE:
             self.tunings.append(item.item)
+        elif item.kind == GRAPH_COMPILE_TYPE:
+            self.graph_compiles.append(dict(item.item, pid=process.pid))
         elif item.kind == "compile":
             self.seen += 1
             self._add_event(item.item, process, known[1], known[2])
@@ -173,12 +177,19 @@ def build_report(path: LogPaths | MergedLogs) -> dict[str, Any]:
         },
         "processes": processes,
         "process_groups": group_totals(processes),
+        "torch_compile": _graph_compile_summary(fold.graph_compiles),
         "kernels": kernels,
         "timeline": fold.timeline_points({id(process): index for index, process in enumerate(logs.processes)}),
     }
     if fold.timeline_dropped:
         report["timeline_dropped"] = fold.timeline_dropped
     return report
+
+
+def _graph_compile_summary(compiles: list[dict[str, Any]]) -> dict[str, Any]:
+    """{"graphs": how many graph compiles torch.compile made, "recompiles": each recompile with its reason}."""
+    recompiles = sorted((c for c in compiles if c.get("recompile_reason")), key=lambda c: (c["time"], c["pid"]))
+    return {"graphs": len(compiles), "recompiles": recompiles}
 
 
 def _arrival_totals(kernels: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

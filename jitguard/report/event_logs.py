@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from jitguard.events import ORIGINS, Cause, CompileEvent, ParamSpec
 from jitguard.report.log_sources import LogSourceError, common_directory, expand_log_sources, names_several
+from jitguard.runtime.dynamo_recompiles import RECORD_TYPE as GRAPH_COMPILE_TYPE
 from jitguard.tuning.records import RECORD_TYPE as TUNING_RECORD_TYPE
 from jitguard.tuning.records import TuningRecord
 
@@ -342,6 +343,17 @@ def compile_event_from_record(record: dict, memo: ParamsMemo | None = None) -> C
     )
 
 
+def graph_compile_from_record(record: dict) -> dict[str, Any]:
+    """A torch.compile graph compile (`runtime.dynamo_recompiles`), its fields checked; InvalidRecord names
+    the bad one."""
+    compile_id = _string(record, "compile_id")
+    if not compile_id:
+        raise InvalidRecord("compile_id is empty, expected Dynamo's compile id (\"0/1\")")
+    return {"compile_id": compile_id, "function": _string(record, "function"), "file": _string(record, "file"),
+            "line": _int(record, "line", 0, minimum=0), "recompile_reason": _string(record, "recompile_reason", None),
+            "phase": _string(record, "phase", "warmup") or "warmup", "time": _number(record, "time", 0.0)}
+
+
 def _origin(record: dict) -> str:
     """What made the compile; "jit" in a log written before the field."""
     return str(_field(record, "origin", lambda v: v in ORIGINS, "one of " + ", ".join(ORIGINS), "jit"))
@@ -507,6 +519,8 @@ def _checked(kind: str, record: dict, memo: ParamsMemo) -> Any:
             return process_fields_from_record(record)
         if kind == "compile":
             return compile_event_from_record(record, memo)
+        if kind == GRAPH_COMPILE_TYPE:
+            return graph_compile_from_record(record)
         return tuning_record_from_record(record)
     except RecursionError:
         raise InvalidRecord("a field is nested too deeply to read") from None
@@ -547,7 +561,7 @@ def iter_log_file(path: str, skipped: SkippedLines, memo: ParamsMemo | None = No
         if not isinstance(kind, str):
             skipped.add(path, number, f"type is {_words(kind)}, expected \"compile\" or \"process\"")
             continue
-        if kind not in ("process", "compile", TUNING_RECORD_TYPE):
+        if kind not in ("process", "compile", TUNING_RECORD_TYPE, GRAPH_COMPILE_TYPE):
             continue  # a record type from a newer jitguard: not ours to judge
         skipped.recognised += 1
         try:

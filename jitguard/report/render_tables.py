@@ -222,7 +222,24 @@ def format_text(report: dict[str, Any]) -> str:
         if k.get("autotune"):
             lines.append(f"  {format_autotune_summary(k['name'], k['autotune'])}")
             lines.extend(f"  remedy: {line}" for line in k["autotune"]["remedy"])
+    lines.extend(_graph_compile_lines(report))
     return escape_controls("\n".join(lines), keep_newlines=True) + "\n"
+
+
+def _graph_compile_lines(report: dict[str, Any]) -> list[str]:
+    """torch.compile's graph compiles and each recompile with the guard that failed, in torch's words."""
+    graphs = report.get("torch_compile") or {}
+    if not graphs.get("graphs"):
+        return []
+    recompiles = graphs.get("recompiles") or []
+    lines = ["", f"torch.compile: {graphs['graphs']} graph compile(s), {len(recompiles)} recompile(s) "
+                 "(each compiles new Inductor kernels)"]
+    for entry in recompiles:
+        where = kernel_where(entry["file"], entry["line"]) if entry.get("file") else "?"
+        serving = " [serving]" if entry.get("phase") == "serving" else ""
+        lines.append(f"  {entry['compile_id']} {entry['function']} ({where}), pid {entry['pid']}{serving}: "
+                     f"{entry['recompile_reason']}")
+    return lines
 
 
 def format_markdown(report: dict[str, Any]) -> str:

@@ -40,6 +40,7 @@ from jitguard.explain import explain_recompile, short_path
 from jitguard.render_text import event_kernel_names, format_event_line, format_summary, format_tuning_summary
 from jitguard.runtime.compile_origin import origin_of_jit_kernel
 from jitguard.runtime.direct_compiles import DirectCompile, DirectCompileHistory, record_direct_compile
+from jitguard.runtime.dynamo_recompiles import graph_compile_records
 from jitguard.runtime.internal_frames import internal_paths
 from jitguard.runtime.ndjson_sink import NdjsonSink
 from jitguard.tuning.records import TuningRecord, format_tuning_line, remedy_lines, summarize_tunings
@@ -148,6 +149,8 @@ class Monitor:
         self._installed = False
         self._skip_dirs: tuple[str, ...] = ()
         self._direct_history = DirectCompileHistory()  # variants of kernels compiled by triton.compile calls
+        self.serving_since: float | None = None  # time.time() of mark_serving()
+        self._graph_compiles_written: set[str] = set()  # Dynamo compile ids already in the log
         self._undo_compile_patch: Callable[[], None] | None = None  # before 3.4: triton.compile wrapped
 
     # --- install / uninstall ------------------------------------------------------------------
@@ -197,6 +200,7 @@ class Monitor:
             self._tuning_recorder.stop()
             self._tuning_recorder = None
         self._installed = False
+        self.write_graph_compiles()
         if self.sink is not None:
             self.sink.close()
 
@@ -298,6 +302,16 @@ class Monitor:
 
         compile_and_record.__jitguard_wrapper__ = True  # type: ignore[attr-defined]
         return compile_and_record
+
+    def write_graph_compiles(self) -> None:
+        """Log the torch.compile graph compiles of this process not logged yet (`dynamo_recompiles`)."""
+        if self.sink is None:
+            return
+        try:
+            for record in graph_compile_records(self.serving_since, self._graph_compiles_written):
+                self.sink.write(record)
+        except Exception as exc:  # never reach the host program
+            self._internal_error(exc)
 
     def _record_direct(self, call: DirectCompile, frame: Any) -> CompileEvent | None:
         self._rename_from_source()
@@ -684,6 +698,7 @@ def _at_exit() -> None:
     if monitor.summary:
         for line in monitor.summary_lines():
             monitor._write_line(line)
+    monitor.write_graph_compiles()
     if monitor.sink is not None:
         monitor.sink.record_unwritten_count()
     unwritten = monitor.unwritten_events_line()
@@ -694,7 +709,9 @@ def _at_exit() -> None:
 def mark_serving() -> None:
     """From now on, compiles are "during serving": warn/error modes act on them."""
     monitor = install()
+    monitor.write_graph_compiles()  # the warm-up's graph compiles, before the phase turns
     monitor.phase = "serving"
+    monitor.serving_since = time.time()
     monitor._check_replacements()
 
 
