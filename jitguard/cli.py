@@ -86,7 +86,16 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+TRUST_EPILOG = (
+    "Trust: logs, reports and scan results are data: reading them never imports or runs what they name, "
+    "except the price check, which imports a kernel's module only when its file lies in this "
+    "environment's import roots (cwd, PYTHONPATH, sys.path, site-packages; not the folder being read) "
+    "and parses as defining that Triton kernel; --price-from DIR trusts more. A warm-up plan and a "
+    "bundle are code: load only ones you trust. README: 'Trust'."
+)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=TRUST_EPILOG)
 @click.version_option(package_name="jitguard", prog_name="jitguard")
 def main() -> None:
     """Find and fix Triton JIT recompilation in LLM serving stacks."""

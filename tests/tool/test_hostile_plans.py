@@ -137,3 +137,17 @@ def test_a_report_whose_autotune_keys_are_not_a_list_names_the_field(tmp_path: P
     result = CliRunner().invoke(warmup_plan_command, [str(path), "-o", str(tmp_path / "plan.json")])
     assert result.exit_code == 2
     assert "kernels[0].autotune.keys_tuned: 5, expected a list" in result.output
+
+
+@pytest.mark.parametrize("module", ["this", "antigravity", "os"])
+def test_a_plan_naming_a_module_that_defines_no_kernel_imports_nothing(module: str) -> None:
+    import sys
+
+    already = module in sys.modules
+    plan = {"jitguard_warmup_plan": 1, "kernels": [
+        {"name": "system", "module": module, "qualname": "system", "binding": "", "file": "", "line": 1,
+         "variants": [{"params": {}, "options": {}, "key": "k"}]}]}
+    out = io.StringIO()
+    result = jitguard.warmup(plan, stream=out)
+    assert (module in sys.modules) == already
+    assert result.failures and "defines no Triton kernel named system" in out.getvalue()
