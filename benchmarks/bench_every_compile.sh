@@ -145,8 +145,10 @@ for run in (1, 2):
     for origin, row in sorted(counted.items()):
         print(f"| {run} | {origin} | {row['cold']} | {row['loads']} | {row['unknown']} | {row['kernels']} | {cubins} | "
               f"{torch_counts.get('generated_kernel_count', '?')} | {report['totals']['processes']} ({groups or '-'}) |")
+    graphs = report.get("torch_compile") or {}
     print(f"| {run} | by_origin | {json.dumps(report['totals'].get('by_origin'))} | recompile reasons (torch): "
-          f"{torch_counts.get('recompile_reasons')} |")
+          f"{torch_counts.get('recompile_reasons')} | graph compiles logged: {graphs.get('graphs')}, reasons: "
+          f"{[r['recompile_reason'] for r in graphs.get('recompiles', [])]} |")
 for line in open(f"{w}/overhead.out"):
     if line.startswith("OVERHEAD"):
         print("torch.compile'd model, us/call:", line.strip())

@@ -62,3 +62,5 @@ def test_inductor_kernels_match_torch_counts_and_the_recompile_reason_is_shown(f
     by_origin = report["totals"]["by_origin"]["inductor"]
     assert by_origin["compiles"] + by_origin["loads"] == len(inductor)
     assert f"recompiled because: {reasons[-1]}" in format_text(report)
+    graphs = report["torch_compile"]  # the graph compiles Dynamo logged, with the same reason
+    assert graphs["graphs"] == 2 and [r["recompile_reason"] for r in graphs["recompiles"]] == [reasons[-1]]
