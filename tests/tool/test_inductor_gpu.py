@@ -17,6 +17,7 @@ pytestmark = pytest.mark.gpu
 @pytest.fixture
 def fresh_inductor(tmp_path, monkeypatch):
     import torch._dynamo
+    import torch._dynamo.utils
     import torch._inductor.config
     import torch._inductor.metrics
 
@@ -26,6 +27,7 @@ def fresh_inductor(tmp_path, monkeypatch):
     monkeypatch.setattr(torch._inductor.config, "compile_threads", 1)
     monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", False)
     torch._dynamo.reset()
+    torch._dynamo.utils.clear_compilation_metrics()
     torch._inductor.metrics.reset()
     yield tmp_path / "logs"
     torch._dynamo.reset()
