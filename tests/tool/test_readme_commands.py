@@ -13,7 +13,8 @@ in an HTML comment on the line above its fence, how it is kept true, and this fi
 - ``<!-- doc-check: illustrative: WHERE, WHEN -->``: measured elsewhere (a GPU, a downloaded tree); the
   note names the machine and the date (YYYY-MM-DD), and so does the text around the block.
 
-Code blocks (python, toml, yaml, json, text) are examples of code or drawings, not commands, and carry no marker.
+Code blocks (python, toml, yaml, json, text) are examples of code or drawings, not commands, and need no marker;
+``<!-- doc-check: file PATH -->`` above one says it is PATH's code, and its lines must stand in PATH in that order.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", *sorted((REPO / "examples").glob("*/README.md"))]
 CODE_LANGUAGES = {"python", "toml", "yaml", "json", "text"}
-MARKER = re.compile(r"^<!-- doc-check: (run|test|illustrative)(?::? (.*?))? -->$")
+MARKER = re.compile(r"^<!-- doc-check: (run|test|illustrative|file)(?::? (.*?))? -->$")
 
 
 @dataclass
@@ -66,7 +67,8 @@ def fenced_blocks(doc: Path) -> list[Block]:
     return blocks
 
 
-BLOCKS = [block for doc in DOCS for block in fenced_blocks(doc) if block.language not in CODE_LANGUAGES]
+ALL_BLOCKS = [block for doc in DOCS for block in fenced_blocks(doc)]
+BLOCKS = [block for block in ALL_BLOCKS if block.language not in CODE_LANGUAGES]
 
 
 def normalized(text: str) -> str:
@@ -201,6 +203,16 @@ def test_blocks_checked_elsewhere_name_a_real_test(block: Block) -> None:
 def test_illustrative_blocks_say_where_and_when(block: Block) -> None:
     assert re.search(r"\b20\d\d-\d\d-\d\d\b", block.argument), f"{block.id}: no date (YYYY-MM-DD) in its note"
     assert len(block.argument.split(",")) >= 2, f"{block.id}: the note names no machine: {block.argument!r}"
+
+
+@pytest.mark.parametrize("block", [b for b in ALL_BLOCKS if b.kind == "file"], ids=lambda b: b.id)
+def test_code_shown_from_a_file_is_that_files_code(block: Block) -> None:
+    source = (REPO / block.argument).read_text().splitlines()
+    shown = [line for line in block.lines if line.strip()]
+    at = 0
+    for line in shown:  # each shown line, in order, in the file (the file may hold more: a docstring, comments)
+        assert line in source[at:], f"{block.id}: not in {block.argument} (after line {at}): {line!r}"
+        at = source.index(line, at) + 1
 
 
 def test_every_command_and_output_block_says_how_it_is_kept_true() -> None:
