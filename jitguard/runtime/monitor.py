@@ -285,7 +285,8 @@ class Monitor:
         monitor = self
 
         def compile_and_record(src: Any, *args: Any, **kwargs: Any) -> Any:
-            if monitor._jit_launch_compiles(src, sys._getframe(1)):
+            # A kernel that bound this wrapper keeps it after uninstall: then it only compiles.
+            if not monitor._installed or monitor._jit_launch_compiles(src, sys._getframe(1)):
                 return compile(src, *args, **kwargs)
             started, started_wall = time.perf_counter(), time.time()
             compiled = compile(src, *args, **kwargs)
