@@ -66,6 +66,18 @@ def constexpr_words(value: Any) -> str:
     return repr(value)
 
 
+def listed_parameter(entry: Any, names: list[str] | tuple[str, ...]) -> str | None:
+    """The parameter a `do_not_specialize[_on_alignment]` entry demotes as Triton reads it, or None when
+    it demotes none (Triton then ignores it silently): a name among `names`, or an index `0 <= i <
+    len(names)`. Triton compares an index with each parameter's position, so a negative index
+    (`do_not_specialize=[-1]`) names nothing."""
+    if isinstance(entry, str):
+        return entry if entry in names else None
+    if isinstance(entry, int) and not isinstance(entry, bool) and 0 <= entry < len(names):
+        return names[entry]
+    return None
+
+
 @dataclass
 class ParamSpec:
     """How Triton specialized one kernel parameter for one compiled variant.

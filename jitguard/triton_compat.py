@@ -671,15 +671,12 @@ def unknown_demotion_names(jit_fn: JITFunction) -> list[tuple[str, Any]]:
 
     Triton ignores such entries silently, so the parameter stays specialized.
     """
+    from jitguard.events import listed_parameter
+
     names = param_names(jit_fn)
-    out: list[tuple[str, Any]] = []
-    for option, entries in zip(("do_not_specialize", "do_not_specialize_on_alignment"), demotion_lists(jit_fn)):
-        for entry in entries:
-            if isinstance(entry, str) and entry not in names:
-                out.append((option, entry))
-            elif isinstance(entry, int) and not 0 <= entry < len(names):
-                out.append((option, entry))
-    return out
+    return [(option, entry)
+            for option, entries in zip(("do_not_specialize", "do_not_specialize_on_alignment"), demotion_lists(jit_fn))
+            for entry in entries if listed_parameter(entry, names) is None]
 
 
 # --- Triton's classes and the attributes jitguard reads off them --------------------------------

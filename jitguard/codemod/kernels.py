@@ -23,6 +23,8 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from jitguard.events import listed_parameter
+
 #: The two decorator options `fix` edits, in the order they are written when both are added.
 DEMOTION_OPTIONS = ("do_not_specialize", "do_not_specialize_on_alignment")
 
@@ -165,8 +167,9 @@ class TritonKernel:
         names: set[str] = set()
         for entry in entries:
             if isinstance(entry, int):
-                if -len(self.params) <= entry < len(self.params):
-                    names.add(self.params[entry].name)
+                listed = listed_parameter(entry, [param.name for param in self.params])
+                if listed is not None:  # a negative index names nothing: Triton ignores it
+                    names.add(listed)
             else:
                 names.add(entry)
         return names
@@ -389,10 +392,12 @@ def literal_entries(value: ast.expr) -> list[str | int] | None:
         return None
     entries: list[str | int] = []
     for element in value.elts:
-        if isinstance(element, ast.Constant) and isinstance(element.value, (str, int)) and not isinstance(
-            element.value, bool
-        ):
-            entries.append(element.value)
+        negative = isinstance(element, ast.UnaryOp) and isinstance(element.op, ast.USub)
+        constant = element.operand if isinstance(element, ast.UnaryOp) and negative else element
+        if isinstance(constant, ast.Constant) and isinstance(constant.value, (str, int)) and not isinstance(
+            constant.value, bool
+        ) and not (negative and isinstance(constant.value, str)):
+            entries.append(-constant.value if negative and isinstance(constant.value, int) else constant.value)
         else:
             return None
     return entries

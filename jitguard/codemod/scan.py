@@ -66,6 +66,7 @@ from jitguard.codemod.param_names import (
     stride_axis,
 )
 from jitguard.codemod.param_uses import HelperUses, ParamUses, parameter_uses, short_text
+from jitguard.events import listed_parameter
 
 
 @dataclass(frozen=True)
@@ -359,9 +360,9 @@ def _jg104_unknown_names(facts: _KernelFacts) -> Iterator[_Hit]:
     kernel = facts.kernel
     names = sorted(param.name for param in kernel.params)
     for option, line, entry in _listed_entries(kernel):
-        if isinstance(entry, int) and not -len(kernel.params) <= entry < len(kernel.params):
+        if isinstance(entry, int) and listed_parameter(entry, [param.name for param in kernel.params]) is None:
             yield _Hit(line, None, f"{option} lists index {entry} but `{kernel.name}` has {len(kernel.params)} "
-                                   "parameters; Triton ignores it silently")
+                                   "parameters (numbered from 0); Triton ignores it silently")
         elif isinstance(entry, str) and entry not in names:
             close = difflib.get_close_matches(entry, names, n=1, cutoff=0.75)
             hint = f" (did you mean `{close[0]}`?)" if close else ""
@@ -373,7 +374,8 @@ def _jg105_listed_constexprs(facts: _KernelFacts) -> Iterator[_Hit]:
     kernel = facts.kernel
     for option, line, entry in _listed_entries(kernel):
         if isinstance(entry, int):
-            param = kernel.params[entry] if -len(kernel.params) <= entry < len(kernel.params) else None
+            listed = listed_parameter(entry, [p.name for p in kernel.params])
+            param = kernel.param(listed) if listed is not None else None
         else:
             param = kernel.param(entry)
         if param is not None and param.is_constexpr:
