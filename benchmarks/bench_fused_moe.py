@@ -200,7 +200,7 @@ def time_launches_alone(plans, n_layers: int, replays: int, stages=None) -> list
     """Each launch of a decode layer's plan alone (``plans[layer]``: a ``DecodePlan`` per layer copy), us per layer-
     call, in launch order (only the launch indices in ``stages`` where given, in its order). Every launch but the
     last runs once first, once per workspace (layer copies sharing one share their inputs), so each finds what a
-    call's earlier launches leave (with ``moe_decode.GLUON_TILES_FROM_COUNTS`` the GEMMs read the route launch's
+    call's earlier launches leave (with ``moe_decode.takes_tiles_from_counts`` the GEMMs read the route launch's
     per-expert counts, which the last launch zeroes; a second route launch would add to them); the first launch is
     timed last (replayed alone it leaves its counters off zero) and the whole layer runs once more after it, leaving
     the workspace as a call does."""

@@ -29,6 +29,7 @@ proposal to confirm with ``bench_moe_layer.py`` and copy by hand, never written 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass
@@ -153,13 +154,14 @@ def tune_m(layer, M: int, gate_ups, downs, rounds: int, log, against_chain: bool
         print(f"# {case} M = {M}: the shipped choice takes the {path} path (no Gluon GEMMs): skipped", flush=True)
         return None
     shipped_pair = _tile_pair(moe_decode.gluon_tiles(path, M, expert_bytes, unquantized=bf16,
-                                                     gpu_name=moe_decode.gpu_name(x.device)))
+                                                     gpu_name=moe_decode.gpu_name(x.device), config=layer.config))
+
     def plans_for(pair):
-        tiles = {**moe_decode.GLUON_TILES, path: tuple(GluonTile(*t) for t in pair)}
-        on_gluon = ({"GLUON_BF16_GEMMS": "always", "GLUON_BF16_TILES_AT": {}, "GLUON_TILES": tiles} if bf16
-                    else tmd.fp8_gluon_tiles_everywhere(tiles))
-        with tmd.switched(on_gluon):
-            return layer.plans(x, logits, out, path, None)
+        tiles = {**layer.config.gluon_tiles, path: tuple(GluonTile(*t) for t in pair)}
+        on_gluon = (dataclasses.replace(layer.config, gluon_bf16_gemms="always", gluon_bf16_tiles_at={},
+                                        gluon_tiles=tiles) if bf16
+                    else tmd.fp8_gluon_tiles_everywhere(tiles, layer.config))
+        return layer.plans(x, logits, out, path, None, on_gluon)
 
     measured: dict = {}  # each pair timed once in a tune_m call: a later sweep reuses its time
 

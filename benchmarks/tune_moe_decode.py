@@ -3,13 +3,10 @@
 Two parts, each on the inputs and timer of bench_moe_layer.py (CUDA graphs over rotated layer
 copies, L2 defeated, median of the replays):
 
-1. ``variants``: the whole layer and each launch alone with the module switches of
-   ``moe_decode`` off and on, side by side: ``ALIGN_IN_REGISTERS`` (the route launch aligns up to
-   64 pairs in registers, and skips its arrival atomic for one token), ``QUANTIZE_INTER``
-   (FP8 block scales: gate_up writes the intermediate as e4m3, the down GEMM loads it),
-   ``FP8_PAIRS_TOKENS`` (the token counts, by expert size, at which FP8 block scales take the
-   pairs path where it has few pairs per expert);
-   our unfused chain and vLLM's two GEMMs alone as references.
+1. ``variants``: the whole layer and each launch alone on each of ``VARIANTS``' decode configurations
+   (``moe_decode.DecodeConfig``), side by side: the shipped one, and one without the FP8 pairs path
+   (``fp8_pairs_tokens`` empty: the token counts, by expert size, at which FP8 block scales take the pairs
+   path where it has few pairs per expert); our unfused chain and vLLM's two GEMMs alone as references.
 2. ``tiles``: for each M, every candidate tile of each GEMM timed alone (the other GEMM on the
    table's tile with the same token tile), then the whole layer on the best pair against the
    table's row; the whole layer decides among the fastest stage tiles. Prints the rows for
@@ -24,7 +21,7 @@ copies, L2 defeated, median of the replays):
 from __future__ import annotations
 
 import argparse
-import contextlib
+import dataclasses
 import itertools
 import sys
 import time
@@ -42,17 +39,15 @@ from jitguard.kernels import moe_configs, moe_decode, moe_routing
 from jitguard.kernels.moe_configs import MoeTileConfigs, TileConfig
 
 REPLAYS = 60
-SWITCHES = ("ALIGN_IN_REGISTERS", "QUANTIZE_INTER", "FP8_PAIRS_TOKENS")
-# (name, switch values): the first is the code before the 2026-11-30 changes.
 # (Tried and removed, benchmarks/results/moe_layer.md: one-token gate_up programs routing
 # themselves and starting 1-2 KB of each weight row into L2 before waiting for the route launch;
 # gate_up split over K for up to 2 tokens; the down GEMM by token, branch downbytoken; L2
 # prefetch of the down GEMM's weights while gate_up runs, and of gate_up's weights K steps ahead
 # of its pipeline; the pairs path's activation loaded 2-3 K steps ahead; FP8 block scales loaded
 # one K step ahead.)
-SHIPPED = "shipped"  # the module's defaults, restored after the variants
-VARIANTS = [("before", (False, False, {})), ("no pairs path", (True, True, {})),
-            ("shipped", (moe_decode.ALIGN_IN_REGISTERS, moe_decode.QUANTIZE_INTER, moe_decode.FP8_PAIRS_TOKENS))]
+# (name, decode configuration) timed side by side.
+VARIANTS = [("no pairs path", dataclasses.replace(moe_decode.DEFAULT_DECODE_CONFIG, fp8_pairs_tokens={})),
+            ("shipped", moe_decode.DEFAULT_DECODE_CONFIG)]
 
 
 def token_tiles(M: int) -> tuple[int, ...]:
@@ -116,14 +111,18 @@ class Layer:
         self.layers = [bfm.make_layer(self.E, self.H, self.I, self.scheme, 1234 + i) for i in range(self.n_layers)]
         self.ws = moe_decode.MoeDecodeWorkspace.for_layer(self.layers[0][0], self.layers[0][1], self.k,
                                                           torch.bfloat16)
+        # The decode tables the shipped plans take (the tuners' candidates start from it).
+        self.config = moe_decode.DEFAULT_DECODE_CONFIG
 
     def kwargs(self, i: int) -> dict:
         return bml.fp8_kwargs(self.scheme, self.layers[i][2], self.layers[i][3])
 
-    def plans(self, x, logits, out, path, tiles):
+    def plans(self, x, logits, out, path, tiles, config=None):
+        """One plan per layer copy, with ``config`` (None: ``self.config``)."""
         return [moe_decode.plan_fused_moe_decode(
             x, logits, self.layers[i][0], self.layers[i][1], self.k, renormalize=True, workspace=self.ws, out=out,
-            path=path, tile_configs=tiles, **self.kwargs(i)) for i in range(self.n_layers)]
+            path=path, tile_configs=tiles, config=config or self.config, **self.kwargs(i))
+            for i in range(self.n_layers)]
 
     def unfused_step(self, x, logits, out):
         """step(i): softmax_topk + fused_moe (the unfused chain) on layer copy i into ``out``."""
@@ -146,27 +145,12 @@ class Layer:
         return t, bfm.time_launches_alone(plans, self.n_layers, REPLAYS)
 
 
-def fp8_gluon_tiles_everywhere(tiles: dict) -> dict:
-    """``moe_decode`` switches that run the FP8 GEMMs in Gluon on ``tiles`` (GLUON_TILES' form, by path) at every
-    token count on every GPU: neither the per-count table (GLUON_TILES_AT) nor a GPU's own (GLUON_TILES_ON_GPU)
-    takes a point back. For ``switched``; the tuner forces tiles through it alone."""
-    return {"GLUON_FP8_GEMMS": "always", "GLUON_TILES": tiles, "GLUON_TILES_AT": {}, "GLUON_TILES_ON_GPU": {}}
-
-
-@contextlib.contextmanager
-def switched(values: dict):
-    """``moe_decode``'s module switches set to ``values`` inside the block, restored after. They count
-    where ``plan_fused_moe_decode`` reads them, inside the block; a switch that a launch reads when it
-    runs (as the chain path's ``moe_gemm`` launches would) is restored by then, so only moe_decode's
-    plan-time switches are offered (a ``moe_gemm`` switch set here would never take effect)."""
-    saved = {name: getattr(moe_decode, name) for name in values}
-    try:
-        for name, value in values.items():
-            setattr(moe_decode, name, value)
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(moe_decode, name, value)
+def fp8_gluon_tiles_everywhere(tiles: dict, base: moe_decode.DecodeConfig) -> moe_decode.DecodeConfig:
+    """``base`` with the FP8 GEMMs in Gluon on ``tiles`` (gluon_tiles' form, by path) at every token count on every
+    GPU: neither the per-count table (gluon_tiles_at) nor a GPU's own (gluon_tiles_on_gpu) takes a point back. The
+    tuner forces tiles through it alone."""
+    return dataclasses.replace(base, gluon_fp8_gemms="always", gluon_tiles=tiles, gluon_tiles_at={},
+                               gluon_tiles_on_gpu={})
 
 
 def run_error(layer: Layer, plans, out, ref) -> float:
@@ -192,11 +176,6 @@ def layer_for(layers: dict, name: str, l2_bytes: int) -> Layer:
     if name not in layers:
         layers[name] = Layer(bfm.CASES[name], l2_bytes)
     return layers[name]
-
-
-def set_switches(values) -> None:
-    for name, value in zip(SWITCHES, values):
-        setattr(moe_decode, name, value)
 
 
 def inputs(layer: Layer, M: int):
@@ -226,17 +205,15 @@ def variants_part(layer: Layer, ms, vllm, configs_dir, bw_read, log) -> list[str
         fl = floor_us(layer, M, logits, bw_read)
         out = torch.empty_like(x)
         cells = []
-        for name, values in VARIANTS:
-            set_switches(values)
+        for name, config in VARIANTS:
             out.fill_(float("nan"))
             moe_decode.fused_moe_decode(x, logits, layer.layers[0][0], layer.layers[0][1], layer.k, renormalize=True,
-                                        workspace=layer.ws, out=out, **layer.kwargs(0))
+                                        workspace=layer.ws, out=out, config=config, **layer.kwargs(0))
             err = bml.rel(out, ref)
-            t, stages = layer.time_plans(layer.plans(x, logits, out, "auto", None))
+            t, stages = layer.time_plans(layer.plans(x, logits, out, "auto", None, config))
             cells.append(f"{t:.1f} ({t / fl:.2f}x) {'/'.join(f'{s:.1f}' for s in stages)} err {err:.1e}")
             log({"part": "variants", "case": layer.name, "M": M, "variant": name, "us": t, "stages": stages,
                  "err": err, "floor_us": fl})
-        set_switches(dict(VARIANTS)[SHIPPED])
 
         un = bfm.time_graph(layer.unfused_step(x, logits, out), layer.n_layers, REPLAYS)
         vg = vg1 = vg2 = float("nan")

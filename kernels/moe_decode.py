@@ -10,7 +10,7 @@ routing included, on one of three paths (``path="auto"`` picks by :func:`choose_
   two GEMMs of the grouped path with one token tile per (token, expert) pair and no routing
   launch: every GEMM program routes its own token (``softmax_topk_row``, the logits row is 0.5
   KB) and takes the expert of its slot. With FP8 block scales a first launch quantizes x alone
-  (the route kernel with routing off, ``PAIRS_PREQUANT_X``); gate_up's programs route while it
+  (the route kernel with routing off); gate_up's programs route while it
   runs and wait for it before their K loop. From ``PAIR_HANDOFF_MIN_PAIRS`` pairs the down
   GEMM's programs start on their own pair's gate_up columns (a counter per pair) instead of
   waiting for the whole gate_up launch. No alignment, but pairs that share an expert read it
@@ -34,7 +34,7 @@ each launch is PDL-linked to the one before: it starts while the previous one ru
 (``griddepcontrol.wait``) before reading its results; the pairs path's GEMMs route before they
 wait; the chain path's launches wait at their start. The layer's first launch waits for the
 caller's last kernel (which wrote x and the logits) before it reads or writes anything and only
-then lets its next launch start (``FIRST_LAUNCH_PDL``). Without PDL the launches are ordinary
+then lets its next launch start. Without PDL the launches are ordinary
 stream-ordered launches.
 
 The grouped path (its buffers in a :class:`MoeDecodeWorkspace`: the one passed, or with none the one kept for
@@ -48,7 +48,7 @@ the layer's shape, device and stream, :func:`cached_workspace`, allocated by the
    logits), the extra program routes them all in one top-k and builds the layout in registers
    while the others quantize their rows; beyond, 2 * M programs: M route one token each and take
    their pairs' ranks through per-expert counters while M quantize the rows, and the router that
-   arrives last (an atomic counter) builds the layout (``ROUTE_ALIGN_APART``; with a tensor scale
+   arrives last (an atomic counter) builds the layout (routers apart; with a tensor scale
    each of M programs routes and quantizes its token, the last to arrive aligns). No host
    sync, no extra launch. Where the extra program's top-k tile holds 1024 logits or more the
    launch runs on ``ROUTE_WIDE_TILE_WARPS`` warps (``_route_warps``).
@@ -56,7 +56,7 @@ the layer's shape, device and stream, :func:`cached_workspace`, allocated by the
    up`` in its epilogue. FP8 activations come quantized from launch 1 (block scales) or are
    quantized as they are loaded (per tensor / channel); the epilogue records the absmax the down
    GEMM's activation scales need, and with block scales the last writer of each 128-column group
-   writes that group again as e4m3 with its scale (``QUANTIZE_INTER``).
+   writes that group again as e4m3 with its scale.
 3. ``moe_decode_gemm_kernel`` as down: loads the e4m3 intermediate (block scales; per tensor /
    channel: quantizes the intermediate as it loads it), multiplies each row by its routing weight
    and writes fp32 rows per (token, expert) pair; per column tile, the program that arrives last
@@ -73,21 +73,25 @@ and rows of their own for FP8 block scales on the pairs path).
 
 With FP8 block scales the pairs and grouped paths run their two GEMMs as ``moe_decode_gluon``'s kernel
 (Gluon, Triton >= 3.5: each K step's wgmma stays in flight across the block scaling) at the token counts
-where that measured faster (``GLUON_FP8_GEMMS``, ``GLUON_FP8_TOKENS``; ``DecodePlan.gemms`` says which
-ran), on tiles chosen by token count where other tiles measured faster (``gluon_tiles``: ``GLUON_TILES``,
+where that measured faster (``DecodeConfig.gluon_fp8_gemms``, ``GLUON_FP8_TOKENS``; ``DecodePlan.gemms`` says
+which ran), on tiles chosen by token count where other tiles measured faster (``gluon_tiles``: ``GLUON_TILES``,
 ``GLUON_TILES_AT``, tuned on an H200, and ``GLUON_TILES_ON_GPU``, tuned on other GPUs and taken on them first,
 as ``GLUON_FP8_TOKENS_ON_GPU`` is for the token counts;
 each tile one more compiled variant of the Gluon kernel, never one per M;
 ``benchmarks/tune_decode_gluon_tiles.py`` sweeps them); ``moe_decode_gemm_kernel`` everywhere else and on
-older Tritons. There down writes its pair rows in the activation dtype (``GLUON_DOWN_ROWS_IN_ACT_DTYPE``) and
-``moe_gemm``'s top-k reduce, launched after it, sums them in fp32 (``GLUON_DOWN_SUM_LAUNCH``: one launch more,
+older Tritons. There down writes its pair rows in the activation dtype and
+``moe_gemm``'s top-k reduce, launched after it, sums them in fp32 (one launch more,
 measured faster than down's own last-arrival sum). On the pairs path the Gluon GEMMs do not route: the x launch
 routes each token, in a program of its own beside the one that quantizes the token's row
-(``X_LAUNCH_ROUTERS_APART``), and the GEMMs read each pair's expert from ``topk_ids``. bf16/fp16 take the
-same kernel with no scales (``GLUON_BF16_GEMMS``, ``GLUON_BF16_TOKENS``, ``GLUON_BF16_TILES_AT``; x and the
-intermediate read as they are, the pairs path's x launch only routing) where that measured faster: for
+(FP8), and the GEMMs read each pair's expert from ``topk_ids``. bf16/fp16 take the
+same kernel with no scales (``DecodeConfig.gluon_bf16_gemms``, ``GLUON_BF16_TOKENS``, ``GLUON_BF16_TILES_AT``;
+x and the intermediate read as they are, the pairs path's x launch only routing) where that measured faster: for
 Qwen3-30B-sized experts the pairs path at 2 tokens and the grouped path at 3-7, which ``"auto"`` then takes
 in place of the chain.
+
+Every table above is the default of a :class:`DecodeConfig` field of the same name in lower case
+(``DEFAULT_DECODE_CONFIG``); ``fused_moe_decode(config=dataclasses.replace(DEFAULT_DECODE_CONFIG, ...))`` takes
+other choices for one call, the tests' and tuners' way of forcing a path or a tile.
 
 FP8 W8A8 takes the scale layouts of :func:`jitguard.kernels.fused_moe.fused_moe` (per tensor,
 per channel, block 128x128), with dynamic activation scales only, on the grouped path. Which of
@@ -103,8 +107,8 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import torch
 import triton
@@ -151,8 +155,10 @@ __all__ = [
     "CHAIN_LAUNCHES",
     "DECODE_LAUNCHES",
     "DECODE_PATHS",
+    "DEFAULT_DECODE_CONFIG",
     "MAX_DECODE_TOKENS",
     "PAIRS_LAUNCHES",
+    "DecodeConfig",
     "DecodePlan",
     "MoeDecodeWorkspace",
     "cached_workspace",
@@ -176,11 +182,14 @@ _MIN_AMAX = 1e-10
 
 # Triton 3.9's interpreter returns garbage for tl.dot on bf16 operands (moe_gemm notes the same).
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+# A (gate_up, down) pair of Gluon tiles in the tables, each as (out_n, stages).
+TilePair = tuple[tuple[int, int], tuple[int, int]]
 
 
 def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool, block_scales: bool = False,
                        expert_bytes: int | None = None, hidden: int | None = None,
-                       intermediate: int | None = None, gpu_name: str | None = None) -> str:
+                       intermediate: int | None = None, gpu_name: str | None = None,
+                       config: DecodeConfig | None = None) -> str:
     """The path ``fused_moe_decode(path="auto")`` takes, by H200 measurement
     (benchmarks/results/moe_layer.md):
 
@@ -199,41 +208,44 @@ def choose_decode_path(num_tokens: int, num_experts: int, top_k: int, fp8: bool,
       ``FP8_CHAIN_ABOVE_TOKENS`` too where GLUON_FP8_TOKENS lists the token count; bf16/fp16 take it
       where GLUON_BF16_TOKENS lists the token count for it. ``gpu_name`` (as ``torch.cuda.get_device_name``
       gives it) takes GLUON_FP8_TOKENS_ON_GPU's token counts for that GPU where it lists the expert size class.
+
+    Each table is ``config``'s (:class:`DecodeConfig`; None: the shipped ``DEFAULT_DECODE_CONFIG``).
     """
+    cfg = config or DEFAULT_DECODE_CONFIG
     num_pairs = num_tokens * top_k
     few_pairs = 4 * num_pairs <= num_experts
     if not fp8:
         if (hidden is not None and intermediate is not None
-                and _bf16_gluon_listed(num_tokens, "grouped", hidden, intermediate)
+                and _bf16_gluon_listed(num_tokens, "grouped", hidden, intermediate, cfg)
                 and takes_gluon_gemms(num_tokens, "grouped", False, hidden, intermediate, expert_bytes,
-                                      unquantized=True)):
+                                      unquantized=True, config=cfg)):
             return "grouped"
-        return "pairs" if num_tokens == 1 or (few_pairs and num_tokens <= BF16_PAIRS_MAX_TOKENS) else "chain"
-    if block_scales and num_tokens > FP8_CHAIN_ABOVE_TOKENS:
+        return "pairs" if num_tokens == 1 or (few_pairs and num_tokens <= cfg.bf16_pairs_max_tokens) else "chain"
+    if block_scales and num_tokens > cfg.fp8_chain_above_tokens:
         # ... unless the grouped path's GEMMs run in Gluon at this token count (GLUON_FP8_TOKENS lists it).
         gluon_grouped = (hidden is not None and intermediate is not None
-                         and _gluon_measured_at(num_tokens, "grouped", expert_bytes, gpu_name=gpu_name)
+                         and _gluon_measured_at(num_tokens, "grouped", expert_bytes, cfg, gpu_name=gpu_name)
                          and takes_gluon_gemms(num_tokens, "grouped", block_scales, hidden, intermediate,
-                                               expert_bytes, gpu_name=gpu_name))
+                                               expert_bytes, gpu_name=gpu_name, config=cfg))
         return "grouped" if gluon_grouped else "chain"
-    pairs_tokens = FP8_PAIRS_TOKENS.get(expert_size_class(expert_bytes), ())
+    pairs_tokens = cfg.fp8_pairs_tokens.get(expert_size_class(expert_bytes), ())
     # With the per-pair handoff the pairs path was measured faster up to 3/8 pairs per expert.
-    if takes_pair_handoff(num_pairs):
+    if takes_pair_handoff(num_pairs, cfg):
         few_pairs = 8 * num_pairs <= 3 * num_experts
-    pairs = block_scales and QUANTIZE_INTER and num_tokens in pairs_tokens and few_pairs
+    pairs = block_scales and num_tokens in pairs_tokens and few_pairs
     if pairs and hidden is not None and intermediate is not None:
         pairs = (takes_gluon_gemms(num_tokens, "pairs", block_scales, hidden, intermediate, expert_bytes,
-                                   gpu_name=gpu_name)
+                                   gpu_name=gpu_name, config=cfg)
                  or not takes_gluon_gemms(num_tokens, "grouped", block_scales, hidden, intermediate, expert_bytes,
-                                          gpu_name=gpu_name))
+                                          gpu_name=gpu_name, config=cfg))
     return "pairs" if pairs else "grouped"
 
 
-def takes_pair_handoff(num_pairs: int) -> bool:
-    """Whether the FP8 pairs path hands each pair's gate_up columns to its down programs
-    (``PAIR_HANDOFF_MIN_PAIRS``) instead of down waiting for the whole gate_up launch: only with x
-    quantized first (``PAIRS_PREQUANT_X``), whose launch zeroes the pair counters."""
-    return PAIRS_PREQUANT_X and num_pairs >= PAIR_HANDOFF_MIN_PAIRS
+def takes_pair_handoff(num_pairs: int, config: DecodeConfig | None = None) -> bool:
+    """Whether the FP8 pairs path (on tl's GEMMs) hands each pair's gate_up columns to its down programs from
+    ``config.pair_handoff_min_pairs`` pairs instead of down waiting for the whole gate_up launch (its x launch
+    zeroes the pair counters)."""
+    return num_pairs >= (config or DEFAULT_DECODE_CONFIG).pair_handoff_min_pairs
 
 
 # bf16/fp16 take the pairs path up to this many tokens (with few pairs per expert), the chain path
@@ -667,7 +679,7 @@ class MoeDecodeWorkspace:
             sorted_ids=torch.empty(padded, **i32),
             expert_ids=torch.empty(triton.cdiv(padded, 8), **i32),
             num_padded=torch.empty(1, **i32),
-            # per-expert pair counters, zero between calls (RANKS_EARLY)
+            # per-expert pair counters, zero between calls
             counts=torch.zeros(E, **i32),
             starts=torch.empty(E, **i32),
             # [route arrivals, x absmax (fp32 bits), column-tile arrivals...]
@@ -676,9 +688,9 @@ class MoeDecodeWorkspace:
             a2_amax=torch.empty(P * triton.cdiv(I, scale_group), **f32),
             inter=torch.empty((P, I), dtype=act_dtype, device=dev),
             pair_out=torch.empty((P, H), **f32),
-            # x as e4m3, written by the route launch for block scales (PREQUANT_X)
+            # x as e4m3, written by the first launch for block scales
             x_q=torch.empty((MAX_DECODE_TOKENS, H), dtype=torch.float8_e4m3fn, device=dev),
-            # the intermediate as e4m3, written by gate_up for block scales (QUANTIZE_INTER), and
+            # the intermediate as e4m3, written by tl's gate_up for block scales, and
             # one arrival counter per (token tile, 128-column group), zero between calls
             inter_q=torch.empty((P, I), dtype=torch.float8_e4m3fn, device=dev),
             # One counter per (token tile, 128-column group); the pairs path's tiles are its P pairs.
@@ -690,7 +702,7 @@ class MoeDecodeWorkspace:
             pair_ranks=torch.empty(P, **i32),
             # the pairs path's per-pair handoff: gate_up programs done per pair (zeroed by the x launch)
             pair_ready=torch.zeros(P, **i32),
-            # GLUON_TILES_FROM_COUNTS: each expert's pairs in rank order, [E, M] for M tokens
+            # the Gluon GEMMs' tiles from counts: each expert's pairs in rank order, [E, M] for M tokens
             expert_pairs=torch.empty(E * MAX_DECODE_TOKENS, **i32),
         )
 
@@ -750,36 +762,36 @@ def clear_cached_workspaces() -> None:
 _FILL_BLOCK = 256
 _ROUTE_BLOCK_H = 1024
 _ROUTE_MAX_BLOCK_H = 8192
+# ---- the layout of the launches: each choice below was measured against its alternative, which is gone ----
 # FP8 block scales: the route launch writes x as e4m3 and gate_up loads it instead of quantizing
 # on load (H200: benchmarks/results/moe_layer.md, "FP8: x quantized by the route launch").
-PREQUANT_X = True
+#
 # Up to FEW_TOKENS tokens and FEW_ELEMENTS logits (tokens x experts rounded up to a power of two),
 # and not per-tensor scales, one program of the route launch routes them all and aligns their pairs
 # in registers (no arrival counter, no per-expert counters in memory). H200 (moe_layer.md): faster
-# at 1-2 tokens (DeepSeek route 6.8 -> 4.4-5.0 us), even at 4 x 256 and 8 x 128, slower at 8 x 256.
-# ALIGN_IN_REGISTERS = False takes the counter path always.
+# at 1-2 tokens (DeepSeek route 6.8 -> 4.4-5.0 us), even at 4 x 256 and 8 x 128, slower at 8 x 256
+# (DecodeConfig.few_tokens, few_elements).
 FEW_TOKENS = 8
 FEW_ELEMENTS = 1024
-ALIGN_IN_REGISTERS = True
 # FP8 block scales: gate_up also writes the intermediate as e4m3 with its scales, and the down GEMM
 # loads that (pipelined like the weights) instead of quantizing the bf16 intermediate as it loads it.
-QUANTIZE_INTER = True
+#
 # The route launch gets one more program, which routes and aligns (few-token path) while the
 # others quantize their token rows. H200: DeepSeek-V3-TP2 FP8 M = 1 and 4 -1.1 us, Qwen3-30B FP8
 # M = 4 and 8 -1.0 / -0.7 us, unchanged where the few-token path is not taken
 # (benchmarks/results/moe_layer.md).
-ROUTER_OWN_PROGRAM = True
+#
 # Past the few-token path, each token program of the route launch takes its pairs' ranks from the
 # per-expert counters before it arrives, and the last arrival aligns from ranks and counts read in
-# one round trip (three fewer than through the counters alone). False: the counters-only alignment.
-RANKS_EARLY = True
+# one round trip (three fewer than through the counters alone).
+#
 # FP8 block scales on the pairs path: x quantized by a launch of its own (the route kernel, routing
 # off) instead of each gate_up program taking a token group's scale from its bf16 tile every K step.
 # H200, 2026-12-02 (moe_layer.md): faster at every point timed, DeepSeek-V3-TP2 M = 1
 # / 2 / 4 59.1 / 98.3 / 179.6 us against 67.4 / 101.0 / 184.5, Qwen3-30B-like 20.2 / 29.3 / 45.5
 # against 22.3 / 30.5 / 46.3.
-PAIRS_PREQUANT_X = True
-# FP8 block scales on the pairs path (with PAIRS_PREQUANT_X, whose x launch zeroes the counters), from
+#
+# FP8 block scales on the pairs path (whose x launch zeroes the counters), from
 # this many pairs (tokens x top_k): the down GEMM's programs start on their own pair's gate_up columns
 # (a counter per pair) instead of waiting for the whole gate_up launch. Where gate_up runs in several
 # waves, down's programs start under its last one. H200, 2026-12-02, three calls
@@ -796,16 +808,14 @@ PAIR_HANDOFF_MIN_PAIRS = 32
 # loop rotated / pairs / grouped (the path shipped before): DeepSeek-V3-TP2 M = 1 54.4 / 57.2 / 55.1 and
 # 54.6 / 58.4 / 56.2; slower at DeepSeek M = 2 and 4 (99.4 / 98.1, 173.4 / 172.1) and at Qwen3-30B-like
 # M = 1-8 (0.1-1.1 us); rotating gate_up's loop too was slower (Qwen3 M = 1 gate_up alone 10.7 -> 10.9).
-# ROTATE_K_DOWN (probes): rotate down's loop on every path at every M.
 FP8_PAIRS_DOWN_ROTATED_TOKENS: dict[str, tuple[int, ...]] = {"small": (), "large": (1,)}
-ROTATE_K_DOWN = False
 # The layer's first launch is PDL-launched too: it waits for the launch before it (the caller's, which
 # wrote the logits and x) before it reads or writes anything, and only then lets the next launch start,
 # so its own start overlaps the end of that launch. H200, 2026-12-02, us per
 # layer, first launch PDL-launched / plain, pairs path: Qwen3-30B-like FP8 M = 1 19.4 / 19.6, M = 2 28.9 /
 # 29.1, bf16 M = 1 24.7 / 24.8; DeepSeek-V3-TP2 M = 2 97.9 / 98.1; chain path M = 16 109.5 / 109.7 (the
 # first launch alone 1.4 -> 1.0 us).
-FIRST_LAUNCH_PDL = True
+#
 # Warps of the layer's first launch (route / x quantization): ROUTE_NUM_WARPS, or ROUTE_WIDE_TILE_WARPS where
 # its router program takes the few-token path on a tile of 1024 logits or more (the next power of two of
 # the tokens times that of the experts: 5-8 tokens x 128 experts, 3-4 x 256), whose top-k network is the
@@ -824,22 +834,21 @@ ROUTE_NUM_WARPS = 4
 ROUTE_WIDE_TILE_WARPS = 8
 # The grouped and chain paths' route launch (not with a tensor scale) with routers apart: each token's
 # routing in a program of its own beside the one that quantizes its row (2 * M programs), the last router
-# to arrive aligning every pair through the ranks the routers took (no few-token router program).
-# ROUTE_ALIGN_APART says where: "counter" (where the launch would otherwise take the counter path: past
-# the few-token router's FEW_TOKENS / FEW_ELEMENTS), "always" or "never". H200, 2026-12-03
+# to arrive aligning every pair through the ranks the routers took (no few-token router program), wherever
+# the launch would otherwise take the counter path (past the few-token router's FEW_TOKENS / FEW_ELEMENTS).
+# Against it at the few-token router's counts (slower or level) and everywhere on the counter path:
+# H200, 2026-12-03
 # (benchmarks/results/moe_layer.md), the route launch alone, apart / counter path: 3.7-3.9 / 4.5-4.8 us
 # at DeepSeek-V3-TP2 M = 5-8, 4.5-4.6 / 5.3-5.4 at 32-64; against the few-token router slower or level (another run:
 # Qwen3-30B-like M = 3 3.5 / 2.1, DeepSeek M = 3 3.5 / 3.2, Qwen3 M = 7-8 3.6 / 3.6-3.7). Us per layer,
-# "counter" / "never": DeepSeek M = 5 206.3 / 208.2, M = 6 245.2 / 247.2, M = 8 323.0 / 325.2, M = 16 490.8 /
+# apart / counter path: DeepSeek M = 5 206.3 / 208.2, M = 6 245.2 / 247.2, M = 8 323.0 / 325.2, M = 16 490.8 /
 # 496.8, M = 32 824.2 / 826.7, M = 64 1116.2 / 1128.5; Qwen3-FP8 (chain) M = 16 106.6 / 109.3, M = 32 137.9 /
 # 140.2, M = 64 154.5 / 156.7; bf16 chain level or faster (Qwen3-30B M = 16 187.6 / 188.3, Mixtral 643.7 / 644.1).
-ROUTE_ALIGN_APART = "counter"
-ROUTE_ALIGN_APART_MODES = ("counter", "always", "never")
 _REDUCE_ELEMENTS = 8192
 # FP8 block scales on the pairs and grouped paths: both GEMMs as ``moe_decode_gluon``'s kernel (each K
 # step's wgmma left in flight across the block scaling) where this Triton ships Gluon's Hopper wgmma
-# (``gluon_gemms_supported``) and H and I are multiples of 128. GLUON_FP8_GEMMS: "measured" (at the
-# token counts of GLUON_FP8_TOKENS, by expert size class and path), "always" or "never" (tl.dot's
+# (``gluon_gemms_supported``) and H and I are multiples of 128. DecodeConfig.gluon_fp8_gemms: "measured" (at the
+# token counts of GLUON_FP8_TOKENS, by expert size class and path; the default), "always" or "never" (tl.dot's
 # ``moe_decode_gemm_kernel``, as on every other path). On the pairs path the x launch then routes each
 # token (the GEMMs read their pair's expert) and down waits for the whole gate_up launch (no per-pair
 # handoff). H200, 2026-12-03 (benchmarks/results/moe_layer.md), us per layer, Gluon
@@ -853,20 +862,17 @@ _REDUCE_ELEMENTS = 8192
 # DeepSeek M = 6 246.4 / 256.0 (one call; slower at Qwen3 M = 5 57.0 / 55.6, M = 6 62.0 / 60.7).
 # DeepSeek M = 1 53.3 / 53.9, M = 2 94.7 / 97.3; Qwen3 M = 1 19.6 / 20.0, M = 2 27.9 / 28.8,
 # M = 8 71.2 / 72.8.
-GLUON_FP8_GEMMS = "measured"
 GLUON_MODES = ("measured", "always", "never")
-GLUON_FP8_MODES = GLUON_MODES  # the name of earlier releases
 # bf16 / fp16 (no quantization) on the pairs and grouped paths: both GEMMs as the same Gluon kernel with its block
 # scaling off (``BLOCK_SCALED=False``: x and the intermediate as they are, 64 columns of K a stage); on the pairs
 # path an x launch of its own routes each token first (the tl pairs path's gate_up routes in its programs).
-# GLUON_BF16_GEMMS: "measured" (at the token counts of GLUON_BF16_TOKENS, by the size class of the expert's
-# weight count, moe_configs.expert_size_class of its bytes in e4m3, and path), "always" or "never".
+# DecodeConfig.gluon_bf16_gemms: "measured" (at the token counts of GLUON_BF16_TOKENS, by the size class of the
+# expert's weight count, moe_configs.expert_size_class of its bytes in e4m3, and path), "always" or "never".
 # Tiles: GLUON_BF16_TILES_AT's where it lists the path and token count, else GLUON_TILES'.
 # Tried and removed: the pairs path's Gluon GEMM programs routing their pair
 # themselves (each thread ranking one expert against the whole logits row), so no x launch runs first: slower,
 # us per layer, Qwen3-30B-bf16 M = 1 29.1 / 24.9 with the x launch (gate_up alone 16.4 against 14.2 + 1.4 for the
 # x launch), M = 2 43.9 / 41.4, M = 3 64.7 (the grouped path on Gluon 56.1).
-GLUON_BF16_GEMMS = "measured"
 # H200, 2026-12-04 (benchmarks/results/moe_layer.md), us per layer, Qwen3-30B-bf16, Gluon /
 # the tl path shipped before (vLLM's GEMMs alone): M = 2 pairs 32x7/128x6 40.4 / 43.15 (42.7; 41.6 / 43.9
 # in another run); grouped against the chain, M = 3 32x6/128x4 54.45 / 59.65 (56.2), 4 32x4/128x4 73.1 / 75.2 (73.8),
@@ -893,7 +899,7 @@ GLUON_BF16_TILES_AT: dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]
 # (--against-chain): Qwen3 M = 17 119.35 / 119.85, 18 114.5 / 114.9, 20 120.0 / 120.3 (the chain ahead from
 # 21: 121.4 / 121.35, and by 3.6-4.5% at 48-64), DeepSeek M = 10 354.15 / 360.65, 12 431.4 / 437.2, 13 450.9 /
 # 452.55 (the chain ahead at 9, 11, 14-16, 24, 32).
-# With the top-k sum launched apart (GLUON_DOWN_SUM_LAUNCH), the grouped path on
+# With the top-k sum launched apart (below), the grouped path on
 # Gluon (GLUON_TILES' / down 128 x 4) against the chain, us per layer: Qwen3-30B-like M = 24 121.05 / 119.9
 # against 123.3, 32 132.4 / 131.7 against 135.6, 48 147.45 / 147.25 against 149.4, 64 150.1 / 150.3 against
 # 152.1; DeepSeek-V3-TP2 still slower (M = 16 482.8 / 481.9 against 479.95, 32 819.75 against 805.5, 64 1107.5
@@ -903,9 +909,9 @@ GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
     "small": {"pairs": (1, 2, 4, 5), "grouped": (3, *range(7, MAX_DECODE_TOKENS + 1))},
     "large": {"pairs": (1, 2), "grouped": (3, 5, 6, 7, 8, 10, 12, 13)},
 }
-# The Gluon pairs path's x launch (which routes each token, ROUTE_TOKENS): True gives the routing programs
-# of their own, so a token's routing and its row's quantization run side by side (2 * M programs) instead
-# of one after the other in its program. H200, 2026-12-03
+# The Gluon pairs path's x launch (which routes each token, ROUTE_TOKENS) gives the routing programs of their
+# own where it quantizes rows (not for bf16), so a token's routing and its row's quantization run side by side
+# (2 * M programs) instead of one after the other in its program. H200, 2026-12-03
 # (benchmarks/results/moe_layer.md), us per layer, apart / after the row: the x launch alone 1.4 /
 # 1.9 (Qwen3-30B-like), 1.6 / 2.3 (DeepSeek-V3-TP2); the layer Qwen3 M = 1 18.8 / 19.5, M = 2 27.0 / 27.8,
 # DeepSeek M = 1 52.0 / 53.0, M = 2 93.4 / 93.8 (another run: 18.8 / 19.2, 27.1 / 27.9, 52.0 / 52.9, 93.5 / 93.8).
@@ -914,7 +920,6 @@ GLUON_FP8_TOKENS: dict[str, dict[str, tuple[int, ...]]] = {
 # slower (Qwen3 M = 8 79.6 against 72.5); down streaming 2 or 4 column tiles a program: slower everywhere
 # (DeepSeek M = 2 96.3 / 102.4 against 93.8); the Gluon down GEMM's K loops rotated (as tl's ROTATE_K) at
 # 1-2 tokens: level (within 0.2 us at four points).
-X_LAUNCH_ROUTERS_APART = True
 # Each path's (gate_up, down) Gluon tiles: the best of two runs (gate_up 32 output columns, 64 weight
 # rows, 6 stages; down 128 or 64 rows, 3 stages). Us, DeepSeek-V3-TP2 M = 2 on the pairs path:
 # 64x4 / 64x4 96.4, 32x6 / 64x3 96.5, 32x8 / 128x3 99.7; the grouped path's 64-column gate_up tiles ran
@@ -926,7 +931,7 @@ GLUON_TILES: dict[str, tuple[GluonTile, GluonTile]] = {
 # Other (gate_up, down) Gluon tiles where they measured faster than GLUON_TILES', by expert size class, path
 # and token count, each tile as (out_n, stages). H200, 2026-12-03
 # (benchmarks/results/moe_layer.md), us per layer. Down's stages: with its weights before the wait
-# (GLUON_DOWN_WEIGHTS_BEFORE_WAIT) a down program copies NUM_STAGES - 1 of its K steps (6 at Qwen3-30B's
+# (see GLUON_BLOCK_M's comment) a down program copies NUM_STAGES - 1 of its K steps (6 at Qwen3-30B's
 # intermediate) before gate_up has finished; shipped / GLUON_TILES': Qwen3-30B-FP8 pairs M = 2 25.35 /
 # 26.6 (down 6 stages; vLLM's GEMMs alone 26.5), M = 5 52.9 / 54.9 (4 stages; 53.4), grouped M = 12 88.55 /
 # 89.8, M = 10 81.15 / 82.25, M = 11 92.6 / 93.1 (4 stages); slower at grouped 9, 13, 14 (75.0 / 73.5, 99.4 /
@@ -1017,6 +1022,7 @@ GLUON_FP8_TOKENS_ON_GPU: dict[str, dict[str, dict[str, tuple[int, ...]]]] = {
                                         "grouped": tuple(M for M in GLUON_FP8_TOKENS["large"]["grouped"] if M != 8)}},
 }
 # With PDL: the Gluon down GEMM's programs copy their first K steps of weights before they wait for
+# With PDL, the Gluon down GEMM's programs copy their first K steps of weights before they wait for
 # gate_up (which then waits for the launch before it before letting down start). Faster or level
 # at every point timed on both paths (DeepSeek M = 1 pairs 52.4 against 53.6, M = 2 92.4 against 93.6;
 # Qwen3 M = 2 27.5 against 28.4; level at Qwen3 M = 1 on the grouped path). Tried beside it and removed:
@@ -1033,7 +1039,7 @@ GLUON_FP8_TOKENS_ON_GPU: dict[str, dict[str, dict[str, tuple[int, ...]]]] = {
 # 57.9, 6 103.5 / 105.8; DeepSeek-V3-TP2 M = 8 319.2 (its second round 323.8) / 320.05. (Down's programs started
 # in gate_up's last wave were a suspect for the layer taking 1.1-1.3 us more than its launches timed alone there:
 # not so.)
-GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
+#
 # The Gluon GEMMs' token tile (the wgmma's N): 8 rows on either path (the grouped path's 16-row
 # tiles of the tile table ran 1.2-1.5x slower at DeepSeek-V3-TP2 M = 2 and 4). Tried and removed: the pairs path's
 # tiles shared by the pairs of a block of 8 (or 16) tokens routed to one
@@ -1063,20 +1069,19 @@ GLUON_DOWN_WEIGHTS_BEFORE_WAIT = True
 # 16-row token tiles at Qwen3-30B-FP8 16-64 tokens (the top-k sum launched apart) slower at every point,
 # us per layer, 16 / 8 rows: M = 16 105.75 / 102.75, 32 135.85 / 132.05, 48 152.05 / 147.6, 64 154.9 / 150.1.
 GLUON_BLOCK_M = 8
-# The Gluon down GEMM's top-k sum: True, in ``moe_gemm``'s top-k reduce launched after it (PDL-linked, as on the
-# chain path: one launch more); False, in down's last program of each column tile (an arrival counter per column
+# The Gluon down GEMM's top-k sum: in ``moe_gemm``'s top-k reduce launched after it (PDL-linked, as on the
+# chain path: one launch more), not in down's last program of each column tile (an arrival counter per column
 # tile). H200, 2026-12-04 (benchmarks/results/moe_layer.md), us per layer, launched
 # apart / fused: Qwen3-30B-FP8 M = 4 40.55 / 40.45, 7 63.4 / 64.25, 8 67.5 / 68.3, 12 85.2 / 87.0, 16 102.15 /
 # 104.6, 20 114.1 / 117.65; DeepSeek-V3-TP2 M = 2 89.4 / 90.2, 3 122.85 / 124.2, 8 313.6 / 314.5, 12 419.1 /
 # 421.3. Down alone at Qwen3 M = 16: 31.7 + 1.3 for the reduce against 37.4: the fused sum's last programs, one
 # per column tile summing every token's rows after the tile's last arrival, were the slow end of down's launch.
-GLUON_DOWN_SUM_LAUNCH = True
 # With the sum launched apart: the Gluon down's pair rows in the activation dtype (as the chain's: half the bytes
 # written and read again) instead of fp32. Us per layer, activation dtype / fp32: Qwen3-30B-FP8 M = 1 17.9 /
 # 18.0, 8 67.65 / 68.15, 16 103.4 / 104.2, 32 133.2 / 133.95, 64 151.9 / 153.1; DeepSeek-V3-TP2 M = 2 91.65 /
 # 91.75, 8 319.25 / 326.35, 13 446.35 / 456.1 (its fp32 rounds spread: 321.4 / 331.3, 449.0 / 463.2).
-GLUON_DOWN_ROWS_IN_ACT_DTYPE = True
-# FP8 block scales on the Gluon GEMMs: True lets gate_up write the bf16 intermediate only (no group counter, no last
+#
+# FP8 block scales on the Gluon GEMMs: gate_up writes the bf16 intermediate only (no group counter, no last
 # writer re-reading a group to quantize it) and down quantize each K step's bf16 A tile in registers into an e4m3
 # shared-memory slot for its wgmma (``INTER_QUANTIZED_BY_DOWN``; the same scales and e4m3 values). The Gluon
 # timeline (benchmarks/results/moe_layer.md): gate_up's last program ended 1.6 us
@@ -1092,19 +1097,17 @@ GLUON_DOWN_ROWS_IN_ACT_DTYPE = True
 # at every point but Qwen3 M = 4 (level), us per layer, rings / shipped: Qwen3 M = 1 18.2 / 17.9, 2 26.25 / 25.3, 16
 # 106.6 / 103.45, 64 155.85 / 151.9; DeepSeek M = 2 93.1 / 91.75 (gate_up alone 68.5 against 65.3 at Qwen3 M = 16);
 # down's K loop after its wait at Qwen3 M = 1 took as long (1.6-3.1 us), so the scale loads were not what held it.
-GLUON_INTER_QUANTIZED_BY_DOWN = True
-# bf16 / fp16 on the Gluon GEMMs: True accumulates in the MMA (each step's wgmma onto the accumulator in flight, the
-# step before waited for once the next is issued: ``ACCUMULATE_IN_MMA``) instead of the FP8 path's products, each
-# waited for and added in before the next step's wgmma is issued. On an
-# H100: level, us per layer, in the MMA / products, Qwen3-30B-bf16 Gluon pairs M = 1 33.7 /
-# 33.8, 2 57.5 / 57.5, 3 85.8 / 85.95, 4 107.35 / 107.35, 5 133.05 / 133.25 (the GPU replay tests pass).
-# Why it might pay: after its wait the Gluon bf16 down at Qwen3-30B M = 1 streamed its last 7 of 12 K steps
-# at about 2 TB/s, each step a wgmma, its wait, a fold and the next issue in a chain.
+#
+# bf16 / fp16 on the Gluon GEMMs take the FP8 path's products, each waited for and added in before the next step's
+# wgmma is issued. Accumulating in the MMA instead (each step's wgmma onto the accumulator in flight, the step
+# before waited for once the next is issued) was level on an H100, us per layer, in the MMA / products,
+# Qwen3-30B-bf16 Gluon pairs M = 1 33.7 / 33.8, 2 57.5 / 57.5, 3 85.8 / 85.95, 4 107.35 / 107.35, 5 133.05 / 133.25.
 # The same with FP8 block scales (two products in flight, each folded with its scales) compiles to code whose every
 # wgmma ptxas serializes (C7514 / C7515, Triton 3.6 and 3.9): tests/kernels/test_moe_decode_gluon.py checks that the
 # shipped kernels are not serialized.
-GLUON_BF16_ACCUMULATE_IN_MMA = False
-# The grouped path on the Gluon GEMMs (with the top-k sum launched apart): True lets the route launch align nothing.
+#
+# The grouped path on the Gluon GEMMs (with the top-k sum launched apart), from
+# GLUON_TILES_FROM_COUNTS_MIN_TOKENS tokens: the route launch aligns nothing.
 # Its routers (a program a token) take their pairs' ranks from the per-expert counters and store each pair at its rank
 # in ``expert_pairs`` ([E, M]), with no arrival and no last router writing the sorted layout; each Gluon GEMM program
 # finds its token tile from the counts (a scan over E in registers, ``TILES_FROM_COUNTS``) and the top-k sum launch
@@ -1115,77 +1118,122 @@ GLUON_BF16_ACCUMULATE_IN_MMA = False
 # 1.8-2.0 against 3.0-4.0; Qwen3-30B-FP8 M = 8 87.65 / 89.05 (88.3), 12 113.05 / 114.35 (113.8), 16 139.1 / 140.1
 # (140.4), 32 182.35 / 183.8 (184.7), 64 206.9 / 208.3 (208.4); DeepSeek-V3-TP2 M = 3 175.5 / 175.95, 8 462.75 / 463.25,
 # 12 623.5 / 623.75. GPU tests: bit for bit the aligned layer over graph replays, FP8 and bf16, M = 1-64.
-GLUON_TILES_FROM_COUNTS = True
 # The fewest tokens at which the grouped path's Gluon GEMMs take their tiles from counts, by the size class of the
 # expert's weight count (moe_configs.expert_size_class of its bytes in e4m3, as GLUON_BF16_TOKENS); below it the route
-# launch aligns (its one router program, ALIGN_IN_REGISTERS, is cheapest at few tokens). On an H100 80GB HBM3
+# launch aligns (its one router program, aligning in registers, is cheapest at few tokens). On an H100 80GB HBM3
 # (benchmarks/results/moe_layer.md), us per layer, from counts / aligned: at 3 tokens the aligned layer was faster
 # for small experts in every run, Qwen3-30B-FP8 42.9 / 42.55, bf16 78.85 / 78.6,
 # Qwen3-30B-FP8 42.8 / 42.4, bf16 78.8 / 78.6, again 41.45 / 41.15, 74.95 / 74.55 (its
 # down alone 12.2 / 11.8 at FP8); from 4 tokens counts were level or faster (bf16 M = 4 105.1 /
 # 105.25, Qwen3-30B-FP8 10 104.0 / 105.4, 11 117.3 / 118.8; bf16 5 126.7 / 128.25, 6 145.05 / 146.85, 7 154.45 /
-# 156.3). DeepSeek-V3-TP2's experts (large) were faster from counts at 3 tokens too (thirty-first call 3: 175.5 /
+# 156.3). DeepSeek-V3-TP2's experts (large) were faster from counts at 3 tokens too (175.5 /
 # 175.95, again 167.9 / 168.7, 5 271.35 / 272.9, 6 328.7 / 330.1). Untimed on an H200.
 GLUON_TILES_FROM_COUNTS_MIN_TOKENS: dict[str, int] = {"small": 4, "large": 1}
 
 
+@dataclass(frozen=True)
+class DecodeConfig:
+    """The decode layer's choices by shape and token count: the path ``"auto"`` takes, the route launch's layout,
+    where the GEMMs run in Gluon and on which tiles. Each default is the shipped table of the same name in capitals
+    above (measured on an H200, and on the GPUs ``*_ON_GPU`` names); ``dataclasses.replace(DEFAULT_DECODE_CONFIG,
+    ...)`` makes another, which ``fused_moe_decode(config=...)`` / ``plan_fused_moe_decode(config=...)`` take for
+    that call. Tables map an expert size class (``moe_configs.expert_size_class``), a path and a token count to a
+    choice; tiles are ``(out_n, stages)`` pairs for (gate_up, down)."""
+
+    bf16_pairs_max_tokens: int = BF16_PAIRS_MAX_TOKENS
+    fp8_pairs_tokens: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: FP8_PAIRS_TOKENS)
+    fp8_chain_above_tokens: int = FP8_CHAIN_ABOVE_TOKENS
+    pair_handoff_min_pairs: int = PAIR_HANDOFF_MIN_PAIRS
+    fp8_pairs_down_rotated_tokens: Mapping[str, tuple[int, ...]] = field(
+        default_factory=lambda: FP8_PAIRS_DOWN_ROTATED_TOKENS)
+    few_tokens: int = FEW_TOKENS
+    few_elements: int = FEW_ELEMENTS
+    route_num_warps: int = ROUTE_NUM_WARPS
+    route_wide_tile_warps: int = ROUTE_WIDE_TILE_WARPS
+    # "measured" (the token tables below), "always" or "never" (GLUON_MODES)
+    gluon_fp8_gemms: str = "measured"
+    gluon_bf16_gemms: str = "measured"
+    gluon_fp8_tokens: Mapping[str, Mapping[str, tuple[int, ...]]] = field(default_factory=lambda: GLUON_FP8_TOKENS)
+    gluon_fp8_tokens_on_gpu: Mapping[str, Mapping[str, Mapping[str, tuple[int, ...]]]] = field(
+        default_factory=lambda: GLUON_FP8_TOKENS_ON_GPU)
+    gluon_bf16_tokens: Mapping[str, Mapping[str, tuple[int, ...]]] = field(default_factory=lambda: GLUON_BF16_TOKENS)
+    gluon_tiles: Mapping[str, tuple[GluonTile, GluonTile]] = field(default_factory=lambda: GLUON_TILES)
+    gluon_tiles_at: Mapping[str, Mapping[str, Mapping[int, TilePair]]] = field(default_factory=lambda: GLUON_TILES_AT)
+    gluon_tiles_on_gpu: Mapping[str, Mapping[str, Mapping[str, Mapping[int, TilePair]]]] = field(
+        default_factory=lambda: GLUON_TILES_ON_GPU)
+    gluon_bf16_tiles_at: Mapping[str, Mapping[int, TilePair]] = field(default_factory=lambda: GLUON_BF16_TILES_AT)
+    gluon_tiles_from_counts_min_tokens: Mapping[str, int] = field(
+        default_factory=lambda: GLUON_TILES_FROM_COUNTS_MIN_TOKENS)
+
+    def __post_init__(self) -> None:
+        for name in ("gluon_fp8_gemms", "gluon_bf16_gemms"):
+            if getattr(self, name) not in GLUON_MODES:
+                raise ValueError(f"DecodeConfig.{name} must be one of {GLUON_MODES}, got {getattr(self, name)!r}")
+
+
+DEFAULT_DECODE_CONFIG = DecodeConfig()
+
+
 def takes_gluon_gemms(num_tokens: int, path: str, block_scales: bool, hidden: int, intermediate: int,
-                      expert_bytes: int | None = None, unquantized: bool = False, gpu_name: str | None = None) -> bool:
+                      expert_bytes: int | None = None, unquantized: bool = False, gpu_name: str | None = None,
+                      config: DecodeConfig | None = None) -> bool:
     """Whether the decode layer's two GEMMs run as ``moe_decode_gluon``'s kernel, on the pairs or grouped
     path with H and I multiples of 128 and a Triton with Gluon's Hopper wgmma: FP8 block scales
-    (GLUON_FP8_GEMMS; with "measured" a token count of GLUON_FP8_TOKENS for the expert size class and path, or
-    of GLUON_FP8_TOKENS_ON_GPU's for the GPU named ``gpu_name`` where it lists the size class), or with
-    ``unquantized`` bf16 / fp16 (GLUON_BF16_GEMMS; "measured": GLUON_BF16_TOKENS by path)."""
-    for name, mode in (("GLUON_FP8_GEMMS", GLUON_FP8_GEMMS), ("GLUON_BF16_GEMMS", GLUON_BF16_GEMMS)):
-        if mode not in GLUON_MODES:
-            raise ValueError(f"moe_decode.{name} must be one of {GLUON_MODES}, got {mode!r}")
+    (``config.gluon_fp8_gemms``; with "measured" a token count of its gluon_fp8_tokens for the expert size class and
+    path, or of gluon_fp8_tokens_on_gpu's for the GPU named ``gpu_name`` where it lists the size class), or with
+    ``unquantized`` bf16 / fp16 (``config.gluon_bf16_gemms``; "measured": gluon_bf16_tokens by path)."""
+    cfg = config or DEFAULT_DECODE_CONFIG
     if path not in ("pairs", "grouped") or hidden % 128 or intermediate % 128 or not gluon_gemms_supported():
         return False
     if unquantized:
-        return GLUON_BF16_GEMMS == "always" or (GLUON_BF16_GEMMS == "measured"
-                                                and _bf16_gluon_listed(num_tokens, path, hidden, intermediate))
-    if (GLUON_FP8_GEMMS == "never" or not block_scales
-            or not (QUANTIZE_INTER and (PAIRS_PREQUANT_X if path == "pairs" else PREQUANT_X))):
+        return cfg.gluon_bf16_gemms == "always" or (
+            cfg.gluon_bf16_gemms == "measured" and _bf16_gluon_listed(num_tokens, path, hidden, intermediate, cfg))
+    if cfg.gluon_fp8_gemms == "never" or not block_scales:
         return False
-    return GLUON_FP8_GEMMS == "always" or _gluon_measured_at(num_tokens, path, expert_bytes, gpu_name=gpu_name)
+    return cfg.gluon_fp8_gemms == "always" or _gluon_measured_at(num_tokens, path, expert_bytes, cfg,
+                                                                 gpu_name=gpu_name)
 
 
 def gluon_tiles(path: str, num_tokens: int, expert_bytes: int | None, unquantized: bool = False,
-                gpu_name: str | None = None) -> tuple[GluonTile, GluonTile]:
+                gpu_name: str | None = None, config: DecodeConfig | None = None) -> tuple[GluonTile, GluonTile]:
     """The (gate_up, down) Gluon tiles of a path at a token count on the GPU named ``gpu_name`` (as
     ``torch.cuda.get_device_name`` gives it; None: no GPU's own table): GLUON_TILES_ON_GPU's for that GPU where
     it lists the expert size class, path and token count, else GLUON_TILES_AT's where it lists them (with
-    ``unquantized``, bf16 / fp16: GLUON_BF16_TILES_AT's by path and token count), else GLUON_TILES'."""
+    ``unquantized``, bf16 / fp16: GLUON_BF16_TILES_AT's by path and token count), else GLUON_TILES'; each table
+    ``config``'s (None: the shipped ones)."""
+    cfg = config or DEFAULT_DECODE_CONFIG
+    listed: TilePair | None
     if unquantized:
-        listed = GLUON_BF16_TILES_AT.get(path, {}).get(num_tokens)
+        listed = cfg.gluon_bf16_tiles_at.get(path, {}).get(num_tokens)
     else:
         size_class = expert_size_class(expert_bytes)
-        listed = GLUON_TILES_ON_GPU.get(gpu_name or "", {}).get(size_class, {}).get(path, {}).get(num_tokens)
+        listed = cfg.gluon_tiles_on_gpu.get(gpu_name or "", {}).get(size_class, {}).get(path, {}).get(num_tokens)
         if listed is None:
-            listed = GLUON_TILES_AT.get(size_class, {}).get(path, {}).get(num_tokens)
+            listed = cfg.gluon_tiles_at.get(size_class, {}).get(path, {}).get(num_tokens)
     if listed is None:
-        return GLUON_TILES[path]
+        return cfg.gluon_tiles[path]
     gate_up_tile, down_tile = (GluonTile(*tile) for tile in listed)
     return gate_up_tile, down_tile
 
 
-def _bf16_gluon_listed(num_tokens: int, path: str, hidden: int, intermediate: int) -> bool:
-    """Whether GLUON_BF16_TOKENS lists this token count for the path and the size class of the expert's weight
+def _bf16_gluon_listed(num_tokens: int, path: str, hidden: int, intermediate: int, cfg: DecodeConfig) -> bool:
+    """Whether cfg.gluon_bf16_tokens lists this token count for the path and the size class of the expert's weight
     count (its bytes in e4m3: the FP8 tables' classes by shape)."""
-    return _gluon_measured_at(num_tokens, path, expert_weight_bytes(hidden, intermediate, 1), GLUON_BF16_TOKENS)
+    return _gluon_measured_at(num_tokens, path, expert_weight_bytes(hidden, intermediate, 1), cfg,
+                              cfg.gluon_bf16_tokens)
 
 
-def _gluon_measured_at(num_tokens: int, path: str, expert_bytes: int | None,
-                       tokens: dict[str, dict[str, tuple[int, ...]]] | None = None,
+def _gluon_measured_at(num_tokens: int, path: str, expert_bytes: int | None, cfg: DecodeConfig,
+                       tokens: Mapping[str, Mapping[str, tuple[int, ...]]] | None = None,
                        gpu_name: str | None = None) -> bool:
-    """Whether ``tokens`` lists this token count for the expert size class and path; unless given, the FP8
-    tables: GLUON_FP8_TOKENS_ON_GPU's for the GPU named ``gpu_name`` where it lists the size class, else
-    GLUON_FP8_TOKENS'."""
+    """Whether ``tokens`` lists this token count for the expert size class and path; unless given, cfg's FP8
+    tables: gluon_fp8_tokens_on_gpu's for the GPU named ``gpu_name`` where it lists the size class, else
+    gluon_fp8_tokens'."""
     size_class = expert_size_class(expert_bytes)
     if tokens is None:
-        tokens = GLUON_FP8_TOKENS_ON_GPU.get(gpu_name or "", {})
+        tokens = cfg.gluon_fp8_tokens_on_gpu.get(gpu_name or "", {})
         if size_class not in tokens:
-            tokens = GLUON_FP8_TOKENS
+            tokens = cfg.gluon_fp8_tokens
     return num_tokens in tokens.get(size_class, {}).get(path, ())
 
 
@@ -1219,15 +1267,18 @@ def plan_fused_moe_decode(
     workspace: MoeDecodeWorkspace | None = None,
     out: torch.Tensor | None = None,
     path: str = "auto",
+    config: DecodeConfig | None = None,
 ) -> DecodePlan:
     """Validate one decode-layer call and prepare its launches without running them.
 
     Same arguments as :func:`fused_moe_decode`; ``plan.path`` is the path taken (never ``"auto"``).
+    ``config`` (:class:`DecodeConfig`; None: ``DEFAULT_DECODE_CONFIG``) holds every table the plan reads.
     Running ``plan.launches`` in order computes the
     layer into ``plan.out``; each launch can also be run (and timed) on its own once the earlier
     ones have run, since they only read the workspace.
     """
     check_router_logits(router_logits, top_k, "fused_moe_decode")
+    dcfg = config or DEFAULT_DECODE_CONFIG
     M = x.shape[0] if x.dim() == 2 else -1
     if router_logits.shape[0] != M:
         raise ValueError(f"fused_moe_decode: router_logits has {router_logits.shape[0]} rows "
@@ -1271,11 +1322,9 @@ def plan_fused_moe_decode(
     expert_bytes = expert_weight_bytes(H, I, w13.element_size())
     gpu = gpu_name(x.device)
     if path == "auto":
-        path = choose_decode_path(M, E, top_k, shape.fp8, quant == QUANT_BLOCK, expert_bytes, H, I, gpu)
-    # FP8 on the pairs path: block scales, with the intermediate quantized by gate_up or, when x has a
-    # launch of its own (which zeroes the intermediate's absmax slots), by the down GEMM as it loads it.
-    if path in ("pairs", "chain") and shape.fp8 and not (
-            quant == QUANT_BLOCK and (QUANTIZE_INTER or PAIRS_PREQUANT_X or path == "chain")):
+        path = choose_decode_path(M, E, top_k, shape.fp8, quant == QUANT_BLOCK, expert_bytes, H, I, gpu, dcfg)
+    # FP8 on the pairs and chain paths: block scales only.
+    if path in ("pairs", "chain") and shape.fp8 and quant != QUANT_BLOCK:
         raise ValueError(f"fused_moe_decode: path={path!r} takes bf16/fp16 or FP8 with block scales; "
                          "per-tensor and per-channel FP8 run on path='grouped'")
     if tile_configs is not None:
@@ -1291,7 +1340,7 @@ def plan_fused_moe_decode(
     # Both GEMMs in Gluon (takes_gluon_gemms), on 8-row token tiles (GLUON_BLOCK_M); on the pairs path the
     # x launch also routes each token.
     gluon = takes_gluon_gemms(M, path, quant == QUANT_BLOCK, H, I, expert_bytes, unquantized=quant == QUANT_NONE,
-                              gpu_name=gpu)
+                              gpu_name=gpu, config=dcfg)
     block_m = GLUON_BLOCK_M if gluon else cfgs.block_m
     if block_m > _MAX_BLOCK_M:
         raise ValueError(f"fused_moe_decode: block_m must be <= {_MAX_BLOCK_M}, got {block_m}")
@@ -1312,37 +1361,37 @@ def plan_fused_moe_decode(
 
     pair_tiles = path == "pairs"
     pdl = pdl_supported()
-    # The pairs path with PAIRS_PREQUANT_X: a launch of its own quantizes x (no routing, no alignment);
-    # gate_up's programs route themselves while it runs, then wait for it before their K loop.
-    pairs_prequant = pair_tiles and PAIRS_PREQUANT_X and quant == QUANT_BLOCK
-    # The chain's gate_up (moe_gemm) takes FP8 block-scaled activations as e4m3 only.
-    prequant = ((PREQUANT_X or path == "chain") and quant == QUANT_BLOCK and not pair_tiles) or pairs_prequant
-    quant_inter = QUANTIZE_INTER and quant == QUANT_BLOCK
+    # FP8 block scales: x quantized to e4m3 by the first launch (on the pairs path a launch of its own, no routing,
+    # no alignment; gate_up's programs route themselves while it runs, then wait for it before their K loop), and
+    # the intermediate by gate_up (tl's GEMMs) or by down as it loads it (Gluon's).
+    pairs_prequant = pair_tiles and quant == QUANT_BLOCK
+    prequant = quant == QUANT_BLOCK
+    quant_inter = quant == QUANT_BLOCK
     # down starts on its pair's gate_up columns (counters zeroed by the x launch) instead of the whole launch
-    pair_ready = pairs_prequant and takes_pair_handoff(num_pairs) and not gluon
+    pair_ready = pairs_prequant and takes_pair_handoff(num_pairs, dcfg) and not gluon
     launches: list[tuple[str, Callable[[], object]]] = []
     # The Gluon pairs path's x launch routes too (no alignment); with bf16 / fp16 that is all it does.
     routes_tokens = gluon and pair_tiles
-    # Routing in programs of their own beside the rows' (2 * M programs): that x launch's
-    # (X_LAUNCH_ROUTERS_APART; not with no row to quantize), or the grouped and chain paths' route launch's,
-    # the last router aligning (ROUTE_ALIGN_APART; a tensor scale needs every row before the alignment's arrival:
-    # never there).
-    # The Gluon GEMMs' token tiles from the route launch's counts (GLUON_TILES_FROM_COUNTS): routers apart, nothing
+    # Routing in programs of their own beside the rows' (2 * M programs): that x launch's (not with no row to
+    # quantize), or the grouped and chain paths' route launch's past the few-token router, the last router aligning
+    # (a tensor scale needs every row before the alignment's arrival: never there).
+    # The Gluon GEMMs' token tiles from the route launch's counts (takes_tiles_from_counts): routers apart, nothing
     # aligned.
-    tiles_from_counts = gluon and not pair_tiles and takes_tiles_from_counts(quant, M, H, I)
+    tiles_from_counts = gluon and not pair_tiles and takes_tiles_from_counts(quant, M, H, I, dcfg)
     if routes_tokens:
-        routers_apart = X_LAUNCH_ROUTERS_APART and quant != QUANT_NONE
+        routers_apart = quant != QUANT_NONE
     else:
-        routers_apart = tiles_from_counts or (not pair_tiles and _route_routers_apart(M, E, quant))
+        routers_apart = tiles_from_counts or (not pair_tiles and _route_routers_apart(M, E, quant, dcfg))
     if routers_apart:
         x_launch_programs = 2 * M
     else:
-        x_launch_programs = M + 1 if ROUTER_OWN_PROGRAM and not pair_tiles else M
+        # The route launch's router in a program of its own beside the M that quantize rows.
+        x_launch_programs = M if pair_tiles else M + 1
     if not pair_tiles or pairs_prequant or routes_tokens:
         # The pairs path's x quantization is the route kernel with ROUTE off (one program a token).
         # The GEMM after it may start at once (PDL) and reads the router logits before it waits, so
         # this launch lets it start only once the logits are written: in plain stream order, or
-        # PDL-launched and waiting for the launch before at its start (FIRST_LAUNCH_PDL).
+        # PDL-launched and waiting for the launch before at its start.
         x_launch_name = ("quantize_x" if quant != QUANT_NONE else "route_tokens") if pair_tiles else "route"
         launches.append((x_launch_name, functools.partial(
             moe_decode_route_kernel[(x_launch_programs,)],
@@ -1359,14 +1408,14 @@ def plan_fused_moe_decode(
             else _ROUTE_BLOCK_H,
             HIDDEN_POW2=triton.next_power_of_2(H),
             FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, LAUNCH_DEPENDENTS=pdl, WRITE_XQ=prequant,
-            FEW_TOKENS=FEW_TOKENS, ALIGN_IN_REGISTERS=ALIGN_IN_REGISTERS, FEW_ELEMENTS=FEW_ELEMENTS,
-            RANKS_EARLY=RANKS_EARLY, ranks_ptr=ws.pair_ranks, ROUTE=not pair_tiles,
+            FEW_TOKENS=dcfg.few_tokens, ALIGN_IN_REGISTERS=True, FEW_ELEMENTS=dcfg.few_elements,
+            RANKS_EARLY=True, ranks_ptr=ws.pair_ranks, ROUTE=not pair_tiles,
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
             **({"ROUTE_TOKENS": True} if routes_tokens else {}),
             **({"ROUTERS_APART": True} if routers_apart else {}),
             **({"EXPERT_PAIRS": True, "expert_pairs_ptr": ws.expert_pairs} if tiles_from_counts else {}),
-            **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl and FIRST_LAUNCH_PDL else {}),
-            num_warps=_route_warps(M, E, quant, pair_tiles, routers_apart),
+            **({"WAIT_PRIOR": True, "launch_pdl": True} if pdl else {}),
+            num_warps=_route_warps(M, E, quant, pair_tiles, dcfg, routers_apart),
         )))
     if path == "chain":
         launches += _chain_launches(ws, ws.x_q[:M] if prequant else x, w13, w2, w1s, w2s, out, cfgs, quant, M, top_k,
@@ -1376,9 +1425,9 @@ def plan_fused_moe_decode(
     if gluon:
         launches += _gluon_gemm_launches(ws, x, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
                                          stride_a2m, tile_arrivals, pdl, pair_tiles, expert_bytes, gpu,
-                                         tiles_from_counts)
+                                         dcfg, tiles_from_counts)
         return DecodePlan(out, tuple(launches), path, gemms="gluon", workspace=ws)
-    rotated_down_tokens = FP8_PAIRS_DOWN_ROTATED_TOKENS.get(expert_size_class(expert_bytes), ())
+    rotated_down_tokens = dcfg.fp8_pairs_down_rotated_tokens.get(expert_size_class(expert_bytes), ())
     for gemm in (1, 2):
         cfg = cfgs.gate_up if gemm == 1 else cfgs.down
         gated = gemm == 1
@@ -1397,8 +1446,7 @@ def plan_fused_moe_decode(
         k_unroll = cfg.block_k // 128 if quant == QUANT_BLOCK and cfg.block_k > 128 else 1
         a_prequant = (prequant and gated) or (quant_inter and not gated)
         # A rotated K loop needs A loaded as is (the kernel quantizes it on load one step ahead otherwise).
-        rotate_k = (not gated and (quant == QUANT_NONE or a_prequant)
-                    and (ROTATE_K_DOWN or (pair_tiles and quant == QUANT_BLOCK and M in rotated_down_tokens)))
+        rotate_k = not gated and pair_tiles and quant == QUANT_BLOCK and M in rotated_down_tokens
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_kernel[grid],
             a, wt, c, a_scale, ws_ if ws_ is not None else a, ws.topk_weights,
@@ -1432,7 +1480,7 @@ def plan_fused_moe_decode(
             RENORMALIZE=bool(renormalize),
             # Each GEMM lets the next launch start; each waits for the one before (the pairs path's
             # GEMMs route before waiting); the layer's first launch waits for the caller's last one
-            # before anything (FIRST_LAUNCH_PDL) or is not PDL-launched.
+            # before anything.
             LAUNCH_DEPENDENTS=pdl and gated,
             WAIT_PRIOR=_wait_prior(pdl, first_launch, pair_tiles, waits_on_pair_counter=pair_ready and not gated),
             A_PREQUANT=a_prequant,
@@ -1445,7 +1493,7 @@ def plan_fused_moe_decode(
             **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2}
                if pair_ready else {}),
             **({"ROTATE_K": True} if rotate_k else {}),
-            **({"launch_pdl": True} if pdl and (FIRST_LAUNCH_PDL or not first_launch) else {}),
+            **({"launch_pdl": True} if pdl else {}),
         )))
     return DecodePlan(out, tuple(launches), path, workspace=ws)
 
@@ -1484,33 +1532,31 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
                          w1s: torch.Tensor | None, w2s: torch.Tensor | None, out: torch.Tensor, block_m: int,
                          num_blocks: int, M: int, top_k: int, stride_xsm: int, stride_a2m: int,
                          tile_arrivals: torch.Tensor, pdl: bool, pair_tiles: bool,
-                         expert_bytes: int, gpu: str | None,
+                         expert_bytes: int, gpu: str | None, dcfg: DecodeConfig,
                          tiles_from_counts: bool = False) -> list[tuple[str, Callable[[], object]]]:
     """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
     per pair, its expert routed by the x launch) as ``moe_decode_gemm_gluon_kernel`` launches (FP8
     block scales: x and the intermediate as e4m3 with group scales; with no weight scales, ``w1s`` None,
     bf16 / fp16: ``x`` and the intermediate as they are), on the workspace's buffers, PDL-linked where
     supported, on the tiles ``gluon_tiles`` gives the path at M tokens of experts of ``expert_bytes`` on the GPU
-    named ``gpu`` (``gpu_name`` of x's device, looked up once by the plan); with
-    ``tiles_from_counts`` each program finds its token tile from the route launch's counts (GLUON_TILES_FROM_COUNTS)
-    and the top-k sum launch zeroes them."""
+    named ``gpu`` (``gpu_name`` of x's device, looked up once by the plan) by ``dcfg``'s tables; with
+    ``tiles_from_counts`` each program finds its token tile from the route launch's counts and the top-k sum
+    launch zeroes them. Down writes its pair rows in the activation dtype and the top-k reduce launched after it
+    sums them; with block scales down quantizes the bf16 intermediate step by step as it loads it."""
     P, H, I = M * top_k, ws.hidden, ws.intermediate
     block_scaled = w1s is not None
     if pair_tiles:
         block_m, num_blocks = GLUON_BLOCK_M, P
     k_pow2 = triton.next_power_of_2(top_k)
-    # WAIT_PRIOR by gated: at the start; with the down weights before the wait, gate_up lets down start
-    # only after its own wait (down reads the x launch's routing before its wait), and down waits once its
-    # first weights are on their way.
-    if pdl and GLUON_DOWN_WEIGHTS_BEFORE_WAIT:
+    # WAIT_PRIOR by gated, with PDL: gate_up lets down start only after its own wait (down reads the x launch's
+    # routing before its wait), and down waits once its first weights are on their way.
+    if pdl:
         wait_prior = {True: _WAIT_BEFORE_DEPENDENTS, False: _WAIT_BEFORE_K_LOOP}
     else:
-        wait_prior = dict.fromkeys((True, False), _wait_prior(pdl, False, False))
+        wait_prior = dict.fromkeys((True, False), _WAIT_NONE)
     gate_up_tile, down_tile = gluon_tiles("pairs" if pair_tiles else "grouped", M, expert_bytes,
-                                          unquantized=not block_scaled, gpu_name=gpu)
-    # Down's pair rows: in the activation dtype where the reduce launched after it sums them
-    # (GLUON_DOWN_ROWS_IN_ACT_DTYPE), else fp32.
-    down_rows = ws.pair_rows if GLUON_DOWN_SUM_LAUNCH and GLUON_DOWN_ROWS_IN_ACT_DTYPE else ws.pair_out
+                                          unquantized=not block_scaled, gpu_name=gpu, config=dcfg)
+    down_rows = ws.pair_rows
     launches: list[tuple[str, Callable[[], object]]] = []
     for gated in (True, False):
         tile = gate_up_tile if gated else down_tile
@@ -1521,10 +1567,9 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
         wt, w_scale = (w13, w1s) if gated else (w2, w2s)
         c = ws.inter[:P] if gated else down_rows
         if block_scaled:
-            a, a_scale, stride_asm = (ws.x_q[:M], ws.x_scale, stride_xsm) if gated else (ws.inter_q[:P], ws.a2_amax,
+            # down's A: the bf16 intermediate, quantized step by step in down (its scales unread)
+            a, a_scale, stride_asm = (ws.x_q[:M], ws.x_scale, stride_xsm) if gated else (ws.inter[:P], ws.a2_amax,
                                                                                             stride_a2m)
-            if not gated and GLUON_INTER_QUANTIZED_BY_DOWN:
-                a = ws.inter[:P]  # bf16, quantized step by step in down (its scales unread)
             bse, bsn, bsk = weight_scale_strides(QUANT_BLOCK, w_scale)
         else:
             # No scales: the kernel reads none of the scale pointers or strides.
@@ -1539,73 +1584,66 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
             A_ROWS_PER_PAIR_DIV=top_k if gated else 1, GATED=gated, BLOCK_M=block_m, OUT_N=tile.out_n,
             NUM_STAGES=tile.stages, TOP_K=top_k, K_POW2=k_pow2,
             TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
-            LAUNCH_DEPENDENTS=pdl and (gated or GLUON_DOWN_SUM_LAUNCH), WAIT_PRIOR=wait_prior[gated],
+            LAUNCH_DEPENDENTS=pdl, WAIT_PRIOR=wait_prior[gated],
             PAIR_TILES=pair_tiles, topk_ids_ptr=ws.topk_ids, num_warps=4,
-            **({"SUM_TOPK": False} if not gated and GLUON_DOWN_SUM_LAUNCH else {}),
+            **({"SUM_TOPK": False} if not gated else {}),
             **({} if block_scaled else {"BLOCK_SCALED": False}),
-            **({"INTER_QUANTIZED_BY_DOWN": True} if block_scaled and GLUON_INTER_QUANTIZED_BY_DOWN else {}),
-            **({"ACCUMULATE_IN_MMA": True} if not block_scaled and GLUON_BF16_ACCUMULATE_IN_MMA else {}),
+            **({"INTER_QUANTIZED_BY_DOWN": True} if block_scaled else {}),
             **({"TILES_FROM_COUNTS": True, "counts_ptr": ws.counts, "expert_pairs_ptr": ws.expert_pairs,
                 "num_experts": ws.num_experts, "E_POW2": triton.next_power_of_2(ws.num_experts)}
                if tiles_from_counts else {}),
             **({"launch_pdl": True} if pdl else {}),
         )))
-    if GLUON_DOWN_SUM_LAUNCH:
-        launches.append(("reduce", functools.partial(launch_topk_reduce, down_rows[:P],
-                                                     ws.topk_ids[:P].view(M, top_k), out, ws.num_experts, pdl=pdl,
-                                                     zero_counts=ws.counts if tiles_from_counts else None)))
+    launches.append(("reduce", functools.partial(launch_topk_reduce, down_rows[:P], ws.topk_ids[:P].view(M, top_k),
+                                                 out, ws.num_experts, pdl=pdl,
+                                                 zero_counts=ws.counts if tiles_from_counts else None)))
     return launches
 
 
-def takes_tiles_from_counts(quant: int, num_tokens: int, hidden: int, intermediate: int) -> bool:
-    """Whether the grouped path's Gluon GEMMs find their token tiles from the route launch's counts
-    (GLUON_TILES_FROM_COUNTS) for ``num_tokens`` tokens and experts of [2 * intermediate, hidden] and [hidden,
-    intermediate]: from GLUON_TILES_FROM_COUNTS_MIN_TOKENS for the experts' size class, only with the
-    top-k sum launched apart (that launch zeroes the counts) and, with block scales, the intermediate quantized by
-    down (gate_up's last writers read the sorted layout); never with a tensor scale (its routers are not apart)."""
-    if quant == QUANT_TENSOR or not (GLUON_TILES_FROM_COUNTS and GLUON_DOWN_SUM_LAUNCH):
+def takes_tiles_from_counts(quant: int, num_tokens: int, hidden: int, intermediate: int,
+                            config: DecodeConfig | None = None) -> bool:
+    """Whether the grouped path's Gluon GEMMs find their token tiles from the route launch's counts for
+    ``num_tokens`` tokens and experts of [2 * intermediate, hidden] and [hidden, intermediate]: from
+    ``config.gluon_tiles_from_counts_min_tokens`` for the experts' size class (the top-k sum launch after down zeroes
+    the counts); never with a tensor scale (its routers are not apart)."""
+    if quant == QUANT_TENSOR:
         return False
     size_class = expert_size_class(expert_weight_bytes(hidden, intermediate, 1))
-    if num_tokens < GLUON_TILES_FROM_COUNTS_MIN_TOKENS[size_class]:
-        return False
-    return quant != QUANT_BLOCK or GLUON_INTER_QUANTIZED_BY_DOWN
+    return num_tokens >= (config or DEFAULT_DECODE_CONFIG).gluon_tiles_from_counts_min_tokens[size_class]
 
 
-def _router_takes_few_tokens(num_tokens: int, num_experts: int, quant: int) -> bool:
+def _router_takes_few_tokens(num_tokens: int, num_experts: int, quant: int, cfg: DecodeConfig) -> bool:
     """Whether the route launch's router program routes and aligns every token at once (the few-token
     path), as ``moe_decode_route_kernel`` decides when its routers are not apart; else the counter path."""
-    return (ALIGN_IN_REGISTERS and quant != QUANT_TENSOR and HAS_BATCHED_TOPK and num_tokens <= FEW_TOKENS
-            and num_tokens * triton.next_power_of_2(num_experts) <= FEW_ELEMENTS)
+    return (quant != QUANT_TENSOR and HAS_BATCHED_TOPK and num_tokens <= cfg.few_tokens
+            and num_tokens * triton.next_power_of_2(num_experts) <= cfg.few_elements)
 
 
-def _route_routers_apart(num_tokens: int, num_experts: int, quant: int) -> bool:
+def _route_routers_apart(num_tokens: int, num_experts: int, quant: int, cfg: DecodeConfig) -> bool:
     """Whether the grouped and chain paths' route launch routes each token in a program of its own, the last
-    router aligning (ROUTE_ALIGN_APART); never with a tensor scale (its value needs every row first)."""
-    if ROUTE_ALIGN_APART not in ROUTE_ALIGN_APART_MODES:
-        raise ValueError(f"moe_decode.ROUTE_ALIGN_APART must be one of {ROUTE_ALIGN_APART_MODES}, "
-                         f"got {ROUTE_ALIGN_APART!r}")
-    if quant == QUANT_TENSOR or ROUTE_ALIGN_APART == "never":
-        return False
-    return ROUTE_ALIGN_APART == "always" or not _router_takes_few_tokens(num_tokens, num_experts, quant)
+    router aligning: wherever its router program would not take the few-token path; never with a tensor scale
+    (its value needs every row first)."""
+    return quant != QUANT_TENSOR and not _router_takes_few_tokens(num_tokens, num_experts, quant, cfg)
 
 
-def _route_warps(num_tokens: int, num_experts: int, quant: int, pair_tiles: bool,
+def _route_warps(num_tokens: int, num_experts: int, quant: int, pair_tiles: bool, cfg: DecodeConfig,
                  routers_apart: bool = False) -> int:
-    """num_warps of the layer's first launch: ROUTE_WIDE_TILE_WARPS where its router takes the few-token
+    """num_warps of the layer's first launch: cfg.route_wide_tile_warps where its router takes the few-token
     path (not on the pairs path, nor with routers apart) on a tile of 1024 logits or more, else
-    ROUTE_NUM_WARPS."""
-    few_tokens = not pair_tiles and not routers_apart and _router_takes_few_tokens(num_tokens, num_experts, quant)
+    cfg.route_num_warps."""
+    few_tokens = (not pair_tiles and not routers_apart
+                  and _router_takes_few_tokens(num_tokens, num_experts, quant, cfg))
     wide_tile = triton.next_power_of_2(num_tokens) * triton.next_power_of_2(num_experts) >= 1024
-    return ROUTE_WIDE_TILE_WARPS if few_tokens and wide_tile else ROUTE_NUM_WARPS
+    return cfg.route_wide_tile_warps if few_tokens and wide_tile else cfg.route_num_warps
 
 
 def _wait_prior(pdl: bool, first_launch: bool, pair_tiles: bool, waits_on_pair_counter: bool = False) -> int:
     """WAIT_PRIOR of a GEMM launch: none without PDL or where the GEMM waits on its pair's counter
     instead (PAIR_READY); for the layer's first launch, at its start before it lets the next launch
-    start (FIRST_LAUNCH_PDL) or none; else before the K loop on the pairs path (its GEMMs route
+    start (with PDL) or none; else before the K loop on the pairs path (its GEMMs route
     first), at the start elsewhere."""
     if first_launch:
-        return _WAIT_BEFORE_DEPENDENTS if pdl and FIRST_LAUNCH_PDL else _WAIT_NONE
+        return _WAIT_BEFORE_DEPENDENTS if pdl else _WAIT_NONE
     if not pdl or waits_on_pair_counter:
         return _WAIT_NONE
     return _WAIT_BEFORE_K_LOOP if pair_tiles else _WAIT_AT_START
@@ -1620,7 +1658,7 @@ class DecodePlan:
     launches: tuple[tuple[str, Callable[[], object]], ...]
     path: str
     # Which kernel runs the two GEMMs: "tl" (moe_decode_gemm_kernel, or moe_gemm's on the chain path) or
-    # "gluon" (moe_decode_gluon's, GLUON_FP8_GEMMS or GLUON_BF16_GEMMS).
+    # "gluon" (moe_decode_gluon's, DecodeConfig.gluon_fp8_gemms or gluon_bf16_gemms).
     gemms: str = "tl"
     workspace: MoeDecodeWorkspace | None = None
 
@@ -1642,6 +1680,7 @@ def fused_moe_decode(
     workspace: MoeDecodeWorkspace | None = None,
     out: torch.Tensor | None = None,
     path: str = "auto",
+    config: DecodeConfig | None = None,
 ) -> torch.Tensor:
     """The whole MoE layer for M <= 64 tokens in two (``path="pairs"``) or three launches
     (``"grouped"``; see the module docstring): [M, H].
@@ -1650,12 +1689,12 @@ def fused_moe_decode(
     ``workspace.routing(M)``. ``path``: ``"auto"`` (:func:`choose_decode_path`),
     ``"pairs"`` or ``"grouped"``; ``tile_configs`` overrides the
     tile table for either. Weights and scales as in :func:`fused_moe`; activation scales are
-    always dynamic.
+    always dynamic. ``config``: the tables the plan reads (:class:`DecodeConfig`; None: the shipped ones).
     """
     plan = plan_fused_moe_decode(
         x, router_logits, w13, w2, top_k, renormalize=renormalize, use_fp8_w8a8=use_fp8_w8a8,
         per_channel_quant=per_channel_quant, block_shape=block_shape, w1_scale=w1_scale, w2_scale=w2_scale,
-        tile_configs=tile_configs, workspace=workspace, out=out, path=path,
+        tile_configs=tile_configs, workspace=workspace, out=out, path=path, config=config,
     )
     for _, launch in plan.launches:
         launch()

@@ -2,8 +2,8 @@
 
 ``moe_decode``'s pairs and grouped paths run their two GEMMs (gate_up with ``silu(gate) * up`` and the
 intermediate's 128-column groups quantized in its epilogue; down with the routing weights and the
-top-k sum) through ``moe_decode_gemm_kernel``; here, with ``moe_decode.GLUON_INTER_QUANTIZED_BY_DOWN`` (on), down
-quantizes the intermediate instead, tile by tile (``INTER_QUANTIZED_BY_DOWN``). With FP8 block scales that
+top-k sum) through ``moe_decode_gemm_kernel``; here down quantizes the intermediate instead, tile by tile
+(``INTER_QUANTIZED_BY_DOWN``). With FP8 block scales that
 kernel's ``tl.dot`` scales every K step's product before adding it, which makes Triton wait for each step's
 wgmma before the next step's is issued (``wgmma.wait_group 0``; benchmarks/results/moe_layer.md).
 This kernel issues the wgmma itself (``triton.experimental.gluon``): each step copies its weight and
@@ -16,10 +16,9 @@ and 128-column group (x from the layer's first launch, the intermediate from gat
 with [E, N / 128, K / 128] scales, K a multiple of 128, tokens in the wgmma's N slot (swap-AB, 8-row
 token tiles: the grouped path's sorted layout, or one pair a tile), one warpgroup. With ``BLOCK_SCALED``
 off the same pipeline takes bf16 or fp16 activations and weights with no scales (x as the layer got it,
-the intermediate as gate_up wrote it; 64 columns a stage; with ``moe_decode.GLUON_BF16_ACCUMULATE_IN_MMA``, off and
-untimed, each step's wgmma adds onto the accumulator in flight instead). Where ``moe_decode`` takes it:
-``moe_decode.GLUON_FP8_GEMMS`` and ``GLUON_BF16_GEMMS``. :func:`gluon_gemms_supported` says whether this Triton has
-what it needs (Gluon's Hopper wgmma: Triton >= 3.5; never under the interpreter); ``moe_decode``
+the intermediate as gate_up wrote it; 64 columns a stage). Where ``moe_decode`` takes it:
+``moe_decode.DecodeConfig.gluon_fp8_gemms`` and ``gluon_bf16_gemms``. :func:`gluon_gemms_supported` says whether
+this Triton has what it needs (Gluon's Hopper wgmma: Triton >= 3.5; never under the interpreter); ``moe_decode``
 keeps its ``tl`` kernel elsewhere.
 """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from .moe_chain import fused_moe
-from .moe_decode import MAX_DECODE_TOKENS, MoeDecodeWorkspace, fused_moe_decode
+from .moe_decode import MAX_DECODE_TOKENS, DecodeConfig, MoeDecodeWorkspace, fused_moe_decode
 from .moe_routing import check_router_logits, softmax_topk
 
 __all__ = ["from_logits_takes_decode", "fused_moe_from_logits"]
@@ -44,17 +44,19 @@ def fused_moe_from_logits(
     *,
     renormalize: bool = False,
     workspace: MoeDecodeWorkspace | None = None,
+    config: DecodeConfig | None = None,
     **fp8_kwargs,
 ) -> torch.Tensor:
     """Any M, the faster path measured on an H200: :func:`fused_moe_decode` for bf16/fp16 up to 64
     tokens and where :func:`from_logits_takes_decode` says so for FP8, else ``softmax_topk`` + ``fused_moe``.
 
     ``workspace`` is the decode path's (:class:`MoeDecodeWorkspace`; none: the one kept for the layer's shape,
-    ``moe_decode.cached_workspace``); ``fp8_kwargs`` as in ``fused_moe``.
+    ``moe_decode.cached_workspace``) and ``config`` its tables (``moe_decode.DecodeConfig``); ``fp8_kwargs`` as in
+    ``fused_moe``.
     """
     if from_logits_takes_decode(x, w13, fp8_kwargs):
         return fused_moe_decode(x, router_logits, w13, w2, top_k, renormalize=renormalize, workspace=workspace,
-                                **fp8_kwargs)
+                                config=config, **fp8_kwargs)
     check_router_logits(router_logits, top_k, "fused_moe_from_logits")
     weights, ids = softmax_topk(router_logits, top_k, renormalize)
     return fused_moe(x, w13, w2, weights, ids, **fp8_kwargs)

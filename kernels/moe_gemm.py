@@ -337,7 +337,7 @@ def moe_topk_reduce_kernel(
 
     PDL: waits for the previous (PDL-linked) launch first, as the GEMM does. ZERO_COUNTS: program (0, 0)
     also zeroes the num_experts per-expert pair counters at ``counts`` once the launch before has
-    completed (the decode layer's Gluon GEMMs read them: ``moe_decode.GLUON_TILES_FROM_COUNTS``)."""
+    completed (the decode layer's Gluon GEMMs find their tiles from them: ``moe_decode.takes_tiles_from_counts``)."""
     if PDL:
         launch_dependents()
         wait_for_prior_launch()

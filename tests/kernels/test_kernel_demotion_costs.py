@@ -9,6 +9,7 @@ H200 timing (benchmarks/results/).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
 
@@ -72,15 +73,12 @@ def recorded():
         fused_moe(x, w13, w2, weights, ids)
         fused_moe_decode(x, logits, w13, w2, K, renormalize=True, path="grouped")
         if gluon_gemms_supported():
-            # FP8 block scales with the GEMMs in Gluon (GLUON_FP8_GEMMS "always": the grouped path at any M).
+            # FP8 block scales with the GEMMs in Gluon (gluon_fp8_gemms "always": the grouped path at any M).
             fp8 = torch.float8_e4m3fn
             scales = {"w1_scale": torch.ones(E, 2 * I // 128, H // 128), "w2_scale": torch.ones(E, H // 128, I // 128)}
-            moe_decode.GLUON_FP8_GEMMS = "always"
-            try:
-                fused_moe_decode(x, logits, w13.to(fp8), w2.to(fp8), K, renormalize=True, path="grouped",
-                                 use_fp8_w8a8=True, block_shape=[128, 128], **scales)
-            finally:
-                moe_decode.GLUON_FP8_GEMMS = "measured"
+            fused_moe_decode(x, logits, w13.to(fp8), w2.to(fp8), K, renormalize=True, path="grouped",
+                             use_fp8_w8a8=True, block_shape=[128, 128], **scales,
+                             config=dataclasses.replace(moe_decode.DEFAULT_DECODE_CONFIG, gluon_fp8_gemms="always"))
         inv_rope.fused_inv_rope_fp8_quant(torch.empty(M, heads, dim, dtype=torch.bfloat16),
                                               torch.zeros(M, dtype=torch.int64), torch.empty(4096, 64),
                                               n_groups=4, heads_per_group=4)

@@ -13,6 +13,8 @@ interpreter, through jitguard's offline backend.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 from typing import ClassVar
 
@@ -23,7 +25,7 @@ from triton.runtime.jit import JITFunction
 
 import jitguard
 from jitguard import triton_compat
-from jitguard.kernels import moe_configs, moe_decode, moe_gemm, moe_quant
+from jitguard.kernels import moe_configs, moe_decode, moe_dispatch, moe_gemm, moe_quant
 from jitguard.kernels.moe_align import moe_align_reference
 from jitguard.kernels.moe_chain import fused_moe
 from jitguard.kernels.moe_configs import (
@@ -34,13 +36,13 @@ from jitguard.kernels.moe_configs import (
     select_decode_tile_configs,
 )
 from jitguard.kernels.moe_decode import (
+    DEFAULT_DECODE_CONFIG,
     MAX_DECODE_TOKENS,
     MoeDecodeWorkspace,
     choose_decode_path,
-    fused_moe_decode,
     fused_moe_decode_reference,
 )
-from jitguard.kernels.moe_dispatch import from_logits_takes_decode, fused_moe_from_logits
+from jitguard.kernels.moe_dispatch import from_logits_takes_decode
 from jitguard.kernels.moe_routing import softmax_topk, softmax_topk_reference
 from tests.kernel_maths_device import INTERPRETED, maths_device
 from tests.kernels.mma_checks import (
@@ -52,13 +54,15 @@ from tests.kernels.mma_checks import (
 FP8 = torch.float8_e4m3fn
 
 
-@pytest.fixture(autouse=True)
-def _tl_gemms(monkeypatch):
-    """These tests are about tl's decode GEMM (moe_decode_gemm_kernel) and the paths around it: the GEMMs in
-    Gluon, which GLUON_FP8_GEMMS and GLUON_BF16_GEMMS "measured" take at some token counts, have tests of their
-    own (test_moe_decode_gluon.py, the shipped choice included)."""
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "never")
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "never")
+# These tests are about tl's decode GEMM (moe_decode_gemm_kernel) and the paths around it: every layer call here
+# takes TL_GEMMS. The GEMMs in Gluon, which the shipped configuration takes at some token counts, have tests of
+# their own (test_moe_decode_gluon.py, the shipped choice included).
+TL_GEMMS = dataclasses.replace(DEFAULT_DECODE_CONFIG, gluon_fp8_gemms="never", gluon_bf16_gemms="never")
+# ... and with the route launch's routers apart from the rows' programs at every token count (no few-token router).
+ROUTERS_APART = dataclasses.replace(TL_GEMMS, few_elements=0)
+fused_moe_decode = functools.partial(moe_decode.fused_moe_decode, config=TL_GEMMS)
+plan_fused_moe_decode = functools.partial(moe_decode.plan_fused_moe_decode, config=TL_GEMMS)
+fused_moe_from_logits = functools.partial(moe_dispatch.fused_moe_from_logits, config=TL_GEMMS)
 
 
 def _device() -> str:
@@ -195,31 +199,30 @@ def test_math_bf16_layer_matches_reference(shape, tile, path):
 @pytest.mark.interpreter
 # M = 1, 2, 3 (a 4-row tile), 7 and 8 (8 rows) of at most 1024 logits take the route launch's
 # one-program path; 8 x 256 logits and 64 tokens its counters.
-# Past the one-program path, the ranks taken by the token programs (RANKS_EARLY) or by the last one.
-# With ROUTE_ALIGN_APART "always" ("apart"), at every M, routers of their own and the last of them aligning.
+# Past it, routers of their own (taking their pairs' ranks) and the last of them aligning; with ROUTERS_APART
+# ("apart") so at every M.
 # "ties": logits on a few levels, so most rows hold equal logits (the lower expert first, as the reference's
 # stable sort), on the one-program path.
-@pytest.mark.parametrize("M,E,k,block,ranks_early", [
-    (1, 8, 2, 8, True), (2, 128, 8, 16, True), (3, 64, 8, 8, True), (7, 8, 2, 16, True), (8, 128, 8, 16, True),
-    (8, 256, 8, 16, True), (64, 16, 4, 32, True), (13, 128, 8, 16, True), (64, 16, 4, 32, False),
+@pytest.mark.parametrize("M,E,k,block,mode", [
+    (1, 8, 2, 8, "shipped"), (2, 128, 8, 16, "shipped"), (3, 64, 8, 8, "shipped"), (7, 8, 2, 16, "shipped"),
+    (8, 128, 8, 16, "shipped"), (8, 256, 8, 16, "shipped"), (64, 16, 4, 32, "shipped"), (13, 128, 8, 16, "shipped"),
     (1, 8, 2, 8, "apart"), (3, 64, 8, 8, "apart"), (8, 128, 8, 16, "apart"), (8, 256, 8, 16, "apart"),
     (64, 16, 4, 32, "apart"), (8, 128, 8, 16, "ties")])
-def test_math_alignment_groups_every_pair_by_expert(M, E, k, block, ranks_early, monkeypatch):
+def test_math_alignment_groups_every_pair_by_expert(M, E, k, block, mode):
     """The route launch's routing is the reference's, and its layout groups every pair by expert;
     the per-expert counters are left at zero (a second call on the workspace is right too)."""
     device = _device()
-    monkeypatch.setattr(moe_decode, "RANKS_EARLY", bool(ranks_early))
-    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", "always" if ranks_early == "apart" else "never")
+    config = ROUTERS_APART if mode == "apart" else TL_GEMMS
     gen = torch.Generator().manual_seed(M * 100 + block)
     H, I = 32, 16
     x, logits, w13, w2 = _layer(M, E, k, H, I, gen, device)
-    if ranks_early == "ties":
+    if mode == "ties":
         logits = (logits * 2).round() / 2
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     tile = TileConfig(block, 32, 32, 1, 4, 2, False)
     for _ in range(2):
         fused_moe_decode(x, logits, w13, w2, k, tile_configs=MoeTileConfigs(tile, tile), workspace=ws,
-                         path="grouped")
+                         path="grouped", config=config)
         assert ws.counts.cpu().count_nonzero() == 0, "per-expert counters must be left at zero"
     weights, ids = ws.routing(M)
     ref_weights, ref_ids = softmax_topk_reference(logits.cpu().float(), k)
@@ -288,12 +291,11 @@ def _zero_weights(E: int, H: int, I: int, scheme: str):
 
 
 @pytest.mark.interpreter
-@pytest.mark.parametrize("scheme,M", [("block", 5), ("block", 13), ("tensor", 5), ("channel", 3)])
-def test_math_route_align_apart_gives_the_same_layer(scheme, M, monkeypatch):
-    """ROUTE_ALIGN_APART "always" (routers apart from the rows' programs, the last router aligning): the
-    grouped path's output equal bit for bit to the route launch's without it ("never": the few-token router
-    or the counter path; each pair's row is computed the same in whatever tile it lands); a tensor scale
-    keeps the launch without it (its scale needs every row)."""
+@pytest.mark.parametrize("scheme,M", [("block", 5), ("block", 8), ("tensor", 5), ("channel", 3)])
+def test_math_route_align_apart_gives_the_same_layer(scheme, M):
+    """ROUTERS_APART (routers apart from the rows' programs, the last router aligning): the grouped path's output
+    equal bit for bit to the shipped route launch's few-token router (each pair's row is computed the same in
+    whatever tile it lands); a tensor scale keeps its counter path either way (its scale needs every row)."""
     device = _device()
     E, k, H, I = 8, 2, 256, 256
     gen = torch.Generator().manual_seed(17 + M)
@@ -304,54 +306,50 @@ def test_math_route_align_apart_gives_the_same_layer(scheme, M, monkeypatch):
     kw = {"use_fp8_w8a8": True, "w1_scale": s1.to(device), "w2_scale": s2.to(device),
           "per_channel_quant": scheme == "channel", "block_shape": [128, 128] if scheme == "block" else None}
     outs = []
-    for apart in ("never", "always"):
-        monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", apart)
-        outs.append(fused_moe_decode(x, logits, w13.to(device), w2.to(device), k, path="grouped", **kw).cpu())
+    for config in (TL_GEMMS, ROUTERS_APART):
+        plan = plan_fused_moe_decode(x, logits, w13.to(device), w2.to(device), k, path="grouped", config=config,
+                                     **kw)
+        assert ("ROUTERS_APART" in plan.launches[0][1].keywords) == (config is ROUTERS_APART and scheme != "tensor")
+        for _, launch in plan.launches:
+            launch()
+        outs.append(plan.out.cpu())
     assert torch.equal(outs[0], outs[1])
 
 
 def test_route_launch_routers_apart_take_the_place_of_the_counter_path(monkeypatch):
-    """ROUTE_ALIGN_APART "counter": routers apart exactly where the route launch's router would take the
-    counter path (past FEW_TOKENS tokens or FEW_ELEMENTS logits), never with a tensor scale; "always" at
-    every M, "never" nowhere; an unknown mode is an error naming the switch."""
+    """Routers apart exactly where the route launch's router would take the counter path (past few_tokens tokens
+    or few_elements logits), never with a tensor scale; with few_elements 0 at every M."""
     monkeypatch.setattr(moe_decode, "HAS_BATCHED_TOPK", True)
     block, tensor = moe_gemm.QUANT_BLOCK, moe_gemm.QUANT_TENSOR
-    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", "counter")
+    shipped = DEFAULT_DECODE_CONFIG
     # 256 experts: the few-token tile holds up to 4 tokens (1024 logits); 128 experts up to 8 tokens.
-    assert [moe_decode._route_routers_apart(M, 256, block) for M in range(1, 11)] == [False] * 4 + [True] * 6
-    assert [moe_decode._route_routers_apart(M, 128, block) for M in range(1, 11)] == [False] * 8 + [True] * 2
-    assert moe_decode._route_routers_apart(16, 8, moe_gemm.QUANT_NONE)
-    assert not moe_decode._route_routers_apart(64, 128, tensor)
+    assert [moe_decode._route_routers_apart(M, 256, block, shipped) for M in range(1, 11)] == [False] * 4 + [True] * 6
+    assert [moe_decode._route_routers_apart(M, 128, block, shipped) for M in range(1, 11)] == [False] * 8 + [True] * 2
+    assert moe_decode._route_routers_apart(16, 8, moe_gemm.QUANT_NONE, shipped)
+    assert not moe_decode._route_routers_apart(64, 128, tensor, shipped)
     # Apart, the launch has no few-token router: its base warps.
-    assert moe_decode._route_warps(6, 256, block, False, True) == moe_decode.ROUTE_NUM_WARPS
-    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", "always")
-    assert all(moe_decode._route_routers_apart(M, 128, block) for M in (1, 8, 64))
-    assert not moe_decode._route_routers_apart(3, 128, tensor)
-    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", "never")
-    assert not any(moe_decode._route_routers_apart(M, 256, block) for M in (1, 8, 64))
-    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", True)
-    with pytest.raises(ValueError, match="ROUTE_ALIGN_APART must be one of"):
-        moe_decode._route_routers_apart(8, 256, block)
+    assert moe_decode._route_warps(6, 256, block, False, shipped, True) == shipped.route_num_warps
+    assert all(moe_decode._route_routers_apart(M, 128, block, ROUTERS_APART) for M in (1, 8, 64))
+    assert not moe_decode._route_routers_apart(3, 128, tensor, ROUTERS_APART)
 
 
-def test_real_sm90_compile_of_the_route_launch_with_routers_apart_and_one_variant_over_m(monkeypatch):
-    """ROUTE_ALIGN_APART on the grouped path (FP8 block scales, 128 experts): over M = 1..64 (keys only) the
+def test_real_sm90_compile_of_the_route_launch_with_routers_apart_and_one_variant_over_m():
+    """ROUTERS_APART on the grouped path (FP8 block scales, 128 experts): over M = 1..64 (keys only) the
     route launch compiles once (no few-token router, so no wide-tile warps); its sm_90 compile arrives with a
     gpu-scope acq_rel atomic and takes the pairs' ranks with relaxed ones."""
     _compile_side()
-    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", "always")
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "never")
     E, k, H, I = 128, 8, 256, 128
     w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "block", MAX_DECODE_TOKENS)
     route = triton_compat.unwrap_jit_function(moe_decode.moe_decode_route_kernel)
     triton_compat.forget_compiled_variants(route)
     with jitguard.offline(compile=False), jitguard.watch() as rec:
         for M in range(1, MAX_DECODE_TOKENS + 1):
-            fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path="grouped", **kw)
+            fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path="grouped", config=ROUTERS_APART, **kw)
     assert rec.variants("moe_decode_route_kernel") == 1
     triton_compat.forget_compiled_variants(route)
     with jitguard.offline(compile=True):
-        plan = moe_decode.plan_fused_moe_decode(x[:5], logits[:5], w13, w2, k, workspace=ws, path="grouped", **kw)
+        plan = plan_fused_moe_decode(x[:5], logits[:5], w13, w2, k, workspace=ws, path="grouped",
+                                     config=ROUTERS_APART, **kw)
         plan.launches[0][1]()
     ptx = [kernel.asm["ptx"] for cache in triton_compat.all_kernel_caches(route) for kernel in cache.values()]
     assert len(ptx) == 1
@@ -387,26 +385,19 @@ def test_math_fp8_layer_matches_reference(scheme, tile, path, M):
 
 @pytest.mark.interpreter
 # Three tokens on the swapped tile only (the unswapped one took 22 s there under the interpreter).
-@pytest.mark.parametrize("tile,M,prequant,quantize_inter", [
-    (TileConfig(8, 32, 128, 1, 4, 2, False), 1, False, True),
-    (TileConfig(16, 64, 128, 1, 4, 2, True), 1, False, True),
-    (TileConfig(16, 64, 128, 1, 4, 2, True), 3, False, True),
-    (TileConfig(16, 64, 128, 1, 4, 2, True), 3, True, True),
-    (TileConfig(16, 64, 128, 1, 4, 2, True), 3, True, False),
-    (TileConfig(16, 64, 128, 1, 4, 2, True), 16, True, True)],
-    ids=["bm8-noswap-M1", "bm16-swap-M1", "bm16-swap-M3", "bm16-swap-M3-x-quantized-first",
-         "bm16-swap-M3-x-quantized-first-inter-by-down", "bm16-swap-M16-x-quantized-first-handoff"])
-def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M, prequant, quantize_inter, monkeypatch):
-    """FP8 block scales: the pairs path (gate_up takes each token group's scale from the bf16 tile
-    it loads, no route launch; or with PAIRS_PREQUANT_X, x quantized by a launch of its own) gives
-    the grouped path's layer (scales from the route launch): the same e4m3 values and scales reach
+@pytest.mark.parametrize("tile,M", [
+    (TileConfig(8, 32, 128, 1, 4, 2, False), 1),
+    (TileConfig(16, 64, 128, 1, 4, 2, True), 1),
+    (TileConfig(16, 64, 128, 1, 4, 2, True), 3),
+    (TileConfig(16, 64, 128, 1, 4, 2, True), 16)],
+    ids=["bm8-noswap-M1", "bm16-swap-M1", "bm16-swap-M3", "bm16-swap-M16-handoff"])
+def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M):
+    """FP8 block scales: the pairs path (x quantized by a launch of its own, no routing launch) gives
+    the grouped path's layer (x quantized by the route launch): the same e4m3 values and scales reach
     the same MMAs (128-deep K steps on both), so even one intermediate value a code apart (~4e-3
-    here) fails, as does a scale from the wrong group or K step. With QUANTIZE_INTER off both
-    paths' down GEMMs quantize the bf16 intermediate as they load it (the pairs path's absmax slots
-    zeroed by its x launch): a slot left unzeroed from the call before fails the second call. At 16
-    tokens (32 pairs) the pairs path hands each pair's gate_up columns to its down programs."""
-    monkeypatch.setattr(moe_decode, "PAIRS_PREQUANT_X", prequant)
-    monkeypatch.setattr(moe_decode, "QUANTIZE_INTER", quantize_inter)
+    here) fails, as does a scale from the wrong group or K step; a call after one with 8x larger
+    activations is right too. At 16 tokens (32 pairs) the pairs path hands each pair's gate_up
+    columns to its down programs."""
     device = _device()
     E, k, H, I = 8, 2, 384, 256
     gen = torch.Generator().manual_seed(M)
@@ -428,7 +419,7 @@ def test_math_fp8_block_pairs_path_equals_grouped_path(tile, M, prequant, quanti
 
 
 @pytest.mark.interpreter
-def test_math_pairs_path_with_per_pair_handoff_equals_the_whole_launch_wait(monkeypatch):
+def test_math_pairs_path_with_per_pair_handoff_equals_the_whole_launch_wait():
     """FP8 block scales on the pairs path with the per-pair handoff: the down GEMM starting on its
     pair's gate_up columns gives the layer bit for bit, every pair's counter receives exactly one
     arrival per gate_up column tile, and the next call's x launch zeroes the counters again."""
@@ -441,46 +432,41 @@ def test_math_pairs_path_with_per_pair_handoff_equals_the_whole_launch_wait(monk
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     outs = {}
     for handoff in (False, True):
-        monkeypatch.setattr(moe_decode, "PAIR_HANDOFF_MIN_PAIRS", 1 if handoff else 1 << 30)
+        config = dataclasses.replace(TL_GEMMS, pair_handoff_min_pairs=1 if handoff else 1 << 30)
         outs[handoff] = [fused_moe_decode(xi, logits, w13, w2, k, tile_configs=cfg, workspace=ws, path="pairs",
-                                          **kw).clone() for xi in (x, (x.float() * 2 - 0.5).to(x.dtype))]
+                                          config=config, **kw).clone()
+                         for xi in (x, (x.float() * 2 - 0.5).to(x.dtype))]
     assert all(torch.equal(a, b) for a, b in zip(outs[True], outs[False]))
     # 320 columns over gate_up tiles of 32 output columns: 10 arrivals per pair.
     assert ws.pair_ready[:M * k].cpu().tolist() == [10] * (M * k)
-    plan = moe_decode.plan_fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, workspace=ws, path="pairs",
-                                            **kw)
-    assert plan.launches[0][0] == "quantize_x"
+    plan = plan_fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, workspace=ws, path="pairs",
+                                 config=dataclasses.replace(TL_GEMMS, pair_handoff_min_pairs=1), **kw)
+    assert plan.launches[0][0] == "quantize_x" and plan.launches[0][1].keywords.get("ZERO_PAIR_READY")
     plan.launches[0][1]()
     assert ws.pair_ready[:M * k].cpu().count_nonzero() == 0, "the x launch must zero the pair counters"
 
 
-def _layer_per_switch_value(monkeypatch, switch, values, x, logits, w13, w2, k, cfg, path, kw):
-    """{value: (plan, output)} of the layer on ``path`` with ``moe_decode.switch`` set to each of ``values``."""
-    runs = {}
-    for value in values:
-        monkeypatch.setattr(moe_decode, switch, value)
-        plan = moe_decode.plan_fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path=path, **kw)
-        runs[value] = plan, fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path=path, **kw)
-    return runs
-
-
 @pytest.mark.interpreter
-def test_math_down_k_loop_rotated_equals_the_straight_loop(monkeypatch):
-    """The down GEMM's K loop started at each program's own offset (ROTATE_K) sums the same
-    block-scaled steps in another order: the layer equals the straight loop's to rounding, on the
-    pairs path and the grouped path, with a last K step shorter than the tile (I = 320)."""
+def test_math_down_k_loop_rotated_equals_the_straight_loop():
+    """The pairs path's down GEMM with its K loop started at each program's own offset (ROTATE_K, where
+    fp8_pairs_down_rotated_tokens lists the token count) sums the same block-scaled steps in another order: the
+    layer equals the straight loop's to rounding, with a last K step shorter than the tile (I = 320)."""
     device = _device()
     M, E, k, H, I = 2, 8, 2, 256, 320
     gen = torch.Generator().manual_seed(11)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, device)
     tile = TileConfig(16, 64, 128, 1, 4, 2, True)
     cfg = MoeTileConfigs(tile, tile)
-    for path in ("pairs", "grouped"):
-        runs = _layer_per_switch_value(monkeypatch, "ROTATE_K_DOWN", (False, True), x, logits, w13, w2, k, cfg, path,
-                                       kw)
-        for rotated, (plan, _) in runs.items():
-            assert dict(plan.launches)["down"].keywords.get("ROTATE_K", False) == rotated
-        assert _rel_err(runs[True][1].float(), runs[False][1].float()) < 1e-3, path
+    outs = {}
+    for rotated in (False, True):
+        tokens = (M,) if rotated else ()
+        config = dataclasses.replace(TL_GEMMS, fp8_pairs_down_rotated_tokens={"small": tokens, "large": tokens})
+        plan = plan_fused_moe_decode(x, logits, w13, w2, k, tile_configs=cfg, path="pairs", config=config, **kw)
+        assert dict(plan.launches)["down"].keywords.get("ROTATE_K", False) == rotated
+        for _, launch in plan.launches:
+            launch()
+        outs[rotated] = plan.out.float()
+    assert _rel_err(outs[True], outs[False]) < 1e-3
 
 
 def test_down_k_loop_rotated_where_it_measured_faster():
@@ -490,30 +476,30 @@ def test_down_k_loop_rotated_where_it_measured_faster():
     w13, w2, kw = _zero_weights(E, H, I, "block")
     for M, rotated in ((1, True), (2, False)):
         x, logits = torch.zeros(M, H, dtype=torch.bfloat16), torch.randn(M, E)
-        plan = moe_decode.plan_fused_moe_decode(x, logits, w13, w2, k, path="pairs", **kw)
+        plan = plan_fused_moe_decode(x, logits, w13, w2, k, path="pairs", **kw)
         launches = dict(plan.launches)
         assert launches["down"].keywords.get("ROTATE_K", False) == rotated
         assert "ROTATE_K" not in launches["gate_up"].keywords
-    assert moe_decode.plan_fused_moe_decode(torch.zeros(1, H, dtype=torch.bfloat16), torch.randn(1, E), w13, w2, k,
+    assert plan_fused_moe_decode(torch.zeros(1, H, dtype=torch.bfloat16), torch.randn(1, E), w13, w2, k,
                                             **kw).path == "pairs"
     w13, w2, kw = _zero_weights(E, 2048, 768, "block")
-    plan = moe_decode.plan_fused_moe_decode(torch.zeros(1, 2048, dtype=torch.bfloat16), torch.randn(1, E), w13, w2,
+    plan = plan_fused_moe_decode(torch.zeros(1, 2048, dtype=torch.bfloat16), torch.randn(1, E), w13, w2,
                                             k, **kw)
     assert plan.path == "pairs" and "ROTATE_K" not in dict(plan.launches)["down"].keywords
 
 
-def test_real_sm90_compile_of_the_per_pair_handoff(monkeypatch):
+def test_real_sm90_compile_of_the_per_pair_handoff():
     """With the per-pair handoff the down GEMM does not wait for the whole gate_up launch: it polls
     its pair's counter with gpu-scope acquire atomics; gate_up releases its arrival after a CTA
     barrier; with PDL both stay PDL-launched."""
     _compile_side()
-    monkeypatch.setattr(moe_decode, "PAIR_HANDOFF_MIN_PAIRS", 1)
     E, k, H, I, M = 8, 2, 256, 256, 1
     w13, w2, kw = _zero_weights(E, H, I, "block")
     gemm = triton_compat.unwrap_jit_function(moe_decode.moe_decode_gemm_kernel)
     triton_compat.forget_compiled_variants(gemm)
     with jitguard.offline(compile=True):
-        fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k, path="pairs", **kw)
+        fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k, path="pairs",
+                         config=dataclasses.replace(TL_GEMMS, pair_handoff_min_pairs=1), **kw)
     ptx = [c.asm["ptx"] for c in _compiled(moe_decode.moe_decode_gemm_kernel).values()]
     assert len(ptx) == 2
     # The poll (an atomic add of 0) compiles to an acquire load; the arrival to a release reduction.
@@ -584,25 +570,33 @@ def test_math_fp8_block_tiles_deeper_than_a_group_equal_128_deep_tiles(path, M, 
 @pytest.mark.interpreter
 @pytest.mark.parametrize("gate_up_block_n", [32, 256], ids=["last-writer", "whole-groups"])
 @pytest.mark.parametrize("I", [256, 192, 320])
-def test_math_intermediate_quantized_by_gate_up_equals_quantized_on_load(I, gate_up_block_n, monkeypatch):
-    """FP8 block scales: gate_up writing the e4m3 intermediate (QUANTIZE_INTER: its last writer per
-    128-column group, or with 128 output columns per program each program from its registers) gives
-    the layer that quantizing it as the down GEMM loads it gives, also where I ends in a partial group
-    (192, 320) whose writers are fewer; every group counter is left at zero."""
+def test_math_intermediate_quantized_by_gate_up_equals_quantized_by_a_launch_of_its_own(I, gate_up_block_n):
+    """FP8 block scales: gate_up writing the e4m3 intermediate (its last writer per 128-column group, or with
+    128 output columns per program each program from its registers) writes the e4m3 values and scales that the
+    group quantization launch (the chain path's) makes of gate_up's bf16 intermediate, bit for bit, also where I
+    ends in a partial group (192, 320) whose writers are fewer; every group counter is left at zero."""
     device = _device()
     M, E, k, H = 3, 8, 2, 256
+    P, groups = M * k, -(-I // 128)
     gen = torch.Generator().manual_seed(I)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, device)
-    tile = TileConfig(16, 32, 128, 1, 4, 2, True)
-    tiles = MoeTileConfigs(TileConfig(16, gate_up_block_n, 128, 1, 4, 2, True), tile)
+    down_tile = TileConfig(16, 32, 128, 1, 4, 2, True)
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
-    outs = {}
-    for quantize_inter in (True, False):
-        monkeypatch.setattr(moe_decode, "QUANTIZE_INTER", quantize_inter)
-        outs[quantize_inter] = fused_moe_decode(x, logits, w13, w2, k, tile_configs=tiles, workspace=ws, **kw).float()
+
+    def grouped_layer(block_n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(bf16 intermediate, its e4m3 values, their scales) as the grouped path's gate_up left them."""
+        tiles = MoeTileConfigs(TileConfig(16, block_n, 128, 1, 4, 2, True), down_tile)
+        fused_moe_decode(x, logits, w13, w2, k, tile_configs=tiles, workspace=ws, path="grouped", **kw)
         assert ws.group_arrivals.cpu().count_nonzero() == 0
-    # The same e4m3 values and scales reach the same MMAs: equal but for accumulation order.
-    assert _rel_err(outs[True], outs[False]) < 1e-3
+        return ws.inter[:P].clone(), ws.inter_q[:P].clone(), ws.a2_amax[:P * groups].view(P, groups).clone()
+
+    # A 32-column gate_up stores the bf16 intermediate too (a 256-column one quantizes from registers only).
+    inter, _, _ = grouped_layer(32)
+    want_q, want_scale = torch.empty_like(ws.inter_q[:P]), torch.empty(P, groups, device=device)
+    moe_quant.launch_quantize_groups(inter, want_q, want_scale, 128)
+    _, got_q, got_scale = grouped_layer(gate_up_block_n)
+    assert torch.equal(got_scale.cpu(), want_scale.cpu())
+    assert torch.equal(got_q.view(torch.uint8).cpu(), want_q.view(torch.uint8).cpu())
 
 
 # ---- clear errors ----------------------------------------------------------------------------------
@@ -781,16 +775,17 @@ def test_one_variant_per_tile_config_for_m_1_to_64_and_beyond(scheme, E, k):
     # ... and with the handoff, once more: that x launch also zeroes the pair counters.
     pairs_x_launches = {h for M, h in handoff.items() if paths[M] == "pairs"} if fp8 else set()
     # The route launch on more warps where its router's few-token tile holds 1024 logits or more (5..8
-    # tokens with 128 experts, off the pairs path): once more; with its routers apart (ROUTE_ALIGN_APART,
-    # past the few-token router): once more.
+    # tokens with 128 experts, off the pairs path): once more; with its routers apart (past the few-token
+    # router): once more.
     quant = moe_gemm.QUANT_BLOCK if fp8 else moe_gemm.QUANT_NONE
     route_launches = set()
     for M, path in paths.items():
         if path != "pairs":
-            apart = moe_decode._route_routers_apart(M, E, quant)
-            route_launches.add((apart, moe_decode._route_warps(M, E, quant, False, apart)))
-    assert (moe_decode.ROUTE_WIDE_TILE_WARPS in {w for _, w in route_launches}) == (E == 128 and any(
-        5 <= M <= 8 and path != "pairs" for M, path in paths.items()))
+            apart = moe_decode._route_routers_apart(M, E, quant, TL_GEMMS)
+            route_launches.add((apart, moe_decode._route_warps(M, E, quant, False, TL_GEMMS, apart)))
+    # (Only where this Triton has the few-token router's batched top-k: Triton 3.2 has none.)
+    assert (TL_GEMMS.route_wide_tile_warps in {w for _, w in route_launches}) == bool(
+        moe_decode.HAS_BATCHED_TOPK and E == 128 and any(5 <= M <= 8 and path != "pairs" for M, path in paths.items()))
     assert len(route_launches) <= 3, route_launches
     assert decode_variants["moe_decode_route_kernel"] == len(route_launches) + len(pairs_x_launches)
     assert decode_variants["moe_grouped_gemm_kernel"] == (len({r.gate_up for r in chain_rows})
@@ -878,7 +873,7 @@ def test_real_sm90_compile_with_stamps_reads_the_global_timer_five_times_and_wit
     extra = {"STAMPS": True, "stamps_ptr": buf} if path == "pairs" else {"stamps": buf}
     ptx = {}
     with jitguard.offline(compile=True):
-        plan = moe_decode.plan_fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k,
+        plan = plan_fused_moe_decode(torch.randn(M, H).to(torch.bfloat16), torch.randn(M, E), w13, w2, k,
                                                 path=path, **kw)
         for stamps in (False, True):
             triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
@@ -1125,9 +1120,9 @@ def test_decode_without_a_workspace_allocates_nothing_after_its_first_call(schem
             fused_moe_decode(x, logits, w13, w2, k, out=out, **kw)
         with _Allocations() as second:
             fused_moe_decode(x, logits, w13, w2, k, out=out, **kw)
-        plans = [moe_decode.plan_fused_moe_decode(x, logits, w13, w2, k, out=out, **kw) for _ in range(2)]
+        plans = [plan_fused_moe_decode(x, logits, w13, w2, k, out=out, **kw) for _ in range(2)]
         fp16_w13, fp16_w2 = (w13.half(), w2.half()) if scheme == "bf16" else (w13, w2)
-        fp16_plan = moe_decode.plan_fused_moe_decode(x.half(), logits, fp16_w13, fp16_w2, k, **kw)
+        fp16_plan = plan_fused_moe_decode(x.half(), logits, fp16_w13, fp16_w2, k, **kw)
         moe_decode.clear_cached_workspaces()
         with _Allocations() as after_clear:
             fused_moe_decode(x, logits, w13, w2, k, out=out, **kw)
@@ -1154,13 +1149,13 @@ def test_cuda_graph_replays_follow_new_inputs(M, path):
     _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, path, gen, {}, 1.5e-2)
 
 
-def _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, path, gen, fp8_kw, tol):
-    """Capture one layer call, then replay it three times with new tokens and logits copied into the
-    captured inputs: each output within ``tol`` of the fp32 reference (activations quantized for FP8)."""
+def _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, path, gen, fp8_kw, tol, config=TL_GEMMS):
+    """Capture one layer call (taking ``config``), then replay it three times with new tokens and logits copied into
+    the captured inputs: each output within ``tol`` of the fp32 reference (activations quantized for FP8)."""
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
     out = torch.empty_like(x)
     graph = _captured_graph(lambda: fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, out=out,
-                                                     path=path, **fp8_kw))
+                                                     path=path, config=config, **fp8_kw))
     for ref in _replays_with_new_inputs(graph, x, logits, (out,), w13, w2, k, gen, fp8_kw):
         assert _rel_err(out, ref) < tol
 
@@ -1212,16 +1207,15 @@ def test_cuda_graph_replays_of_the_fp8_block_layer_follow_new_inputs(M, path):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("M,path", [(1, "grouped"), (5, "grouped"), (8, "grouped"), (17, "grouped"), (11, "chain")])
-def test_cuda_graph_replays_with_the_route_launch_routers_apart_follow_new_inputs(M, path, monkeypatch):
-    """ROUTE_ALIGN_APART "always": the grouped and chain paths with routers apart from the rows' programs,
+def test_cuda_graph_replays_with_the_route_launch_routers_apart_follow_new_inputs(M, path):
+    """ROUTERS_APART: the grouped and chain paths with routers apart from the rows' programs at every M,
     the last router aligning, captured once: every replay with new tokens and logits matches the reference."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    monkeypatch.setattr(moe_decode, "ROUTE_ALIGN_APART", "always")
     E, k, H, I = 16, 4, 256, 320
     gen = torch.Generator().manual_seed(50 + M)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
-    _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, path, gen, kw, 4e-2)
+    _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, path, gen, kw, 4e-2, config=ROUTERS_APART)
 
 
 def test_fp8_block_scales_take_the_pairs_path_where_it_measured_faster_by_expert_size():

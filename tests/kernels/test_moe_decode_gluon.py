@@ -1,5 +1,5 @@
-"""The decode layer's GEMMs in Gluon (``moe_decode_gluon``): FP8 block-scaled (``moe_decode.GLUON_FP8_GEMMS``) and
-bf16 / fp16 (``GLUON_BF16_GEMMS``).
+"""The decode layer's GEMMs in Gluon (``moe_decode_gluon``): FP8 block-scaled (``DecodeConfig.gluon_fp8_gemms``) and
+bf16 / fp16 (``gluon_bf16_gemms``).
 
 Offline (jitguard's fake sm_90 driver, real compiles): where the plan takes the Gluon kernel, one
 variant per GEMM for every M, and what the PTX does (each step's wgmma waited only after the next
@@ -10,6 +10,7 @@ where this Triton has no Gluon (3.2-3.4) or under the interpreter.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -20,7 +21,9 @@ from jitguard import triton_compat
 from jitguard.kernels import moe_decode
 from jitguard.kernels.moe_configs import expert_size_class, expert_weight_bytes
 from jitguard.kernels.moe_decode import (
+    DEFAULT_DECODE_CONFIG,
     MAX_DECODE_TOKENS,
+    DecodeConfig,
     MoeDecodeWorkspace,
     fused_moe_decode,
     fused_moe_decode_reference,
@@ -44,20 +47,23 @@ needs_gluon = pytest.mark.skipif(not gluon_gemms_supported(),
                                  reason="this Triton has no Gluon Hopper wgmma (Triton >= 3.5), or is interpreted")
 
 
-@pytest.fixture
-def gluon_on(monkeypatch):
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
+def _config(base: DecodeConfig = DEFAULT_DECODE_CONFIG, **changes) -> DecodeConfig:
+    return dataclasses.replace(base, **changes)
 
 
-def _tiles(monkeypatch, up_n: int, up_s: int, down_n: int, down_s: int) -> None:
-    """Both paths' Gluon tiles set to these (gate_up out_n x stages, down out_n x stages) at every token count, for
-    FP8 and bf16, on every GPU: every table that would win over GLUON_TILES at a listed point emptied
-    (GLUON_TILES_AT, GLUON_TILES_ON_GPU on the GPUs it names, GLUON_BF16_TILES_AT for bf16)."""
+# Both GEMMs on Gluon wherever the plan can take it (FP8 block scales; with GLUON_BOTH, bf16 too) / on tl's kernel.
+GLUON_ON = _config(gluon_fp8_gemms="always")
+GLUON_BOTH = _config(gluon_fp8_gemms="always", gluon_bf16_gemms="always")
+TL_ONLY = _config(gluon_fp8_gemms="never", gluon_bf16_gemms="never")
+
+
+def _tiles(base: DecodeConfig, up_n: int, up_s: int, down_n: int, down_s: int) -> DecodeConfig:
+    """``base`` with both paths' Gluon tiles set to these (gate_up out_n x stages, down out_n x stages) at every token
+    count, for FP8 and bf16, on every GPU: every table that would win over gluon_tiles at a listed point emptied
+    (gluon_tiles_at, gluon_tiles_on_gpu on the GPUs it names, gluon_bf16_tiles_at for bf16)."""
     tiles = (GluonTile(up_n, up_s), GluonTile(down_n, down_s))
-    monkeypatch.setattr(moe_decode, "GLUON_TILES", {"pairs": tiles, "grouped": tiles})
-    monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {})
-    monkeypatch.setattr(moe_decode, "GLUON_TILES_ON_GPU", {})
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_TILES_AT", {})
+    return _config(base, gluon_tiles={"pairs": tiles, "grouped": tiles}, gluon_tiles_at={}, gluon_tiles_on_gpu={},
+                   gluon_bf16_tiles_at={})
 
 
 def _listed_fp8_tiles():
@@ -84,10 +90,10 @@ SHIPPED_FP8_TILE_ENTRIES = _shipped_fp8_tile_entries()
 TILE_TEST_SHAPES = {"small": (384, 640), "large": (2048, 1536)}
 
 
-def _plan(M, E, k, H, I, path="grouped", ws=None):
+def _plan(M, E, k, H, I, path="grouped", ws=None, config=GLUON_ON):
     w13, w2, kw = _zero_weights(E, H, I, "block")
     x = torch.randn(M, H).to(torch.bfloat16)
-    return plan_fused_moe_decode(x, torch.randn(M, E), w13, w2, k, path=path, workspace=ws, **kw)
+    return plan_fused_moe_decode(x, torch.randn(M, E), w13, w2, k, path=path, workspace=ws, config=config, **kw)
 
 
 def test_gluon_tile_rejects_what_one_warpgroup_cannot_run():
@@ -98,34 +104,32 @@ def test_gluon_tile_rejects_what_one_warpgroup_cannot_run():
 
 
 @needs_gluon
-def test_a_down_tile_of_32_columns_is_refused_by_name(gluon_on, monkeypatch):
+def test_a_down_tile_of_32_columns_is_refused_by_name():
     """32 output columns are 64 weight rows for gate_up (gate and up) but 32 for down: one line naming it."""
-    _tiles(monkeypatch, 32, 4, 32, 4)
     with pytest.raises(ValueError, match=r"the Gluon down tile's out_n must be 64 or 128"):
-        _plan(3, 16, 4, 256, 384)
+        _plan(3, 16, 4, 256, 384, config=_tiles(GLUON_ON, 32, 4, 32, 4))
 
 
 @needs_gluon
-def test_plan_takes_gluon_only_on_the_grouped_and_pairs_fp8_block_paths_with_128_multiples(gluon_on):
-    """GLUON_FP8_GEMMS "always": the grouped and pairs paths with block scales and H, I multiples of 128
+def test_plan_takes_gluon_only_on_the_grouped_and_pairs_fp8_block_paths_with_128_multiples():
+    """gluon_fp8_gemms "always": the grouped and pairs paths with block scales and H, I multiples of 128
     run on Gluon; the chain path, and an I of 320, stay on tl's kernels; "never": nothing does."""
     assert _plan(3, 16, 4, 256, 384).gemms == "gluon"
     assert _plan(3, 16, 4, 256, 320).gemms == "tl"
     assert _plan(1, 16, 4, 256, 384, path="pairs").gemms == "gluon"
     assert _plan(12, 16, 4, 256, 384, path="chain").gemms == "tl"
-    moe_decode.GLUON_FP8_GEMMS = "never"
-    assert _plan(3, 16, 4, 256, 384).gemms == "tl"
+    assert _plan(3, 16, 4, 256, 384, config=_config(gluon_fp8_gemms="never")).gemms == "tl"
 
 
 @needs_gluon
 def test_measured_gluon_token_counts_by_expert_size_and_path():
-    """GLUON_FP8_GEMMS "measured" (the default): Gluon where it timed faster, the
+    """gluon_fp8_gemms "measured" (the default): Gluon where it timed faster, the
     pairs path at 1-2 tokens for both expert sizes and 4-5 for small experts (4 with
     64-column gate_up tiles), the grouped path at 3 and 7-64 tokens for small experts (21-64 with the top-k sum
     launched apart) and 3, 5-8, 10, 12 and 13 for large ones (with their own tiles); tl's kernels elsewhere (the pairs
     path's per-pair handoff at 6
     tokens and the chain path past these counts were faster)."""
-    assert moe_decode.GLUON_FP8_GEMMS == "measured"
+    assert DEFAULT_DECODE_CONFIG.gluon_fp8_gemms == "measured"
     small = expert_weight_bytes(2048, 768, 1)
     large = expert_weight_bytes(7168, 1024, 1)
     taken = {(size, path, M) for size, eb in (("small", small), ("large", large)) for path in ("pairs", "grouped")
@@ -152,7 +156,7 @@ def test_measured_gluon_token_counts_by_expert_size_and_path():
 
 
 @needs_gluon
-def test_auto_path_takes_the_grouped_path_where_only_its_gemms_run_in_gluon(monkeypatch):
+def test_auto_path_takes_the_grouped_path_where_only_its_gemms_run_in_gluon():
     """Given H and I, choose_decode_path sends FP8 block scales to the grouped path at the token counts
     where its GEMMs run in Gluon and the pairs path's would not (Qwen3-30B-like M = 3 and 9-64 past the
     chain's FP8_CHAIN_ABOVE_TOKENS, DeepSeek-V3-TP2-like M = 6, 10, 12, 13); with tl's GEMMs everywhere ("never") or
@@ -171,16 +175,14 @@ def test_auto_path_takes_the_grouped_path_where_only_its_gemms_run_in_gluon(monk
             for M in range(1, 15)] == deepseek
     assert moe_decode.choose_decode_path(3, 128, 8, True, True, small) == "pairs"
     assert moe_decode.choose_decode_path(9, 128, 8, True, True, small) == "chain"
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
-    assert moe_decode.choose_decode_path(21, 128, 8, True, True, small, 2048, 768) == "grouped"
-    assert moe_decode.choose_decode_path(11, 256, 8, True, True, large, 7168, 1024) == "chain"
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "never")
-    assert moe_decode.choose_decode_path(3, 128, 8, True, True, small, 2048, 768) == "pairs"
-    assert moe_decode.choose_decode_path(6, 256, 8, True, True, large, 7168, 1024) == "pairs"
-    assert moe_decode.choose_decode_path(9, 128, 8, True, True, small, 2048, 768) == "chain"
+    assert moe_decode.choose_decode_path(21, 128, 8, True, True, small, 2048, 768, config=GLUON_ON) == "grouped"
+    assert moe_decode.choose_decode_path(11, 256, 8, True, True, large, 7168, 1024, config=GLUON_ON) == "chain"
+    assert moe_decode.choose_decode_path(3, 128, 8, True, True, small, 2048, 768, config=TL_ONLY) == "pairs"
+    assert moe_decode.choose_decode_path(6, 256, 8, True, True, large, 7168, 1024, config=TL_ONLY) == "pairs"
+    assert moe_decode.choose_decode_path(9, 128, 8, True, True, small, 2048, 768, config=TL_ONLY) == "chain"
 
 
-def test_tiles_by_token_count_and_expert_size(monkeypatch):
+def test_tiles_by_token_count_and_expert_size():
     """gluon_tiles: GLUON_TILES_AT's tiles where it lists the expert size class, path and token count, else
     GLUON_TILES' (small experts: on the pairs path down 128 x 4 at 1 and 2 tokens, gate_up's 64 columns at 4 and 5
     (6 stages at 5, with down's 4); on the grouped path down's 128 x 4 at 3, gate_up 32 x 8 with down 128 x 4 at 7,
@@ -212,13 +214,13 @@ def test_tiles_by_token_count_and_expert_size(monkeypatch):
     assert {moe_decode.gluon_tiles("grouped", M, small) for M in range(21, 41)} == {(GluonTile(32, 6),
                                                                                     GluonTile(128, 4))}
     assert moe_decode.gluon_tiles("grouped", 41, small) == (grouped_up, grouped_down)
-    monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {"large": {"grouped": {6: ((64, 3), (64, 5))}}})
-    assert moe_decode.gluon_tiles("pairs", 2, small) == (up, down)
-    assert moe_decode.gluon_tiles("grouped", 6, large) == (GluonTile(64, 3), GluonTile(64, 5))
-    assert moe_decode.gluon_tiles("grouped", 6, None) == (GluonTile(64, 3), GluonTile(64, 5))  # unknown: large
+    other = _config(gluon_tiles_at={"large": {"grouped": {6: ((64, 3), (64, 5))}}})
+    assert moe_decode.gluon_tiles("pairs", 2, small, config=other) == (up, down)
+    assert moe_decode.gluon_tiles("grouped", 6, large, config=other) == (GluonTile(64, 3), GluonTile(64, 5))
+    assert moe_decode.gluon_tiles("grouped", 6, None, config=other) == (GluonTile(64, 3), GluonTile(64, 5))  # large
 
 
-def test_tiles_tuned_on_another_gpu_are_taken_there_first(monkeypatch):
+def test_tiles_tuned_on_another_gpu_are_taken_there_first():
     """GLUON_TILES_ON_GPU: on the GPU it names (torch.cuda.get_device_name's name), its tiles where it lists the
     expert size class, path and token count, GLUON_TILES_AT's elsewhere; on any other GPU, and with no GPU name,
     GLUON_TILES_AT's; bf16 keeps GLUON_BF16_TILES_AT's. The shipped H100 entry: Qwen3-30B-sized experts, gate_up
@@ -242,59 +244,56 @@ def test_tiles_tuned_on_another_gpu_are_taken_there_first(monkeypatch):
     assert moe_decode.gluon_tiles("pairs", 2, large, gpu_name=h100) == (GluonTile(64, 8), GluonTile(128, 3))
     assert (moe_decode.gluon_tiles("pairs", 2, small, unquantized=True, gpu_name=h100)
             == moe_decode.gluon_tiles("pairs", 2, small, unquantized=True))
-    monkeypatch.setattr(moe_decode, "GLUON_TILES_ON_GPU", {"Some GPU": {"large": {"grouped": {6: ((64, 4), (64, 5))}}}})
-    assert moe_decode.gluon_tiles("grouped", 6, large, gpu_name="Some GPU") == (GluonTile(64, 4), GluonTile(64, 5))
-    assert moe_decode.gluon_tiles("grouped", 6, large, gpu_name=h100) == moe_decode.gluon_tiles("grouped", 6, large)
+    other = _config(gluon_tiles_on_gpu={"Some GPU": {"large": {"grouped": {6: ((64, 4), (64, 5))}}}})
+    assert (moe_decode.gluon_tiles("grouped", 6, large, gpu_name="Some GPU", config=other)
+            == (GluonTile(64, 4), GluonTile(64, 5)))
+    assert (moe_decode.gluon_tiles("grouped", 6, large, gpu_name=h100, config=other)
+            == moe_decode.gluon_tiles("grouped", 6, large))
     assert moe_decode.gpu_name(torch.device("cpu")) is None
 
 
-def test_unknown_gluon_mode_is_one_line_error(monkeypatch):
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", True)
-    with pytest.raises(ValueError, match=r"GLUON_FP8_GEMMS must be one of \('measured', 'always', 'never'\), got True"):
-        moe_decode.takes_gluon_gemms(1, "pairs", True, 2048, 768)
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "measured")
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "yes")
-    with pytest.raises(ValueError,
-                       match=r"GLUON_BF16_GEMMS must be one of \('measured', 'always', 'never'\), got 'yes'"):
-        moe_decode.takes_gluon_gemms(1, "pairs", False, 2048, 768, unquantized=True)
+def test_unknown_gluon_mode_is_one_line_error():
+    modes = r"\('measured', 'always', 'never'\)"
+    with pytest.raises(ValueError, match=rf"DecodeConfig.gluon_fp8_gemms must be one of {modes}, got True"):
+        _config(gluon_fp8_gemms=True)
+    with pytest.raises(ValueError, match=rf"DecodeConfig.gluon_bf16_gemms must be one of {modes}, got 'yes'"):
+        _config(gluon_bf16_gemms="yes")
 
 
-# ---- bf16 / fp16 on the Gluon GEMMs (GLUON_BF16_GEMMS) ------------------------------------------------
+# ---- bf16 / fp16 on the Gluon GEMMs (gluon_bf16_gemms) ------------------------------------------------
 
-def _bf16_plan(M, E, k, H, I, path="pairs", ws=None, dtype=torch.bfloat16):
-    """A bf16 (or ``dtype``) layer of zero CPU weights planned: (plan, x)."""
+def _bf16_plan(M, E, k, H, I, path="pairs", ws=None, dtype=torch.bfloat16, config=GLUON_BOTH):
+    """A bf16 (or ``dtype``) layer of zero CPU weights planned with ``config``: (plan, x)."""
     w13, w2 = (w.to(dtype) for w in _zero_weights(E, H, I, "bf16")[:2])
     x = torch.randn(M, H).to(dtype)
-    return plan_fused_moe_decode(x, torch.randn(M, E), w13, w2, k, path=path, workspace=ws), x
+    return plan_fused_moe_decode(x, torch.randn(M, E), w13, w2, k, path=path, workspace=ws, config=config), x
 
 
 @needs_gluon
-def test_bf16_takes_gluon_only_where_listed_or_asked(monkeypatch):
-    """GLUON_BF16_GEMMS "measured": the token counts GLUON_BF16_TOKENS lists by the size class of the expert's
+def test_bf16_takes_gluon_only_where_listed_or_asked():
+    """gluon_bf16_gemms "measured": the token counts GLUON_BF16_TOKENS lists by the size class of the expert's
     weight count and path (and "auto" takes the grouped path where it lists that path's); "always": the pairs
     and grouped paths with H, I multiples of 128; "never": nowhere. FP8's switch does not decide bf16, nor
     bf16's FP8."""
-    assert moe_decode.GLUON_BF16_GEMMS == "measured"
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_TOKENS", {"small": {"pairs": (1,), "grouped": (5,)}})
+    assert DEFAULT_DECODE_CONFIG.gluon_bf16_gemms == "measured"
+    listed = _config(gluon_bf16_tokens={"small": {"pairs": (1,), "grouped": (5,)}})
     taken = {(path, M) for path in ("pairs", "grouped", "chain") for M in range(1, 65)
-             if moe_decode.takes_gluon_gemms(M, path, False, 2048, 768, unquantized=True)}
+             if moe_decode.takes_gluon_gemms(M, path, False, 2048, 768, unquantized=True, config=listed)}
     assert taken == {("pairs", 1), ("grouped", 5)}
     # Mixtral-sized experts (4096 x 14336) are of the large class: none listed.
-    assert not moe_decode.takes_gluon_gemms(1, "pairs", False, 4096, 14336, unquantized=True)
-    assert moe_decode.choose_decode_path(5, 128, 8, False, False, None, 2048, 768) == "grouped"
-    assert moe_decode.choose_decode_path(5, 128, 8, False, False) == "chain"  # H and I unknown
-    assert moe_decode.choose_decode_path(6, 128, 8, False, False, None, 2048, 768) == "chain"
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "never")
-    assert moe_decode.takes_gluon_gemms(7, "grouped", False, 2048, 768, unquantized=True)
-    assert not moe_decode.takes_gluon_gemms(7, "chain", False, 2048, 768, unquantized=True)
-    assert not moe_decode.takes_gluon_gemms(1, "pairs", False, 2048, 320, unquantized=True)
-    assert not moe_decode.takes_gluon_gemms(1, "pairs", True, 2048, 768)  # FP8 "never"
-    plan, _ = _bf16_plan(1, 16, 4, 256, 384)
+    assert not moe_decode.takes_gluon_gemms(1, "pairs", False, 4096, 14336, unquantized=True, config=listed)
+    assert moe_decode.choose_decode_path(5, 128, 8, False, False, None, 2048, 768, config=listed) == "grouped"
+    assert moe_decode.choose_decode_path(5, 128, 8, False, False, config=listed) == "chain"  # H and I unknown
+    assert moe_decode.choose_decode_path(6, 128, 8, False, False, None, 2048, 768, config=listed) == "chain"
+    bf16_only = _config(gluon_bf16_gemms="always", gluon_fp8_gemms="never")
+    assert moe_decode.takes_gluon_gemms(7, "grouped", False, 2048, 768, unquantized=True, config=bf16_only)
+    assert not moe_decode.takes_gluon_gemms(7, "chain", False, 2048, 768, unquantized=True, config=bf16_only)
+    assert not moe_decode.takes_gluon_gemms(1, "pairs", False, 2048, 320, unquantized=True, config=bf16_only)
+    assert not moe_decode.takes_gluon_gemms(1, "pairs", True, 2048, 768, config=bf16_only)  # FP8 "never"
+    plan, _ = _bf16_plan(1, 16, 4, 256, 384, config=bf16_only)
     assert plan.gemms == "gluon"
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "never")
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
-    assert _bf16_plan(1, 16, 4, 256, 384)[0].gemms == "tl"
+    fp8_only = _config(gluon_bf16_gemms="never", gluon_fp8_gemms="always")
+    assert _bf16_plan(1, 16, 4, 256, 384, config=fp8_only)[0].gemms == "tl"
 
 
 @needs_gluon
@@ -318,24 +317,25 @@ def test_measured_bf16_gluon_token_counts_and_the_paths_auto_takes():
 
 
 @needs_gluon
-def test_bf16_gluon_tiles_by_path_and_token_count(monkeypatch):
+def test_bf16_gluon_tiles_by_path_and_token_count():
     """gluon_tiles for bf16 / fp16: GLUON_BF16_TILES_AT's by path and token count, else GLUON_TILES' (never the
     FP8 table's, whatever the expert size)."""
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_TILES_AT", {"pairs": {1: ((64, 4), (128, 5))}})
-    assert moe_decode.gluon_tiles("pairs", 1, None, unquantized=True) == (GluonTile(64, 4), GluonTile(128, 5))
-    assert moe_decode.gluon_tiles("pairs", 2, None, unquantized=True) == moe_decode.GLUON_TILES["pairs"]
-    assert moe_decode.gluon_tiles("grouped", 8, None, unquantized=True) == moe_decode.GLUON_TILES["grouped"]
-    assert moe_decode.gluon_tiles("pairs", 1, None) != (GluonTile(64, 4), GluonTile(128, 5))
+    other = _config(gluon_bf16_tiles_at={"pairs": {1: ((64, 4), (128, 5))}})
+    assert moe_decode.gluon_tiles("pairs", 1, None, unquantized=True, config=other) == (GluonTile(64, 4),
+                                                                                        GluonTile(128, 5))
+    assert moe_decode.gluon_tiles("pairs", 2, None, unquantized=True, config=other) == moe_decode.GLUON_TILES["pairs"]
+    assert (moe_decode.gluon_tiles("grouped", 8, None, unquantized=True, config=other)
+            == moe_decode.GLUON_TILES["grouped"])
+    assert moe_decode.gluon_tiles("pairs", 1, None, config=other) != (GluonTile(64, 4), GluonTile(128, 5))
 
 
 @needs_gluon
 @pytest.mark.parametrize("path", ["pairs", "grouped"])
-def test_bf16_gluon_plan_routes_first_and_reads_x_and_the_intermediate_unquantized(path, monkeypatch):
+def test_bf16_gluon_plan_routes_first_and_reads_x_and_the_intermediate_unquantized(path):
     """bf16 on the Gluon GEMMs: on the pairs path an x launch that only routes ("route_tokens": no row
     quantized, each token's routing in its own program), on the grouped path the route launch; then gate_up
     reading x itself and writing the bf16 intermediate that down reads, both with BLOCK_SCALED off, down's
     pair rows summed by the reduce launched after it."""
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
     M, k = 3, 4
     plan, x = _bf16_plan(M, 16, k, 256, 384, path=path)
     assert plan.gemms == "gluon"
@@ -354,12 +354,11 @@ def test_bf16_gluon_plan_routes_first_and_reads_x_and_the_intermediate_unquantiz
 @needs_gluon
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
 @pytest.mark.parametrize("path", ["pairs", "grouped"])
-def test_real_sm90_compile_of_the_bf16_gemms_leaves_each_wgmma_in_flight(path, dtype, monkeypatch):
+def test_real_sm90_compile_of_the_bf16_gemms_leaves_each_wgmma_in_flight(path, dtype):
     """bf16 (and fp16) on the Gluon kernel compiles for sm_90 to wgmma of that type (k16) with no e4m3 anywhere
     and no arrival counter (gate_up quantizes nothing, down's sum is launched apart), each step's wgmma waited
     only after the next step's cp.async tiles; one variant per GEMM."""
     _compile_side()
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
     kernel = moe_decode.moe_decode_gemm_gluon_kernel
     triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
     with jitguard.offline(compile=True):
@@ -380,54 +379,42 @@ def test_real_sm90_compile_of_the_bf16_gemms_leaves_each_wgmma_in_flight(path, d
 
 @needs_gluon
 @pytest.mark.parametrize("path", ["pairs", "grouped"])
-def test_real_sm90_compile_of_the_bf16_gemms_accumulating_in_the_mma_waits_one_step_behind(path, monkeypatch):
-    """GLUON_BF16_ACCUMULATE_IN_MMA: in both bf16 GEMMs' K loop each step's wgmma adds onto the accumulator in flight
-    and only the step before it is waited for (wgmma.wait_group 1), one full wait after the loop; off (shipped),
-    every wait is a full one (each step's product folded in before the next is issued). Neither serialized."""
+def test_real_sm90_compile_of_the_bf16_gemms_folds_each_step_before_the_next(path):
+    """The bf16 GEMMs take the FP8 path's products: in both K loops every wgmma wait is a full one (each step's
+    product folded in before the next is issued), none serialized by ptxas."""
     _compile_side()
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
     kernel = moe_decode.moe_decode_gemm_gluon_kernel
-    waits = {}
-    for in_mma in (False, True):
-        monkeypatch.setattr(moe_decode, "GLUON_BF16_ACCUMULATE_IN_MMA", in_mma)
-        triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
-        with jitguard.offline(compile=True):
-            plan, _ = _bf16_plan(3, 16, 4, 256, 384, path=path)
-            for _, launch in plan.launches:
-                launch()
-        ptx = _compiled_ptx(kernel)
-        assert len(ptx) == 2
-        waits[in_mma] = [sorted(re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+)", p)) for p in ptx]
-        for p in ptx:
-            assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n8k16\.f32\.bf16\.bf16", p)
-            assert ptxas_serialization_notes(p) == []
-    assert waits[False] == [["0", "0"], ["0", "0"]]
-    assert waits[True] == [["0", "1", "1"], ["0", "1", "1"]]
+    triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
+    with jitguard.offline(compile=True):
+        plan, _ = _bf16_plan(3, 16, 4, 256, 384, path=path)
+        for _, launch in plan.launches:
+            launch()
+    ptx = _compiled_ptx(kernel)
+    assert len(ptx) == 2
+    for p in ptx:
+        assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n8k16\.f32\.bf16\.bf16", p)
+        assert ptxas_serialization_notes(p) == []
+    assert [sorted(re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+)", p)) for p in ptx] == [["0", "0"], ["0", "0"]]
 
 
 @needs_gluon
-@pytest.mark.parametrize("scheme,switch", [("block", True), ("block", False), ("bf16", False), ("bf16", True)],
-                         ids=["fp8-quantized-by-down", "fp8-quantized-by-gate-up", "bf16", "bf16-in-the-mma"])
+@pytest.mark.parametrize("scheme", ["block", "bf16"], ids=["fp8", "bf16"])
 @pytest.mark.parametrize("tiles", [(32, 4, 64, 4), (64, 6, 128, 8), (128, 3, 128, 3)],
                          ids=["32-columns", "64-columns", "128-columns"])
 @pytest.mark.parametrize("path", ["pairs", "grouped"])
-def test_real_sm90_compile_leaves_no_wgmma_serialized_by_ptxas(path, tiles, scheme, switch, monkeypatch):
+def test_real_sm90_compile_leaves_no_wgmma_serialized_by_ptxas(path, tiles, scheme):
     """Both Gluon GEMMs as this Triton's ptxas assembles them for sm_90a: no wgmma serialized (C7514 / C7515, which
     ptxas does where registers of a wgmma in flight are read or written: the form with two
-    FP8 products in flight was, at every tile), in each setting the layer can take."""
+    FP8 products in flight was, at every tile), FP8 and bf16, at every tile width."""
     _compile_side()
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
-    monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", switch)
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_ACCUMULATE_IN_MMA", switch)
-    _tiles(monkeypatch, *tiles)
+    config = _tiles(GLUON_BOTH, *tiles)
     kernel = moe_decode.moe_decode_gemm_gluon_kernel
     triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
     with jitguard.offline(compile=True):
         if scheme == "bf16":
-            plan, _ = _bf16_plan(3, 16, 4, 256, 384, path=path)
+            plan, _ = _bf16_plan(3, 16, 4, 256, 384, path=path, config=config)
         else:
-            plan = _plan(3, 16, 4, 256, 384, path=path)
+            plan = _plan(3, 16, 4, 256, 384, path=path, config=config)
         for _, launch in plan.launches:
             launch()
     ptx = _compiled_ptx(kernel)
@@ -437,35 +424,30 @@ def test_real_sm90_compile_leaves_no_wgmma_serialized_by_ptxas(path, tiles, sche
 
 
 @needs_gluon
-@pytest.mark.parametrize("path,routers_apart,scheme,from_counts", [
-    ("grouped", True, "block", False), ("pairs", True, "block", False), ("pairs", False, "block", False),
-    ("grouped", True, "bf16", False), ("pairs", True, "bf16", False), ("grouped", True, "block", True),
-    ("grouped", True, "bf16", True)],
-    ids=["grouped", "pairs", "pairs-routed-after-the-row", "grouped-bf16", "pairs-bf16", "grouped-tiles-from-counts",
+@pytest.mark.parametrize("path,scheme,from_counts", [
+    ("grouped", "block", False), ("pairs", "block", False), ("grouped", "bf16", False), ("pairs", "bf16", False),
+    ("grouped", "block", True), ("grouped", "bf16", True)],
+    ids=["grouped", "pairs", "grouped-bf16", "pairs-bf16", "grouped-tiles-from-counts",
          "grouped-bf16-tiles-from-counts"])
-def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, routers_apart, scheme, from_counts, gluon_on, monkeypatch):
+def test_one_gluon_variant_per_gemm_for_m_1_to_64(path, scheme, from_counts):
     """Keys only: over M = 1..64 on either path the Gluon kernel compiles once for gate_up and once for
     down (every token-count integer is in do_not_specialize), tl's decode GEMM never, and the first
-    launch once on the pairs path, its routing in programs of their own or not (X_LAUNCH_ROUTERS_APART;
-    with bf16 it only routes); twice on the grouped path: its few-token router up to FEW_TOKENS tokens,
-    routers apart past it (ROUTE_ALIGN_APART "counter"), or once with the GEMMs' token tiles from the route
-    launch's counts (GLUON_TILES_FROM_COUNTS from one token: routers apart at every M, nothing aligned). FP8 block
-    scales and bf16 (GLUON_BF16_GEMMS). One tile at every M (no other down stages by token count: the shipped
-    table's are the next test's)."""
+    launch once on the pairs path (its routing in programs of their own; with bf16 it only routes); twice on the
+    grouped path: its few-token router up to FEW_TOKENS tokens, routers apart past it, or once with the GEMMs'
+    token tiles from the route launch's counts from one token (routers apart at every M, nothing aligned). FP8
+    block scales and bf16. One tile at every M (no other down stages by token count: the shipped table's are the
+    next test's)."""
     _compile_side()
-    monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
-    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS", from_counts)
-    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS_MIN_TOKENS", {"small": 1, "large": 1})
-    monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {})
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_TILES_AT", {})
+    counts_from = 1 if from_counts else MAX_DECODE_TOKENS + 1
+    config = _config(GLUON_BOTH, gluon_tiles_from_counts_min_tokens={"small": counts_from, "large": counts_from},
+                     gluon_tiles_at={}, gluon_bf16_tiles_at={})
     for kernel in (moe_decode.moe_decode_gemm_gluon_kernel, moe_decode.moe_decode_route_kernel):
         triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))  # earlier tests' keys
     E, k, H, I = 16, 4, 256, 384
     w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, scheme, MAX_DECODE_TOKENS)
     with jitguard.offline(compile=False), jitguard.watch() as rec:
         for M in range(1, MAX_DECODE_TOKENS + 1):
-            fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path=path, **kw)
+            fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path=path, config=config, **kw)
     # Both paths take 8-row token tiles (GLUON_BLOCK_M), whatever the tile table's block_m.
     assert rec.variants("moe_decode_gemm_gluon_kernel") == 2
     assert rec.variants("moe_decode_gemm_kernel") == 0
@@ -479,20 +461,18 @@ def _keywords(launch) -> dict:
 
 @needs_gluon
 @pytest.mark.parametrize("scheme", ["block", "bf16"])
-def test_tiles_from_counts_route_launch_aligns_nothing_and_the_sum_launch_zeroes_the_counts(scheme, gluon_on,
-                                                                                           monkeypatch):
-    """GLUON_TILES_FROM_COUNTS on the grouped path's Gluon GEMMs: the route launch's routers apart (2 M programs)
+def test_tiles_from_counts_route_launch_aligns_nothing_and_the_sum_launch_zeroes_the_counts(scheme):
+    """Tiles from counts on the grouped path's Gluon GEMMs: the route launch's routers apart (2 M programs)
     store each expert's pairs in rank order (EXPERT_PAIRS into the workspace's expert_pairs), both GEMMs read the
     workspace's per-expert counts (TILES_FROM_COUNTS, E_POW2 the expert count's power of two) and the top-k sum
-    launch zeroes those counts, from GLUON_TILES_FROM_COUNTS_MIN_TOKENS tokens; off, or on the pairs path, or with
-    the sum in down's last programs (no launch after down to zero them), or with gate_up's last writers quantizing
-    the intermediate (they read the sorted layout), none of it."""
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
+    launch zeroes those counts, from gluon_tiles_from_counts_min_tokens tokens for the experts' size class; below
+    it, or on the pairs path, none of it."""
     E, k, H, I = 20, 4, 256, 384
     w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, scheme, MAX_DECODE_TOKENS)
+    config = GLUON_BOTH
 
     def plan(M, path="grouped"):
-        p = plan_fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path=path, **kw)
+        p = plan_fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, path=path, config=config, **kw)
         assert p.gemms == "gluon"
         return dict(p.launches)
 
@@ -510,28 +490,20 @@ def test_tiles_from_counts_route_launch_aligns_nothing_and_the_sum_launch_zeroes
             assert zeroes is ws.counts
         return used[0]
 
-    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS", False)
-    assert not any(takes_counts(plan(M)) for M in (3, 16))
-    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS", True)
-    # These experts are small (expert_size_class): from counts from the small class's threshold.
+    # These experts are small (expert_size_class): from counts from the small class's threshold (shipped: 4).
     assert expert_size_class(expert_weight_bytes(H, I, 1)) == "small"
-    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS_MIN_TOKENS", {"small": 4, "large": 1})
     assert [takes_counts(plan(M)) for M in (1, 3, 4, 5, 8, 16, 64)] == [False, False, True, True, True, True, True]
-    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS_MIN_TOKENS", {"small": 1, "large": 4})
+    config = _config(GLUON_BOTH, gluon_tiles_from_counts_min_tokens={"small": 1, "large": 4})
     assert all(takes_counts(plan(M)) for M in (1, 3, 8, 16, 64))
     assert not takes_counts(plan(3, "pairs"))
-    if scheme == "block":
-        monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", False)
-        assert not takes_counts(plan(8))
-        monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", True)
-    monkeypatch.setattr(moe_decode, "GLUON_DOWN_SUM_LAUNCH", False)
-    assert not takes_counts(plan(8))
+    config = _config(GLUON_BOTH, gluon_tiles_from_counts_min_tokens={"small": 65, "large": 1})
+    assert not any(takes_counts(plan(M)) for M in (3, 16, 64))
 
 
 @needs_gluon
 @pytest.mark.parametrize("gpu", [None, *moe_decode.GLUON_TILES_ON_GPU])
 def test_shipped_choice_compiles_one_gluon_variant_per_gemm_and_path_over_m_1_to_64(gpu, monkeypatch):
-    """Keys only, the shipped GLUON_FP8_GEMMS ("measured"), small experts, the H200's tiles (``gpu`` None) or those
+    """Keys only, the shipped gluon_fp8_gemms ("measured"), small experts, the H200's tiles (``gpu`` None) or those
     GLUON_TILES_ON_GPU gives a GPU: over M = 1..64 the Gluon kernel compiles once per distinct tile of a GEMM on each
     path it takes (pairs at 1, 2, 4 and 5 tokens, grouped at 3 and 7-64); M = 1..64 again compiles nothing new, in the
     Gluon kernel or the x launch (whose routing is on for the pairs path)."""
@@ -574,13 +546,13 @@ def _compiled_ptx(kernel) -> list[str]:
     return [k.asm["ptx"] for cache in triton_compat.all_kernel_caches(jit_fn) for k in cache.values()]
 
 
-def _compile_layer(H: int, I: int, path: str = "grouped"):
-    """One 3-token FP8 block-scaled layer (16 experts, top 4) planned and compiled for sm_90 offline, the
-    Gluon kernel's earlier variants forgotten first: (plan, the PTX of each Gluon GEMM it compiled)."""
+def _compile_layer(H: int, I: int, path: str = "grouped", config: DecodeConfig = GLUON_ON):
+    """One 3-token FP8 block-scaled layer (16 experts, top 4) planned with ``config`` and compiled for sm_90
+    offline, the Gluon kernel's earlier variants forgotten first: (plan, the PTX of each Gluon GEMM it compiled)."""
     kernel = moe_decode.moe_decode_gemm_gluon_kernel
     triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
     with jitguard.offline(compile=True):
-        plan = _plan(3, 16, 4, H, I, path=path)
+        plan = _plan(3, 16, 4, H, I, path=path, config=config)
         for _, launch in plan.launches:
             launch()
     return plan, _compiled_ptx(kernel)
@@ -593,25 +565,25 @@ def _is_gate_up(ptx: str) -> bool:
 
 @needs_gluon
 @pytest.mark.parametrize("scheme", ["block", "bf16"])
-def test_real_sm90_compile_of_tiles_from_counts_scans_within_warps_and_keeps_each_wgmma_in_flight(scheme, gluon_on,
-                                                                                               monkeypatch):
-    """GLUON_TILES_FROM_COUNTS: both GEMMs still compile for sm_90 to wgmma left in flight while the next tiles
+def test_real_sm90_compile_of_tiles_from_counts_scans_within_warps_and_keeps_each_wgmma_in_flight(scheme):
+    """Tiles from counts: both GEMMs still compile for sm_90 to wgmma left in flight while the next tiles
     land; each program's search of the counts for its tile (a scan and three sums over E) runs in warp shuffles
     with no CTA barrier or shared memory beyond the aligned layout's kernel; the route launch takes the pairs'
     ranks with relaxed atomics and has no arrival (no acq_rel atomic, no last router)."""
     _compile_side()
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
-    _tiles(monkeypatch, 32, 4, 64, 4)
     E, k, H, I = 20, 4, 256, 384
     w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, scheme, MAX_DECODE_TOKENS)
     kernels = (moe_decode.moe_decode_gemm_gluon_kernel, moe_decode.moe_decode_route_kernel)
     ptx = {}
     for from_counts in (False, True):
-        monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS", from_counts)
+        counts_from = 1 if from_counts else MAX_DECODE_TOKENS + 1
+        config = _config(_tiles(GLUON_BOTH, 32, 4, 64, 4),
+                         gluon_tiles_from_counts_min_tokens={"small": counts_from, "large": counts_from})
         for kernel in kernels:
             triton_compat.forget_compiled_variants(triton_compat.unwrap_jit_function(kernel))
         with jitguard.offline(compile=True):
-            plan = plan_fused_moe_decode(x[:9], logits[:9], w13, w2, k, workspace=ws, path="grouped", **kw)
+            plan = plan_fused_moe_decode(x[:9], logits[:9], w13, w2, k, workspace=ws, path="grouped", config=config,
+                                         **kw)
             for _, launch in plan.launches:
                 launch()
         gemms = _compiled_ptx(kernels[0])
@@ -633,23 +605,15 @@ def test_real_sm90_compile_of_tiles_from_counts_scans_within_warps_and_keeps_eac
 
 
 @needs_gluon
-@pytest.mark.parametrize("by_down", [True, False], ids=["inter-quantized-by-down", "inter-quantized-by-gate-up"])
-@pytest.mark.parametrize("sum_launch", [True, False], ids=["sum-launched-apart", "sum-in-down"])
 @pytest.mark.parametrize("tiles", [(32, 4, 64, 4), (64, 4, 64, 4), (128, 3, 128, 3)],
                          ids=["32-columns", "64-columns", "128-columns"])
-def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land(tiles, sum_launch, by_down, gluon_on,
-                                                                                 monkeypatch):
+def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land(tiles):
     """Both GEMMs compile for sm_90 to e4m3 wgmma (never converted to f16); in the K loop each step
     waits for its cp.async tiles before it waits for the previous step's wgmma (the MMA runs while
-    weights stream); PDL-linked (down lets the top-k reduce start where that sum is launched apart,
-    GLUON_DOWN_SUM_LAUNCH); gate_up's group counter where its tiles share a group (the intermediate quantized by
-    gate_up, not down) and, with the sum in down, down's arrival counter are gpu-scope acq_rel atomics."""
+    weights stream); PDL-linked (gate_up lets down start, down the top-k reduce launched after it); no arrival
+    counter in either (down quantizes the intermediate, the reduce sums the pair rows)."""
     _compile_side()
-    monkeypatch.setattr(moe_decode, "GLUON_DOWN_SUM_LAUNCH", sum_launch)
-    monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", by_down)
-    up_n, up_s, down_n, down_s = tiles
-    _tiles(monkeypatch, up_n, up_s, down_n, down_s)
-    plan, ptx = _compile_layer(256, 384)
+    plan, ptx = _compile_layer(256, 384, config=_tiles(GLUON_ON, *tiles))
     assert plan.gemms == "gluon"
     assert len(ptx) == 2, "expected gate_up and down to compile"
     for p in ptx:
@@ -659,52 +623,40 @@ def test_real_sm90_compile_leaves_each_wgmma_in_flight_until_the_next_tiles_land
         # tiles, issued after that wgmma: the MMA ran while they landed (tl.dot's scaled step waits at once).
         issued_to_wait = p.split("wgmma.wait_group.sync.aligned", 1)[0].rsplit("wgmma.mma_async", 1)[-1]
         assert "cp.async.wait_group" in issued_to_wait
-    # Arrival counters: down's with the sum in it, and gate_up's when its tiles write part of a group each
-    # (a 128-column tile quantizes its whole group from registers, with no counter; none where down quantizes).
-    counted = [p for p in ptx if re.search(r"atom\.global\.(gpu\.acq_rel|acq_rel\.gpu)\.add\.u32", p)]
-    assert len(counted) == (up_n < 128 and not by_down) + (not sum_launch)
+    assert not [p for p in ptx if re.search(r"atom\.global\.(gpu\.acq_rel|acq_rel\.gpu)\.add\.u32", p)]
     if moe_decode.pdl_supported():
-        # Both wait for the launch before; gate_up lets down start, down the reduce where there is one.
+        # Both wait for the launch before; gate_up lets down start, down the reduce.
         assert all("griddepcontrol.wait" in p for p in ptx)
-        assert {_is_gate_up(p): p.count("griddepcontrol.launch_dependents") for p in ptx} == {True: 1,
-                                                                                              False: int(sum_launch)}
+        assert {_is_gate_up(p): p.count("griddepcontrol.launch_dependents") for p in ptx} == {True: 1, False: 1}
 
 
 @needs_gluon
 @pytest.mark.skipif(not moe_decode.pdl_supported(), reason="this Triton's launcher has no launch_pdl")
-@pytest.mark.parametrize("ahead", [True, False])
-def test_real_sm90_compile_with_down_weights_before_the_wait(ahead, gluon_on, monkeypatch):
-    """GLUON_DOWN_WEIGHTS_BEFORE_WAIT (on by default): gate_up waits for the launch before it before it
-    lets down start, and down issues its first weight copies before its own wait; off, gate_up lets down
-    start first and down waits at its start."""
+@pytest.mark.parametrize("path", ["pairs", "grouped"])
+def test_real_sm90_compile_with_down_weights_before_the_wait(path):
+    """With PDL, gate_up waits for the launch before it before it lets down start, and down issues its first weight
+    copies before its own wait (down's weights stream while gate_up finishes)."""
     _compile_side()
-    monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
-    _, ptx = _compile_layer(256, 384, path="pairs")
+    _, ptx = _compile_layer(256, 384, path=path)
     gate_up = [p for p in ptx if _is_gate_up(p)]
     down = [p for p in ptx if not _is_gate_up(p)]
     assert len(gate_up) == len(down) == 1
-    assert (gate_up[0].index("griddepcontrol.wait") < gate_up[0].index("griddepcontrol.launch_dependents")) == ahead
-    copies_before_wait = re.search(r"cp\.async\.c[ag]", down[0][:down[0].index("griddepcontrol.wait")])
-    assert bool(copies_before_wait) == ahead
+    assert gate_up[0].index("griddepcontrol.wait") < gate_up[0].index("griddepcontrol.launch_dependents")
+    assert re.search(r"cp\.async\.c[ag]", down[0][:down[0].index("griddepcontrol.wait")])
 
 
 @needs_gluon
 @pytest.mark.parametrize("path", ["grouped", "pairs"])
-def test_real_sm90_compile_with_the_intermediate_quantized_by_down(path, gluon_on, monkeypatch):
-    """GLUON_INTER_QUANTIZED_BY_DOWN: gate_up's sm_90 code has no group counter (no atomics) and converts nothing to
-    e4m3 (it writes bf16); down converts its A to e4m3 and multiplies e4m3 on wgmma, its product still in flight
-    until the next tiles land; off, gate_up quantizes and down converts nothing."""
+def test_real_sm90_compile_with_the_intermediate_quantized_by_down(path):
+    """FP8 block scales on the Gluon GEMMs: gate_up's sm_90 code has no group counter (no atomics) and converts
+    nothing to e4m3 (it writes bf16); down converts its A to e4m3 and multiplies e4m3 on wgmma, its product still
+    in flight until the next tiles land."""
     _compile_side()
-    ptx = {}
-    for by_down in (False, True):
-        monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", by_down)
-        _, compiled = _compile_layer(256, 384, path=path)
-        ptx[by_down] = {_is_gate_up(p): p for p in compiled}
-        assert len(ptx[by_down]) == 2
+    _, compiled = _compile_layer(256, 384, path=path)
+    by_role = {_is_gate_up(p): p for p in compiled}
+    assert len(by_role) == 2
     to_e4m3 = re.compile(r"cvt\.rn\.satfinite\.e4m3x2")
-    assert re.search(r"atom\.global", ptx[False][True]) and to_e4m3.search(ptx[False][True])
-    assert not to_e4m3.search(ptx[False][False])
-    gate_up, down = ptx[True][True], ptx[True][False]
+    gate_up, down = by_role[True], by_role[False]
     assert not re.search(r"atom\.global", gate_up) and not to_e4m3.search(gate_up)
     assert to_e4m3.search(down)
     for p in (gate_up, down):
@@ -715,7 +667,7 @@ def test_real_sm90_compile_with_the_intermediate_quantized_by_down(path, gluon_o
 
 @needs_gluon
 @pytest.mark.parametrize("path", ["grouped", "pairs"])
-def test_real_sm90_compile_with_stamps_reads_the_global_timer_five_times_and_without_none(path, gluon_on):
+def test_real_sm90_compile_with_stamps_reads_the_global_timer_five_times_and_without_none(path):
     """The timeline probe's stamps (STAMPS, device_clock) on both Gluon GEMMs: each reads %globaltimer at its
     five points (start, set-up, wait, K loop, end); without them the PTX is the plan's as shipped."""
     _compile_side()
@@ -736,11 +688,10 @@ def test_real_sm90_compile_with_stamps_reads_the_global_timer_five_times_and_wit
 
 @needs_gluon
 @pytest.mark.parametrize("path", ["grouped", "pairs"])
-def test_real_sm90_compile_with_the_top_k_sum_in_a_launch_of_its_own(path, gluon_on, monkeypatch):
-    """GLUON_DOWN_SUM_LAUNCH: the plan ends with down then the top-k reduce; down has no arrival counter
-    (no atomics) and, PDL-linked, lets the reduce start as gate_up lets down start."""
+def test_real_sm90_compile_with_the_top_k_sum_in_a_launch_of_its_own(path):
+    """The plan ends with down then the top-k reduce; down has no arrival counter (no atomics) and, PDL-linked,
+    lets the reduce start as gate_up lets down start."""
     _compile_side()
-    monkeypatch.setattr(moe_decode, "GLUON_DOWN_SUM_LAUNCH", True)
     plan, ptx = _compile_layer(256, 384, path=path)
     assert [name for name, _ in plan.launches][-3:] == ["gate_up", "down", "reduce"]
     assert len(ptx) == 2
@@ -755,8 +706,8 @@ def test_real_sm90_compile_with_the_top_k_sum_in_a_launch_of_its_own(path, gluon
 @pytest.mark.parametrize("M,path", [(1, "pairs"), (8, "grouped"), (64, "grouped")])
 def test_shipped_gluon_layer_sums_bf16_pair_rows_in_a_launch_after_down(M, path):
     """The shipped choice (small experts, FP8 block scales) on the Gluon GEMMs ends with down then the top-k
-    reduce (GLUON_DOWN_SUM_LAUNCH), which reads down's pair rows in the activation dtype
-    (GLUON_DOWN_ROWS_IN_ACT_DTYPE): the pairs path at 1 token, the grouped path at 8 and 64."""
+    reduce, which reads down's pair rows in the activation dtype: the pairs path at 1 token, the grouped path at 8
+    and 64."""
     E, k, H, I = 128, 8, 256, 128
     w13, w2, kw, x, logits, ws = _offline_layer(E, k, H, I, "block", MAX_DECODE_TOKENS)
     plan = plan_fused_moe_decode(x[:M], logits[:M], w13, w2, k, workspace=ws, **kw)
@@ -772,23 +723,21 @@ def test_shipped_gluon_layer_sums_bf16_pair_rows_in_a_launch_after_down(M, path)
 
 # ---- on a GPU -------------------------------------------------------------------------------------------
 
-def _replay_gluon_beside_tl(switch: str, x, logits, w13, w2, k: int, path: str, gen: torch.Generator, ref_tol: float,
-                            **fp8_kw) -> None:
-    """The layer on the Gluon GEMMs (``switch`` "always") and on tl's ("never") captured in one CUDA graph, then
-    three replays with new tokens and logits: each time the Gluon output within ``ref_tol`` of the fp32 reference
-    (activations quantized as the kernels do where ``fp8_kw`` asks for FP8), within 1e-2 of tl's on the same
-    inputs, and the routing the call left in the workspace softmax_topk_reference's."""
+def _replay_gluon_beside_tl(config: DecodeConfig, x, logits, w13, w2, k: int, path: str, gen: torch.Generator,
+                            ref_tol: float, **fp8_kw) -> None:
+    """The layer on the Gluon GEMMs (``config``, with both GEMM kinds "always") and on tl's (both "never") captured in
+    one CUDA graph, then three replays with new tokens and logits: each time the Gluon output within ``ref_tol`` of
+    the fp32 reference (activations quantized as the kernels do where ``fp8_kw`` asks for FP8), within 1e-2 of tl's
+    on the same inputs, and the routing the call left in the workspace softmax_topk_reference's."""
     M = x.shape[0]
     ws_tl, ws_gl = MoeDecodeWorkspace.for_layer(w13, w2, k), MoeDecodeWorkspace.for_layer(w13, w2, k)
     out_tl, out_gl = torch.empty_like(x), torch.empty_like(x)
+    configs = {True: _config(config, gluon_fp8_gemms="always", gluon_bf16_gemms="always"),
+               False: _config(config, gluon_fp8_gemms="never", gluon_bf16_gemms="never")}
 
     def layer(gluon: bool):
-        setattr(moe_decode, switch, "always" if gluon else "never")
-        try:
-            plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws_gl if gluon else ws_tl,
-                                         out=out_gl if gluon else out_tl, path=path, **fp8_kw)
-        finally:
-            setattr(moe_decode, switch, "measured")
+        plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws_gl if gluon else ws_tl,
+                                     out=out_gl if gluon else out_tl, path=path, config=configs[gluon], **fp8_kw)
         assert plan.gemms == ("gluon" if gluon else "tl")
         for _, launch in plan.launches:
             launch()
@@ -809,40 +758,25 @@ def _replay_gluon_beside_tl(switch: str, x, logits, w13, w2, k: int, path: str, 
                                     ("grouped", 11), ("grouped", 12), ("grouped", 64),
                                     ("pairs", 1), ("pairs", 2), ("pairs", 3), ("pairs", 4), ("pairs", 5),
                                     ("pairs", 8)])
-@pytest.mark.parametrize("tiles", [(32, 4, 64, 4, True, True), (64, 4, 64, 4, True, True),
-                                   (128, 3, 128, 3, True, True), (64, 2, 128, 6, True, True),
-                                   (32, 8, 128, 3, True, True), (32, 6, 128, 3, False, True),
-                                   (32, 6, 128, 3, True, False), None, (32, 6, 64, 3, True, True, True),
-                                   (32, 6, 128, 3, False, True, True), (32, 6, 64, 3, True, True, True, True)],
-                         ids=["32-columns", "64-columns", "128-columns", "mixed", "8-stages", "down-waits-first",
-                              "routed-after-the-row", "shipped-tiles", "down-sum-launch",
-                              "down-sum-launch-waits-first", "down-sum-launch-bf16-rows"])
-def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
+@pytest.mark.parametrize("tiles", [(32, 4, 64, 4), (64, 4, 64, 4), (128, 3, 128, 3), (64, 2, 128, 6), (32, 8, 128, 3),
+                                   None, (32, 6, 64, 3)],
+                         ids=["32-columns", "64-columns", "128-columns", "mixed", "8-stages", "shipped-tiles",
+                              "64-row-down"])
+def test_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles):
     """FP8 block scales on the grouped and pairs paths, GEMMs on Gluon: each of three graph replays with new
     tokens and logits within 4e-2 of the fp32 reference (activations quantized), and within 1e-2 of
     tl's kernel on the same inputs (H = 384, I = 640: a K loop of 3 and 5 steps, I's last group
-    written by four 32-column tiles, two of 64 or one of 128); the pairs path's x launch routing in
-    programs of its own (shipped) or after each row; "shipped-tiles": the shipped tiles with down's stages
+    written by four 32-column tiles, two of 64 or one of 128); "shipped-tiles": the shipped tiles with down's stages
     by token count (GLUON_TILES_AT: gate_up 32 x 7 and down 128 x 6 at 1 token, down's 6 stages at 2 tokens and
     4 at 5 on the pairs path, gate_up's 64 columns at 4 and 5; on the grouped down's 128 x 4 at 3 and 4 stages
-    at 10-12, gate_up's 4 stages at 7-9 and 8 at 11, both 4 at 17-20); "down-sum-launch": the top-k sum in a launch
-    after down (GLUON_DOWN_SUM_LAUNCH), down's weights before its wait or not, its pair rows fp32 or bf16
-    (GLUON_DOWN_ROWS_IN_ACT_DTYPE)."""
+    at 10-12, gate_up's 4 stages at 7-9 and 8 at 11, both 4 at 17-20)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
-    shipped = (moe_decode.GLUON_DOWN_SUM_LAUNCH, moe_decode.GLUON_DOWN_ROWS_IN_ACT_DTYPE)
-    up_n, up_s, down_n, down_s, ahead, routers_apart, sum_launch, act_rows = (
-        (*tiles, False, False)[:8] if tiles else (None, None, None, None, True, True, *shipped))
-    monkeypatch.setattr(moe_decode, "GLUON_DOWN_SUM_LAUNCH", sum_launch)
-    monkeypatch.setattr(moe_decode, "GLUON_DOWN_ROWS_IN_ACT_DTYPE", act_rows)
-    monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
-    monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
-    if tiles is not None:
-        _tiles(monkeypatch, up_n, up_s, down_n, down_s)
+    config = GLUON_ON if tiles is None else _tiles(GLUON_ON, *tiles)
     gen = torch.Generator().manual_seed(M)
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
-    _replay_gluon_beside_tl("GLUON_FP8_GEMMS", x, logits, w13, w2, k, path, gen, 4e-2, **kw)
+    _replay_gluon_beside_tl(config, x, logits, w13, w2, k, path, gen, 4e-2, **kw)
 
 
 def test_shipped_fp8_tile_entries_cover_every_table_and_size_class():
@@ -861,7 +795,7 @@ def test_shipped_fp8_tile_entries_cover_every_table_and_size_class():
 @pytest.mark.parametrize("size_class,path,tiles,M", SHIPPED_FP8_TILE_ENTRIES,
                          ids=[f"{c}-{p}-{t[0][0]}x{t[0][1]}-{t[1][0]}x{t[1][1]}-M{M}"
                               for c, p, t, M in SHIPPED_FP8_TILE_ENTRIES])
-def test_every_shipped_fp8_gluon_tile_matches_reference_across_graph_replays(size_class, path, tiles, M, monkeypatch):
+def test_every_shipped_fp8_gluon_tile_matches_reference_across_graph_replays(size_class, path, tiles, M):
     """Each tile pair of every GPU's FP8 tables (``SHIPPED_FP8_TILE_ENTRIES``), forced on this GPU at the fewest and
     most tokens it is listed at, with experts of its size class (small: H = 384, I = 640; large: H = 2048, I = 1536,
     so the large class's switches apply, tiles from counts from one token among them): three graph replays with new
@@ -871,66 +805,56 @@ def test_every_shipped_fp8_gluon_tile_matches_reference_across_graph_replays(siz
         pytest.skip("needs a CUDA GPU")
     H, I = TILE_TEST_SHAPES[size_class]
     (up_n, up_s), (down_n, down_s) = tiles
-    _tiles(monkeypatch, up_n, up_s, down_n, down_s)
+    config = _tiles(GLUON_ON, up_n, up_s, down_n, down_s)
     gen = torch.Generator().manual_seed(500 + M)
     x, logits, w13, w2, kw = _fp8_block_layer(M, 16, 4, H, I, gen, "cuda")
-    _replay_gluon_beside_tl("GLUON_FP8_GEMMS", x, logits, w13, w2, 4, path, gen, 4e-2, **kw)
+    _replay_gluon_beside_tl(config, x, logits, w13, w2, 4, path, gen, 4e-2, **kw)
 
 
 @pytest.mark.gpu
 @needs_gluon
 @pytest.mark.parametrize("path,M", [("pairs", 1), ("pairs", 2), ("pairs", 5), ("grouped", 3), ("grouped", 8),
                                     ("grouped", 17), ("grouped", 64)])
-@pytest.mark.parametrize("tiles", [None, (32, 6, 64, 3, True), (64, 2, 128, 8, True), (128, 3, 128, 7, True),
-                                   (32, 5, 64, 4, False)],
+@pytest.mark.parametrize("tiles", [None, (32, 6, 64, 3), (64, 2, 128, 8), (128, 3, 128, 7), (32, 5, 64, 4)],
                          ids=["shipped-tiles", "6-and-3-stages", "2-and-8-stages", "128-columns-7-stages",
-                              "down-waits-first"])
-def test_gluon_inter_quantized_by_down_equals_shipped_layer_across_graph_replays(path, M, tiles, monkeypatch):
-    """GLUON_INTER_QUANTIZED_BY_DOWN: gate_up writes the bf16 intermediate only and down quantizes each step's tile
-    in registers, two steps ahead of its wgmma (2-8 weight stages, K loops of 3 and 5 steps, down's weights before
-    its wait or not): each of three graph replays within 4e-2 of the fp32 reference and 1e-2 of tl's kernel, and
-    bit for bit the layer with gate_up's last writers quantizing (the same scales and e4m3 values, the same MMA)."""
+                              "5-and-4-stages"])
+def test_gluon_inter_quantized_by_down_matches_reference_and_tl_across_graph_replays(path, M, tiles):
+    """FP8 block scales on the Gluon GEMMs: gate_up writes the bf16 intermediate only and down quantizes each step's
+    tile in registers, two steps ahead of its wgmma (2-8 weight stages, K loops of 3 and 5 steps): each of three
+    graph replays within 4e-2 of the fp32 reference and 1e-2 of tl's kernel (whose gate_up quantizes the
+    intermediate)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    if tiles is not None:
-        up_n, up_s, down_n, down_s, ahead = tiles
-        monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", ahead)
-        _tiles(monkeypatch, up_n, up_s, down_n, down_s)
+    config = GLUON_ON if tiles is None else _tiles(GLUON_ON, *tiles)
     gen = torch.Generator().manual_seed(100 + M)
     E, k, H, I = 16, 4, 384, 640
     x, logits, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
-    monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", True)
-    _replay_gluon_beside_tl("GLUON_FP8_GEMMS", x, logits, w13, w2, k, path, gen, 4e-2, **kw)
-    outs = {}
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
-    for by_down in (False, True):
-        monkeypatch.setattr(moe_decode, "GLUON_INTER_QUANTIZED_BY_DOWN", by_down)
-        plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, path=path, **kw)
-        for _, launch in plan.launches:
-            launch()
-        torch.cuda.synchronize()
-        outs[by_down] = plan.out.clone()
-    assert torch.equal(outs[True], outs[False])
+    _replay_gluon_beside_tl(config, x, logits, w13, w2, k, path, gen, 4e-2, **kw)
 
 
 @pytest.mark.gpu
 @needs_gluon
-@pytest.mark.parametrize("routers_apart", [False, True], ids=["routed-after-the-row", "routers-apart"])
-def test_gluon_pairs_routing_breaks_ties_to_the_lower_expert(routers_apart, monkeypatch):
+@pytest.mark.parametrize("scheme", ["block", "bf16"], ids=["fp8-routers-apart", "bf16-routed-in-the-row-program"])
+def test_gluon_pairs_routing_breaks_ties_to_the_lower_expert(scheme):
     """Logits on a coarse grid (ties at the k-th place, all-equal rows): the experts the x launch routes
     the Gluon pairs path to are softmax_topk_reference's, lower index first, and the layer matches the
-    reference computed with them; with the routing in each token's program or in programs of its own."""
+    reference computed with them; FP8 with the routing in programs of its own, bf16 in each token's program."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
-    monkeypatch.setattr(moe_decode, "X_LAUNCH_ROUTERS_APART", routers_apart)
     E, k, H, I, M = 16, 4, 256, 384, 6
     gen = torch.Generator().manual_seed(7)
-    x, _, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
+    if scheme == "block":
+        x, _, w13, w2, kw = _fp8_block_layer(M, E, k, H, I, gen, "cuda")
+        ref_quant, tol = {"quantize_activations": True}, 4e-2
+    else:
+        x, _, w13, w2 = _bf16_layer_on_gpu(M, E, H, I, gen)
+        kw, ref_quant, tol = {}, {}, 2e-2
     logits = _tied_logits(M, E, gen).cuda()
     ws = MoeDecodeWorkspace.for_layer(w13, w2, k)
-    plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, path="pairs", **kw)
+    plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=ws, path="pairs", config=GLUON_BOTH,
+                                 **kw)
     assert plan.gemms == "gluon"
+    assert ("ROUTERS_APART" in plan.launches[0][1].keywords) == (scheme == "block")
     for _, launch in plan.launches:
         launch()
     torch.cuda.synchronize()
@@ -939,9 +863,9 @@ def test_gluon_pairs_routing_breaks_ties_to_the_lower_expert(routers_apart, monk
     assert torch.equal(got_ids.cpu(), ref_ids)
     torch.testing.assert_close(got_w.cpu(), ref_w, rtol=1e-5, atol=1e-6)
     ref_kw = {key: v.cpu() if torch.is_tensor(v) else v for key, v in kw.items()}
-    ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True,
-                                     quantize_activations=True, **ref_kw)
-    assert _rel_err(plan.out, ref) < 4e-2
+    ref = fused_moe_decode_reference(x.cpu(), logits.cpu(), w13.cpu(), w2.cpu(), k, renormalize=True, **ref_quant,
+                                     **ref_kw)
+    assert _rel_err(plan.out, ref) < tol
 
 
 def _bf16_layer_on_gpu(M: int, E: int, H: int, I: int, gen: torch.Generator):
@@ -957,50 +881,26 @@ def _bf16_layer_on_gpu(M: int, E: int, H: int, I: int, gen: torch.Generator):
 @needs_gluon
 @pytest.mark.parametrize("path,M", [("pairs", 1), ("pairs", 2), ("pairs", 3), ("pairs", 5), ("grouped", 1),
                                     ("grouped", 3), ("grouped", 8), ("grouped", 13), ("grouped", 64)])
-@pytest.mark.parametrize("tiles", [None, (32, 7, 128, 6, True), (64, 4, 64, 4, True), (128, 3, 128, 3, True),
-                                   (32, 6, 128, 3, False)],
-                         ids=["shipped-tiles", "32x7-128x6", "64-columns", "128-columns", "down-waits-first"])
-def test_bf16_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles, monkeypatch):
+@pytest.mark.parametrize("tiles", [None, (32, 7, 128, 6), (64, 4, 64, 4), (128, 3, 128, 3), (32, 6, 128, 3)],
+                         ids=["shipped-tiles", "32x7-128x6", "64-columns", "128-columns", "32x6-128x3"])
+def test_bf16_gluon_layer_matches_reference_and_tl_kernel_across_graph_replays(path, M, tiles):
     """bf16 on the Gluon GEMMs (BLOCK_SCALED off): each of three graph replays with new tokens and logits within
     2e-2 of the fp32 reference and within 1e-2 of tl's kernel on the same inputs (H = 384, I = 640: K loops of 6
     and 10 steps of 64 columns, I's last 128 columns in tiles of 32, 64 or 128), and the routing left in the
-    workspace softmax_topk_reference's; down's weights copied before its wait or not."""
+    workspace softmax_topk_reference's."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     E, k, H, I = 16, 4, 384, 640
-    if tiles is not None:
-        _tiles(monkeypatch, *tiles[:4])
-        monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", tiles[4])
+    config = GLUON_BOTH if tiles is None else _tiles(GLUON_BOTH, *tiles)
     gen = torch.Generator().manual_seed(100 + M)
-    _replay_gluon_beside_tl("GLUON_BF16_GEMMS", *_bf16_layer_on_gpu(M, E, H, I, gen), k, path, gen, 2e-2)
-
-
-@pytest.mark.gpu
-@needs_gluon
-@pytest.mark.parametrize("path,M", [("pairs", 1), ("pairs", 5), ("grouped", 3), ("grouped", 13), ("grouped", 64)])
-@pytest.mark.parametrize("tiles", [None, (32, 7, 128, 6, True), (128, 3, 128, 3, True), (32, 6, 128, 3, False)],
-                         ids=["shipped-tiles", "32x7-128x6", "128-columns", "down-waits-first"])
-def test_bf16_gluon_layer_accumulating_in_the_mma_matches_reference_and_tl_across_graph_replays(path, M, tiles,
-                                                                                              monkeypatch):
-    """GLUON_BF16_ACCUMULATE_IN_MMA: the bf16 Gluon layer with each step's wgmma adding onto the accumulator in flight
-    (no products, no folds), three graph replays with new inputs each within 2e-2 of the fp32 reference and 1e-2 of
-    tl's kernel (K loops of 6 and 10 steps, 2-7 stages: each copy lands in the stage whose wgmma was waited for)."""
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
-    E, k, H, I = 16, 4, 384, 640
-    if tiles is not None:
-        _tiles(monkeypatch, *tiles[:4])
-        monkeypatch.setattr(moe_decode, "GLUON_DOWN_WEIGHTS_BEFORE_WAIT", tiles[4])
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_ACCUMULATE_IN_MMA", True)
-    gen = torch.Generator().manual_seed(200 + M)
-    _replay_gluon_beside_tl("GLUON_BF16_GEMMS", *_bf16_layer_on_gpu(M, E, H, I, gen), k, path, gen, 2e-2)
+    _replay_gluon_beside_tl(config, *_bf16_layer_on_gpu(M, E, H, I, gen), k, path, gen, 2e-2)
 
 
 @pytest.mark.gpu
 @needs_gluon
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
 def test_shipped_bf16_choice_through_fused_moe_from_logits_matches_reference(dtype):
-    """The shipped bf16 / fp16 choice end to end (GLUON_BF16_GEMMS "measured", small-class experts: 128 experts,
+    """The shipped bf16 / fp16 choice end to end (gluon_bf16_gemms "measured", small-class experts: 128 experts,
     top 8, H = 256, I = 128): fused_moe_from_logits at M = 1..9 takes tl's pairs path at 1, the Gluon pairs path at
     2, the grouped path on Gluon at 3-7 and the chain from 8, and every output is within 2e-2 of the fp32
     reference."""
@@ -1030,8 +930,8 @@ def test_shipped_bf16_choice_through_fused_moe_from_logits_matches_reference(dty
 @needs_gluon
 @pytest.mark.parametrize("scheme", ["block", "bf16"])
 @pytest.mark.parametrize("M", [1, 3, 8, 13, 17, 64])
-def test_gluon_tiles_from_counts_equal_the_aligned_layer_bit_for_bit_across_graph_replays(scheme, M, monkeypatch):
-    """GLUON_TILES_FROM_COUNTS from one token (the route launch aligning nothing, each Gluon GEMM program finding its
+def test_gluon_tiles_from_counts_equal_the_aligned_layer_bit_for_bit_across_graph_replays(scheme, M):
+    """Tiles from counts from one token (the route launch aligning nothing, each Gluon GEMM program finding its
     token tile from the per-expert counts): the grouped layer with it and without it captured in one CUDA graph,
     then three replays with new tokens and logits: the outputs equal bit for bit (the same pairs in the same tiles,
     each row computed the same), within 4e-2 (FP8 block scales) or 2e-2 (bf16) of the fp32 reference, the routing
@@ -1039,9 +939,8 @@ def test_gluon_tiles_from_counts_equal_the_aligned_layer_bit_for_bit_across_grap
     experts, top 4: at 64 tokens an expert holds about 16 pairs, two or three token tiles."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_GEMMS", "always")
-    monkeypatch.setattr(moe_decode, "GLUON_BF16_GEMMS", "always")
-    monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS_MIN_TOKENS", {"small": 1, "large": 1})
+    configs = {on: _config(GLUON_BOTH, gluon_tiles_from_counts_min_tokens=dict.fromkeys(
+        ("small", "large"), 1 if on else MAX_DECODE_TOKENS + 1)) for on in (False, True)}
     E, k, H, I = 16, 4, 384, 640
     gen = torch.Generator().manual_seed(300 + M)
     if scheme == "block":
@@ -1054,9 +953,8 @@ def test_gluon_tiles_from_counts_equal_the_aligned_layer_bit_for_bit_across_grap
     outs = {on: torch.empty_like(x) for on in (False, True)}
 
     def layer(on: bool):
-        monkeypatch.setattr(moe_decode, "GLUON_TILES_FROM_COUNTS", on)
         plan = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, workspace=workspaces[on], out=outs[on],
-                                     path="grouped", **kw)
+                                     path="grouped", config=configs[on], **kw)
         assert plan.gemms == "gluon"
         assert ("EXPERT_PAIRS" in plan.launches[0][1].keywords) == on
         for _, launch in plan.launches:

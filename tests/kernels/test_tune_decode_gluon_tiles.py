@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from jitguard.kernels.moe_decode_gluon import GluonTile
@@ -140,9 +142,10 @@ def _offline_tuning(monkeypatch, max_tokens: int, scheme: str = "block"):
             self.H, self.I = H, I
             self.scheme = None if scheme == "bf16" else scheme  # as bench_fused_moe.CASES name them
 
-        def plans(self, x, logits, out, path, tiles):
+        def plans(self, x, logits, out, path, tiles, config=None):
             return [moe_decode.plan_fused_moe_decode(x, logits, w13, w2, K, renormalize=True, workspace=ws, out=out,
-                                                     path=path, tile_configs=tiles, **kw)]
+                                                     path=path, tile_configs=tiles, config=config or self.config,
+                                                     **kw)]
 
         plans_step = staticmethod(Step)
 
@@ -158,12 +161,13 @@ def _offline_tuning(monkeypatch, max_tokens: int, scheme: str = "block"):
         return 60.0 + COST[tiles[0]] + COST[tiles[1]]
 
     monkeypatch.setattr(bfm, "time_graph", fake_time_graph)
-    # The tests' shipped tile at 8 tokens stays 32x4/64x3, whatever later
-    # tuning ships.
+    # The tests' shipped tile at 8 tokens stays 32x4/64x3, whatever later tuning ships: the layer's configuration,
+    # which the tuner plans the shipped choice with and starts its candidates from.
     grouped = {**moe_decode.GLUON_TILES_AT["small"]["grouped"], 8: ((32, 4), (64, 3))}
-    monkeypatch.setattr(moe_decode, "GLUON_TILES_AT", {**moe_decode.GLUON_TILES_AT,
-                                                       "small": {**moe_decode.GLUON_TILES_AT["small"],
-                                                                 "grouped": grouped}})
+    OfflineLayer.config = dataclasses.replace(
+        moe_decode.DEFAULT_DECODE_CONFIG,
+        gluon_tiles_at={**moe_decode.GLUON_TILES_AT,
+                        "small": {**moe_decode.GLUON_TILES_AT["small"], "grouped": grouped}})
     monkeypatch.setattr(tmd, "inputs", lambda layer, M: (x[:M], logits[:M]))
     monkeypatch.setattr(tmd, "reference", lambda layer, x, logits: None)
     monkeypatch.setattr(tmd, "run_error", lambda layer, plans, out, ref: 0.0)
@@ -185,7 +189,7 @@ def test_tune_m_plans_each_candidate_on_the_shipped_path_and_keeps_the_fastest(m
                                  2, records.append)
     assert row.path == "grouped" and row.shipped_gemms == "gluon"
     assert row.best == ((64, 4), (128, 4))
-    shipped_down = moe_decode.gluon_tiles("grouped", 8, 3 * H * I)[1]
+    shipped_down = moe_decode.gluon_tiles("grouped", 8, 3 * H * I, config=layer.config)[1]
     assert timed[:3] == [((32, 4), (shipped_down.out_n, shipped_down.stages)),
                          ((32, 6), (shipped_down.out_n, shipped_down.stages)),
                          ((64, 4), (shipped_down.out_n, shipped_down.stages))]
@@ -211,9 +215,10 @@ def test_a_chain_token_count_is_skipped_or_tuned_on_the_grouped_path_against_the
     # A table whose small experts leave the grouped path on Gluon after 20 tokens (as the shipped one was before
     # the top-k sum launched apart), so that 24 tokens take the chain.
     before = {"pairs": (1, 2, 4, 5), "grouped": (3, *range(7, 21))}
-    monkeypatch.setattr(moe_decode, "GLUON_FP8_TOKENS", {**moe_decode.GLUON_FP8_TOKENS, "small": before})
+    layer.config = dataclasses.replace(layer.config,
+                                       gluon_fp8_tokens={**moe_decode.GLUON_FP8_TOKENS, "small": before})
     with jitguard.offline(compile=False):
-        assert moe_decode.choose_decode_path(24, E, K, True, True, 3 * H * I, H, I) == "chain"
+        assert moe_decode.choose_decode_path(24, E, K, True, True, 3 * H * I, H, I, config=layer.config) == "chain"
         assert tuner.tune_m(layer, 24, [(64, 4)], [(128, 4)], 2, lambda record: None) is None
         assert "M = 24: the shipped choice takes the chain path (no Gluon GEMMs): skipped" in capsys.readouterr().out
         assert timed == []
@@ -256,7 +261,7 @@ def test_a_second_pass_finds_tiles_that_only_pay_together(monkeypatch):
 @needs_gluon
 def test_a_bf16_chain_token_count_is_tuned_on_the_grouped_path_against_the_chain(monkeypatch):
     """bf16 (the scheme None of bench_fused_moe.CASES): at 8 tokens the shipped choice is the chain; with
-    against_chain the candidates run on the grouped path's Gluon GEMMs (GLUON_BF16_GEMMS "always" while timed: the
+    against_chain the candidates run on the grouped path's Gluon GEMMs (gluon_bf16_gemms "always" while timed: the
     stand-in clock sees their tiles, where the measured table would give the chain's 65) and the row is a bf16 one,
     its proposal for GLUON_BF16_TILES_AT and GLUON_BF16_TOKENS."""
     import jitguard
