@@ -505,6 +505,7 @@ def add_costs_to_report(report: dict[str, Any], checker: DemotionCostChecker | N
         entry["params"][param]["cost"] = checker.cost_for_report_kernel(entry, param, demotion).to_json()
     for entry in report.get("kernels") or []:
         params = entry.get("params") or {}
+        entry.setdefault("fix_costly", None)  # every kernel carries it, priced or not
         if not any(isinstance(info, dict) and "cost" in info for info in params.values()):
             continue
         costly = {p for p, info in params.items() if (info.get("cost") or {}).get("verdict") == "costly"}

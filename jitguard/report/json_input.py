@@ -163,13 +163,13 @@ _PARAM_ENTRY = Fields({"kind": str, "type": Nullable(str), "spec": Nullable(str)
                        "observed": ANY, "dtype": Nullable(str)})
 _AUTOTUNE = Fields({"key": ListOf(str), "keys_tuned": ListOf(dict), "bucket": dict,
                     "tunings_by_dtype": ListOf(Fields({"key": dict, "dtypes": list}))})
-_COST = Fields({"verdict": str, "detail": Nullable(str), "alternative": Nullable(str)})
+_COST = Fields({"verdict": str, "detail": Nullable(str), "alternative": Nullable(str), "likely": Nullable(str)})
 
 REPORT_SHAPE = Fields({
     "directory": str,
     "kernels": ListOf(Fields({
         "name": str, "binding": str, "module": str, "file": str, "line": int, "variants": int,
-        "fix": Nullable(str),
+        "fix": Nullable(str), "fix_costly": Nullable(str),
         "params": MapOf(Fields({"specs_seen": ListOf(str), "recompiles_caused": int, "advice": Nullable(str),
                                 "cost": Nullable(_COST)})),
         "variant_list": ListOf(Fields({"key": str, "triton_version": str, "params": MapOf(_PARAM_ENTRY),

@@ -244,6 +244,7 @@ class KernelTally:
             "causes": [cause for _, cause in causes],
             # One fix per parameter, from its strongest advice across every process.
             "fix": fix_for_advice({param: entry["advice"] for param, entry in params.items()}) or None,
+            "fix_costly": None,  # the costly part of the fix, once priced (price.demotion_cost.add_costs_to_report)
             "variant_list": [entry for _, entry in sorted(self.variants.values(), key=lambda known: known[0])],
             "origin": self.origin,
             "inductor": self.inductor.entry(),

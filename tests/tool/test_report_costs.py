@@ -44,6 +44,7 @@ def test_json_gives_each_advised_demotion_its_verdict(run_logs: Path) -> None:
     assert kernels["scale_elements_kernel"]["fix"] is None
     assert kernels["scale_elements_kernel"]["fix_costly"] == 'do_not_specialize=["n_elements"]'
     assert kernels["sum_rows_kernel"]["fix"] == 'do_not_specialize=["num_rows"]'
+    assert kernels["sum_rows_kernel"]["fix_costly"] is None  # every kernel carries the key
     assert "pricing 2 advised demotion(s)" in result.stderr
 
 
@@ -61,6 +62,7 @@ def test_no_cost_leaves_the_report_unpriced(run_logs: Path) -> None:
     result = CliRunner().invoke(report_command, [str(run_logs), "--json", "--no-cost"])
     report = json.loads(result.stdout)
     assert all("cost" not in info for entry in report["kernels"] for info in entry["params"].values())
+    assert [entry["fix_costly"] for entry in report["kernels"]] == [None, None]
     assert {entry["name"]: entry["fix"] for entry in report["kernels"]} == {
         "scale_elements_kernel": 'do_not_specialize=["n_elements"]',
         "sum_rows_kernel": 'do_not_specialize=["num_rows"]'}
