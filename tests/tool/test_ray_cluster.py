@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -52,7 +53,16 @@ def run_readme_command(logs: Path) -> subprocess.CompletedProcess:
                TRITON_CACHE_DIR=str(logs.parent / "triton-cache"))
     for name in ("JITGUARD", "JITGUARD_DIR", "JITGUARD_OFFLINE", "RAY_RUNTIME_ENV_HOOK"):
         env.pop(name, None)  # the cluster's nodes start without jitguard
-    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=420)
+    # A session of its own: if it runs out of time, the cluster's processes go with it, not only the starter.
+    child = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        stdout, stderr = child.communicate(timeout=420)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        stdout, stderr = child.communicate()
+        pytest.fail(f"the cluster job ran out of time:\n{stdout[-2000:]}\n{stderr[-4000:]}")
+    return subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
 
 
 def normalized(line: str) -> str:
