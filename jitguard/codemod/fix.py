@@ -315,6 +315,137 @@ def _decoded(source: bytes) -> tuple[str, str]:
     return encoding, text
 
 
+@dataclass
+class _Edit:
+    """One decorator expression to rewrite: the jit call (`demotions`: option -> names to add) or the
+    autotune call (`bucket`: key name -> strategy), of `kernel`, whose `change` records what is added."""
+
+    span: tuple[int, int, int, int]
+    kernel: TritonKernel
+    change: KernelChange
+    demotions: dict[str, list[str]] | None = None
+    bucket: dict[str, str] | None = None
+
+
+def _requested_kernels(kernels: list[TritonKernel], plan: FilePlan
+                       ) -> tuple[list[tuple[TritonKernel, list[tuple[str, str]]]], list[str]]:
+    """Each planned kernel with its requests in plan order, and an error per plan entry not found.
+
+    A function bound by several jit calls is one kernel per call, all under its (name, def line):
+    (name, line) asks for every binding, (name, line, jit line) for one."""
+    by_function: dict[tuple[str, int], list[TritonKernel]] = defaultdict(list)
+    for kernel in kernels:
+        by_function[(kernel.name, kernel.line)].append(kernel)
+    requested: dict[int, tuple[TritonKernel, list[tuple[str, str]]]] = {}
+    errors: list[str] = []
+    for key, requests in sorted(plan.items(), key=lambda item: item[0][1:]):
+        bindings = by_function.get((key[0], key[1]), [])
+        chosen = [kernel for kernel in bindings if len(key) == 2 or kernel.decorator_line == key[2]]
+        if not chosen:
+            errors.append(f"kernel `{key[0]}` not found at line {key[1]}")
+            continue
+        for kernel in chosen:
+            _, asked = requested.setdefault(id(kernel), (kernel, []))
+            asked += [request for request in requests if request not in asked]
+    return list(requested.values()), errors
+
+
+def _planned_edits(requested: list[tuple[TritonKernel, list[tuple[str, str]]]]
+                   ) -> tuple[list[KernelChange], list[_Edit], list[str]]:
+    """(each kernel's change, the decorator edits that make them, errors): a demotion edits the jit
+    call, an autotune bucket the autotune call."""
+    changes: list[KernelChange] = []
+    edits: list[_Edit] = []
+    errors: list[str] = []
+    for kernel, requests in requested:
+        change, kernel_errors = plan_for_kernel(kernel, [r for r in requests if not is_bucket_option(r[1])])
+        errors.extend(kernel_errors)
+        changes.append(change)
+        if change.added:
+            edits.append(_Edit(kernel.decorator_span, kernel, change, demotions=dict(change.added)))
+        buckets = [request for request in requests if is_bucket_option(request[1])]
+        if buckets:
+            bucket, already, bucket_errors = plan_buckets(kernel, buckets)
+            errors.extend(bucket_errors)
+            change.already += [name for name in already if name not in change.already]
+            if bucket and kernel.autotune_span is not None:
+                change.added["bucket"] = [f"{name}: {strategy}" for name, strategy in bucket.items()]
+                edits.append(_Edit(kernel.autotune_span, kernel, change, bucket=bucket))
+    return changes, edits, errors
+
+
+def _rewritten(edit: _Edit, decorator: str, newline: str, quote: str, tree: ast.Module | None) -> tuple[str, bool]:
+    """(the decorator's new text, whether the autotune call was `jitguard.autotune` already); raises
+    FixError, MigrationError or cst.ParserSyntaxError when it cannot be rewritten."""
+    expression = cst.parse_expression(decorator, cst.PartialParserConfig(default_newline=newline))
+    is_jitguard = False
+    if edit.bucket is not None:
+        callee = ast.parse(decorator, mode="eval").body
+        is_jitguard = (tree is not None and isinstance(callee, ast.Call)
+                       and ast.unparse(callee.func) in jitguard_autotune_names(tree))
+        new_expression = migrate_autotune(expression, edit.bucket, quote, is_jitguard)
+    else:
+        new_expression = add_demotions(expression, edit.demotions or {}, quote)
+    new_text = cst.Module([], default_newline=newline).code_for_node(new_expression)
+    if edit.bucket is not None:
+        check_migration(edit.kernel, new_text, edit.bucket, is_jitguard)
+    else:
+        _check_rewrite(edit.kernel, new_text, edit.demotions or {})
+    return new_text, is_jitguard
+
+
+def _hand_edit(edit: _Edit, exc: Exception, encoding: str) -> HandEdit:
+    """Why an edit must be done by hand, in one line naming the kernel."""
+    where = _kernel_where(edit.kernel)
+    if isinstance(exc, cst.ParserSyntaxError):
+        return HandEdit(f"{where}: cannot read the decorator ({exc.message}); edit it by hand")
+    if isinstance(exc, UnicodeEncodeError):
+        names = ", ".join(edit.bucket or edit.demotions or {})
+        return HandEdit(f"{where}: `{names}` cannot be written in the file's encoding ({encoding}); edit it by hand")
+    return HandEdit(f"{where}: {exc}; edit it by hand")
+
+
+def _splice(work: bytes, replacements: list[tuple[int, int, bytes]]) -> bytes:
+    pieces: list[bytes] = []
+    cursor = 0
+    for start, end, new_bytes in sorted(replacements, key=lambda item: item[:2]):
+        pieces += [work[cursor:start], new_bytes]
+        cursor = end
+    pieces.append(work[cursor:])
+    return b"".join(pieces)
+
+
+def _replacements(work: bytes, text: str, encoding: str, edits: list[_Edit], errors: list[str]
+                  ) -> list[tuple[int, int, bytes]]:
+    """The byte replacements that make `edits` in `work` (UTF-8), from the top; an edit that cannot be
+    made is dropped from its change and named in `errors`. Adds `import jitguard` for a new
+    `jitguard.autotune`."""
+    offsets = _line_offsets(work)
+    file_quote = _FileQuote(text)
+    tree = ast.parse(text) if any(edit.bucket is not None for edit in edits) else None
+    replacements: list[tuple[int, int, bytes]] = []
+    migrated_at: int | None = None  # the first autotune call rewritten (`import jitguard` goes above it)
+    for edit in sorted(edits, key=lambda item: item.span):  # spans never overlap
+        line, col, end_line, end_col = edit.span
+        start, end = offsets[line - 1] + col, offsets[end_line - 1] + end_col
+        decorator = work[start:end].decode("utf-8")
+        newline = _newline_of(work[offsets[line - 1] : offsets[line]])
+        try:
+            new_text, is_jitguard = _rewritten(edit, decorator, newline, file_quote.for_decorator(decorator), tree)
+            if encoding not in UTF8_ENCODINGS:
+                new_text.encode(encoding)  # a name the file's encoding cannot spell is refused here
+        except (FixError, MigrationError, cst.ParserSyntaxError, UnicodeEncodeError) as exc:
+            errors.append(_hand_edit(edit, exc, encoding))
+            _drop(edit.change, edit.bucket is not None)
+            continue
+        if edit.bucket is not None and not is_jitguard and migrated_at is None:
+            migrated_at = line
+        replacements.append((start, end, new_text.encode("utf-8")))
+    if migrated_at is not None and tree is not None:
+        replacements += _jitguard_import(work, tree, migrated_at, offsets)
+    return replacements
+
+
 def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None = None) -> FixOutcome:
     """Apply `plan` to the kernels of one file; other bytes are returned unchanged.
 
@@ -332,102 +463,12 @@ def fix_source(source: bytes, plan: FilePlan, kernels: list[TritonKernel] | None
         kernels = find_kernels(work, ast.parse(text))
     elif kernels is None:
         kernels = find_kernels(source)
-    # A function bound by several jit calls is one kernel per call, all under its (name, def line).
-    by_function: dict[tuple[str, int], list[TritonKernel]] = defaultdict(list)
-    for kernel in kernels:
-        by_function[(kernel.name, kernel.line)].append(kernel)
-    # Each kernel's requests, in plan order: (name, line) asks for every binding, (name, line, jit line) for one.
-    requested: dict[int, tuple[TritonKernel, list[tuple[str, str]]]] = {}
-    errors: list[str] = []
-    for key, requests in sorted(plan.items(), key=lambda item: item[0][1:]):
-        bindings = by_function.get((key[0], key[1]), [])
-        chosen = [kernel for kernel in bindings if len(key) == 2 or kernel.decorator_line == key[2]]
-        if not chosen:
-            errors.append(f"kernel `{key[0]}` not found at line {key[1]}")
-            continue
-        for kernel in chosen:
-            _, asked = requested.setdefault(id(kernel), (kernel, []))
-            asked += [request for request in requests if request not in asked]
-    changes: list[KernelChange] = []
-    # (span, kernel, its change, what to add): a demotion edit of the jit call, or a bucket edit of the autotune call
-    edits: list[
-        tuple[tuple[int, int, int, int], TritonKernel, KernelChange, dict[str, list[str]] | dict[str, str]]
-    ] = []
-    for kernel, requests in requested.values():
-        demotions = [request for request in requests if not is_bucket_option(request[1])]
-        change, kernel_errors = plan_for_kernel(kernel, demotions)
-        errors.extend(kernel_errors)
-        changes.append(change)
-        if change.added:
-            edits.append((kernel.decorator_span, kernel, change, dict(change.added)))
-        buckets = [request for request in requests if is_bucket_option(request[1])]
-        if buckets:
-            bucket, already, bucket_errors = plan_buckets(kernel, buckets)
-            errors.extend(bucket_errors)
-            change.already += [name for name in already if name not in change.already]
-            if bucket and kernel.autotune_span is not None:
-                change.added["bucket"] = [f"{name}: {strategy}" for name, strategy in bucket.items()]
-                edits.append((kernel.autotune_span, kernel, change, bucket))
+    requested, errors = _requested_kernels(kernels, plan)
+    changes, edits, planning_errors = _planned_edits(requested)
+    errors += planning_errors
     if not any(change.added for change in changes):
         return FixOutcome(source, changes, errors)
-    # Per-file facts, computed once: line offsets here, the quote style on first need.
-    offsets = _line_offsets(work)
-    file_quote = _FileQuote(text)
-    tree: ast.Module | None = None
-    replacements: list[tuple[int, int, bytes]] = []
-    migrated_at: int | None = None  # the first autotune call rewritten (`import jitguard` goes above it)
-    # Edit from the top; spans never overlap (a kernel's autotune call and jit call are apart).
-    for span, kernel, change, added in sorted(edits, key=lambda item: item[0]):
-        line, col, end_line, end_col = span
-        start, end = offsets[line - 1] + col, offsets[end_line - 1] + end_col
-        decorator = work[start:end].decode("utf-8")
-        newline = _newline_of(work[offsets[line - 1] : offsets[line]])
-        is_bucket = span == kernel.autotune_span and span != kernel.decorator_span
-        is_jitguard = False
-        try:
-            expression = cst.parse_expression(decorator, cst.PartialParserConfig(default_newline=newline))
-            quote = file_quote.for_decorator(decorator)
-            if is_bucket:
-                tree = tree or ast.parse(text)
-                callee = ast.parse(decorator, mode="eval").body
-                is_jitguard = isinstance(callee, ast.Call) and ast.unparse(callee.func) in jitguard_autotune_names(tree)
-                new_expression = migrate_autotune(expression, added, quote, is_jitguard)  # type: ignore[arg-type]
-            else:
-                new_expression = add_demotions(expression, added, quote)  # type: ignore[arg-type]
-            new_text = cst.Module([], default_newline=newline).code_for_node(new_expression)
-            if is_bucket:
-                check_migration(kernel, new_text, added, is_jitguard)  # type: ignore[arg-type]
-            else:
-                _check_rewrite(kernel, new_text, added)  # type: ignore[arg-type]
-            if work is not source:
-                new_text.encode(encoding)  # a name the file's encoding cannot spell is refused here
-        except (FixError, MigrationError) as exc:
-            errors.append(HandEdit(f"{_kernel_where(kernel)}: {exc}; edit it by hand"))
-            _drop(change, is_bucket)
-            continue
-        except cst.ParserSyntaxError as exc:
-            errors.append(HandEdit(f"{_kernel_where(kernel)}: cannot read the decorator "
-                                   f"({exc.message}); edit it by hand"))
-            _drop(change, is_bucket)
-            continue
-        except UnicodeEncodeError:
-            names = ", ".join(added)
-            errors.append(HandEdit(f"{_kernel_where(kernel)}: `{names}` cannot be written in "
-                                   f"the file's encoding ({encoding}); edit it by hand"))
-            _drop(change, is_bucket)
-            continue
-        if is_bucket and not is_jitguard and migrated_at is None:  # a new `jitguard.autotune` needs the import
-            migrated_at = line
-        replacements.append((start, end, new_text.encode("utf-8")))
-    if migrated_at is not None:
-        replacements += _jitguard_import(work, tree or ast.parse(text), migrated_at, offsets)
-    pieces: list[bytes] = []
-    cursor = 0
-    for start, end, new_bytes in sorted(replacements, key=lambda item: item[:2]):
-        pieces += [work[cursor:start], new_bytes]
-        cursor = end
-    pieces.append(work[cursor:])
-    new_work = b"".join(pieces)
+    new_work = _splice(work, _replacements(work, text, encoding, edits, errors))
     new_source = new_work if work is source else new_work.decode("utf-8").encode(encoding)
     return FixOutcome(new_source, changes, errors)
 
