@@ -43,6 +43,7 @@ from jitguard.codemod.scan_config import (
 from jitguard.codemod.scan_output import (
     OUTPUT_FORMATS,
     ScanResult,
+from jitguard.render_text import escape_controls
     render_github,
     render_json,
     render_junit,
@@ -57,7 +58,7 @@ def _plural(count: int, word: str) -> str:
 
 
 def _echo_err(message: str) -> None:
-    click.echo(message, err=True)
+    click.echo(escape_controls(message), err=True)  # paths and kernel names may hold any character
 
 
 def _collect_files(paths: tuple[str, ...]) -> list[Path]:
@@ -178,7 +179,7 @@ def fix_command(
             verb = "" if writing else "would add "
             added = "; ".join(f"autotune -> jitguard.autotune, bucket += {', '.join(names)}" if option == "bucket"
                               else f"{option} += {', '.join(names)}" for option, names in change.added.items())
-            click.echo(f"{path}:{change.line}: {change.label}: {verb}{added}")
+            click.echo(escape_controls(f"{path}:{change.line}: {change.label}: {verb}{added}"))
     for line in run.warnings:
         _echo_err(f"warning: {line}")
     for path, reason in unwritable.items():

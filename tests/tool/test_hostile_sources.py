@@ -137,3 +137,11 @@ def test_a_dangling_link_and_a_fifo_in_the_tree_are_not_sources(tmp_path: Path) 
     (tree / "own.py").write_text(KERNEL)
     result = CliRunner().invoke(fix_command, ["--param", "scale_rows:n_rows", str(tree)])
     assert "do_not_specialize" in (tree / "own.py").read_text(), result.output
+
+
+def test_fix_output_shows_control_characters_in_names_escaped(odd_tree: Path) -> None:
+    (odd_tree / "broken\x1b]0;t\x07.py").write_text("import triton\n@triton.jit\ndef scale_rows(:\n")
+    result = CliRunner().invoke(fix_command, ["--param", "scale_rows:n_rows", str(odd_tree)])
+    assert result.stdout.count("do_not_specialize += n_rows") == len(ODD_NAMES) + 1, result.output
+    assert not CONTROL.search(result.output.replace("\n", "")), repr(CONTROL.search(result.output))
+    assert "\\x1b]0;t\\x07" in result.output  # the broken file's error names it, escaped
