@@ -43,7 +43,6 @@ from jitguard.codemod.scan_config import (
 from jitguard.codemod.scan_output import (
     OUTPUT_FORMATS,
     ScanResult,
-from jitguard.render_text import escape_controls
     render_github,
     render_json,
     render_junit,
@@ -51,6 +50,7 @@ from jitguard.render_text import escape_controls
     text_line,
     use_color,
 )
+from jitguard.render_text import escape_controls
 
 
 def _plural(count: int, word: str) -> str:
