@@ -198,10 +198,7 @@ def format_text(report: dict[str, Any]) -> str:
         lines.append(f"{kernel_label(k)} ({kernel_where(k['file'], k['line'])}): {k['variants']} variant(s), "
                      f"{k['compiles']} compile(s), {_ms(k['compile_ms'])} ms" + (f" ({loaded})" if loaded else ""))
         on_node = _several_nodes(report)
-        per_process = ", ".join(f"pid {p['pid']}" + (f" rank {p['rank']}" if p["rank"] is not None else "")
-                                + (f" {p['role']}" if p["role"] else "") + (f" on {p['node']}" if on_node else "")
-                                + f": {p['variants']}" for p in k["by_process"])
-        lines.append(f"  variants per process: {per_process}")
+        lines.append(f"  variants per process: {_per_process_words(report, k, on_node)}")
         lines.extend(f"  compiled cold {m['count']} time(s) although the cache held the variant under another key: "
                      + "; ".join(m["differs"]) for m in k.get("cache_misses") or [])
         if k["causes"]:
@@ -224,6 +221,27 @@ def format_text(report: dict[str, Any]) -> str:
             lines.extend(f"  remedy: {line}" for line in k["autotune"]["remedy"])
     lines.extend(_graph_compile_lines(report))
     return escape_controls("\n".join(lines), keep_newlines=True) + "\n"
+
+
+def _per_process_words(report: dict[str, Any], kernel: dict[str, Any], on_node: bool) -> str:
+    """'pid 10: 3, Inductor compile workers (16 processes): 32': a pool's members summed, as its table row."""
+    pools = {g["name"] for g in report.get("process_groups") or [] if g["processes"] > 1}
+    pool_of = {(p.get("node"), p["pid"]): p.get("group") for p in report["processes"] if p.get("group") in pools}
+    words: list[str] = []
+    pooled: dict[str, list[int]] = {}  # pool -> [processes, variants]
+    for p in kernel["by_process"]:
+        pool = pool_of.get((p.get("node"), p["pid"]))
+        if pool is not None:
+            if pool not in pooled:
+                pooled[pool] = [0, 0]
+                words.append(pool)  # its place: where its first member stood
+            pooled[pool][0] += 1
+            pooled[pool][1] += p["variants"]
+            continue
+        words.append(f"pid {p['pid']}" + (f" rank {p['rank']}" if p["rank"] is not None else "")
+                     + (f" {p['role']}" if p["role"] else "") + (f" on {p['node']}" if on_node else "")
+                     + f": {p['variants']}")
+    return ", ".join(f"{w} ({pooled[w][0]} processes): {pooled[w][1]}" if w in pooled else w for w in words)
 
 
 def _graph_compile_lines(report: dict[str, Any]) -> list[str]:

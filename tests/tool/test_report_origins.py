@@ -55,6 +55,7 @@ def test_compile_workers_are_one_row_of_totals_in_text_and_every_process_in_json
     cells = re.split(r"\s{2,}", workers_row.strip())
     assert cells[:6] == ["-", "-", "Inductor compile workers x16", "32", "16", "3200"]
     assert not any(f" {pid} " in table for pid in range(100, 116))
+    assert "  variants per process: Inductor compile workers (16 processes): 32" in text.splitlines()
 
 
 def test_compiles_are_counted_by_origin_and_an_inductor_kernel_gets_no_codemod_fix(tmp_path):
