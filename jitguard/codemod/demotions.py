@@ -141,6 +141,10 @@ def _read_json(path: str | Path, stdin: IO[bytes] | None = None) -> Any:
         raise DemotionInputError(f"{origin}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise DemotionInputError(f"{origin}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise DemotionInputError(f"{origin}: JSON nested too deeply to read") from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise DemotionInputError(f"{origin}: not readable JSON ({str(exc).split(';')[0]})") from None
 
 
 @dataclass(frozen=True)

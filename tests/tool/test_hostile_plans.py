@@ -151,3 +151,16 @@ def test_a_plan_naming_a_module_that_defines_no_kernel_imports_nothing(module: s
     result = jitguard.warmup(plan, stream=out)
     assert (module in sys.modules) == already
     assert result.failures and "no Triton kernel named system" in out.getvalue()
+
+
+@pytest.mark.parametrize("name", ["nested 100,000 levels", "5,000-digit integer"])
+def test_fix_from_a_report_no_parser_survives_exits_2_naming_the_file(tmp_path: Path, name: str) -> None:
+    from jitguard.codemod.commands import fix_command
+
+    path = tmp_path / "report.json"
+    path.write_text(UNREADABLE_JSON[name].replace("jitguard_warmup_plan", "jitguard_report"))
+    source = tmp_path / "k.py"
+    source.write_text("x = 1\n")
+    result = CliRunner().invoke(fix_command, ["--from", str(path), str(source)])
+    assert result.exit_code == 2  # not 1, which reads as "pending changes"
+    assert str(path) in result.output and "Traceback" not in result.output
