@@ -431,7 +431,9 @@ def log_files(path: LogPaths) -> list[str]:
     if os.path.isfile(path):
         return [path]
     if not os.path.isdir(path):
-        raise LogInputError(f"{path}: no such directory")
+        # A FIFO or device is never opened (a read could wait forever): it is not a log.
+        raise LogInputError(f"{path}: not a directory or a log file" if os.path.exists(path)
+                            else f"{path}: no such directory")
     files = sorted(glob.glob(os.path.join(path, "*.ndjson")))
     if not files:
         raise LogInputError(f"{path}: no *.ndjson logs here (write them with `jitguard run` or JITGUARD_DIR)")

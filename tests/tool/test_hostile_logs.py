@@ -5,6 +5,7 @@ a file that is not a log is refused with one line."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -204,3 +205,26 @@ def test_the_report_is_the_same_whatever_order_the_files_are_read(tmp_path: Path
         for process in report["processes"]:
             process.pop("file")
     assert first == second
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_report_on_a_fifo_or_device_exits_2_without_reading_it(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "fifo"
+    if kind == "fifo":
+        os.mkfifo(path)  # a read would wait for a writer forever
+    result = CliRunner().invoke(report_command, [str(path) if kind == "fifo" else "/dev/zero", "--no-cost"])
+    assert result.exit_code == 2
+    assert "not a directory or a log file" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_a_fifo_and_a_link_planted_among_the_logs_are_named_and_the_rest_reported(tmp_path: Path) -> None:
+    good_logs(tmp_path)
+    os.mkfifo(tmp_path / "node1-7.ndjson")
+    secret = tmp_path.parent / f"{tmp_path.name}-secret.txt"
+    secret.write_text('{"type": "process", "pid": 8, "argv": ["the secret"]}\n')
+    (tmp_path / "node1-8.ndjson").symlink_to(secret)
+    report = build_report(tmp_path)
+    assert report["totals"]["compiles"] == 3
+    reasons = {entry["file"].rsplit("/", 1)[-1]: entry["error"] for entry in report["unreadable_files"]}
+    assert reasons == {"node1-7.ndjson": "not a regular file", "node1-8.ndjson": "a symbolic link (not followed)"}
+    assert "the secret" not in json.dumps(report)
