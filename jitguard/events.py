@@ -90,7 +90,8 @@ class ParamSpec:
 
     kind: str  # "int" | "ptr" | "float" | "bool" | "constexpr" | "tuple" | "none"
     type: str | None = None  # Triton type: "i32", "i64", "*bf16", "fp32", ...
-    # int: "one" (== 1), "div16" (% 16 == 0), "plain", "off" (do_not_specialize);
+    # int: "one" (== 1), "div16" (% 16 == 0), "plain", "off" (do_not_specialize), "noalign" (in
+    # do_not_specialize_on_alignment: any value but 1);
     # ptr: "aligned16", "unaligned", "off"; other kinds: None
     spec: str | None = None
     value: Any = None

@@ -26,7 +26,7 @@ Variant = tuple[dict[str, ParamSpec], dict[str, Any]]  # (params, launch options
 
 _INT_WORDS = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
               "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64"}
-_INT_SPEC_CLASSES = {"one", "div16", "plain", "off"}
+_INT_SPEC_CLASSES = {"one", "div16", "plain", "off", "noalign"}
 # Options worth naming when they differ between variants (others are derived or rarely set).
 _NAMED_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "debug", "enable_fp_fusion",
                   "launch_cooperative_grid", "instrumentation_mode")
@@ -55,6 +55,8 @@ def describe_spec(spec: ParamSpec) -> str:
             return f"{base} divisible by 16" + (f" (value {spec.observed})" if shown and spec.observed != 16 else "")
         if spec.spec == "off":
             return f"{base} (not specialized)" + (f", value {spec.observed}" if shown else "")
+        if spec.spec == "noalign":
+            return f"{base} (alignment not specialized)" + (f", value {spec.observed}" if shown else "")
         return f"{base}, value {spec.observed}" if shown else f"{base} not divisible by 16"
     if spec.kind == "ptr":
         base = _type_words(spec.type)
@@ -74,6 +76,10 @@ def _int_advice(name: str, before: ParamSpec, after: ParamSpec, history: Sequenc
         return "int64", (f"{name} crossed 2**31: annotate it `{name}: tl.int64` and add it to do_not_specialize "
                          "(do_not_specialize alone still compiles an i32 and an i64 variant)")
     classes = {s.spec for s in history} | {before.spec, after.spec}
+    if classes <= {"one", "noalign"}:
+        return "expected", (f"{name} is in do_not_specialize_on_alignment, which keeps its value-1 variant: "
+                            "2 variants (== 1 and other) by design; do_not_specialize would merge them, "
+                            "at the price the cost check gives")
     if "one" in classes:
         return "do_not_specialize", (f"{name} took the value 1 and other values: do_not_specialize "
                                      "compiles one variant for all of them")

@@ -511,6 +511,8 @@ def param_specs(jit_fn: JITFunction, compile_info: dict, bound_args: dict | None
         if kind == "int":
             if param.do_not_specialize:
                 spec = "off"
+            elif getattr(param, "do_not_specialize_on_alignment", False):
+                spec = "noalign"  # only the value 1 is specialized (it took the "one" branch above)
             else:
                 spec = "div16" if index in divisible else "plain"
         elif kind == "ptr":

@@ -54,7 +54,7 @@ _CLASSES_REMOVED = {
     "do_not_specialize_on_alignment": {"div16", "aligned16"},
 }
 _CLASS_WORDS = {"one": "== 1", "div16": "% 16 == 0", "aligned16": "16-byte aligned", "plain": "other",
-                "unaligned": "unaligned", "off": "not specialized"}
+                "unaligned": "unaligned", "off": "not specialized", "noalign": "not specialized on alignment"}
 
 ALTERNATIVE_ON_ALIGNMENT = ("do_not_specialize_on_alignment: it keeps the `== 1` variant whose code the full "
                             "demotion slows, and still merges `% 16 == 0` with other (2 variants, not 3)")
