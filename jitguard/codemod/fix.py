@@ -34,7 +34,7 @@ from jitguard.codemod.autotune_migration import (
     migrate_autotune,
     plan_buckets,
 )
-from jitguard.codemod.kernels import DEMOTION_OPTIONS, DemotionList, TritonKernel, find_kernels
+from jitguard.codemod.kernels import DEMOTION_OPTIONS, TritonKernel, find_kernels, where_to_add
 from jitguard.codemod.sequence_edits import NO_SPACE, append_args, append_elements
 from jitguard.codemod.source_text import UTF8_ENCODINGS, declared_encoding
 
@@ -276,29 +276,6 @@ def plan_for_kernel(kernel: TritonKernel, requests: Sequence[tuple[str, str]]) -
         if not change.added["do_not_specialize_on_alignment"]:
             del change.added["do_not_specialize_on_alignment"]
     return change, errors
-
-
-def where_to_add(listed: DemotionList, param_names: Sequence[str], kernel: TritonKernel) -> str:
-    """Where names go in a computed demotion list: the branches lacking each, or the line computing it."""
-    source = f" ({listed.computed_at})" if listed.computed_at else ""
-    lacking: dict[tuple[str, ...], list[str]] = {}  # the branches a name is missing from -> those names
-    for name in param_names:
-        index = next((i for i, p in enumerate(kernel.params) if p.name == name), None)
-        missing = listed.branches_without(name, index) if listed.branches else []
-        # Branches only when some list it and some do not: a list with one value (a module constant) has one
-        # unlabelled branch, and a name no branch lists goes where the list is computed.
-        key = tuple(missing) if 0 < len(missing) < len(listed.branches) else ()
-        lacking.setdefault(key, []).append(name)
-    parts = []
-    for branches, names in lacking.items():
-        quoted = ", ".join(f"`{name}`" for name in names)
-        verb = "it is" if len(names) == 1 else "they are"
-        parts.append(f"add {quoted} by hand where {verb} missing: {', '.join(branches)}" if branches
-                     else f"add {quoted} there by hand")
-    if all(lacking):
-        return f"{listed.option} is not a literal list{source}; " + "; ".join(parts)
-    computed = listed.computed_at or f"line {listed.line}"
-    return f"{listed.option} is not a literal list, computed at {computed}: " + "; ".join(parts)
 
 
 def _decoded(source: bytes) -> tuple[str, str]:

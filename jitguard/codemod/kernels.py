@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from jitguard.events import listed_parameter
@@ -701,3 +701,27 @@ def find_kernels(source: bytes, tree: ast.Module | None = None) -> list[TritonKe
     for kernel in kernels:
         kernel.several_bindings = jit_calls[(kernel.name, kernel.line)] > 1
     return kernels
+
+
+def where_to_add(listed: DemotionList, param_names: Sequence[str], kernel: TritonKernel) -> str:
+    """Where names go in a computed demotion list: the branches lacking each, or the line computing it
+    (one wording for `fix`'s hand edits and `scan`'s findings)."""
+    source = f" ({listed.computed_at})" if listed.computed_at else ""
+    lacking: dict[tuple[str, ...], list[str]] = {}  # the branches a name is missing from -> those names
+    for name in param_names:
+        index = next((i for i, p in enumerate(kernel.params) if p.name == name), None)
+        missing = listed.branches_without(name, index) if listed.branches else []
+        # Branches only when some list it and some do not: a list with one value (a module constant) has one
+        # unlabelled branch, and a name no branch lists goes where the list is computed.
+        key = tuple(missing) if 0 < len(missing) < len(listed.branches) else ()
+        lacking.setdefault(key, []).append(name)
+    parts = []
+    for branches, names in lacking.items():
+        quoted = ", ".join(f"`{name}`" for name in names)
+        verb = "it is" if len(names) == 1 else "they are"
+        parts.append(f"add {quoted} by hand where {verb} missing: {', '.join(branches)}" if branches
+                     else f"add {quoted} there by hand")
+    if all(lacking):
+        return f"{listed.option} is not a literal list{source}; " + "; ".join(parts)
+    computed = listed.computed_at or f"line {listed.line}"
+    return f"{listed.option} is not a literal list, computed at {computed}: " + "; ".join(parts)

@@ -55,6 +55,7 @@ from jitguard.codemod.kernels import (
     find_kernels,
     might_contain_kernels,
     parse_source,
+    where_to_add,
 )
 from jitguard.codemod.launch_sites import LaunchFacts, launch_facts
 from jitguard.codemod.param_names import (
@@ -187,12 +188,7 @@ def _demotion_hint(kernel: TritonKernel, param: KernelParam) -> str:
         return "add it to do_not_specialize"
     if listed.literal:
         return "add it to do_not_specialize"
-    if listed.resolved and listed.branches:
-        lacking = listed.branches_without(param.name, param.index)
-        if lacking and len(lacking) < len(listed.branches):
-            where = "; ".join(label or "the list" for label in lacking)
-            return f"do_not_specialize lacks it when {where} (set at {listed.computed_at}): add it there"
-    return f"do_not_specialize is computed at {listed.computed_at}: add `{param.name}` there"
+    return where_to_add(listed, [param.name], kernel)
 
 
 def _configs_count(kernel: TritonKernel) -> int | None:

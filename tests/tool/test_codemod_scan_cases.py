@@ -270,7 +270,7 @@ def test_folded_causes_are_listed_in_one_message() -> None:
          @triton.jit(do_not_specialize=["T"] if HOPPER else [])
          def k(x_ptr, T):
              pass
-         """, "lacks it when not HOPPER"),
+         """, "add `T` by hand where it is missing: not HOPPER"),
         ("""
          @triton.jit(do_not_specialize=make_list())
          def k(x_ptr, num_tokens):
