@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from jitguard.render_text import kernel_label
-from jitguard.replay.arguments import TORCH_DTYPE_NAMES, representative_arg
+from jitguard.replay.arguments import TORCH_DTYPE_NAMES, constexpr_value, representative_arg
 from jitguard.replay.kernel_loading import module_attribute, resolve_kernel
 from jitguard.startup.plan import load_plan
 
@@ -231,7 +231,7 @@ def _pretune_arguments(jit_fn: Any, launcher: Any, variant: dict[str, Any], key_
             if kind in ("ptr", "tuple", "none"):
                 raise ValueError(f"key {name}={value!r} cannot be represented: a {kind} argument's value in the key "
                                  "is not recorded")
-            values[name] = value
+            values[name] = constexpr_value(name, value) if kind == "constexpr" else value
         elif entry.get("kind") == "int":
             values[name] = representative_arg(name, entry, device)
     elements = 1

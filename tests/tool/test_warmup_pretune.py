@@ -36,7 +36,12 @@ def keyed_on_a_pointer(x_ptr, n, BLOCK_N: tl.constexpr):
     tl.store(x_ptr + offs, tl.zeros([BLOCK_N], dtype=tl.float32), mask=offs < n)
 
 
-_SOURCES = {"scale_rows": scale_rows, "keyed_on_a_pointer": keyed_on_a_pointer}
+def cast_rows(x_ptr, out_ptr, n, OUT_DTYPE: tl.constexpr, BLOCK_N: tl.constexpr):
+    offs = tl.arange(0, BLOCK_N)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n).to(OUT_DTYPE), mask=offs < n)
+
+
+_SOURCES = {"scale_rows": scale_rows, "keyed_on_a_pointer": keyed_on_a_pointer, "cast_rows": cast_rows}
 
 
 def fresh_server_kernel(name: str, key: list[str], bucket: dict[str, str] | None = None):
@@ -194,3 +199,15 @@ def test_a_kernel_made_inside_a_function_is_a_named_failure(tmp_path):
     assert failure.startswith("scale_rows {'num_tokens': 4} dtypes ['torch.float32', 'torch.float32']: ")
     assert "is not a module-level name" in failure or "is gone" in failure  # Triton < 3.5 keeps no kernel registry
     assert not result.pretuned.get("scale_rows")
+
+
+def test_a_dtype_constexpr_in_the_key_is_pretuned(tmp_path):
+    """`OUT_DTYPE` (a Triton dtype object) in the autotune key round-trips through the plan as itself."""
+    with jitguard.watch(dir=str(tmp_path)):
+        kernel = fresh_server_kernel("cast_rows", ["n", "OUT_DTYPE"])
+        for n in (16, 17):
+            kernel[(1,)](torch.zeros(64), torch.zeros(64, dtype=torch.float16), n, OUT_DTYPE=tl.float16)
+    plan = build_plan(str(tmp_path))
+    fresh_server_kernel("cast_rows", ["n", "OUT_DTYPE"])
+    result = warmup(plan, stream=io.StringIO(), quiet=True)
+    assert result.pretune_failures == [] and len(result.pretuned["cast_rows"]) == 2
