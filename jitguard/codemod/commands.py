@@ -1,36 +1,29 @@
 """The `jitguard fix` and `jitguard scan` click commands (loaded lazily by `jitguard.cli`).
 
-Exit codes, like ruff: 0 nothing to do, 1 pending changes (`--check`/`--diff`) or warnings
-found (`scan`), 2 a usage or input error (bad file, unknown kernel, bad report).
+Exit codes, like ruff: 0 nothing to do, 1 pending changes (`--check`/`--diff`), warnings found
+(`scan`) or findings left for a hand edit (`fix`), 2 a usage or input error (bad file, unknown
+kernel, bad report) or a crash.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 from collections import Counter
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import click
 
-from jitguard.codemod.cross_file_helpers import drop_cross_file_helper_findings
-from jitguard.codemod.demotions import (
-    NO_REWRITE_REASON,
-    AdviceNote,
-    Demotion,
-    DemotionInputError,
-    load_report,
-    parse_bucket_option,
-    parse_param_option,
-    report_kernel_entries,
-)
+from jitguard.codemod.demotions import NO_REWRITE_REASON, AdviceNote, Demotion, DemotionInputError
 from jitguard.codemod.file_selection import PathInputError as SelectionPathError
 from jitguard.codemod.file_selection import is_excluded, select_python_files
-from jitguard.codemod.files import default_jobs, map_files, progress_for
-from jitguard.codemod.scan import RULES, FileScan, scan_source, scan_task
+from jitguard.codemod.files import default_jobs, progress_for
+from jitguard.codemod.fix_inputs import FixRequests, scan_paths
+from jitguard.codemod.scan import RULES, FileScan, scan_source
 from jitguard.codemod.scan_config import (
     ConfigError,
     ScanSettings,
@@ -61,13 +54,8 @@ def _echo_err(message: str) -> None:
     click.echo(escape_controls(message), err=True)  # paths and kernel names may hold any character
 
 
-def _collect_files(paths: tuple[str, ...]) -> list[Path]:
+def _collect_files(paths: tuple[str, ...], settings: ScanSettings) -> list[Path]:
     """The files `fix` works on: scan's selection (excludes, .gitignore, `[tool.jitguard]`)."""
-    try:
-        settings = _scan_settings(None, (), (), (), (), None, False)
-    except ConfigError as exc:
-        _echo_err(f"error: {exc}")
-        click.get_current_context().exit(2)
     try:
         files = select_python_files(paths, settings.selection)
     except SelectionPathError as exc:
@@ -93,88 +81,134 @@ def _describe_notes(notes: list[AdviceNote], skipped_findings: int) -> list[str]
 
 
 @click.command("fix")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--from", "report", type=click.Path(), help="A `jitguard report --json` or `jitguard scan --json` file.")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--from", "report", type=click.Path(allow_dash=True),
+              help="A `jitguard report --json` or `jitguard scan --json` file (`-`: standard input).")
 @click.option("--param", "params", multiple=True, metavar="KERNEL:PARAM[:align]",
               help="Demote PARAM of KERNEL (do_not_specialize; with :align, do_not_specialize_on_alignment).")
 @click.option("--bucket", "buckets", multiple=True, metavar="KERNEL:PARAM[=STRATEGY]",
               help="Make KERNEL's autotune jitguard.autotune with PARAM's key values bucketed (pow2, align:N, "
                    "le:[...]; default pow2): one tuning per bucket, not per value.")
 @click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff and write nothing.")
-@click.option("--check", is_flag=True, help="Write nothing; exit 1 if a file would change.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 if a file would change or a finding is left.")
 @click.option("--accept-cost", is_flag=True,
               help="Also apply demotions the report prices as costly (slower code, fewer variants).")
 @click.option("--accept-unknown", is_flag=True,
               help="Also apply demotions whose price is unknown (by default they are listed with the reason).")
+@click.option("--allow-jitguard-import", is_flag=True,
+              help="Also apply the autotune buckets a report or scan advises: the module then imports jitguard.")
 @click.option("--price-from", "price_from", multiple=True, type=click.Path(file_okay=False, path_type=str),
               metavar="DIR", help="Also import kernels to price from DIR (repeatable): for a report recorded "
                                   "elsewhere. By default: this environment's import roots and the PATHs fixed.")
 @click.option("-j", "--jobs", type=int, default=None, help="Worker processes (default: one per CPU).")
 def fix_command(
     paths: tuple[str, ...], report: str | None, params: tuple[str, ...], buckets: tuple[str, ...],
-    show_diff: bool, check: bool, accept_cost: bool, accept_unknown: bool, price_from: tuple[str, ...],
-    jobs: int | None,
+    show_diff: bool, check: bool, accept_cost: bool, accept_unknown: bool, allow_jitguard_import: bool,
+    price_from: tuple[str, ...], jobs: int | None,
 ) -> None:
     """Add parameters to do_not_specialize / do_not_specialize_on_alignment of Triton kernels, and
     make an autotune keyed on a count `jitguard.autotune(..., bucket=...)` (--bucket, or the report).
 
-    Edits in place by default, changing only the decorators that need it. A demotion from --from is
-    applied when it prices free (`jitguard report --json`); a costly one is skipped with its price and
-    the alternative unless --accept-cost, one of unknown price with its reason unless --accept-unknown.
-    --param is always applied, its price said. Kernels are imported to price them only from this
-    environment's import roots, the PATHs fixed and --price-from, never from the report's folder.
+    With neither --from, --param nor --bucket, scans PATHs (default `.`) and applies the fixes its
+    findings ask for, as `ruff check --fix` does. Edits in place by default, changing only the
+    decorators that need it. A demotion from --from or a scan is applied when it prices free (a runtime
+    report's recorded variants; for a scan, signatures synthesized from the source, each compiled both
+    ways); a costly one is skipped with its price and the alternative unless --accept-cost, one of
+    unknown price with its reason unless --accept-unknown. --param is always applied, its price said.
+    Kernels are imported to price them only from this environment's import roots, the PATHs fixed and
+    --price-from, never from the report's folder. Exit 0 when nothing is left, 1 when a file would
+    change (--check, --diff) or a finding is left for a hand edit (or, scanning, any warning is left),
+    2 for bad input.
 
     \b
+      jitguard fix kernels/
       jitguard fix --from report.json kernels/
+      jitguard scan --json kernels/ | jitguard fix --from - kernels/
       jitguard fix --param fused_moe_kernel:EM --param fused_moe_kernel:num_valid_tokens --diff src/
       jitguard fix --bucket rms_norm_kernel:num_tokens=pow2 src/
     """
     # libcst loads here, not at import: `jitguard scan` (a pre-commit hook) starts faster without it.
     from jitguard.codemod.demotion_prices import PricePolicy, price_requests
-    from jitguard.codemod.file_writes import WriteReport, other_hard_links, write_refusal
-    from jitguard.codemod.fix_tree import fix_paths, unified_diff, write_changes
+    from jitguard.codemod.fix_inputs import hold_buckets
+    from jitguard.codemod.fix_tree import fix_paths
 
     started = time.perf_counter()
-    demotions: list[Demotion] = []
-    notes: list[AdviceNote] = []
-    entries: dict = {}
-    skipped = 0
-    try:
-        demotions += [parse_param_option(text) for text in params]
-        demotions += [parse_bucket_option(text) for text in buckets]
-        if report is not None:
-            from_report, notes = load_report(report)
-            demotions += from_report
-            entries = report_kernel_entries(report)
-            skipped = _count_adviceless_findings(report)
-    except DemotionInputError as exc:
-        raise click.UsageError(str(exc)) from None
-    if report is None and not params and not buckets:
-        raise click.UsageError("nothing to do: give --from REPORT, --param KERNEL:PARAM or --bucket KERNEL:PARAM")
-    files = _collect_files(paths)
+    writing = not (show_diff or check)
+    requests, files = _fix_requests(paths, report, params, buckets, price_from, jobs)
+    kept, held_buckets, bucket_lines = hold_buckets(requests.demotions, allow_jitguard_import)
     priced = price_requests(
-        demotions, entries, PricePolicy(accept_cost, accept_unknown, writing=not (show_diff or check)),
-        files=files, price_from=price_from,
-        data_dirs=[os.path.dirname(os.path.abspath(report))] if report else [],
+        kept, requests.entries, PricePolicy(accept_cost, accept_unknown, writing=writing),
+        files=files, price_from=price_from, data_dirs=requests.data_dirs,
         on_compile=lambda: _echo_err("[jitguard] pricing the demotions the report left unpriced: each kernel "
                                      "compiled with and without (sm_90)"),
     )
-    run = fix_paths(files, priced.apply, _jobs(jobs), progress_for("Fixing", len(files)), held=priced.held)
-    writing = not (show_diff or check)
+    run = fix_paths(files, priced.apply, _jobs(jobs), progress_for("Fixing", len(files)),
+                    held=[*priced.held, *held_buckets])
+    shown = _apply_changes(run, show_diff, writing)
+    for line in [*priced.lines, *bucket_lines, *_describe_notes(requests.notes, requests.adviceless)]:
+        _echo_err(line)
+    _int64_notes(requests.demotions)
+    _finish_fix(run, shown, requests, priced, time.perf_counter() - started)
+
+
+def _fix_requests(paths: tuple[str, ...], report: str | None, params: tuple[str, ...], buckets: tuple[str, ...],
+                  price_from: tuple[str, ...], jobs: int | None) -> tuple[FixRequests, list[Path]]:
+    """What `fix` is asked (`--param`, `--bucket`, `--from`, else a scan of PATHs), with a scan's demotions
+    priced on synthesized signatures, and the files it works on."""
+    from jitguard.codemod.fix_inputs import gather_requests, price_scanned, scan_paths, scan_requests
+
+    try:
+        requests = gather_requests(report, params, buckets)
+    except DemotionInputError as exc:
+        raise click.UsageError(str(exc)) from None
+    settings = _fix_settings()
+    files = _collect_files(paths or (".",), settings)
+    if report is None and not params and not buckets:
+        enabled = enabled_rules(RULES, settings.select, settings.ignore)
+        requests = scan_requests(scan_paths(files, _rules_for(enabled, settings), _jobs(jobs),
+                                            progress_for("Scanning", len(files))))
+    price_scanned(requests, files, price_from, on_compile=lambda: _echo_err(
+        "[jitguard] pricing the scan's demotions on signatures synthesized from the source: each kernel "
+        "compiled with and without (sm_90)"))
+    return requests, files
+
+
+def _int64_notes(demotions: list[Demotion]) -> None:
+    for demotion in demotions:
+        if demotion.advice == "int64":
+            _echo_err(f"note: {demotion.kernel}:{demotion.param} took values of 2**31 or more: besides "
+                      f"do_not_specialize, annotate it `{demotion.param}: tl.int64` (fix edits decorators only)")
+
+
+@dataclass
+class _Shown:
+    """What `fix` wrote or would write: the kernels changed, and what kept a change from being written."""
+
+    changes: list[tuple[Path, Any]]
+    writing: bool
+    unwritable: dict[Path, str]
+    written: set[Path] | None  # files actually replaced (None: nothing is written in this mode)
+    write_report: Any = None
+
+
+def _apply_changes(run: Any, show_diff: bool, writing: bool) -> _Shown:
+    """Write the changes (or print the diff), then print one line per kernel changed and the warnings."""
+    from jitguard.codemod.file_writes import other_hard_links, write_refusal
+    from jitguard.codemod.fix_tree import unified_diff, write_changes
+
     # --check/--diff write nothing, but a pending change to a file fix could not write is said, not hidden.
     unwritable = {} if writing else {result.path: reason for result in run.results
                                      if result.changed and (reason := write_refusal(result.path))}
     for result in run.results:
         if show_diff and result.changed:
             click.echo(unified_diff(result), nl=False)
-    written: set[Path] | None = None  # files actually replaced (None: nothing is written in this mode)
-    write_report: WriteReport | None = None
+    shown = _Shown([], writing, unwritable, None)
     if writing:
-        write_report = write_changes(run)
-        written = set(write_report.written)
-        run.errors += [f"{path}: {reason}" for path, reason in write_report.failed]
-    changes = [(path, change) for path, change in run.changes if written is None or path in written]
-    for path, change in changes:
+        shown.write_report = write_changes(run)
+        shown.written = set(shown.write_report.written)
+        run.errors += [f"{path}: {reason}" for path, reason in shown.write_report.failed]
+    shown.changes = [(path, change) for path, change in run.changes if shown.written is None or path in shown.written]
+    for path, change in shown.changes:
         if not show_diff:
             verb = "" if writing else "would add "
             added = "; ".join(f"autotune -> jitguard.autotune, bucket += {', '.join(names)}" if option == "bucket"
@@ -185,28 +219,56 @@ def fix_command(
     for path, reason in unwritable.items():
         _echo_err(f"warning: {path}: {reason}; would change but cannot be written")
     # A rewrite replaces the name, not the file: other hard links (a package manager's cache) keep the old text.
-    links_left = write_report.links_left if write_report else [
+    links_left = shown.write_report.links_left if shown.write_report else [
         (result.path, links) for result in run.results
         if result.changed and result.path not in unwritable and (links := other_hard_links(result.path))]
     for path, links in links_left:
         keep = "keeps" if links == 1 else "keep"
         _echo_err(f"note: {path}: its {_plural(links, 'other hard link')} {keep if writing else 'would keep'} "
                   f"the old text (fix {'wrote' if writing else 'writes'} a new file under this name only)")
-    for line in priced.lines:
-        _echo_err(line)
-    for line in _describe_notes(notes, skipped):
-        _echo_err(line)
-    for demotion in demotions:
-        if demotion.advice == "int64":
-            _echo_err(f"note: {demotion.kernel}:{demotion.param} took values of 2**31 or more: besides "
-                      f"do_not_specialize, annotate it `{demotion.param}: tl.int64` (fix edits decorators only)")
-    for line in run.errors:
+    return shown
+
+
+def _finish_fix(run: Any, shown: _Shown, requests: FixRequests, priced: Any, elapsed: float) -> None:
+    """Print the errors, the hand edits and the summary; exit 2 for bad input, 1 for findings left or
+    (--check, --diff) changes pending, 0 otherwise."""
+    from jitguard.codemod.fix_inputs import unfixed_warnings
+
+    hand_edits = [f"{result.path}: {edit}" for result in run.results if result.outcome is not None
+                  for edit in result.outcome.hand_edits]
+    errors = [line for line in run.errors if line not in set(hand_edits)]
+    errors += [f"{scan.path}: {scan.error}" for scan in requests.scans if scan.error]
+    for line in errors:
         _echo_err(f"error: {line}")
-    changed_files = len(written) if written is not None else sum(1 for result in run.results if result.changed)
-    kernels = len(changes)
-    fixable = [(path, change) for path, change in changes if path not in unwritable]
+    for line in hand_edits:
+        _echo_err(f"hand edit: {line}")
+    left = unfixed_warnings(requests, priced.apply) if requests.scans else 0
+    summary = _fix_summary(run, shown, priced, elapsed)
+    if hand_edits:
+        summary += f"; {_plural(len(hand_edits), 'hand edit')} left"
+    if left:
+        summary += f"; {_plural(left, 'warning')} left (jitguard scan lists them)"
+    if errors:
+        summary += f"; {_plural(len(errors), 'error')}"
+    context = click.get_current_context()
+    if shown.write_report is not None and shown.write_report.stopped_by is not None:
+        for line in shown.write_report.stop_lines():
+            _echo_err(line)
+        _echo_err(f"{summary}.")
+        context.exit(128 + shown.write_report.stopped_by)
+    _echo_err(summary + ".")
+    if errors:
+        context.exit(2)
+    if hand_edits or left or (shown.changes and not shown.writing):
+        context.exit(1)
+
+
+def _fix_summary(run: Any, shown: _Shown, priced: Any, elapsed: float) -> str:
+    writing, unwritable = shown.writing, shown.unwritable
+    changed_files = len(shown.written) if shown.written is not None else sum(1 for r in run.results if r.changed)
+    fixable = [(path, change) for path, change in shown.changes if path not in unwritable]
     parameters = sum(len(names) for _, change in fixable for names in change.added.values())
-    elapsed = time.perf_counter() - started
+    failed = shown.write_report is not None and shown.write_report.failed
     if fixable:
         verb = "Fixed" if writing else "Would fix"
         summary = (f"{verb} {_plural(len(fixable), 'kernel')} in {_plural(changed_files - len(unwritable), 'file')} "
@@ -214,7 +276,7 @@ def fix_command(
     elif unwritable:
         summary = "Nothing fix could write"
     else:
-        summary = "Nothing to fix" if not (write_report and write_report.failed) else "Nothing written"
+        summary = "Nothing to fix" if not failed else "Nothing written"
     if unwritable:
         summary += f"; {_plural(len(unwritable), 'file')} would change but cannot be written"
     summary += f"; {_plural(run.files_checked, 'file')} checked in {elapsed:.1f} s"
@@ -222,29 +284,23 @@ def fix_command(
         summary += f"; {_plural(priced.skipped, 'costly demotion')} skipped"
     if priced.skipped_unknown:
         summary += f"; {_plural(priced.skipped_unknown, 'unpriced demotion')} skipped"
-    if run.errors:
-        summary += f"; {_plural(len(run.errors), 'error')}"
-    if write_report is not None and write_report.stopped_by is not None:
-        for line in write_report.stop_lines():
-            _echo_err(line)
-        _echo_err(f"{summary}.")
-        click.get_current_context().exit(128 + write_report.stopped_by)
-    _echo_err(summary + ".")
-    if run.errors:
-        click.get_current_context().exit(2)
-    if kernels and not writing:
-        click.get_current_context().exit(1)
+    return summary
 
 
-def _count_adviceless_findings(report: str) -> int:
+def _fix_settings() -> ScanSettings:
     try:
-        data = json.loads(Path(report).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return 0
-    findings = data.get("findings") if isinstance(data, dict) else None
-    if not isinstance(findings, list):
-        return 0
-    return sum(1 for finding in findings if isinstance(finding, dict) and finding.get("advice") is None)
+        return _scan_settings(None, (), (), (), (), None, False)
+    except ConfigError as exc:
+        _echo_err(f"error: {exc}")
+        raise click.exceptions.Exit(2) from None
+
+
+def _rules_for(enabled: frozenset[str], settings: ScanSettings) -> Callable[[Path | str], frozenset[str]]:
+    """The rules that apply to one file: the enabled ones less its per-file-ignores."""
+    def rules_for(file: Path | str) -> frozenset[str]:
+        return enabled - set(enabled_rules(RULES, ignored_for_file(file, settings) or ("-",), ()))
+
+    return rules_for
 
 
 def _codes(values: tuple[str, ...]) -> list[str]:
@@ -347,10 +403,7 @@ def scan_command(
     except ConfigError as exc:
         _echo_err(f"error: {exc}")
         context.exit(2)
-    enabled = enabled_rules(RULES, settings.select, settings.ignore)
-
-    def rules_for(file: Path | str) -> frozenset[str]:
-        return enabled - set(enabled_rules(RULES, ignored_for_file(file, settings) or ("-",), ()))
+    rules_for = _rules_for(enabled_rules(RULES, settings.select, settings.ignore), settings)
 
     if "-" in paths:
         if len(paths) > 1:
@@ -370,10 +423,8 @@ def scan_command(
             raise click.UsageError(str(exc)) from None
         if not files and not quiet:
             _echo_err(f"warning: no Python files found under {', '.join(paths) or '.'}")
-        tasks = [(path, rules_for(path), None) for path in files]
-        scans = list(map_files(scan_task, tasks, _jobs(jobs), progress_for("Scanning", len(files))))
-        # A jit function another scanned file's kernels call is a device helper there.
-        scans = drop_cross_file_helper_findings(scans)
+        # A jit function another scanned file's kernels call is a device helper there (scan_paths drops it).
+        scans = scan_paths(files, rules_for, _jobs(jobs), progress_for("Scanning", len(files)))
         file_count = len(files)
     findings = sorted((f for scan in scans for f in scan.findings), key=lambda f: (f.file, f.line, f.column))
     errors = [(scan.path, scan.error) for scan in scans if scan.error]

@@ -183,7 +183,7 @@ def test_directory_without_python_files_and_missing_path(tmp_path: Path) -> None
 
 def test_bad_param_and_bad_report_are_usage_errors(tree: Path) -> None:
     assert _run(fix_command, ["--param", "scale_rows", tree]).exit_code == 2
-    assert _run(fix_command, [tree]).exit_code == 2
+    assert _run(fix_command, [tree / "missing.py"]).exit_code == 2
     (tree / "junk.json").write_text("{not json")
     result = _run(fix_command, ["--from", tree / "junk.json", tree])
     assert result.exit_code == 2 and "junk.json: not JSON" in result.output

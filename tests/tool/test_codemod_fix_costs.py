@@ -135,36 +135,34 @@ def test_only_costly_advice_leaves_nothing_to_fix(reports: dict[str, Path], tmp_
     assert "Nothing to fix" in result.stderr and "skipped: add_one_kernel:n: costly" in result.stderr
 
 
-@pytest.mark.parametrize("extra, applied, said", [
-    ([], False, "skipped: 4 demotions (parameters of 4 kernels: rows0:num_tokens, rows1:num_tokens, "
-                "rows2:num_tokens, ...) unpriced: this report records no variants; `jitguard report --json` on a "
-                "watched run prices them (--accept-unknown applies them)"),
-    (["--accept-unknown"], True, "accepted unknown price: 4 demotions (parameters of 4 kernels: rows0:num_tokens, "
-                                 "rows1:num_tokens, rows2:num_tokens, ...) applied unpriced: this report records no "
-                                 "variants; `jitguard report --json` on a watched run prices them"),
-    (["--accept-unknown", "--diff"], False, "accepted unknown price: 4 demotions (parameters of 4 kernels: "
-                                            "rows0:num_tokens, rows1:num_tokens, rows2:num_tokens, ...) would be "
-                                            "applied unpriced: "),
-])
-def test_scan_json_demotions_are_unpriced_said_once(tmp_path: Path, extra: list[str], applied: bool,
-                                                    said: str) -> None:
-    """A scan records no variants: its demotions are skipped unless --accept-unknown, and one line says so,
-    with "would be applied" when nothing is written."""
+@pytest.mark.parametrize("extra, applied", [([], 2), (["--accept-unknown"], 4), (["--accept-unknown", "--diff"], 0)])
+def test_scan_json_demotions_are_priced_on_synthesized_signatures(tmp_path: Path, extra: list[str],
+                                                                  applied: int) -> None:
+    """A scan records no variants: its demotions are priced on signatures synthesized from the source, the
+    free ones applied; one whose kernel has a tl.constexpr no source gives a value is unknown, skipped with
+    its reason unless --accept-unknown ("would be applied" when nothing is written)."""
     from jitguard.codemod.commands import scan_command
 
     source = ("import triton\nimport triton.language as tl\n\n"
               + "".join(f"@triton.jit\ndef rows{i}(x_ptr, num_tokens, BLOCK: tl.constexpr):\n"
                         f"    tl.store(x_ptr + tl.arange(0, BLOCK), 0.0, mask=tl.program_id(0) < num_tokens)\n\n"
-                        for i in range(4)))
+                        for i in range(2))
+              + "".join(f"@triton.jit\ndef shifted{i}(x_ptr, num_tokens, SHIFT: tl.constexpr):\n"
+                        f"    tl.store(x_ptr + SHIFT, 0.0, mask=tl.program_id(0) < num_tokens)\n\n"
+                        for i in range(2)))
     target = tmp_path / "rows.py"
     target.write_text(source)
     scan = CliRunner().invoke(scan_command, ["--json", str(target)])
     (tmp_path / "scan.json").write_text(scan.stdout)
     result = CliRunner().invoke(fix_command, ["--from", str(tmp_path / "scan.json"), *extra, str(target)])
     assert result.exit_code == (1 if "--diff" in extra else 0), result.output
-    assert target.read_text().count('@triton.jit(do_not_specialize=["num_tokens"])') == (4 if applied else 0)
-    unpriced = [line for line in result.stderr.splitlines() if "unpriced" in line and "records no variants" in line]
-    assert len(unpriced) == 1 and unpriced[0].startswith(said), result.stderr
+    assert target.read_text().count('@triton.jit(do_not_specialize=["num_tokens"])') == applied
+    unknown = [line for line in result.stderr.splitlines() if "shifted0:num_tokens" in line]
+    assert len(unknown) == 1 and "no value found for tl.constexpr `SHIFT`" in unknown[0], result.stderr
+    verb = "would be applied" if "--diff" in extra else "applied"
+    assert unknown[0].startswith("accepted unknown price" if extra else "skipped"), unknown[0]
+    assert (verb in unknown[0]) if extra else ("--accept-unknown applies it" in unknown[0])
+    assert "rows0:num_tokens" not in result.stderr  # a free demotion is applied without a word
 
 
 def test_report_module_is_imported_from_the_tree_being_fixed(reports: dict[str, Path], tmp_path: Path) -> None:

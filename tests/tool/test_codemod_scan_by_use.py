@@ -274,7 +274,7 @@ def _run(command: object, args: list[str]) -> object:
     return CliRunner().invoke(command, [str(arg) for arg in args])  # type: ignore[arg-type]
 
 
-def test_jg109_is_counted_in_the_summary_and_asks_for_a_bucket(tmp_path: Path) -> None:
+def test_jg109_is_counted_in_the_summary_and_fix_buckets_it(tmp_path: Path) -> None:
     kernel = tmp_path / "tuned.py"
     kernel.write_text(HEADER + textwrap.dedent("""
         @triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["num_tokens"])
@@ -293,6 +293,10 @@ def test_jg109_is_counted_in_the_summary_and_asks_for_a_bucket(tmp_path: Path) -
     demotions, _ = load_report(report)
     assert [(d.kernel, d.param, d.option) for d in demotions if d.advice == "bucket"] == [
         ("k", "num_tokens", "bucket:pow2")]
+    fixed = _run(fix_command, ["--from", report, "--allow-jitguard-import", kernel])
+    assert fixed.exit_code in (0, 1), fixed.output  # type: ignore[attr-defined]
+    text = kernel.read_text()
+    assert 'bucket={"num_tokens": "pow2"}' in text and "@jitguard.autotune(" in text and "import jitguard" in text
 
 
 def test_fix_edits_a_gluon_decorator(tmp_path: Path) -> None:
