@@ -1,6 +1,7 @@
 """The serving simulation's command line.
 
-`python examples/serve_sim [--preset cpu|cpu-small|gpu] [--runs upstream,fixed+warmup] [--out DIR] [--per-request]`.
+`python examples/serve_sim [--preset cpu|cpu-small|gpu] [--runs upstream,fixed+warmup] [--out DIR] [--per-request]
+[--bundle FILE]`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--out", default=None, help="keep plans, logs and result.json here")
     parser.add_argument("--per-request", action="store_true", help="also print each request's TTFT per run")
+    parser.add_argument("--bundle", default=None,
+                        help="a compile bundle for the +bundle run (default: built here from the plan, offline)")
     args = parser.parse_args(argv)
     presets = {"cpu": SimConfig.cpu_default, "cpu-small": SimConfig.cpu_small, "gpu": SimConfig.gpu_default}
     config = presets[args.preset]()
@@ -38,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     config = replace(config, trace=trace, workers=args.workers or config.workers)
     try:
         result = run_simulation(config, runs=tuple(r.strip() for r in args.runs.split(",") if r.strip()),
-                                out_dir=args.out)
+                                out_dir=args.out, bundle=args.bundle)
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2

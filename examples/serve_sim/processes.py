@@ -29,6 +29,7 @@ class EngineConfig:
     workers: int = 2
     max_num_seqs: int = 32
     plan_path: str | None = None  # warm-up plan applied by every worker at start-up
+    bundle_path: str | None = None  # compile bundle installed by every worker before its warm-up
     log_dir: str | None = None  # jitguard NDJSON logs, one file per worker
     seed: int = 0
 
@@ -46,7 +47,14 @@ class WorkerStats:
     serving_compiles: int = 0
     serving_compile_s: float = 0.0
     serving_by_kernel: dict[str, int] = field(default_factory=dict)
+    serving_loads: int = 0  # of serving_compiles, loaded from a cache or bundle
     load_s: float = 0.0
+    # start-up (warm-up and profile step) Triton time, cold compiles apart from loads (CompileEvent.arrived)
+    startup_cold: int = 0
+    startup_cold_s: float = 0.0
+    startup_loads: int = 0
+    startup_load_s: float = 0.0
+    bundle_skipped: list[str] = field(default_factory=list)  # the bundle install's lines, one per skip
 
 
 # --- worker --------------------------------------------------------------------------------------
@@ -74,10 +82,11 @@ def worker_main(rank: int, config: EngineConfig, commands: Any, results: Any) ->
     stats = WorkerStats(rank=rank, load_s=time.perf_counter() - started)
     if config.plan_path:
         with jitguard.watch() as warm_rec:
-            result = jitguard.warmup(config.plan_path, stream=io.StringIO())
+            result = jitguard.warmup(config.plan_path, stream=io.StringIO(), bundle=config.bundle_path)
         stats.warmup_compiles = len(warm_rec.events)
         stats.warmup_s = result.seconds
         stats.warmup_failures = [f"{o.label}: {o.reason}" for o in result.failures]
+        stats.bundle_skipped = list(result.bundle.skipped) if result.bundle is not None else []
     # A start-up profile step at the full token budget, as vLLM's profile run: it initialises the
     # libraries (cuBLAS, lazily loaded modules) and compiles whatever variants that size needs.
     with jitguard.watch() as profile_rec:
@@ -88,6 +97,13 @@ def worker_main(rank: int, config: EngineConfig, commands: Any, results: Any) ->
             torch.cuda.synchronize()
         stats.profile_s = time.perf_counter() - profile_started
     stats.profile_compiles = len(profile_rec.events)
+    for event in (warm_rec.events if config.plan_path else []) + profile_rec.events:
+        if event.loaded:
+            stats.startup_loads += 1
+            stats.startup_load_s += (event.compile_ms or 0.0) / 1000.0
+        else:
+            stats.startup_cold += 1
+            stats.startup_cold_s += (event.compile_ms or 0.0) / 1000.0
     jitguard.mark_serving()
     results.put(("ready", rank, None))
     with jitguard.watch() as recorder:
@@ -110,6 +126,7 @@ def worker_main(rank: int, config: EngineConfig, commands: Any, results: Any) ->
             stats.serving_compiles += 1
             stats.serving_compile_s += (event.compile_ms or 0.0) / 1000.0
             stats.serving_by_kernel[event.kernel] = stats.serving_by_kernel.get(event.kernel, 0) + 1
+            stats.serving_loads += event.loaded
     results.put(("stats", rank, stats))
     jitguard.uninstall()
     stack.close()

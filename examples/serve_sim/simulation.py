@@ -35,7 +35,8 @@ from .model import GPU_SHAPE, ModelShape
 from .processes import EngineConfig, WorkerStats, front_run
 from .trace import TraceSpec, describe_trace, make_trace
 
-RUNS = ("upstream", "fixed+warmup", "fixed", "upstream+warmup")
+WORKER_KNOBS = {"TRITON_DEFAULT_FP_FUSION": "1"}  # the workers' Triton knobs (a bundle is built with the same)
+RUNS = ("upstream", "fixed+warmup", "fixed", "upstream+warmup", "fixed+warmup+bundle")
 DEFAULT_RUNS = ("upstream", "fixed+warmup")
 
 
@@ -119,6 +120,31 @@ class RunResult:
         return max((w.warmup_s + w.profile_s for w in self.workers), default=0.0)
 
     @property
+    def startup_cold(self) -> int:
+        """Start-up variants compiled cold (or where Triton cannot tell), summed over workers."""
+        return sum(w.startup_cold for w in self.workers)
+
+    @property
+    def startup_cold_s(self) -> float:
+        """Start-up cold compile seconds of the slowest worker."""
+        return max((w.startup_cold_s for w in self.workers), default=0.0)
+
+    @property
+    def startup_loads(self) -> int:
+        """Start-up variants loaded (disk, bundle, remote cache), summed over workers."""
+        return sum(w.startup_loads for w in self.workers)
+
+    @property
+    def startup_load_s(self) -> float:
+        """Start-up load seconds of the slowest worker."""
+        return max((w.startup_load_s for w in self.workers), default=0.0)
+
+    @property
+    def cold_on_path(self) -> int:
+        """Request-path variants compiled cold, summed over workers."""
+        return sum(w.serving_compiles - w.serving_loads for w in self.workers)
+
+    @property
     def warmup_failures(self) -> list[str]:
         return [f for w in self.workers for f in w.warmup_failures]
 
@@ -155,12 +181,15 @@ class SimResult:
 
     def format_table(self) -> str:
         """The comparison table (what the command prints)."""
-        header = ["run", "start-up (warm-up + profile step)", "compiles on request path", "compile s on path",
-                  "requests delayed by a compile", "TTFT p50", "TTFT p99", "TTFT max"]
+        header = ["run", "start-up (warm-up + profile step)", "start-up cold compiles", "start-up loads",
+                  "compiles on request path", "compile s on path", "requests delayed by a compile", "TTFT p50",
+                  "TTFT p99", "TTFT max"]
         rows = []
         for run in self.runs:
-            warm = f"{run.startup_compiles} compiles, {run.startup_compile_s:.1f} s"
-            rows.append([run.name, warm, str(run.compiles_on_path), f"{run.compile_s_on_path:.1f}",
+            warm = f"{run.startup_compiles} variants, {run.startup_compile_s:.1f} s"
+            rows.append([run.name, warm, f"{run.startup_cold}, {run.startup_cold_s:.2f} s",
+                         f"{run.startup_loads}, {run.startup_load_s:.2f} s", str(run.compiles_on_path),
+                         f"{run.compile_s_on_path:.1f}",
                          f"{run.requests_delayed_by_compiles()}/{len(run.ttft_s)}",
                          f"{run.ttft_quantile(0.5) * 1000:.0f} ms", f"{run.ttft_quantile(0.99) * 1000:.0f} ms",
                          f"{max(run.ttft_s.values()) * 1000:.0f} ms"])
@@ -182,6 +211,9 @@ class SimResult:
                          f"decode batch {_spread(run.decode_batches)}, step time without compiles median {quiet_words}")
             if run.warmup_failures:
                 lines.append(f"{run.name}: warm-up failures: " + "; ".join(run.warmup_failures))
+            skipped = sorted({line for w in run.workers for line in w.bundle_skipped})
+            if skipped:
+                lines.append(f"{run.name}: bundle entries skipped: " + "; ".join(skipped))
             kernels: dict[str, int] = {}
             for worker in run.workers:
                 for name, count in worker.serving_by_kernel.items():
@@ -232,6 +264,9 @@ class SimResult:
                       "compiles_on_path": r.compiles_on_path, "compile_s_on_path": r.compile_s_on_path,
                       "warmup_compiles": r.warmup_compiles, "warmup_s": r.warmup_s,
                       "startup_compiles": r.startup_compiles, "startup_compile_s": r.startup_compile_s,
+                      "startup_cold": r.startup_cold, "startup_cold_s": r.startup_cold_s,
+                      "startup_loads": r.startup_loads, "startup_load_s": r.startup_load_s,
+                      "cold_on_path": r.cold_on_path,
                       "warmup_failures": r.warmup_failures, "startup_s": r.startup_s,
                       "ttft_p50_s": r.ttft_quantile(0.5), "ttft_p99_s": r.ttft_quantile(0.99),
                       "ttft_s": {str(k): v for k, v in sorted(r.ttft_s.items())},
@@ -315,12 +350,27 @@ def calibrate_plan(config: SimConfig, kernel_set: str, directory: str) -> tuple[
     return path, plan["variants"]
 
 
+def _build_bundle(plan_path: str, out_dir: str, kernel_set: str, out: TextIO) -> str:
+    """Build the plan's compile bundle offline for sm_90 (what CI would do once for every server)."""
+    from jitguard.startup.bundle_build import build_bundle
+
+    t0 = time.perf_counter()
+    path = os.path.join(out_dir, f"bundle-{kernel_set}.tgz")
+    built = build_bundle(plan_path, path, arch=90, offline=True, env=dict(WORKER_KNOBS))
+    out.write(f"[serve_sim] bundle for {kernel_set}: {built.kernel_entries} kernel entries, "
+              f"{built.host_module_entries} host module(s), built offline in {time.perf_counter() - t0:.1f} s "
+              f"-> {path}\n")
+    return path
+
+
 def run_simulation(config: SimConfig | None = None, runs: tuple[str, ...] = DEFAULT_RUNS,
-                   out_dir: str | None = None, stream: TextIO | None = None) -> SimResult:
+                   out_dir: str | None = None, stream: TextIO | None = None, bundle: str | None = None) -> SimResult:
     """Run each of `runs` over the same seeded trace; returns a `SimResult` (see `format_table`).
 
     `out_dir` keeps the warm-up plans, the per-run jitguard logs (`jitguard report OUT/<run>/logs`)
     and `result.json`; default: a new temporary directory. Progress goes to `stream` (default stderr).
+    A `+bundle` run installs a compile bundle before its warm-up: `bundle` (built elsewhere, e.g. in CI
+    for the GPU machine), else one built here from the plan, offline for sm_90.
     """
     config = config or SimConfig()
     out = stream or sys.stderr
@@ -338,6 +388,8 @@ def run_simulation(config: SimConfig | None = None, runs: tuple[str, ...] = DEFA
         plans[kernel_set] = calibrate_plan(config, kernel_set, out_dir)
         out.write(f"[serve_sim] warm-up plan for {kernel_set}: {plans[kernel_set][1]} variants "
                   f"(calibration {time.perf_counter() - t0:.1f} s) -> {plans[kernel_set][0]}\n")
+    bundles = {kernel_set: bundle or _build_bundle(plans[kernel_set][0], out_dir, kernel_set, out)
+               for kernel_set in sorted({name.partition("+")[0] for name in runs if name.endswith("+bundle")})}
     results = []
     for name in runs:
         kernel_set, _, warm = name.partition("+")
@@ -346,8 +398,9 @@ def run_simulation(config: SimConfig | None = None, runs: tuple[str, ...] = DEFA
         engine_config = EngineConfig(kernel_set=kernel_set, shape=config.shape, backend=config.backend,
                                      workers=config.workers, max_num_seqs=config.max_num_seqs,
                                      plan_path=plan_path, log_dir=os.path.join(run_dir, "logs"),
+                                     bundle_path=bundles.get(kernel_set) if name.endswith("+bundle") else None,
                                      seed=config.trace.seed)
-        env = {"TRITON_CACHE_DIR": os.path.join(run_dir, "triton-cache"), "TRITON_DEFAULT_FP_FUSION": "1",
+        env = {"TRITON_CACHE_DIR": os.path.join(run_dir, "triton-cache"), **WORKER_KNOBS,
                "PYTHONPATH": os.pathsep.join(p for p in [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                                          os.environ.get("PYTHONPATH", "")] if p)}
         out.write(f"[serve_sim] run {name}: {len(requests)} requests ...\n")

@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from jitguard.runtime.bundle_format import FORMAT, read_cache_entries, write_bundle
+from jitguard.runtime.bundle_format import FORMAT, entry_kind, read_cache_entries, write_bundle
 from jitguard.startup.plan import load_plan
 
 
@@ -55,8 +55,12 @@ def _target_text(manifest: dict[str, Any]) -> str:
 
 
 def build_bundle(plan: dict[str, Any] | str | os.PathLike, output: str | os.PathLike, arch: int = 90,
-                 offline: bool = True, python: str | None = None, timeout: float | None = None) -> BuildResult:
-    """Compile `plan` (a warm-up plan or its JSON file) for sm_`arch` in a child process and write the bundle."""
+                 offline: bool = True, python: str | None = None, timeout: float | None = None,
+                 env: dict[str, str] | None = None) -> BuildResult:
+    """Compile `plan` (a warm-up plan or its JSON file) for sm_`arch` in a child process and write the bundle.
+
+    `env`: variables set for the compiling child, such as the servers' Triton knobs (those in the cache key
+    must be the servers' values, or their entries are skipped at install, naming the knob)."""
     data = load_plan(plan)
     work = tempfile.mkdtemp(prefix="jitguard-bundle-")
     try:
@@ -66,26 +70,27 @@ def build_bundle(plan: dict[str, Any] | str | os.PathLike, output: str | os.Path
         cache_dir, facts_path = os.path.join(work, "cache"), os.path.join(work, "facts.json")
         os.makedirs(cache_dir)
         _run_child(python or sys.executable, [plan_path, facts_path, str(arch), "1" if offline else "0", work],
-                   cache_dir, timeout)
+                   cache_dir, timeout, env or {})
         with open(facts_path) as f:
             facts = json.load(f)
         entries = read_cache_entries(cache_dir, skip_kinds=("autotune",) if offline else ())
+        failures = facts["failures"] + facts["host_module_problems"]
+        if not any(entry_kind(list(files)) == "kernel" for files in entries.values()):
+            raise BundleBuildError(f"bundle {output}: not written, the plan compiled no kernel; "
+                                   + "; ".join(failures[:3]))
         manifest = _manifest(facts, offline)
         write_bundle(os.fspath(output), manifest, entries)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     kinds = [e["kind"] for e in manifest["entries"].values()]
-    result = BuildResult(path=os.fspath(output), kernel_entries=kinds.count("kernel"),
-                         host_module_entries=kinds.count("host_module"),
-                         failures=facts["failures"] + facts["host_module_problems"], manifest=manifest)
-    if result.kernel_entries == 0:
-        raise BundleBuildError(f"bundle {output}: the plan compiled no kernel; " + "; ".join(result.failures[:3]))
-    return result
+    return BuildResult(path=os.fspath(output), kernel_entries=kinds.count("kernel"),
+                       host_module_entries=kinds.count("host_module"), failures=failures, manifest=manifest)
 
 
-def _run_child(python: str, args: list[str], cache_dir: str, timeout: float | None) -> None:
+def _run_child(python: str, args: list[str], cache_dir: str, timeout: float | None, extra: dict[str, str]) -> None:
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {k: v for k, v in os.environ.items() if not k.startswith("JITGUARD") and k != "TRITON_CACHE_MANAGER"}
+    env.update(extra)
     env.update(TRITON_CACHE_DIR=cache_dir, PYTHONPATH=os.pathsep.join(
         p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p))
     done = subprocess.run([python, "-m", "jitguard.startup.bundle_build", *args], env=env, capture_output=True,
