@@ -94,6 +94,38 @@ def _dims(tensor: ast.expr, assigned: Mapping[str, ast.expr]) -> list[ast.expr] 
     return args
 
 
+def _axis_dims(tensor: ast.expr, index: ast.expr, stride: bool, assigned: Mapping[str, ast.expr]) -> list[ast.expr]:
+    """The dimensions `tensor.stride(index)` (the product of the dimensions after the axis, in the layout
+    the tensor was created with) or `tensor.shape[index]` is made of; [] when the source does not say.
+    A transposed view (`.T`, `.t()`, `.mT`, `.transpose(a, b)`, `.permute(...)`) keeps its base's strides
+    in another order: a column-major scale `torch.empty((K // 128, M)).T` has `stride(1) == M`."""
+    base, order = _transposed(_resolved(tensor, assigned), assigned)
+    dims = _dims(base, assigned)
+    if dims is None or (order is not None and len(order) != len(dims)):
+        return []
+    axis = _constant_index(index, len(dims))
+    if axis is None:
+        return []
+    axis = order[axis] if order is not None else axis
+    return dims[axis + 1:] if stride else [dims[axis]]
+
+
+def _transposed(tensor: ast.expr, assigned: Mapping[str, ast.expr]) -> tuple[ast.expr, list[int] | None]:
+    """(the base tensor, view axis -> base axis) for a transposed view of a 2-D base; (tensor, None) else."""
+    if isinstance(tensor, ast.Attribute) and tensor.attr in ("T", "mT"):
+        return _resolved(tensor.value, assigned), [1, 0]
+    if isinstance(tensor, ast.Call) and isinstance(tensor.func, ast.Attribute):
+        method, args = tensor.func.attr, tensor.args
+        if method == "t" and not args:
+            return _resolved(tensor.func.value, assigned), [1, 0]
+        literal = [a.value for a in args if isinstance(a, ast.Constant) and type(a.value) is int]
+        if method == "transpose" and len(literal) == 2 == len(args) and sorted(v % 2 for v in literal) == [0, 1]:
+            return _resolved(tensor.func.value, assigned), [1, 0]
+        if method == "permute" and len(literal) == len(args) and sorted(literal) == list(range(len(args))):
+            return _resolved(tensor.func.value, assigned), literal
+    return tensor, None
+
+
 def _constant_index(node: ast.expr, size: int) -> int | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
         value = -node.operand.value if isinstance(node.operand.value, int) else None
@@ -158,11 +190,8 @@ def _collect(node: ast.AST, assigned: Mapping[str, ast.expr], found: set[str], d
     axis_of = _tensor_axis(node)
     if axis_of is not None:
         tensor, index, stride = axis_of
-        dims = _dims(tensor, assigned)
-        axis = _constant_index(index, len(dims)) if dims else None
-        if dims is not None and axis is not None:
-            for dim in (dims[axis + 1:] if stride else [dims[axis]]):
-                _collect(dim, assigned, found, depth + 1)
+        for dim in _axis_dims(tensor, index, stride, assigned):
+            _collect(dim, assigned, found, depth + 1)
         return
     if isinstance(node, ast.Name) and node.id in assigned:
         _collect(assigned[node.id], assigned, found, depth + 1)

@@ -141,6 +141,18 @@ CASES = [
             rows = x.contiguous().view(M, 2 * H)
             k[(M,)](rows, M, rows.stride(0), BLOCK=64)
      """, {("JG101", "M")}),
+    ("column-major-scale-stride-equal-to-the-count", """
+        @triton.jit(do_not_specialize=["M"])
+        def k(a_ptr, as_ptr, M, K, stride_as_m, stride_as_k, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            scale = tl.load(as_ptr + offs * stride_as_m + tl.program_id(1) * stride_as_k, mask=offs < M)
+            tl.store(a_ptr + offs, scale, mask=offs < M)
+
+        def launch(a, group=128):
+            M, K = a.shape
+            a_s = torch.empty((K // group, M), dtype=torch.float32).T
+            k[(1,)](a, a_s, M, K, a_s.stride(0), a_s.stride(1), BLOCK=64)
+     """, {("JG106", "stride_as_k")}),
     ("a-bucketing-function-is-not-followed", """
         @triton.jit
         def k(x_ptr, n_rows, rows_bin, BLOCK: tl.constexpr):
