@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from jitguard.render_text import escape_controls
 from jitguard.report.build import ReportInputError, build_report
 from jitguard.report.output_file import write_output_file
 from jitguard.report.render_tables import format_markdown, format_text
@@ -40,7 +41,7 @@ def price_demotions(report: dict, stream: object = None, data_dirs: tuple[str, .
     import roots or a `price_from` folder, never from `data_dirs` (the logs being read).
     """
     def say(line: str) -> None:
-        click.echo(line, err=True)
+        click.echo(escape_controls(line), err=True)  # kernel and module names come from the logs
 
     if not any(info.get("advice") for k in report["kernels"] for info in (k.get("params") or {}).values()
                if isinstance(info, dict)):
@@ -102,7 +103,7 @@ def report_command(paths: tuple[str, ...], as_json: bool, as_markdown: bool, htm
     try:
         report = build_report(paths[0] if len(paths) == 1 else list(paths))
     except ReportInputError as exc:
-        click.echo(f"jitguard report: {exc}", err=True)
+        click.echo(escape_controls(f"jitguard report: {exc}"), err=True)
         sys.exit(2)
     if not no_cost:
         price_demotions(report, data_dirs=_log_directories(paths),
@@ -134,8 +135,8 @@ def report_command(paths: tuple[str, ...], as_json: bool, as_markdown: bool, htm
         click.echo(f"[jitguard] wrote {html_path}", err=True)
     if as_json or as_markdown or html_is_output or output:
         for entry in report["unreadable_files"]:
-            click.echo(f"jitguard report: could not read {entry['file']} ({entry['error']})", err=True)
+            click.echo(escape_controls(f"jitguard report: could not read {entry['file']} ({entry['error']})"), err=True)
         if report["skipped_lines"]:
             first = report["skipped"][0]
-            click.echo(f"jitguard report: skipped {report['skipped_lines']} unreadable line(s), the first "
-                       f"{first['file']}:{first['line']}: {first['reason']}", err=True)
+            click.echo(escape_controls(f"jitguard report: skipped {report['skipped_lines']} unreadable line(s), the "
+                                       f"first {first['file']}:{first['line']}: {first['reason']}"), err=True)

@@ -228,3 +228,13 @@ def test_a_fifo_and_a_link_planted_among_the_logs_are_named_and_the_rest_reporte
     reasons = {entry["file"].rsplit("/", 1)[-1]: entry["error"] for entry in report["unreadable_files"]}
     assert reasons == {"node1-7.ndjson": "not a regular file", "node1-8.ndjson": "a symbolic link (not followed)"}
     assert "the secret" not in json.dumps(report)
+
+
+def test_stderr_lines_of_report_name_a_planted_file_inert(tmp_path: Path) -> None:
+    good_logs(tmp_path)
+    (tmp_path / "node1-\x1b]52;c;eA==\x07.ndjson").write_text("garbage\n")
+    os.mkfifo(tmp_path / "node1-\x1b[2J.ndjson")
+    result = CliRunner().invoke(report_command, [str(tmp_path), "--no-cost", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "skipped 1" in result.stderr and "could not read" in result.stderr
+    assert "\x1b" not in result.stderr and "\x07" not in result.stderr
