@@ -388,10 +388,12 @@ def scan_command(
       JG103 runtime-size-constexpr         (warning) tl.constexpr named like a token count
       JG104 unknown-name-in-demotion-list  (warning) do_not_specialize names no parameter
       JG105 constexpr-in-demotion-list     (warning) do_not_specialize lists a tl.constexpr
-      JG106 derived-stride-specialized     (info)    stride derived from a demoted count
+      JG106 derived-stride-specialized     (info)    int computed from a count (a stride) not demoted
       JG107 runtime-bound-specialized      (warning) int bounding a mask/loop not demoted
       JG108 heuristic-from-count           (warning) @triton.heuristics constexpr from a count
       JG109 autotune-key-count             (warning) autotune key holds a count: re-tunes
+
+    JG106 is a warning where a launch in the file shows the int computed from a count.
     """
     started = time.perf_counter()
     context = click.get_current_context()
@@ -404,37 +406,48 @@ def scan_command(
         _echo_err(f"error: {exc}")
         context.exit(2)
     rules_for = _rules_for(enabled_rules(RULES, settings.select, settings.ignore), settings)
+    scans, file_count = _scans(paths, settings, rules_for, stdin_filename, quiet, jobs)
+    findings = sorted((f for scan in scans for f in scan.findings), key=lambda f: (f.file, f.line, f.column))
+    errors = [(scan.path, scan.error) for scan in scans if scan.error]
+    warnings = [finding for finding in findings if finding.severity == "warning"]
+    result = ScanResult(findings, errors, file_count, sum(scan.kernels for scan in scans))
+    show_info = show_all or bool(select)
+    _print_scan(result, output_format, show_info)
+    if not quiet:
+        _echo_err(_scan_summary(result, warnings, time.perf_counter() - started,
+                                hint=not show_info and output_format == "text"))
+    if errors:
+        context.exit(2)
+    if warnings and not exit_zero:
+        context.exit(1)
 
+
+def _scans(paths: tuple[str, ...], settings: ScanSettings, rules_for: Callable[[Path | str], frozenset[str]],
+           stdin_filename: str | None, quiet: bool, jobs: int | None) -> tuple[list[FileScan], int]:
+    """The scan of each file PATHs select (or of standard input for `-`), and how many files that is."""
     if "-" in paths:
         if len(paths) > 1:
             raise click.UsageError("`-` (stdin) cannot be combined with other paths")
         display = stdin_filename or "-"
-        files: list[Path] = []
-        if (stdin_filename and settings.selection.force_exclude
-                and is_excluded(Path(stdin_filename), settings.selection)):
-            scans = []
-        else:
-            scans = [_scan_stdin(sys.stdin.buffer.read(), display, rules_for(display))]
-        file_count = len(scans)
-    else:
-        try:
-            files = select_python_files(paths, settings.selection)
-        except SelectionPathError as exc:
-            raise click.UsageError(str(exc)) from None
-        if not files and not quiet:
-            _echo_err(f"warning: no Python files found under {', '.join(paths) or '.'}")
-        # A jit function another scanned file's kernels call is a device helper there (scan_paths drops it).
-        scans = scan_paths(files, rules_for, _jobs(jobs), progress_for("Scanning", len(files)))
-        file_count = len(files)
-    findings = sorted((f for scan in scans for f in scan.findings), key=lambda f: (f.file, f.line, f.column))
-    errors = [(scan.path, scan.error) for scan in scans if scan.error]
-    warnings = [finding for finding in findings if finding.severity == "warning"]
-    kernels = sum(scan.kernels for scan in scans)
-    result = ScanResult(findings, errors, file_count, kernels)
-    show_info = show_all or bool(select)
+        if stdin_filename and settings.selection.force_exclude and is_excluded(Path(stdin_filename),
+                                                                              settings.selection):
+            return [], 0
+        return [_scan_stdin(sys.stdin.buffer.read(), display, rules_for(display))], 1
+    try:
+        files = select_python_files(paths, settings.selection)
+    except SelectionPathError as exc:
+        raise click.UsageError(str(exc)) from None
+    if not files and not quiet:
+        _echo_err(f"warning: no Python files found under {', '.join(paths) or '.'}")
+    # A jit function another scanned file's kernels call is a device helper there (scan_paths drops it).
+    return scan_paths(files, rules_for, _jobs(jobs), progress_for("Scanning", len(files))), len(files)
+
+
+def _print_scan(result: ScanResult, output_format: str, show_info: bool) -> None:
+    """The findings on stdout in `output_format` (text: warnings, and info with `show_info`), errors on stderr."""
     if output_format == "text":
         color = use_color(sys.stdout, dict(os.environ))
-        for finding in findings:
+        for finding in result.findings:
             if finding.severity == "warning" or show_info:
                 click.echo(text_line(finding, color), color=color)
     else:
@@ -443,15 +456,8 @@ def scan_command(
         if rendered:
             click.echo(rendered)
     if output_format != "github":
-        for path, message in errors:
+        for path, message in result.errors:
             _echo_err(f"error: {path}: {message}")
-    if not quiet:
-        _echo_err(_scan_summary(result, warnings, time.perf_counter() - started,
-                                hint=not show_info and output_format == "text"))
-    if errors:
-        context.exit(2)
-    if warnings and not exit_zero:
-        context.exit(1)
 
 
 def _scan_stdin(data: bytes, display: str, enabled: frozenset[str]) -> FileScan:
