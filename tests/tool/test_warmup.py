@@ -155,8 +155,9 @@ def test_a_kernel_that_is_gone_is_a_named_failure() -> None:
         with pytest.raises(WarmupError) as raised:
             warmup(plan, stream=io.StringIO(), strict=True)
     assert [o.label for o in result.failures] == ["renamed_kernel#1", "k#1"]
-    assert "kernel 'renamed_kernel'" in result.failures[0].reason and "tests.kernels_for_tests" in result.failures[0].reason
-    assert "no Triton kernel named renamed_kernel" in result.failures[0].reason
+    gone = result.failures[0].reason
+    assert "kernel 'renamed_kernel'" in gone and "tests.kernels_for_tests" in gone
+    assert "no Triton kernel named renamed_kernel" in gone
     assert "no_such_module_xyz" in result.failures[1].reason
     assert "/nonexistent/k.py: no such file" in result.failures[1].reason
     assert "FAILED renamed_kernel#1" in stream.getvalue()
