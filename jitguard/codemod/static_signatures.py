@@ -12,8 +12,9 @@ the form the report's `variant_list` uses ({"params": {name: {"kind", "type", "s
 - ints: `i32` (`i64` when annotated `tl.int64`), every int divisible by 16 in the base signature, and
   for each int one signature with it `== 1` and one with it odd (the classes a demotion merges);
 - constexprs: each `triton.Config` of an autotune (its launch options too), else the default, else a
-  literal passed at a launch; a heuristic that is a comparison, or a constexpr read only as a
-  condition, takes both True and False; one that only shapes blocks (`tl.arange(0, BLOCK)`) with no
+  literal passed at a launch; a heuristic is computed from the constexprs it reads (`args["BLOCK"] * 2`)
+  where it can be, and one that compares run-time values, or a constexpr read only as a condition,
+  takes both True and False; one that only shapes blocks (`tl.arange(0, BLOCK)`) with no
   value given is taken as `ASSUMED_BLOCK` (said in the price);
 - floats, bools and `None` defaults as themselves.
 
@@ -198,10 +199,6 @@ def _constexpr_choices(kernel: TritonKernel, param: KernelParam, defaults: dict[
                        launches: LaunchFacts) -> list[Any] | None:
     """Values of a constexpr not set by an autotune config: its default, literals passed at launches, both
     bools for a comparison heuristic; None when none is known."""
-    heuristic = next((h for h in kernel.heuristics if h.name == param.name), None)
-    if heuristic is not None:
-        body = heuristic.expression.body if isinstance(heuristic.expression, ast.Lambda) else heuristic.expression
-        return [True, False] if isinstance(body, (ast.Compare, ast.BoolOp)) else None
     values = []
     for expression in [defaults.get(param.name), *launches.passed.get(param.name, [])]:
         ok, value = _literal(expression)
@@ -290,8 +287,11 @@ def _configurations(kernel: TritonKernel, facts: dict[str, Any]) -> tuple[list[t
     if configs is None and _autotune_call(kernel) is not None:
         return "its autotune configs are not a literal list of triton.Config({...})"
     configs = configs or [({}, {})]
+    heuristics = {h.name: h for h in kernel.heuristics}
     free: list[tuple[str, list[Any]]] = []
     for param in kernel.params:
+        if param.name in heuristics:
+            continue  # computed per configuration below, from the values it reads
         if param.is_constexpr and not all(param.name in values for values, _ in configs):
             choices = _constexpr_choices(kernel, param, facts["defaults"], facts["launches"])
             if choices is None:
@@ -303,12 +303,94 @@ def _configurations(kernel: TritonKernel, facts: dict[str, Any]) -> tuple[list[t
     total = len(configs)
     for _, choices in free:
         total *= len(choices)
-    combos = itertools.islice(itertools.product(configs, *(choices for _, choices in free)), MAX_GROUPS)
     found = []
-    for config, *picked in combos:
+    for config, *picked in itertools.product(configs, *(choices for _, choices in free)):
         values, options = config
-        found.append(({**dict(zip((name for name, _ in free), picked)), **values}, options))
-    return found, total
+        combos: list[dict[str, Any]] | str = [{**dict(zip((name for name, _ in free), picked)), **values}]
+        for heuristic in kernel.heuristics:
+            combos = _with_heuristic(heuristic, combos) if isinstance(combos, list) else combos
+        if isinstance(combos, str):
+            return combos
+        found += [(combo, options) for combo in combos]
+    total = max(total, len(found))
+    return found[:MAX_GROUPS], total
+
+
+def _with_heuristic(heuristic: Any, combos: list[dict[str, Any]]) -> list[dict[str, Any]] | str:
+    """Each configuration with the heuristic's value computed from the constexprs it reads (a comparison
+    over run-time values takes both True and False); or why it cannot be computed."""
+    expression = heuristic.expression
+    body = expression.body if isinstance(expression, ast.Lambda) else expression
+    argument = expression.args.args[0].arg if isinstance(expression, ast.Lambda) and expression.args.args else ""
+    found = []
+    for combo in combos:
+        value = evaluate(body, combo, argument)
+        if value is not _UNKNOWN:
+            found.append({**combo, heuristic.name: value})
+        elif isinstance(body, (ast.Compare, ast.BoolOp)):
+            found += [{**combo, heuristic.name: True}, {**combo, heuristic.name: False}]
+        else:
+            return f"heuristic `{heuristic.name}` reads run-time values the source does not give"
+    return found
+
+
+_UNKNOWN = object()
+_OPERATORS: dict[type, Any] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b, ast.Div: lambda a, b: a / b,
+    ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b, ast.BitAnd: lambda a, b: a & b,
+    ast.BitOr: lambda a, b: a | b, ast.Pow: lambda a, b: a ** b if abs(b) <= 64 else _UNKNOWN,
+    ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+}
+_FUNCTIONS: dict[str, Any] = {
+    "min": min, "max": max, "abs": abs, "int": int, "bool": bool,
+    "next_power_of_2": lambda n: 1 << (int(n) - 1).bit_length() if n > 0 else 1,
+    "cdiv": lambda a, b: -(-a // b),
+}
+
+
+def evaluate(node: ast.AST, values: dict[str, Any], argument: str) -> Any:
+    """The value of a heuristic's expression over known constexpr `values` (`args["BLOCK"] * 2`, `8`,
+    `min(args["N"], 64)`), computed by walking the syntax tree, never run; `_UNKNOWN` when it reads a value
+    not known here or does anything but arithmetic on numbers."""
+    try:
+        return _evaluate(node, values, argument)
+    except (ArithmeticError, TypeError, ValueError):
+        return _UNKNOWN
+
+
+def _evaluate(node: ast.AST, values: dict[str, Any], argument: str) -> Any:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
+        return node.value
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == argument:
+        key = node.slice.value if isinstance(node.slice, ast.Constant) else None
+        return values.get(key, _UNKNOWN) if isinstance(key, str) else _UNKNOWN
+    parts: list[Any]
+    if isinstance(node, ast.BinOp):
+        parts = [_evaluate(node.left, values, argument), _evaluate(node.right, values, argument)]
+        operator = _OPERATORS.get(type(node.op))
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+        parts = [_evaluate(node.left, values, argument), _evaluate(node.comparators[0], values, argument)]
+        operator = _OPERATORS.get(type(node.ops[0]))
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
+        parts = [_evaluate(node.operand, values, argument)]
+        operator = (lambda a: -a) if isinstance(node.op, ast.USub) else (lambda a: not a)
+    elif isinstance(node, ast.BoolOp):
+        parts = [_evaluate(value, values, argument) for value in node.values]
+        operator = (lambda *a: all(a)) if isinstance(node.op, ast.And) else (lambda *a: any(a))
+    elif isinstance(node, ast.IfExp):
+        test = _evaluate(node.test, values, argument)
+        return _UNKNOWN if test is _UNKNOWN else _evaluate(node.body if test else node.orelse, values, argument)
+    elif isinstance(node, ast.Call) and not node.keywords:
+        name = (dotted_name(node.func) or "").rsplit(".", 1)[-1]
+        parts = [_evaluate(arg, values, argument) for arg in node.args]
+        operator = _FUNCTIONS.get(name)
+    else:
+        return _UNKNOWN
+    if operator is None or any(part is _UNKNOWN or not isinstance(part, (int, float, bool)) for part in parts):
+        return _UNKNOWN
+    return operator(*parts)
 
 
 def synthesize(kernel: TritonKernel, launches: LaunchFacts | None = None,

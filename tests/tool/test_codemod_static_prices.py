@@ -83,6 +83,21 @@ def test_every_int_class_and_every_autotune_config_is_synthesized() -> None:
     assert [v["params"]["n"]["spec"] for v in synthesized.groups[0]] == ["div16", "one", "plain"]
 
 
+def test_heuristics_are_computed_from_the_constexprs_they_read() -> None:
+    synthesized = _synthesized("""
+        @triton.autotune(configs=[triton.Config({"BLOCK_D": 32}), triton.Config({"BLOCK_D": 64})], key=["n"])
+        @triton.heuristics({"GROUP": lambda args: 8, "BACK_D": lambda args: args["BLOCK_D"] * 2,
+                            "WIDE": lambda args: min(args["BLOCK_D"], 48) == 48})
+        @triton.jit
+        def k(x_ptr, n, BLOCK_D: tl.constexpr, BACK_D: tl.constexpr, GROUP: tl.constexpr, WIDE: tl.constexpr):
+            pass
+     """)
+    values = [{name: g[0]["params"][name]["value"] for name in ("BLOCK_D", "BACK_D", "GROUP", "WIDE")}
+              for g in synthesized.groups]
+    assert values == [{"BLOCK_D": 32, "BACK_D": 64, "GROUP": 8, "WIDE": False},
+                      {"BLOCK_D": 64, "BACK_D": 128, "GROUP": 8, "WIDE": True}]
+
+
 def test_a_constexpr_given_no_value_is_valued_from_its_use_and_said() -> None:
     synthesized = _synthesized("""
         @triton.jit
@@ -113,7 +128,7 @@ def test_a_constexpr_given_no_value_is_valued_from_its_use_and_said() -> None:
      @triton.jit
      def k(x_ptr, n, BLOCK: tl.constexpr):
          pass
-     """, "no value found for tl.constexpr `BLOCK`"),
+     """, "heuristic `BLOCK` reads run-time values the source does not give"),
 ], ids=["no-value", "computed-configs", "numeric-heuristic"])
 def test_a_signature_that_cannot_be_built_says_why(body: str, reason: str) -> None:
     synthesized = _synthesized(body)
