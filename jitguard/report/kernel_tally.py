@@ -97,7 +97,7 @@ class KernelTally:
         self.causes: dict[tuple, tuple[Rank, dict[str, Any]]] = {}
         self.key_ids: dict[str, int] = {}
         self.variants: dict[str, tuple[Rank, dict[str, Any]]] = {}
-        self.params_seen: dict[int, tuple[dict[str, ParamSpec], Rank]] = {}
+        self.params_seen: dict[str, tuple[dict[str, ParamSpec], Rank]] = {}
         self.arrivals: dict[str, list[float]] = {}  # "cold" | "disk" | "bundle" | "remote" | "unknown" -> [count, ms]
         self.cache_misses: dict[tuple[str, ...], int] = {}  # what differed from the cached entries -> cold compiles
         self.origin = "jit"  # the first event's (one kernel has one maker)
@@ -144,10 +144,12 @@ class KernelTally:
     def _add_params(self, event: CompileEvent, rank: Rank) -> None:
         # Events read through one ParamsMemo share the params of a repeated variant: one seen before
         # at an earlier rank adds nothing (every tally here is a first rank or an "any").
-        seen = self.params_seen.get(id(event.params))
+        # One entry per variant key, so memory follows variants even when every record's params differ
+        # (the values a call passed are recorded with them).
+        seen = self.params_seen.get(event.key)
         if seen is not None and seen[0] is event.params and seen[1] <= rank:
             return
-        self.params_seen[id(event.params)] = (event.params, rank)  # the reference keeps the id unique
+        self.params_seen[event.key] = (event.params, rank)
         for name, spec in event.params.items():
             tally = self.params.setdefault(name, _ParamTally())
             if tally.real_rank is None or rank < tally.real_rank:
