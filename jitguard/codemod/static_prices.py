@@ -41,13 +41,20 @@ class _KernelSource:
 
 def module_and_root(file: str) -> tuple[str, str]:
     """The dotted module name of `file` and the folder it is imported from: up through every folder
-    holding an `__init__.py` (a file outside any package is a top-level module of its own folder)."""
+    holding an `__init__.py`; for a file outside any package, its path from the working directory when
+    it lies there (namespace packages: `conch/kernels/ops.py` imports as `conch.kernels.ops`), else a
+    top-level module of its own folder."""
     path = Path(os.path.realpath(file))
     parts = [path.stem] if path.name != "__init__.py" else []
     folder = path.parent
     while (folder / "__init__.py").is_file() and folder.parent != folder:
         parts.insert(0, folder.name)
         folder = folder.parent
+    cwd = Path(os.path.realpath(os.getcwd()))
+    if len(parts) == 1 and cwd in path.parents:
+        relative = path.relative_to(cwd).with_suffix("").parts
+        if all(part.isidentifier() for part in relative):
+            return ".".join(relative), str(cwd)
     return ".".join(parts), str(folder)
 
 

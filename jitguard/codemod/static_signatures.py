@@ -7,8 +7,9 @@ the form the report's `variant_list` uses ({"params": {name: {"kind", "type", "s
 
 - pointers: `*fp32` unless the source says otherwise: a store of `x.to(tl.bfloat16)`, an annotation,
   a `torch.empty(..., dtype=torch.float16)` passed at a launch of the same file; a pointer whose loaded
-  values address other loads (an index table) is `*i32` (`*i64` when the values are cast to int64);
-  always 16-byte aligned;
+  values go into another access's address (an index table) is `*i32` (`*i64` when the values are cast
+  to int64); failing all that, a name of indices (`ids`, `starts`, `lengths`) `*i32`, of positions
+  `*i64`, of a mask `*i1`; always 16-byte aligned;
 - ints: `i32` (`i64` when annotated `tl.int64`), every int divisible by 16 in the base signature, and
   for each int one signature with it `== 1` and one with it odd (the classes a demotion merges);
 - constexprs: each `triton.Config` of an autotune (its launch options too), else the default, else a
@@ -92,12 +93,14 @@ def _pointer_types_from_body(kernel: TritonKernel, pointers: set[str]) -> dict[s
     """Pointer -> element type, from stores of cast values and loads whose values address other loads."""
     found: dict[str, str] = {}
     loaded_into: dict[str, str] = {}  # local -> the pointer it was loaded from
+    bases = _pointer_locals(kernel, pointers)  # `row_ptrs = x_ptr + ...` -> x_ptr
     for node in kernel.nodes():
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             value, cast = node.value, None
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "to":
                 cast, value = _cast_type(value), value.func.value
             source = _loaded_pointer(value)
+            source = bases.get(source, source) if source is not None else None
             if source is not None and source in pointers:
                 loaded_into[node.targets[0].id] = source
                 if cast in ("i64", "i32"):
@@ -106,15 +109,78 @@ def _pointer_types_from_body(kernel: TritonKernel, pointers: set[str]) -> dict[s
                 node.args) > 1:
             target = leftmost(node.args[0])
             stored = _cast_type(node.args[1])
-            if isinstance(target, ast.Name) and target.id in pointers and stored:
-                found.setdefault(target.id, "*" + stored)
-    for node in kernel.nodes():  # values of a pointer used in another load's address: an index table
-        if isinstance(node, ast.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in ("load", "store") \
-                and node.args:
-            for name in ast.walk(node.args[0]):
-                if isinstance(name, ast.Name) and name.id in loaded_into:
-                    found.setdefault(loaded_into[name.id], "*i32")
+            name = bases.get(target.id, target.id) if isinstance(target, ast.Name) else None
+            if name is not None and name in pointers and stored:
+                found.setdefault(name, "*" + stored)
+    # values of a pointer that go into another access's address (directly or through locals): an index table
+    for name in _address_names(kernel):
+        if name in loaded_into:
+            found.setdefault(loaded_into[name], "*i32")
+    for name in pointers - found.keys():
+        by_name = _pointer_type_by_name(name)
+        if by_name is not None:
+            found[name] = by_name
     return found
+
+
+def _pointer_locals(kernel: TritonKernel, pointers: set[str]) -> dict[str, str]:
+    """Locals built from a pointer parameter (`rows = x_ptr + i * n`, a few steps) -> that parameter."""
+    firsts: dict[str, str] = {}
+    for node in kernel.nodes():
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            base = leftmost(node.value)
+            if isinstance(base, ast.Name):
+                firsts.setdefault(node.targets[0].id, base.id)
+    found = {}
+    for local in firsts:
+        name = local
+        for _ in range(6):
+            name = firsts.get(name, name)
+            if name in pointers:
+                found[local] = name
+                break
+    return found
+
+
+def _address_names(kernel: TritonKernel) -> set[str]:
+    """Names an access's address is built from, through the locals it is assigned from (a few steps)."""
+    assigned: dict[str, list[ast.expr]] = {}
+    addresses: list[ast.expr] = []
+    for node in kernel.nodes():
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            assigned.setdefault(node.targets[0].id, []).append(node.value)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            assigned.setdefault(node.target.id, []).append(node.value)
+        elif isinstance(node, ast.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in (
+                "load", "store") and node.args:
+            addresses.append(node.args[0])
+    names: set[str] = set()
+    todo: list[ast.expr] = addresses
+    for _ in range(6):
+        following: list[ast.expr] = []
+        for expression in todo:
+            for name in ast.walk(expression):
+                if isinstance(name, ast.Name) and name.id not in names:
+                    names.add(name.id)
+                    following += assigned.get(name.id, [])
+        todo = following
+    return names
+
+
+# Words of a pointer's name that say what it holds, when nothing else in the source does.
+_INDEX_WORDS = frozenset({"idx", "ids", "indices", "index", "offsets", "starts", "ends", "lengths", "lens", "loc",
+                          "locs", "table", "map", "mapping", "counts", "slots", "slot"})
+
+
+def _pointer_type_by_name(name: str) -> str | None:
+    words = set(name.lower().replace("ptr", "").split("_"))
+    if words & {"positions", "pos"}:
+        return "*i64"
+    if words & _INDEX_WORDS:
+        return "*i32"
+    if words & {"mask", "masks"}:
+        return "*i1"
+    return None
 
 
 def _loaded_pointer(value: ast.expr) -> str | None:

@@ -48,6 +48,20 @@ TYPES = [
             pos = tl.load(pos_ptr + offs).to(tl.int64)
             tl.store(out_ptr + offs, tl.load(x_ptr + rows * 8 + pos))
      """, {"ids_ptr": ("ptr", "*i32"), "pos_ptr": ("ptr", "*i64")}),
+    ("an-index-table-through-locals", """
+        @triton.jit
+        def k(out_ptr, feats_ptr, coords_ptr, stride, BLOCK: tl.constexpr = 64):
+            rows = coords_ptr + tl.program_id(0) * stride
+            x = tl.load(rows + 0)
+            offset = x * stride
+            tl.store(out_ptr + offset + tl.arange(0, BLOCK), tl.load(feats_ptr + tl.arange(0, BLOCK)))
+     """, {"coords_ptr": ("ptr", "*i32"), "feats_ptr": ("ptr", "*fp32"), "out_ptr": ("ptr", "*fp32")}),
+    ("pointer-names-say-what-they-hold", """
+        @triton.jit
+        def k(x_ptr, seq_starts_ptr, positions_ptr, keep_mask_ptr, BLOCK: tl.constexpr = 64):
+            pass
+     """, {"seq_starts_ptr": ("ptr", "*i32"), "positions_ptr": ("ptr", "*i64"), "keep_mask_ptr": ("ptr", "*i1"),
+           "x_ptr": ("ptr", "*fp32")}),
     ("launch-dtype-float-and-flag", """
         @triton.jit
         def k(x_ptr, eps, w, use_w, total: tl.int64, BLOCK: tl.constexpr):
@@ -161,6 +175,15 @@ def launch(x, out):
     row_flags[(x.shape[0],)](x, x.shape[0], x.shape[1], BLOCK=128)
     copy_flat[(1,)](x, out, x.numel(), BLOCK=1024)
 '''
+
+
+def test_a_file_of_namespace_packages_under_the_working_directory_keeps_its_dotted_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "lib" / "kernels").mkdir(parents=True)
+    (tmp_path / "lib" / "kernels" / "ops.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert module_and_root(str(tmp_path / "lib" / "kernels" / "ops.py")) == ("lib.kernels.ops",
+                                                                            str(tmp_path.resolve()))
 
 
 def test_module_and_root_walk_up_through_packages(tmp_path: Path) -> None:
