@@ -365,6 +365,53 @@ def _status_text(outcome: VariantOutcome) -> str:
     return outcome.status
 
 
+def _warm_variants(name: str, jit_fn: Any, lookup_error: str, variants: list[dict[str, Any]], same_version: bool,
+                   counter: list[int], result: WarmupResult, say: Any, quiet: bool) -> None:
+    """Warm each variant of one kernel; `counter` is [variants done, variants in the plan] for the progress lines."""
+    kernel_seconds = 0.0
+    for index, variant in enumerate(variants, start=1):
+        counter[0] += 1
+        outcome = VariantOutcome(kernel=name, index=index, status="failed", describe=_describe(variant))
+        t0 = time.perf_counter()
+        if jit_fn is None:
+            outcome.reason = lookup_error
+        else:
+            try:
+                outcome.status, outcome.reason, outcome.arrived = _warm_one(jit_fn, variant, check_key=same_version)
+            except Exception as exc:  # one bad variant must not stop the others
+                outcome.status, outcome.reason = "failed", f"{type(exc).__name__}: {exc}".splitlines()[0]
+        outcome.seconds = time.perf_counter() - t0
+        kernel_seconds += outcome.seconds
+        result.outcomes.append(outcome)
+        step = f"{counter[0]}/{counter[1]}"
+        if outcome.status == "failed":
+            say(f"[jitguard] warm-up {step} FAILED {outcome.label} ({outcome.describe}): {outcome.reason}")
+        elif not quiet:
+            say(f"[jitguard] warm-up {step} {outcome.label} {_status_text(outcome)} in {outcome.seconds:.2f} s "
+                f"({outcome.describe})")
+    if variants and not quiet:
+        say(f"[jitguard] warm-up {name}: {len(variants)} variant(s), {kernel_seconds:.2f} s")
+
+
+def _pretune_entry(entry: dict[str, Any], name: str, jit_fn: Any, lookup_error: str, result: WarmupResult,
+                   say: Any, quiet: bool) -> None:
+    """Pre-tune the autotune keys a plan entry recorded (nothing for a kernel that is not autotuned)."""
+    keys_tuned = (entry.get("autotune") or {}).get("keys_tuned") or []
+    if keys_tuned and jit_fn is None:
+        from jitguard.tuning.pretune import tunings_to_pretune
+
+        result.pretune_failures.extend(f"{_pretune_label(name, t)}: {lookup_error}"
+                                       for t in tunings_to_pretune({name: entry["autotune"]})[name])
+    elif keys_tuned:
+        failed_before, t0 = len(result.pretune_failures), time.perf_counter()
+        _pretune(entry, jit_fn, result)
+        for failure in result.pretune_failures[failed_before:]:
+            say(f"[jitguard] warm-up pre-tune FAILED {failure}")
+        if not quiet:
+            say(f"[jitguard] warm-up {name}: {len(result.pretuned.get(name, []))} autotune key(s) pre-tuned, "
+                f"{time.perf_counter() - t0:.2f} s")
+
+
 def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = None, quiet: bool = False,
            strict: bool = False, bundle: str | os.PathLike | None = None) -> WarmupResult:
     """Precompile every variant of `plan` (a dict or a JSON file) on the current device.
@@ -383,8 +430,6 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
     out = stream or sys.stderr
     result = WarmupResult()
     started = time.perf_counter()
-    total = sum(len(k.get("variants") or []) for k in data["kernels"])
-    done = 0
 
     def say(line: str) -> None:
         try:
@@ -402,51 +447,17 @@ def warmup(plan: dict[str, Any] | str | os.PathLike, stream: TextIO | None = Non
             f"{triton_compat.TRITON_VERSION}: keys are not compared, re-record the plan to check them")
     if bundle is not None:
         result.bundle = _install_bundle(data, bundle, say)
+    counter = [0, sum(len(k.get("variants") or []) for k in data["kernels"])]  # variants done, in all
     for entry in data["kernels"]:
         name = kernel_label(entry)
-        variants = entry.get("variants") or []
         try:
             jit_fn = resolve_kernel(entry)
             lookup_error = ""
         except LookupError as exc:
             jit_fn, lookup_error = None, str(exc)
-        kernel_seconds = 0.0
-        for index, variant in enumerate(variants, start=1):
-            done += 1
-            outcome = VariantOutcome(kernel=name, index=index, status="failed", describe=_describe(variant))
-            t0 = time.perf_counter()
-            if jit_fn is None:
-                outcome.reason = lookup_error
-            else:
-                try:
-                    outcome.status, outcome.reason, outcome.arrived = _warm_one(jit_fn, variant,
-                                                                                check_key=same_version)
-                except Exception as exc:  # one bad variant must not stop the others
-                    outcome.status, outcome.reason = "failed", f"{type(exc).__name__}: {exc}".splitlines()[0]
-            outcome.seconds = time.perf_counter() - t0
-            kernel_seconds += outcome.seconds
-            result.outcomes.append(outcome)
-            if outcome.status == "failed":
-                say(f"[jitguard] warm-up {done}/{total} FAILED {outcome.label} ({outcome.describe}): {outcome.reason}")
-            elif not quiet:
-                say(f"[jitguard] warm-up {done}/{total} {outcome.label} {_status_text(outcome)} in "
-                    f"{outcome.seconds:.2f} s ({outcome.describe})")
-        if variants and not quiet:
-            say(f"[jitguard] warm-up {name}: {len(variants)} variant(s), {kernel_seconds:.2f} s")
-        keys_tuned = (entry.get("autotune") or {}).get("keys_tuned") or []
-        if keys_tuned and jit_fn is None:
-            from jitguard.tuning.pretune import tunings_to_pretune
-
-            result.pretune_failures.extend(f"{_pretune_label(name, t)}: {lookup_error}"
-                                           for t in tunings_to_pretune({name: entry["autotune"]})[name])
-        elif keys_tuned:
-            failed_before, t0 = len(result.pretune_failures), time.perf_counter()
-            _pretune(entry, jit_fn, result)
-            for failure in result.pretune_failures[failed_before:]:
-                say(f"[jitguard] warm-up pre-tune FAILED {failure}")
-            if not quiet:
-                say(f"[jitguard] warm-up {name}: {len(result.pretuned.get(name, []))} autotune key(s) pre-tuned, "
-                    f"{time.perf_counter() - t0:.2f} s")
+        _warm_variants(name, jit_fn, lookup_error, entry.get("variants") or [], same_version, counter, result,
+                       say, quiet)
+        _pretune_entry(entry, name, jit_fn, lookup_error, result, say, quiet)
     result.seconds = time.perf_counter() - started
     say(result.summary().splitlines()[0])
     if strict and not result.ok:
