@@ -58,7 +58,19 @@ class _ProcessSlot:
     rank: Rank
     compiles: int = 0
     compile_ms: float = 0.0
-    key_ids: set[int] = field(default_factory=set)
+    # Bit i set: this process compiled the kernel's variant number i (KernelTally.key_ids). A bit per
+    # variant, where a set of ids cost a slot per compile record.
+    key_bits: bytearray = field(default_factory=bytearray)
+
+    def add_key(self, index: int) -> None:
+        byte, bit = divmod(index, 8)
+        if byte >= len(self.key_bits):
+            self.key_bits.extend(bytes(byte + 1 - len(self.key_bits)))
+        self.key_bits[byte] |= 1 << bit
+
+    @property
+    def variants(self) -> int:
+        return int.from_bytes(self.key_bits, "little").bit_count()
 
 
 class _InductorTally:
@@ -139,7 +151,7 @@ class KernelTally:
             slot.process, slot.rank = process, rank
         slot.compiles += 1
         slot.compile_ms = round(slot.compile_ms + ms, 3)
-        slot.key_ids.add(self.key_ids.setdefault(event.key, len(self.key_ids)))
+        slot.add_key(self.key_ids.setdefault(event.key, len(self.key_ids)))
 
     def _add_params(self, event: CompileEvent, rank: Rank) -> None:
         # Events read through one ParamsMemo share the params of a repeated variant: one seen before
@@ -215,7 +227,7 @@ class KernelTally:
         rows = []
         for slot in sorted(self.slots.values(), key=lambda s: s.rank):
             rows.append(dict(process_label(slot.process), compiles=slot.compiles, compile_ms=slot.compile_ms,
-                             variants=len(slot.key_ids)))
+                             variants=slot.variants))
         return sorted(rows, key=lambda p: (p["rank"] is None, p["rank"] or 0, p["pid"]))
 
     def entry(self) -> dict[str, Any]:
