@@ -250,3 +250,16 @@ def test_a_cold_compile_beside_bundled_entries_names_what_differs(built: tuple[P
     assert rec.events[0].arrived == "cold"
     assert rec.events[0].cache_miss == {"entries": 1, "differs": [
         f"knob TRITON_DEFAULT_FP_FUSION ({there!r} there, {here!r} here)"]}
+
+
+def test_the_command_names_a_source_that_is_no_plan_and_writes_nothing(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from jitguard.cli import main
+
+    source = tmp_path / "notes.json"
+    source.write_text("not json")
+    result = CliRunner().invoke(main, ["bundle", str(source), "-o", str(tmp_path / "b.tgz")])
+    assert result.exit_code == 2
+    assert f"{source}: not a readable JSON plan or report" in result.output
+    assert not (tmp_path / "b.tgz").exists()
