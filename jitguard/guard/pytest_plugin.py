@@ -92,7 +92,7 @@ def _require_triton(what: str, torch_too: bool = False) -> str | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    setting(config, "jitguard_backend")  # a bad ini value is a usage error now, not a failure in each test
+    setting(config, "jitguard_backend")  # a bad ini value is one usage error at start, not a failure in each test
     wanted = [_spelling(config, name) for name in ("jitguard", "jitguard_strict") if setting(config, name)]
     missing = _require_triton(f"jitguard's pytest plugin ({', '.join(wanted)})") if wanted else None
     if missing:
