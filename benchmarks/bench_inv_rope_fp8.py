@@ -489,8 +489,8 @@ KNOB_VARIANTS: list[tuple[str, dict]] = [
     ("no_prefetch", {"prefetch": False}),
     # Both in one variant: prefetch while programs have at most 8 / 16 / 24 tiles each (T = 4096 with 16 heads:
     # 15.5 a program on 132 SMs, 8192: 31). Two H100s, both loops inlined: no prefetch's gain at 8192-16384 only,
-    # level with default at 32768-65536. The loops are called apart (not inlined),
-    # each compiled as if alone (offline); not yet timed.
+    # level with default at 32768-65536. With the loops called apart (not inlined), prefetch_max_16 on an H100:
+    # within 0.2% of no_prefetch at 8192-65536, 0.4% of default at 4096, 40 ns slower at one token.
     ("prefetch_max_8", {"prefetch_max_tiles": 8}),
     ("prefetch_max_16", {"prefetch_max_tiles": 16}),
     ("prefetch_max_24", {"prefetch_max_tiles": 24}),

@@ -52,9 +52,11 @@ _PREFETCH = True
 # Prefetch only while programs have at most this many tiles each (0: always). Two H100s
 # (inv_rope_fp8.md): no prefetch (184 instructions a row against 213) 2.2-4.5% faster at T = 8192-65536 and 0.7-5%
 # slower at T = 256 and 1024-4096; the switch (both loops inlined in the one variant) got that gain only at
-# 8192-16384 and ran as slow as the prefetching loop at 32768-65536. The loops are now called apart (not inlined:
-# `_one_row_loop_apart`), each compiled as if alone; not yet timed. Off: not measured on an H200, where an earlier
-# loop had no prefetch 3-4% slower at 1024-8192 with the 255-instruction loop.
+# 8192-16384 and ran as slow as the prefetching loop at 32768-65536. With the loops called apart (not inlined:
+# `_one_row_loop_apart`, each compiled as if alone), 16 tiles on an H100 (inv_rope_fp8.md): no prefetch's gain at
+# every T >= 8192 and the prefetch's lead at 256, but 40 ns slower at one token (1.83 against 1.79 us, behind
+# vLLM's 1.82). Off: not measured on an H200, where the 255-instruction loop had no prefetch 3-4% slower at
+# 1024-8192.
 _PREFETCH_MAX_TILES = 0
 # The output rows are stored streaming (st.global.cs, evict first from L2: nothing here reads them
 # again). H200, two calls side by side (inv_rope_fp8.md): T = 256 12-14% faster,
