@@ -167,8 +167,9 @@ def _problem_lines(report: dict[str, Any]) -> list[str]:
         lines.append(f"skipped {report['skipped_lines']} unreadable line(s) in " + ", ".join(files))
         details = report.get("skipped") or []
         lines.extend(f"  {d['file']}:{d['line']}: {d['reason']}" for d in details[:_SKIPPED_SHOWN])
-        if len(details) > _SKIPPED_SHOWN:
-            lines.append(f"  ... and {len(details) - _SKIPPED_SHOWN} more")
+        shown = min(len(details), _SKIPPED_SHOWN)
+        if report["skipped_lines"] > shown:  # the JSON names the first 1,000; the count is of them all
+            lines.append(f"  ... and {report['skipped_lines'] - shown} more")
     return lines
 
 

@@ -172,6 +172,7 @@ def test_skipped_lines_are_counted_in_full_and_named_up_to_a_bound(tmp_path: Pat
     assert report["skipped_lines"] == 3000
     assert len(report["skipped"]) == 1000
     assert report["totals"]["compiles"] == 3
+    assert "  ... and 2990 more" in format_text(report)
 
 
 def test_the_timeline_keeps_the_slowest_compiles_past_its_bound(tmp_path: Path, monkeypatch) -> None:
