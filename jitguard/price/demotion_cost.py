@@ -29,7 +29,6 @@ read); a script's kernels (`__main__`) are never executed to find them.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 import os
@@ -100,28 +99,18 @@ def _unknown(detail: str) -> DemotionCost:
 # --- finding the kernel (import by module name only) ----------------------------------------------
 
 def kernel_by_name(module: str, name: str) -> Any:
-    """The JITFunction `name` (a qualname, `a.b` allowed) of module `module`, imported by name.
+    """The JITFunction `name` (a qualname, `a.b` allowed) of module `module`, loaded by
+    `jitguard.replay.kernel_loading` (the module already imported, else its file, checked by parsing
+    to define that kernel, imported under its import root; a parent `__init__` that fails is skipped).
 
-    Raises LookupError with one line naming the kernel and module. A kernel of a script run as
-    `__main__` is not looked for: that would run the script.
+    For a kernel a user or a test process names itself: no import-root check. Raises LookupError
+    with one line naming the kernel and module. A kernel of a script run as `__main__` is not looked
+    for: that would run the script.
     """
-    from jitguard import triton_compat
-
     if not module or module == "__main__":
         raise LookupError(f"kernel {name!r} is defined in a script run as __main__: jitguard imports kernels "
                           "by module name and never runs scripts")
-    try:
-        target: Any = importlib.import_module(module)
-    except Exception as exc:  # any import failure is the one-line reason
-        raise LookupError(f"kernel {name!r}: import {module}: {type(exc).__name__}: {exc}") from None
-    for part in name.split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            raise LookupError(f"kernel {name!r}: module {module} has no attribute {part!r}")
-    jit_fn = triton_compat.unwrap_jit_function(target)
-    if jit_fn is None:
-        raise LookupError(f"kernel {name!r}: {module}.{name} is not a Triton kernel")
-    return jit_fn
+    return load_jit_function(module, "", name, name, KernelTrust(check_roots=False))
 
 
 def _resolve(kernel: Any) -> Any:

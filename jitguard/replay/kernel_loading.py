@@ -127,14 +127,27 @@ def _jits(node: ast.expr) -> bool:
     return _dotted_tail(node) in _JIT_NAMES
 
 
+def _binds_jit_call(node: ast.AST, name: str) -> bool:
+    """`name = triton.jit(_k)` / `name = triton.autotune(...)(triton.jit(...)(_k))`: an assignment of a jit call."""
+    if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+        return False
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    if not any(isinstance(t, ast.Name) and t.id == name for t in targets) or node.value is None:
+        return False
+    return any(isinstance(call, ast.Call) and _jits(call.func) for call in ast.walk(node.value))
+
+
 def defines_jit_kernel(file: str, name: str) -> bool:
     """True when `file`, parsed (never run), defines a function `name` made a Triton/Gluon kernel by
-    its decorators (a jit, maybe under autotune/heuristics) or by a jit call taking it."""
+    its decorators (a jit, maybe under autotune/heuristics) or by a jit call taking it, or binds
+    `name` to a jit call (`fast = triton.jit(_kernel)`)."""
     try:
         with open(file, encoding="utf-8") as handle:
             tree = ast.parse(handle.read(), filename=file)
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
         return False
+    if any(_binds_jit_call(node, name) for node in ast.walk(tree)):
+        return True
     defined = False
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
@@ -281,8 +294,8 @@ def load_module(module_name: str, file: str, kernel: str, trust: KernelTrust) ->
         return sys.modules[module_name]  # imported already: nothing runs
     file = file or _file_of_module(module_name)
     if not file:
-        raise KernelLoadError(f"kernel {kernel!r}: module {module_name or '?'} has no file on this "
-                              "environment's import path to check before importing it")
+        raise KernelLoadError(f"kernel {kernel!r}: module {module_name or '?'} is not found on this environment's "
+                              "import path (no file to check before importing it)")
     problem = trust.problem(file, kernel)
     if problem is not None:
         raise KernelLoadError(f"kernel {kernel!r} (module {module_name or '?'}) {problem}")

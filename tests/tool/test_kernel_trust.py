@@ -175,3 +175,15 @@ def test_a_module_that_itself_fails_names_both_tries(tmp_path: Path) -> None:
     with pytest.raises(KernelLoadError, match=r"brokenmod_jg.*No module named 'no_such_module_jg'"):
         load_module("brokenmod_jg", str(tmp_path / "brokenmod_jg.py"), "scale_elements",
                     KernelTrust(extra_roots=(str(tmp_path),)))
+
+
+@pytest.mark.parametrize("source, name, found", [
+    ("def _k(x): pass\nfast = triton.jit(_k)\n", "fast", True),
+    ("def _k(x, n): pass\nfast = triton.jit(do_not_specialize=['n'])(_k)\n", "fast", True),
+    ("def _k(x, n): pass\ntuned = triton.autotune(configs=[], key=['n'])(triton.jit(_k))\n", "tuned", True),
+    ("def _k(x): pass\nfast = functools.cache(_k)\n", "fast", False),
+    ("fast = 3\n", "fast", False),
+])
+def test_a_binding_to_a_jit_call_is_a_kernel(tmp_path: Path, source: str, name: str, found: bool) -> None:
+    (tmp_path / "m.py").write_text(source)
+    assert defines_jit_kernel(str(tmp_path / "m.py"), name) is found
