@@ -604,13 +604,18 @@ def _kernel(
         bound_as=bound_as,
         decorator_line=jit_expression.lineno,
     )
+    _attach_wrappers(kernel, wrappers)
+    return kernel
+
+
+def _attach_wrappers(kernel: TritonKernel, wrappers: list[ast.expr]) -> None:
+    """Add what `autotune(...)` / `heuristics(...)` wrappers around the kernel say: keys, heuristics, the span."""
     for wrapper in wrappers:
         kernel.autotune_keys += _autotune_keys(wrapper)
         kernel.heuristics += _heuristics(wrapper)
         if kernel.autotune_span is None and isinstance(wrapper, ast.Call) and _callee_last(wrapper) == "autotune":
             kernel.autotune_span = (wrapper.lineno, wrapper.col_offset, wrapper.end_lineno or wrapper.lineno,
                                     wrapper.end_col_offset or 0)
-    return kernel
 
 
 def parse_source(source: bytes) -> ast.Module:
@@ -682,8 +687,11 @@ def find_kernels(source: bytes, tree: ast.Module | None = None) -> list[TritonKe
     # A function that is already a kernel by decorator is not made one again; a plain function may be bound by
     # several jit calls (each a kernel of its own at run time, with its own options), and each is listed.
     decorated = {kernel.node for kernel in kernels}
+    later: list[tuple[str, list[ast.expr]]] = []  # `k = triton.heuristics({...})(k)` after `k` is a kernel
     for statement, value in calls:
         wrappers, inner = _wrapped_calls(value)
+        if isinstance(inner, ast.Name) and wrappers:
+            later.append((inner.id, wrappers))
         if not isinstance(inner, ast.Call):
             continue
         call_form = _call_form(inner, names)
@@ -696,6 +704,10 @@ def find_kernels(source: bytes, tree: ast.Module | None = None) -> list[TritonKe
         targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
         bound = tuple(target.id for target in targets if isinstance(target, ast.Name) and target.id != function)
         kernels.append(_kernel(node, jit_expression, call_options, kind, scope, names, wrappers, bound))
+    for name, wrappers in later:
+        for kernel in kernels:
+            if name == kernel.name or name in kernel.bound_as:
+                _attach_wrappers(kernel, wrappers)
     kernels.sort(key=lambda kernel: kernel.line)
     jit_calls = Counter((kernel.name, kernel.line) for kernel in kernels)
     for kernel in kernels:

@@ -374,7 +374,7 @@ def _configurations(kernel: TritonKernel, facts: dict[str, Any]) -> tuple[list[t
         values, options = config
         combos: list[dict[str, Any]] | str = [{**dict(zip((name for name, _ in free), picked)), **values}]
         for heuristic in kernel.heuristics:
-            combos = _with_heuristic(heuristic, combos) if isinstance(combos, list) else combos
+            combos = _with_heuristic(kernel, heuristic, combos) if isinstance(combos, list) else combos
         if isinstance(combos, str):
             return combos
         found += [(combo, options) for combo in combos]
@@ -382,9 +382,12 @@ def _configurations(kernel: TritonKernel, facts: dict[str, Any]) -> tuple[list[t
     return found[:MAX_GROUPS], total
 
 
-def _with_heuristic(heuristic: Any, combos: list[dict[str, Any]]) -> list[dict[str, Any]] | str:
-    """Each configuration with the heuristic's value computed from the constexprs it reads (a comparison
-    over run-time values takes both True and False); or why it cannot be computed."""
+def _with_heuristic(kernel: TritonKernel, heuristic: Any, combos: list[dict[str, Any]]) -> list[dict[str, Any]] | str:
+    """Each configuration with the heuristic's value computed from the constexprs it reads; one it cannot
+    compute takes every value its form allows (a comparison, or a flag read only as a condition: both
+    bools; `A if C else B` of literals: A and B); or why it cannot be priced."""
+    from jitguard.codemod.scan import used_only_as_condition
+
     expression = heuristic.expression
     body = expression.body if isinstance(expression, ast.Lambda) else expression
     argument = expression.args.args[0].arg if isinstance(expression, ast.Lambda) and expression.args.args else ""
@@ -393,10 +396,14 @@ def _with_heuristic(heuristic: Any, combos: list[dict[str, Any]]) -> list[dict[s
         value = evaluate(body, combo, argument)
         if value is not _UNKNOWN:
             found.append({**combo, heuristic.name: value})
-        elif isinstance(body, (ast.Compare, ast.BoolOp)):
-            found += [{**combo, heuristic.name: True}, {**combo, heuristic.name: False}]
+            continue
+        if isinstance(body, (ast.Compare, ast.BoolOp)) or used_only_as_condition(kernel, heuristic.name):
+            choices: list[Any] = [True, False]
+        elif isinstance(body, ast.IfExp) and _literal(body.body)[0] and _literal(body.orelse)[0]:
+            choices = list(dict.fromkeys([_literal(body.body)[1], _literal(body.orelse)[1]]))
         else:
             return f"heuristic `{heuristic.name}` reads run-time values the source does not give"
+        found += [{**combo, heuristic.name: choice} for choice in choices]
     return found
 
 

@@ -112,6 +112,21 @@ def test_heuristics_are_computed_from_the_constexprs_they_read() -> None:
                       {"BLOCK_D": 64, "BACK_D": 128, "GROUP": 8, "WIDE": True}]
 
 
+def test_a_heuristic_over_run_time_values_takes_every_value_its_form_allows() -> None:
+    # the wrappers come as statements after the jit call, as some libraries write them
+    synthesized = _synthesized("""
+        def _k(x_ptr, w_ptr, PREC: tl.constexpr, HAS_W: tl.constexpr):
+            pass
+
+        k = triton.jit(_k)
+        k = triton.heuristics({"PREC": lambda args: "tf32" if torch.get_float32_matmul_precision() == "high"
+                               else "ieee", "HAS_W": lambda args: args["w_ptr"] is not None})(k)
+    """)
+    assert synthesized.reason is None, synthesized.reason
+    pairs = [(g[0]["params"]["PREC"]["value"], g[0]["params"]["HAS_W"]["value"]) for g in synthesized.groups]
+    assert pairs == [("tf32", True), ("tf32", False), ("ieee", True), ("ieee", False)]
+
+
 def test_a_constexpr_given_no_value_is_valued_from_its_use_and_said() -> None:
     synthesized = _synthesized("""
         @triton.jit
