@@ -231,6 +231,13 @@ CASES = [
         def k(x_ptr, num_tokens: tl.constexpr):
             tl.store(x_ptr + tl.arange(0, num_tokens), 0.0)
      """, {("JG103", "num_tokens")}),
+    ("heuristics-applied-in-a-later-statement", """
+        def _k(x_ptr, num_tokens, EVEN: tl.constexpr):
+            pass
+
+        k = triton.jit(_k, do_not_specialize=["num_tokens"])
+        k = triton.heuristics({"EVEN": lambda args: args["num_tokens"] % 16 == 0})(k)
+     """, {("JG108", "EVEN")}),
     # -- Gluon kernels are scanned like triton.jit --
     ("gluon-jit", """
         from triton.experimental import gluon
