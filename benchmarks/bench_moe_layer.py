@@ -349,7 +349,7 @@ def workspace_case(case, ms, replays, l2_bytes) -> list[dict]:
             moe_decode.clear_cached_workspaces()
             same = bool(torch.equal(call(0, ws), call(0)))
             with_ws, without = (lambda layer: call(layer, ws)), call
-            # Side by side, in alternating order, twice: the median of each kind's two timings.
+            # Side by side, in alternating order, twice: the mean of each kind's two timings.
             graph = {"with": [], "without": []}
             eager = {"with": [], "without": []}
             for order in (("with", "without"), ("without", "with")):

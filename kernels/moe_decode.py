@@ -388,7 +388,6 @@ def moe_decode_gemm_kernel(
     aq_out_ptr=None,
     group_arrivals_ptr=None,
     QUANT_OUT: tl.constexpr = False,
-    A_SCALE_FROM_TILE: tl.constexpr = False,
     K_UNROLL: tl.constexpr = 1,
     STAMPS: tl.constexpr = False,
     stamps_ptr=None,
@@ -411,8 +410,8 @@ def moe_decode_gemm_kernel(
     the down GEMM loads FP8 A (A_PREQUANT) like the weights, pipelined, instead of quantizing it.
     A tile 128 output columns wide (BLOCK_N = 256) writes whole groups: it quantizes them from its
     registers and writes only the e4m3 intermediate, with no counter and no re-read.
-    A_SCALE_FROM_TILE (block scales, BLOCK_K = 128, the pairs path's gate_up): each token group's
-    scale is taken from the bf16 A tile as it is loaded, so no launch computes them before.
+    QUANT 3 (block scales) takes A quantized already (A_PREQUANT: x by the layer's first launch, the
+    intermediate by gate_up's QUANT_OUT) with its group scales at ``a_scale``.
     K_UNROLL: K steps per loop iteration (FP8 block scales with a tile block_k of 128 * K_UNROLL;
     each step is one scale group).
 
@@ -481,10 +480,9 @@ def moe_decode_gemm_kernel(
         elif QUANT == 2:
             a_s = tl.load(a_scale_ptr + a_rows * stride_asm, mask=pair_mask, other=1.0)
         if QUANT == 3:
+            tl.static_assert(A_PREQUANT, "block-scaled A comes quantized, its group scales at a_scale")
             b_scale_rows = b_scale_ptr + expert * stride_bse + (b_rows // SCALE_BLOCK_N) * stride_bsn
             a_scale_rows = a_scale_ptr + a_rows * stride_asm
-            # With A_SCALE_FROM_TILE the activation scales come from the tile: none are loaded.
-            a_scale_mask = (a_rows < 0) if A_SCALE_FROM_TILE else pair_mask
 
         # A quantized between its load and the dot is outside the compiler's pipelining: it is
         # loaded one K step ahead here (pre-quantized A is pipelined like B).
@@ -524,21 +522,10 @@ def moe_decode_gemm_kernel(
                     else:
                         a, _ = _quantize_on_load(a, a_s[:, None], A_SCALE_IS_AMAX, FP8_MAX_C, MIN_AMAX)
                 elif QUANT == 3:
-                    g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, a_scale_mask,
+                    # A is e4m3 already; g_s are its scales.
+                    g_s, b_s = moe_block_scales(a_scale_rows, b_scale_rows, pair_mask,
                                                 moe_scale_step(kb, k_last, K_UNROLL), stride_bsk, 1.0, BLOCK_K,
                                                 SCALE_BLOCK_K)
-                    if A_SCALE_FROM_TILE:
-                        # This K step is exactly one 128-column group of each token row: its scale.
-                        tl.static_assert(BLOCK_K == SCALE_BLOCK_K, "scales from the tile need BLOCK_K = 128")
-                        g_s = tl.maximum(tl.max(tl.abs(a.to(tl.float32)), 0 if SWAP_AB else 1), MIN_AMAX) / FP8_MAX_C
-                    elif A_SCALE_IS_AMAX:
-                        g_s = tl.maximum(g_s, MIN_AMAX) / FP8_MAX_C
-                    # A pre-quantized (by the route launch) is e4m3 already; g_s are its scales.
-                    if not A_PREQUANT:
-                        if SWAP_AB:
-                            a, _ = _quantize_on_load(a, g_s[None, :], False, FP8_MAX_C, MIN_AMAX)
-                        else:
-                            a, _ = _quantize_on_load(a, g_s[:, None], False, FP8_MAX_C, MIN_AMAX)
                 if DOT_IN_FP32:
                     a = a.to(tl.float32)
                     b = b.to(tl.float32)
@@ -570,14 +557,11 @@ def moe_decode_gemm_kernel(
             if AMAX_OUT:
                 # The absmax of the values as stored (rounded), which the down GEMM quantizes.
                 mag = tl.where(c_mask, tl.abs(c.to(tl.float32)), 0.0)
+                tl.static_assert((QUANT == 1) | (QUANT == 2), "block scales quantize the intermediate (QUANT_OUT)")
                 if QUANT == 1:
                     tl.atomic_max(amax_out_ptr, tl.max(tl.max(mag, 1), 0))
-                elif QUANT == 2:
-                    tl.atomic_max(amax_out_ptr + pairs * stride_amax_m, tl.max(mag, 1), mask=pair_mask)
                 else:
-                    tl.static_assert(OUT_N <= SCALE_BLOCK_K, "gate_up output tile wider than a quantization group")
-                    group = (pid_n * OUT_N) // SCALE_BLOCK_K
-                    tl.atomic_max(amax_out_ptr + pairs * stride_amax_m + group, tl.max(mag, 1), mask=pair_mask)
+                    tl.atomic_max(amax_out_ptr + pairs * stride_amax_m, tl.max(mag, 1), mask=pair_mask)
             if QUANT_OUT:
                 tl.static_assert(OUT_N <= SCALE_BLOCK_K, "gate_up output tile wider than a quantization group")
                 if GROUP_IN_REGISTERS:
@@ -1408,8 +1392,8 @@ def plan_fused_moe_decode(
             else _ROUTE_BLOCK_H,
             HIDDEN_POW2=triton.next_power_of_2(H),
             FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX, LAUNCH_DEPENDENTS=pdl, WRITE_XQ=prequant,
-            FEW_TOKENS=dcfg.few_tokens, ALIGN_IN_REGISTERS=True, FEW_ELEMENTS=dcfg.few_elements,
-            RANKS_EARLY=True, ranks_ptr=ws.pair_ranks, ROUTE=not pair_tiles,
+            FEW_TOKENS=dcfg.few_tokens, FEW_ELEMENTS=dcfg.few_elements, ranks_ptr=ws.pair_ranks,
+            ROUTE=not pair_tiles,
             **({"ZERO_PAIR_READY": True, "pair_ready_ptr": ws.pair_ready} if pair_ready else {}),
             **({"ROUTE_TOKENS": True} if routes_tokens else {}),
             **({"ROUTERS_APART": True} if routers_apart else {}),
@@ -1424,7 +1408,7 @@ def plan_fused_moe_decode(
     inter = ws.inter[:num_pairs]
     if gluon:
         launches += _gluon_gemm_launches(ws, x, w13, w2, w1s, w2s, out, block_m, num_blocks, M, top_k, stride_xsm,
-                                         stride_a2m, tile_arrivals, pdl, pair_tiles, expert_bytes, gpu,
+                                         stride_a2m, pdl, pair_tiles, expert_bytes, gpu,
                                          dcfg, tiles_from_counts)
         return DecodePlan(out, tuple(launches), path, gemms="gluon", workspace=ws)
     rotated_down_tokens = dcfg.fp8_pairs_down_rotated_tokens.get(expert_size_class(expert_bytes), ())
@@ -1487,7 +1471,6 @@ def plan_fused_moe_decode(
             aq_out_ptr=ws.inter_q,
             group_arrivals_ptr=ws.group_arrivals,
             QUANT_OUT=quant_inter and gated,
-            A_SCALE_FROM_TILE=pair_tiles and gated and quant == QUANT_BLOCK and not pairs_prequant,
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
             **({"PAIR_READY": True, "ready_ptr": ws.pair_ready, "GATE_UP_OUT_N": cfgs.gate_up.block_n // 2}
@@ -1531,7 +1514,7 @@ def _chain_launches(ws: MoeDecodeWorkspace, a: torch.Tensor, w13: torch.Tensor, 
 def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor,
                          w1s: torch.Tensor | None, w2s: torch.Tensor | None, out: torch.Tensor, block_m: int,
                          num_blocks: int, M: int, top_k: int, stride_xsm: int, stride_a2m: int,
-                         tile_arrivals: torch.Tensor, pdl: bool, pair_tiles: bool,
+                         pdl: bool, pair_tiles: bool,
                          expert_bytes: int, gpu: str | None, dcfg: DecodeConfig,
                          tiles_from_counts: bool = False) -> list[tuple[str, Callable[[], object]]]:
     """The two GEMMs of the grouped path (or with ``pair_tiles`` the pairs path: one 8-row token tile
@@ -1547,7 +1530,6 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
     block_scaled = w1s is not None
     if pair_tiles:
         block_m, num_blocks = GLUON_BLOCK_M, P
-    k_pow2 = triton.next_power_of_2(top_k)
     # WAIT_PRIOR by gated, with PDL: gate_up lets down start only after its own wait (down reads the x launch's
     # routing before its wait), and down waits once its first weights are on their way.
     if pdl:
@@ -1577,18 +1559,13 @@ def _gluon_gemm_launches(ws: MoeDecodeWorkspace, x: torch.Tensor, w13: torch.Ten
             bse = bsn = bsk = 0
         launches.append(("gate_up" if gated else "down", functools.partial(
             moe_decode_gemm_gluon_kernel[(num_blocks * triton.cdiv(n, tile.out_n),)],
-            a, a_scale, wt, w_scale, c, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded, ws.inter_q,
-            ws.a2_amax, ws.group_arrivals, tile_arrivals, out,
-            P, M, n, k, a.stride(0), stride_asm, wt.stride(0), wt.stride(1), bse, bsn, bsk, c.stride(0), stride_a2m,
-            out.stride(0),
+            a, a_scale, wt, w_scale, c, ws.topk_weights, ws.sorted_ids, ws.expert_ids, ws.num_padded,
+            P, M, n, k, a.stride(0), stride_asm, wt.stride(0), wt.stride(1), bse, bsn, bsk, c.stride(0),
             A_ROWS_PER_PAIR_DIV=top_k if gated else 1, GATED=gated, BLOCK_M=block_m, OUT_N=tile.out_n,
-            NUM_STAGES=tile.stages, TOP_K=top_k, K_POW2=k_pow2,
-            TOKEN_CHUNK=max(1, _REDUCE_ELEMENTS // (k_pow2 * tile.out_n)), FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
+            NUM_STAGES=tile.stages, FP8_MAX_C=FP8_MAX, MIN_AMAX=_MIN_AMAX,
             LAUNCH_DEPENDENTS=pdl, WAIT_PRIOR=wait_prior[gated],
             PAIR_TILES=pair_tiles, topk_ids_ptr=ws.topk_ids, num_warps=4,
-            **({"SUM_TOPK": False} if not gated else {}),
             **({} if block_scaled else {"BLOCK_SCALED": False}),
-            **({"INTER_QUANTIZED_BY_DOWN": True} if block_scaled else {}),
             **({"TILES_FROM_COUNTS": True, "counts_ptr": ws.counts, "expert_pairs_ptr": ws.expert_pairs,
                 "num_experts": ws.num_experts, "E_POW2": triton.next_power_of_2(ws.num_experts)}
                if tiles_from_counts else {}),

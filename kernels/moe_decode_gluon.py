@@ -98,12 +98,11 @@ if gluon_gemms_supported():
         async_copy.commit_group()
 
     @gluon.jit
-    def _issue_product(w_smem, a_smem, kb, acc_in, NUM_STAGES: gl.constexpr, A_SLOTS: gl.constexpr,
-                       ONTO: gl.constexpr = False):
+    def _issue_product(w_smem, a_smem, kb, acc_in, NUM_STAGES: gl.constexpr, A_SLOTS: gl.constexpr):
         """Step ``kb``'s wgmma, issued asynchronously (its A tile in slot ``kb % A_SLOTS``) into a fresh product in
-        the registers of ``acc_in`` (its values unread); ONTO: added to ``acc_in`` (the accumulator in flight)."""
+        the registers of ``acc_in`` (its values unread)."""
         return warpgroup_mma(w_smem.index(kb % NUM_STAGES), a_smem.index(kb % A_SLOTS).permute((1, 0)), acc_in,
-                             use_acc=ONTO, is_async=True)
+                             use_acc=False, is_async=True)
 
     @gluon.jit
     def _load_scales(a_scales, w_scales, kb, stride_bsk, BLOCK_SCALED: gl.constexpr, LOAD_A: gl.constexpr = True):
@@ -171,57 +170,6 @@ if gluon_gemms_supported():
         return a_s
 
     @gluon.jit
-    def _quantize_group_when_written(c_ptr, cq_ptr, scale_ptr, arrivals_ptr, sorted_ids_ptr, pid_m, group,
-                                     num_pairs, N, stride_cm, stride_scale_m, BLOCK_M: gl.constexpr,
-                                     PAIR_TILES: gl.constexpr,
-                                     WRITERS_MAX: gl.constexpr, NUM_WARPS: gl.constexpr,
-                                     FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr):
-        """After this program's columns of ``group`` are stored: the last of the group's writers
-        (a counter per token tile and group, reset by it) re-reads the group's rows and writes them
-        as e4m3 to ``cq`` with their scale (the absmax of the values as stored) to ``scale``."""
-        n_groups = gl.cdiv(N, _SCALE_GROUP)
-        writers = gl.minimum(WRITERS_MAX, gl.cdiv(N - group * _SCALE_GROUP, _SCALE_GROUP // WRITERS_MAX))
-        # Every thread's stores precede the release of this program's arrival.
-        _cta_barrier()
-        counter = arrivals_ptr + pid_m * n_groups + group
-        arrived = gl.atomic_add(counter, 1, sem="acq_rel", scope="gpu")
-        if arrived == writers - 1:
-            gl.store(counter, 0)
-            layout: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [NUM_WARPS, 1], [1, 0])
-            pairs = _tile_pairs(sorted_ids_ptr, pid_m, num_pairs, BLOCK_M, PAIR_TILES, gl.SliceLayout(1, layout))
-            pair_mask = pairs < num_pairs
-            cols = group * _SCALE_GROUP + gl.arange(0, _SCALE_GROUP, layout=gl.SliceLayout(0, layout))
-            mask = pair_mask[:, None] & (cols < N)[None, :]
-            offs = pairs[:, None].to(gl.int64) * stride_cm + cols[None, :]
-            v = gl.load(c_ptr + offs, mask=mask, other=0.0, volatile=True).to(gl.float32)
-            q, scale = _e4m3_with_scales(v, 1, FP8_MAX_C, MIN_AMAX)
-            gl.store(cq_ptr + offs, q, mask=mask)
-            gl.store(scale_ptr + pairs * stride_scale_m + group, scale, mask=pair_mask)
-
-    @gluon.jit
-    def _sum_topk_rows(c_ptr, out_ptr, pid_n, num_tokens, N, stride_cm, stride_om, TOP_K: gl.constexpr,
-                       K_POW2: gl.constexpr, OUT_N: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
-                       NUM_WARPS: gl.constexpr):
-        """out[t, cols] = sum of the TOP_K pair rows of token t over column tile ``pid_n``, in slot order."""
-        l3: gl.constexpr = gl.BlockedLayout([1, 1, 2], [1, 1, 32], [NUM_WARPS, 1, 1], [2, 1, 0])
-        l2: gl.constexpr = gl.SliceLayout(1, l3)
-        cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(0, gl.SliceLayout(1, l3)))
-        slots = gl.arange(0, K_POW2, layout=gl.SliceLayout(0, gl.SliceLayout(2, l3)))
-        cols_out = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(0, l2))
-        for t0 in range(0, num_tokens, TOKEN_CHUNK):
-            toks = t0 + gl.arange(0, TOKEN_CHUNK, layout=gl.SliceLayout(1, gl.SliceLayout(2, l3)))
-            rows = (toks[:, None] * TOP_K + slots[None, :]).to(gl.int64)
-            mask2 = (toks < num_tokens)[:, None] & (slots < TOP_K)[None, :]
-            mask = mask2[:, :, None] & (cols < N)[None, None, :]
-            v = gl.load(c_ptr + rows[:, :, None] * stride_cm + cols[None, None, :], mask=mask, other=0.0,
-                        volatile=True)
-            total = gl.sum(v, 1)
-            toks_out = t0 + gl.arange(0, TOKEN_CHUNK, layout=gl.SliceLayout(1, l2))
-            gl.store(out_ptr + toks_out[:, None].to(gl.int64) * stride_om + cols_out[None, :],
-                     total.to(out_ptr.dtype.element_ty),
-                     mask=(toks_out < num_tokens)[:, None] & (cols_out < N)[None, :])
-
-    @gluon.jit
     def _tile_weight_rows(pid_n, N, OUT_N: gl.constexpr, W_ROWS: gl.constexpr, GATED: gl.constexpr,
                           layout: gl.constexpr):
         """Weight row of each of the tile's W_ROWS rows: output columns ``pid_n * OUT_N + r`` (past N
@@ -281,47 +229,37 @@ if gluon_gemms_supported():
     @gluon.jit(do_not_specialize=["num_pairs", "num_tokens"])
     def moe_decode_gemm_gluon_kernel(
         a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr, topk_weights_ptr, sorted_ids_ptr, expert_ids_ptr,
-        num_padded_ptr, cq_ptr, c_scale_ptr, group_arrivals_ptr, arrivals_ptr, out_ptr,
+        num_padded_ptr,
         num_pairs, num_tokens, N, K,
         stride_am, stride_asm, stride_be, stride_bn, stride_bse, stride_bsn, stride_bsk, stride_cm,
-        stride_csm, stride_om,
         A_ROWS_PER_PAIR_DIV: gl.constexpr, GATED: gl.constexpr, BLOCK_M: gl.constexpr, OUT_N: gl.constexpr,
-        NUM_STAGES: gl.constexpr, TOP_K: gl.constexpr, K_POW2: gl.constexpr, TOKEN_CHUNK: gl.constexpr,
+        NUM_STAGES: gl.constexpr,
         FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr, LAUNCH_DEPENDENTS: gl.constexpr,
         WAIT_PRIOR: gl.constexpr, PAIR_TILES: gl.constexpr = False, topk_ids_ptr=None,
-        SUM_TOPK: gl.constexpr = True, BLOCK_SCALED: gl.constexpr = True,
-        INTER_QUANTIZED_BY_DOWN: gl.constexpr = False, STAMPS: gl.constexpr = False, stamps_ptr=None,
-        ACCUMULATE_IN_MMA: gl.constexpr = False, TILES_FROM_COUNTS: gl.constexpr = False, counts_ptr=None,
+        BLOCK_SCALED: gl.constexpr = True, STAMPS: gl.constexpr = False, stamps_ptr=None,
+        TILES_FROM_COUNTS: gl.constexpr = False, counts_ptr=None,
         expert_pairs_ptr=None, num_experts=0, E_POW2: gl.constexpr = 1,
     ):
         """C = A B^T over expert-sorted token tiles with FP8 block scales (see the module docstring).
 
         GATED (gate_up): weight rows ``n`` (gate) and ``N + n`` (up) of each output column ``n``,
-        ``silu(gate) * up`` written as ``c``'s dtype; each completed 128-column group of a token tile
-        is written again as e4m3 to ``cq`` with its scale to ``c_scale`` (a program 128 columns wide
-        from its registers, without writing ``c``; narrower ones through ``group_arrivals``).
-        Otherwise (down): pair rows times their routing weight into ``c`` (in ``c``'s dtype), and the last program
-        of each column tile (``arrivals``) writes ``out[t] = sum_j c[t * TOP_K + j]``.
-        A: e4m3 rows (pair // A_ROWS_PER_PAIR_DIV) with scales [row, K / 128] at ``a_scale``.
+        ``silu(gate) * up`` written to ``c`` in its dtype (bf16 / fp16: down quantizes it with block scales).
+        Otherwise (down): pair rows times their routing weight into ``c`` (in ``c``'s dtype); a launch after this
+        one sums each token's pair rows. With BLOCK_SCALED, down takes gate_up's bf16 intermediate as A and
+        quantizes each K step's tile (one 128-column group a row) in registers, writing the e4m3 tile to shared
+        memory for its wgmma, with the scales the group quantization would compute.
+        A (gate_up, BLOCK_SCALED): e4m3 rows (pair // A_ROWS_PER_PAIR_DIV) with scales [row, K / 128] at
+        ``a_scale``.
         LAUNCH_DEPENDENTS / WAIT_PRIOR: PDL. WAIT_PRIOR 1: wait for the launch before at the start; 3: at
         the start, before letting the next launch start; 2 (down after a gate_up launched with 3): once
         the first K steps' weights are on their way, before anything the launch before wrote is read
         (the routing and layout, written two launches before, may be read first).
         PAIR_TILES (the pairs path): token tile ``pid_m`` is pair ``pid_m`` alone (its other rows padding),
         its expert ``topk_ids[pid_m]`` (routed by the launch before); no sorted layout is read.
-        SUM_TOPK off (down): no arrivals and no top-k sum; a launch after this one sums the pair rows.
-        BLOCK_SCALED off: A and the weights in bf16 or fp16, no scales (``a_scale`` and ``b_scale`` unread),
-        gate_up writes ``silu(gate) * up`` to ``c`` only (no ``cq``); each stage is still 128 bytes of K.
-        INTER_QUANTIZED_BY_DOWN (with BLOCK_SCALED): gate_up writes ``silu(gate) * up`` to ``c`` only (no group
-        counter, no last writer); down takes that bf16 intermediate as A and quantizes each K step's tile (one
-        128-column group a row) in registers, writing the e4m3 tile to shared memory for its wgmma, with the scales
-        gate_up's last writer would have written.
-        ACCUMULATE_IN_MMA (without BLOCK_SCALED): each step's wgmma adds onto the accumulator in flight and the step
-        before it is waited for only then (wgmma.wait_group 1), with no products and no folds. With block scales each
-        step's product must be scaled before it is added, and leaving two products in flight makes ptxas serialize
-        every wgmma (C7514 / C7515: the registers of the next product are written while one is in flight), so block
-        scales keep one product in flight.
-        TILES_FROM_COUNTS (not with PAIR_TILES; gate_up not quantizing the intermediate): no sorted layout; each
+        BLOCK_SCALED off: A and the weights in bf16 or fp16, no scales (``a_scale`` and ``b_scale`` unread); each
+        stage is still 128 bytes of K. Either way one product is in flight, folded in once the next step's tiles
+        have landed (with block scales, two products in flight make ptxas serialize every wgmma: C7514 / C7515).
+        TILES_FROM_COUNTS (not with PAIR_TILES): no sorted layout; each
         program finds its token tile from the route launch's per-expert pair counts (``counts``, num_experts of
         them, E_POW2 their power of two) and each expert's pairs in rank order (``expert_pairs``), as the layout
         the route launch would have aligned would place them (``_tile_of_counts``).
@@ -337,7 +275,6 @@ if gluon_gemms_supported():
         # GATED: the tile's weight rows are OUT_N gate rows then the same OUT_N columns' up rows, one wgmma.
         W_ROWS: gl.constexpr = 2 * OUT_N if GATED else OUT_N
         gl.static_assert(W_ROWS % 64 == 0, "one warpgroup's wgmma takes weight rows in multiples of 64")
-        gl.static_assert(not (ACCUMULATE_IN_MMA and BLOCK_SCALED), "block scales need each step's product apart")
         # Weight tiles: 16 bytes a thread, 8 threads a 128-byte row; activation tiles: BLOCK_M rows of K_STEP.
         w_layout: gl.constexpr = gl.BlockedLayout([1, 128 // ELEM_BITS], [4, 8], [NUM_WARPS, 1], [1, 0])
         A_VEC: gl.constexpr = BLOCK_M * K_STEP // (32 * NUM_WARPS)
@@ -352,14 +289,12 @@ if gluon_gemms_supported():
 
         pid = gl.program_id(0)
         stamp(stamps_ptr, pid, 0, STAMPS)
-        pid_m, pid_n, num_pid_m = moe_tile_of_program(N, OUT_N)
+        pid_m, pid_n, _ = moe_tile_of_program(N, OUT_N)
         # WAIT_PRIOR 3 before letting the next launch start: it may read what the launch before this one
         # wrote (routing, layout) before its own wait.
         pdl_enter(LAUNCH_DEPENDENTS, WAIT_PRIOR)
 
         gl.static_assert(not (TILES_FROM_COUNTS and PAIR_TILES), "the pairs path's tiles are its pairs")
-        gl.static_assert(not (TILES_FROM_COUNTS and GATED and BLOCK_SCALED and not INTER_QUANTIZED_BY_DOWN),
-                         "gate_up's last writers find their group's pairs in the sorted layout")
         tile_pairs_ptr = sorted_ids_ptr
         rows_left = BLOCK_M
         if PAIR_TILES:
@@ -400,10 +335,10 @@ if gluon_gemms_supported():
                 a_scales = a_scale_ptr + _a_rows(acc_pairs, num_pairs, A_ROWS_PER_PAIR_DIV) * stride_asm
 
             w_smem = gl.allocate_shared_memory(b_ptr.dtype.element_ty, [NUM_STAGES, W_ROWS, K_STEP], smem_layout)
-            # A_RAW (down with INTER_QUANTIZED_BY_DOWN): A, the bf16 intermediate (in the L2, just written by gate_up),
+            # A_RAW (down with block scales): A, the bf16 intermediate (in the L2, just written by gate_up),
             # is loaded into registers two steps ahead and each step quantized into one of two e4m3 slots for its
             # wgmma (no A ring).
-            A_RAW: gl.constexpr = BLOCK_SCALED and INTER_QUANTIZED_BY_DOWN and not GATED
+            A_RAW: gl.constexpr = BLOCK_SCALED and not GATED
             A_SLOTS: gl.constexpr = 2 if A_RAW else NUM_STAGES
             if A_RAW:
                 aq_smem = gl.allocate_shared_memory(gl.float8e4nv, [A_SLOTS, BLOCK_M, K_STEP], smem_layout)
@@ -453,37 +388,25 @@ if gluon_gemms_supported():
                 fence_async_shared()
                 _cta_barrier()
             product = _issue_product(w_smem, aq_smem, 0, zero, NUM_STAGES, A_SLOTS)
-            if ACCUMULATE_IN_MMA:
-                # Unscaled: each step's wgmma adds onto the accumulator in flight; the step before it is waited for
-                # (its stage free for the next copy) once it is issued, so the MMA never idles for a fold.
-                # (A wait that returns at once: the accumulator as a tensor, still the MMA's.)
-                acc = warpgroup_mma_wait(num_outstanding=1, deps=(product,))
-                for kb in range(1, n_k):
-                    _land_step(w_smem, a_smem, aq_smem, w_ptrs, a_ptrs, a_valid, a_valid, a_ones, kb, n_k, NUM_STAGES,
-                               K_STEP, A_RAW, A_SLOTS, gl.SliceLayout(0, acc_layout), FP8_MAX_C, MIN_AMAX)
-                    acc = _issue_product(w_smem, aq_smem, kb, acc, NUM_STAGES, A_SLOTS, True)
-                    acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
-                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-            else:
-                for kb in range(1, n_k):
-                    a_s2, w_s2 = _load_scales(a_ones, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk, BLOCK_SCALED,
-                                              not A_RAW)
-                    # Step kb's tiles land while step kb - 1's product is in the MMA; only then is that product
-                    # waited for and folded in, and step kb's issued. With A_RAW, step kb's A is quantized into the
-                    # e4m3 slot that step kb - 2's finished product read.
-                    if A_RAW:
-                        a_r3 = _load_a_step(a_ptrs, a_valid, kb + 2, n_k, K_STEP)
-                    a_s1 = _land_step(w_smem, a_smem, aq_smem, w_ptrs, a_ptrs, a_valid, a_r1, a_s1, kb, n_k,
-                                      NUM_STAGES, K_STEP, A_RAW, A_SLOTS, gl.SliceLayout(0, acc_layout), FP8_MAX_C,
-                                      MIN_AMAX)
-                    if A_RAW:
-                        a_r1 = a_r2
-                        a_r2 = a_r3
-                    acc = _fold_product(acc, product, a_s0, w_s0, BLOCK_SCALED)
-                    a_s0, w_s0 = a_s1, w_s1
-                    a_s1, w_s1 = a_s2, w_s2
-                    product = _issue_product(w_smem, aq_smem, kb, zero, NUM_STAGES, A_SLOTS)
+            for kb in range(1, n_k):
+                a_s2, w_s2 = _load_scales(a_ones, w_scales, gl.minimum(kb + 1, n_k - 1), stride_bsk, BLOCK_SCALED,
+                                          not A_RAW)
+                # Step kb's tiles land while step kb - 1's product is in the MMA; only then is that product
+                # waited for and folded in, and step kb's issued. With A_RAW, step kb's A is quantized into the
+                # e4m3 slot that step kb - 2's finished product read.
+                if A_RAW:
+                    a_r3 = _load_a_step(a_ptrs, a_valid, kb + 2, n_k, K_STEP)
+                a_s1 = _land_step(w_smem, a_smem, aq_smem, w_ptrs, a_ptrs, a_valid, a_r1, a_s1, kb, n_k,
+                                  NUM_STAGES, K_STEP, A_RAW, A_SLOTS, gl.SliceLayout(0, acc_layout), FP8_MAX_C,
+                                  MIN_AMAX)
+                if A_RAW:
+                    a_r1 = a_r2
+                    a_r2 = a_r3
                 acc = _fold_product(acc, product, a_s0, w_s0, BLOCK_SCALED)
+                a_s0, w_s0 = a_s1, w_s1
+                a_s1, w_s1 = a_s2, w_s2
+                product = _issue_product(w_smem, aq_smem, kb, zero, NUM_STAGES, A_SLOTS)
+            acc = _fold_product(acc, product, a_s0, w_s0, BLOCK_SCALED)
             async_copy.wait_group(0)
             stamp(stamps_ptr, pid, 3, STAMPS)
 
@@ -500,20 +423,7 @@ if gluon_gemms_supported():
                 c_mask = (cols < N)[:, None] & pair_mask[None, :]
                 c_offs = pairs[None, :].to(gl.int64) * stride_cm + cols[:, None]
                 c = (gate / (1.0 + gl.exp(-gate)) * up).to(c_ptr.dtype.element_ty)
-                if (not BLOCK_SCALED) or INTER_QUANTIZED_BY_DOWN:
-                    gl.store(c_ptr + c_offs, c, mask=c_mask)
-                elif OUT_N == _SCALE_GROUP:
-                    # Whole groups: each token's scale from the values as stored (rounded), no re-read.
-                    v = gl.where(c_mask, c.to(gl.float32), 0.0)
-                    q, scale = _e4m3_with_scales(v, 0, FP8_MAX_C, MIN_AMAX)
-                    gl.store(cq_ptr + c_offs, q, mask=c_mask)
-                    gl.store(c_scale_ptr + pairs * stride_csm + pid_n, scale, mask=pair_mask)
-                else:
-                    gl.store(c_ptr + c_offs, c, mask=c_mask)
-                    _quantize_group_when_written(c_ptr, cq_ptr, c_scale_ptr, group_arrivals_ptr, sorted_ids_ptr,
-                                                 pid_m, (pid_n * OUT_N) // _SCALE_GROUP, num_pairs, N, stride_cm,
-                                                 stride_csm, BLOCK_M, PAIR_TILES, _SCALE_GROUP // OUT_N, NUM_WARPS,
-                                                 FP8_MAX_C, MIN_AMAX)
+                gl.store(c_ptr + c_offs, c, mask=c_mask)
             else:
                 cols = pid_n * OUT_N + gl.arange(0, OUT_N, layout=gl.SliceLayout(1, acc_layout))
                 pair_mask = acc_pairs < num_pairs
@@ -521,15 +431,6 @@ if gluon_gemms_supported():
                 gl.store(c_ptr + acc_pairs[None, :].to(gl.int64) * stride_cm + cols[:, None],
                          (acc * w[None, :]).to(c_ptr.dtype.element_ty), mask=(cols < N)[:, None] & pair_mask[None, :])
 
-        if (not GATED) and SUM_TOPK:
-            # Every thread's pair rows precede the release of this program's arrival.
-            _cta_barrier()
-            arrived = gl.atomic_add(arrivals_ptr + pid_n, 1, sem="acq_rel", scope="gpu")
-            if arrived == num_pid_m - 1:
-                _cta_barrier()
-                _sum_topk_rows(c_ptr, out_ptr, pid_n, num_tokens, N, stride_cm, stride_om, TOP_K, K_POW2, OUT_N,
-                               TOKEN_CHUNK, NUM_WARPS)
-                gl.store(arrivals_ptr + pid_n, 0)
         stamp(stamps_ptr, pid, 4, STAMPS)
 else:
     moe_decode_gemm_gluon_kernel = None

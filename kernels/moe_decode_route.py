@@ -88,9 +88,7 @@ def moe_decode_route_kernel(
     WRITE_XQ: tl.constexpr = False,
     HIDDEN_POW2: tl.constexpr = 0,
     FEW_TOKENS: tl.constexpr = 8,
-    ALIGN_IN_REGISTERS: tl.constexpr = True,
     FEW_ELEMENTS: tl.constexpr = 1024,
-    RANKS_EARLY: tl.constexpr = False,
     ranks_ptr=None,
     ROUTE: tl.constexpr = True,
     ZERO_PAIR_READY: tl.constexpr = False,
@@ -106,10 +104,9 @@ def moe_decode_route_kernel(
     Up to FEW_TOKENS tokens and FEW_ELEMENTS logits (not with per-tensor scales), one program (the
     last of num_tokens + 1, else program 0) routes every token at once and aligns the pairs in
     registers while each token's program quantizes its row: no arrival counter, no round trip
-    between programs. Otherwise each program routes its own token and the last one
-    to arrive (an atomic counter) aligns every pair through per-expert counters. With RANKS_EARLY
-    each program takes its pairs' ranks from the per-expert counters (zero between calls) before it
-    arrives, so the last one reads ranks and counts in one round trip and resets the counters.
+    between programs. Otherwise each program routes its own token and takes its pairs' ranks from the
+    per-expert counters (zero between calls) before it arrives (an atomic counter); the last one to arrive
+    reads ranks and counts in one round trip, aligns every pair and resets the counters.
     WRITE_XQ (block scales): also writes the token's e4m3 row to ``xq`` so gate_up loads FP8 directly.
     ROUTE=False: each program only quantizes its token's row (the pairs path's GEMMs route themselves);
     with ZERO_PAIR_READY it also zeroes its pairs' ``pair_ready`` counters (moe_decode's per-pair handoff);
@@ -172,11 +169,11 @@ def moe_decode_route_kernel(
                         _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, sorted_ids_ptr,
                                                expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr, x_scale_ptr,
                                                x_amax_ptr, num_pairs, num_experts, padded_len, num_blocks, block_m,
-                                               E_POW2, P_POW2, FILL_BLOCK, True, QUANT, FP8_MAX_C, MIN_AMAX)
+                                               E_POW2, P_POW2, FILL_BLOCK, QUANT, FP8_MAX_C, MIN_AMAX)
         return
     # Per-tensor scales need every token's absmax before the scale: they keep the counter path.
     # Parenthesised: Triton 3.2 takes no chained boolean operators.
-    FEW_PATH: tl.constexpr = (ALIGN_IN_REGISTERS and (QUANT != 1)) and HAS_BATCHED_TOPK
+    FEW_PATH: tl.constexpr = (QUANT != 1) and HAS_BATCHED_TOPK
     if FEW_PATH:
         # One program's top-k over [tokens, experts] grows with both: past FEW_ELEMENTS the routing
         # spread over the programs wins (H200: DeepSeek's 8 x 256 took 12 us here, 6.8 spread out).
@@ -219,30 +216,28 @@ def moe_decode_route_kernel(
         ids = _route_token(logits_ptr, topk_ids_ptr, topk_weights_ptr, token, num_experts, stride_lm, TOP_K, K_POW2,
                            E_POW2, RENORMALIZE)
         slots = tl.arange(0, K_POW2)
-        if RANKS_EARLY:
-            # Each pair's rank among its expert's pairs (any order is a valid layout); the result is
-            # first used after the row is quantized, so the round trip overlaps that work.
-            ranks = tl.atomic_add(counts_ptr + ids, 1, mask=slots < TOP_K, sem="relaxed", scope="gpu")
+        # Each pair's rank among its expert's pairs (any order is a valid layout); the result is
+        # first used after the row is quantized, so the round trip overlaps that work.
+        ranks = tl.atomic_add(counts_ptr + ids, 1, mask=slots < TOP_K, sem="relaxed", scope="gpu")
         _quantize_x_row(x_ptr, x_row, token, hidden, stride_xm, stride_xsm, x_scale_ptr, x_amax_ptr, a2_amax_ptr,
                         a2_amax_cols, xq_ptr, TOP_K, K_POW2, QUANT, GROUP, BLOCK_H, FP8_MAX_C, MIN_AMAX, WRITE_XQ,
                         X_ONE_PASS)
-        if RANKS_EARLY:
-            tl.store(ranks_ptr + token * TOP_K + slots, ranks, mask=slots < TOP_K)
+        tl.store(ranks_ptr + token * TOP_K + slots, ranks, mask=slots < TOP_K)
         _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr,
                                num_padded_ptr, counts_ptr, starts_ptr, x_scale_ptr, x_amax_ptr, num_pairs, num_experts,
-                               padded_len, num_blocks, block_m, E_POW2, P_POW2, FILL_BLOCK, RANKS_EARLY, QUANT,
-                               FP8_MAX_C, MIN_AMAX)
+                               padded_len, num_blocks, block_m, E_POW2, P_POW2, FILL_BLOCK, QUANT, FP8_MAX_C,
+                               MIN_AMAX)
 
 
 @triton.jit
 def _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr,
                            num_padded_ptr, counts_ptr, starts_ptr, x_scale_ptr, x_amax_ptr, num_pairs, num_experts,
                            padded_len, num_blocks, block_m, E_POW2: tl.constexpr, P_POW2: tl.constexpr,
-                           FILL_BLOCK: tl.constexpr, RANKS_EARLY: tl.constexpr, QUANT: tl.constexpr,
-                           FP8_MAX_C: tl.constexpr, MIN_AMAX: tl.constexpr):
+                           FILL_BLOCK: tl.constexpr, QUANT: tl.constexpr, FP8_MAX_C: tl.constexpr,
+                           MIN_AMAX: tl.constexpr):
     """One arrival of num_tokens (an atomic counter, reset by the last): the last to arrive writes the
-    layout (by the ranks the routing programs took, or through the per-expert counters) and, with a
-    tensor scale, x's scale from the absmax every token folded in."""
+    layout (by the ranks the routing programs took) and, with a tensor scale, x's scale from the absmax every
+    token folded in."""
     # Every thread's stores precede the release of this program's arrival.
     tl.debug_barrier()
     arrived = tl.atomic_add(arrivals_ptr, 1, sem="acq_rel", scope="gpu")
@@ -250,12 +245,8 @@ def _arrive_and_align_last(arrivals_ptr, num_tokens, topk_ids_ptr, ranks_ptr, so
         tl.store(arrivals_ptr, 0)
         tl.debug_barrier()
         _fill_layout(sorted_ids_ptr, expert_ids_ptr, num_pairs, padded_len, num_blocks, FILL_BLOCK)
-        if RANKS_EARLY:
-            _align_by_ranks(topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr,
-                            starts_ptr, num_pairs, num_experts, block_m, E_POW2, P_POW2, HAS_GATHER)
-        else:
-            _align_by_counters(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr,
-                               starts_ptr, num_pairs, num_experts, block_m, E_POW2, P_POW2)
+        _align_by_ranks(topk_ids_ptr, ranks_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr,
+                        starts_ptr, num_pairs, num_experts, block_m, E_POW2, P_POW2, HAS_GATHER)
         if QUANT == 1:
             x_amax = tl.load(x_amax_ptr, volatile=True)
             tl.store(x_scale_ptr, tl.maximum(x_amax, MIN_AMAX) / FP8_MAX_C)
@@ -374,34 +365,6 @@ def _route_and_align_few_tokens(logits_ptr, topk_ids_ptr, topk_weights_ptr, sort
     tl.store(num_padded_ptr, tl.sum(opens_tile.to(tl.int32), 0) * block_m)
     tl.store(sorted_ids_ptr + pos, pair, mask=valid)
     tl.store(expert_ids_ptr + pos // block_m, expert, mask=opens_tile)
-
-
-@triton.jit
-def _align_by_counters(topk_ids_ptr, sorted_ids_ptr, expert_ids_ptr, num_padded_ptr, counts_ptr, starts_ptr,
-                       num_pairs, num_experts, block_m, E_POW2: tl.constexpr, P_POW2: tl.constexpr):
-    """The same layout for any number of pairs, through per-expert counters in memory."""
-    experts = tl.arange(0, E_POW2)
-    e_mask = experts < num_experts
-    tl.store(counts_ptr + experts, tl.zeros((E_POW2,), dtype=tl.int32), mask=e_mask)
-    tl.debug_barrier()
-    pairs = tl.arange(0, P_POW2)
-    valid = pairs < num_pairs
-    expert = tl.load(topk_ids_ptr + pairs, mask=valid, other=0, volatile=True)
-    # Rank of each pair among its expert's pairs (any order is a valid layout).
-    rank = tl.atomic_add(counts_ptr + expert, 1, mask=valid)
-    tl.debug_barrier()
-    counts = tl.load(counts_ptr + experts, mask=e_mask, other=0, volatile=True)
-    padded = (counts + block_m - 1) // block_m * block_m
-    ends = tl.cumsum(padded, 0)
-    tl.store(starts_ptr + experts, ends - padded, mask=e_mask)
-    tl.store(num_padded_ptr, tl.sum(padded, 0))
-    tl.debug_barrier()
-    pos = tl.load(starts_ptr + expert, mask=valid, other=0, volatile=True) + rank
-    tl.store(sorted_ids_ptr + pos, pairs, mask=valid)
-    # Each tile starts with a real pair (runs start tile-aligned): it labels the tile.
-    tl.store(expert_ids_ptr + pos // block_m, expert, mask=valid & (rank % block_m == 0))
-    # The counters back to zero, as _align_by_ranks leaves them (a workspace may serve either).
-    tl.store(counts_ptr + experts, tl.zeros((E_POW2,), dtype=tl.int32), mask=e_mask)
 
 
 @triton.jit

@@ -666,7 +666,9 @@ def test_decode_rows_follow_expert_size_and_defer_to_the_fused_moe_table():
     assert moe_configs.expert_size_class(moe_configs.SMALL_EXPERT_BYTES) == "small"
     assert moe_configs.expert_size_class(moe_configs.SMALL_EXPERT_BYTES + 1) == "large"
     assert moe_configs.expert_size_class(None) == "large"
-    decode = dict(moe_configs.DECODE_TILE_TABLE[("fp8-block", "many", "large")])
+    # Each row as this Triton compiles it (before 3.3 token tiles start at 16).
+    as_compiled = moe_configs._for_this_triton
+    decode = {M: row and as_compiled(row) for M, row in moe_configs.DECODE_TILE_TABLE[("fp8-block", "many", "large")]}
     assert select_decode_tile_configs(1, 256, "fp8-block", large) == decode[1]
     assert select_decode_tile_configs(1, 256, "fp8-block", None) == decode[1]
     assert select_decode_tile_configs(1, 128, "fp8-block", small) != decode[1]
@@ -680,8 +682,8 @@ def test_decode_rows_follow_expert_size_and_defer_to_the_fused_moe_table():
         assert select_decode_tile_configs(M, 128, "fp8-block", small) == moe_configs.select_tile_configs(M, 128,
                                                                                                          "fp8-block")
     bf16_large = moe_configs.expert_weight_bytes(2048, 768, 2)  # Qwen3-30B-A3B in bf16, 9.4 MB
-    assert select_decode_tile_configs(2, 128, "bf16", bf16_large) == dict(
-        moe_configs.DECODE_TILE_TABLE[("bf16", "many", "large")])[2]
+    assert select_decode_tile_configs(2, 128, "bf16", bf16_large) == as_compiled(dict(
+        moe_configs.DECODE_TILE_TABLE[("bf16", "many", "large")])[2])
     for M in (1, 3):
         assert select_decode_tile_configs(M, 128, "bf16", bf16_large) == moe_configs.select_tile_configs(M, 128)
     # M = 9..64: the 128-deep row the decode GEMMs were timed with, not fused_moe's 256-deep gate_up there.
