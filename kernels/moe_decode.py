@@ -1067,7 +1067,7 @@ GLUON_BLOCK_M = 8
 #
 # FP8 block scales on the Gluon GEMMs: gate_up writes the bf16 intermediate only (no group counter, no last
 # writer re-reading a group to quantize it) and down quantize each K step's bf16 A tile in registers into an e4m3
-# shared-memory slot for its wgmma (``INTER_QUANTIZED_BY_DOWN``; the same scales and e4m3 values). The Gluon
+# shared-memory slot for its wgmma (the kernel's A_RAW; the same scales and e4m3 values). The Gluon
 # timeline (benchmarks/results/moe_layer.md): gate_up's last program ended 1.6 us
 # (Qwen3-30B-FP8 M = 1) and 3.0 us (M = 2) after the last K loop, and down waits for that last end. Down's bf16
 # A through a shared-memory ring of 2-8 slots: faster at Qwen3-30B-FP8 M = 1 (17.5 against 17.9 us) and 32, slower at

@@ -3,7 +3,7 @@
 ``moe_decode``'s pairs and grouped paths run their two GEMMs (gate_up with ``silu(gate) * up`` and the
 intermediate's 128-column groups quantized in its epilogue; down with the routing weights and the
 top-k sum) through ``moe_decode_gemm_kernel``; here down quantizes the intermediate instead, tile by tile
-(``INTER_QUANTIZED_BY_DOWN``). With FP8 block scales that
+(its ``A_RAW``). With FP8 block scales that
 kernel's ``tl.dot`` scales every K step's product before adding it, which makes Triton wait for each step's
 wgmma before the next step's is issued (``wgmma.wait_group 0``; benchmarks/results/moe_layer.md).
 This kernel issues the wgmma itself (``triton.experimental.gluon``): each step copies its weight and
@@ -121,7 +121,7 @@ if gluon_gemms_supported():
 
     @gluon.jit
     def _load_a_step(a_ptrs, a_valid, kb, n_k, K_STEP: gl.constexpr):
-        """INTER_QUANTIZED_BY_DOWN: K step ``kb``'s bf16 A tile loaded into registers (padding rows and steps
+        """A_RAW: K step ``kb``'s bf16 A tile loaded into registers (padding rows and steps
         past the last zero)."""
         return gl.load(a_ptrs + kb * K_STEP, mask=a_valid & (kb < n_k), other=0.0)
 
@@ -136,7 +136,7 @@ if gluon_gemms_supported():
     @gluon.jit
     def _quantize_a_step(a_tile, aq_smem, kb, A_SLOTS: gl.constexpr, scale_layout: gl.constexpr,
                          FP8_MAX_C: gl.constexpr, MIN_AMAX: gl.constexpr):
-        """INTER_QUANTIZED_BY_DOWN: K step ``kb``'s bf16 A tile (one 128-column group of each row) quantized
+        """A_RAW: K step ``kb``'s bf16 A tile (one 128-column group of each row) quantized
         in registers and written as e4m3 to slot ``kb % A_SLOTS`` of ``aq_smem`` for the step's wgmma; each
         row's scale (the one gate_up's last writer would compute) is returned in ``scale_layout``."""
         q, scale = _e4m3_with_scales(a_tile.to(gl.float32), 1, FP8_MAX_C, MIN_AMAX)
