@@ -1162,6 +1162,35 @@ def _assert_graph_replays_follow_new_inputs(x, logits, w13, w2, k, path, gen, fp
         assert _rel_err(out, ref) < tol
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", ["pairs", "grouped"])
+def test_cuda_graph_of_a_call_without_workspace_takes_the_eager_calls_and_follows_new_inputs(path):
+    """The README's call (no ``workspace=``) run once, then captured (on torch's capture stream): the capture takes
+    the workspace the eager call made on the current stream (zeroed outside the graph, so no memset is captured) and
+    every replay with new tokens and logits is right; a call on another stream gets a workspace of its own."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    E, k, H, I, M = 16, 4, 256, 128, 3
+    gen = torch.Generator().manual_seed(40 + M)
+    x, logits, w13, w2 = _layer(M, E, k, H, I, gen, "cuda")
+    moe_decode.clear_cached_workspaces()
+    out = torch.empty_like(x)
+    plans = []
+
+    def step():
+        plans.append(plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, out=out, path=path))
+        for _, launch in plans[-1].launches:
+            launch()
+
+    graph = _captured_graph(step)
+    assert len(plans) == 2 and plans[1].workspace is plans[0].workspace
+    for ref in _replays_with_new_inputs(graph, x, logits, (out,), w13, w2, k, gen, {}):
+        assert _rel_err(out, ref) < 1.5e-2
+    with torch.cuda.stream(torch.cuda.Stream()):
+        other = plan_fused_moe_decode(x, logits, w13, w2, k, renormalize=True, path=path)
+    assert other.workspace is not plans[0].workspace
+
+
 def _captured_graph(step) -> torch.cuda.CUDAGraph:
     """``step()`` run once (its kernels compiled outside the capture), then captured in a CUDA graph."""
     step()
