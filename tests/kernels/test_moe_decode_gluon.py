@@ -782,8 +782,16 @@ def test_shipped_fp8_tile_entries_cover_every_table_and_size_class():
     """The GPU test below runs every tile pair the FP8 tables ship, of the H200's tables and every other GPU's, on
     whatever Hopper GPU runs it (a tile's maths does not depend on the GPU that chose it)."""
     entries = {(size_class, path, tiles) for size_class, path, tiles, _M in SHIPPED_FP8_TILE_ENTRIES}
-    for size_class, path, M, tiles in _listed_fp8_tiles():
-        assert (size_class, path, tiles) in entries, (size_class, path, M)
+    # Every tile pair the planner picks from a table (not GLUON_TILES' default), on any GPU a table names or none,
+    # at any token count, for experts of either size class, is one the GPU test runs.
+    for gpu in (None, *moe_decode.GLUON_TILES_ON_GPU):
+        for size_class, (H, I) in TILE_TEST_SHAPES.items():
+            for path in ("pairs", "grouped"):
+                for M in range(1, MAX_DECODE_TOKENS + 1):
+                    picked = moe_decode.gluon_tiles(path, M, expert_weight_bytes(H, I, 1), gpu_name=gpu)
+                    if picked != moe_decode.GLUON_TILES[path]:
+                        pair = tuple((tile.out_n, tile.stages) for tile in picked)
+                        assert (size_class, path, pair) in entries, (gpu, size_class, path, M, pair)
     assert {size_class for size_class, *_ in SHIPPED_FP8_TILE_ENTRIES} == set(TILE_TEST_SHAPES) == {"small", "large"}
     for size_class, (H, I) in TILE_TEST_SHAPES.items():
         assert expert_size_class(expert_weight_bytes(H, I, 1)) == size_class
