@@ -1,13 +1,14 @@
 """The `jitguard` command line. Each command lives next to the code it drives and loads on use,
 so `jitguard --help` answers without importing Triton or torch.
 
-Exit codes: 0 ok, 1 findings or pending changes, 2 usage or input error.
+Exit codes: 0 ok, 1 findings or pending changes, 2 usage or input error, or a crash.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+import traceback
 from typing import Any, NoReturn
 
 import click
@@ -19,7 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("jitguard.demo:demo_command", "Show a recompile storm and its fix on an embedded kernel (CPU-only)."),
     "run": ("jitguard.launcher:run_command", "Run a command with every process watched, then print the report."),
     "report": ("jitguard.report.command:report_command", "Merge per-process logs into one report."),
-    "fix": ("jitguard.codemod.commands:fix_command", "Add do_not_specialize to kernels, from a report or by name."),
+    "fix": ("jitguard.codemod.commands:fix_command",
+            "Apply the fixes priced free: from a scan of PATHs, a report or scan (--from), or by name."),
     "scan": ("jitguard.codemod.commands:scan_command", "Find recompile risks in kernel sources, statically."),
     "warmup-plan": ("jitguard.startup.plan_command:warmup_plan_command", "Turn a report into a warm-up plan (JSON)."),
     "bundle": ("jitguard.startup.bundle_command:bundle_command",
@@ -40,6 +42,15 @@ def _missing_extra_line(what: str, exc: ModuleNotFoundError) -> str | None:
 
 def _exit_missing_extra(ctx: click.Context, line: str) -> NoReturn:
     click.echo(line, err=True)
+    ctx.exit(2)
+
+
+def _exit_crashed(ctx: click.Context) -> NoReturn:
+    """An error no command expected: its traceback, one line saying so, and exit 2 (as ruff does), so that
+    a crash never reads as exit 1, "findings left"."""
+    traceback.print_exc()
+    name = f"jitguard {ctx.invoked_subcommand or ''}".rstrip()
+    click.echo(f"error: {name} crashed: {sys.exc_info()[1]!r} (traceback above)", err=True)
     ctx.exit(2)
 
 
@@ -77,8 +88,12 @@ class LazyGroup(click.Group):
         except ModuleNotFoundError as exc:
             line = _missing_extra_line(f"jitguard {ctx.invoked_subcommand or ''}".rstrip(), exc)
             if line is None:
-                raise
+                _exit_crashed(ctx)
             _exit_missing_extra(ctx, line)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception:
+            _exit_crashed(ctx)
 
     def format_commands(self, ctx: click.Context, formatter: Any) -> None:
         rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
@@ -89,9 +104,9 @@ class LazyGroup(click.Group):
 TRUST_EPILOG = (
     "Trust: logs, reports and scan results are data: reading them never imports or runs what they name, "
     "except the price check, which imports a kernel's module only when its file lies in this "
-    "environment's import roots (cwd, PYTHONPATH, sys.path, site-packages; not the folder being read) "
-    "and parses as defining that Triton kernel; --price-from DIR trusts more. A warm-up plan and a "
-    "bundle are code: load only ones you trust. README: 'Trust'."
+    "environment's import roots (cwd, PYTHONPATH, sys.path, site-packages, and for fix the PATHs it fixes; "
+    "not the folder being read) and parses as defining that Triton kernel; --price-from DIR trusts more. "
+    "A warm-up plan and a bundle are code: load only ones you trust. README: 'Trust'."
 )
 
 

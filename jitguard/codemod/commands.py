@@ -115,10 +115,12 @@ def fix_command(
     report's recorded variants; for a scan, signatures synthesized from the source, each compiled both
     ways); a costly one is skipped with its price and the alternative unless --accept-cost, one of
     unknown price with its reason unless --accept-unknown. --param is always applied, its price said.
+    An autotune bucket from --from or a scan makes the module import jitguard: it is listed, with the
+    alternative, unless --allow-jitguard-import (--bucket asks for it by name).
     Kernels are imported to price them only from this environment's import roots, the PATHs fixed and
     --price-from, never from the report's folder. Exit 0 when nothing is left, 1 when a file would
     change (--check, --diff) or a finding is left for a hand edit (or, scanning, any warning is left),
-    2 for bad input.
+    2 for a usage or input error (a bad file, report or --param; a kernel not found) or a crash.
 
     \b
       jitguard fix kernels/

@@ -85,3 +85,25 @@ def test_a_missing_extra_is_one_line_and_exit_2(monkeypatch, tmp_path, args, mis
     result = CliRunner().invoke(main, args)
     assert (result.exit_code, result.output) == (2, line + "\n")
     assert os.listdir(tmp_path / "cwd") == []  # nothing started, nothing written (no jitguard-logs/)
+
+
+@click.command("crashes")
+def _crashing_command() -> None:
+    raise RuntimeError("a bug in the command")
+
+
+@click.command("finds")
+def _finding_command() -> None:
+    click.get_current_context().exit(1)
+
+
+def test_a_crash_exits_2_with_its_traceback_never_1(monkeypatch):
+    # exit 1 means "findings left" (CI reads it as such): a crash must not look like one
+    monkeypatch.setitem(COMMANDS, "crashes", (f"{__name__}:_crashing_command", "raises"))
+    monkeypatch.setitem(COMMANDS, "finds", (f"{__name__}:_finding_command", "exits 1"))
+    result = CliRunner().invoke(main, ["crashes"])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" in result.output and "RuntimeError: a bug in the command" in result.output
+    assert result.output.rstrip().splitlines()[-1] == (
+        "error: jitguard crashes crashed: RuntimeError('a bug in the command') (traceback above)")
+    assert CliRunner().invoke(main, ["finds"]).exit_code == 1  # a command's own exit code passes through
