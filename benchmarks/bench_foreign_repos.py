@@ -115,7 +115,7 @@ for t in TOKENS:
         "dsalt",
         "dsalt==1.0.0",
         ("dsalt",),
-        (),
+        ("packaging",),
         """
 from dsalt.kernels.cross_entropy import LigerFusedLinearCrossEntropyFunction
 weight = torch.randn(1000, 256, dtype=torch.float32)
@@ -229,11 +229,18 @@ def run_driver(lib: Library, root: Path, bin_dir: Path, logs: Path) -> tuple[dic
     return {k["name"]: k["variants"] for k in data["kernels"]}, data, error
 
 
+JITGUARD_LINE = re.compile(r"^(skipped|note|error|warning|Fixed|Nothing|Would|\[jitguard\])\b|^\S+\.py:\d+: ")
+
+
 def fix(root: Path, source: Path, bin_dir: Path) -> str:
-    """``jitguard fix --from SOURCE`` on ``root``, with ``root`` on PYTHONPATH; its output."""
+    """``jitguard fix --from SOURCE`` on ``root``, with ``root`` on PYTHONPATH: its standard output and its own
+    lines on standard error; other lines there (a compiler's dumps) are counted, not kept."""
     env = environment(root)
     done = sh([str(bin_dir / "jitguard"), "fix", "--from", str(source), "."], root, env)
-    return (done.stdout + done.stderr).strip()
+    kept = [line for line in done.stderr.splitlines() if JITGUARD_LINE.match(line)]
+    foreign = len(done.stderr.splitlines()) - len(kept)
+    text = "\n".join([*done.stdout.splitlines(), *kept])
+    return text + (f"\n({foreign} other lines on standard error left out)" if foreign else "")
 
 
 def evaluate(lib: Library, work: Path, bin_dir: Path) -> dict:
@@ -296,6 +303,19 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def versions(bin_dir: Path) -> str:
+    """The date and the versions this run measured (jitguard's commit when it runs from a checkout)."""
+    import torch
+    import triton
+
+    import jitguard
+
+    checkout = Path(jitguard.__file__).resolve().parents[1]
+    commit = sh(["git", "rev-parse", "--short", "HEAD"], checkout, dict(os.environ)).stdout.strip()
+    return (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; torch {torch.__version__}, Triton "
+            f"{triton.__version__}, jitguard {commit or 'installed'} ({bin_dir / 'jitguard'}); offline sm_90\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workdir", type=Path, help="folder for the installs, the copies and the logs")
@@ -304,6 +324,7 @@ def main() -> None:
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     bin_dir = Path(sys.executable).parent
+    print(versions(bin_dir), flush=True)
     results = []
     for lib in LIBRARIES:
         if args.only and lib.name not in args.only:
