@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,6 +127,14 @@ DECORATOR_ORIGINS = ("jit", "gluon")
 """Origins whose specialization the kernel's decorator decides, so a decorator edit (`jitguard fix`) can
 change it; Inductor's generated code and a direct `triton.compile` call choose theirs elsewhere."""
 
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "launch_cooperative_grid", "maxnreg")
+"""Every launch option a compile records (`CompileEvent.options`, a report variant's `options`)."""
+CODEGEN_OPTIONS = tuple(option for option in LAUNCH_OPTIONS if option != "launch_cooperative_grid")
+"""The launch options that change the generated code: a price compiles with them; the others (and the
+monitor's `passed`) change only how the kernel is launched or keyed."""
+CONFIG_OPTIONS = tuple(option for option in CODEGEN_OPTIONS if option != "enable_fp_fusion")
+"""The launch options a caller chooses per launch or per autotune config (`triton.Config`'s fields)."""
+
 
 def bound_label(kernel: str, binding: str | None) -> str:
     """How messages name a kernel: its function's name; a class attribute's dotted path
@@ -219,6 +228,19 @@ class CompileEvent:
     def is_recompile(self) -> bool:
         """True for the second and later variants of a kernel in one process."""
         return self.variant > 1
+
+
+def variant_dict(variant: CompileEvent | Mapping[str, Any]) -> dict[str, Any]:
+    """One compiled variant as plain data, ``{"params": {name: ParamSpec's fields}, "options": {...}}``:
+    from a CompileEvent, or from a mapping of that shape (a report's `variant_list` entry, a plan variant,
+    a `signature_from_call` result) whose params are ParamSpecs or dicts. Other keys are left out."""
+    if isinstance(variant, Mapping):
+        params, options = variant.get("params") or {}, variant.get("options")
+    else:
+        params, options = getattr(variant, "params", None) or {}, getattr(variant, "options", None)
+    return {"params": {name: spec.to_dict() if hasattr(spec, "to_dict") else dict(spec)
+                       for name, spec in params.items()},
+            "options": dict(options or {})}
 
 
 @dataclass

@@ -26,7 +26,7 @@ import triton
 from triton.runtime.autotuner import Autotuner, Heuristics
 from triton.runtime.jit import JITFunction
 
-from jitguard.events import ParamSpec
+from jitguard.events import CONFIG_OPTIONS, LAUNCH_OPTIONS, ParamSpec
 
 TRITON_VERSION: str = triton.__version__
 VERSION: tuple[int, int] = tuple(int(p) for p in TRITON_VERSION.split(".")[:2])  # type: ignore[assignment]
@@ -121,7 +121,7 @@ def source_compile_info(src: Any, metadata: Any) -> dict[str, Any]:
     attrs = getattr(src, "attrs", None)
     info["configs"] = [attrs] if attrs is not None else []
     if isinstance(metadata, dict):
-        info.update({k: v for k, v in metadata.items() if k in _OPTION_NAMES})
+        info.update({k: v for k, v in metadata.items() if k in LAUNCH_OPTIONS})
         info["target"] = metadata.get("target")
     return info
 
@@ -542,12 +542,9 @@ def constexpr_json(value: Any) -> Any:
 
 
 
-_OPTION_NAMES = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "launch_cooperative_grid", "maxnreg")
-
-
 def launch_options(compile_info: dict) -> dict[str, Any]:
     """The launch options of one compile (num_warps, num_stages, ...)."""
-    return {n: compile_info[n] for n in _OPTION_NAMES if n in compile_info}
+    return {n: compile_info[n] for n in LAUNCH_OPTIONS if n in compile_info}
 
 
 # Options `JITFunction.run` adds to every call itself: not something the caller passed.
@@ -644,7 +641,7 @@ def autotune_config_names(tuner: Any) -> set[str]:
     names: set[str] = set()
     for config in getattr(tuner, "configs", None) or []:
         names.update(getattr(config, "kwargs", None) or {})
-        names.update(option for option in ("num_warps", "num_stages", "num_ctas", "maxnreg")
+        names.update(option for option in CONFIG_OPTIONS
                      if getattr(config, option, None) is not None)
     return names
 

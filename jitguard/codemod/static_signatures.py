@@ -42,6 +42,7 @@ from typing import Any
 from jitguard.codemod.kernels import KernelParam, TritonKernel, dotted_name
 from jitguard.codemod.launch_sites import LaunchFacts
 from jitguard.codemod.param_uses import leftmost
+from jitguard.events import CONFIG_OPTIONS
 
 # At most this many constexpr configurations are priced per kernel (each costs a few compiles).
 MAX_GROUPS = 6
@@ -239,7 +240,7 @@ def _autotune_configs(kernel: TritonKernel) -> list[tuple[dict[str, Any], dict[s
                 return None
             values[key.value] = literal
         options = {k.arg: _literal(k.value)[1] for k in config.keywords
-                   if k.arg in ("num_warps", "num_stages", "num_ctas", "maxnreg") and _literal(k.value)[0]}
+                   if k.arg in CONFIG_OPTIONS and _literal(k.value)[0]}
         found.append((values, options))
     return found
 

@@ -43,7 +43,7 @@ from contextlib import ContextDecorator
 from dataclasses import dataclass
 from typing import Any
 
-from jitguard.events import DECORATOR_ORIGINS, CompileEvent
+from jitguard.events import DECORATOR_ORIGINS, CompileEvent, variant_dict
 from jitguard.explain import fix_parts
 from jitguard.render_text import format_new_variants
 from jitguard.runtime.call_capture import CallScope, KernelCall, KernelId, kernel_id_of
@@ -247,7 +247,7 @@ class no_recompiles(CallScope, ContextDecorator):  # the public name is a functi
             if not demotions:
                 continue
             event = late[0].event
-            signature = [_variant_of(c.event) for c in self.compiles if c.kernel == kernel]
+            signature = [variant_dict(c.event) for c in self.compiles if c.kernel == kernel]
             unreachable = _why_not_importable(event)
             for param, option in demotions:
                 left = deadline - time.monotonic()
@@ -274,11 +274,6 @@ def _by_kernel(compiles: list[ScopedCompile]) -> dict[KernelId, list[ScopedCompi
     for item in compiles:
         out.setdefault(item.kernel, []).append(item)
     return out
-
-
-def _variant_of(event: CompileEvent) -> dict[str, Any]:
-    """A recorded variant as the cost check takes it: {"params": {name: spec dict}, "options": {...}}."""
-    return {"params": {name: spec.to_dict() for name, spec in event.params.items()}, "options": dict(event.options)}
 
 
 def _why_not_importable(event: CompileEvent) -> str | None:

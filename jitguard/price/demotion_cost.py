@@ -38,7 +38,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jitguard.events import COST_PROBE_ATTRIBUTE
+from jitguard.events import CODEGEN_OPTIONS, COST_PROBE_ATTRIBUTE, variant_dict
+from jitguard.explain import SPEC_CLASS_WORDS
 from jitguard.price.ptx_facts import CodeFacts, code_facts, compare_facts, likely_impact, param_uses
 from jitguard.replay.kernel_loading import KernelTrust, load_jit_function
 
@@ -52,8 +53,6 @@ _CLASSES_REMOVED = {
     "do_not_specialize": {"one", "div16", "aligned16"},
     "do_not_specialize_on_alignment": {"div16", "aligned16"},
 }
-_CLASS_WORDS = {"one": "== 1", "div16": "% 16 == 0", "aligned16": "16-byte aligned", "plain": "other",
-                "unaligned": "unaligned", "off": "not specialized", "noalign": "not specialized on alignment"}
 
 ALTERNATIVE_ON_ALIGNMENT = ("do_not_specialize_on_alignment: it keeps the `== 1` variant whose code the full "
                             "demotion slows, and still merges `% 16 == 0` with other (2 variants, not 3)")
@@ -143,8 +142,7 @@ def signature_from_call(kernel: Any, *args: Any, **kwargs: Any) -> dict[str, Any
     from jitguard.triton_compat import constexpr_json
 
     jit_fn = _resolve(kernel)
-    option_names = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "maxnreg")
-    options = {k: kwargs.pop(k) for k in option_names if k in kwargs}
+    options = {k: kwargs.pop(k) for k in CODEGEN_OPTIONS if k in kwargs}
     bound = inspect.signature(jit_fn.fn).bind(*args, **kwargs)
     bound.apply_defaults()
     triton_names = {torch_name: short for short, torch_name in TORCH_DTYPE_NAMES.items()}
@@ -173,20 +171,10 @@ def signature_from_call(kernel: Any, *args: Any, **kwargs: Any) -> dict[str, Any
     return {"params": params, "options": options}
 
 
-def _variant_dict(signature: Any) -> dict[str, Any]:
-    """A report `variant_list` entry, a plan variant, a `signature_from_call` dict, or a CompileEvent."""
-    if isinstance(signature, Mapping):
-        params = {n: (p.to_dict() if hasattr(p, "to_dict") else dict(p))
-                  for n, p in (signature.get("params") or {}).items()}
-        return {"params": params, "options": dict(signature.get("options") or {})}
-    params = {n: p.to_dict() for n, p in getattr(signature, "params", {}).items()}
-    return {"params": params, "options": dict(getattr(signature, "options", {}) or {})}
-
-
 def _variant_dicts(signature: Any) -> list[dict[str, Any]]:
-    """`_variant_dict` of each variant of `signature`: one variant, a list of them, or None (none)."""
+    """`variant_dict` of each variant of `signature`: one variant, a list of them, or None (none)."""
     items = signature if isinstance(signature, (list, tuple)) else [signature] if signature is not None else []
-    return [_variant_dict(item) for item in items]
+    return [variant_dict(item) for item in items]
 
 
 def _as_if_specialized(variant: dict[str, Any], param: str) -> dict[str, Any]:
@@ -204,7 +192,7 @@ def _as_if_specialized(variant: dict[str, Any], param: str) -> dict[str, Any]:
 
 def _describe_variant(variant: dict[str, Any], param: str) -> str:
     spec = variant["params"][param].get("spec")
-    return f"{param} {_CLASS_WORDS.get(spec, spec or variant['params'][param].get('kind'))}"
+    return f"{param} {SPEC_CLASS_WORDS.get(spec, spec or variant['params'][param].get('kind'))}"
 
 
 # --- compiling (Triton internals through triton_compat) ------------------------------------------
@@ -252,12 +240,8 @@ def _cubin_usage(cubin: bytes) -> tuple[int, int] | None:
     return resource_usage(result.stdout) if result.returncode == 0 else None
 
 
-# Launch options that change the generated code; the rest (and the monitor's `passed`) only change the key.
-_CODEGEN_OPTIONS = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "maxnreg")
-
-
 def _codegen_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: options[k] for k in _CODEGEN_OPTIONS if options.get(k) is not None}
+    return {k: options[k] for k in CODEGEN_OPTIONS if options.get(k) is not None}
 
 
 def _runtime_args(variant: dict[str, Any], names: list[str], demoted: str | None, demotion: str) -> list[str]:
@@ -351,7 +335,7 @@ class DemotionCostChecker:
         chosen: dict[Any, dict[str, Any]] = {}
         for item in items:
             try:
-                variant = _variant_dict(item)
+                variant = variant_dict(item)
             except (TypeError, ValueError, AttributeError) as exc:
                 return f"unreadable signature {item!r:.60}: {exc}"
             entry = variant["params"].get(param)
@@ -378,7 +362,7 @@ class DemotionCostChecker:
             entry = variant["params"][param]
         spec = entry.get("spec")
         if spec not in _CLASSES_REMOVED[demotion]:
-            what = _CLASS_WORDS.get(spec) if spec else f"a {entry.get('kind')} (never specialized)"
+            what = SPEC_CLASS_WORDS.get(spec) if spec else f"a {entry.get('kind')} (never specialized)"
             return DemotionCost("free", f"{param} is {what} in the recorded variant: {demotion} compiles the same code")
         slot = (triton_compat.kernel_name(jit_fn), id(jit_fn), param, demotion,
                 json.dumps(variant, sort_keys=True, default=repr))

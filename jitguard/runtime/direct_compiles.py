@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from jitguard.events import COST_PROBE_ATTRIBUTE, Cause, CompileEvent, ParamSpec
+from jitguard.events import CONFIG_OPTIONS, COST_PROBE_ATTRIBUTE, Cause, CompileEvent, ParamSpec
 from jitguard.explain import explain_recompile
 from jitguard.runtime.compile_origin import InductorFacts, advise_for_origin, inductor_facts, origin_of_direct_compile
 
@@ -73,7 +73,7 @@ def _config_names_on_stack(frame: Any) -> set[str]:
             kwargs = getattr(config, "kwargs", None)
             if isinstance(kwargs, dict):
                 names = set(kwargs)
-                names.update(o for o in ("num_warps", "num_stages", "num_ctas", "maxnreg")
+                names.update(o for o in CONFIG_OPTIONS
                              if getattr(config, o, None) is not None)
                 return names
         frame = frame.f_back

@@ -134,6 +134,10 @@ def _loaded_text(loaded: list[VariantOutcome]) -> str:
     return f"{len(loaded)} loaded ({', '.join(f'{n} {text}' for n, text in counts if n)}), "
 
 
+# The launch options a variant's line names: the two a tuned config most often changes (the line stays short).
+_DESCRIBED_OPTIONS = ("num_warps", "num_stages")
+
+
 def _describe(variant: dict[str, Any]) -> str:
     parts = []
     for name, entry in variant.get("params", {}).items():
@@ -144,7 +148,7 @@ def _describe(variant: dict[str, Any]) -> str:
     options = variant.get("launch_kwargs")
     if options is None:
         options = variant.get("options") or {}
-    parts += [f"{k}={v}" for k, v in options.items() if k in ("num_warps", "num_stages")]
+    parts += [f"{k}={v}" for k, v in options.items() if k in _DESCRIBED_OPTIONS]
     return ", ".join(parts)
 
 
