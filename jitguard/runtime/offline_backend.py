@@ -113,6 +113,62 @@ class _OfflineState:
 _STATE = _OfflineState()
 
 
+class _OfflineDriverMethods:
+    """What the offline driver answers in Triton's driver interface: targets sm_`arch`, launches nothing.
+    `_make_driver_class` mixes it into Triton's DriverBase, which is fetched at run time."""
+
+    gpu_target: Any = None  # Triton's GPUTarget class, set on the built class
+
+    def __init__(self, arch: int = 90) -> None:
+        self.arch = arch
+        self.utils = _OfflineUtils(arch)
+        self.launcher_cls = _NoOpLauncher
+        self.backend = "cuda"
+
+    @classmethod
+    def is_active(cls) -> bool:
+        return True
+
+    def get_current_target(self) -> Any:
+        return self.gpu_target("cuda", self.arch, 32)
+
+    def get_current_device(self) -> int:
+        return OFFLINE_DEVICE_BASE + self.arch
+
+    def set_current_device(self, device: int) -> None:
+        return None  # one fake device: moving to a real GPU's index would share its caches
+
+    def get_current_stream(self, device: int | None = None) -> int:
+        return 0
+
+    def get_device_capability(self, device: int = 0) -> tuple[int, int]:
+        return divmod(self.arch, 10)
+
+    def map_python_to_cpp_type(self, ty: str) -> str:
+        return "void*" if ty.startswith("*") else ty
+
+    def get_active_torch_device(self) -> Any:
+        import torch
+        return torch.device("cpu")
+
+    def get_device_interface(self) -> Any:
+        import torch
+        return torch.cpu
+
+    def get_benchmarker(self) -> Any:
+        return _fake_bench
+
+    def get_empty_cache_for_benchmark(self) -> Any:
+        import torch
+        return torch.empty(1, dtype=torch.int32)
+
+    def clear_cache(self, cache: Any) -> None:
+        return None
+
+    def assemble_tensormap_to_arg(self, tensormaps_info: Any, args: Any) -> Any:
+        return args
+
+
 def _make_driver_class() -> type:
     if _STATE.driver_class is not None:
         return _STATE.driver_class
@@ -121,57 +177,10 @@ def _make_driver_class() -> type:
         return _STATE.driver_class
     DriverBase, GPUTarget = triton_compat.offline_driver_base()
 
-    class OfflineCudaDriver(DriverBase):  # type: ignore[misc,valid-type]  # Triton's class, fetched at run time
+    class OfflineCudaDriver(_OfflineDriverMethods, DriverBase):  # type: ignore[misc,valid-type]  # Triton's class
         """A CUDA driver with no GPU behind it: targets sm_`arch`, launches nothing."""
 
-        def __init__(self, arch: int = 90) -> None:
-            self.arch = arch
-            self.utils = _OfflineUtils(arch)
-            self.launcher_cls = _NoOpLauncher
-            self.backend = "cuda"
-
-        @classmethod
-        def is_active(cls) -> bool:
-            return True
-
-        def get_current_target(self) -> Any:
-            return GPUTarget("cuda", self.arch, 32)
-
-        def get_current_device(self) -> int:
-            return OFFLINE_DEVICE_BASE + self.arch
-
-        def set_current_device(self, device: int) -> None:
-            return None  # one fake device: moving to a real GPU's index would share its caches
-
-        def get_current_stream(self, device: int | None = None) -> int:
-            return 0
-
-        def get_device_capability(self, device: int = 0) -> tuple[int, int]:
-            return divmod(self.arch, 10)
-
-        def map_python_to_cpp_type(self, ty: str) -> str:
-            return "void*" if ty.startswith("*") else ty
-
-        def get_active_torch_device(self) -> Any:
-            import torch
-            return torch.device("cpu")
-
-        def get_device_interface(self) -> Any:
-            import torch
-            return torch.cpu
-
-        def get_benchmarker(self) -> Any:
-            return _fake_bench
-
-        def get_empty_cache_for_benchmark(self) -> Any:
-            import torch
-            return torch.empty(1, dtype=torch.int32)
-
-        def clear_cache(self, cache: Any) -> None:
-            return None
-
-        def assemble_tensormap_to_arg(self, tensormaps_info: Any, args: Any) -> Any:
-            return args
+        gpu_target = staticmethod(GPUTarget)  # a class or a factory: never bound as a method
 
     _STATE.driver_class = OfflineCudaDriver
     return OfflineCudaDriver
