@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jitguard.events import CONFIG_OPTIONS, OPTION_FOR_ADVICE, Cause, ParamSpec, constexpr_words
+from jitguard.events import CONFIG_OPTIONS, LAUNCH_OPTIONS, OPTION_FOR_ADVICE, Cause, ParamSpec, constexpr_words
 
 Variant = tuple[dict[str, ParamSpec], dict[str, Any]]  # (params, launch options)
 
@@ -28,7 +28,8 @@ _INT_WORDS = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64":
               "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64"}
 _INT_SPEC_CLASSES = {"one", "div16", "plain", "off", "noalign"}
 # Options worth naming when they differ between variants (others are derived or rarely set).
-_NAMED_OPTIONS = (*CONFIG_OPTIONS, "debug", "enable_fp_fusion", "launch_cooperative_grid", "instrumentation_mode")
+_NAMED_OPTIONS = (*CONFIG_OPTIONS, "debug", *(o for o in LAUNCH_OPTIONS if o not in CONFIG_OPTIONS),
+                  "instrumentation_mode")
 
 
 def _type_words(ty: str | None) -> str:
