@@ -233,14 +233,14 @@ JITGUARD_LINE = re.compile(r"^(skipped|note|error|warning|Fixed|Nothing|Would|\[
 
 
 def fix(root: Path, source: Path, bin_dir: Path) -> str:
-    """``jitguard fix --from SOURCE`` on ``root``, with ``root`` on PYTHONPATH: its standard output and its own
-    lines on standard error; other lines there (a compiler's dumps) are counted, not kept."""
+    """``jitguard fix --from SOURCE`` on ``root``, with ``root`` on PYTHONPATH: its own lines (standard output,
+    then standard error); other lines (a compiler's IR dumps) are counted, not kept."""
     env = environment(root)
     done = sh([str(bin_dir / "jitguard"), "fix", "--from", str(source), "."], root, env)
-    kept = [line for line in done.stderr.splitlines() if JITGUARD_LINE.match(line)]
-    foreign = len(done.stderr.splitlines()) - len(kept)
-    text = "\n".join([*done.stdout.splitlines(), *kept])
-    return text + (f"\n({foreign} other lines on standard error left out)" if foreign else "")
+    lines = [*done.stdout.splitlines(), *done.stderr.splitlines()]
+    kept = [line for line in lines if JITGUARD_LINE.match(line)]
+    left_out = len([line for line in lines if line.strip()]) - len(kept)
+    return "\n".join(kept) + (f"\n({left_out} other lines of output left out)" if left_out else "")
 
 
 def evaluate(lib: Library, work: Path, bin_dir: Path) -> dict:
