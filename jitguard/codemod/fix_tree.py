@@ -244,22 +244,26 @@ def fix_paths(
     run = FixRun(files_checked=len(files))
     if not demotions and not held:
         return run
-    held_ids = {id(demotion) for demotion in held}
-    demotions = [*demotions, *held]
-    pattern = definition_pattern(demotions)
-    surveys = list(map_files(survey_file, [(path, pattern) for path in files], jobs, progress))
+    every = [*demotions, *held]
+    surveys = list(map_files(survey_file, [(path, definition_pattern(every)) for path in files], jobs, progress))
     sites: list[KernelSite] = []
-    digests: dict[Path, str] = {}
-    found: dict[Path, list[TritonKernel]] = {}
     for survey in surveys:
-        found[survey.path] = survey.found
         if survey.error:
             run.errors.append(f"{survey.path}: {survey.error}")
         run.warnings.extend(survey.warnings)
         sites.extend(survey.kernels)
-        digests[survey.path] = survey.digest
+    plans = _plan_files(run, KernelSites(sites), every, {id(demotion) for demotion in held})
+    surveyed = {survey.path: survey for survey in surveys}
+    for path in sorted(plans):
+        run.results.append(_compute_edit(run, path, plans[path], surveyed[path]))
+    return run
+
+
+def _plan_files(run: FixRun, index: KernelSites, demotions: Sequence[Demotion], held_ids: set[int]
+                ) -> dict[Path, dict[PlanKey, list[tuple[str, str]]]]:
+    """Each file's plan: the requests of `demotions` grouped by kernel; a request whose kernel is not
+    found is an error (once), and one held back (`held_ids`) is only looked for."""
     plans: dict[Path, dict[PlanKey, list[tuple[str, str]]]] = defaultdict(lambda: defaultdict(list))
-    index = KernelSites(sites)
     # Sets beside the lists keep the "once each" checks constant-time when many requests miss.
     errors_seen, warnings_seen = set(run.errors), set(run.warnings)
     for demotion in demotions:
@@ -287,31 +291,41 @@ def fix_paths(
             planned = plans[site.path][(site.name, site.line, site.decorator_line)]
             if request not in planned:
                 planned.append(request)
-    for path in sorted(plans):
-        result = FileResult(path)
-        run.results.append(result)
-        try:
-            result.original = read_source(path)
-        except SourceError as exc:
-            result.error = str(exc)
-            run.errors.append(f"{path}: {exc}")
-            continue
-        if hashlib.sha256(result.original).hexdigest() != digests.get(path):
-            result.error = "changed while jitguard was running; run it again"
-            run.errors.append(f"{path}: {result.error}")
-            continue
-        result.outcome = fix_source(result.original, plans[path], found.get(path))
+    return plans
+
+
+def _compute_edit(run: FixRun, path: Path, plan: FilePlan, survey: FileSurvey) -> FileResult:
+    """`plan` applied to what `path` holds now. A file another writer changed since the survey gets the
+    plan applied to its new content, or an error when the edit no longer applies there; never a silent skip."""
+    result = FileResult(path, plan=plan)
+    try:
+        result.original = read_source(path)
+    except SourceError as exc:
+        result.error = str(exc)
+        run.errors.append(f"{path}: {exc}")
+        return result
+    if hashlib.sha256(result.original).hexdigest() == survey.digest:
+        result.outcome = fix_source(result.original, plan, survey.found)
         run.errors.extend(f"{path}: {message}" for message in result.outcome.errors)
-    return run
+        return result
+    outcome = fix_source(result.original, plan, None)  # the survey's kernels describe the old content
+    if outcome.errors:
+        result.error = (f"changed while jitguard was running, and the edit no longer applies ({outcome.errors[0]}); "
+                        "run it again")
+        run.errors.append(f"{path}: {result.error}")
+        return result
+    result.outcome = outcome
+    return result
 
 
 def write_changes(run: FixRun) -> WriteReport:
     """Write every changed file atomically, stopping between files on SIGINT/SIGTERM.
 
-        result.plan = plans[path]
     Each changed file ends up in exactly one of the report's lists: written, failed (read-only,
     an owner that cannot be kept, an OS error) or not written (the run was stopped first).
     """
+    # Compare-and-write: a file another run (or an editor) changed since it was read gets its edit
+    # computed again on the new content, never written over it.
     return write_files(
         [PendingWrite(result.path, result.outcome.source, result.original, result.redo) for result in run.results
          if result.changed and result.outcome is not None]
@@ -320,8 +334,6 @@ def write_changes(run: FixRun) -> WriteReport:
 
 def _python_lines(text: str) -> list[str]:
     """Lines ended as Python ends them (str.splitlines would also split at form feeds)."""
-    # Compare-and-write: a file another run (or an editor) changed since it was read gets its edit
-    # computed again on the new content, never written over it.
     return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
 
 

@@ -10,10 +10,12 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+from jitguard.codemod.fix_tree import FixRun
 from jitguard.report.command import report_command
 from jitguard.startup.plan_command import warmup_plan_command
 from tests.tool.test_report import compiles_for, write_log
@@ -166,3 +168,44 @@ def test_an_edit_computed_from_old_content_is_redone_on_the_new(tmp_path: Path) 
     report = write_files([PendingWrite(path, b"x", b"something else")])
     assert report.failed and "changed since jitguard read it" in report.failed[0][1]
     assert path.read_bytes() == b"new text\n# edit\n"
+
+
+def _fix_paths_with_a_writer_between_read_and_edit(path: Path, param: str, new_text: str) -> FixRun:
+    """`fix_paths` on `path`, with `new_text` written after its survey read the file and before the edit."""
+    from jitguard.codemod import fix_tree
+    from jitguard.codemod.demotions import Demotion
+
+    surveyed = fix_tree.map_files
+
+    def survey_then_write(*args: Any, **kwargs: Any) -> list[Any]:
+        surveys = list(surveyed(*args, **kwargs))
+        path.write_text(new_text)
+        return surveys
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fix_tree, "map_files", survey_then_write)
+        return fix_tree.fix_paths([path], [Demotion("scale_rows", param, "do_not_specialize", "--param")])
+
+
+def test_a_file_another_fix_edited_after_the_survey_gets_both_edits(tmp_path: Path) -> None:
+    from jitguard.codemod.fix_tree import write_changes
+
+    path = tmp_path / "ops.py"
+    path.write_text(KERNEL_FILE)
+    edited = KERNEL_FILE.replace("@triton.jit\n", '@triton.jit(do_not_specialize=["n_rows"])\n')
+    run = _fix_paths_with_a_writer_between_read_and_edit(path, "n_cols", edited)
+    assert run.errors == []
+    report = write_changes(run)
+    assert report.written == [path]
+    text = path.read_text()
+    assert '"n_rows"' in text and '"n_cols"' in text and text.count("@triton.jit(") == 1, text
+
+
+def test_a_file_changed_after_the_survey_so_the_edit_no_longer_applies_is_an_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "ops.py"
+    path.write_text(KERNEL_FILE)
+    moved = "\n\n" + KERNEL_FILE  # the kernel is now two lines further down: the planned edit does not apply
+    run = _fix_paths_with_a_writer_between_read_and_edit(path, "n_cols", moved)
+    assert len(run.errors) == 1 and run.errors[0].startswith(f"{path}: changed while jitguard was running"), run.errors
+    assert "scale_rows" in run.errors[0] and not run.changes
+    assert path.read_text() == moved
