@@ -209,3 +209,17 @@ def test_a_file_changed_after_the_survey_so_the_edit_no_longer_applies_is_an_err
     assert len(run.errors) == 1 and run.errors[0].startswith(f"{path}: changed while jitguard was running"), run.errors
     assert "scale_rows" in run.errors[0] and not run.changes
     assert path.read_text() == moved
+
+
+def test_a_file_another_fix_edited_before_the_write_gets_its_edit_redone_on_the_new_content(tmp_path: Path) -> None:
+    from jitguard.codemod.demotions import Demotion
+    from jitguard.codemod.fix_tree import fix_paths, write_changes
+
+    path = tmp_path / "ops.py"
+    path.write_text(KERNEL_FILE)
+    run = fix_paths([path], [Demotion("scale_rows", "n_cols", "do_not_specialize", "--param")])
+    path.write_text(KERNEL_FILE.replace("@triton.jit\n", '@triton.jit(do_not_specialize=["n_rows"])\n'))
+    report = write_changes(run)
+    assert report.redone == [path] and report.written == [path] and not report.failed
+    text = path.read_text()
+    assert '"n_rows"' in text and '"n_cols"' in text and text.count("@triton.jit(") == 1, text
