@@ -40,7 +40,14 @@ from typing import Any
 
 from jitguard.events import CODEGEN_OPTIONS, COST_PROBE_ATTRIBUTE, variant_dict
 from jitguard.explain import SPEC_CLASS_WORDS
-from jitguard.price.ptx_facts import CodeFacts, code_facts, compare_facts, likely_impact, param_uses
+from jitguard.price.ptx_facts import (
+    DEFAULT_NUM_WARPS,
+    CodeFacts,
+    code_facts,
+    compare_facts,
+    likely_impact,
+    param_uses,
+)
 from jitguard.replay.kernel_loading import KernelTrust, load_jit_function
 
 DEMOTIONS = ("do_not_specialize", "do_not_specialize_on_alignment")
@@ -244,6 +251,12 @@ def _codegen_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return {k: options[k] for k in CODEGEN_OPTIONS if options.get(k) is not None}
 
 
+def _num_warps(variant: dict[str, Any]) -> int:
+    """The recorded variant's warps per program (Triton's default when it recorded none)."""
+    warps = variant["options"].get("num_warps")
+    return warps if isinstance(warps, int) and not isinstance(warps, bool) and warps > 0 else DEFAULT_NUM_WARPS
+
+
 def _runtime_args(variant: dict[str, Any], names: list[str], demoted: str | None, demotion: str) -> list[str]:
     """The parameters that stay kernel arguments (not constants): how old Triton numbers TTIR args."""
     kept = []
@@ -381,13 +394,15 @@ class DemotionCostChecker:
                 return _unknown(f"could not compile {name} {which}: {facts}")
         assert isinstance(before, CodeFacts) and isinstance(after, CodeFacts)
         entry = variant["params"][param]
-        prices, notes = compare_facts(before, after, degenerate=entry.get("spec") == "one")
+        warps = _num_warps(variant)
+        prices, notes = compare_facts(before, after, degenerate=entry.get("spec") == "one", num_warps=warps)
         where = f"for {_describe_variant(variant, param)}"
         if not prices:
             return DemotionCost("free", "; ".join([f"same {before.summary(counts=False)} {where}"] + notes),
                                 None, before, after)
         roles = set(before.uses.get(param, ())) | set(after.uses.get(param, ()))
-        likely, why = likely_impact(before, after, param, roles, is_pointer=entry.get("kind") == "ptr")
+        likely, why = likely_impact(before, after, param, roles, is_pointer=entry.get("kind") == "ptr",
+                                    num_warps=warps)
         return DemotionCost("costly", f"likely {likely} ({why}): {'; '.join(prices)} {where}",
                             self._alternative(jit_fn, param, demotion, variant, before, after), before, after,
                             likely)

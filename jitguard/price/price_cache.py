@@ -31,7 +31,7 @@ from typing import Any
 CACHE_ENV = "JITGUARD_CACHE_DIR"
 CACHE_OFF = ("off", "0", "none", "false")
 CACHED_VERDICTS = ("free", "costly")
-_FORMAT = 2  # bump when what a price says, or how it is keyed, changes
+_FORMAT = 3  # bump when what a price says, or how it is keyed, changes
 
 
 def prices_dir() -> Path | None:

@@ -223,6 +223,44 @@ INSTRUCTION_GROWTH_COSTLY = 0.25
 INSTRUCTION_GROWTH_MIN = 32
 
 
+# sm_90 (H100/H200) limits per SM: 65,536 32-bit registers, allocated per warp in units of 256 (a
+# thread's count rounded up to a multiple of 8); at most 64 resident warps and 32 resident blocks.
+SM90_REGISTERS_PER_SM = 65536
+SM90_REGISTER_UNIT_PER_THREAD = 8
+SM90_MAX_WARPS_PER_SM = 64
+SM90_MAX_BLOCKS_PER_SM = 32
+DEFAULT_NUM_WARPS = 4  # Triton's launch default
+
+
+def resident_warps(registers: int, num_warps: int) -> int:
+    """The warps of a kernel using `registers` per thread, `num_warps` per program, that one sm_90 SM
+    holds at once (registers, warp and block limits; shared memory not counted)."""
+    per_thread = -(-max(registers, 1) // SM90_REGISTER_UNIT_PER_THREAD) * SM90_REGISTER_UNIT_PER_THREAD
+    by_registers = SM90_REGISTERS_PER_SM // (per_thread * 32 * num_warps)
+    blocks = min(by_registers, SM90_MAX_WARPS_PER_SM // num_warps, SM90_MAX_BLOCKS_PER_SM)
+    return blocks * num_warps
+
+
+def occupancy_drop(before: CodeFacts, after: CodeFacts, num_warps: int = DEFAULT_NUM_WARPS) -> str | None:
+    """`registers 30 -> 128: 64 -> 16 warps per SM`, or None, when the demoted code's registers at
+    least halve the warps an SM holds.
+
+    Half because a memory-bound kernel hides latency with the warps in flight: on an H100, a kernel
+    whose registers went 30 -> 56 (64 -> 36 warps per SM at 4 warps a program) ran 1.01x, and 30 -> 128
+    (64 -> 16 warps) ran 1.25x (benchmarks/results/demotion_cost.md).
+    """
+    if before.registers is None or after.registers is None or after.registers <= before.registers:
+        return None
+    if not 1 <= num_warps <= SM90_MAX_WARPS_PER_SM:
+        return None
+    warps_before = resident_warps(before.registers, num_warps)
+    warps_after = resident_warps(after.registers, num_warps)
+    if warps_after * 2 > warps_before:
+        return None
+    return (f"registers {before.registers} -> {after.registers}: "
+            f"{warps_before} -> {warps_after} warps per SM at {num_warps} warps a program")
+
+
 def _narrowed(before: dict[int, int], after: dict[int, int], what: str) -> str | None:
     """`2 of 2 128-bit loads become 32-bit`, or None when no access got narrower."""
     if not before:
@@ -253,12 +291,15 @@ def _other_prices(before: CodeFacts, after: CodeFacts) -> list[str]:
     return prices
 
 
-def compare_facts(before: CodeFacts, after: CodeFacts, degenerate: bool = False) -> tuple[list[str], list[str]]:
+def compare_facts(before: CodeFacts, after: CodeFacts, degenerate: bool = False,
+                  num_warps: int = DEFAULT_NUM_WARPS) -> tuple[list[str], list[str]]:
     """(prices, notes): what the demoted code (`after`) loses that matters, and what changed harmlessly.
 
     `degenerate`: the specialized variant is the one for the value 1 (a length of one, a single
     row). Code grown there with every access unchanged is a note, not a price: the general code runs
     the same loads once, and its extra instructions are address arithmetic a memory-bound kernel hides.
+    Registers grown enough to halve the warps an SM holds (`occupancy_drop`, at `num_warps` per
+    program) are a price either way.
     """
     prices: list[str] = []
     notes: list[str] = []
@@ -279,7 +320,10 @@ def compare_facts(before: CodeFacts, after: CodeFacts, degenerate: bool = False)
                      f"({before.instructions} -> {after.instructions}), every access unchanged")
     elif growth:
         notes.append(f"instructions {before.instructions} -> {after.instructions}")
-    if before.registers is not None and after.registers is not None and after.registers != before.registers:
+    occupancy = occupancy_drop(before, after, num_warps)
+    if occupancy:
+        prices.append(occupancy)
+    elif before.registers is not None and after.registers is not None and after.registers != before.registers:
         notes.append(f"registers {before.registers} -> {after.registers}")
     lost_hints = [name for name in before.divisible_args if name not in after.divisible_args]
     if lost_hints:
@@ -288,16 +332,22 @@ def compare_facts(before: CodeFacts, after: CodeFacts, degenerate: bool = False)
 
 
 def likely_impact(before: CodeFacts, after: CodeFacts, param: str, roles: set[str] | frozenset[str],
-                  is_pointer: bool = False) -> tuple[str, str]:
+                  is_pointer: bool = False, num_warps: int = DEFAULT_NUM_WARPS) -> tuple[str, str]:
     """("large" | "small", why) for a costly demotion of `param`, from what the lost width touches.
 
+    "large" means 1.5x slower or more is expected; "small" under 1.5x, possibly nothing measurable.
     Measured on H100/H200 (benchmarks/results/demotion_cost.md): losing the divisibility of a mask
-    bound costs every access it guards (3-4x on liger's norms and softmax), while losing a row
-    stride's only misaligns each row's base address, computed once per program (1.07-1.3x).
-    Tensor cores, TMA or spills lost, a pointer's alignment, or a use inside a loop: large.
+    bound costs every access it guards (2.7-3.4x on liger's norms and softmax), while losing a row
+    stride's only misaligns each row's base address, computed once per program (1.00-1.42x).
+    Tensor cores, TMA or spills lost, a pointer's alignment, or a use inside a loop: large. Every
+    access kept and only the warps an SM holds halved by registers (`occupancy_drop`): small (1.25x).
     """
     if _other_prices(before, after):
         return "large", "tensor-core, TMA or register work is lost"
+    accesses_kept = not (_narrowed(before.loads, after.loads, "loads") or _narrowed(before.stores, after.stores,
+                                                                                    "stores"))
+    if accesses_kept and occupancy_drop(before, after, num_warps):
+        return "small", "occupancy: every access is kept, fewer warps per SM hide its latency"
     if is_pointer:
         return "large", f"every access through {param} loses its alignment"
     if "bound" in roles:

@@ -238,3 +238,34 @@ def test_costs_for_report_judges_only_demotion_advice(checker):
     costs = dc.costs_for_report({"kernels": [entry]}, checker=checker)
     assert list(costs) == [("mask_bound_kernel", "n_elements")]
     assert costs[("mask_bound_kernel", "n_elements")].to_json()["verdict"] == "costly"
+
+
+@triton.jit
+def decode_rows_kernel(q_ptr, k_ptr, out_ptr, kv_len, D: tl.constexpr, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    d = tl.arange(0, D)
+    q = tl.load(q_ptr + row * D + d).to(tl.float32)
+    acc = tl.zeros([D], dtype=tl.float32)
+    for start in range(0, kv_len, BLOCK_N):
+        n = start + tl.arange(0, BLOCK_N)
+        k = tl.load(k_ptr + (row * kv_len + n[:, None]) * D + d[None, :], mask=n[:, None] < kv_len,
+                    other=0.0).to(tl.float32)
+        w = tl.exp(tl.sum(k * q[None, :], axis=1))
+        acc += tl.sum(w[:, None] * k, axis=0)
+    tl.store(out_ptr + row * D + d, acc.to(tl.bfloat16))
+
+
+@pytest.mark.parametrize("block_n, verdict", [(64, "costly"), (16, "free")])
+def test_registers_that_halve_the_warps_per_sm_are_costly_even_at_the_value_one(checker, block_n, verdict):
+    """At kv_len == 1 every load is the same either way; demoted, the general loop holds a BLOCK_N x D
+    tile in registers. At BLOCK_N 64 that quarters the warps an SM holds (measured 1.25x on an H100),
+    at BLOCK_N 16 it keeps more than half (measured 1.01x)."""
+    q = torch.empty(8, 128, dtype=torch.bfloat16)
+    signature = signature_from_call(decode_rows_kernel, q, q, q, 1, D=128, BLOCK_N=block_n)
+    cost = checker.cost(decode_rows_kernel, "kv_len", "do_not_specialize", signature)
+    if cost.facts_before is None or cost.facts_before.registers is None:
+        pytest.skip("no cuobjdump: register counts unknown")
+    assert cost.verdict == verdict, cost.detail
+    if verdict == "costly":
+        assert cost.likely == "small" and "occupancy" in cost.detail and "warps per SM" in cost.detail
+        assert "loads become" not in cost.detail

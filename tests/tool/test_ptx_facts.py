@@ -8,8 +8,10 @@ from jitguard.price.ptx_facts import (
     compare_facts,
     divisible_args,
     likely_impact,
+    occupancy_drop,
     param_uses,
     ptx_facts,
+    resident_warps,
     resource_usage,
 )
 
@@ -115,3 +117,37 @@ def test_extra_instructions_at_the_value_one_with_accesses_unchanged_are_not_a_p
     assert prices == [] and "at the value 1 only" in notes[0]
     narrowed = CodeFacts(loads={4: 8}, stores={16: 1}, instructions=140)
     assert len(compare_facts(before, narrowed, degenerate=True)[0]) == 2  # a narrowed access is still a price
+
+
+@pytest.mark.parametrize("registers, num_warps, warps", [
+    (30, 4, 64),    # 32 registers a thread: 16 programs of 4 warps fill the SM's 64 warps
+    (56, 4, 36),    # 56 * 32 * 4 = 7,168 of 65,536 registers a program: 9 programs
+    (128, 4, 16),
+    (119, 4, 16),   # allocated as 120
+    (255, 8, 8),
+    (16, 1, 32),    # the 32-programs-per-SM limit, not registers
+])
+def test_resident_warps_on_sm90(registers, num_warps, warps):
+    assert resident_warps(registers, num_warps) == warps
+
+
+def test_registers_halving_the_resident_warps_are_a_price_graded_small():
+    before = CodeFacts(loads={16: 8}, stores={2: 1}, instructions=564, registers=30)
+    far = CodeFacts(loads={16: 8}, stores={2: 1}, instructions=610, registers=128)
+    near = CodeFacts(loads={16: 8}, stores={2: 1}, instructions=584, registers=56)
+    prices, notes = compare_facts(before, far, degenerate=True)
+    assert prices == ["registers 30 -> 128: 64 -> 16 warps per SM at 4 warps a program"]
+    assert likely_impact(before, far, "n", {"loop"})[0] == "small"
+    prices, notes = compare_facts(before, near, degenerate=True)  # 64 -> 36 warps: measured 1.01x
+    assert prices == [] and "registers 30 -> 56" in notes
+    # With 16 warps a program, 56 registers hold the SM to two programs (28,672 registers each): half.
+    assert compare_facts(before, near, degenerate=True, num_warps=16)[0] == [
+        "registers 30 -> 56: 64 -> 32 warps per SM at 16 warps a program"]
+    assert occupancy_drop(before, CodeFacts(registers=None)) is None  # no cuobjdump: nothing claimed
+
+
+def test_narrowed_accesses_with_an_occupancy_drop_keep_the_access_grade():
+    before = CodeFacts(loads={16: 4}, instructions=200, registers=30)
+    after = CodeFacts(loads={2: 32}, instructions=260, registers=128)
+    assert likely_impact(before, after, "n", {"bound"}) == (
+        "large", "n bounds a mask or branch: every access it guards pays")
