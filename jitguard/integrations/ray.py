@@ -10,7 +10,7 @@ A hook that was already set (RAY_RUNTIME_ENV_HOOK, the job's own setup hook) run
 In a worker, each compile is recorded under the actor class (`actor Trainer`) or the task
 (`task embed`) that compiled it, and the process record carries its node (JITGUARD_NODE: host and
 Ray node id): several Ray nodes on one host stay apart in `jitguard report`. vLLM's Ray actors take
-their vLLM roles (jitguard.integrations.vllm.ray_actor_role); the rank is torch.distributed's once
+their vLLM roles (ray_actor_role); the rank is torch.distributed's once
 the worker has joined its process group.
 
 Each node writes its logs under the same JITGUARD_DIR path on that node: `jitguard report DIR...`
@@ -36,6 +36,24 @@ PREVIOUS_HOOK_VARIABLE = "JITGUARD_RAY_PREVIOUS_RUNTIME_ENV_HOOK"
 WORKER_SETUP_HOOK = "jitguard.integrations.ray.watch_worker"
 PASSED_VARIABLES = ("JITGUARD", "JITGUARD_DIR", "JITGUARD_MODE", "JITGUARD_OFFLINE", "JITGUARD_SUMMARY",
                     "JITGUARD_BUNDLE")
+
+
+# vLLM runs its workers and data-parallel engine cores as Ray actors of these classes.
+_RAY_ACTOR_ROLES = {"RayWorkerWrapper": "worker", "DPEngineCoreActor": "engine core"}
+
+
+def ray_actor_role(function_name: str) -> str | None:
+    """The vLLM role of a Ray actor method ("vllm.v1.executor.ray_utils.RayWorkerWrapper.execute_method"), or None.
+
+    >>> ray_actor_role("vllm.v1.executor.ray_utils.RayWorkerWrapper.execute_method")
+    'worker'
+    >>> ray_actor_role("myapp.RayWorkerWrapper.run") is None
+    True
+    """
+    parts = function_name.split(".")
+    if len(parts) < 3 or parts[0] != "vllm":
+        return None
+    return _RAY_ACTOR_ROLES.get(parts[-2])
 
 
 def set_runtime_env_hook(env: dict[str, str]) -> None:
@@ -142,7 +160,6 @@ def role_of_function(function_name: str, task_name: str | None, is_actor: bool,
     'task embed'
     """
     if is_actor:
-        from jitguard.integrations.vllm import ray_actor_role
 
         parts = function_name.split(".")
         class_name = parts[-2] if len(parts) >= 2 else function_name

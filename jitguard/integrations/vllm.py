@@ -33,7 +33,6 @@ _WORKER_MODULE_PREFIXES = ("vllm.v1.worker.", "vllm.worker.")
 _PATCHED_MARK = "_jitguard_marks_serving"
 _state: dict[str, Any] = {"registered_pid": None}
 # vLLM's Ray actor classes (by the module they are defined under) and the role their process plays.
-_RAY_ACTOR_ROLES = {"RayWorkerWrapper": "worker", "DPEngineCoreActor": "engine core"}
 
 
 def process_role(process_name: str, argv: list[str]) -> tuple[str | None, int | None]:
@@ -59,20 +58,6 @@ def process_role(process_name: str, argv: list[str]) -> tuple[str | None, int | 
             return "api server", None
         return "main", None
     return process_name or None, None
-
-
-def ray_actor_role(function_name: str) -> str | None:
-    """The vLLM role of a Ray actor method ("vllm.v1.executor.ray_utils.RayWorkerWrapper.execute_method"), or None.
-
-    >>> ray_actor_role("vllm.v1.executor.ray_utils.RayWorkerWrapper.execute_method")
-    'worker'
-    >>> ray_actor_role("myapp.RayWorkerWrapper.run") is None
-    True
-    """
-    parts = function_name.split(".")
-    if len(parts) < 3 or parts[0] != "vllm":
-        return None
-    return _RAY_ACTOR_ROLES.get(parts[-2])
 
 
 def _current_process_name() -> str:
