@@ -37,11 +37,11 @@ from typing import Any
 
 from jitguard.events import COST_PROBE_ATTRIBUTE, Cause, CompileEvent
 from jitguard.explain import explain_recompile, short_path
+from jitguard.internal_frames import internal_paths
 from jitguard.render_text import event_kernel_names, format_event_line, format_summary, format_tuning_summary
 from jitguard.runtime.compile_origin import origin_of_jit_kernel
 from jitguard.runtime.direct_compiles import DirectCompile, DirectCompileHistory, record_direct_compile
 from jitguard.runtime.dynamo_recompiles import graph_compile_records
-from jitguard.runtime.internal_frames import internal_paths
 from jitguard.runtime.ndjson_sink import NdjsonSink
 from jitguard.tuning.records import TuningRecord, format_tuning_line, remedy_lines, summarize_tunings
 

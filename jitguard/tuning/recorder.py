@@ -57,7 +57,7 @@ def build_record(tuner: Any, args: tuple, kwargs: dict, configs_timings: Mapping
 def _call_site() -> str:
     """'path:line' of the launch that triggered the tuning (first frame outside Triton, torch, jitguard)."""
     from jitguard import triton_compat
-    from jitguard.runtime.internal_frames import internal_paths
+    from jitguard.internal_frames import internal_paths
     skip = [triton_compat.TRITON_DIR + os.sep, os.path.dirname(threading.__file__) + os.sep, *internal_paths()]
     torch_dir = triton_compat.torch_dir()
     if torch_dir:

@@ -22,7 +22,7 @@ INTERNAL_MODULES = (
     "tuning/pretune",
 )
 
-PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 def internal_paths() -> list[str]:
