@@ -29,6 +29,7 @@ read); a script's kernels (`__main__`) are never executed to find them.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import os
@@ -447,6 +448,10 @@ class DemotionCostChecker:
             return "the compiler produced no PTX (is a jitguard.offline(compile=False) context open?)"
         arg_names = _runtime_args(variant, names, param if demotion else None, demotion or "")
         facts = code_facts(asm.get("ttir", ""), asm["ptx"], arg_names, _cubin_usage(asm.get("cubin", b"")))
+        # `metadata.shared`: the dynamic shared memory a program of this compile needs (public, as
+        # Triton's fused-softmax tutorial reads it); it bounds the programs an SM holds.
+        shared = getattr(getattr(compiled, "metadata", None), "shared", None)
+        facts = dataclasses.replace(facts, shared_bytes=shared if isinstance(shared, int) else None)
         return facts.with_uses({n: param_uses(asm.get("ttir", ""), n, arg_names) for n in arg_names})
 
 

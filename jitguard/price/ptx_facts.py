@@ -47,6 +47,7 @@ class CodeFacts:
     registers: int | None = None
     local_bytes: int | None = None
     uses: dict[str, tuple[str, ...]] = field(default_factory=dict)  # argument -> "address", "bound", "loop"
+    shared_bytes: int | None = None  # shared memory a program uses (None: not known)
 
     def with_uses(self, uses: dict[str, tuple[str, ...]]) -> CodeFacts:
         return dataclasses.replace(self, uses=uses)
@@ -72,7 +73,8 @@ class CodeFacts:
                 "stores": {str(k): v for k, v in sorted(self.stores.items())},
                 "instructions": self.instructions, "mma": self.mma, "wgmma": self.wgmma, "tma": self.tma,
                 "divisible_args": list(self.divisible_args), "registers": self.registers,
-                "local_bytes": self.local_bytes, "uses": {k: list(v) for k, v in self.uses.items()}}
+                "local_bytes": self.local_bytes, "uses": {k: list(v) for k, v in self.uses.items()},
+                "shared_bytes": self.shared_bytes}
 
 
 def _widths_words(widths: dict[int, int], what: str) -> str:
@@ -224,20 +226,25 @@ INSTRUCTION_GROWTH_MIN = 32
 
 
 # sm_90 (H100/H200) limits per SM: 65,536 32-bit registers, allocated per warp in units of 256 (a
-# thread's count rounded up to a multiple of 8); at most 64 resident warps and 32 resident blocks.
+# thread's count rounded up to a multiple of 8); at most 64 resident warps and 32 resident blocks;
+# 228 KiB of shared memory, of which each resident block also reserves 1 KiB.
 SM90_REGISTERS_PER_SM = 65536
 SM90_REGISTER_UNIT_PER_THREAD = 8
 SM90_MAX_WARPS_PER_SM = 64
 SM90_MAX_BLOCKS_PER_SM = 32
+SM90_SHARED_BYTES_PER_SM = 228 * 1024
+SM90_SHARED_BYTES_RESERVED_PER_BLOCK = 1024
 DEFAULT_NUM_WARPS = 4  # Triton's launch default
 
 
-def resident_warps(registers: int, num_warps: int) -> int:
-    """The warps of a kernel using `registers` per thread, `num_warps` per program, that one sm_90 SM
-    holds at once (registers, warp and block limits; shared memory not counted)."""
+def resident_warps(registers: int, num_warps: int, shared_bytes: int | None = None) -> int:
+    """The warps of a kernel using `registers` per thread, `num_warps` per program and `shared_bytes`
+    of shared memory per program (None: not counted), that one sm_90 SM holds at once."""
     per_thread = -(-max(registers, 1) // SM90_REGISTER_UNIT_PER_THREAD) * SM90_REGISTER_UNIT_PER_THREAD
-    by_registers = SM90_REGISTERS_PER_SM // (per_thread * 32 * num_warps)
-    blocks = min(by_registers, SM90_MAX_WARPS_PER_SM // num_warps, SM90_MAX_BLOCKS_PER_SM)
+    blocks = min(SM90_REGISTERS_PER_SM // (per_thread * 32 * num_warps), SM90_MAX_WARPS_PER_SM // num_warps,
+                 SM90_MAX_BLOCKS_PER_SM)
+    if shared_bytes:
+        blocks = min(blocks, SM90_SHARED_BYTES_PER_SM // (shared_bytes + SM90_SHARED_BYTES_RESERVED_PER_BLOCK))
     return blocks * num_warps
 
 
@@ -253,9 +260,9 @@ def occupancy_drop(before: CodeFacts, after: CodeFacts, num_warps: int = DEFAULT
         return None
     if not 1 <= num_warps <= SM90_MAX_WARPS_PER_SM:
         return None
-    warps_before = resident_warps(before.registers, num_warps)
-    warps_after = resident_warps(after.registers, num_warps)
-    if warps_after * 2 > warps_before:
+    warps_before = resident_warps(before.registers, num_warps, before.shared_bytes)
+    warps_after = resident_warps(after.registers, num_warps, after.shared_bytes)
+    if warps_before == 0 or warps_after * 2 > warps_before:
         return None
     return (f"registers {before.registers} -> {after.registers}: "
             f"{warps_before} -> {warps_after} warps per SM at {num_warps} warps a program")

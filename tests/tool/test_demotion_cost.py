@@ -266,6 +266,7 @@ def test_registers_that_halve_the_warps_per_sm_are_costly_even_at_the_value_one(
     if cost.facts_before is None or cost.facts_before.registers is None:
         pytest.skip("no cuobjdump: register counts unknown")
     assert cost.verdict == verdict, cost.detail
+    assert cost.facts_before.shared_bytes is not None  # the compile's shared memory is read as well
     if verdict == "costly":
         assert cost.likely == "small" and "occupancy" in cost.detail and "warps per SM" in cost.detail
         assert "loads become" not in cost.detail

@@ -131,6 +131,17 @@ def test_resident_warps_on_sm90(registers, num_warps, warps):
     assert resident_warps(registers, num_warps) == warps
 
 
+def test_shared_memory_bounds_the_resident_warps_and_hides_a_register_rise():
+    assert resident_warps(32, 8, shared_bytes=100 * 1024) == 16  # two programs of ~101 KiB fill 228 KiB
+    # Shared memory already holds the SM to one program of 8 warps: registers 96 -> 168 change nothing.
+    big = 200 * 1024
+    before = CodeFacts(loads={16: 4}, registers=96, shared_bytes=big)
+    after = CodeFacts(loads={16: 4}, registers=168, shared_bytes=big)
+    assert occupancy_drop(before, after, num_warps=8) is None
+    assert occupancy_drop(CodeFacts(registers=96), CodeFacts(registers=168), num_warps=8) == (
+        "registers 96 -> 168: 16 -> 8 warps per SM at 8 warps a program")
+
+
 def test_registers_halving_the_resident_warps_are_a_price_graded_small():
     before = CodeFacts(loads={16: 8}, stores={2: 1}, instructions=564, registers=30)
     far = CodeFacts(loads={16: 8}, stores={2: 1}, instructions=610, registers=128)
