@@ -29,13 +29,14 @@ read); a script's kernels (`__main__`) are never executed to find them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import json
 import os
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -436,13 +437,12 @@ class DemotionCostChecker:
         names = triton_compat.param_names(jit_fn)
         try:
             copy = _copy_with(jit_fn, param, demotion)
-            with offline(arch=self.arch) as driver:
+            with offline(arch=self.arch) as driver, _compiler_output_kept_apart():
                 device = driver.get_active_torch_device()
                 args = [representative_arg(n, variant["params"][n], device) for n in names]
                 compiled = copy.warmup(*args, grid=(1,), **_codegen_options(variant["options"]))
         except Exception as exc:  # a failed compile is a verdict, never a crash
-            first = (str(exc).strip().splitlines() or [""])[-1]
-            return f"{type(exc).__name__}: {first[:200]}"
+            return error_line(exc)
         asm = triton_compat.compiled_code(compiled)
         if "ptx" not in asm:
             return "the compiler produced no PTX (is a jitguard.offline(compile=False) context open?)"
@@ -453,6 +453,52 @@ class DemotionCostChecker:
         shared = getattr(getattr(compiled, "metadata", None), "shared", None)
         facts = dataclasses.replace(facts, shared_bytes=shared if isinstance(shared, int) else None)
         return facts.with_uses({n: param_uses(asm.get("ttir", ""), n, arg_names) for n in arg_names})
+
+
+def error_line(exc: BaseException) -> str:
+    """One line saying why a compile failed: the error's message, never the source excerpt and caret
+    line a Triton CompilationError ends with when it carries no message (then its cause says why)."""
+    def message(error: BaseException) -> str:
+        lines = [line.strip() for line in str(error).splitlines()]
+        return next((line for line in reversed(lines) if line and set(line) != {"^"}), "")
+
+    lines = str(exc).strip().splitlines()
+    ends_in_excerpt = bool(lines) and set(lines[-1].strip()) == {"^"}
+    cause = exc.__cause__ or exc.__context__
+    if ends_in_excerpt and cause is not None and message(cause):
+        return f"{type(cause).__name__}: {message(cause)[:200]}"
+    if ends_in_excerpt:
+        return f"{type(exc).__name__} {lines[0].strip()[:200]}"  # "at 12:8:": where, since nothing says why
+    return f"{type(exc).__name__}: {message(exc)[:200]}"
+
+
+@contextlib.contextmanager
+def _compiler_output_kept_apart() -> Iterator[None]:
+    """Send what the compiler writes to file descriptors 1 and 2 (an MLIR pass that fails prints the whole
+    module there: tens of thousands of lines) to a temporary file while a price compiles; the verdict
+    carries the reason in one line."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, ValueError, OSError):
+            pass
+    try:
+        saved = [os.dup(1), os.dup(2)]
+    except OSError:  # no such descriptors (an embedded interpreter): nothing to keep apart
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
 
 
 def demotion_cost(kernel: Any, param: str, demotion: str = "do_not_specialize", signature: Any = None,
