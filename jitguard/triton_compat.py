@@ -272,6 +272,13 @@ def offline_driver_base() -> tuple[type, Callable[..., Any]]:
     return DriverBase, GPUTarget
 
 
+def backend_driver_available() -> bool:
+    """Whether one of Triton's backends finds its device here (a GPU and its driver), so the default
+    driver can be created; False on a machine without one."""
+    from triton.backends import backends
+    return any(backend.driver.is_active() for backend in backends.values())
+
+
 def active_driver() -> Any:
     """The active driver (creating Triton's default one if none was set)."""
     from triton.runtime.driver import driver

@@ -37,6 +37,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from jitguard.runtime.offline_backend import driver_for_imports
+
 # Decorators (their last dotted part) that make a function a Triton or Gluon kernel, or wrap one.
 _JIT_NAMES = frozenset({"jit"})
 _WRAPPER_NAMES = frozenset({"autotune", "heuristics"})
@@ -305,15 +307,16 @@ def load_module(module_name: str, file: str, kernel: str, trust: KernelTrust) ->
         raise KernelLoadError(f"kernel {kernel!r}: {file} is not importable as a module (no import root holds it "
                               "under package names)")
     name, root = candidates[0]
-    try:
-        return _import_by_name(name, root, file)
-    except Exception as exc:  # a parent's __init__ failing is the case the file load below is for
-        by_name = _error_line(exc)
-    try:
-        return _load_from_file(name, root, file)
-    except Exception as exc:
-        raise KernelLoadError(f"kernel {kernel!r}: import {name} ({file}): {by_name}; loaded from its file: "
-                              f"{_error_line(exc)}") from None
+    with driver_for_imports():  # no GPU here: a decorator that asks for the driver gets the offline one
+        try:
+            return _import_by_name(name, root, file)
+        except Exception as exc:  # a parent's __init__ failing is the case the file load below is for
+            by_name = _error_line(exc)
+        try:
+            return _load_from_file(name, root, file)
+        except Exception as exc:
+            raise KernelLoadError(f"kernel {kernel!r}: import {name} ({file}): {by_name}; loaded from its file: "
+                                  f"{_error_line(exc)}") from None
 
 
 def kernel_attribute(module: Any, qualname: str) -> Any:

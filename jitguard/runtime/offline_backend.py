@@ -341,6 +341,19 @@ def offline(arch: int = 90, compile: bool = True) -> Iterator[Any]:
                 _STATE.torch_cuda.remove()
 
 
+@contextlib.contextmanager
+def driver_for_imports(arch: int = 90) -> Iterator[None]:
+    """Module code that needs Triton's driver while it is imported (3.2's `@triton.autotune` creates it
+    in the decorator) imports on a machine without a GPU: with no driver to be had, the import runs
+    under a `compile=False` context for sm_`arch`; with a GPU or an offline driver active, as it is."""
+    from jitguard import triton_compat
+    if _offline_active() or triton_compat.backend_driver_available():
+        yield
+        return
+    with offline(arch=arch, compile=False):
+        yield
+
+
 def activate_from_env(value: str | None) -> bool:
     """Activate the backend for the whole process from `JITGUARD_OFFLINE` ("sm90", "90", "1"); True if done."""
     if not value or value.lower() in ("0", "false", "no", "off"):

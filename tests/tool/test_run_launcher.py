@@ -135,7 +135,7 @@ def test_child_killed_by_sigkill_still_gets_a_report(tmp_path: Path, triton_cach
     """))
     proc = jitguard_run(["--offline", "--", sys.executable, script, "--api-key", "sk-secret-1",
                          "--hf-token=hf-secret-2"], tmp_path, triton_cache)
-    assert proc.returncode == 128 + signal.SIGKILL
+    assert proc.returncode == 128 + signal.SIGKILL, proc.stderr
     assert "1 process(es), 1 kernel(s), 3 compile(s) (2 recompile(s)" in proc.stderr
     assert 'do_not_specialize=["n"]' in proc.stderr
     logs = "".join(p.read_text() for p in (tmp_path / "logs").glob("*.ndjson"))
