@@ -119,6 +119,7 @@ def run_in_one_shell(commands: list[str], cwd: Path, caches: Path) -> list[tuple
     or a variable carries to the next command, as in a terminal)."""
     env = {name: value for name, value in os.environ.items() if not name.startswith(("PYTEST_", "JITGUARD"))}
     env.pop("TRITON_DEFAULT_FP_FUSION", None)  # what a user's shell has: the outputs shown are a plain run's
+    env.pop("CI", None)  # under CI=true pytest prints each summary line whole; a terminal shows the test id alone
     # A cold Triton cache and price cache of the block's own, as on a first run: what the cache answers
     # changes the output, and blocks run side by side under xdist.
     env.update(NO_COLOR="1", PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
