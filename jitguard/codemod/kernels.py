@@ -345,6 +345,33 @@ def _jit_decorator(node: ast.expr, names: TritonNames) -> tuple[ast.expr, str] |
     return None
 
 
+def autotune_calls(kernel: TritonKernel) -> list[ast.Call]:
+    """The kernel's `@...autotune(...)` decorator calls, outermost first."""
+    if kernel.node is None:
+        return []
+    return [d for d in kernel.node.decorator_list
+            if isinstance(d, ast.Call) and (dotted_name(d.func) or "").endswith("autotune")]
+
+
+def configs_argument(autotune: ast.Call) -> ast.expr | None:
+    """The expression an autotune call takes as its configs (first argument or `configs=`)."""
+    return autotune.args[0] if autotune.args else next((k.value for k in autotune.keywords if k.arg == "configs"),
+                                                       None)
+
+
+def parameter_defaults(kernel: TritonKernel) -> dict[str, ast.expr]:
+    """Parameter -> its default value's expression."""
+    if kernel.node is None:
+        return {}
+    arguments = kernel.node.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    found = {arg.arg: value for arg, value in zip(positional[len(positional) - len(arguments.defaults):],
+                                                  arguments.defaults)}
+    found.update({arg.arg: value for arg, value in zip(arguments.kwonlyargs, arguments.kw_defaults)
+                  if value is not None})
+    return found
+
+
 def dotted_name(node: ast.expr | None) -> str | None:
     """`tl.constexpr` for an Attribute chain, the string itself for a string annotation."""
     if node is None:

@@ -51,9 +51,12 @@ from jitguard.codemod.kernels import (
     DEMOTION_OPTIONS,
     KernelParam,
     TritonKernel,
+    autotune_calls,
+    configs_argument,
     dotted_name,
     find_kernels,
     might_contain_kernels,
+    parameter_defaults,
     parse_source,
     where_to_add,
 )
@@ -192,28 +195,11 @@ def _demotion_hint(kernel: TritonKernel, param: KernelParam) -> str:
 
 
 def _configs_count(kernel: TritonKernel) -> int | None:
-    if kernel.node is None:
-        return None
-    for decorator in kernel.node.decorator_list:
-        if isinstance(decorator, ast.Call) and (dotted_name(decorator.func) or "").endswith("autotune"):
-            configs = decorator.args[0] if decorator.args else next(
-                (k.value for k in decorator.keywords if k.arg == "configs"), None)
-            if isinstance(configs, (ast.List, ast.Tuple)):
-                return len(configs.elts)
+    for autotune in autotune_calls(kernel):
+        configs = configs_argument(autotune)
+        if isinstance(configs, (ast.List, ast.Tuple)):
+            return len(configs.elts)
     return None
-
-
-def _defaults(kernel: TritonKernel) -> dict[str, ast.expr]:
-    """Parameter -> its default value's expression."""
-    if kernel.node is None:
-        return {}
-    arguments = kernel.node.args
-    positional = [*arguments.posonlyargs, *arguments.args]
-    found = {arg.arg: value for arg, value in zip(positional[len(positional) - len(arguments.defaults):],
-                                                  arguments.defaults)}
-    found.update({arg.arg: value for arg, value in zip(arguments.kwonlyargs, arguments.kw_defaults)
-                  if value is not None})
-    return found
 
 
 def _constant_of_type(expression: ast.expr | None, kind: type) -> bool:
@@ -315,7 +301,7 @@ def runtime_kinds(kernel: TritonKernel, helpers: HelperUses | None = None,
     """Each runtime (non-constexpr) parameter's kind as the rules judge it: "ptr", "float", "flag" or "int"."""
     params = {param.name for param in kernel.params}
     uses = helpers.of(kernel) if helpers is not None else parameter_uses(kernel.nodes(), params)
-    facts = _KernelFacts(kernel, uses, launches or LaunchFacts(), _defaults(kernel))
+    facts = _KernelFacts(kernel, uses, launches or LaunchFacts(), parameter_defaults(kernel))
     kinds = {}
     for param in kernel.params:
         if param.is_constexpr:
@@ -558,7 +544,7 @@ def scan_kernel(
         checks = list(RULE_CHECKS)
     params = {param.name for param in kernel.params}
     uses = helpers.of(kernel) if helpers is not None else parameter_uses(kernel.nodes(), params)
-    facts = _KernelFacts(kernel, uses, launches or LaunchFacts(), _defaults(kernel))
+    facts = _KernelFacts(kernel, uses, launches or LaunchFacts(), parameter_defaults(kernel))
     _judge_ints(facts)
     found: list[Finding] = []
     for rule_id in checks:

@@ -39,7 +39,14 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from jitguard.codemod.kernels import KernelParam, TritonKernel, dotted_name
+from jitguard.codemod.kernels import (
+    KernelParam,
+    TritonKernel,
+    autotune_calls,
+    configs_argument,
+    dotted_name,
+    parameter_defaults,
+)
 from jitguard.codemod.launch_sites import LaunchFacts
 from jitguard.codemod.param_uses import leftmost
 from jitguard.events import CONFIG_OPTIONS
@@ -222,11 +229,10 @@ def _literal(expression: ast.expr | None) -> tuple[bool, Any]:
 
 def _autotune_configs(kernel: TritonKernel) -> list[tuple[dict[str, Any], dict[str, Any]]] | None:
     """(constexprs, launch options) of each literal `triton.Config` of the kernel's autotune, or None."""
-    wrapper = _autotune_call(kernel)
-    if wrapper is None:
+    calls = autotune_calls(kernel)
+    if not calls:
         return None
-    configs = wrapper.args[0] if wrapper.args else next((k.value for k in wrapper.keywords if k.arg == "configs"),
-                                                         None)
+    configs = configs_argument(calls[0])
     if not isinstance(configs, (ast.List, ast.Tuple)):
         return None
     found = []
@@ -242,23 +248,6 @@ def _autotune_configs(kernel: TritonKernel) -> list[tuple[dict[str, Any], dict[s
         options = {k.arg: _literal(k.value)[1] for k in config.keywords
                    if k.arg in CONFIG_OPTIONS and _literal(k.value)[0]}
         found.append((values, options))
-    return found
-
-
-def _autotune_call(kernel: TritonKernel) -> ast.Call | None:
-    for decorator in kernel.node.decorator_list if kernel.node is not None else []:
-        if isinstance(decorator, ast.Call) and (dotted_name(decorator.func) or "").endswith("autotune"):
-            return decorator
-    return None
-
-
-def _defaults(kernel: TritonKernel) -> dict[str, ast.expr]:
-    if kernel.node is None:
-        return {}
-    arguments = kernel.node.args
-    positional = [*arguments.posonlyargs, *arguments.args]
-    found = dict(zip([a.arg for a in positional[len(positional) - len(arguments.defaults):]], arguments.defaults))
-    found.update({a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None})
     return found
 
 
@@ -351,7 +340,7 @@ def _configurations(kernel: TritonKernel, facts: dict[str, Any]) -> tuple[list[t
     """(constexpr values, launch options) of each configuration to price (at most MAX_GROUPS), and how many
     there are; or why none can be built."""
     configs = _autotune_configs(kernel)
-    if configs is None and _autotune_call(kernel) is not None:
+    if configs is None and autotune_calls(kernel):
         return "its autotune configs are not a literal list of triton.Config({...})"
     configs = configs or [({}, {})]
     heuristics = {h.name: h for h in kernel.heuristics}
@@ -481,7 +470,7 @@ def synthesize(kernel: TritonKernel, launches: LaunchFacts | None = None,
         kinds = runtime_kinds(kernel, launches=launches)
     pointers = {name for name, kind in kinds.items() if kind == "ptr"}
     facts: dict[str, Any] = {
-        "defaults": _defaults(kernel), "launches": launches, "pointers": pointers, "assumed": [],
+        "defaults": parameter_defaults(kernel), "launches": launches, "pointers": pointers, "assumed": [],
         "assumed_constexprs": [],
         "floats": {n for n, k in kinds.items() if k == "float"}, "flags": {n for n, k in kinds.items() if k == "flag"},
         "body_types": _pointer_types_from_body(kernel, pointers),
