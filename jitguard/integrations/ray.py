@@ -206,24 +206,8 @@ def watch_worker() -> None:
         hook.set_pending_process_info(role="ray worker")
         hook.set_pending_name_source(current_role)
         hook.install_import_hook()
-        _write_process_record("ray worker")
+        from jitguard.runtime import monitor
+
+        monitor.record_process_role("ray worker")
     except Exception as exc:
         sys.stderr.write(f"[jitguard] Ray worker pid {os.getpid()} is not watched: {type(exc).__name__}: {exc}\n")
-
-
-def _write_process_record(role: str) -> None:
-    from jitguard.runtime import monitor
-
-    if monitor.current() is not None:
-        monitor.set_process_info(role=role)
-        return
-    directory = os.environ.get("JITGUARD_DIR")
-    if not directory:
-        return
-    from jitguard.runtime.ndjson_sink import NdjsonSink
-
-    # Triton not imported yet: a record of its own, so a worker that never compiles is still in the report.
-    sink = NdjsonSink(directory)
-    sink.process_info = {"role": role, "rank": None, "triton_version": ""}
-    sink.write_process_record()
-    sink.close()

@@ -71,34 +71,15 @@ def _triton_hook() -> Any:
     return importlib.import_module("jitguard.runtime.bootstrap.triton_hook")
 
 
-def _write_process_record(role: str | None, rank: int | None) -> None:
-    """This process's record, now: through the monitor if it runs, else straight to JITGUARD_DIR."""
-    from jitguard.runtime import monitor
-
-    running = monitor.current()
-    if running is not None:
-        monitor.set_process_info(role=role, rank=rank)  # appends an updated record to its file
-        if running.sink is not None:
-            return
-    directory = os.environ.get("JITGUARD_DIR")
-    if not directory:
-        return
-    # No monitor yet (Triton not imported): a record of its own, appended to this process's file.
-    from jitguard.runtime.ndjson_sink import NdjsonSink
-
-    sink = NdjsonSink(directory)
-    sink.process_info = {"role": role, "rank": rank, "triton_version": ""}
-    sink.write_process_record()
-    sink.close()
-
-
 def _name_this_process(process_name: str) -> None:
     from jitguard.integrations.ray import current_role
 
     # In a Ray worker, the actor or task names the process (and renames it at each compile).
     role, rank = current_role() or process_role(process_name, list(sys.argv))
     _triton_hook().set_pending_process_info(role=role, rank=rank)
-    _write_process_record(role, rank)
+    from jitguard.runtime import monitor
+
+    monitor.record_process_role(role, rank)
 
 
 def mark_serving_now() -> None:

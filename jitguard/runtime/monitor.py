@@ -742,6 +742,24 @@ def set_process_info(role: str | None = None, rank: int | None = None) -> None:
         monitor.sink.write_process_record(force=True)
 
 
+def record_process_role(role: str | None, rank: int | None = None) -> None:
+    """Name this process's role and rank in its log: through the running monitor, or, before Triton is
+    imported (no monitor yet), in a process record of its own in JITGUARD_DIR, so a process that never
+    compiles is still in the report. Nothing without a monitor or JITGUARD_DIR."""
+    running = current()
+    if running is not None:
+        set_process_info(role=role, rank=rank)  # appends an updated record to its file
+        if running.sink is not None:
+            return
+    directory = os.environ.get("JITGUARD_DIR")
+    if not directory:
+        return
+    sink = NdjsonSink(directory)
+    sink.process_info = {"role": role, "rank": rank, "triton_version": ""}
+    sink.write_process_record()
+    sink.close()
+
+
 @contextlib.contextmanager
 def watch(mode: str = "log", dir: str | None = None,
           budget: int | dict[str, int] | None = None) -> Iterator[Recorder]:
