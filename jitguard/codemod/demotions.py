@@ -6,7 +6,6 @@ static scan (`jitguard scan --json`, with `findings`); the kind is detected from
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from jitguard.events import OPTION_FOR_ADVICE  # advice code -> decorator option (None: no rewrite)
+from jitguard.report.json_input import loads_json
 
 #: why some advice is not a decorator edit, said once per code in the summary.
 NO_REWRITE_REASON = {
@@ -134,17 +134,12 @@ def _read_json(path: str | Path, stdin: IO[bytes] | None = None) -> Any:
         else:
             with open(path, "rb") as handle:
                 raw = handle.read()
-        return json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except OSError as exc:
         raise DemotionInputError(f"{origin}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
         raise DemotionInputError(f"{origin}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise DemotionInputError(f"{origin}: not JSON ({exc.msg} at line {exc.lineno})") from None
-    except RecursionError:
-        raise DemotionInputError(f"{origin}: JSON nested too deeply to read") from None
-    except ValueError as exc:  # an integer of more digits than Python converts
-        raise DemotionInputError(f"{origin}: not readable JSON ({str(exc).split(';')[0]})") from None
+    return loads_json(text, origin, DemotionInputError)
 
 
 @dataclass(frozen=True)
