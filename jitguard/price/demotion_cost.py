@@ -21,7 +21,7 @@ Verdicts: `free` (no difference that matters), `costly` (a one-line price), `unk
 not be compiled; the detail says why). Compiling takes 0.1-0.5 s per variant for small kernels,
 and it swaps Triton's active driver process-wide for the duration and fires Triton's JIT hooks on
 the copies it compiles (marked with `COST_PROBE_ATTRIBUTE`). So call it from the report, `fix` or
-`scan`; a process that launches GPU work (a test session, a server) uses `cost_in_subprocess`;
+`scan`; a process that launches GPU work (a pytest run, a server) uses `cost_in_subprocess`;
 never a request path. A report's kernels are loaded by `jitguard.replay.kernel_loading` (only from
 this environment's import roots, only a file that defines that kernel, never from the folder being
 read); a script's kernels (`__main__`) are never executed to find them.

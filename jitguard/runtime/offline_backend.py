@@ -15,7 +15,7 @@ are real, so a sweep over thousands of token counts takes seconds.
 
 `JITGUARD_OFFLINE=sm90` activates it (compile=True) for a whole process (see `activate_from_env`).
 
-Offline work and real GPU work can share a process (a test session that checks maths on the GPU,
+Offline work and real GPU work can share a process (a pytest run that checks maths on the GPU,
 then counts variants offline): they never share a cache. The fake driver reports device index
 `OFFLINE_DEVICE_BASE + arch` (1000090 for sm_90), so Triton's per-device kernel caches keep what
 the GPU compiled apart from what an offline context compiled or stubbed, both ways: an offline call
