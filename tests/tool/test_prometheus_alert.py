@@ -164,8 +164,12 @@ def settle(port: int) -> tuple[str, list[dict]]:
     since = time.time()
 
     def scraped() -> float | None:
-        times = [utc_seconds(t["lastScrape"]) for t in api(port, "targets")["activeTargets"] if t["health"] == "up"]
-        return max(times) if times and max(times) > since else None
+        # When the newest scrape ended: an evaluation that starts after a scrape started but before its
+        # samples were stored still sees the previous ones.
+        ends = [(utc_seconds(t["lastScrape"]), utc_seconds(t["lastScrape"]) + float(t["lastScrapeDuration"]))
+                for t in api(port, "targets")["activeTargets"] if t["health"] == "up"]
+        started, ended = max(ends) if ends else (0.0, 0.0)
+        return ended if started > since else None
 
     scrape_time = wait_for("a scrape", scraped)
 
