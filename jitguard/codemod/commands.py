@@ -385,7 +385,7 @@ def scan_command(
 
     \b
     Rules:
-      JG101 token-count-specialized        (warning) int token/batch count not demoted
+      JG101 token-count-specialized        (warning) int count (by name or by launch) not demoted
       JG102 size-specialized               (info)    model-dimension int used as a size
       JG103 runtime-size-constexpr         (warning) tl.constexpr named like a token count
       JG104 unknown-name-in-demotion-list  (warning) do_not_specialize names no parameter

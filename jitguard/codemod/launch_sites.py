@@ -3,8 +3,10 @@
 `scan` uses these facts where a parameter's name and body cannot tell: a float literal passed for a
 parameter makes it a float (never specialized), `True`/`False` makes a flag, and an argument computed
 from what another parameter receives (`stride_sh = triton.cdiv(L, BLK)` passed beside `L`) makes
-the first derived from the second. Names are resolved through the assignments of the function the
-launch is in (`stride_sh = ...`, a few steps back).
+the first derived from the second, and an int only known at run time (`(y != -100).sum().item()`,
+`len(seqs)`, `x.numel()`: `runtime_count`) makes a count of the parameter it is passed. Names are
+resolved through the assignments of the function the launch is in (`stride_sh = ...`, a few steps
+back; for run-time counts, every value a name is given on any branch).
 
     >>> import ast
     >>> tree = ast.parse("def f(x, L):\\n    s = cdiv(L, 4)\\n    k[(1,)](x, L, s, 1e-6)")
@@ -35,6 +37,8 @@ class LaunchFacts:
     tensors: set[str] = field(default_factory=set)  # params passed a tensor the source creates: pointers
     # param -> the argument expressions passed (resolved through locals), for signature synthesis
     passed: dict[str, list[ast.expr]] = field(default_factory=dict)
+    # param -> (source text, line) of a count only known at run time that a launch passes it (`mask.sum().item()`)
+    runtime: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 def _assignments(scope: ast.AST) -> dict[str, ast.expr]:
@@ -255,6 +259,161 @@ def _is_flag(expression: ast.expr) -> bool:
         isinstance(expression, ast.UnaryOp) and isinstance(expression.op, ast.Not))
 
 
+def all_values(scope: ast.AST) -> dict[str, list[ast.expr]]:
+    """Every value each name of `scope` is assigned (`n = a` on one branch, `n = b` on another: both); a tuple
+    target takes its item of the value (`B, T = x.shape`: `T` is `x.shape[1]`); `n += v` adds `v`."""
+    values: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                _bind(target, node.value, values)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None and isinstance(
+                node.target, ast.Name):
+            values.setdefault(node.target.id, []).append(node.value)
+        elif isinstance(node, ast.NamedExpr):
+            values.setdefault(node.target.id, []).append(node.value)
+    return values
+
+
+def _bind(target: ast.expr, value: ast.expr, values: dict[str, list[ast.expr]]) -> None:
+    if isinstance(target, ast.Name):
+        values.setdefault(target.id, []).append(value)
+        return
+    if not isinstance(target, (ast.Tuple, ast.List)) or any(isinstance(e, ast.Starred) for e in target.elts):
+        return
+    for index, element in enumerate(target.elts):
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+            item = value.elts[index]
+        else:
+            item = ast.copy_location(ast.Subscript(value=value, slice=ast.Constant(index), ctx=ast.Load()), value)
+        _bind(element, item, values)
+
+
+# Tensor methods whose result holds ints whatever the input (`mask.nonzero()`, `x.long()`).
+_INT_TENSORS = frozenset({"int", "long", "short", "nonzero", "argwhere", "argmax", "argmin", "count_nonzero",
+                          "bincount", "argsort", "searchsorted"})
+# Tensor methods and torch functions whose result is a bool tensor.
+_BOOL_TENSORS = frozenset({"bool", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isin",
+                           "logical_and", "logical_or", "logical_not", "logical_xor"})
+# Reductions that keep an int tensor's ints; `sum` and `cumsum` also count a bool tensor's True values.
+_INT_REDUCTIONS = frozenset({"sum", "cumsum", "max", "min", "amax", "amin", "prod"})
+_COUNTING_REDUCTIONS = frozenset({"sum", "cumsum"})
+# Tensor methods that keep what a tensor holds (`.to(device)` without a dtype, views, copies).
+_KIND_KEEPING = frozenset({"to", "contiguous", "cuda", "cpu", "clone", "detach", "flatten", "view", "reshape",
+                           "squeeze", "unsqueeze", "masked_select"})
+
+
+def _operand(call: ast.Call) -> ast.expr | None:
+    """What a tensor method or torch function works on: `x` of `x.sum()` and of `torch.sum(x)`."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and func.value.id in ("torch", "tl")):
+        return func.value
+    return call.args[0] if call.args else None
+
+
+def _tensor_kind(tensor: ast.expr, values: Mapping[str, list[ast.expr]], depth: int = 0) -> str | None:
+    """"bool" or "int" when the source shows what a tensor holds (a comparison, `.long()`, `dtype=torch.int32`,
+    `mask.sum()`), else None: a float tensor's `.item()` is a float, never specialized."""
+    if depth > 3 * _RESOLVE_STEPS:
+        return None
+    if isinstance(tensor, ast.Compare):
+        return "bool"
+    if isinstance(tensor, ast.Name):
+        kinds = {_tensor_kind(value, values, depth + 1) for value in values.get(tensor.id, [])}
+        return kinds.pop() if len(kinds) == 1 else None
+    if isinstance(tensor, ast.UnaryOp) and isinstance(tensor.op, ast.Invert):
+        return _tensor_kind(tensor.operand, values, depth + 1)
+    if isinstance(tensor, ast.BinOp) and isinstance(tensor.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+        left = _tensor_kind(tensor.left, values, depth + 1)
+        return left if left == _tensor_kind(tensor.right, values, depth + 1) else None
+    if isinstance(tensor, ast.Subscript):
+        return _tensor_kind(tensor.value, values, depth + 1)
+    if not isinstance(tensor, ast.Call):
+        return None
+    callee, operand = _callee(tensor), _operand(tensor)
+    dtype = next((keyword.value for keyword in tensor.keywords if keyword.arg == "dtype"), None)
+    if callee == "to" and dtype is None and tensor.args:
+        dtype = tensor.args[-1]
+    named = ast.unparse(dtype).rsplit(".", 1)[-1] if dtype is not None else ""
+    if named == "bool" or re.fullmatch(r"u?int\d*|long|short", named):
+        return "bool" if named == "bool" else "int"
+    if re.fullmatch(r"float\w*|b?float16|half|double|dtype", named):
+        return None
+    if callee in _KIND_KEEPING and operand is not None:
+        return _tensor_kind(operand, values, depth + 1)
+    if callee in _BOOL_TENSORS:
+        return "bool"
+    if callee in _INT_TENSORS:
+        return "int"
+    if callee in _INT_REDUCTIONS and operand is not None:
+        inner = _tensor_kind(operand, values, depth + 1)
+        return "int" if inner == "int" or (inner == "bool" and callee in _COUNTING_REDUCTIONS) else None
+    return None
+
+
+def runtime_count(expression: ast.expr, values: Mapping[str, list[ast.expr]],
+                  assigned: Mapping[str, ast.expr], depth: int = 0) -> ast.expr | None:
+    """The part of a launch argument that makes it an int known only at run time, or None: an int read back from
+    a tensor (`(y != -100).sum().item()`, `int(n.item())`), `len(seqs)`, `x.numel()` of a tensor whose shape the
+    source does not fix; through locals (any of their values), arithmetic and `cdiv`-like calls, not through
+    other functions (`bucket(n)` may map a count to few values)."""
+    if depth > 3 * _RESOLVE_STEPS or isinstance(expression, ast.Constant):
+        return None
+    if isinstance(expression, ast.Name):
+        for value in values.get(expression.id, []):
+            found = runtime_count(value, values, assigned, depth + 1)
+            if found is not None:
+                return found
+        return None
+    if isinstance(expression, ast.Call):
+        return _runtime_call(expression, values, assigned, depth)
+    children: list[ast.expr] = []
+    if isinstance(expression, ast.BinOp):
+        children = [expression.left, expression.right]
+    elif isinstance(expression, ast.UnaryOp):
+        children = [expression.operand]
+    elif isinstance(expression, ast.IfExp):
+        children = [expression.body, expression.orelse]
+    for child in children:
+        found = runtime_count(child, values, assigned, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _runtime_call(call: ast.Call, values: Mapping[str, list[ast.expr]], assigned: Mapping[str, ast.expr],
+                  depth: int) -> ast.expr | None:
+    callee, operand = _callee(call), _operand(call)
+    if callee == "item" and not call.args and operand is not None:
+        return call if _tensor_kind(operand, values) == "int" else None  # a bool's or a float's item is no count
+    if callee == "int" and isinstance(call.func, ast.Name) and len(call.args) == 1:
+        inner = call.args[0]
+        if isinstance(inner, ast.Call) and _callee(inner) == "item":
+            return call  # `int(t.item())`: an int read back from a tensor
+        return runtime_count(inner, values, assigned, depth + 1)
+    if callee == "len" and isinstance(call.func, ast.Name) and len(call.args) == 1:
+        sized = call.args[0]
+        literal = isinstance(sized, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Constant))
+        shape = (isinstance(sized, ast.Attribute) and sized.attr == "shape") or (
+            isinstance(sized, ast.Call) and _callee(sized) in ("size", "stride"))
+        return None if literal or shape else call
+    if callee == "numel" and operand is not None:
+        dims = _dims(operand, assigned)
+        if dims is None:
+            return call
+        for dim in dims:
+            found = runtime_count(dim, values, assigned, depth + 1)
+            if found is not None:
+                return found
+        return None
+    if callee in _ARITHMETIC or callee == "round":
+        for arg in call.args:
+            found = runtime_count(arg, values, assigned, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
 def launch_lines(source: bytes, names: Sequence[str]) -> set[int]:
     """Line numbers where `NAME[` (a launch of one of `names`) is written: the statements worth walking."""
     if not names:
@@ -271,9 +430,10 @@ def _holds(statement: ast.stmt, lines: set[int] | None) -> bool:
 
 
 def _launches(tree: ast.Module, kernels: Mapping[str, Sequence[str]],
-              lines: set[int] | None) -> Iterator[tuple[str, ast.Call, dict]]:
+              lines: set[int] | None) -> Iterator[tuple[str, ast.Call, dict, dict]]:
     """Each launch of one of `kernels` with the assignments of the innermost function holding it (or of the
-    module), in one walk of the statements holding `lines` (None: all)."""
+    module): those made once (`_assignments`) and every value of each name (`all_values`), in one walk of the
+    statements holding `lines` (None: all)."""
     found: list[tuple[str, ast.Call, ast.AST]] = []
     stack: list[tuple[ast.AST, ast.AST]] = [(tree, tree)]
     while stack:
@@ -286,11 +446,22 @@ def _launches(tree: ast.Module, kernels: Mapping[str, Sequence[str]],
                 if name is not None:
                     found.append((name, child, scope))
             stack.append((child, child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else scope))
-    assignments: dict[int, dict[str, ast.expr]] = {}
+    assignments: dict[int, tuple[dict[str, ast.expr], dict[str, list[ast.expr]]]] = {}
     for name, call, scope in sorted(found, key=lambda item: (item[1].lineno, item[1].col_offset)):
         if id(scope) not in assignments:
-            assignments[id(scope)] = _assignments(scope)
-        yield name, call, assignments[id(scope)]
+            assignments[id(scope)] = (_assignments(scope), all_values(scope))
+        yield name, call, *assignments[id(scope)]
+
+
+def _passed(call: ast.Call, params: Sequence[str]) -> dict[str, ast.expr]:
+    """param -> the argument a launch passes it, by position (up to a `*args`) and by keyword."""
+    passed: dict[str, ast.expr] = {}
+    for param, arg in zip(params, call.args):
+        if isinstance(arg, ast.Starred):
+            break
+        passed[param] = arg
+    passed.update({k.arg: k.value for k in call.keywords if k.arg is not None and k.arg in params})
+    return passed
 
 
 def launch_facts(tree: ast.Module, kernels: Mapping[str, Sequence[str]],
@@ -303,14 +474,8 @@ def launch_facts(tree: ast.Module, kernels: Mapping[str, Sequence[str]],
     lines = launch_lines(source, list(kernels)) if source is not None else None
     if lines == set():
         return facts
-    for name, call, assigned in _launches(tree, kernels, lines):
-        params = kernels[name]
-        passed: dict[str, ast.expr] = {}
-        for param, arg in zip(params, call.args):
-            if isinstance(arg, ast.Starred):
-                break
-            passed[param] = arg
-        passed.update({k.arg: k.value for k in call.keywords if k.arg is not None and k.arg in params})
+    for name, call, assigned, values in _launches(tree, kernels, lines):
+        passed = _passed(call, kernels[name])
         found = facts.setdefault(name, LaunchFacts())
         found.launches += 1
         parts = {param: _parts(arg, assigned) for param, arg in passed.items()}
@@ -328,6 +493,9 @@ def launch_facts(tree: ast.Module, kernels: Mapping[str, Sequence[str]],
                 found.flags.add(param)
             if _is_tensor(value, assigned):
                 found.tensors.add(param)
+            counted = runtime_count(arg, values, assigned)
+            if counted is not None and param not in found.runtime:
+                found.runtime[param] = (_cut(ast.unparse(counted)), counted.lineno)
             sources = {other for other, text in whole.items()
                        if other != param and text != whole[param] and text in parts[param]}
             if sources:
@@ -335,3 +503,7 @@ def launch_facts(tree: ast.Module, kernels: Mapping[str, Sequence[str]],
     for name, found in facts.items():
         found.constants -= varying.get(name, set())
     return facts
+
+
+def _cut(text: str, limit: int = 48) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -7,9 +7,12 @@ unambiguous (`param_names`), otherwise by use (`param_uses`: masks, loops and po
 followed into the `@triton.jit` helpers a kernel calls; pitches) and by what the file's launches
 pass (`launch_sites`: floats, bool flags, ints computed from a count). Rules (id, name):
 
-- JG101 token-count-specialized (warning): an int parameter named like a token/batch count is
+- JG101 token-count-specialized (warning): an int parameter that is a per-call count is
   specialized; every call moves it among `== 1`, `% 16 == 0` and other -> up to 3 compiles per
-  other key. Advice `do_not_specialize`.
+  other key. A count by its name (`num_tokens`, `M`), or by what a launch of the file passes it: an
+  int read back from a tensor (`(y != -100).sum().item()`, `int(t.item())`), `len(seqs)`,
+  `x.numel()` of a tensor whose shape the source does not fix, or arithmetic over those, however
+  the body uses it (a divisor is specialized like a bound). Advice `do_not_specialize`.
 - JG102 size-specialized (info): an int parameter named like a model dimension (`hidden`, `N`,
   `head_dim`), or one that multiplies a position (a layout pitch), is used as a size and
   specialized. Fine for model dimensions. Never on floats (never specialized).
@@ -88,7 +91,7 @@ RULES = {
     rule.id: rule
     for rule in (
         Rule("JG101", "token-count-specialized", "warning", "do_not_specialize",
-             "int token/batch count not demoted"),
+             "int count (by name or by launch) not demoted"),
         Rule("JG102", "size-specialized", "info", None, "model-dimension int used as a size"),
         Rule("JG103", "runtime-size-constexpr", "warning", "constexpr_values",
              "tl.constexpr named like a token count"),
@@ -277,6 +280,18 @@ def _judge_ints(facts: _KernelFacts) -> None:
             facts.kinds[name], facts.counts[name] = "bound", "a run-time bound"
         elif name in uses.sizes:
             facts.kinds[name] = "size"
+    # an int computed from another parameter's count at the launch names that parameter; one the launch computes
+    # from a count only known there (`mask.sum().item()`) names it; then ints computed from those
+    _judge_derived(facts)
+    _judge_launched_counts(facts)
+    _judge_derived(facts)
+    for param in kernel.params:
+        if param.is_constexpr and _is_count_constexpr(facts, param):
+            facts.counts.setdefault(param.name, "the token count")
+
+
+def _judge_derived(facts: _KernelFacts) -> None:
+    """Ints a launch computes from a parameter already judged a count: "derived", naming the likeliest source."""
     counted = set(facts.counts)
     for param in facts.runtime_ints:
         # the token counts first, then run-time bounds: the likeliest cause is named
@@ -285,9 +300,20 @@ def _judge_ints(facts: _KernelFacts) -> None:
         if sources and param.name not in counted:
             facts.kinds[param.name] = "derived"
             facts.counts[param.name] = f"computed from `{sources[0]}`"
-    for param in kernel.params:
-        if param.is_constexpr and _is_count_constexpr(facts, param):
-            facts.counts.setdefault(param.name, "the token count")
+
+
+def _judge_launched_counts(facts: _KernelFacts) -> None:
+    """Ints that a launch passes a count only known at run time (`mask.sum().item()`, `len(seqs)`): counts however
+    the body uses them (a divisor is specialized like a bound). Model-dimension names, strides and flags excepted."""
+    launched = [param.name for param in facts.runtime_ints
+                if param.name not in facts.counts and param.name in facts.launches.runtime
+                and not is_model_dimension_name(param.name) and not is_stride_name(param.name)
+                and not facts.is_flag(param)]
+    for name in launched:
+        if facts.launches.derived.get(name, set()) & set(launched):
+            continue  # computed from another of these parameters: `_judge_derived` names that one
+        source, line = facts.launches.runtime[name]
+        facts.kinds[name], facts.counts[name] = "count", f"a run-time count (`{source}`, line {line})"
 
 
 def _is_count_constexpr(facts: _KernelFacts, param: KernelParam) -> bool:
@@ -369,10 +395,14 @@ def _jg101_token_counts(facts: _KernelFacts) -> Iterator[_Hit]:
     for param in facts.runtime_ints:
         if facts.kinds.get(param.name) == "count" and param.name not in facts.demoted:
             use = facts.uses.sizes.get(param.name)
-            why = f", used in {use}" if use else ""
+            if is_token_count_name(param.name):
+                what = f"`{param.name}` looks like a token/batch count{f', used in {use}' if use else ''} and"
+            else:  # a count by what its launch passes
+                used = f", used in {use}, and" if use else " and, although the kernel only computes with it,"
+                what = f"`{param.name}` is passed {facts.counts[param.name]} where the kernel is launched{used}"
             yield _Hit(param.line, param.name,
-                       f"`{param.name}` looks like a token/batch count{why} and is specialized: values 1, "
-                       f"multiples of 16 and others compile separate variants; {_demotion_hint(facts.kernel, param)}")
+                       f"{what} is specialized: values 1, multiples of 16 and others compile separate variants; "
+                       f"{_demotion_hint(facts.kernel, param)}")
 
 
 def _jg107_runtime_bounds(facts: _KernelFacts) -> Iterator[_Hit]:
@@ -612,6 +642,8 @@ def _kernel_launches(kernel: TritonKernel, launches: dict[str, LaunchFacts]) -> 
             merged.derived.setdefault(param, set()).update(sources)
         for param, values in facts.passed.items():
             merged.passed.setdefault(param, []).extend(values)
+        for param, counted in facts.runtime.items():
+            merged.runtime.setdefault(param, counted)
     return merged
 
 

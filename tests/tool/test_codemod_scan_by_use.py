@@ -191,6 +191,69 @@ CASES = [
         def launch(x, alpha=1.5):
             k[(1,)](x, alpha, BLOCK=64)
      """, set()),
+    # -- a count only known at run time where the kernel is launched, whatever the body does with it --
+    ("divisor-passed-a-count-of-a-mask", """
+        @triton.jit
+        def k(x_ptr, n_valid, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs) / n_valid)
+
+        def launch(x, labels):
+            n_valid = (labels != -100).sum().item()
+            k[(1,)](x, n_valid, BLOCK=64)
+     """, {("JG101", "n_valid")}),
+    ("divisor-without-a-launch-is-silent", """
+        @triton.jit
+        def k(x_ptr, n_valid, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs) / n_valid)
+     """, set()),
+    ("count-on-one-branch-of-two", """
+        @triton.jit
+        def k(x_ptr, denom, BLOCK: tl.constexpr):
+            tl.store(x_ptr, tl.load(x_ptr) / denom)
+
+        def launch(x, labels, weights=None):
+            denom = labels.ne(-1).sum().item()
+            if weights is not None:
+                denom = weights.sum().item()
+            k[(1,)](x, denom, BLOCK=64)
+     """, {("JG101", "denom")}),
+    ("len-numel-and-int-of-an-item", """
+        @triton.jit
+        def k(x_ptr, total, picked, last, BLOCK: tl.constexpr):
+            tl.store(x_ptr, tl.load(x_ptr) * total + picked - last)
+
+        def launch(x, pieces, index, offsets):
+            k[(1,)](x, len(pieces), index.numel(), int(offsets[-1].item()), BLOCK=64)
+     """, {("JG101", "total"), ("JG101", "picked"), ("JG101", "last")}),
+    ("int-tensor-reduced-and-through-arithmetic", """
+        @triton.jit
+        def k(x_ptr, longest, BLOCK: tl.constexpr):
+            tl.store(x_ptr, tl.load(x_ptr) * longest)
+
+        def launch(x, lengths):
+            k[(1,)](x, triton.cdiv(lengths.long().max().item(), 16) * 16, BLOCK=64)
+     """, {("JG101", "longest")}),
+    ("int-computed-from-a-launched-count-names-it", """
+        @triton.jit
+        def k(x_ptr, n_valid, n_tiles, BLOCK: tl.constexpr):
+            tl.store(x_ptr + tl.program_id(0) * n_tiles, tl.load(x_ptr) / n_valid)
+
+        def launch(x, mask):
+            n_valid = mask.bool().sum().item()
+            k[(1,)](x, n_valid, (n_valid + 63) // 64, BLOCK=64)
+     """, {("JG101", "n_valid"), ("JG106", "n_tiles")}),
+    ("not-counts-float-and-bool-items-fixed-numel-bucketed-model-name", """
+        @triton.jit
+        def k(x_ptr, amax, any_set, cells, binned, hidden, BLOCK: tl.constexpr):
+            tl.store(x_ptr, tl.load(x_ptr) / amax + any_set * cells + binned + hidden)
+
+        def launch(x, mask, weights):
+            grid = torch.empty((4, 8), dtype=torch.float32)
+            k[(1,)](x, x.abs().amax().item(), mask.any().item(), grid.numel(),
+                    bucket_of((mask != 0).sum().item()), len(weights), BLOCK=64)
+     """, set()),
     # -- never specialized, or not a count: floats and bool flags --
     ("float-by-default-value", """
         @triton.jit
@@ -325,3 +388,20 @@ def test_fix_edits_a_gluon_decorator(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr  # type: ignore[attr-defined]
     assert '@gluon.jit(do_not_specialize=["num_tokens"])\ndef k(' in kernel.read_text()
     assert scan_source(kernel.read_bytes(), "g.py")[0] == []
+
+
+def test_a_launched_count_says_what_the_launch_passes_and_fix_demotes_it(tmp_path: Path) -> None:
+    body = {case[0]: case[1] for case in CASES}["divisor-passed-a-count-of-a-mask"]
+    (finding,) = scan_source(_source(body), "k.py")[0]
+    assert finding.severity == "warning" and finding.advice == "do_not_specialize"
+    assert "passed a run-time count (`(labels != -100).sum().item()`, line 10)" in finding.message
+    assert "although the kernel only computes with it, is specialized" in finding.message
+    package = tmp_path / f"launched_{tmp_path.name}"  # a package name of its own: the price check imports it
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    kernel = package / "loss.py"
+    kernel.write_bytes(_source(body))
+    result = _run(fix_command, [kernel])  # scans, prices the demotion (a divisor: free) and applies it
+    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+    assert '@triton.jit(do_not_specialize=["n_valid"])\ndef k(' in kernel.read_text()
+    assert scan_source(kernel.read_bytes(), "loss.py")[0] == []
