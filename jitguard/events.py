@@ -167,9 +167,11 @@ class CompileEvent:
     options: dict[str, Any] = field(default_factory=dict)
     compile_ms: float | None = None
     disk_cache_hit: bool | None = None
-    # How the kernel arrived: "cold" (compiled), "disk" (local cache), "bundle" (an entry a compile bundle
-    # installed), "remote" (Triton's remote cache); None where this Triton cannot tell. compile_ms is the
-    # time either way.
+    # How the kernel arrived: "cold" (compiled), "disk" (local cache; for an Inductor kernel torch launches
+    # without Triton, torch's own caches), "bundle" (an entry a compile bundle installed), "remote" (Triton's
+    # remote cache), "worker" (an Inductor compile worker compiled or loaded it and handed it over: the worker's
+    # own event is the compile, the report ties the two by `key` and counts one); None where this Triton cannot
+    # tell. compile_ms is the time either way.
     arrived: str | None = None
     # A cold compile although the cache held this variant under another key: {"entries": n, "differs": [the key
     # components that differ, in words]} (jitguard.runtime.cache_miss); None otherwise.

@@ -29,8 +29,10 @@ from jitguard.render_text import cause_line
 from jitguard.report.event_logs import LogInputError, LogItem, LogPaths, MergedLogs, ProcessLog, read_logs
 from jitguard.report.kernel_tally import ARRIVAL_ORDER, PHASES, KernelTally, Rank, spec_words
 from jitguard.report.process_groups import group_totals, process_group
+from jitguard.report.worker_compiles import WorkerCompiles
 from jitguard.runtime.argv_redaction import redact_argv
 from jitguard.runtime.dynamo_recompiles import RECORD_TYPE as GRAPH_COMPILE_TYPE
+from jitguard.runtime.phase_marks import RECORD_TYPE as PHASE_MARK_TYPE
 from jitguard.tuning.records import RECORD_TYPE as TUNING_RECORD_TYPE
 from jitguard.tuning.records import TuningRecord, remedy_lines, summarize_tunings
 
@@ -67,19 +69,30 @@ class _ReportFold:
         self.seen = 0
         self.by_origin: dict[str, dict[str, int]] = {}  # origin -> {"compiles": cold or unknown, "loads": from a cache}
         self.graph_compiles: list[dict[str, Any]] = []  # torch.compile graph compiles (dynamo_recompiles)
+        self.worker_compiles = WorkerCompiles()  # pool workers' compiles, counted once every parent is read
 
     def __call__(self, item: LogItem) -> None:
         process = item.process
         known = self.processes.get(id(process))
         if known is None:
             known = self.processes[id(process)] = (process, len(self.processes), _ProcessTally())
-        if item.kind == TUNING_RECORD_TYPE:
+            self.worker_compiles.add_process(process)
+        if item.kind == PHASE_MARK_TYPE:
+            self.worker_compiles.add_mark(process, item.item)
+        elif item.kind == TUNING_RECORD_TYPE:
             self.tunings.append(item.item)
         elif item.kind == GRAPH_COMPILE_TYPE:
             self.graph_compiles.append(dict(item.item, pid=process.pid))
-        elif item.kind == "compile":
+        elif item.kind == "compile" and not self.worker_compiles.hold(item.item, process):
             self.seen += 1
             self._add_event(item.item, process, known[1], known[2])
+
+    def add_worker_compiles(self) -> None:
+        """Count the held worker compiles and hand-overs, each in the phase of the process that asked for it."""
+        for event, process in self.worker_compiles.resolved():
+            _, read_order, tally = self.processes[id(process)]
+            self.seen += 1
+            self._add_event(event, process, read_order, tally)
 
     def _add_event(self, event: CompileEvent, process: ProcessLog, read_order: int, tally: _ProcessTally) -> None:
         rank: Rank = (process.started if process.started is not None else float("inf"), process.pid, read_order,
@@ -141,6 +154,8 @@ def _fold_loaded(logs: MergedLogs, fold: _ReportFold) -> None:
             fold(LogItem("compile", process, event))
         for tuning in process.tunings:
             fold(LogItem(TUNING_RECORD_TYPE, process, tuning))
+        for mark in process.phase_marks:
+            fold(LogItem(PHASE_MARK_TYPE, process, mark))
 
 
 def build_report(path: LogPaths | MergedLogs) -> dict[str, Any]:
@@ -151,6 +166,7 @@ def build_report(path: LogPaths | MergedLogs) -> dict[str, Any]:
         _fold_loaded(logs, fold)
     else:
         logs = read_logs(path, fold)
+    fold.add_worker_compiles()
     kernels = [tally.entry() for tally in fold.kernels.values()]
     _add_autotune(kernels, fold.tunings)
     kernels.sort(key=lambda k: (-k["compiles"], -k["compile_ms"], k["name"]))
@@ -173,6 +189,8 @@ def build_report(path: LogPaths | MergedLogs) -> dict[str, Any]:
             "compile_ms": round(sum(tallies[id(p)].compile_ms for p in logs.processes if id(p) in tallies), 3),
             "events_not_written": sum(p.events_not_written for p in logs.processes),
             "by_origin": fold.by_origin,
+            # Kernels a compile worker handed over, tied to that worker's compile event and counted there.
+            "handovers_tied": fold.worker_compiles.tied,
             "arrivals": _arrival_totals(kernels),
         },
         "processes": processes,
@@ -187,9 +205,12 @@ def build_report(path: LogPaths | MergedLogs) -> dict[str, Any]:
 
 
 def _graph_compile_summary(compiles: list[dict[str, Any]]) -> dict[str, Any]:
-    """{"graphs": how many graph compiles torch.compile made, "recompiles": each recompile with its reason}."""
+    """{"graphs": how many graph compiles torch.compile made, "recompiles": each recompile with its reason,
+    "handovers_unseen": the pids whose monitor could not see the Inductor kernels torch launches without a Triton
+    compile there (loads from torch's caches, compile workers' hand-overs): a gap in their counts}."""
     recompiles = sorted((c for c in compiles if c.get("recompile_reason")), key=lambda c: (c["time"], c["pid"]))
-    return {"graphs": len(compiles), "recompiles": recompiles}
+    unseen = sorted({c["pid"] for c in compiles if c.get("handovers_seen") is False})
+    return {"graphs": len(compiles), "recompiles": recompiles, "handovers_unseen": unseen}
 
 
 def _arrival_totals(kernels: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

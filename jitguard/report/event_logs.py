@@ -30,7 +30,10 @@ from typing import Any, NamedTuple
 
 from jitguard.events import ORIGINS, Cause, CompileEvent, ParamSpec
 from jitguard.report.log_sources import LogSourceError, common_directory, expand_log_sources, names_several
+from jitguard.runtime.arrival import ARRIVALS
 from jitguard.runtime.dynamo_recompiles import RECORD_TYPE as GRAPH_COMPILE_TYPE
+from jitguard.runtime.phase_marks import PHASES
+from jitguard.runtime.phase_marks import RECORD_TYPE as PHASE_MARK_TYPE
 from jitguard.tuning.records import RECORD_TYPE as TUNING_RECORD_TYPE
 from jitguard.tuning.records import TuningRecord
 
@@ -70,6 +73,7 @@ class ProcessLog:
     file: str
     events: list[CompileEvent] = field(default_factory=list)
     tunings: list[TuningRecord] = field(default_factory=list)  # autotune benchmark runs ("type": "tuning")
+    phase_marks: list[dict[str, Any]] = field(default_factory=list)  # {"phase", "time"} ("type": "phase")
     skipped_lines: int = 0
     events_not_written: int = 0  # events the process could not write to its log (its record says)
     node: str = ""  # the cluster node (JITGUARD_NODE) where the host alone does not tell, e.g. Ray nodes on one host
@@ -158,11 +162,11 @@ def _number(record: dict, name: str, default: Any = None) -> Any:
 
 
 def _arrival(record: dict) -> str | None:
-    """`arrived`: one of "cold", "disk", "bundle", "remote", or null (this Triton could not tell)."""
+    """`arrived`: one of `runtime.arrival.ARRIVALS`, or null (this Triton could not tell)."""
     value = record.get("arrived")
-    if value is None or value in ("cold", "disk", "bundle", "remote"):
+    if value is None or value in ARRIVALS:
         return value
-    raise InvalidRecord(f"arrived is {_words(value)}, expected \"cold\", \"disk\", \"bundle\", \"remote\" or null")
+    raise InvalidRecord(f"arrived is {_words(value)}, expected " + ", ".join(f'"{a}"' for a in ARRIVALS) + " or null")
 
 
 def _cache_miss(record: dict) -> dict[str, Any] | None:
@@ -351,7 +355,19 @@ def graph_compile_from_record(record: dict) -> dict[str, Any]:
         raise InvalidRecord("compile_id is empty, expected Dynamo's compile id (\"0/1\")")
     return {"compile_id": compile_id, "function": _string(record, "function"), "file": _string(record, "file"),
             "line": _int(record, "line", 0, minimum=0), "recompile_reason": _string(record, "recompile_reason", None),
-            "phase": _string(record, "phase", "warmup") or "warmup", "time": _number(record, "time", 0.0)}
+            "phase": _string(record, "phase", "warmup") or "warmup", "time": _number(record, "time", 0.0),
+            "handovers_seen": _bool(record, "handovers_seen", None)}
+
+
+def phase_mark_from_record(record: dict) -> dict[str, Any]:
+    """A process's turn to a phase (`runtime.phase_marks`): {"phase", "time"}; InvalidRecord names the bad field."""
+    phase = record.get("phase")
+    if phase not in PHASES:
+        raise InvalidRecord(f"phase is {_words(phase)}, expected \"warmup\" or \"serving\"")
+    when = _number(record, "time")
+    if when is None:
+        raise InvalidRecord(f"time is {_words(record.get('time'))}, expected a time in seconds")
+    return {"phase": phase, "time": when}
 
 
 def _origin(record: dict) -> str:
@@ -523,6 +539,8 @@ def _checked(kind: str, record: dict, memo: ParamsMemo) -> Any:
             return compile_event_from_record(record, memo)
         if kind == GRAPH_COMPILE_TYPE:
             return graph_compile_from_record(record)
+        if kind == PHASE_MARK_TYPE:
+            return phase_mark_from_record(record)
         return tuning_record_from_record(record)
     except RecursionError:
         raise InvalidRecord("a field is nested too deeply to read") from None
@@ -563,7 +581,7 @@ def iter_log_file(path: str, skipped: SkippedLines, memo: ParamsMemo | None = No
         if not isinstance(kind, str):
             skipped.add(path, number, f"type is {_words(kind)}, expected \"compile\" or \"process\"")
             continue
-        if kind not in ("process", "compile", TUNING_RECORD_TYPE, GRAPH_COMPILE_TYPE):
+        if kind not in ("process", "compile", TUNING_RECORD_TYPE, GRAPH_COMPILE_TYPE, PHASE_MARK_TYPE):
             continue  # a record type from a newer jitguard: not ours to judge
         skipped.recognised += 1
         try:
@@ -653,6 +671,8 @@ def load_logs(path: LogPaths) -> MergedLogs:
             item.process.events.append(item.item)
         elif item.kind == TUNING_RECORD_TYPE:
             item.process.tunings.append(item.item)
+        elif item.kind == PHASE_MARK_TYPE:
+            item.process.phase_marks.append(item.item)
 
     return read_logs(path, keep)
 

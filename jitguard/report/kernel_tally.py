@@ -18,7 +18,7 @@ from jitguard.explain import fix_for_advice, strongest_advice
 from jitguard.report.event_logs import ProcessLog
 
 PHASES = ("warmup", "serving")
-ARRIVAL_ORDER = ("cold", "disk", "bundle", "remote", "unknown")  # how a compile event's kernel arrived
+ARRIVAL_ORDER = ("cold", "disk", "bundle", "remote", "worker", "unknown")  # how a compile event's kernel arrived
 
 # (process start or inf, pid, order the process was read, order the event was read)
 Rank = tuple[float, int, int, int]

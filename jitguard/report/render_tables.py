@@ -253,6 +253,11 @@ def _graph_compile_lines(report: dict[str, Any]) -> list[str]:
     recompiles = graphs.get("recompiles") or []
     lines = ["", f"torch.compile: {graphs['graphs']} graph compile(s), {len(recompiles)} recompile(s) "
                  "(each compiles new Inductor kernels)"]
+    unseen = graphs.get("handovers_unseen") or []
+    if unseen:
+        lines.append("  not seen in pid " + ", ".join(str(pid) for pid in unseen) + ": Inductor kernels torch loads "
+                     "from its own caches or gets from its compile workers (this torch has no hook point for them): "
+                     "a gap in the counts, not zero")
     for entry in recompiles:
         where = kernel_where(entry["file"], entry["line"]) if entry.get("file") else "?"
         serving = " [serving]" if entry.get("phase") == "serving" else ""

@@ -86,15 +86,22 @@ def provenance_comment(file: str, def_line: int) -> tuple[list[str], list[str]]:
     return _bracketed(comments, "Original ATen:"), _bracketed(comments, "Source Nodes:")
 
 
-def _dynamo_compile_facts() -> tuple[str | None, str | None]:
-    """(compile id, recompile reason) of the graph Dynamo compiles in this thread now; (None, None)
-    outside a compile or where torch is not loaded (Inductor's compile workers)."""
+def dynamo_compile_id() -> str | None:
+    """Dynamo's id of the graph compile running in this thread now ("0/1"); None outside a compile or where
+    torch is not loaded (Inductor's compile workers)."""
     guards = sys.modules.get("torch._guards")
     compile_context = getattr(guards, "CompileContext", None)
     try:
         compile_id = compile_context.current_compile_id() if compile_context is not None else None
     except Exception:  # torch's internals moved: the kernel is still counted, without its graph
         compile_id = None
+    return str(compile_id) if compile_id is not None else None
+
+
+def _dynamo_compile_facts() -> tuple[str | None, str | None]:
+    """(compile id, recompile reason) of the graph Dynamo compiles in this thread now; (None, None)
+    outside a compile or where torch is not loaded (Inductor's compile workers)."""
+    compile_id = dynamo_compile_id()
     reason = None
     utils = sys.modules.get("torch._dynamo.utils")
     get_metrics_context = getattr(utils, "get_metrics_context", None)
@@ -105,7 +112,7 @@ def _dynamo_compile_facts() -> tuple[str | None, str | None]:
                 reason = (getattr(context, "_metrics", None) or {}).get("recompile_reason")
         except Exception:
             reason = None
-    return (str(compile_id) if compile_id is not None else None), (str(reason) if reason else None)
+    return compile_id, (str(reason) if reason else None)
 
 
 def inductor_facts(file: str, def_line: int) -> InductorFacts:

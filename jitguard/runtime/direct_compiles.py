@@ -42,13 +42,21 @@ class DirectCompileHistory:
 
     def __init__(self) -> None:
         self._variants: dict[tuple[str, str, int], dict[str, tuple[dict[str, ParamSpec], dict[str, Any]]]] = {}
+        self._digests: set[str] = set()  # every compiled hash recorded in this process
         self._lock = threading.Lock()
+
+    def recorded(self, digest: str) -> bool:
+        """Whether a kernel of this compiled hash already has an event in this process."""
+        with self._lock:
+            return digest in self._digests
 
     def add(self, where: tuple[str, str, int], digest: str, params: dict[str, ParamSpec],
             options: dict[str, Any]) -> tuple[int, list[Cause]]:
         """(variant number, causes) of a compiled hash: a hash seen before keeps its number, with no causes."""
         with self._lock:
             known = self._variants.setdefault(where, {})
+            if digest:
+                self._digests.add(digest)
             if digest and digest in known:
                 return list(known).index(digest) + 1, []
             causes = explain_recompile(params, options, list(known.values())) if known else []

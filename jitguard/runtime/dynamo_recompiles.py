@@ -4,8 +4,11 @@ for a recompile the guard that failed, in torch's own words.
 Inductor compiles a graph's Triton kernels in its worker pool, where nothing says which graph asked for
 them; the process that ran Dynamo knows. The monitor writes one `"type": "graph_compile"` record per
 graph compile Dynamo kept (`torch._dynamo.utils.get_compilation_metrics()`) when serving starts and at
-exit, and the report lists the recompiles with their reasons and phase. Reads only what the host has
-already imported (never imports torch).
+exit, and the report lists the recompiles with their reasons and phase. Each record also says whether this
+process saw the Inductor kernels torch makes launchable without a Triton compile (`handovers_seen`: loads from
+torch's caches and compile workers' hand-overs, `runtime.inductor_launchers`), so that a torch without that hook
+point reads as a gap in the report, not as zero loads. Reads only what the host has already imported (never
+imports torch).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ def _start_seconds(metrics: Any) -> float | None:
     return float(start) if isinstance(start, (int, float)) else None
 
 
-def graph_compile_records(serving_since: float | None, written: set[str]) -> list[dict[str, Any]]:
+def graph_compile_records(serving_since: float | None, written: set[str],
+                          handovers_seen: bool | None = None) -> list[dict[str, Any]]:
     """Records of the graph compiles Dynamo kept and `written` lacks (their ids are added to it); [] where
     torch.compile never ran in this process. A compile that started after `serving_since` is "serving"."""
     utils = sys.modules.get("torch._dynamo.utils")
@@ -50,5 +54,6 @@ def graph_compile_records(serving_since: float | None, written: set[str]) -> lis
                         "file": str(getattr(metrics, "co_filename", None) or ""),
                         "line": int(getattr(metrics, "co_firstlineno", None) or 0),
                         "recompile_reason": str(reason) if reason else None,
-                        "phase": "serving" if serving else "warmup", "time": start or 0.0})
+                        "phase": "serving" if serving else "warmup", "time": start or 0.0,
+                        "handovers_seen": handovers_seen})
     return records

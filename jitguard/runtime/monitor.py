@@ -42,7 +42,9 @@ from jitguard.render_text import event_kernel_names, format_event_line, format_s
 from jitguard.runtime.compile_origin import origin_of_jit_kernel
 from jitguard.runtime.direct_compiles import DirectCompile, DirectCompileHistory, record_direct_compile
 from jitguard.runtime.dynamo_recompiles import graph_compile_records
+from jitguard.runtime.inductor_launchers import HandoverHook, handover_events
 from jitguard.runtime.ndjson_sink import NdjsonSink
+from jitguard.runtime.phase_marks import phase_mark
 from jitguard.tuning.records import TuningRecord, format_tuning_line, remedy_lines, summarize_tunings
 
 MODES = ("log", "warn", "error")
@@ -152,6 +154,7 @@ class Monitor:
         self.serving_since: float | None = None  # time.time() of mark_serving()
         self._graph_compiles_written: set[str] = set()  # Dynamo compile ids already in the log
         self._undo_compile_patch: Callable[[], None] | None = None  # before 3.4: triton.compile wrapped
+        self.handover_hook = HandoverHook(self._record_handover)  # Inductor kernels no Triton compile made here
 
     # --- install / uninstall ------------------------------------------------------------------
 
@@ -179,6 +182,10 @@ class Monitor:
         if self.sink is not None:
             self.sink.process_info = {"role": self.role, "rank": self.rank, "triton_version": self.triton_version}
         try:
+            self.handover_hook.install()
+        except Exception as exc:  # Triton's compiles are still watched without Inductor's hand-overs
+            self._internal_error(exc)
+        try:
             from jitguard.tuning.recorder import start_tuning_recording
             self._tuning_recorder = start_tuning_recording(on_record=self._on_tuning, phase=lambda: self.phase)
         except Exception as exc:  # compiles are still watched without tunings
@@ -196,6 +203,7 @@ class Monitor:
         if self._undo_compile_patch is not None:
             self._undo_compile_patch()
             self._undo_compile_patch = None
+        self.handover_hook.remove()
         if self._tuning_recorder is not None:
             self._tuning_recorder.stop()
             self._tuning_recorder = None
@@ -309,7 +317,8 @@ class Monitor:
         if self.sink is None:
             return
         try:
-            for record in graph_compile_records(self.serving_since, self._graph_compiles_written):
+            for record in graph_compile_records(self.serving_since, self._graph_compiles_written,
+                                                self.handover_hook.active):
                 self.sink.write(record)
         except Exception as exc:  # never reach the host program
             self._internal_error(exc)
@@ -320,6 +329,24 @@ class Monitor:
         if event is not None:
             self._dispatch(event)
         return event
+
+    def _record_handover(self, autotuner: Any, from_torch_cache: bool, compile_ms: float, frame: Any) -> None:
+        """Inductor made kernels launchable that no Triton compile here made (`inductor_launchers`)."""
+        events = []
+        try:
+            self._rename_from_source()
+            events = handover_events(self, autotuner, from_torch_cache, compile_ms, frame)
+            for event in events:
+                self._dispatch(event)
+        except Exception as exc:  # never reach the host program
+            self._internal_error(exc)
+        for event in events:
+            self._enforce(event)  # may raise RecompileError: the kernels are launchable already
+
+    def write_phase_mark(self) -> None:
+        """Log that this process is in `self.phase` from now on (read for its compile workers' compiles)."""
+        if self.sink is not None:
+            self.sink.write(phase_mark(self.phase, time.time()), counted=False)
 
     def _post_compile_hook(self, *args: Any, **kwargs: Any) -> Any:
         event = None
@@ -713,6 +740,7 @@ def mark_serving() -> None:
     monitor.write_graph_compiles()  # the warm-up's graph compiles, before the phase turns
     monitor.phase = "serving"
     monitor.serving_since = time.time()
+    monitor.write_phase_mark()
     monitor._check_replacements()
 
 
@@ -720,6 +748,7 @@ def mark_warmup() -> None:
     """Back to the warm-up phase (e.g. between test cases)."""
     if _monitor is not None:
         _monitor.phase = "warmup"
+        _monitor.write_phase_mark()
 
 
 def set_name_source(source: Callable[[], tuple[str | None, int | None] | None] | None) -> None:

@@ -97,16 +97,18 @@ class NdjsonSink:
 
     # --- writing ---------------------------------------------------------------------------------
 
-    def write(self, record: Any) -> bool:
-        """Append one record (a compile event); False, counted and warned once, if it could not be."""
+    def write(self, record: Any, counted: bool = True) -> bool:
+        """Append one record (a compile event); False, counted and warned once, if it could not be. A record
+        that is not an event (a phase mark) passes `counted=False`: its loss is warned, not counted."""
         with self._lock:
             self._adopt_after_fork()
             try:
                 self._ensure_header()
                 self._append((to_json_line(record) + "\n").encode())
             except Exception as exc:  # any failure: count it, the host goes on
-                self.events_not_written += 1
-                self._count_pending = True
+                if counted:
+                    self.events_not_written += 1
+                    self._count_pending = True
                 self._failed(exc)
                 return False
             if self._count_pending:

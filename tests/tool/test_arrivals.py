@@ -87,7 +87,7 @@ def test_a_log_with_an_unknown_arrival_skips_that_line_naming_the_field(tmp_path
     record["arrived"] = "teleported"
     path.write_text(path.read_text() + json.dumps(record) + "\n")
     assert [s["reason"] for s in build_report(logs)["skipped"]] == [
-        'arrived is "teleported", expected "cold", "disk", "bundle", "remote" or null']
+        'arrived is "teleported", expected "cold", "disk", "bundle", "remote", "worker" or null']
 
 
 def test_a_cold_compile_of_a_cached_variant_names_the_knob_that_differs(tmp_path: Path,

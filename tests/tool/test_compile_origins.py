@@ -213,3 +213,97 @@ def test_the_pytest_marker_fails_a_test_whose_direct_compile_makes_a_new_variant
     assert outcomes == {"test_compiles_one_variant": "PASSED", "test_compiles_a_second_variant": "FAILED"}
     failure = "\n".join(result.outlines)
     assert "copy_kernel" in failure and "[triton.compile]" in failure
+
+
+# --- Inductor kernels made launchable without a Triton compile in this process -------------------------------
+# Torch's real CachingAutotuner runs its real precompile(); the stand-in is only the compiled result, whose
+# launcher torch would load onto a GPU (a cubin through its static launcher, or Triton's launcher).
+
+def _compiled_result(kernel_hash: str, static: bool):
+    from torch._inductor.runtime import triton_heuristics as heuristics
+
+    base = heuristics.StaticTritonCompileResult if static else heuristics.TritonCompileResult
+
+    class CompiledForAnotherProcess(base):
+        def make_launcher(self):
+            def launch(*args, **kwargs):
+                return None
+            launch.config, launch.n_regs, launch.n_spills = self.config, 0, 0
+            return launch
+
+    kernel = type("Compiled", (), {"hash": kernel_hash, "name": "triton_poi_fused_add_mul_0"})()
+    config = triton.Config({"XBLOCK": 128}, num_warps=4, num_stages=1)
+    return CompiledForAnotherProcess(kernel, config, {}, {})
+
+
+def _arrived_autotuner(generated, *results):
+    """An autotuner as Inductor's parent process gets one back: its configs compiled elsewhere."""
+    from torch._inductor.runtime.hints import DeviceProperties, HeuristicType
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    autotuner = CachingAutotuner(generated.triton_poi_fused_add_mul_0,
+                                 {"device": DeviceProperties.create(torch.device("cpu")), "signature": {}},
+                                 [result.config for result in results], None, [], False, HeuristicType.POINTWISE,
+                                 filename=generated.__file__)
+    autotuner.compile_results = list(results)
+    return autotuner
+
+
+def test_a_kernel_a_compile_worker_hands_over_is_one_event_tied_to_the_graph_that_asked(tmp_path):
+    autotuner = _arrived_autotuner(_load_generated(tmp_path), _compiled_result("a1b2", static=False))
+    autotuner.set_compile_info("0/1", False)  # as Inductor does before making a worker's kernel launchable
+    with jitguard.watch() as rec:
+        autotuner.precompile(warm_cache_only=False, reload_kernel=lambda: None, static_triton_bundle_key="k")
+        autotuner.precompile()  # launchable already: nothing arrives
+    event, = rec.events
+    assert (event.kernel, event.origin, event.arrived, event.key) == ("triton_poi_fused_add_mul_0", "inductor",
+                                                                      "worker", "a1b2")
+    assert event.inductor["compile_id"] == "0/1" and event.options["num_warps"] == 4
+    assert event.file.endswith("cxgenerated.py") and not event.loaded
+
+
+def test_a_kernel_from_torchs_own_cache_is_a_disk_load(tmp_path):
+    from torch._inductor.codecache import StaticAutotunerFuture
+
+    autotuner = _arrived_autotuner(_load_generated(tmp_path), _compiled_result("c3d4", static=True))
+    future = StaticAutotunerFuture(autotuner)  # what torch's FX graph cache hit hands Inductor
+    future.reload_kernel_from_src = lambda: autotuner
+    with jitguard.watch() as rec:
+        future.result()
+    event, = rec.events
+    assert (event.origin, event.arrived, event.key, event.loaded) == ("inductor", "disk", "c3d4", True)
+
+
+def test_a_kernel_this_process_compiled_is_not_recorded_again_when_it_becomes_launchable(tmp_path):
+    generated = _load_generated(tmp_path)
+    precompile_config = _inductor_caller(tmp_path)
+    with jitguard.watch() as rec:
+        compiled = precompile_config(None, source_of(generated.triton_poi_fused_add_mul_0, True), TARGET, None)
+        autotuner = _arrived_autotuner(generated, _compiled_result(compiled.hash, static=False))
+        autotuner.precompile()
+    assert [(e.origin, e.arrived) for e in rec.events] == [("inductor", "cold")]
+
+
+def test_no_recompiles_fails_on_a_kernel_handed_over_after_warm_up_naming_its_origin(tmp_path):
+    generated = _load_generated(tmp_path)
+    first = _arrived_autotuner(generated, _compiled_result("e5f6", static=False))
+    second = _arrived_autotuner(generated, _compiled_result("a7b8", static=False))
+    with pytest.raises(jitguard.RecompileError) as failure, jitguard.no_recompiles(warmup=1):
+        first.precompile()
+        second.precompile()
+    message = str(failure.value)
+    assert "triton_poi_fused_add_mul_0" in message and "[torch.compile]" in message
+
+
+def test_a_monitor_started_before_inductor_is_imported_wraps_its_hand_over_point_when_it_is():
+    import subprocess
+
+    program = ("import sys, jitguard; monitor = jitguard.install(summary=False); "
+               "assert 'torch._inductor.runtime.triton_heuristics' not in sys.modules; "
+               "was = monitor.handover_hook.active; "
+               "from torch._inductor.runtime.triton_heuristics import CachingAutotuner; "
+               "wrapped = hasattr(CachingAutotuner.precompile, '__jitguard_handover__'); "
+               "print(was, monitor.handover_hook.active, wrapped)")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True", "True"]

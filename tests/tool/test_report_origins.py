@@ -84,3 +84,83 @@ def test_the_html_page_folds_the_workers_into_one_expandable_line(tmp_path):
     assert folded.startswith("<summary>Inductor compile workers x16: 32 compile(s), 16 recompile(s), 3200 ms</summary>")
     assert all(f"<td class=\"num\">{pid}</td>" in folded for pid in range(100, 116))
     assert page.count("<details>") == 1 and "<td class=\"num\">10</td>" in page.split("<details>")[0]
+
+
+# --- compiles in a pool worker belong to the process that asked for them -------------------------------------
+
+def write_process(directory: Path, pid: int, ppid: int, argv: list[str], records: list) -> None:
+    lines = [to_json_line(ProcessRecord(pid=pid, ppid=ppid, argv=argv, triton_version="3.6.0", host="node1"))]
+    lines += [to_json_line(r) for r in records]
+    (directory / f"node1-{pid}.ndjson").write_text("\n".join(lines) + "\n")
+
+
+def kernel_event(pid: int, key: str, when: float, arrived: str, phase: str = "warmup",
+                 compile_id: str | None = None) -> CompileEvent:
+    return CompileEvent(kernel="triton_poi_fused_add_mul_0", file=GENERATED, line=9, pid=pid, key=key, time=when,
+                        compile_ms=100.0, arrived=arrived, origin="inductor", phase=phase,
+                        inductor={"ops": [], "nodes": [], "compile_id": compile_id, "recompile_reason": None})
+
+
+def server_whose_workers_compile_while_it_serves(tmp_path: Path) -> dict:
+    """Server 500 serves from t=200; its pool process 20 runs workers 100 and 101. Kernel h1 is compiled at
+    warm-up and h2 while serving, each handed over to the server; h3 is compiled while serving with no hand-over
+    logged; h9 is handed over by a worker that left no log. The server's log is read after the workers' logs."""
+    write_process(tmp_path, 500, 1, ["serve.py"], [
+        {"type": "phase", "pid": 500, "phase": "serving", "time": 200.0},
+        kernel_event(500, "h1", 101.0, "worker", compile_id="0/0"),
+        kernel_event(500, "h2", 301.0, "worker", "serving", compile_id="0/1"),
+        kernel_event(500, "h9", 302.0, "worker", "serving", compile_id="0/1")])
+    write_process(tmp_path, 20, 500, WORKER_ARGV, [])
+    write_process(tmp_path, 100, 20, WORKER_ARGV, [kernel_event(100, "h1", 100.0, "cold")])
+    write_process(tmp_path, 101, 20, WORKER_ARGV, [kernel_event(101, "h2", 300.0, "cold"),
+                                                   kernel_event(101, "h3", 400.0, "disk")])
+    return build_report(tmp_path)
+
+
+def test_a_worker_compile_takes_its_askers_phase_and_graph_and_a_hand_over_is_not_counted_twice(tmp_path):
+    report = server_whose_workers_compile_while_it_serves(tmp_path)
+    totals = report["totals"]
+    assert totals["handovers_tied"] == 2
+    assert totals["by_origin"] == {"inductor": {"compiles": 3, "loads": 1}}  # h1, h2, h9 cold; h3 loaded
+    kernel, = report["kernels"]
+    assert kernel["by_phase"]["warmup"]["compiles"] == 1 and kernel["by_phase"]["serving"]["compiles"] == 3
+    by_pid = {p["pid"]: p for p in report["processes"]}
+    assert (by_pid[100]["serving_compiles"], by_pid[101]["serving_compiles"]) == (0, 2)
+    assert by_pid[500]["compiles"] == 1 and by_pid[500]["serving_compiles"] == 1  # h9: no worker log explains it
+    assert totals["compiles"] == 4 and totals["serving_compiles"] == 3
+
+
+def test_worker_compiles_keep_their_own_phase_when_the_asker_logged_no_phase(tmp_path):
+    write_process(tmp_path, 500, 1, ["serve.py"], [])
+    write_process(tmp_path, 100, 500, WORKER_ARGV, [kernel_event(100, "h1", 300.0, "cold")])
+    report = build_report(tmp_path)
+    assert report["totals"]["serving_compiles"] == 0 and report["totals"]["compiles"] == 1
+
+
+def test_the_graph_that_asked_is_carried_to_the_workers_kernel(tmp_path):
+    write_process(tmp_path, 500, 1, ["serve.py"], [kernel_event(500, "h1", 101.0, "worker", compile_id="0/1")])
+    write_process(tmp_path, 100, 500, WORKER_ARGV, [kernel_event(100, "h1", 100.0, "cold")])
+    report = build_report(tmp_path)
+    kernel, = report["kernels"]
+    assert kernel["inductor"]["compile_ids"] == ["0/1"] and report["totals"]["compiles"] == 1
+
+
+def test_mark_serving_and_mark_warmup_leave_phase_marks_in_the_log(tmp_path):
+    import jitguard
+    from jitguard.report.event_logs import load_logs
+
+    with jitguard.watch(dir=str(tmp_path)):
+        jitguard.mark_serving()
+        jitguard.mark_warmup()
+    process, = load_logs(tmp_path).processes
+    assert [mark["phase"] for mark in process.phase_marks] == ["serving", "warmup"]
+
+
+def test_a_process_whose_torch_had_no_hand_over_hook_reads_as_a_gap_not_zero_loads(tmp_path):
+    graph = {"type": "graph_compile", "pid": 500, "compile_id": "0/0", "function": "f", "file": "/app/m.py",
+             "line": 3, "recompile_reason": None, "phase": "warmup", "time": 1.0}
+    write_process(tmp_path, 500, 1, ["serve.py"], [dict(graph, handovers_seen=False)])
+    write_process(tmp_path, 600, 1, ["serve.py"], [dict(graph, pid=600, handovers_seen=True)])
+    report = build_report(tmp_path)
+    assert report["torch_compile"]["handovers_unseen"] == [500]
+    assert "not seen in pid 500: Inductor kernels torch loads from its own caches" in format_text(report)
