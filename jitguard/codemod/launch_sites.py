@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 _RESOLVE_STEPS = 4
@@ -429,11 +429,10 @@ def _holds(statement: ast.stmt, lines: set[int] | None) -> bool:
     return any(statement.lineno <= line <= end for line in lines)
 
 
-def _launches(tree: ast.Module, kernels: Mapping[str, Sequence[str]],
-              lines: set[int] | None) -> Iterator[tuple[str, ast.Call, dict, dict]]:
-    """Each launch of one of `kernels` with the assignments of the innermost function holding it (or of the
-    module): those made once (`_assignments`) and every value of each name (`all_values`), in one walk of the
-    statements holding `lines` (None: all)."""
+def _calls(tree: ast.Module, match: Callable[[ast.Call], str | None],
+           lines: set[int] | None) -> list[tuple[str, ast.Call, ast.AST]]:
+    """(name, call, the innermost function holding it or the module) of each call `match` names, in source order,
+    in one walk of the statements holding `lines` (None: all)."""
     found: list[tuple[str, ast.Call, ast.AST]] = []
     stack: list[tuple[ast.AST, ast.AST]] = [(tree, tree)]
     while stack:
@@ -442,15 +441,86 @@ def _launches(tree: ast.Module, kernels: Mapping[str, Sequence[str]],
             if isinstance(child, ast.stmt) and not _holds(child, lines):
                 continue
             if isinstance(child, ast.Call):
-                name = _launched(child, kernels)
+                name = match(child)
                 if name is not None:
                     found.append((name, child, scope))
             stack.append((child, child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else scope))
-    assignments: dict[int, tuple[dict[str, ast.expr], dict[str, list[ast.expr]]]] = {}
-    for name, call, scope in sorted(found, key=lambda item: (item[1].lineno, item[1].col_offset)):
-        if id(scope) not in assignments:
-            assignments[id(scope)] = (_assignments(scope), all_values(scope))
-        yield name, call, *assignments[id(scope)]
+    return sorted(found, key=lambda item: (item[1].lineno, item[1].col_offset))
+
+
+class _Scopes:
+    """The assignments of each function holding a launch, and where the file calls a wrapper function: read once."""
+
+    def __init__(self, tree: ast.Module, source: bytes | None) -> None:
+        self.tree, self.source = tree, source
+        self._facts: dict[int, tuple[dict[str, ast.expr], dict[str, list[ast.expr]]]] = {}
+        self._callers: dict[str, list[tuple[str, ast.Call, ast.AST]]] = {}
+
+    def facts(self, scope: ast.AST) -> tuple[dict[str, ast.expr], dict[str, list[ast.expr]]]:
+        """(names assigned once -> value, every value of each name) in `scope`."""
+        if id(scope) not in self._facts:
+            self._facts[id(scope)] = (_assignments(scope), all_values(scope))
+        return self._facts[id(scope)]
+
+    def callers(self, function: str, method: bool) -> list[tuple[str, ast.Call, ast.AST]]:
+        """Calls of `function` in the file with their scopes: `function(...)`, or for a method `self.function(...)`
+        and `cls.function(...)` (another object's method of that name may take other arguments)."""
+        key = f"{'.' if method else ''}{function}"
+        if key not in self._callers:
+            lines = None
+            if self.source is not None:
+                pattern = re.compile(rb"\b" + re.escape(function.encode()) + rb"[ \t]*\(")
+                lines = {self.source.count(b"\n", 0, m.start()) + 1 for m in pattern.finditer(self.source)}
+
+            def match(call: ast.Call) -> str | None:
+                func = call.func
+                if isinstance(func, ast.Attribute):
+                    own = isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")
+                    return function if method and own and func.attr == function else None
+                return function if not method and isinstance(func, ast.Name) and func.id == function else None
+
+            self._callers[key] = _calls(self.tree, match, lines) if lines != set() else []
+        return self._callers[key]
+
+    def wrapper_count(self, argument: ast.expr, scope: ast.AST, depth: int = 0) -> ast.expr | None:
+        """A run-time count the file's callers pass a wrapper for the parameter `argument` names: a launch inside
+        `def launch(x, n)` passing `n`, and `launch(x, mask.sum().item())` elsewhere in the file."""
+        if depth >= _WRAPPER_DEPTH or not isinstance(argument, ast.Name) or not isinstance(
+                scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or argument.id in self.facts(scope)[1]:
+            return None
+        positional = [a.arg for a in (*scope.args.posonlyargs, *scope.args.args)]
+        keywords = {a.arg for a in scope.args.kwonlyargs}
+        if argument.id not in positional and argument.id not in keywords:
+            return None
+        method = bool(positional) and positional[0] in ("self", "cls")
+        for _, call, caller in self.callers(scope.name, method):
+            passed = _argument_for(call, argument.id, positional)
+            if passed is None:
+                continue
+            assigned, values = self.facts(caller)
+            found = runtime_count(passed, values, assigned) or self.wrapper_count(passed, caller, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+
+# How many wrappers deep a launch argument is followed to the file's calls of the function holding the launch.
+_WRAPPER_DEPTH = 2
+
+
+def _argument_for(call: ast.Call, name: str, positional: list[str]) -> ast.expr | None:
+    """What `call` passes for the parameter `name` of a function whose positional parameters are `positional`
+    (a method called as `obj.method(...)` gets `self` from `obj`)."""
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    if name not in positional:
+        return None
+    index = positional.index(name)
+    if positional[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        index -= 1  # `self.launch(x, n)` passes `self` itself
+    arguments = call.args[:next((i for i, a in enumerate(call.args) if isinstance(a, ast.Starred)), len(call.args))]
+    return arguments[index] if 0 <= index < len(arguments) else None
 
 
 def _passed(call: ast.Call, params: Sequence[str]) -> dict[str, ast.expr]:
@@ -474,7 +544,9 @@ def launch_facts(tree: ast.Module, kernels: Mapping[str, Sequence[str]],
     lines = launch_lines(source, list(kernels)) if source is not None else None
     if lines == set():
         return facts
-    for name, call, assigned, values in _launches(tree, kernels, lines):
+    scopes = _Scopes(tree, source)
+    for name, call, scope in _calls(tree, lambda call: _launched(call, kernels), lines):
+        assigned, values = scopes.facts(scope)
         passed = _passed(call, kernels[name])
         found = facts.setdefault(name, LaunchFacts())
         found.launches += 1
@@ -493,7 +565,7 @@ def launch_facts(tree: ast.Module, kernels: Mapping[str, Sequence[str]],
                 found.flags.add(param)
             if _is_tensor(value, assigned):
                 found.tensors.add(param)
-            counted = runtime_count(arg, values, assigned)
+            counted = runtime_count(arg, values, assigned) or scopes.wrapper_count(arg, scope)
             if counted is not None and param not in found.runtime:
                 found.runtime[param] = (_cut(ast.unparse(counted)), counted.lineno)
             sources = {other for other, text in whole.items()

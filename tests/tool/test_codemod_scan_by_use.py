@@ -244,6 +244,33 @@ CASES = [
             n_valid = mask.bool().sum().item()
             k[(1,)](x, n_valid, (n_valid + 63) // 64, BLOCK=64)
      """, {("JG101", "n_valid"), ("JG106", "n_tiles")}),
+    ("count-passed-through-wrappers-in-the-file", """
+        @triton.jit
+        def k(x_ptr, n_valid, BLOCK: tl.constexpr):
+            tl.store(x_ptr, tl.load(x_ptr) / n_valid)
+
+        def _launch(x, n_valid):
+            k[(1,)](x, n_valid, BLOCK=64)
+
+        def _middle(x, count):
+            _launch(x, count)
+
+        def loss(x, labels):
+            _middle(x, count=(labels >= 0).sum().item())
+     """, {("JG101", "n_valid")}),
+    ("count-passed-through-a-method-not-through-another-objects", """
+        @triton.jit
+        def k(x_ptr, scale_by, divide_by, BLOCK: tl.constexpr):
+            tl.store(x_ptr, tl.load(x_ptr) * scale_by / divide_by)
+
+        class Op:
+            def launch(self, x, scale_by, divide_by):
+                k[(1,)](x, scale_by, divide_by, BLOCK=64)
+
+            def run(self, x, seqs, other):
+                self.launch(x, 2, len(seqs))
+                other.launch(x, len(seqs), 2)
+     """, {("JG101", "divide_by")}),
     ("not-counts-float-and-bool-items-fixed-numel-bucketed-model-name", """
         @triton.jit
         def k(x_ptr, amax, any_set, cells, binned, hidden, BLOCK: tl.constexpr):
