@@ -3,8 +3,9 @@
 # Triton; no network). Run from the repository root:
 #   bash benchmarks/bench_every_compile.sh
 # Prints, last, a table: run 1 (cold caches) and run 2 (the same caches) as jitguard saw them beside the
-# truth (Triton cache entries written, torch's generated-kernel count), then the monitor's overhead on a
-# torch.compile'd model, then the GPU tests' summary. Everything it writes goes under $OUT (or /tmp).
+# truth (Triton cache entries written, torch's generated-kernel count, and for run 2 torch's own cache hits:
+# FX graphs and statically launchable kernels it loaded), then the monitor's overhead on a torch.compile'd
+# model, then the GPU tests' summary. Everything it writes goes under $OUT (or /tmp).
 set -uo pipefail
 ROOT=$(pwd)
 W=${OUT:-/tmp/every_compile}
@@ -53,8 +54,11 @@ torch.cuda.synchronize()
 import torch._dynamo.utils as dynamo_utils  # noqa: E402
 import torch._inductor.metrics as inductor_metrics  # noqa: E402
 reasons = [m.recompile_reason for m in dynamo_utils.get_compilation_metrics() if m.recompile_reason]
+inductor = dynamo_utils.counters["inductor"]
 print("TORCH_COUNTS " + json.dumps({"generated_kernel_count": inductor_metrics.generated_kernel_count,
                                     "unique_graphs": dynamo_utils.counters["stats"]["unique_graphs"],
+                                    "fxgraph_cache_hit": inductor["fxgraph_cache_hit"],
+                                    "static_autotuners_loaded": inductor["triton_bundler_load_static_autotuner"],
                                     "recompile_reasons": reasons}))
 EOF
 
@@ -120,8 +124,8 @@ import sys
 
 w = sys.argv[1]
 print("\n=== every compile, whatever made it (jitguard run) ===")
-print("| run | origin | cold compiles | loads (disk/bundle/remote) | arrival unknown | kernels | Triton cubins written | torch generated kernels | processes (grouped) |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| run | origin | cold compiles | loads (disk/bundle/remote) | handed over by a worker, not tied | arrival unknown | kernels | Triton cubins written | torch generated kernels | torch FX graph cache hits / static kernels loaded | hand-overs tied to a worker's compile | processes (grouped) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for run in (1, 2):
     try:
         report = json.load(open(f"{w}/run{run}.json"))
@@ -137,14 +141,19 @@ for run in (1, 2):
     counted = {}
     for k in report["kernels"]:
         origin = k.get("origin", "jit")
-        row = counted.setdefault(origin, {"cold": 0, "loads": 0, "unknown": 0, "kernels": 0})
+        row = counted.setdefault(origin, {"cold": 0, "loads": 0, "worker": 0, "unknown": 0, "kernels": 0})
         row["kernels"] += 1
         for name, value in (k.get("arrivals") or {}).items():
-            key = "cold" if name == "cold" else "unknown" if name == "unknown" else "loads"
+            key = name if name in ("cold", "worker", "unknown") else "loads"
             row[key] += value["count"]
+    cache_hits = f"{torch_counts.get('fxgraph_cache_hit', '?')} / {torch_counts.get('static_autotuners_loaded', '?')}"
     for origin, row in sorted(counted.items()):
-        print(f"| {run} | {origin} | {row['cold']} | {row['loads']} | {row['unknown']} | {row['kernels']} | {cubins} | "
-              f"{torch_counts.get('generated_kernel_count', '?')} | {report['totals']['processes']} ({groups or '-'}) |")
+        print(f"| {run} | {origin} | {row['cold']} | {row['loads']} | {row['worker']} | {row['unknown']} | "
+              f"{row['kernels']} | {cubins} | {torch_counts.get('generated_kernel_count', '?')} | {cache_hits} | "
+              f"{report['totals'].get('handovers_tied', '?')} | {report['totals']['processes']} ({groups or '-'}) |")
+    unseen = (report.get("torch_compile") or {}).get("handovers_unseen")
+    if unseen:
+        print(f"| {run} | GAP: Inductor kernels launched without Triton not seen in pid(s) {unseen} |")
     graphs = report.get("torch_compile") or {}
     print(f"| {run} | by_origin | {json.dumps(report['totals'].get('by_origin'))} | recompile reasons (torch): "
           f"{torch_counts.get('recompile_reasons')} | graph compiles logged: {graphs.get('graphs')}, reasons: "

@@ -28,6 +28,7 @@ from typing import Any
 
 from jitguard.events import CONFIG_OPTIONS, CompileEvent
 from jitguard.runtime.arrival import handover_arrival
+from jitguard.runtime.bootstrap.triton_hook import find_spec_with_other_finders
 from jitguard.runtime.compile_origin import InductorFacts, dynamo_compile_id
 
 AUTOTUNER_MODULE = "torch._inductor.runtime.triton_heuristics"
@@ -142,22 +143,31 @@ def _wrap_precompile(precompile: Callable, on_handover: Callable[[Any, bool, flo
     return precompile_and_record
 
 
-class _PatchAfterImport:
-    """A `sys.meta_path` finder that answers only for one module: it runs `then(module)` once it is loaded."""
+class _PatchWhenReady:
+    """A `sys.meta_path` finder that finds nothing: at each import it asks `ready()` whether the watched module
+    is complete yet (its class defined), and stops asking once it is. The watched module's own import is
+    followed to its end, so a module that completes without the class stops the asking too.
 
-    def __init__(self, name: str, then: Callable[[Any], None]) -> None:
-        self.name, self.then = name, then
+    Asking at every import covers a module that was mid-import when the monitor started (Triton is often
+    first imported from inside Inductor's own modules): it completes before any later import returns."""
+
+    def __init__(self, name: str, ready: Callable[[], bool]) -> None:
+        self.name, self.ready, self.done = name, ready, False
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != self.name:
+        if self.done:
             return None
-        from jitguard.runtime.bootstrap.triton_hook import find_spec_with_other_finders
+        if fullname == self.name:
+            return self._followed_spec(fullname, path, target)
+        self.done = self.ready()
+        return None
 
+    def _followed_spec(self, fullname: str, path: Any, target: Any) -> Any:
         spec = find_spec_with_other_finders(self, fullname, path, target)
         loader: Any = getattr(spec, "loader", None)
         if spec is None or loader is None or not hasattr(loader, "exec_module"):
             return spec
-        then, finder = self.then, self
+        finder = self
 
         class _Loader:
             def create_module(self, spec: Any) -> Any:
@@ -165,12 +175,11 @@ class _PatchAfterImport:
                 return create(spec) if create is not None else None
 
             def exec_module(self, module: Any) -> None:
-                spec.loader = loader
+                spec.loader = loader  # the module sees its own loader, never this wrapper
                 module.__loader__ = loader
-                if finder in sys.meta_path:
-                    sys.meta_path.remove(finder)
                 loader.exec_module(module)
-                then(module)
+                finder.ready()
+                finder.done = True  # complete: with the class (wrapped now) or without (nothing to wrap)
 
         spec.loader = _Loader()
         return spec
@@ -179,9 +188,11 @@ class _PatchAfterImport:
 class HandoverHook:
     """`CachingAutotuner.precompile` wrapped for one monitor; `remove()` puts torch's method back."""
 
-    def __init__(self, on_handover: Callable[[Any, bool, float, Any], None]) -> None:
+    def __init__(self, on_handover: Callable[[Any, bool, float, Any], None], module_name: str = AUTOTUNER_MODULE,
+                 class_name: str = AUTOTUNER_CLASS) -> None:
         self._on_handover = on_handover
-        self._finder: _PatchAfterImport | None = None
+        self._module_name, self._class_name = module_name, class_name
+        self._finder: _PatchWhenReady | None = None
         self._patched: Any = None
         self._lock = threading.Lock()
 
@@ -192,25 +203,31 @@ class HandoverHook:
         return self._patched is not None
 
     def install(self) -> None:
-        module = sys.modules.get(AUTOTUNER_MODULE)
-        if module is not None:
-            self._patch(module)
-        else:
-            self._finder = _PatchAfterImport(AUTOTUNER_MODULE, self._patch)
+        """Wrap the hand-over point now if its module is complete, else as soon as it is."""
+        if not self._patch_if_ready():
+            self._finder = _PatchWhenReady(self._module_name, self._patch_if_ready)
             sys.meta_path.insert(0, self._finder)
 
-    def _patch(self, module: Any) -> None:
-        autotuner: Any = getattr(module, AUTOTUNER_CLASS, None)
+    def _patch_if_ready(self) -> bool:
+        """Wrap `precompile` once its class exists; True when there is nothing left to wait for."""
+        if self._patched is not None:
+            return True
+        autotuner: Any = getattr(sys.modules.get(self._module_name), self._class_name, None)
         precompile = getattr(autotuner, "precompile", None)
-        if precompile is None or hasattr(precompile, _WRAPPED):
-            return  # a torch without the hand-over point, or wrapped already
+        if precompile is None:
+            return False  # not imported, or mid-import
         with self._lock:
-            autotuner.precompile = _wrap_precompile(precompile, self._on_handover)
+            if not hasattr(precompile, _WRAPPED):
+                autotuner.precompile = _wrap_precompile(precompile, self._on_handover)
             self._patched = autotuner
+        return True
 
     def remove(self) -> None:
-        if self._finder is not None and self._finder in sys.meta_path:
-            sys.meta_path.remove(self._finder)
+        """Put torch's own `precompile` back (unless someone wrapped it over ours) and stop waiting."""
+        if self._finder is not None:
+            self._finder.done = True
+            if self._finder in sys.meta_path:
+                sys.meta_path.remove(self._finder)
         self._finder = None
         with self._lock:
             patched: Any = self._patched

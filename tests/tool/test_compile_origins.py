@@ -307,3 +307,33 @@ def test_a_monitor_started_before_inductor_is_imported_wraps_its_hand_over_point
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "True", "True"]
+
+
+def test_a_hand_over_point_whose_module_was_mid_import_when_the_monitor_started_is_wrapped_once_it_completes(
+        tmp_path, monkeypatch):
+    """Triton is often first imported from inside Inductor's modules: the monitor then starts while the module
+    that defines the hand-over point is half executed (in sys.modules, its class not defined yet)."""
+    import types
+
+    from jitguard.runtime.inductor_launchers import HandoverHook
+
+    half_done = types.ModuleType("jg_half_imported_heuristics")
+    monkeypatch.setitem(sys.modules, half_done.__name__, half_done)
+    hook = HandoverHook(lambda *args: None, module_name=half_done.__name__, class_name="Autotuner")
+    hook.install()
+    try:
+        assert not hook.active
+
+        class Autotuner:
+            def precompile(self):
+                return "launchable"
+
+        half_done.Autotuner = Autotuner  # the rest of the module runs
+        (tmp_path / "jg_later_module.py").write_text("")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        importlib.import_module("jg_later_module")  # any later import finds the module complete
+        assert hook.active and hasattr(Autotuner.precompile, "__jitguard_handover__")
+        assert Autotuner().precompile() == "launchable"
+    finally:
+        hook.remove()
+    assert not hasattr(Autotuner.precompile, "__jitguard_handover__")
