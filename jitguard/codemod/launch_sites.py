@@ -357,9 +357,11 @@ def runtime_count(expression: ast.expr, values: Mapping[str, list[ast.expr]],
     a tensor (`(y != -100).sum().item()`, `int(n.item())`), `len(seqs)`, `x.numel()` of a tensor whose shape the
     source does not fix; through locals (any of their values), arithmetic and `cdiv`-like calls, not through
     other functions (`bucket(n)` may map a count to few values)."""
-    if depth > 3 * _RESOLVE_STEPS or isinstance(expression, ast.Constant):
+    if depth > 3 * _RESOLVE_STEPS or isinstance(expression, ast.Constant) or _makes_float(expression):
         return None
     if isinstance(expression, ast.Name):
+        if any(_makes_float(value) for value in values.get(expression.id, [])):
+            return None  # a float on some path (`scale = 1.0 / n`): never specialized there, and no count
         for value in values.get(expression.id, []):
             found = runtime_count(value, values, assigned, depth + 1)
             if found is not None:
@@ -379,6 +381,18 @@ def runtime_count(expression: ast.expr, values: Mapping[str, list[ast.expr]],
         if found is not None:
             return found
     return None
+
+
+def _makes_float(expression: ast.expr) -> bool:
+    """A float by its spelling: a float literal, a true division (`1.0 / n`, `n / 2`), `float(...)`, or arithmetic
+    with one of those (`n * 0.5`)."""
+    if isinstance(expression, ast.Constant):
+        return isinstance(expression.value, float)
+    if isinstance(expression, ast.BinOp):
+        return isinstance(expression.op, ast.Div) or _makes_float(expression.left) or _makes_float(expression.right)
+    if isinstance(expression, ast.UnaryOp):
+        return _makes_float(expression.operand)
+    return isinstance(expression, ast.Call) and isinstance(expression.func, ast.Name) and expression.func.id == "float"
 
 
 def _runtime_call(call: ast.Call, values: Mapping[str, list[ast.expr]], assigned: Mapping[str, ast.expr],

@@ -273,13 +273,17 @@ CASES = [
      """, {("JG101", "divide_by")}),
     ("not-counts-float-and-bool-items-fixed-numel-bucketed-model-name", """
         @triton.jit
-        def k(x_ptr, amax, any_set, cells, binned, hidden, BLOCK: tl.constexpr):
-            tl.store(x_ptr, tl.load(x_ptr) / amax + any_set * cells + binned + hidden)
+        def k(x_ptr, amax, any_set, cells, binned, hidden, inverse, BLOCK: tl.constexpr):
+            tl.store(x_ptr, tl.load(x_ptr) / amax + any_set * cells + binned + hidden + inverse)
 
-        def launch(x, mask, weights):
+        def launch(x, mask, weights, mean):
             grid = torch.empty((4, 8), dtype=torch.float32)
+            n_set = (mask != 0).sum().item()
+            inverse = 1.0
+            if mean:
+                inverse = 1 / n_set
             k[(1,)](x, x.abs().amax().item(), mask.any().item(), grid.numel(),
-                    bucket_of((mask != 0).sum().item()), len(weights), BLOCK=64)
+                    bucket_of(n_set), len(weights), inverse, BLOCK=64)
      """, set()),
     # -- never specialized, or not a count: floats and bool flags --
     ("float-by-default-value", """
