@@ -297,6 +297,8 @@ def format_event_line(event: CompileEvent) -> str:
     ms = f"{event.compile_ms:.0f} ms" if event.compile_ms is not None else "? ms"
     if event.arrived in ("bundle", "remote"):
         ms += f" (loaded {LOADED_FROM[event.arrived]})"
+    elif event.arrived == "worker":
+        ms += " (handed over by a compile worker)"
     elif event.disk_cache_hit:
         ms += " (disk cache hit)"
     if event.cache_miss:

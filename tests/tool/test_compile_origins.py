@@ -260,6 +260,7 @@ def test_a_kernel_a_compile_worker_hands_over_is_one_event_tied_to_the_graph_tha
                                                                       "worker", "a1b2")
     assert event.inductor["compile_id"] == "0/1" and event.options["num_warps"] == 4
     assert event.file.endswith("cxgenerated.py") and not event.loaded
+    assert "(handed over by a compile worker)" in format_event_line(event)
 
 
 def test_a_kernel_from_torchs_own_cache_is_a_disk_load(tmp_path):
