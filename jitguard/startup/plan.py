@@ -25,7 +25,7 @@ import json
 import os
 from typing import Any
 
-from jitguard.events import CompileEvent
+from jitguard.events import DECORATOR_ORIGINS, CompileEvent
 from jitguard.replay.arguments import unrebuildable_reason
 
 PLAN_FORMAT = 1
@@ -194,9 +194,15 @@ def build_plan(report_or_events: Any) -> dict[str, Any]:
     kernels: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     seen: dict[tuple[str, str, str, str], set[str]] = {}
     versions = set()
+    left_out: dict[str, set[str]] = {}
     for event in events:
         if event.triton_version:
             versions.add(event.triton_version)
+        if event.origin not in DECORATOR_ORIGINS:
+            # torch.compile warms its own kernels (and a bundle ships their cache entries); a direct
+            # `triton.compile` call has no function to replay
+            left_out.setdefault(event.origin, set()).add(event.kernel)
+            continue
         slot = (event.module, event.kernel, event.binding, event.file)
         params = {name: _param_entry(name, spec) for name, spec in event.params.items()}
         options = {k: v for k, v in event.options.items() if k != "passed"}
@@ -232,6 +238,7 @@ def build_plan(report_or_events: Any) -> dict[str, Any]:
         "kernels": plan_kernels,
         "variants": sum(len(k["variants"]) for k in plan_kernels),
         "tunings": sum(_pretune_count(k.get("autotune") or {}) for k in plan_kernels),
+        "left_out": {origin: sorted(names) for origin, names in sorted(left_out.items())},
     }
 
 

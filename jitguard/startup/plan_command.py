@@ -11,6 +11,18 @@ from jitguard.render_text import kernel_label
 from jitguard.report.output_file import write_output_file
 from jitguard.startup.plan import PlanInputError, build_plan
 
+LEFT_OUT_WHY = {
+    "inductor": "torch.compile's generated kernels: torch makes them itself when the compiled function first "
+                "runs; warm it up by calling it at start-up",
+    "compile": "direct triton.compile calls: no @triton.jit function to replay",
+}
+
+
+def _say_left_out(left_out: dict[str, list[str]]) -> None:
+    for origin, names in left_out.items():
+        why = LEFT_OUT_WHY.get(origin, f"origin {origin!r}: not replayable")
+        click.echo(f"  not in the plan: {len(names)} kernel(s) from {why}", err=True)
+
 
 @click.command("warmup-plan")
 @click.argument("reports", nargs=-1, required=True, type=click.Path(path_type=str), metavar="REPORT...")
@@ -29,6 +41,7 @@ def warmup_plan_command(reports: tuple[str, ...], output: str) -> None:
     except PlanInputError as exc:
         click.echo(f"jitguard warmup-plan: {exc}", err=True)
         sys.exit(2)
+    _say_left_out(plan.get("left_out") or {})
     if not plan["kernels"]:
         click.echo(f"jitguard warmup-plan: {report}: no compiles recorded, nothing to plan", err=True)
         sys.exit(2)

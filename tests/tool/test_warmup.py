@@ -116,6 +116,26 @@ def test_report_json_is_a_plan_source_on_its_own(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
 
 
+def test_kernels_the_plan_cannot_replay_are_left_out_and_named(tmp_path: Path) -> None:
+    from jitguard.events import CompileEvent, ParamSpec, to_json_line
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    jit = CompileEvent(kernel="add_one_kernel", module="tests.kernels_for_tests", file="k.py", key="k1",
+                       params={"n": ParamSpec("int", "i32", "div16", observed=16)}, options={"num_warps": 4})
+    handed_over = CompileEvent(kernel="triton_poi_fused_add_0", module="", file="/tmp/torchinductor/ab.py",
+                               key="k2", params={}, options={"num_warps": 4}, origin="inductor", arrived="worker")
+    direct = CompileEvent(kernel="scale", module="", file="s.py", key="k3", params={}, options={}, origin="compile")
+    (logs / "host-1.ndjson").write_text("".join(to_json_line(e) + "\n" for e in (jit, handed_over, direct)))
+    plan = build_plan(str(logs))
+    assert [k["name"] for k in plan["kernels"]] == ["add_one_kernel"]
+    assert plan["left_out"] == {"compile": ["scale"], "inductor": ["triton_poi_fused_add_0"]}
+    result = CliRunner().invoke(warmup_plan_command, [str(logs), "-o", str(tmp_path / "p.json")])
+    assert result.exit_code == 0, result.output
+    assert "not in the plan: 1 kernel(s) from torch.compile's generated kernels" in result.output
+    assert "not in the plan: 1 kernel(s) from direct triton.compile calls" in result.output
+
+
 def test_an_older_report_without_variants_needs_its_logs(tmp_path: Path) -> None:
     report = {"directory": str(tmp_path / "gone"), "kernels": [{"name": "k", "variants": 1}]}
     report_path = tmp_path / "old-report.json"
