@@ -14,6 +14,7 @@ The kernel's module is imported to compile it, as the price check of a report do
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,7 +24,7 @@ from jitguard.codemod.demotions import Demotion
 from jitguard.codemod.files import SourceError, read_source
 from jitguard.codemod.kernels import TritonKernel, find_kernels, parse_source
 from jitguard.codemod.launch_sites import launch_facts
-from jitguard.codemod.static_signatures import Synthesized, synthesize
+from jitguard.codemod.static_signatures import RETRY_ELEMENTS, Synthesized, synthesize
 
 _WORST_FIRST = ("costly", "unknown", "free")
 
@@ -120,6 +121,7 @@ class StaticPricer:
         self.on_compile = on_compile
         self._checker: Any = None
         self._kernels: dict[tuple[str, str], Any] = {}
+        self._types: dict[tuple[str, str], Synthesized] = {}
 
     def _jit_function(self, source: _KernelSource) -> Any:
         from jitguard.replay.kernel_loading import KernelTrust, load_jit_function
@@ -132,13 +134,13 @@ class StaticPricer:
         return self._kernels[key]
 
     def price(self, source: _KernelSource, param: str, option: str) -> dict[str, str]:
-        """The `cost` record ({"verdict", "detail"[, "alternative"]}) of one demotion."""
+        """The `cost` record ({"verdict", "detail"[, "alternative"]}) of one demotion: the worst verdict over
+        the synthesized signatures that compile (`unknown` with the compiler's reason when none does)."""
         from jitguard.price.demotion_cost import DemotionCost, DemotionCostChecker
 
-        synthesized = source.synthesized
-        if synthesized.reason is not None:
+        if source.synthesized.reason is not None:
             return DemotionCost("unknown", f"no signature synthesized for {source.kernel.name}: "
-                                           f"{synthesized.reason}").to_json()
+                                           f"{source.synthesized.reason}").to_json()
         if self._checker is None:
             if self.on_compile is not None:
                 self.on_compile()
@@ -147,22 +149,54 @@ class StaticPricer:
             jit_fn = self._jit_function(source)
         except LookupError as exc:
             return DemotionCost("unknown", str(exc)).to_json()
+        synthesized = self._compiling_types(source, jit_fn, param, option)
         costs = [(self._checker.cost(jit_fn, param, option, signature=group), group) for group in synthesized.groups]
-        worst, group = min(costs, key=lambda item: _WORST_FIRST.index(item[0].verdict))
-        return replace(worst, detail=self._detail(worst.verdict, worst.detail, group, synthesized)).to_json()
+        compiled = [item for item in costs if not _signature_failed(item[0].detail)]
+        worst, group = min(compiled or costs, key=lambda item: _WORST_FIRST.index(item[0].verdict))
+        failed = len(costs) - len(compiled)
+        detail = self._detail(worst.verdict, worst.detail, group, synthesized, len(compiled) or len(costs))
+        if compiled and failed:
+            failure = next(cost.detail for cost, _ in costs if _signature_failed(cost.detail))
+            detail += f"; {failed} of {len(costs)} synthesized signatures did not compile ({failure[:160]})"
+        return replace(worst, detail=detail).to_json()
+
+    def _compiling_types(self, source: _KernelSource, jit_fn: Any, param: str, option: str) -> Synthesized:
+        """`source.synthesized`, or the same signatures with the pointers of unknown dtype retyped
+        (`RETRY_ELEMENTS`, in turn) when its first signature does not compile; chosen once per kernel."""
+        key = (source.file, source.kernel.qualname)
+        if key not in self._types:
+            chosen = source.synthesized
+            if chosen.assumed and chosen.groups:
+                for element in ("", *RETRY_ELEMENTS):
+                    candidate = chosen.retyped(element) if element else chosen
+                    probe = self._checker.cost(jit_fn, param, option, signature=candidate.groups[0][:1])
+                    if not _signature_failed(probe.detail):
+                        chosen = candidate
+                        break
+            self._types[key] = chosen
+        return self._types[key]
 
     @staticmethod
-    def _detail(verdict: str, detail: str, group: list[dict[str, Any]], synthesized: Synthesized) -> str:
-        priced = len(synthesized.groups)
+    def _detail(verdict: str, detail: str, group: list[dict[str, Any]], synthesized: Synthesized,
+                priced: int) -> str:
         capped = f" (of {synthesized.configs_total} configurations)" if synthesized.configs_total > priced else ""
-        assumed = (f"; pointer dtypes not in the source taken as fp32: {', '.join(synthesized.assumed)}"
-                   if synthesized.assumed else "")
+        assumed = (f"; pointer dtypes not in the source taken as {synthesized.assumed_type.lstrip('*')}: "
+                   f"{', '.join(synthesized.assumed)}" if synthesized.assumed else "")
         if synthesized.assumed_constexprs:
-            assumed += f"; constexprs given no value in the source: {', '.join(synthesized.assumed_constexprs)}"
+            assumed += (f"; constexprs with no value in the source assumed from their use: "
+                        f"{', '.join(synthesized.assumed_constexprs)}")
         if verdict == "free":
             where = "the synthesized signature" if priced == 1 else f"all {priced} synthesized signatures{capped}"
             return f"free in {where}: {detail}{assumed}"
         return f"{detail} (synthesized signature {_signature_words(group)}, {priced} priced{capped}){assumed}"
+
+
+_SIGNATURE_FAILED = re.compile(r"could not compile \S+ with \S+ specialized: ")
+
+
+def _signature_failed(detail: str) -> bool:
+    """True when the price says the synthesized signature itself did not compile (before any demotion)."""
+    return _SIGNATURE_FAILED.match(detail) is not None
 
 
 def price_scan_demotions(demotions: Sequence[Demotion], files: Sequence[Path], price_from: Sequence[str] = (),

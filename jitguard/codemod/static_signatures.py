@@ -8,19 +8,23 @@ the form the report's `variant_list` uses ({"params": {name: {"kind", "type", "s
 - pointers: `*fp32` unless the source says otherwise: a store of `x.to(tl.bfloat16)`, an annotation,
   a `torch.empty(..., dtype=torch.float16)` passed at a launch of the same file; a pointer whose loaded
   values go into another access's address (an index table) is `*i32` (`*i64` when the values are cast
-  to int64); failing all that, a name of indices (`ids`, `starts`, `lengths`) `*i32`, of positions
-  `*i64`, of a mask `*i1`; always 16-byte aligned;
+  to int64), as is one whose loaded values go into bit operations (packed integers) or that an atomic
+  writes int literals to (a lock); failing all that, a name of indices (`ids`, `starts`, `lengths`)
+  `*i32`, of positions `*i64`, of a mask `*i1`; always 16-byte aligned. The pricer retypes the pointers
+  the source says nothing of (`Synthesized.retyped`, `RETRY_ELEMENTS`) when a signature does not compile;
 - ints: `i32` (`i64` when annotated `tl.int64`), every int divisible by 16 in the base signature, and
   for each int one signature with it `== 1` and one with it odd (the classes a demotion merges);
 - constexprs: each `triton.Config` of an autotune (its launch options too), else the default, else a
   literal passed at a launch; a heuristic is computed from the constexprs it reads (`args["BLOCK"] * 2`)
   where it can be, and one that compares run-time values, or a constexpr read only as a condition,
-  takes both True and False; one that only shapes blocks (`tl.arange(0, BLOCK)`) with no
-  value given is taken as `ASSUMED_BLOCK` (said in the price);
+  takes both True and False. A constexpr given no value (one passed `q.shape[1]` at a launch) is valued
+  from its use: both bools for a condition, the strings it is compared with, `ASSUMED_DTYPE` for a
+  dtype, `ASSUMED_BLOCK` for one that shapes blocks (`tl.arange(0, BLOCK)`), `ASSUMED_COUNT` for a
+  count or multiplier (`off_z * N_H`); each is said in the price;
 - floats, bools and `None` defaults as themselves.
 
-Any other constexpr with no value found, or a tuple parameter, makes the kernel unpriceable: `reason`
-says why.
+Autotune configs that are not a literal list, a heuristic over run-time values of no known form, or a
+tuple parameter make the kernel unpriceable: `reason` says why.
 
     >>> from jitguard.codemod.kernels import find_kernels
     >>> src = b"import triton\\n@triton.jit\\ndef k(x_ptr, n, B: tl.constexpr = 64):\\n    pass\\n"
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jitguard.codemod.kernels import (
@@ -54,6 +58,8 @@ from jitguard.events import CONFIG_OPTIONS
 # At most this many constexpr configurations are priced per kernel (each costs a few compiles).
 MAX_GROUPS = 6
 DEFAULT_POINTER = "*fp32"
+# The element types tried in turn for the pointers the source gives no dtype when a signature does not compile.
+RETRY_ELEMENTS = ("fp16", "bf16")
 # `tl.<name>` / `torch.<name>` -> Triton's element type name.
 ELEMENT_TYPES = {
     "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32", "float": "fp32", "float64": "fp64",
@@ -74,6 +80,16 @@ class Synthesized:
     assumed: list[str] = field(default_factory=list)  # pointers whose dtype the source did not say
     # constexprs no default or launch gives, valued from their use ("BLOCK=128", "HAS_BIAS=True/False")
     assumed_constexprs: list[str] = field(default_factory=list)
+    assumed_type: str = DEFAULT_POINTER  # the type the `assumed` pointers are given
+
+    def retyped(self, element: str) -> Synthesized:
+        """The same signatures with every pointer whose dtype the source did not say pointing to `element`
+        ("fp16"): the next guess when a signature does not compile (`tl.dot` of fp16 and fp32 operands)."""
+        pointer = "*" + element
+        groups = [[{"params": {name: dict(entry, type=pointer) if name in self.assumed else entry
+                               for name, entry in variant["params"].items()}, "options": variant["options"]}
+                   for variant in group] for group in self.groups]
+        return replace(self, groups=groups, assumed_type=pointer)
 
 
 def _element_type(expression: ast.AST | None) -> str | None:
@@ -124,10 +140,38 @@ def _pointer_types_from_body(kernel: TritonKernel, pointers: set[str]) -> dict[s
     for name in _address_names(kernel):
         if name in loaded_into:
             found.setdefault(loaded_into[name], "*i32")
+    for name, pointer_type in _integer_pointers(kernel, loaded_into, bases).items():
+        if name in pointers:
+            found.setdefault(name, pointer_type)
     for name in pointers - found.keys():
         by_name = _pointer_type_by_name(name)
         if by_name is not None:
             found[name] = by_name
+    return found
+
+
+_BIT_OPERATORS = (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
+_ATOMICS = frozenset({"atomic_cas", "atomic_xchg", "atomic_add", "atomic_max", "atomic_min", "atomic_and",
+                      "atomic_or", "atomic_xor"})
+
+
+def _integer_pointers(kernel: TritonKernel, loaded_into: dict[str, str], bases: dict[str, str]) -> dict[str, str]:
+    """Pointers the body shows hold integers (`*i32`): loaded values used in bit operations (`w >> 4`,
+    `w & 0xF`: packed integers; Triton rejects them on floats), and pointers an atomic writes int literals
+    to (`tl.atomic_cas(lock, 0, 1)`: a lock or counter; a compare-and-swap on floats does not compile)."""
+    found: dict[str, str] = {}
+    for node in kernel.nodes():
+        if isinstance(node, ast.BinOp) and isinstance(node.op, _BIT_OPERATORS):
+            for operand in (node.left, node.right):
+                if isinstance(operand, ast.Name) and operand.id in loaded_into:
+                    found.setdefault(loaded_into[operand.id], "*i32")
+        elif isinstance(node, ast.Call) and len(node.args) > 1 and (
+                callee := (dotted_name(node.func) or "").rsplit(".", 1)[-1]) in _ATOMICS:
+            target = leftmost(node.args[0])
+            values = node.args[1:3 if callee == "atomic_cas" else 2]
+            if isinstance(target, ast.Name) and values and all(
+                    isinstance(v, ast.Constant) and type(v.value) is int for v in values):
+                found.setdefault(bases.get(target.id, target.id), "*i32")
     return found
 
 
@@ -264,27 +308,65 @@ def _constexpr_choices(kernel: TritonKernel, param: KernelParam, defaults: dict[
 
 
 # The block size taken for a constexpr that only shapes blocks (`tl.arange(0, BLOCK)`) when no value is given.
-ASSUMED_BLOCK = 128
-_SHAPING_CALLS = frozenset({"arange", "zeros", "full", "static_range", "range", "reshape", "broadcast_to"})
+ASSUMED_BLOCK = 64
+# The value taken for a constexpr used as a count, a multiplier or a bound (`off_z * N_H + off_h`, `range(N)`)
+# when no value is given: a power of two, so it keeps every block use valid and is in the multiple-of-16 class.
+ASSUMED_COUNT = 16
+# The element type taken for a constexpr used as a dtype (`x.to(OUT_DTYPE)`, `tl.zeros(..., dtype=ACC)`).
+ASSUMED_DTYPE = "triton.language.float16"
+_SHAPING_CALLS = frozenset({"arange", "zeros", "full", "reshape", "broadcast_to", "view"})
 
 
-def _choices_from_use(kernel: TritonKernel, name: str) -> list[Any] | None:
-    """Values for a constexpr no default or launch gives: both bools for one read only as a condition,
-    `ASSUMED_BLOCK` for one that only shapes blocks; None otherwise."""
+def _choices_from_use(kernel: TritonKernel, name: str) -> list[Any]:
+    """Values for a constexpr no default or launch gives, from how the body reads it: both bools for one
+    read only as a condition; the literals it is compared with when they are strings (`MODE == "fp8"`);
+    `ASSUMED_DTYPE` for one used as a dtype; `ASSUMED_BLOCK` for one that shapes blocks; `ASSUMED_COUNT` for
+    any other read (arithmetic, a bound, a comparison) or none (then no value changes the code)."""
     from jitguard.codemod.scan import used_only_as_condition
 
     if used_only_as_condition(kernel, name):
         return [True, False]
-    shaping = 0
     parents = {id(child): node for node in kernel.nodes() for child in ast.iter_child_nodes(node)}
-    for node in kernel.nodes():
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
-            parent = parents.get(id(node))
-            while isinstance(parent, (ast.Tuple, ast.List)):
-                parent = parents.get(id(parent))
-            callee = (dotted_name(parent.func) or "").rsplit(".", 1)[-1] if isinstance(parent, ast.Call) else ""
-            shaping += callee in _SHAPING_CALLS
-    return [ASSUMED_BLOCK] if shaping else None
+    reads = [node for node in kernel.nodes()
+             if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)]
+    compared = _compared_strings(reads, parents)
+    if compared:
+        return compared
+    roles = {_read_role(node, parents) for node in reads}
+    if "dtype" in roles:
+        return [ASSUMED_DTYPE]
+    return [ASSUMED_BLOCK] if "shape" in roles else [ASSUMED_COUNT]
+
+
+def _compared_strings(reads: list[ast.Name], parents: dict[int, ast.AST]) -> list[str]:
+    """The string literals `reads` are compared with (`X == "a"`, `X in ("a", "b")`), in source order."""
+    found: list[str] = []
+    for node in reads:
+        parent = parents.get(id(node))
+        if not isinstance(parent, ast.Compare):
+            continue
+        for operand in (parent.left, *parent.comparators):
+            items = operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]
+            found += [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+    return list(dict.fromkeys(found))
+
+
+def _read_role(node: ast.AST, parents: dict[int, ast.AST]) -> str:
+    """"dtype" for a read passed as a dtype, "shape" for one that shapes a block, else "value"."""
+    parent = parents.get(id(node))
+    if isinstance(parent, ast.keyword) and parent.arg in ("dtype", "out_dtype"):
+        return "dtype"
+    while isinstance(parent, (ast.Tuple, ast.List)):
+        parent = parents.get(id(parent))
+    if isinstance(parent, ast.Call):
+        func = parent.func
+        callee = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        dtype_argument = {"to": 0, "cast": 1}.get(callee)
+        if dtype_argument is not None and len(parent.args) > dtype_argument and parent.args[dtype_argument] is node:
+            return "dtype"
+        if callee in _SHAPING_CALLS:
+            return "shape"
+    return "value"
 
 
 def _runtime_entry(param: KernelParam, kernel: TritonKernel, facts: dict[str, Any]) -> dict[str, Any] | str:
@@ -352,9 +434,7 @@ def _configurations(kernel: TritonKernel, facts: dict[str, Any]) -> tuple[list[t
             choices = _constexpr_choices(kernel, param, facts["defaults"], facts["launches"])
             if choices is None:
                 choices = _choices_from_use(kernel, param.name)
-                if choices is None:
-                    return f"no value found for tl.constexpr `{param.name}` (no default, no literal at a launch)"
-                facts["assumed_constexprs"].append(f"{param.name}={'/'.join(str(c) for c in choices)}")
+                facts["assumed_constexprs"].append(_assumed_words(param.name, choices, facts["launches"]))
             free.append((param.name, choices))
     total = len(configs)
     for _, choices in free:
@@ -370,6 +450,13 @@ def _configurations(kernel: TritonKernel, facts: dict[str, Any]) -> tuple[list[t
         found += [(combo, options) for combo in combos]
     total = max(total, len(found))
     return found[:MAX_GROUPS], total
+
+
+def _assumed_words(name: str, choices: list[Any], launches: LaunchFacts) -> str:
+    """`N_H=16 (`q.shape[1]` at a launch)`: the values assumed for a constexpr, and what a launch passes."""
+    words = f"{name}={'/'.join(str(c).removeprefix('triton.language.') for c in choices)}"
+    passed = [ast.unparse(e) for e in launches.passed.get(name, []) if not _literal(e)[0]]
+    return words + (f" (`{passed[0][:40]}` at a launch)" if passed else "")
 
 
 def _with_heuristic(kernel: TritonKernel, heuristic: Any, combos: list[dict[str, Any]]) -> list[dict[str, Any]] | str:

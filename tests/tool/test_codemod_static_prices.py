@@ -136,16 +136,96 @@ def test_a_constexpr_given_no_value_is_valued_from_its_use_and_said() -> None:
                 tl.store(x_ptr + offs, 0.0, mask=offs < n)
      """)
     assert [(g[0]["params"]["BLOCK"]["value"], g[0]["params"]["HAS_W"]["value"]) for g in synthesized.groups] == [
-        (128, True), (128, False)]
-    assert synthesized.assumed_constexprs == ["BLOCK=128", "HAS_W=True/False"]
+        (64, True), (64, False)]
+    assert synthesized.assumed_constexprs == ["BLOCK=64", "HAS_W=True/False"]
+
+
+# (case id, kernel source, constexpr, value assumed from its use, words the price says)
+USE_VALUES = [
+    ("a-multiplier-from-a-shape-is-a-count", """
+        @triton.jit
+        def k(x_ptr, n, HEADS: tl.constexpr):
+            row = tl.program_id(1) * HEADS + tl.program_id(0)
+            tl.store(x_ptr + row, 0.0, mask=row < n)
+
+        def launch(q):
+            k[(q.shape[1], q.shape[0])](q, q.numel(), q.shape[1])
+     """, "HEADS", 16, "HEADS=16 (`q.shape[1]` at a launch)"),
+    ("a-loop-bound", """
+        @triton.jit
+        def k(x_ptr, STEPS: tl.constexpr):
+            for i in range(0, STEPS):
+                tl.store(x_ptr + i, 0.0)
+     """, "STEPS", 16, "STEPS=16"),
+    ("a-block-shape-and-a-multiplier", """
+        @triton.jit
+        def k(x_ptr, D: tl.constexpr):
+            offs = tl.program_id(0) * D + tl.arange(0, D)
+            tl.store(x_ptr + offs, 0.0)
+     """, "D", 64, "D=64"),
+    ("a-dtype", """
+        @triton.jit
+        def k(x_ptr, out_ptr, OUT_TYPE: tl.constexpr):
+            tl.store(out_ptr, tl.load(x_ptr).to(OUT_TYPE))
+     """, "OUT_TYPE", "triton.language.float16", "OUT_TYPE=float16"),
+    ("a-string-compared", """
+        @triton.jit
+        def k(x_ptr, MODE: tl.constexpr):
+            if MODE == "fp8":
+                tl.store(x_ptr, 1.0)
+            elif MODE == "int8":
+                tl.store(x_ptr, 2.0)
+     """, "MODE", "fp8", "MODE=fp8/int8"),
+    ("never-read", """
+        @triton.jit
+        def k(x_ptr, UNUSED: tl.constexpr):
+            tl.store(x_ptr, 1.0)
+     """, "UNUSED", 16, "UNUSED=16"),
+]
+
+
+@pytest.mark.parametrize(("body", "name", "value", "words"), [c[1:] for c in USE_VALUES],
+                         ids=[c[0] for c in USE_VALUES])
+def test_a_constexpr_with_no_value_in_the_source_is_valued_from_its_use(body: str, name: str, value: Any,
+                                                                        words: str) -> None:
+    synthesized = _synthesized(body)
+    assert synthesized.reason is None, synthesized.reason
+    assert synthesized.groups[0][0]["params"][name]["value"] == value
+    assert synthesized.assumed_constexprs == [words]
+
+
+INTEGER_POINTERS = [
+    ("packed-values-in-bit-operations", """
+        @triton.jit
+        def k(packed_ptr, out_ptr, BLOCK: tl.constexpr = 64):
+            offs = tl.arange(0, BLOCK)
+            w = tl.load(packed_ptr + offs)
+            tl.store(out_ptr + offs, ((w >> 4) & 0xF).to(tl.float16))
+     """, {"packed_ptr": "*i32", "out_ptr": "*fp16"}),
+    ("a-lock-taken-by-compare-and-swap", """
+        @triton.jit
+        def k(x_ptr, Locks, n):
+            lock = Locks + tl.program_id(0) % n
+            while tl.atomic_cas(lock, 0, 1) == 1:
+                pass
+            tl.store(x_ptr, tl.load(x_ptr) + 1.0)
+            tl.atomic_xchg(lock, 0)
+     """, {"Locks": "*i32", "x_ptr": "*fp32"}),
+    ("a-float-atomic-add-keeps-the-default", """
+        @triton.jit
+        def k(acc_ptr, x_ptr):
+            tl.atomic_add(acc_ptr, tl.load(x_ptr))
+     """, {"acc_ptr": "*fp32"}),
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), [c[1:] for c in INTEGER_POINTERS], ids=[c[0] for c in INTEGER_POINTERS])
+def test_pointers_the_body_shows_hold_integers_are_integer(body: str, expected: dict[str, str]) -> None:
+    params = _base(body)
+    assert {name: params[name]["type"] for name in expected} == expected
 
 
 @pytest.mark.parametrize(("body", "reason"), [
-    ("""
-     @triton.jit
-     def k(x_ptr, n, SHIFT: tl.constexpr):
-         tl.store(x_ptr + SHIFT, 0.0)
-     """, "no value found for tl.constexpr `SHIFT`"),
     ("""
      @triton.autotune(configs=make_configs(), key=["n"])
      @triton.jit
@@ -158,7 +238,7 @@ def test_a_constexpr_given_no_value_is_valued_from_its_use_and_said() -> None:
      def k(x_ptr, n, BLOCK: tl.constexpr):
          pass
      """, "heuristic `BLOCK` reads run-time values the source does not give"),
-], ids=["no-value", "computed-configs", "numeric-heuristic"])
+], ids=["computed-configs", "numeric-heuristic"])
 def test_a_signature_that_cannot_be_built_says_why(body: str, reason: str) -> None:
     synthesized = _synthesized(body)
     assert synthesized.groups == [] and reason in (synthesized.reason or "")
@@ -229,5 +309,50 @@ def test_scan_demotions_are_priced_in_their_synthesized_signatures(tmp_path: Pat
     # n_elements bounds the contiguous offsets: 128-bit accesses need it % 16 == 0
     assert costs["copy_flat"]["verdict"] == "costly", costs["copy_flat"]
     assert "BLOCK=1024" in costs["copy_flat"]["detail"]
-    assert costs["needs_shift"]["verdict"] == "unknown"
-    assert "no value found for tl.constexpr `SHIFT`" in costs["needs_shift"]["detail"]
+    # SHIFT has no value in the source: priced with one from its use, and the price says so
+    assert costs["needs_shift"]["verdict"] == "free", costs["needs_shift"]
+    assert "assumed from their use: SHIFT=16" in costs["needs_shift"]["detail"]
+
+
+RETYPED = HEADER + '''
+
+@triton.jit
+def scaled_dot(a_ptr, b_ptr, out_ptr, num_rows, BLOCK: tl.constexpr = 16):
+    rows = tl.arange(0, BLOCK)
+    cols = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + rows[:, None] * BLOCK + cols[None, :], mask=rows[:, None] < num_rows)
+    b = tl.load(b_ptr + rows[:, None] * BLOCK + cols[None, :]).to(tl.float16)
+    tl.store(out_ptr + rows[:, None] * BLOCK + cols[None, :], tl.dot(a, b), mask=rows[:, None] < num_rows)
+
+
+@triton.jit
+def checked(x_ptr, num_rows, STRICT: tl.constexpr):
+    if STRICT:
+        tl.static_assert(False, "this configuration does not compile")
+    row = tl.program_id(0)
+    tl.store(x_ptr + row, 1.0, mask=row < num_rows)
+'''
+
+
+def _priced_costs(tmp_path: Path, source: str, requests: list[tuple[str, str, int]]) -> dict[str, dict[str, str]]:
+    package = tmp_path / "static_retry_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    file = package / "kernels.py"
+    file.write_text(source)
+    demotions = [Demotion(kernel, param, "do_not_specialize", "scan.json", str(file), line, "do_not_specialize")
+                 for kernel, param, line in requests]
+    priced = price_scan_demotions(demotions, [file])
+    return {d.kernel: d.report_entry["params"][d.param]["cost"] for d in priced if d.report_entry is not None}
+
+
+def test_pointers_of_unknown_dtype_are_retyped_when_the_signature_does_not_compile(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    costs = _priced_costs(tmp_path, RETYPED, [("scaled_dot", "num_rows", 7), ("checked", "num_rows", 16)])
+    # a_ptr taken as fp32 makes `tl.dot` mix fp32 and fp16: the price is computed with fp16 pointers and says so
+    assert costs["scaled_dot"]["verdict"] in ("free", "costly"), costs["scaled_dot"]
+    assert "taken as fp16: a_ptr, b_ptr, out_ptr" in costs["scaled_dot"]["detail"]
+    # STRICT=True does not compile; the demotion is priced on the signatures that do, and the failure is said
+    assert costs["checked"]["verdict"] == "free", costs["checked"]
+    assert "1 of 2 synthesized signatures did not compile" in costs["checked"]["detail"]
+    assert "this configuration does not compile" in costs["checked"]["detail"]
