@@ -84,6 +84,11 @@ def _import_bindings(tree: ast.Module, path: Path | None) -> tuple[dict[str, Hel
     return functions, modules
 
 
+def imported_functions(tree: ast.Module, path: Path | None) -> dict[str, HelperCall]:
+    """Names `from X import name [as local]` binds: ``{local: (module ref, name)}`` (see :func:`defines`)."""
+    return _import_bindings(tree, path)[0]
+
+
 def helper_calls(tree: ast.Module, kernel_nodes: Iterable[Iterable[ast.AST]],
                  path: Path | None) -> frozenset[HelperCall]:
     """The imported functions that these kernels' bodies call, as (module ref, name)."""

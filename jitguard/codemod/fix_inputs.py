@@ -78,12 +78,19 @@ def scan_requests(scans: list[FileScan]) -> FixRequests:
 
 def scan_paths(files: Sequence[Path], rules_for: Callable[[Path], Collection[str]], jobs: int,
                progress: Any = None) -> list[FileScan]:
-    """Scan `files` as `jitguard scan` does (per-file rules, device helpers of other files dropped)."""
+    """Scan `files` as `jitguard scan` does (per-file rules, kernels launched from other files judged with those
+    launches too, device helpers of other files dropped)."""
     from jitguard.codemod.cross_file_helpers import drop_cross_file_helper_findings
+    from jitguard.codemod.cross_file_launches import with_launches_elsewhere
     from jitguard.codemod.files import map_files
+    from jitguard.codemod.scan import scan_file
 
     tasks = [(path, rules_for(path), None) for path in files]
-    return drop_cross_file_helper_findings(list(map_files(scan_task, tasks, jobs, progress)))
+    rules = {str(path): enabled for path, enabled, _ in tasks}
+    scans = with_launches_elsewhere(
+        list(map_files(scan_task, tasks, jobs, progress)),
+        lambda scan, elsewhere: scan_file(Path(scan.module_path), rules.get(scan.module_path), scan.path, elsewhere))
+    return drop_cross_file_helper_findings(scans)
 
 
 def price_scanned(requests: FixRequests, files: Sequence[Path], price_from: Sequence[str],

@@ -1,10 +1,11 @@
 """What the launches of a file's kernels pass (`kernel[grid](...)`), read from the source, never run.
 
-`scan` uses these facts where a parameter's name and body cannot tell: a float literal passed for a
-parameter makes it a float (never specialized), `True`/`False` makes a flag, and an argument computed
-from what another parameter receives (`stride_sh = triton.cdiv(L, BLK)` passed beside `L`) makes
-the first derived from the second, and an int only known at run time (`(y != -100).sum().item()`,
-`len(seqs)`, `x.numel()`: `runtime_count`) makes a count of the parameter it is passed. Names are
+`scan` uses these facts where a parameter's name and body cannot tell: a float passed for a parameter
+(a literal, a true division, `float(...)`) makes it a float (never specialized), `True`/`False` makes a
+flag, an argument computed from what another parameter receives (`stride_sh = triton.cdiv(L, BLK)`
+passed beside `L`) makes the first derived from the second, and an int only known at run time
+(`(y != -100).sum().item()`, `len(seqs)`, `x.numel()`: `runtime_count`) makes a count of the parameter it
+is passed. Names are
 resolved through the assignments of the function the launch is in (`stride_sh = ...`, a few steps
 back; for run-time counts, every value a name is given on any branch).
 
@@ -37,8 +38,9 @@ class LaunchFacts:
     tensors: set[str] = field(default_factory=set)  # params passed a tensor the source creates: pointers
     # param -> the argument expressions passed (resolved through locals), for signature synthesis
     passed: dict[str, list[ast.expr]] = field(default_factory=dict)
-    # param -> (source text, line) of a count only known at run time that a launch passes it (`mask.sum().item()`)
-    runtime: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # param -> (source text, line, file: "" for the kernel's own) of a count only known at run time that a launch
+    # passes it (`mask.sum().item()`)
+    runtime: dict[str, tuple[str, int, str]] = field(default_factory=dict)
 
 
 def _assignments(scope: ast.AST) -> dict[str, ast.expr]:
@@ -242,14 +244,6 @@ def _tensor_axis(node: ast.expr) -> tuple[ast.expr, ast.expr, bool] | None:
                 "stride", "size") and not base.args:
             return base.func.value, node.slice, base.func.attr == "stride"
     return None
-
-
-def _is_float(expression: ast.expr) -> bool:
-    if isinstance(expression, ast.UnaryOp):
-        expression = expression.operand
-    if isinstance(expression, ast.Constant):
-        return isinstance(expression.value, float)
-    return isinstance(expression, ast.Call) and isinstance(expression.func, ast.Name) and expression.func.id == "float"
 
 
 def _is_flag(expression: ast.expr) -> bool:
@@ -573,7 +567,7 @@ def launch_facts(tree: ast.Module, kernels: Mapping[str, Sequence[str]],
                 found.constants.add(param)
             else:
                 varying.setdefault(name, set()).add(param)
-            if _is_float(value):
+            if _makes_float(value):
                 found.floats.add(param)
             if _is_flag(value):
                 found.flags.add(param)
@@ -581,7 +575,7 @@ def launch_facts(tree: ast.Module, kernels: Mapping[str, Sequence[str]],
                 found.tensors.add(param)
             counted = runtime_count(arg, values, assigned) or scopes.wrapper_count(arg, scope)
             if counted is not None and param not in found.runtime:
-                found.runtime[param] = (_cut(ast.unparse(counted)), counted.lineno)
+                found.runtime[param] = (_cut(ast.unparse(counted)), counted.lineno, "")
             sources = {other for other, text in whole.items()
                        if other != param and text != whole[param] and text in parts[param]}
             if sources:
@@ -593,3 +587,74 @@ def launch_facts(tree: ast.Module, kernels: Mapping[str, Sequence[str]],
 
 def _cut(text: str, limit: int = 48) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def merged_facts(found: Sequence[LaunchFacts]) -> LaunchFacts | None:
+    """What several sets of launches pass, as one (an int literal counts only where every set passes one)."""
+    if len(found) <= 1:
+        return found[0] if found else None
+    merged = LaunchFacts(constants=set.intersection(*(facts.constants for facts in found)))
+    for facts in found:
+        merged.launches += facts.launches
+        merged.floats |= facts.floats
+        merged.flags |= facts.flags
+        merged.tensors |= facts.tensors
+        for param, sources in facts.derived.items():
+            merged.derived.setdefault(param, set()).update(sources)
+        for param, values in facts.passed.items():
+            merged.passed.setdefault(param, []).extend(values)
+        for param, counted in facts.runtime.items():
+            merged.runtime.setdefault(param, counted)
+    return merged
+
+
+#: How launches of a kernel defined in another file name its parameters: by position until the kernel's own
+#: names are known (`#0`, `#1`, ...), by keyword as written.
+POSITION = "#{}"
+
+
+def by_position(tree: ast.Module, names: Sequence[str], source: bytes | None = None) -> dict[str, LaunchFacts]:
+    """What the launches of `names` (kernels this file does not define) pass, parameters named `#0`, `#1`, ...
+    by position and by keyword as written; without the argument expressions (`passed`), so the facts travel
+    between processes."""
+    lines = launch_lines(source, list(names)) if source is not None else None
+    if not names or lines == set():
+        return {}
+    wanted: dict[str, Sequence[str]] = dict.fromkeys(names, ())
+    calls = _calls(tree, lambda call: _launched(call, wanted), lines)
+    params: dict[str, list[str]] = {}
+    for name, call, _ in calls:
+        listed = params.setdefault(name, [])
+        for index in range(len(call.args)):
+            if POSITION.format(index) not in listed:
+                listed.append(POSITION.format(index))
+        listed += [k.arg for k in call.keywords if k.arg is not None and k.arg not in listed]
+    facts = launch_facts(tree, params, source)
+    for found in facts.values():
+        found.passed = {}
+    return facts
+
+
+def named_by(facts: LaunchFacts, params: Sequence[str], file: str = "") -> LaunchFacts:
+    """`facts` from :func:`by_position` with `#i` renamed to the i-th of the kernel's `params` (others dropped);
+    `file`: where those launches are, named by the run-time counts found there."""
+    known = set(params)
+
+    def name(key: str) -> str | None:
+        if key.startswith("#") and key[1:].isdigit():
+            index = int(key[1:])
+            return params[index] if index < len(params) else None
+        return key if key in known else None
+
+    def names(keys: set[str]) -> set[str]:
+        return {renamed for key in keys if (renamed := name(key)) is not None}
+
+    renamed = LaunchFacts(launches=facts.launches, floats=names(facts.floats), flags=names(facts.flags),
+                          constants=names(facts.constants), tensors=names(facts.tensors))
+    for key, sources in facts.derived.items():
+        if (param := name(key)) is not None:
+            renamed.derived[param] = names(sources)
+    for key, (text, line, where) in facts.runtime.items():
+        if (param := name(key)) is not None:
+            renamed.runtime[param] = (text, line, where or file)
+    return renamed

@@ -5,7 +5,8 @@ gets one finding, the other causes folded into its message (`also`), but for JG1
 for another edit and stands alone. Parameters are judged by name only where the name is
 unambiguous (`param_names`), otherwise by use (`param_uses`: masks, loops and position divisors,
 followed into the `@triton.jit` helpers a kernel calls; pitches) and by what the file's launches
-pass (`launch_sites`: floats, bool flags, ints computed from a count). Rules (id, name):
+pass (`launch_sites`: floats, bool flags, ints computed from a count, counts only known at run time), the
+launches of other files that import the kernel included (`cross_file_launches`). Rules (id, name):
 
 - JG101 token-count-specialized (warning): an int parameter that is a per-call count is
   specialized; every call moves it among `== 1`, `% 16 == 0` and other -> up to 3 compiles per
@@ -44,11 +45,11 @@ from __future__ import annotations
 import ast
 import difflib
 import re
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from jitguard.codemod.cross_file_helpers import HELPER_RULES, helper_calls
+from jitguard.codemod.cross_file_helpers import HELPER_RULES, helper_calls, imported_functions
 from jitguard.codemod.files import SourceError, read_source
 from jitguard.codemod.kernels import (
     DEMOTION_OPTIONS,
@@ -63,7 +64,7 @@ from jitguard.codemod.kernels import (
     parse_source,
     where_to_add,
 )
-from jitguard.codemod.launch_sites import LaunchFacts, launch_facts
+from jitguard.codemod.launch_sites import LaunchFacts, by_position, launch_facts, merged_facts, named_by
 from jitguard.codemod.param_names import (
     OUTER_AXES,
     TOKEN_AXES,
@@ -148,6 +149,10 @@ class FileScan:
     # (module, name) of the jit functions this file's kernels call through imports
     # (cross_file_helpers): device helpers of other files.
     helper_calls: frozenset[tuple[str, str]] = frozenset()
+    kernel_names: frozenset[str] = frozenset()  # the kernels this file defines
+    # (module ref, name, facts by position) of each kernel of another file this file launches
+    # (`from .ops import k` then `k[grid](...)`), for cross_file_launches to hand to the file defining it.
+    launches_elsewhere: tuple[tuple[str, str, LaunchFacts], ...] = ()
 
 
 FLOAT_ANNOTATIONS = ("float", "float16", "float32", "float64", "bfloat16", "fp32", "fp16")
@@ -312,8 +317,9 @@ def _judge_launched_counts(facts: _KernelFacts) -> None:
     for name in launched:
         if facts.launches.derived.get(name, set()) & set(launched):
             continue  # computed from another of these parameters: `_judge_derived` names that one
-        source, line = facts.launches.runtime[name]
-        facts.kinds[name], facts.counts[name] = "count", f"a run-time count (`{source}`, line {line})"
+        source, line, file = facts.launches.runtime[name]
+        where = f"{file}:{line}" if file else f"line {line}"
+        facts.kinds[name], facts.counts[name] = "count", f"a run-time count (`{source}`, {where})"
 
 
 def _is_count_constexpr(facts: _KernelFacts, param: KernelParam) -> bool:
@@ -602,14 +608,29 @@ def scan_source(source: bytes, file: str, enabled: Collection[str] | None = None
     that a kernel of this source calls is judged as a device helper; one that other files call is
     for :func:`cross_file_helpers.drop_cross_file_helper_findings` to judge.
     """
-    findings, kernels, _ = _scan_with_calls(source, file, enabled, None)
-    return findings, kernels
+    scanned = _scan_with_calls(source, file, enabled, None)
+    return scanned.findings, scanned.kernels
 
 
-def _scan_with_calls(source: bytes, file: str, enabled: Collection[str] | None,
-                     path: Path | None) -> tuple[list[Finding], int, frozenset[tuple[str, str]]]:
+@dataclass
+class _Scanned:
+    """What one source gave: findings, kernels, and what cross-file passes need (see `FileScan`)."""
+
+    findings: list[Finding] = field(default_factory=list)
+    kernels: int = 0
+    helper_calls: frozenset[tuple[str, str]] = frozenset()
+    kernel_names: frozenset[str] = frozenset()
+    launches_elsewhere: tuple[tuple[str, str, LaunchFacts], ...] = ()
+
+
+# `name[grid](`: how a launch is spelled, in a file with kernels or without (one another file defines).
+_LAUNCH_SPELLING = re.compile(rb"\b([A-Za-z_]\w*)[ \t]*\[[^\[\]]*\][ \t]*\(")
+
+
+def _scan_with_calls(source: bytes, file: str, enabled: Collection[str] | None, path: Path | None,
+                     elsewhere: Mapping[str, Sequence[tuple[str, LaunchFacts]]] | None = None) -> _Scanned:
     if not might_contain_kernels(source):
-        return [], 0, frozenset()
+        return _Scanned(launches_elsewhere=_launches_in_wrapper_file(source, path))
     tree = parse_source(source)
     kernels = find_kernels(source, tree)
     lines = source_lines(source)
@@ -621,45 +642,64 @@ def _scan_with_calls(source: bytes, file: str, enabled: Collection[str] | None,
         finding
         for kernel in kernels
         for finding in scan_kernel(kernel, file, lines, kernel.name in called, enabled, helpers,
-                                   _kernel_launches(kernel, launches))
+                                   _kernel_launches(kernel, launches, elsewhere))
     ]
-    return findings, len(kernels), helper_calls(tree, (kernel.nodes() for kernel in kernels), path)
+    names = {name for kernel in kernels for name in (kernel.name, *kernel.bound_as)}
+    return _Scanned(findings, len(kernels), helper_calls(tree, (kernel.nodes() for kernel in kernels), path),
+                    frozenset(names), _launches_of_imports(tree, source, path, names))
 
 
-def _kernel_launches(kernel: TritonKernel, launches: dict[str, LaunchFacts]) -> LaunchFacts | None:
-    """The launches of `kernel` under any of its names (one kernel bound twice: each binding's own)."""
+def _launches_of_imports(tree: ast.Module, source: bytes, path: Path | None,
+                         local: Collection[str]) -> tuple[tuple[str, str, LaunchFacts], ...]:
+    """(module ref, name, facts by position) of each launch of a name this file imports (`from .ops import k`)."""
+    launched = {match.group(1).decode() for match in _LAUNCH_SPELLING.finditer(source)} - set(local)
+    if path is None or not launched:
+        return ()  # reading the imports costs a walk of the whole tree: only where a launch is spelled
+    imported = {local_name: bound for local_name, bound in imported_functions(tree, path).items()
+                if local_name in launched}
+    found = by_position(tree, list(imported), source)
+    return tuple((*imported[name], facts) for name, facts in sorted(found.items()))
+
+
+def _launches_in_wrapper_file(source: bytes, path: Path | None) -> tuple[tuple[str, str, LaunchFacts], ...]:
+    """Launches of imported kernels in a file without kernels; one that does not parse launches nothing here
+    (scan never reported errors of files without kernels)."""
+    if path is None or not _LAUNCH_SPELLING.search(source):
+        return ()
+    try:
+        tree = parse_source(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return ()
+    return _launches_of_imports(tree, source, path, ())
+
+
+def _kernel_launches(kernel: TritonKernel, launches: dict[str, LaunchFacts],
+                     elsewhere: Mapping[str, Sequence[tuple[str, LaunchFacts]]] | None = None) -> LaunchFacts | None:
+    """The launches of `kernel` under any of its names (one kernel bound twice: each binding's own), and those
+    of other files (`elsewhere`: kernel name -> (file, facts by position from `launch_sites.by_position`))."""
     names = kernel.bound_as if kernel.several_bindings and kernel.bound_as else (kernel.name, *kernel.bound_as)
     found = [launches[name] for name in names if name in launches]
-    if len(found) <= 1:
-        return found[0] if found else None
-    merged = LaunchFacts(constants=set.intersection(*(facts.constants for facts in found)))
-    for facts in found:
-        merged.launches += facts.launches
-        merged.floats |= facts.floats
-        merged.flags |= facts.flags
-        merged.tensors |= facts.tensors
-        for param, sources in facts.derived.items():
-            merged.derived.setdefault(param, set()).update(sources)
-        for param, values in facts.passed.items():
-            merged.passed.setdefault(param, []).extend(values)
-        for param, counted in facts.runtime.items():
-            merged.runtime.setdefault(param, counted)
-    return merged
+    params = [param.name for param in kernel.params]
+    found += [named_by(facts, params, file) for file, facts in (elsewhere or {}).get(kernel.name, ())]
+    return merged_facts(found)
 
 
-def scan_file(path: Path, enabled: Collection[str] | None = None, display: str | None = None) -> FileScan:
-    """Scan one file; read and syntax errors come back in `error`, never as exceptions."""
+def scan_file(path: Path, enabled: Collection[str] | None = None, display: str | None = None,
+              elsewhere: Mapping[str, Sequence[tuple[str, LaunchFacts]]] | None = None) -> FileScan:
+    """Scan one file; read and syntax errors come back in `error`, never as exceptions. `elsewhere`: kernel
+    name -> what other files' launches of it pass (`cross_file_launches`), judged with this file's own."""
     name = display or str(path)
     try:
         source = read_source(path)
-        findings, kernels, calls = _scan_with_calls(source, name, enabled, path)
+        scanned = _scan_with_calls(source, name, enabled, path, elsewhere)
     except SourceError as exc:
         return FileScan(name, [], 0, str(exc))
     except SyntaxError as exc:
         return FileScan(name, [], 0, f"syntax error at line {exc.lineno}: {exc.msg}")
     except (ValueError, RecursionError) as exc:
         return FileScan(name, [], 0, f"cannot parse: {exc}")
-    return FileScan(name, findings, kernels, module_path=str(path), helper_calls=calls)
+    return FileScan(name, scanned.findings, scanned.kernels, module_path=str(path), helper_calls=scanned.helper_calls,
+                    kernel_names=scanned.kernel_names, launches_elsewhere=scanned.launches_elsewhere)
 
 
 def scan_task(task: tuple[Path, Collection[str] | None, str | None]) -> FileScan:

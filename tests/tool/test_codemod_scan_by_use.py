@@ -436,3 +436,31 @@ def test_a_launched_count_says_what_the_launch_passes_and_fix_demotes_it(tmp_pat
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
     assert '@triton.jit(do_not_specialize=["n_valid"])\ndef k(' in kernel.read_text()
     assert scan_source(kernel.read_bytes(), "loss.py")[0] == []
+
+
+def test_launches_in_another_file_count_for_the_kernel_they_import(tmp_path: Path) -> None:
+    kernel = """
+        @triton.jit
+        def loss_kernel(x_ptr, n_valid, limit, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs) / n_valid, mask=offs.to(tl.float32) < limit)
+    """
+    package = tmp_path / "lib"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "kernels.py").write_bytes(_source(kernel))
+    (package / "same_name.py").write_bytes(_source(kernel))  # a kernel of the same name no one imports
+    (package / "ops.py").write_text(textwrap.dedent("""
+        from .kernels import loss_kernel
+
+
+        def loss(x, labels):
+            loss_kernel[(1,)](x, (labels != -100).sum().item(), 0.5 * x.shape[1], BLOCK=64)
+        """))
+    scan = _run(scan_command, ["--json", package])
+    findings = json.loads(scan.stdout)["findings"]  # type: ignore[attr-defined]
+    seen = {(Path(f["file"]).name, f["rule"], f["param"]) for f in findings}
+    # the launch in ops.py makes n_valid a count and limit a float (never specialized) in kernels.py only
+    assert seen == {("kernels.py", "JG101", "n_valid"), ("same_name.py", "JG107", "limit")}, seen
+    (counted,) = [f for f in findings if f["param"] == "n_valid"]
+    assert f"(`(labels != -100).sum().item()`, {package / 'ops.py'}:6)" in counted["message"]
