@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from jitguard.codemod.config_lists import ModuleScope
 from jitguard.codemod.demotions import Demotion
 from jitguard.codemod.files import SourceError, read_source
 from jitguard.codemod.kernels import TritonKernel, find_kernels, parse_source
@@ -78,10 +79,11 @@ def _kernel_sources(file: str) -> list[_KernelSource]:
     launches = launch_facts(tree, {name: [p.name for p in kernel.params]
                                    for kernel in kernels for name in (kernel.name, *kernel.bound_as)}, source)
     module, root = module_and_root(file)
+    scope = ModuleScope(tree, Path(file))
     found = []
     for kernel in kernels:
         facts = next((launches[n] for n in (kernel.name, *kernel.bound_as) if n in launches), None)
-        found.append(_KernelSource(kernel, file, module, root, synthesize(kernel, facts)))
+        found.append(_KernelSource(kernel, file, module, root, synthesize(kernel, facts, scope=scope)))
     return found
 
 
@@ -183,7 +185,8 @@ class StaticPricer:
         assumed = (f"; pointer dtypes not in the source taken as {synthesized.assumed_type.lstrip('*')}: "
                    f"{', '.join(synthesized.assumed)}" if synthesized.assumed else "")
         if synthesized.assumed_constexprs:
-            assumed += (f"; constexprs with no value in the source assumed from their use: "
+            unread = "its autotune configs could not be read from the source, so " if synthesized.configs_unread else ""
+            assumed += (f"; {unread}constexprs with no value in the source assumed from their use: "
                         f"{', '.join(synthesized.assumed_constexprs)}")
         if verdict == "free":
             where = "the synthesized signature" if priced == 1 else f"all {priced} synthesized signatures{capped}"

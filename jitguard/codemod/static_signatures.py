@@ -23,8 +23,10 @@ the form the report's `variant_list` uses ({"params": {name: {"kind", "type", "s
   count or multiplier (`off_z * N_H`); each is said in the price;
 - floats, bools and `None` defaults as themselves.
 
-Autotune configs that are not a literal list, a heuristic over run-time values of no known form, or a
-tuple parameter make the kernel unpriceable: `reason` says why.
+Autotune configs built by code are read where the source gives them as literals (`config_lists`);
+when they cannot be, the constexprs they set are valued from their use and `configs_unread` says so. A
+heuristic over run-time values of no known form, or a tuple parameter, makes the kernel unpriceable:
+`reason` says why.
 
     >>> from jitguard.codemod.kernels import find_kernels
     >>> src = b"import triton\\n@triton.jit\\ndef k(x_ptr, n, B: tl.constexpr = 64):\\n    pass\\n"
@@ -43,6 +45,7 @@ import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from jitguard.codemod.config_lists import Config, ModuleScope, resolve_factory_configs
 from jitguard.codemod.kernels import (
     KernelParam,
     TritonKernel,
@@ -81,6 +84,7 @@ class Synthesized:
     # constexprs no default or launch gives, valued from their use ("BLOCK=128", "HAS_BIAS=True/False")
     assumed_constexprs: list[str] = field(default_factory=list)
     assumed_type: str = DEFAULT_POINTER  # the type the `assumed` pointers are given
+    configs_unread: bool = False  # an autotune's configs could not be read from the source
 
     def retyped(self, element: str) -> Synthesized:
         """The same signatures with every pointer whose dtype the source did not say pointing to `element`
@@ -271,14 +275,19 @@ def _literal(expression: ast.expr | None) -> tuple[bool, Any]:
     return False, None
 
 
-def _autotune_configs(kernel: TritonKernel) -> list[tuple[dict[str, Any], dict[str, Any]]] | None:
-    """(constexprs, launch options) of each literal `triton.Config` of the kernel's autotune, or None."""
+def _autotune_configs(kernel: TritonKernel, scope: ModuleScope | None) -> list[Config] | None:
+    """(constexprs, launch options) of each `triton.Config` of the kernel's autotune: a literal list, else
+    one built by code the source gives (`config_lists`: a factory function, a comprehension); or None."""
     calls = autotune_calls(kernel)
     if not calls:
-        return None
+        # a decorator made by a function of this file or package (`@tuned()` returning `triton.autotune(...)`)
+        factories = [d for d in (kernel.node.decorator_list if kernel.node else []) if isinstance(d, ast.Call)]
+        resolved = [resolve_factory_configs(d, scope) for d in factories] if scope is not None else []
+        return next((configs for configs in resolved if configs), None)
     configs = configs_argument(calls[0])
-    if not isinstance(configs, (ast.List, ast.Tuple)):
-        return None
+    if not isinstance(configs, (ast.List, ast.Tuple)) or not all(
+            isinstance(c, ast.Call) and c.args and isinstance(c.args[0], ast.Dict) for c in configs.elts):
+        return resolve_factory_configs(calls[0], scope) if scope is not None else None
     found = []
     for config in configs.elts:
         if not (isinstance(config, ast.Call) and config.args and isinstance(config.args[0], ast.Dict)):
@@ -421,9 +430,9 @@ def _constexpr_entry(value: Any) -> dict[str, Any]:
 def _configurations(kernel: TritonKernel, facts: dict[str, Any]) -> tuple[list[tuple[dict, dict]], int] | str:
     """(constexpr values, launch options) of each configuration to price (at most MAX_GROUPS), and how many
     there are; or why none can be built."""
-    configs = _autotune_configs(kernel)
+    configs = _autotune_configs(kernel, facts["scope"])
     if configs is None and autotune_calls(kernel):
-        return "its autotune configs are not a literal list of triton.Config({...})"
+        facts["configs_unread"] = True  # its constexprs are valued from their use below, and the price says so
     configs = configs or [({}, {})]
     heuristics = {h.name: h for h in kernel.heuristics}
     free: list[tuple[str, list[Any]]] = []
@@ -544,10 +553,11 @@ def _evaluate(node: ast.AST, values: dict[str, Any], argument: str) -> Any:
 
 
 def synthesize(kernel: TritonKernel, launches: LaunchFacts | None = None,
-               kinds: dict[str, str] | None = None) -> Synthesized:
+               kinds: dict[str, str] | None = None, scope: ModuleScope | None = None) -> Synthesized:
     """Signature groups for `kernel` (see the module docstring). `launches`: what this file's launches pass
     it; `kinds`: each runtime parameter's kind as `scan.runtime_kinds` judges it ("ptr", "float", "flag",
-    "int"), computed here when not given."""
+    "int"), computed here when not given; `scope`: the kernel's module, to read autotune configs built by
+    code (a factory function of the same file or package)."""
     if kernel.node is None:
         return Synthesized(reason="its source is not available")
     launches = launches or LaunchFacts()
@@ -558,7 +568,7 @@ def synthesize(kernel: TritonKernel, launches: LaunchFacts | None = None,
     pointers = {name for name, kind in kinds.items() if kind == "ptr"}
     facts: dict[str, Any] = {
         "defaults": parameter_defaults(kernel), "launches": launches, "pointers": pointers, "assumed": [],
-        "assumed_constexprs": [],
+        "assumed_constexprs": [], "scope": scope, "configs_unread": False,
         "floats": {n for n, k in kinds.items() if k == "float"}, "flags": {n for n, k in kinds.items() if k == "flag"},
         "body_types": _pointer_types_from_body(kernel, pointers),
     }
@@ -578,4 +588,5 @@ def synthesize(kernel: TritonKernel, launches: LaunchFacts | None = None,
         params = {p.name: runtime[p.name] if p.name in runtime else _constexpr_entry(values.get(p.name))
                   for p in kernel.params}
         groups.append(_int_classes({"params": params, "options": dict(options)}))
-    return Synthesized(groups, None, total, sorted(set(facts["assumed"])), facts["assumed_constexprs"])
+    return Synthesized(groups, None, total, sorted(set(facts["assumed"])), facts["assumed_constexprs"],
+                       configs_unread=facts["configs_unread"])

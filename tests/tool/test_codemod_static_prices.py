@@ -227,18 +227,12 @@ def test_pointers_the_body_shows_hold_integers_are_integer(body: str, expected: 
 
 @pytest.mark.parametrize(("body", "reason"), [
     ("""
-     @triton.autotune(configs=make_configs(), key=["n"])
-     @triton.jit
-     def k(x_ptr, n, BLOCK: tl.constexpr):
-         pass
-     """, "autotune configs are not a literal list"),
-    ("""
      @triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n"])})
      @triton.jit
      def k(x_ptr, n, BLOCK: tl.constexpr):
          pass
      """, "heuristic `BLOCK` reads run-time values the source does not give"),
-], ids=["computed-configs", "numeric-heuristic"])
+], ids=["numeric-heuristic"])
 def test_a_signature_that_cannot_be_built_says_why(body: str, reason: str) -> None:
     synthesized = _synthesized(body)
     assert synthesized.groups == [] and reason in (synthesized.reason or "")
