@@ -305,7 +305,8 @@ def _operand(call: ast.Call) -> ast.expr | None:
     return call.args[0] if call.args else None
 
 
-def _tensor_kind(tensor: ast.expr, values: Mapping[str, list[ast.expr]], depth: int = 0) -> str | None:
+def _tensor_kind(tensor: ast.expr, values: Mapping[str, list[ast.expr]], depth: int = 0,
+                 seen: frozenset[str] = frozenset()) -> str | None:
     """"bool" or "int" when the source shows what a tensor holds (a comparison, `.long()`, `dtype=torch.int32`,
     `mask.sum()`), else None: a float tensor's `.item()` is a float, never specialized."""
     if depth > 3 * _RESOLVE_STEPS:
@@ -313,15 +314,17 @@ def _tensor_kind(tensor: ast.expr, values: Mapping[str, list[ast.expr]], depth: 
     if isinstance(tensor, ast.Compare):
         return "bool"
     if isinstance(tensor, ast.Name):
-        kinds = {_tensor_kind(value, values, depth + 1) for value in values.get(tensor.id, [])}
+        if tensor.id in seen:
+            return None  # `mask = mask & other`: the other values decide
+        kinds = {_tensor_kind(value, values, depth + 1, seen | {tensor.id}) for value in values.get(tensor.id, [])}
         return kinds.pop() if len(kinds) == 1 else None
     if isinstance(tensor, ast.UnaryOp) and isinstance(tensor.op, ast.Invert):
-        return _tensor_kind(tensor.operand, values, depth + 1)
+        return _tensor_kind(tensor.operand, values, depth + 1, seen)
     if isinstance(tensor, ast.BinOp) and isinstance(tensor.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
-        left = _tensor_kind(tensor.left, values, depth + 1)
-        return left if left == _tensor_kind(tensor.right, values, depth + 1) else None
+        left = _tensor_kind(tensor.left, values, depth + 1, seen)
+        return left if left == _tensor_kind(tensor.right, values, depth + 1, seen) else None
     if isinstance(tensor, ast.Subscript):
-        return _tensor_kind(tensor.value, values, depth + 1)
+        return _tensor_kind(tensor.value, values, depth + 1, seen)
     if not isinstance(tensor, ast.Call):
         return None
     callee, operand = _callee(tensor), _operand(tensor)
@@ -334,35 +337,34 @@ def _tensor_kind(tensor: ast.expr, values: Mapping[str, list[ast.expr]], depth: 
     if re.fullmatch(r"float\w*|b?float16|half|double|dtype", named):
         return None
     if callee in _KIND_KEEPING and operand is not None:
-        return _tensor_kind(operand, values, depth + 1)
+        return _tensor_kind(operand, values, depth + 1, seen)
     if callee in _BOOL_TENSORS:
         return "bool"
     if callee in _INT_TENSORS:
         return "int"
     if callee in _INT_REDUCTIONS and operand is not None:
-        inner = _tensor_kind(operand, values, depth + 1)
+        inner = _tensor_kind(operand, values, depth + 1, seen)
         return "int" if inner == "int" or (inner == "bool" and callee in _COUNTING_REDUCTIONS) else None
     return None
 
 
 def runtime_count(expression: ast.expr, values: Mapping[str, list[ast.expr]],
-                  assigned: Mapping[str, ast.expr], depth: int = 0) -> ast.expr | None:
+                  assigned: Mapping[str, ast.expr], depth: int = 0,
+                  memo: dict[str, ast.expr | None] | None = None) -> ast.expr | None:
     """The part of a launch argument that makes it an int known only at run time, or None: an int read back from
     a tensor (`(y != -100).sum().item()`, `int(n.item())`), `len(seqs)`, `x.numel()` of a tensor whose shape the
     source does not fix; through locals (any of their values), arithmetic and `cdiv`-like calls, not through
-    other functions (`bucket(n)` may map a count to few values)."""
+    other functions (`bucket(n)` may map a count to few values). `memo`: each local's answer, once per argument."""
+    memo = {} if memo is None else memo
     if depth > 3 * _RESOLVE_STEPS or isinstance(expression, ast.Constant) or _makes_float(expression):
         return None
     if isinstance(expression, ast.Name):
-        if any(_makes_float(value) for value in values.get(expression.id, [])):
-            return None  # a float on some path (`scale = 1.0 / n`): never specialized there, and no count
-        for value in values.get(expression.id, []):
-            found = runtime_count(value, values, assigned, depth + 1)
-            if found is not None:
-                return found
-        return None
+        if expression.id not in memo:
+            memo[expression.id] = None  # while it is resolved: a local computed from itself adds nothing
+            memo[expression.id] = _local_count(expression.id, values, assigned, depth, memo)
+        return memo[expression.id]
     if isinstance(expression, ast.Call):
-        return _runtime_call(expression, values, assigned, depth)
+        return _runtime_call(expression, values, assigned, depth, memo)
     children: list[ast.expr] = []
     if isinstance(expression, ast.BinOp):
         children = [expression.left, expression.right]
@@ -371,7 +373,18 @@ def runtime_count(expression: ast.expr, values: Mapping[str, list[ast.expr]],
     elif isinstance(expression, ast.IfExp):
         children = [expression.body, expression.orelse]
     for child in children:
-        found = runtime_count(child, values, assigned, depth + 1)
+        found = runtime_count(child, values, assigned, depth + 1, memo)
+        if found is not None:
+            return found
+    return None
+
+
+def _local_count(name: str, values: Mapping[str, list[ast.expr]], assigned: Mapping[str, ast.expr], depth: int,
+                 memo: dict[str, ast.expr | None]) -> ast.expr | None:
+    if any(_makes_float(value) for value in values.get(name, [])):
+        return None  # a float on some path (`scale = 1.0 / n`): never specialized there, and no count
+    for value in values.get(name, []):
+        found = runtime_count(value, values, assigned, depth + 1, memo)
         if found is not None:
             return found
     return None
@@ -390,7 +403,7 @@ def _makes_float(expression: ast.expr) -> bool:
 
 
 def _runtime_call(call: ast.Call, values: Mapping[str, list[ast.expr]], assigned: Mapping[str, ast.expr],
-                  depth: int) -> ast.expr | None:
+                  depth: int, memo: dict[str, ast.expr | None]) -> ast.expr | None:
     callee, operand = _callee(call), _operand(call)
     if callee == "item" and not call.args and operand is not None:
         return call if _tensor_kind(operand, values) == "int" else None  # a bool's or a float's item is no count
@@ -398,7 +411,7 @@ def _runtime_call(call: ast.Call, values: Mapping[str, list[ast.expr]], assigned
         inner = call.args[0]
         if isinstance(inner, ast.Call) and _callee(inner) == "item":
             return call  # `int(t.item())`: an int read back from a tensor
-        return runtime_count(inner, values, assigned, depth + 1)
+        return runtime_count(inner, values, assigned, depth + 1, memo)
     if callee == "len" and isinstance(call.func, ast.Name) and len(call.args) == 1:
         sized = call.args[0]
         literal = isinstance(sized, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Constant))
@@ -410,13 +423,13 @@ def _runtime_call(call: ast.Call, values: Mapping[str, list[ast.expr]], assigned
         if dims is None:
             return call
         for dim in dims:
-            found = runtime_count(dim, values, assigned, depth + 1)
+            found = runtime_count(dim, values, assigned, depth + 1, memo)
             if found is not None:
                 return found
         return None
     if callee in _ARITHMETIC or callee == "round":
         for arg in call.args:
-            found = runtime_count(arg, values, assigned, depth + 1)
+            found = runtime_count(arg, values, assigned, depth + 1, memo)
             if found is not None:
                 return found
     return None
