@@ -66,6 +66,20 @@ def _result_options(result: Any) -> dict[str, Any]:
     return {name: getattr(config, name) for name in CONFIG_OPTIONS if isinstance(getattr(config, name, None), int)}
 
 
+def _definition_line(file: str, name: str) -> int:
+    """The line of `def name(` in the generated module `file` (read, never run), 0 when not found: a hand-over
+    from a worker or torch's cache carries no function object to ask."""
+    prefix = f"def {name}("
+    try:
+        with open(file, encoding="utf-8", errors="replace") as source:
+            for number, text in enumerate(source, 1):
+                if text.lstrip().startswith(prefix):
+                    return number
+    except OSError:
+        pass
+    return 0
+
+
 def handed_over_kernels(autotuner: Any, compile_id: str | None) -> list[HandedOverKernel]:
     """The kernels an autotuner holds compiled before `precompile` makes them launchable."""
     fn = getattr(getattr(autotuner, "fn", None), "fn", None)
@@ -75,7 +89,10 @@ def handed_over_kernels(autotuner: Any, compile_id: str | None) -> list[HandedOv
     kernels = []
     for result in list(getattr(autotuner, "compile_results", None) or []):
         digest = getattr(getattr(result, "kernel", None), "hash", None)
-        kernels.append(HandedOverKernel(name=_result_name(result, autotuner), digest=str(digest or ""), file=file,
+        name = _result_name(result, autotuner)
+        if not line and file:
+            line = _definition_line(file, name)
+        kernels.append(HandedOverKernel(name=name, digest=str(digest or ""), file=file,
                                         line=line, options=_result_options(result), compile_id=compile_id))
     return kernels
 

@@ -263,6 +263,17 @@ def test_a_kernel_a_compile_worker_hands_over_is_one_event_tied_to_the_graph_tha
     assert "(handed over by a compile worker)" in format_event_line(event)
 
 
+def test_a_hand_over_without_its_function_is_located_by_reading_the_generated_module(tmp_path):
+    generated = _load_generated(tmp_path)
+    autotuner = _arrived_autotuner(generated, _compiled_result("c3d4", static=True))
+    autotuner.fn = None  # what a cached or worker-compiled kernel carries: no function object to ask
+    with jitguard.watch() as rec:
+        autotuner.precompile(warm_cache_only=False, reload_kernel=lambda: None, static_triton_bundle_key="k")
+    event, = rec.events
+    source_lines = Path(generated.__file__).read_text().splitlines()
+    assert event.line > 0 and source_lines[event.line - 1].startswith("def triton_poi_fused_add_mul_0(")
+
+
 def test_a_kernel_from_torchs_own_cache_is_a_disk_load(tmp_path):
     from torch._inductor.codecache import StaticAutotunerFuture
 
