@@ -182,8 +182,8 @@ class StaticPricer:
     def _detail(verdict: str, detail: str, group: list[dict[str, Any]], synthesized: Synthesized,
                 priced: int) -> str:
         capped = f" (of {synthesized.configs_total} configurations)" if synthesized.configs_total > priced else ""
-        assumed = (f"; pointer dtypes not in the source taken as {synthesized.assumed_type.lstrip('*')}: "
-                   f"{', '.join(synthesized.assumed)}" if synthesized.assumed else "")
+        taken = [f"{element}: {', '.join(names)}" for element, names in synthesized.assumed_types().items()]
+        assumed = f"; pointer dtypes not in the source taken as {'; as '.join(taken)}" if taken else ""
         if synthesized.assumed_constexprs:
             unread = "its autotune configs could not be read from the source, so " if synthesized.configs_unread else ""
             assumed += (f"; {unread}constexprs with no value in the source assumed from their use: "

@@ -62,7 +62,7 @@ from jitguard.events import CONFIG_OPTIONS
 MAX_GROUPS = 6
 DEFAULT_POINTER = "*fp32"
 # The element types tried in turn for the pointers the source gives no dtype when a signature does not compile.
-RETRY_ELEMENTS = ("fp16", "bf16")
+RETRY_ELEMENTS = ("fp16", "bf16", "fp32")
 # `tl.<name>` / `torch.<name>` -> Triton's element type name.
 ELEMENT_TYPES = {
     "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32", "float": "fp32", "float64": "fp64",
@@ -83,7 +83,6 @@ class Synthesized:
     assumed: list[str] = field(default_factory=list)  # pointers whose dtype the source did not say
     # constexprs no default or launch gives, valued from their use ("BLOCK=128", "HAS_BIAS=True/False")
     assumed_constexprs: list[str] = field(default_factory=list)
-    assumed_type: str = DEFAULT_POINTER  # the type the `assumed` pointers are given
     configs_unread: bool = False  # an autotune's configs could not be read from the source
 
     def retyped(self, element: str) -> Synthesized:
@@ -93,7 +92,15 @@ class Synthesized:
         groups = [[{"params": {name: dict(entry, type=pointer) if name in self.assumed else entry
                                for name, entry in variant["params"].items()}, "options": variant["options"]}
                    for variant in group] for group in self.groups]
-        return replace(self, groups=groups, assumed_type=pointer)
+        return replace(self, groups=groups)
+
+    def assumed_types(self) -> dict[str, list[str]]:
+        """Element type -> the `assumed` pointers given it ({"fp16": ["K", "Q"], "fp32": ["TAUS"]})."""
+        found: dict[str, list[str]] = {}
+        params = self.groups[0][0]["params"] if self.groups else {}
+        for name in self.assumed:
+            found.setdefault(str(params.get(name, {}).get("type") or DEFAULT_POINTER).lstrip("*"), []).append(name)
+        return found
 
 
 def _element_type(expression: ast.AST | None) -> str | None:
@@ -152,6 +159,30 @@ def _pointer_types_from_body(kernel: TritonKernel, pointers: set[str]) -> dict[s
         if by_name is not None:
             found[name] = by_name
     return found
+
+
+# The element type given a pointer with no dtype in the source whose loaded values are `tl.dot` operands:
+# half precision, as the matrix products of LLM serving take them (an fp32 guess is a different kernel).
+DOT_OPERAND_POINTER = "*fp16"
+
+
+def _dot_operand_pointers(kernel: TritonKernel, pointers: set[str]) -> set[str]:
+    """Pointers whose loaded values (through a local, a cast or a transpose) are operands of `tl.dot`."""
+    bases = _pointer_locals(kernel, pointers)
+    loaded: dict[str, str] = {}
+    operands: set[str] = set()
+    for node in kernel.nodes():
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "to":
+                value = value.func.value
+            source = _loaded_pointer(value)
+            if source is not None and bases.get(source, source) in pointers:
+                loaded[node.targets[0].id] = bases.get(source, source)
+        elif isinstance(node, ast.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] == "dot":
+            operands.update(n.id for arg in node.args[:2] for n in ast.walk(arg) if isinstance(n, ast.Name))
+            operands.update(p for arg in node.args[:2] for p in [_loaded_pointer(arg)] if p is not None)
+    return {loaded.get(name, bases.get(name, name)) for name in operands} & pointers
 
 
 _BIT_OPERATORS = (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
@@ -328,7 +359,7 @@ _SHAPING_CALLS = frozenset({"arange", "zeros", "full", "reshape", "broadcast_to"
 
 def _choices_from_use(kernel: TritonKernel, name: str) -> list[Any]:
     """Values for a constexpr no default or launch gives, from how the body reads it: both bools for one
-    read only as a condition; the literals it is compared with when they are strings (`MODE == "fp8"`);
+    read only as a condition; the strings or dtypes it is compared with (`MODE == "fp8"`, `X == tl.float16`);
     `ASSUMED_DTYPE` for one used as a dtype; `ASSUMED_BLOCK` for one that shapes blocks; `ASSUMED_COUNT` for
     any other read (arithmetic, a bound, a comparison) or none (then no value changes the code)."""
     from jitguard.codemod.scan import used_only_as_condition
@@ -348,7 +379,8 @@ def _choices_from_use(kernel: TritonKernel, name: str) -> list[Any]:
 
 
 def _compared_strings(reads: list[ast.Name], parents: dict[int, ast.AST]) -> list[str]:
-    """The string literals `reads` are compared with (`X == "a"`, `X in ("a", "b")`), in source order."""
+    """The strings and dtypes `reads` are compared with (`X == "a"`, `X in ("a", "b")`, `X == tl.float16`),
+    in source order."""
     found: list[str] = []
     for node in reads:
         parent = parents.get(id(node))
@@ -356,7 +388,7 @@ def _compared_strings(reads: list[ast.Name], parents: dict[int, ast.AST]) -> lis
             continue
         for operand in (parent.left, *parent.comparators):
             items = operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]
-            found += [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+            found += [value for ok, value in map(_literal, items) if ok and isinstance(value, str)]
     return list(dict.fromkeys(found))
 
 
@@ -393,7 +425,8 @@ def _runtime_entry(param: KernelParam, kernel: TritonKernel, facts: dict[str, An
                    or _annotated_pointer(param))
         if pointer is None:
             facts["assumed"].append(name)
-        return {"kind": "ptr", "type": pointer or DEFAULT_POINTER, "spec": "aligned16", "value": None}
+            pointer = DOT_OPERAND_POINTER if name in facts["dot_operands"] else DEFAULT_POINTER
+        return {"kind": "ptr", "type": pointer, "spec": "aligned16", "value": None}
     annotation = (param.annotation or "").rsplit(".", 1)[-1]
     if annotation in ("tuple", "Tuple"):
         return f"parameter `{name}` is a tuple"
@@ -571,6 +604,7 @@ def synthesize(kernel: TritonKernel, launches: LaunchFacts | None = None,
         "assumed_constexprs": [], "scope": scope, "configs_unread": False,
         "floats": {n for n, k in kinds.items() if k == "float"}, "flags": {n for n, k in kinds.items() if k == "flag"},
         "body_types": _pointer_types_from_body(kernel, pointers),
+        "dot_operands": _dot_operand_pointers(kernel, pointers),
     }
     runtime: dict[str, dict[str, Any]] = {}
     for param in kernel.params:

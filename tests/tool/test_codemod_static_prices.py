@@ -56,6 +56,14 @@ TYPES = [
             offset = x * stride
             tl.store(out_ptr + offset + tl.arange(0, BLOCK), tl.load(feats_ptr + tl.arange(0, BLOCK)))
      """, {"coords_ptr": ("ptr", "*i32"), "feats_ptr": ("ptr", "*fp32"), "out_ptr": ("ptr", "*fp32")}),
+    ("dot-operands-are-half-precision", """
+        @triton.jit
+        def k(q_ptr, k_ptr, out_ptr, BLOCK: tl.constexpr = 16):
+            offs = tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
+            q = tl.load(q_ptr + offs)
+            keys = k_ptr + offs
+            tl.store(out_ptr + offs, tl.dot(q, tl.trans(tl.load(keys))))
+     """, {"q_ptr": ("ptr", "*fp16"), "k_ptr": ("ptr", "*fp16"), "out_ptr": ("ptr", "*fp32")}),
     ("pointer-names-say-what-they-hold", """
         @triton.jit
         def k(x_ptr, seq_starts_ptr, positions_ptr, keep_mask_ptr, BLOCK: tl.constexpr = 64):
@@ -176,6 +184,14 @@ USE_VALUES = [
             elif MODE == "int8":
                 tl.store(x_ptr, 2.0)
      """, "MODE", "fp8", "MODE=fp8/int8"),
+    ("a-dtype-compared", """
+        @triton.jit
+        def k(x_ptr, CACHE_TYPE: tl.constexpr):
+            element = tl.float32
+            if CACHE_TYPE == tl.bfloat16:
+                element = tl.bfloat16
+            tl.store(x_ptr, tl.load(x_ptr).to(element))
+     """, "CACHE_TYPE", "triton.language.bfloat16", "CACHE_TYPE=bfloat16"),
     ("never-read", """
         @triton.jit
         def k(x_ptr, UNUSED: tl.constexpr):
@@ -315,7 +331,7 @@ def scaled_dot(a_ptr, b_ptr, out_ptr, num_rows, BLOCK: tl.constexpr = 16):
     rows = tl.arange(0, BLOCK)
     cols = tl.arange(0, BLOCK)
     a = tl.load(a_ptr + rows[:, None] * BLOCK + cols[None, :], mask=rows[:, None] < num_rows)
-    b = tl.load(b_ptr + rows[:, None] * BLOCK + cols[None, :]).to(tl.float16)
+    b = tl.load(b_ptr + rows[:, None] * BLOCK + cols[None, :]).to(tl.float32)
     tl.store(out_ptr + rows[:, None] * BLOCK + cols[None, :], tl.dot(a, b), mask=rows[:, None] < num_rows)
 
 
@@ -343,9 +359,10 @@ def _priced_costs(tmp_path: Path, source: str, requests: list[tuple[str, str, in
 def test_pointers_of_unknown_dtype_are_retyped_when_the_signature_does_not_compile(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     costs = _priced_costs(tmp_path, RETYPED, [("scaled_dot", "num_rows", 7), ("checked", "num_rows", 16)])
-    # a_ptr taken as fp32 makes `tl.dot` mix fp32 and fp16: the price is computed with fp16 pointers and says so
+    # dot operands are taken as fp16 first, which makes `tl.dot` mix fp16 and the fp32 cast: the price is
+    # computed with the pointers retyped until it compiles, and says which dtypes it took
     assert costs["scaled_dot"]["verdict"] in ("free", "costly"), costs["scaled_dot"]
-    assert "taken as fp16: a_ptr, b_ptr, out_ptr" in costs["scaled_dot"]["detail"]
+    assert "taken as fp32: a_ptr, b_ptr, out_ptr" in costs["scaled_dot"]["detail"]
     # STRICT=True does not compile; the demotion is priced on the signatures that do, and the failure is said
     assert costs["checked"]["verdict"] == "free", costs["checked"]
     assert "1 of 2 synthesized signatures did not compile" in costs["checked"]["detail"]
