@@ -2,8 +2,11 @@
 
 A scan records no variants, so each kernel's likely signatures are synthesized from its source
 (`static_signatures`) and every demotion is compiled both ways in each (`jitguard.price.demotion_cost`,
-offline sm_90): it is `free` only when it is free in every synthesized signature, `costly` when any
-one pays, `unknown` (with the reason) when a signature cannot be built or compiled. The price is put
+offline sm_90): it is `free` only when it is free in every synthesized signature that compiles, `costly`
+when any one pays, `unknown` (with the compiler's reason) when no signature can be built or compiled.
+When a kernel's first signature does not compile, its pointers of unknown dtype are retyped
+(`static_signatures.RETRY_ELEMENTS`, in turn) and the first typing that compiles is kept; the price says
+which dtypes and constexpr values it assumed, and how many signatures did not compile. The price is put
 where a priced runtime report keeps it (`params[NAME].cost` of the demotion's report entry), so `fix`
 applies and skips scan demotions exactly as it does a report's.
 
