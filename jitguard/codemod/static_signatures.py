@@ -148,12 +148,12 @@ def _pointer_types_from_body(kernel: TritonKernel, pointers: set[str]) -> dict[s
             if name is not None and name in pointers and stored:
                 found.setdefault(name, "*" + stored)
     # values of a pointer that go into another access's address (directly or through locals): an index table
-    for name in _address_names(kernel):
-        if name in loaded_into:
-            found.setdefault(loaded_into[name], "*i32")
     for name, pointer_type in _integer_pointers(kernel, loaded_into, bases).items():
         if name in pointers:
             found.setdefault(name, pointer_type)
+    for name in _address_names(kernel):
+        if name in loaded_into:
+            found.setdefault(loaded_into[name], "*i32")
     for name in pointers - found.keys():
         by_name = _pointer_type_by_name(name)
         if by_name is not None:
@@ -193,10 +193,16 @@ _ATOMICS = frozenset({"atomic_cas", "atomic_xchg", "atomic_add", "atomic_max", "
 def _integer_pointers(kernel: TritonKernel, loaded_into: dict[str, str], bases: dict[str, str]) -> dict[str, str]:
     """Pointers the body shows hold integers (`*i32`): loaded values used in bit operations (`w >> 4`,
     `w & 0xF`: packed integers; Triton rejects them on floats), and pointers an atomic writes int literals
-    to (`tl.atomic_cas(lock, 0, 1)`: a lock or counter; a compare-and-swap on floats does not compile)."""
+    to (`tl.atomic_cas(lock, 0, 1)`: a lock or counter; a compare-and-swap on floats does not compile);
+    `*i64` for a table of addresses (loaded values cast `.to(tl.pointer_type(...))`)."""
     found: dict[str, str] = {}
     for node in kernel.nodes():
-        if isinstance(node, ast.BinOp) and isinstance(node.op, _BIT_OPERATORS):
+        if _is_address_cast(node):  # `tl.load(table + i).to(tl.pointer_type(...))`: a table of addresses
+            assert isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            table = _loaded_pointer(node.func.value)
+            if table is not None:
+                found.setdefault(bases.get(table, table), "*i64")
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, _BIT_OPERATORS):
             for operand in (node.left, node.right):
                 if isinstance(operand, ast.Name) and operand.id in loaded_into:
                     found.setdefault(loaded_into[operand.id], "*i32")
@@ -208,6 +214,13 @@ def _integer_pointers(kernel: TritonKernel, loaded_into: dict[str, str], bases: 
                     isinstance(v, ast.Constant) and type(v.value) is int for v in values):
                 found.setdefault(bases.get(target.id, target.id), "*i32")
     return found
+
+
+def _is_address_cast(node: ast.AST) -> bool:
+    """True for `<value>.to(tl.pointer_type(...))`: a loaded integer used as an address."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
+            and bool(node.args) and isinstance(node.args[0], ast.Call)
+            and (dotted_name(node.args[0].func) or "").rsplit(".", 1)[-1] == "pointer_type")
 
 
 def _pointer_locals(kernel: TritonKernel, pointers: set[str]) -> dict[str, str]:

@@ -227,6 +227,12 @@ INTEGER_POINTERS = [
             tl.store(x_ptr, tl.load(x_ptr) + 1.0)
             tl.atomic_xchg(lock, 0)
      """, {"Locks": "*i32", "x_ptr": "*fp32"}),
+    ("a-table-of-addresses", """
+        @triton.jit
+        def k(layer_ptrs, out_ptr, BLOCK: tl.constexpr = 64):
+            base = tl.load(layer_ptrs + tl.program_id(0)).to(tl.pointer_type(tl.float16))
+            tl.store(out_ptr + tl.arange(0, BLOCK), tl.load(base + tl.arange(0, BLOCK)))
+     """, {"layer_ptrs": "*i64"}),
     ("a-float-atomic-add-keeps-the-default", """
         @triton.jit
         def k(acc_ptr, x_ptr):
