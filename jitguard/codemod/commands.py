@@ -171,8 +171,12 @@ def _fix_requests(paths: tuple[str, ...], report: str | None, params: tuple[str,
                                             progress_for("Scanning", len(files))))
     price_scanned(requests, files, price_from, on_compile=lambda: _echo_err(
         "[jitguard] pricing the scan's demotions on signatures synthesized from the source: each kernel "
-        "compiled with and without (sm_90)"))
+        "compiled with and without (sm_90)"), jobs=_jobs(jobs), on_priced=_say_priced)
     return requests, files
+
+
+def _say_priced(kernel: str, done: int, total: int, demotions: int, seconds: float) -> None:
+    _echo_err(f"[jitguard] priced {done}/{total} kernels: {kernel} ({demotions} demotion(s), {seconds:.1f} s)")
 
 
 def _int64_notes(demotions: list[Demotion]) -> None:

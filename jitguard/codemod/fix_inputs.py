@@ -94,12 +94,14 @@ def scan_paths(files: Sequence[Path], rules_for: Callable[[Path], Collection[str
 
 
 def price_scanned(requests: FixRequests, files: Sequence[Path], price_from: Sequence[str],
-                  on_compile: Callable[[], None] | None) -> None:
-    """Price a scan's demotions on synthesized signatures (in place), before `fix` chooses what to apply."""
+                  on_compile: Callable[[], None] | None, jobs: int = 1,
+                  on_priced: Callable[[str, int, int, int, float], None] | None = None) -> None:
+    """Price a scan's demotions on synthesized signatures (in place), before `fix` chooses what to apply:
+    kernels on `jobs` processes, `on_priced` told as each one's prices arrive."""
     from jitguard.codemod.static_prices import price_scan_demotions
 
     if requests.from_scan and requests.demotions:
-        requests.demotions = price_scan_demotions(requests.demotions, files, price_from, on_compile)
+        requests.demotions = price_scan_demotions(requests.demotions, files, price_from, on_compile, jobs, on_priced)
 
 
 JITGUARD_IMPORT_NOTE = "the module then imports jitguard at run time, so its own users need jitguard installed"

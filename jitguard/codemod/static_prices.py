@@ -16,9 +16,13 @@ The kernel's module is imported to compile it, as the price check of a report do
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
+import sys
+import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -96,13 +100,26 @@ class _Sources:
     def __init__(self) -> None:
         self._files: dict[str, list[_KernelSource] | str] = {}
 
-    def find(self, file: str, demotion: Demotion) -> _KernelSource | str:
+    def find_defined(self, file: str, qualname: str, line: int) -> _KernelSource | str:
+        """The kernel of `file` named `qualname` whose definition starts at `line`, or why there is none."""
+        found = self._read(file)
+        if isinstance(found, str):
+            return found
+        named = [k for k in found if k.kernel.qualname == qualname]
+        at_line = [k for k in named if k.kernel.first_line == line]
+        chosen = at_line or named
+        return chosen[0] if chosen else f"{file} defines no kernel `{qualname}`"
+
+    def _read(self, file: str) -> list[_KernelSource] | str:
         if file not in self._files:
             try:
                 self._files[file] = _kernel_sources(file)
             except (SourceError, SyntaxError, ValueError, RecursionError) as exc:
                 self._files[file] = f"{file}: cannot read: {exc}"
-        found = self._files[file]
+        return self._files[file]
+
+    def find(self, file: str, demotion: Demotion) -> _KernelSource | str:
+        found = self._read(file)
         if isinstance(found, str):
             return found
         matching = [k for k in found if k.kernel.matches(demotion.kernel)]
@@ -121,9 +138,8 @@ def _signature_words(group: list[dict[str, Any]]) -> str:
 class StaticPricer:
     """Prices scan demotions by compiling each kernel in its synthesized signatures (one checker, one cache)."""
 
-    def __init__(self, price_from: Sequence[str] = (), on_compile: Callable[[], None] | None = None) -> None:
+    def __init__(self, price_from: Sequence[str] = ()) -> None:
         self.price_from = tuple(price_from)
-        self.on_compile = on_compile
         self._checker: Any = None
         self._kernels: dict[tuple[str, str], Any] = {}
         self._types: dict[tuple[str, str], Synthesized] = {}
@@ -147,8 +163,6 @@ class StaticPricer:
             return DemotionCost("unknown", f"no signature synthesized for {source.kernel.name}: "
                                            f"{source.synthesized.reason}").to_json()
         if self._checker is None:
-            if self.on_compile is not None:
-                self.on_compile()
             self._checker = DemotionCostChecker()
         try:
             jit_fn = self._jit_function(source)
@@ -206,15 +220,20 @@ def _signature_failed(detail: str) -> bool:
 
 
 def price_scan_demotions(demotions: Sequence[Demotion], files: Sequence[Path], price_from: Sequence[str] = (),
-                         on_compile: Callable[[], None] | None = None) -> list[Demotion]:
+                         on_compile: Callable[[], None] | None = None, jobs: int = 1,
+                         on_priced: Callable[[str, int, int, int, float], None] | None = None) -> list[Demotion]:
     """The scan's demotions, each carrying a report entry with its price (`params[NAME].cost`), as a priced
     runtime report's do. Autotune buckets (no code to price) and demotions of kernels not found among
-    `files` are returned as they are."""
+    `files` are returned as they are.
+
+    Kernels are priced on `jobs` worker processes when there are several (each compile takes seconds);
+    `on_priced(kernel, done, total, demotions, seconds)` is called as each kernel's prices arrive."""
     from jitguard.codemod.demotion_prices import triton_importable
 
     sources = _Sources()
-    pricer = StaticPricer(price_from, on_compile)
     entries: dict[tuple[str, str], dict[str, Any]] = {}
+    wanted: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    first_lines: dict[tuple[str, str], int] = {}
     priced = []
     for demotion in demotions:
         file = _file_for(demotion, files)
@@ -225,13 +244,85 @@ def price_scan_demotions(demotions: Sequence[Demotion], files: Sequence[Path], p
         if isinstance(found, str):
             priced.append(demotion)
             continue
-        entry = entries.setdefault((file, found.kernel.qualname), {
+        key = (file, found.kernel.qualname)
+        first_lines.setdefault(key, found.kernel.first_line)
+        entry = entries.setdefault(key, {
             "name": found.kernel.name, "qualname": found.kernel.qualname, "module": found.module, "file": file,
             "line": found.kernel.line, "params": {}, "variant_list": []})
         if demotion.param not in entry["params"]:
-            cost = (pricer.price(found, demotion.param, demotion.option) if triton_importable() else
-                    {"verdict": "unknown", "detail": "not priced: Triton is not installed (pip install "
-                                                     "'jitguard[monitor]')"})
-            entry["params"][demotion.param] = {"advice": demotion.advice, "cost": cost}
+            entry["params"][demotion.param] = {"advice": demotion.advice, "cost": None}
+            wanted.setdefault(key, []).append((demotion.param, demotion.option))
         priced.append(replace(demotion, report_entry=entry))
+    if wanted and not triton_importable():
+        costs = {key: {param: NO_TRITON for param, _ in params} for key, params in wanted.items()}
+    elif wanted:
+        if on_compile is not None:
+            on_compile()
+        tasks = {key: (key[0], key[1], first_lines[key], params, tuple(price_from)) for key, params in wanted.items()}
+        costs = _price_kernels(tasks, jobs, on_priced)
+    for key, params in wanted.items():
+        for param, _ in params:
+            entries[key]["params"][param]["cost"] = costs[key][param]
     return priced
+
+
+NO_TRITON = {"verdict": "unknown", "detail": "not priced: Triton is not installed (pip install 'jitguard[monitor]')"}
+
+# file, qualname, first line, (param, option) of each demotion, price_from
+_KernelJob = tuple[str, str, int, list[tuple[str, str]], tuple[str, ...]]
+
+
+def price_kernel_job(job: _KernelJob) -> tuple[dict[str, dict[str, str]], float]:
+    """The prices of one kernel's demotions, {param: cost}, and the seconds they took: the work of one pool
+    task (module-level, so it pickles; the kernel is found again by reading its file)."""
+    file, qualname, line, params, price_from = job
+    started = time.perf_counter()
+    found = _Sources().find_defined(file, qualname, line)
+    if isinstance(found, str):
+        return {param: {"verdict": "unknown", "detail": found} for param, _ in params}, 0.0
+    pricer = StaticPricer(price_from)
+    costs = {param: pricer.price(found, param, option) for param, option in params}
+    return costs, time.perf_counter() - started
+
+
+def _quiet_half_built_kernels() -> None:
+    """In a pricing worker: a signature that fails to compile can leave a Triton `CompiledKernel` whose
+    `__init__` never ran to the end, and its `__del__` then raises AttributeError when the worker exits;
+    that one message is noise about a compile the price already reports, so it is not printed."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        where = getattr(unraisable.object, "__qualname__", "")
+        if not (where == "CompiledKernel.__del__" and isinstance(unraisable.exc_value, AttributeError)):
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+
+
+def _price_kernels(tasks: dict[tuple[str, str], _KernelJob], jobs: int,
+                   on_priced: Callable[[str, int, int, int, float], None] | None
+                   ) -> dict[tuple[str, str], dict[str, dict[str, str]]]:
+    costs: dict[tuple[str, str], dict[str, dict[str, str]]] = {}
+
+    def arrived(key: tuple[str, str], result: tuple[dict[str, dict[str, str]], float]) -> None:
+        costs[key] = result[0]
+        if on_priced is not None:
+            on_priced(key[1], len(costs), len(tasks), len(tasks[key][3]), result[1])
+
+    workers = min(jobs, len(tasks))
+    if workers <= 1:
+        for key, task in tasks.items():
+            arrived(key, price_kernel_job(task))
+        return costs
+    # spawn: a fresh interpreter per worker, never a fork of a process that may hold torch's threads
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_quiet_half_built_kernels) as pool:
+        futures = {pool.submit(price_kernel_job, task): key for key, task in tasks.items()}
+        for future in as_completed(futures):
+            key = futures[future]
+            try:
+                arrived(key, future.result())
+            except Exception as exc:  # a worker that died prices its kernel unknown, with why
+                reason = f"the price check of {key[1]} failed in its worker: {type(exc).__name__}: {exc}"[:240]
+                arrived(key, ({param: {"verdict": "unknown", "detail": reason} for param, _ in tasks[key][3]}, 0.0))
+    return costs

@@ -122,3 +122,17 @@ def test_a_hand_edit_left_exits_1_not_2(tmp_path: Path) -> None:
     assert "1 hand edit left" in result.stderr
     missing = _invoke(["--param", "nokernel:n", target])
     assert missing.exit_code == 2 and "error:" in missing.stderr
+
+
+def test_kernels_priced_on_worker_processes_get_the_prices_one_process_gives(tmp_path: Path) -> None:
+    (tmp_path / "serial").mkdir()
+    (tmp_path / "parallel").mkdir()
+    serial, parallel = _tree(tmp_path / "serial"), _tree(tmp_path / "parallel")
+    one = _invoke(["--jobs", "1", serial])
+    two = _invoke(["--jobs", "2", parallel])
+    assert serial.read_text() == parallel.read_text() != KERNELS
+    for result in (one, two):
+        assert result.exit_code == 1, result.output
+        assert "[jitguard] priced 2/2 kernels: " in result.stderr  # one line per kernel as its prices arrive
+    skipped = [[line for line in r.stderr.splitlines() if line.startswith("skipped: ")] for r in (one, two)]
+    assert skipped[0] == skipped[1] and "copy_flat:n_elements: costly:" in skipped[0][0]
