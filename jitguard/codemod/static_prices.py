@@ -60,11 +60,28 @@ def module_and_root(file: str) -> tuple[str, str]:
         parts.insert(0, folder.name)
         folder = folder.parent
     cwd = Path(os.path.realpath(os.getcwd()))
+    top = _topmost_package_under(folder, cwd)
+    if top is not None:  # namespace folders inside a package (pkg/__init__.py, pkg/third_party/vllm/x.py)
+        dotted = path.relative_to(top.parent).with_suffix("").parts
+        if all(part.isidentifier() for part in dotted):
+            return ".".join(dotted), str(top.parent)
     if len(parts) == 1 and cwd in path.parents:
         relative = path.relative_to(cwd).with_suffix("").parts
         if all(part.isidentifier() for part in relative):
             return ".".join(relative), str(cwd)
     return ".".join(parts), str(folder)
+
+
+def _topmost_package_under(folder: Path, cwd: Path) -> Path | None:
+    """The highest folder holding an `__init__.py` among `folder` and its parents below the working directory:
+    the package a namespace folder inside it is imported through."""
+    top = None
+    for ancestor in (folder, *folder.parents):
+        if cwd not in ancestor.parents:
+            break
+        if (ancestor / "__init__.py").is_file():
+            top = ancestor
+    return top
 
 
 def _file_for(demotion: Demotion, files: Sequence[Path]) -> str | None:

@@ -307,6 +307,19 @@ def test_module_and_root_walk_up_through_packages(tmp_path: Path) -> None:
     assert module_and_root(str(tmp_path / "loose.py")) == ("loose", str(tmp_path.resolve()))
 
 
+def test_a_namespace_folder_inside_a_package_is_imported_through_the_package(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # lib/__init__.py, lib/third_party/ (no __init__), lib/third_party/vllm/__init__.py: the file is
+    # lib.third_party.vllm.attention, never a top-level `vllm` that another folder's `vllm` would clash with
+    (tmp_path / "lib" / "third_party" / "vllm").mkdir(parents=True)
+    (tmp_path / "lib" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "third_party" / "vllm" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "third_party" / "vllm" / "attention.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert module_and_root(str(tmp_path / "lib" / "third_party" / "vllm" / "attention.py")) == (
+        "lib.third_party.vllm.attention", str(tmp_path.resolve()))
+
+
 def test_scan_demotions_are_priced_in_their_synthesized_signatures(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     package = tmp_path / "static_price_pkg"
