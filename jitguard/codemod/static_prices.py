@@ -32,6 +32,8 @@ from jitguard.codemod.demotions import Demotion
 from jitguard.codemod.files import SourceError, read_source
 from jitguard.codemod.kernels import TritonKernel, find_kernels, parse_source
 from jitguard.codemod.launch_sites import launch_facts
+from jitguard.codemod.param_uses import HelperUses
+from jitguard.codemod.scan import runtime_kinds
 from jitguard.codemod.static_signatures import RETRY_ELEMENTS, Synthesized, synthesize
 
 _WORST_FIRST = ("costly", "unknown", "free")
@@ -104,10 +106,12 @@ def _kernel_sources(file: str) -> list[_KernelSource]:
                                    for kernel in kernels for name in (kernel.name, *kernel.bound_as)}, source)
     module, root = module_and_root(file)
     scope = ModuleScope(tree, Path(file))
+    helpers = HelperUses({kernel.name: kernel for kernel in reversed(kernels)})  # a pointer used in a helper
     found = []
     for kernel in kernels:
         facts = next((launches[n] for n in (kernel.name, *kernel.bound_as) if n in launches), None)
-        found.append(_KernelSource(kernel, file, module, root, synthesize(kernel, facts, scope=scope)))
+        kinds = runtime_kinds(kernel, helpers, facts)
+        found.append(_KernelSource(kernel, file, module, root, synthesize(kernel, facts, kinds, scope=scope)))
     return found
 
 

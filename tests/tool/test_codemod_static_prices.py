@@ -320,6 +320,27 @@ def test_a_namespace_folder_inside_a_package_is_imported_through_the_package(
         "lib.third_party.vllm.attention", str(tmp_path.resolve()))
 
 
+def test_a_pointer_used_only_inside_a_jit_helper_is_synthesized_as_a_pointer(tmp_path: Path) -> None:
+    from jitguard.codemod.static_prices import _kernel_sources
+
+    file = tmp_path / "helper_store.py"
+    file.write_text(HEADER + textwrap.dedent("""
+        @triton.jit
+        def _store_row(dst, offs, values, mask):
+            tl.store(dst + offs, values, mask=mask)
+
+
+        @triton.jit
+        def scale(x_ptr, out, n_rows, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < n_rows
+            _store_row(out, offs, tl.load(x_ptr + offs, mask=mask) * 2, mask)
+        """))
+    source = next(k for k in _kernel_sources(str(file)) if k.kernel.name == "scale")
+    params = source.synthesized.groups[0][0]["params"]
+    assert params["out"]["kind"] == "ptr" and params["n_rows"]["kind"] == "int"
+
+
 def test_scan_demotions_are_priced_in_their_synthesized_signatures(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     package = tmp_path / "static_price_pkg"
