@@ -125,18 +125,22 @@ def _dotted_tail(node: ast.expr) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def _jits(node: ast.expr) -> bool:
-    return _dotted_tail(node) in _JIT_NAMES
+def _jit_names(tree: ast.AST) -> frozenset[str]:
+    """"jit", and the names the file imports Triton's or Gluon's jit under (`from triton import jit as tjit`)."""
+    aliases = {alias.asname for node in ast.walk(tree)
+               if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "triton"
+               for alias in node.names if alias.name in _JIT_NAMES and alias.asname}
+    return _JIT_NAMES | frozenset(name for name in aliases if name)
 
 
-def _binds_jit_call(node: ast.AST, name: str) -> bool:
+def _binds_jit_call(node: ast.AST, name: str, jit_names: frozenset[str] = _JIT_NAMES) -> bool:
     """`name = triton.jit(_k)` / `name = triton.autotune(...)(triton.jit(...)(_k))`: an assignment of a jit call."""
     if not isinstance(node, (ast.Assign, ast.AnnAssign)):
         return False
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
     if not any(isinstance(t, ast.Name) and t.id == name for t in targets) or node.value is None:
         return False
-    return any(isinstance(call, ast.Call) and _jits(call.func) for call in ast.walk(node.value))
+    return any(isinstance(call, ast.Call) and _dotted_tail(call.func) in jit_names for call in ast.walk(node.value))
 
 
 def defines_jit_kernel(file: str, name: str) -> bool:
@@ -148,19 +152,20 @@ def defines_jit_kernel(file: str, name: str) -> bool:
             tree = ast.parse(handle.read(), filename=file)
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
         return False
-    if any(_binds_jit_call(node, name) for node in ast.walk(tree)):
+    jit_names = _jit_names(tree)
+    if any(_binds_jit_call(node, name, jit_names) for node in ast.walk(tree)):
         return True
     defined = False
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             tails = [_dotted_tail(d) for d in node.decorator_list]
-            if any(t in _JIT_NAMES for t in tails):
+            if any(t in jit_names for t in tails):
                 return True
             defined = True
     if not defined:
         return False
     # `fast = triton.jit(_kernel)` / `triton.jit(do_not_specialize=[...])(_kernel)`
-    return any(isinstance(node, ast.Call) and _jits(node.func)
+    return any(isinstance(node, ast.Call) and _dotted_tail(node.func) in jit_names
                and any(isinstance(a, ast.Name) and a.id == name for a in node.args)
                for node in ast.walk(tree))
 
