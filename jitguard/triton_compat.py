@@ -27,6 +27,7 @@ from triton.runtime.autotuner import Autotuner, Heuristics
 from triton.runtime.jit import JITFunction
 
 from jitguard.events import CONFIG_OPTIONS, LAUNCH_OPTIONS, ParamSpec
+from jitguard.internal_frames import callers
 
 TRITON_VERSION: str = triton.__version__
 VERSION: tuple[int, int] = tuple(int(p) for p in TRITON_VERSION.split(".")[:2])  # type: ignore[assignment]
@@ -593,14 +594,8 @@ def find_run_frame(jit_fn: JITFunction, start_frame: Any) -> Any:
     Walking from there (not from the hook) keeps other tools' chained hooks out of the call site.
     Only called on the compile path, never on a cache hit.
     """
-    frame = start_frame
-    depth = 0
-    while frame is not None and depth < 16:
-        if frame.f_code.co_name == "run" and frame.f_locals.get("self") is jit_fn:
-            return frame
-        frame = frame.f_back
-        depth += 1
-    return None
+    return next((frame for frame in callers(start_frame, 16)
+                 if frame.f_code.co_name == "run" and frame.f_locals.get("self") is jit_fn), None)
 
 
 def bound_args_of(run_frame: Any) -> dict | None:
@@ -618,49 +613,42 @@ def bound_args_of(run_frame: Any) -> dict | None:
 
 def is_autotuning(start_frame: Any) -> bool:
     """Whether this compile happens while `@triton.autotune` benchmarks its configs."""
-    frame = start_frame
-    depth = 0
-    while frame is not None and depth < 24:
-        if frame.f_code.co_name in ("_bench", "kernel_call") and frame.f_code.co_filename.startswith(TRITON_DIR):
-            return True
-        frame = frame.f_back
-        depth += 1
-    return False
+    return any(frame.f_code.co_name in ("_bench", "kernel_call") and frame.f_code.co_filename.startswith(TRITON_DIR)
+               for frame in callers(start_frame, 24))
 
 
 def autotuner_on_stack(start_frame: Any) -> Any:
     """The `Autotuner` whose `run` (or benchmark) led to this compile, or None: the `self` of the
     nearest Triton frame that is one. Read on the compile path only (never on a cache hit)."""
-    frame = start_frame
-    depth = 0
-    while frame is not None and depth < 32:
+    for frame in callers(start_frame, 32):
         if frame.f_code.co_filename.startswith(TRITON_DIR):
             candidate = frame.f_locals.get("self")
             if isinstance(candidate, Autotuner):
                 return candidate
-        frame = frame.f_back
-        depth += 1
     return None
+
+
+def config_names(config: Any) -> set[str]:
+    """The names one autotune config sets: its kwargs, and the launch options it chooses."""
+    names = set(getattr(config, "kwargs", None) or {})
+    names.update(option for option in CONFIG_OPTIONS if getattr(config, option, None) is not None)
+    return names
 
 
 def autotune_config_names(tuner: Any) -> set[str]:
     """Every name an autotuner's configs set: their kwargs, and the launch options they choose."""
     names: set[str] = set()
     for config in getattr(tuner, "configs", None) or []:
-        names.update(getattr(config, "kwargs", None) or {})
-        names.update(option for option in CONFIG_OPTIONS
-                     if getattr(config, option, None) is not None)
+        names.update(config_names(config))
     return names
 
 
 def user_call_site(start_frame: Any, skip_dirs: tuple[str, ...]) -> str:
     """'path:line' of the first frame outside Triton, torch and jitguard."""
-    frame = start_frame
-    while frame is not None:
+    for frame in callers(start_frame):
         filename = frame.f_code.co_filename
         if not filename.startswith(skip_dirs) and not filename.startswith("<"):
             return f"{filename}:{frame.f_lineno}"
-        frame = frame.f_back
     return ""
 
 

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from jitguard.events import DECORATOR_ORIGINS, Cause
+from jitguard.internal_frames import callers
 
 _INDUCTOR_DIR = os.sep + os.path.join("torch", "_inductor") + os.sep
 _STACK_DEPTH = 64  # Inductor's compile sits a few frames under triton.compile; a deeper caller is not it
@@ -52,13 +53,7 @@ def origin_of_jit_kernel(is_gluon: bool) -> str:
 
 def inductor_on_stack(frame: Any) -> bool:
     """Whether a frame of torch's Inductor is among the callers of `frame`."""
-    depth = 0
-    while frame is not None and depth < _STACK_DEPTH:
-        if _INDUCTOR_DIR in frame.f_code.co_filename:
-            return True
-        frame = frame.f_back
-        depth += 1
-    return False
+    return any(_INDUCTOR_DIR in caller.f_code.co_filename for caller in callers(frame, _STACK_DEPTH))
 
 
 def origin_of_direct_compile(is_gluon: bool, frame: Any) -> str:

@@ -19,8 +19,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from jitguard.events import CONFIG_OPTIONS, COST_PROBE_ATTRIBUTE, Cause, CompileEvent, ParamSpec
+from jitguard.events import COST_PROBE_ATTRIBUTE, Cause, CompileEvent, ParamSpec
 from jitguard.explain import explain_recompile
+from jitguard.internal_frames import callers
 from jitguard.runtime.compile_origin import InductorFacts, advise_for_origin, inductor_facts, origin_of_direct_compile
 
 _STACK_DEPTH = 48
@@ -74,18 +75,13 @@ def _metadata_dict(metadata: Any) -> dict[str, Any]:
 def _config_names_on_stack(frame: Any) -> set[str]:
     """The names an autotune config being compiled sets (Inductor's `_precompile_config(cfg)`, or any
     caller holding a Triton `Config` as `cfg`/`config`): its kwargs and its launch options."""
-    depth = 0
-    while frame is not None and depth < _STACK_DEPTH:
+    from jitguard.triton_compat import config_names  # called on the compile path, Triton loaded
+
+    for caller in callers(frame, _STACK_DEPTH):
         for name in ("cfg", "config"):
-            config = frame.f_locals.get(name)
-            kwargs = getattr(config, "kwargs", None)
-            if isinstance(kwargs, dict):
-                names = set(kwargs)
-                names.update(o for o in CONFIG_OPTIONS
-                             if getattr(config, o, None) is not None)
-                return names
-        frame = frame.f_back
-        depth += 1
+            config = caller.f_locals.get(name)
+            if isinstance(getattr(config, "kwargs", None), dict):
+                return config_names(config)
     return set()
 
 

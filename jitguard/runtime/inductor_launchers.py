@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jitguard.events import CONFIG_OPTIONS, CompileEvent
+from jitguard.internal_frames import callers
 from jitguard.runtime.arrival import handover_arrival
 from jitguard.runtime.bootstrap.triton_hook import find_spec_with_other_finders
 from jitguard.runtime.compile_origin import InductorFacts, dynamo_compile_id
@@ -100,13 +101,8 @@ def handed_over_kernels(autotuner: Any, compile_id: str | None) -> list[HandedOv
 def loaded_from_torch_cache(frame: Any) -> bool:
     """Whether `precompile` was called by torch's future over a kernel from its own caches."""
     future_class = getattr(sys.modules.get(CACHED_FUTURE_MODULE), CACHED_FUTURE_CLASS, None)
-    depth = 0
-    while future_class is not None and frame is not None and depth < _CALLER_DEPTH:
-        if isinstance(frame.f_locals.get("self"), future_class):
-            return True
-        frame = frame.f_back
-        depth += 1
-    return False
+    return future_class is not None and any(isinstance(caller.f_locals.get("self"), future_class)
+                                            for caller in callers(frame, _CALLER_DEPTH))
 
 
 def asking_compile_id(autotuner: Any, from_torch_cache: bool) -> str | None:
