@@ -280,7 +280,7 @@ def price_scan_demotions(demotions: Sequence[Demotion], files: Sequence[Path], p
         if on_compile is not None:
             on_compile()
         tasks = {key: (key[0], key[1], first_lines[key], params, tuple(price_from)) for key, params in wanted.items()}
-        costs = _price_kernels(tasks, jobs, on_priced)
+        costs = _price_kernels(tasks, jobs, on_priced, sources)
     for key, params in wanted.items():
         for param, _ in params:
             entries[key]["params"][param]["cost"] = costs[key][param]
@@ -293,12 +293,13 @@ NO_TRITON = {"verdict": "unknown", "detail": "not priced: Triton is not installe
 _KernelJob = tuple[str, str, int, list[tuple[str, str]], tuple[str, ...]]
 
 
-def price_kernel_job(job: _KernelJob) -> tuple[dict[str, dict[str, str]], float]:
+def price_kernel_job(job: _KernelJob, sources: _Sources | None = None) -> tuple[dict[str, dict[str, str]], float]:
     """The prices of one kernel's demotions, {param: cost}, and the seconds they took: the work of one pool
-    task (module-level, so it pickles; the kernel is found again by reading its file)."""
+    task (module-level, so it pickles; a worker finds the kernel again by reading its file, one process
+    in the `sources` it has read already)."""
     file, qualname, line, params, price_from = job
     started = time.perf_counter()
-    found = _Sources().find_defined(file, qualname, line)
+    found = (sources or _Sources()).find_defined(file, qualname, line)
     if isinstance(found, str):
         return {param: {"verdict": "unknown", "detail": found} for param, _ in params}, 0.0
     pricer = StaticPricer(price_from)
@@ -321,7 +322,7 @@ def _quiet_half_built_kernels() -> None:
 
 
 def _price_kernels(tasks: dict[tuple[str, str], _KernelJob], jobs: int,
-                   on_priced: Callable[[str, int, int, int, float], None] | None
+                   on_priced: Callable[[str, int, int, int, float], None] | None, sources: _Sources
                    ) -> dict[tuple[str, str], dict[str, dict[str, str]]]:
     costs: dict[tuple[str, str], dict[str, dict[str, str]]] = {}
 
@@ -333,7 +334,7 @@ def _price_kernels(tasks: dict[tuple[str, str], _KernelJob], jobs: int,
     workers = min(jobs, len(tasks))
     if workers <= 1:
         for key, task in tasks.items():
-            arrived(key, price_kernel_job(task))
+            arrived(key, price_kernel_job(task, sources))
         return costs
     # spawn: a fresh interpreter per worker, never a fork of a process that may hold torch's threads
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
